@@ -1,0 +1,138 @@
+"""Settings. This is the only module that reads the environment.
+
+Every setting has a keyword argument on the objects that use it; the environment only supplies defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+from .errors import ConfigError
+
+__all__ = ["Settings", "ENV_VARS", "redact_url", "validate_schema_name"]
+
+#: Every environment variable the library reads, with what it does (the README's table is built from this).
+ENV_VARS: dict[str, str] = {
+    "UNIVERSALRAG_DATABASE_URL": "PostgreSQL URL (any server with pgvector >= 0.7). Unset: an embedded "
+    "PostgreSQL is started on a data directory under UNIVERSALRAG_HOME.",
+    "UNIVERSALRAG_HOME": "Where the embedded server keeps its data. Default: the user's data directory "
+    "(for example ~/.local/share/universalrag).",
+    "UNIVERSALRAG_SCHEMA": "The Postgres schema holding the registry, sources and corpus tables. "
+    "Default: universalrag.",
+    "UNIVERSALRAG_EMBEDDER": "Text embedder: 'minilm' (default, bundled all-MiniLM-L6-v2, offline), "
+    "'openai:MODEL' (OpenAI-compatible embeddings endpoint) or 'hf:PATH' (a local transformers model directory).",
+    "UNIVERSALRAG_EMBED_BASE_URL": "Base URL of the OpenAI-compatible embeddings endpoint (openai:MODEL).",
+    "UNIVERSALRAG_EMBED_API_KEY": "API key for that endpoint; falls back to OPENAI_API_KEY. Never logged.",
+    "UNIVERSALRAG_EMBED_DIMENSIONS": "Ask the embeddings endpoint for vectors of this size (models that "
+    "support shortening, such as text-embedding-3-*).",
+    "UNIVERSALRAG_DEVICE": "torch device for local encoders ('cpu', 'cuda', 'cuda:1'). Default: CUDA when "
+    "present, else CPU.",
+    "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger).",
+    "OPENAI_API_KEY": "Fallback API key for OpenAI-compatible endpoints.",
+}
+
+_SCHEMA_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def validate_schema_name(name: str) -> str:
+    """Return ``name`` if it is a plain lowercase Postgres identifier, else raise ``ConfigError``."""
+    if not isinstance(name, str) or not _SCHEMA_PATTERN.fullmatch(name) or name.startswith("pg_"):
+        raise ConfigError(
+            f"Invalid schema name {name!r}: use up to 63 lowercase letters, digits or underscores, "
+            "not starting with a digit or 'pg_'."
+        )
+    return name
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password (and any ``password=`` query parameter) replaced by ``***``."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        parsed = make_url(url)
+    except Exception:  # noqa: BLE001 - an unparseable URL is shown without anything after the scheme
+        return url.split("://", 1)[0] + "://***"
+    if parsed.password:
+        parsed = parsed.set(password="***")
+    if "password" in parsed.query:
+        parsed = parsed.update_query_dict({"password": "***"})
+    return parsed.render_as_string(hide_password=False)
+
+
+def _default_home() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("universalrag", appauthor=False))
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Resolved settings. Build with :meth:`from_env` and override fields with :meth:`with_`."""
+
+    database_url: str | None = None
+    home: Path | None = None
+    schema: str = "universalrag"
+    embedder: str = "minilm"
+    embed_base_url: str | None = None
+    embed_api_key: str | None = None
+    embed_dimensions: int | None = None
+    device: str | None = None
+    ef_search: int = 100
+
+    def __post_init__(self) -> None:
+        validate_schema_name(self.schema)
+        if self.ef_search < 1:
+            raise ConfigError(f"ef_search must be positive, got {self.ef_search}.")
+
+    def __repr__(self) -> str:  # never show secrets
+        url = redact_url(self.database_url) if self.database_url else None
+        key = "***" if self.embed_api_key else None
+        return (
+            f"Settings(database_url={url!r}, home={self.home!r}, schema={self.schema!r}, "
+            f"embedder={self.embedder!r}, embed_base_url={self.embed_base_url!r}, embed_api_key={key!r}, "
+            f"device={self.device!r}, ef_search={self.ef_search})"
+        )
+
+    @property
+    def home_dir(self) -> Path:
+        """The directory for the embedded server's data (created on demand by the server module)."""
+        return self.home if self.home is not None else _default_home()
+
+    def with_(self, **changes: object) -> "Settings":
+        """A copy with some fields replaced (``None`` values are ignored)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        """Read the ``UNIVERSALRAG_*`` variables (see :data:`ENV_VARS`)."""
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        def get_int(name: str) -> int | None:
+            raw = get(name)
+            if raw is None:
+                return None
+            try:
+                return int(raw)
+            except ValueError:
+                raise ConfigError(f"{name} must be an integer, got {raw!r}.") from None
+
+        home = get("UNIVERSALRAG_HOME")
+        return cls(
+            database_url=get("UNIVERSALRAG_DATABASE_URL"),
+            home=Path(home).expanduser() if home else None,
+            schema=get("UNIVERSALRAG_SCHEMA") or "universalrag",
+            embedder=get("UNIVERSALRAG_EMBEDDER") or "minilm",
+            embed_base_url=get("UNIVERSALRAG_EMBED_BASE_URL"),
+            embed_api_key=get("UNIVERSALRAG_EMBED_API_KEY") or get("OPENAI_API_KEY"),
+            embed_dimensions=get_int("UNIVERSALRAG_EMBED_DIMENSIONS"),
+            device=get("UNIVERSALRAG_DEVICE"),
+            ef_search=get_int("UNIVERSALRAG_EF_SEARCH") or 100,
+        )

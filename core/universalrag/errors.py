@@ -1,0 +1,101 @@
+"""One exception hierarchy for the whole library.
+
+Every error a user can meet derives from :class:`UniversalRAGError` and carries a sentence that says
+what to do. Driver and SDK errors are translated once per layer with ``raise ... from e``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "UniversalRAGError",
+    "ConfigError",
+    "MissingDependencyError",
+    "StoreError",
+    "CorpusNotFoundError",
+    "CorpusExistsError",
+    "DimensionMismatchError",
+    "EmbeddingError",
+    "IngestError",
+    "RoutingError",
+    "GenerationError",
+]
+
+
+class UniversalRAGError(Exception):
+    """Root of every error raised by universalrag."""
+
+
+class ConfigError(UniversalRAGError):
+    """A setting is missing, malformed or inconsistent."""
+
+
+class MissingDependencyError(UniversalRAGError, ImportError):
+    """An optional dependency is not installed; the message names the extra that provides it."""
+
+    def __init__(self, package: str, extra: str, *, feature: str | None = None) -> None:
+        self.package = package
+        self.extra = extra
+        what = f" for {feature}" if feature else ""
+        super().__init__(
+            f"The package {package!r} is needed{what} but is not installed; "
+            f"install it with: pip install 'universalrag[{extra}]'"
+        )
+
+
+class StoreError(UniversalRAGError):
+    """The database refused or failed an operation."""
+
+
+class CorpusNotFoundError(StoreError, KeyError):
+    """No corpus of that name is registered."""
+
+    def __init__(self, name: str, known: list[str] | None = None) -> None:
+        self.name = name
+        hint = f" Known corpora: {', '.join(sorted(known))}." if known else ""
+        super().__init__(
+            f"No corpus named {name!r} is registered in this schema.{hint} "
+            "Create it with `universalrag corpora create` or run `universalrag init`."
+        )
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0])
+
+
+class CorpusExistsError(StoreError):
+    """A corpus of that name already exists."""
+
+
+class DimensionMismatchError(StoreError, ValueError):
+    """A vector does not have the dimension of the corpus it is written to or searched in."""
+
+    def __init__(self, corpus: str, expected: int, got: int) -> None:
+        self.corpus = corpus
+        self.expected = expected
+        self.got = got
+        super().__init__(
+            f"Corpus {corpus!r} stores {expected}-dimensional vectors but got {got} dimensions; "
+            "use the embedder the corpus was created with, or create a corpus for this embedder."
+        )
+
+
+class EmbeddingError(UniversalRAGError):
+    """An encoder could not be loaded or failed to embed (model path, endpoint, credentials)."""
+
+
+class IngestError(UniversalRAGError):
+    """One input could not be ingested; names the path and the reason."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+class RoutingError(UniversalRAGError):
+    """A router could not produce a decision."""
+
+
+class GenerationError(UniversalRAGError):
+    """The language model failed to produce an answer."""

@@ -1,0 +1,216 @@
+"""Plain data shared by every layer: enums and frozen dataclasses, no behaviour beyond validation."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Mapping, Sequence
+
+__all__ = [
+    "Modality",
+    "Granularity",
+    "BUILTIN_CORPORA",
+    "NO_RETRIEVAL",
+    "CORPUS_NAME_PATTERN",
+    "CorpusSpec",
+    "Unit",
+    "SourceRecord",
+    "Hit",
+    "RouteDecision",
+    "validate_corpus_name",
+]
+
+#: Route name meaning "answer without retrieval".
+NO_RETRIEVAL = "none"
+
+#: Lowercase letter first, then lowercase letters, digits or underscores; 1 to 48 characters.
+CORPUS_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+
+
+class Modality(StrEnum):
+    """What kind of content a corpus holds."""
+
+    TEXT = "text"
+    TABLE = "table"
+    IMAGE = "image"
+    VIDEO = "video"
+
+
+class Granularity(StrEnum):
+    """How large one retrievable unit of a corpus is."""
+
+    PARAGRAPH = "paragraph"
+    DOCUMENT = "document"
+    TABLE = "table"
+    IMAGE = "image"
+    CLIP = "clip"
+    VIDEO = "video"
+    OTHER = "other"
+
+
+def validate_corpus_name(name: str) -> str:
+    """Return ``name`` when it is a valid corpus name, else raise ``ValueError`` with the rule."""
+    if not isinstance(name, str) or not CORPUS_NAME_PATTERN.fullmatch(name) or name == NO_RETRIEVAL:
+        raise ValueError(
+            f"Invalid corpus name {name!r}: use 1-48 characters, a lowercase letter first, then lowercase "
+            f"letters, digits or underscores (and not {NO_RETRIEVAL!r})."
+        )
+    return name
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusSpec:
+    """A corpus as registered: one pgvector table searched in its own embedding space.
+
+    ``parent`` names the corpus whose units contain this one's (paragraph → document, clip → video).
+    ``multi_vector`` corpora store several vectors per unit (chunks of a long document, rows of a
+    table); a unit matches when its best vector does.
+    """
+
+    name: str
+    modality: Modality
+    granularity: Granularity
+    description: str = ""
+    dimension: int = 384
+    embedder: str = ""
+    parent: str | None = None
+    multi_vector: bool = False
+    builtin: bool = False
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        validate_corpus_name(self.name)
+        if self.parent is not None:
+            validate_corpus_name(self.parent)
+        object.__setattr__(self, "modality", Modality(self.modality))
+        object.__setattr__(self, "granularity", Granularity(self.granularity))
+        if not 1 <= int(self.dimension) <= 16000:
+            raise ValueError(f"Corpus {self.name!r}: dimension must be between 1 and 16000, got {self.dimension}.")
+
+
+#: The corpora every schema starts with, as in the UniversalRAG paper (``none`` is a route, not a corpus).
+BUILTIN_CORPORA: tuple[tuple[str, Modality, Granularity, str | None, bool, str], ...] = (
+    ("paragraph", Modality.TEXT, Granularity.PARAGRAPH, "document", False,
+     "Short passages of about a hundred words; for factual questions answered by one specific fact or sentence."),
+    ("document", Modality.TEXT, Granularity.DOCUMENT, None, True,
+     "Whole documents such as articles and reports; for questions that need several facts from a long text "
+     "or reasoning across its sections."),
+    ("table", Modality.TABLE, Granularity.TABLE, None, True,
+     "Tables with a header and rows; for questions about figures, rankings, counts, comparisons and records."),
+    ("image", Modality.IMAGE, Granularity.IMAGE, None, False,
+     "Photographs, diagrams and other images; for questions about what something looks like: colour, shape, "
+     "appearance, visible details."),
+    ("clip", Modality.VIDEO, Granularity.CLIP, "video", False,
+     "Scenes of videos with their time range and transcript; for questions about a specific moment or event "
+     "within a video."),
+    ("video", Modality.VIDEO, Granularity.VIDEO, None, False,
+     "Whole videos with their transcript; for questions about the overall content, steps or storyline of a video."),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One retrievable unit about to be written: a paragraph, a document, a table, an image, a clip, a video.
+
+    ``id`` is chosen by the caller (a UUID string) so that children can reference parents in the same
+    write. ``parts`` holds the texts of a multi-vector unit's extra vectors (chunks, rows), aligned with
+    ``part_embeddings``; ``embedding`` is the unit's own vector.
+    """
+
+    id: str
+    corpus: str
+    content: str
+    embedding: Sequence[float] | None = None
+    uri: str | None = None
+    parent_id: str | None = None
+    start_s: float | None = None
+    end_s: float | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    parts: Sequence[str] = ()
+    part_embeddings: Sequence[Sequence[float]] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRecord:
+    """What was ingested: one file (or object), identified by its URI and the hash of its content."""
+
+    uri: str
+    content_hash: str
+    modality: Modality
+    corpora: tuple[str, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result."""
+
+    corpus: str
+    id: str
+    score: float
+    content: str
+    uri: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    parent_id: str | None = None
+    start_s: float | None = None
+    end_s: float | None = None
+    source_id: str | None = None
+    modality: Modality | None = None
+    granularity: Granularity | None = None
+    #: For multi-vector units: the parts (chunks, rows) that matched, best first, as (index, text, score).
+    matched_parts: tuple[tuple[int, str, float], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (``start_s``/``end_s`` only where they apply)."""
+        out: dict[str, Any] = {
+            "corpus": self.corpus,
+            "id": self.id,
+            "score": round(float(self.score), 6),
+            "content": self.content,
+            "uri": self.uri,
+            "metadata": dict(self.metadata),
+            "parent_id": self.parent_id,
+            "source_id": self.source_id,
+            "modality": str(self.modality) if self.modality else None,
+            "granularity": str(self.granularity) if self.granularity else None,
+        }
+        if self.start_s is not None or self.end_s is not None:
+            out["start_s"] = self.start_s
+            out["end_s"] = self.end_s
+        if self.matched_parts:
+            out["matched_parts"] = [
+                {"index": i, "text": t, "score": round(float(s), 6)} for i, t, s in self.matched_parts
+            ]
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RouteDecision:
+    """Which corpora a router chose for a query: ``routes`` in order (primary first), a probability per
+    candidate route in ``scores``, the router's ``router`` name and its ``latency_ms``."""
+
+    routes: tuple[str, ...]
+    scores: Mapping[str, float] = field(default_factory=dict)
+    router: str = ""
+    latency_ms: float = 0.0
+
+    @property
+    def primary(self) -> str:
+        """The first chosen route."""
+        return self.routes[0] if self.routes else NO_RETRIEVAL
+
+    @property
+    def needs_retrieval(self) -> bool:
+        """False when the decision is to answer without retrieval."""
+        return any(r != NO_RETRIEVAL for r in self.routes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary."""
+        return {
+            "routes": list(self.routes),
+            "scores": {k: round(float(v), 6) for k, v in self.scores.items()},
+            "router": self.router,
+            "latency_ms": round(float(self.latency_ms), 3),
+        }
