@@ -1,0 +1,1 @@
+"""Alembic environment and versions for the universalrag schema (shipped as ``universalrag.migrations``)."""

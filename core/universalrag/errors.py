@@ -16,6 +16,7 @@ __all__ = [
     "CorpusNotFoundError",
     "CorpusExistsError",
     "DimensionMismatchError",
+    "FilterError",
     "EmbeddingError",
     "IngestError",
     "RoutingError",
@@ -78,6 +79,10 @@ class DimensionMismatchError(StoreError, ValueError):
             f"Corpus {corpus!r} stores {expected}-dimensional vectors but got {got} dimensions; "
             "use the embedder the corpus was created with, or create a corpus for this embedder."
         )
+
+
+class FilterError(UniversalRAGError, ValueError):
+    """A metadata filter is malformed (unknown operator, bad field name, wrong value type)."""
 
 
 class EmbeddingError(UniversalRAGError):

@@ -24,8 +24,9 @@ __all__ = [
 #: Route name meaning "answer without retrieval".
 NO_RETRIEVAL = "none"
 
-#: Lowercase letter first, then lowercase letters, digits or underscores; 1 to 48 characters.
-CORPUS_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,47}$")
+#: Lowercase letter first, then lowercase letters, digits or underscores; 1 to 40 characters (the table
+#: name `corpus_<name>_parts` and its index names must stay within Postgres's 63-character limit).
+CORPUS_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
 class Modality(StrEnum):
@@ -53,7 +54,7 @@ def validate_corpus_name(name: str) -> str:
     """Return ``name`` when it is a valid corpus name, else raise ``ValueError`` with the rule."""
     if not isinstance(name, str) or not CORPUS_NAME_PATTERN.fullmatch(name) or name == NO_RETRIEVAL:
         raise ValueError(
-            f"Invalid corpus name {name!r}: use 1-48 characters, a lowercase letter first, then lowercase "
+            f"Invalid corpus name {name!r}: use 1-40 characters, a lowercase letter first, then lowercase "
             f"letters, digits or underscores (and not {NO_RETRIEVAL!r})."
         )
     return name

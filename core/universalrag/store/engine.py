@@ -1,0 +1,41 @@
+"""SQLAlchemy engine construction: psycopg 3 driver, pgvector types registered on every connection."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import URL, make_url
+
+from ..errors import ConfigError
+
+__all__ = ["make_engine", "normalise_url"]
+
+
+def normalise_url(url: str | URL) -> URL:
+    """The URL with the psycopg 3 driver (``postgresql://`` and ``postgres://`` are accepted)."""
+    try:
+        parsed = make_url(url)
+    except Exception as e:  # noqa: BLE001 - SQLAlchemy raises ArgumentError, ValueError...
+        raise ConfigError(
+            "The database URL could not be parsed; expected postgresql://USER:PASSWORD@HOST:PORT/DBNAME."
+        ) from e
+    if parsed.get_backend_name() not in ("postgresql", "postgres"):
+        raise ConfigError(f"universalrag needs PostgreSQL, not {parsed.get_backend_name()!r}.")
+    return parsed.set(drivername="postgresql+psycopg")
+
+
+def make_engine(url: str | URL, *, pool_size: int = 5) -> sa.Engine:
+    """An engine whose connections know pgvector's types (for binary COPY) once the extension exists."""
+    engine = sa.create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=True)
+
+    @sa.event.listens_for(engine, "connect")
+    def _register_vector(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+        from pgvector.psycopg import register_vector
+
+        try:
+            register_vector(dbapi_connection)
+        except Exception:  # noqa: BLE001 - the extension does not exist yet (before `init`)
+            dbapi_connection.rollback()
+        else:
+            dbapi_connection.commit()
+
+    return engine

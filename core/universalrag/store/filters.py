@@ -1,0 +1,179 @@
+"""Metadata filters compiled to SQL over a JSONB column.
+
+The filter language is the one LangChain's and LlamaIndex's Postgres stores use, so filters move between
+them unchanged::
+
+    {"lang": "en"}                                   equality (a containment, served by the GIN index)
+    {"year": {"$gte": 2020}}                         $eq $ne $lt $lte $gt $gte
+    {"tag": {"$in": ["a", "b"]}}                     $in $nin
+    {"tags": {"$contains": "a"}}                     an array field contains a value (or all values of a list)
+    {"author": {"$exists": true}}                    the key is present
+    {"title": {"$ilike": "%tram%"}}                  $like $ilike on strings
+    {"$and": [...]}, {"$or": [...]}, {"$not": {...}} combinations; several keys in one dict are AND-ed
+    {"tags": ["a", "b"]}                             a list value: the array field holds all of them
+    {"meta.camera.model": "X100"}                    dots address nested objects
+
+Values are always bound parameters; field names are validated and used only inside JSON paths.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Mapping
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+
+from ..errors import FilterError
+
+__all__ = ["compile_filter", "Filter"]
+
+Filter = Mapping[str, Any]
+
+_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}(\.[A-Za-z_][A-Za-z0-9_\-]{0,63}){0,7}$")
+_Scalar = (str, int, float, bool)
+
+
+def _path(field: str) -> tuple[str, ...]:
+    if not isinstance(field, str) or not _FIELD.fullmatch(field):
+        raise FilterError(
+            f"Invalid metadata field {field!r} in filter: use letters, digits, '_' or '-', with '.' for nesting."
+        )
+    return tuple(field.split("."))
+
+
+def _nest(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    doc: Any = value
+    for key in reversed(path):
+        doc = {key: doc}
+    return doc
+
+
+def _jsonb(value: Any) -> sa.ColumnElement[Any]:
+    return sa.cast(sa.literal(value, type_=JSONB), JSONB)
+
+
+def _element(column: sa.ColumnElement[Any], path: tuple[str, ...]) -> sa.ColumnElement[Any]:
+    return column[path] if len(path) > 1 else column[path[0]]
+
+
+def _text(column: sa.ColumnElement[Any], path: tuple[str, ...]) -> sa.ColumnElement[Any]:
+    return _element(column, path).astext  # type: ignore[attr-defined]
+
+
+def _scalar(op: str, value: Any) -> Any:
+    if not isinstance(value, _Scalar) or value is None:
+        raise FilterError(f"Operator {op} needs a string, number or boolean, got {type(value).__name__}.")
+    return value
+
+
+def _compare(
+    compare: Callable[[sa.ColumnElement[Any], sa.ColumnElement[Any]], sa.ColumnElement[bool]],
+) -> Callable[[sa.ColumnElement[Any], tuple[str, ...], Any, str], sa.ColumnElement[bool]]:
+    # jsonb orders values of different types (numbers before booleans...), so compare only like with like.
+    def build(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
+        value = _scalar(op, value)
+        element = _element(column, path)
+        bound = _jsonb(value)
+        return sa.and_(sa.func.jsonb_typeof(element) == sa.func.jsonb_typeof(bound), compare(element, bound))
+
+    return build
+
+
+def _eq(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
+    return column.contains(_nest(path, _scalar(op, value)))  # type: ignore[attr-defined]
+
+
+def _ne(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
+    return sa.not_(_eq(column, path, value, op))
+
+
+def _values(op: str, value: Any) -> list[Any]:
+    if not isinstance(value, (list, tuple, set, frozenset)) or not value:
+        raise FilterError(f"Operator {op} needs a non-empty list of values.")
+    return [_scalar(op, v) for v in value]
+
+
+def _in(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
+    return sa.or_(*(_eq(column, path, v, op) for v in _values(op, value)))
+
+
+def _nin(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
+    return sa.not_(_in(column, path, value, op))
+
+
+def _contains(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
+    items = _values(op, value) if isinstance(value, (list, tuple, set, frozenset)) else [_scalar(op, value)]
+    return column.contains(_nest(path, items))  # type: ignore[attr-defined]
+
+
+def _exists(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
+    if not isinstance(value, bool):
+        raise FilterError("Operator $exists needs true or false.")
+    present = sa.func.jsonb_exists(column[path[:-1]] if len(path) > 1 else column, path[-1])
+    return present if value else sa.not_(sa.func.coalesce(present, False))
+
+
+def _like(case_insensitive: bool) -> Callable[..., sa.ColumnElement[bool]]:
+    def build(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
+        if not isinstance(value, str):
+            raise FilterError(f"Operator {op} needs a string pattern.")
+        text = _text(column, path)
+        return text.ilike(value) if case_insensitive else text.like(value)
+
+    return build
+
+
+_OPERATORS: dict[str, Callable[[sa.ColumnElement[Any], tuple[str, ...], Any, str], sa.ColumnElement[bool]]] = {
+    "$eq": _eq,
+    "$ne": _ne,
+    "$lt": _compare(lambda a, b: a < b),
+    "$lte": _compare(lambda a, b: a <= b),
+    "$gt": _compare(lambda a, b: a > b),
+    "$gte": _compare(lambda a, b: a >= b),
+    "$in": _in,
+    "$nin": _nin,
+    "$contains": _contains,
+    "$exists": _exists,
+    "$like": _like(False),
+    "$ilike": _like(True),
+}
+
+
+def _field_condition(column: sa.ColumnElement[Any], field: str, condition: Any) -> sa.ColumnElement[bool]:
+    path = _path(field)
+    if not isinstance(condition, Mapping):
+        if isinstance(condition, (list, tuple)):  # a list value means "the array field holds all of these"
+            return _contains(column, path, condition, "$contains")
+        return _eq(column, path, _scalar("$eq", condition), "$eq")
+    if not condition:
+        raise FilterError(f"Empty condition for field {field!r}.")
+    clauses = []
+    for op, value in condition.items():
+        builder = _OPERATORS.get(op)
+        if builder is None:
+            raise FilterError(f"Unknown filter operator {op!r} for field {field!r}; use one of {', '.join(_OPERATORS)}.")
+        clauses.append(builder(column, path, value, op))
+    return sa.and_(*clauses)
+
+
+def compile_filter(column: sa.ColumnElement[Any], filter: Filter) -> sa.ColumnElement[bool]:
+    """Compile ``filter`` (see the module docstring) to a boolean SQL expression over the JSONB ``column``."""
+    if not isinstance(filter, Mapping):
+        raise FilterError(f"A filter must be a mapping, got {type(filter).__name__}.")
+    clauses: list[sa.ColumnElement[bool]] = []
+    for key, value in filter.items():
+        if key in ("$and", "$or"):
+            if not isinstance(value, (list, tuple)) or not value:
+                raise FilterError(f"{key} needs a non-empty list of filters.")
+            parts = [compile_filter(column, f) for f in value]
+            clauses.append(sa.and_(*parts) if key == "$and" else sa.or_(*parts))
+        elif key == "$not":
+            clauses.append(sa.not_(compile_filter(column, value)))
+        elif isinstance(key, str) and key.startswith("$"):
+            raise FilterError(f"Unknown top-level filter operator {key!r}; use $and, $or or $not.")
+        else:
+            clauses.append(_field_condition(column, key, value))
+    if not clauses:
+        return sa.true()
+    return sa.and_(*clauses)

@@ -1,0 +1,419 @@
+"""The Store: owns the engine and every SQL statement; translates driver errors into typed store errors."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from ..config import Settings, redact_url, validate_schema_name
+from ..errors import (
+    CorpusExistsError,
+    CorpusNotFoundError,
+    DimensionMismatchError,
+    StoreError,
+)
+from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, SourceRecord, Unit
+from . import migrate, queries, writer
+from .engine import make_engine
+from .filters import Filter
+from .schema import Tables
+
+__all__ = ["Store", "ServerInfo", "WriteResult", "MIN_PGVECTOR"]
+
+MIN_PGVECTOR = (0, 7, 0)
+_ITERATIVE_SCAN = (0, 8, 0)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("-")[0].split(".")[:3] if p.isdigit())
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """What the connected server runs."""
+
+    url: str  # password redacted
+    postgres: str
+    pgvector: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The outcome of writing one source: ``added``, ``replaced`` or ``unchanged``, with rows per corpus."""
+
+    status: str
+    source_id: str
+    rows: Mapping[str, int] = field(default_factory=dict)
+
+
+class Store:
+    """Corpora, sources and units in one Postgres schema.
+
+    ``url=None`` starts (or joins) the embedded server under ``settings.home_dir``. The constructor does no
+    I/O; the first call that needs the database connects.
+    """
+
+    def __init__(self, url: str | None = None, *, schema: str | None = None, settings: Settings | None = None,
+                 engine: sa.Engine | None = None) -> None:
+        self.settings = settings or Settings.from_env()
+        self._url = url if url is not None else self.settings.database_url
+        self.schema = validate_schema_name(schema or self.settings.schema)
+        self.tables = Tables(self.schema)
+        self._engine = engine
+        self._owns_engine = engine is None
+        self._specs: dict[str, CorpusSpec] | None = None
+        self._pgvector: tuple[int, ...] | None = None
+
+    def __repr__(self) -> str:
+        return f"Store(url={self.url_redacted!r}, schema={self.schema!r})"
+
+    # -- connection -----------------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """The database URL, starting the embedded server when none is configured."""
+        if self._url is None:
+            from .server import embedded_url
+
+            self._url = embedded_url(self.settings.home_dir)
+        return self._url
+
+    @property
+    def url_redacted(self) -> str:
+        """The URL with its password hidden (safe to print)."""
+        return redact_url(self._url) if self._url else "embedded"
+
+    @property
+    def engine(self) -> sa.Engine:
+        """The SQLAlchemy engine (created on first use)."""
+        if self._engine is None:
+            self._engine = make_engine(self.url)
+        return self._engine
+
+    def close(self) -> None:
+        """Release pooled connections (the embedded server stops when the last process using it exits)."""
+        if self._engine is not None and self._owns_engine:
+            self._engine.dispose()
+            self._engine = None
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _translate(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except sa_exc.DBAPIError as e:
+            raise _store_error(e, action, self.url_redacted) from e
+
+    @contextlib.contextmanager
+    def transaction(self, action: str = "run a query") -> Iterator[sa.Connection]:
+        """A connection inside one transaction (committed on success, rolled back on error); driver errors
+        become :class:`StoreError` saying what ``action`` failed."""
+        with self._translate(action), self.engine.begin() as conn:
+            yield conn
+
+    # -- schema ---------------------------------------------------------------------------------------------
+    def server_info(self) -> ServerInfo:
+        """PostgreSQL and pgvector versions of the connected server."""
+        with self.transaction() as conn:
+            postgres = conn.execute(sa.select(sa.func.current_setting("server_version"))).scalar_one()
+            vector = conn.execute(
+                sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            ).scalar_one_or_none()
+        return ServerInfo(url=self.url_redacted, postgres=str(postgres), pgvector=vector)
+
+    def _check_pgvector(self, conn: sa.Connection) -> None:
+        row = conn.execute(
+            sa.text("SELECT default_version, installed_version FROM pg_available_extensions WHERE name = 'vector'")
+        ).first()
+        if row is None:
+            raise StoreError(
+                "The PostgreSQL server has no pgvector extension; install pgvector 0.7 or newer on the server "
+                "(or unset UNIVERSALRAG_DATABASE_URL to use the embedded server, which includes it)."
+            )
+        version = row.installed_version or row.default_version
+        if _version_tuple(version) < MIN_PGVECTOR:
+            raise StoreError(
+                f"The server's pgvector is {version}, older than 0.7; upgrade it (ALTER EXTENSION vector UPDATE)."
+            )
+
+    def init(self, *, embedder: str, dimension: int) -> list[str]:
+        """Migrate the schema to the newest revision and create the built-in corpora that are missing.
+
+        Idempotent. Returns the names of the corpora it created.
+        """
+        with self.transaction() as conn:
+            self._check_pgvector(conn)
+        try:
+            with self.transaction("migrate the schema") as conn:
+                migrate.upgrade(conn, self.schema)
+        except StoreError as e:
+            if "permission denied" in str(e) and "extension" in str(e):
+                raise StoreError(
+                    "This database user may not create the pgvector extension; ask a superuser to run "
+                    "`CREATE EXTENSION vector;` in this database, then run `universalrag init` again."
+                ) from e
+            raise
+        self._engine_register_vector()
+        created = []
+        existing = self.corpora(refresh=True)
+        parents_first = sorted(BUILTIN_CORPORA, key=lambda c: c[3] is not None)
+        for name, modality, granularity, parent, multi, description in parents_first:
+            if name not in existing:
+                self.create_corpus(CorpusSpec(
+                    name=name, modality=modality, granularity=granularity, description=description,
+                    dimension=dimension, embedder=embedder, parent=parent, multi_vector=multi, builtin=True,
+                ))
+                created.append(name)
+        return created
+
+    def _engine_register_vector(self) -> None:
+        # Connections opened before the extension existed lack pgvector's binary dumpers.
+        if self._engine is not None and self._owns_engine:
+            self._engine.dispose()
+
+    def migrate(self, revision: str = "head") -> None:
+        """Upgrade the schema to ``revision``."""
+        with self.transaction() as conn:
+            migrate.upgrade(conn, self.schema, revision)
+        self._specs = None
+
+    def downgrade(self, revision: str = "base") -> None:
+        """Downgrade the schema to ``revision`` (``base`` drops every corpus, source and function)."""
+        with self.transaction() as conn:
+            migrate.downgrade(conn, self.schema, revision)
+        self._specs = None
+
+    def revision(self) -> str | None:
+        """The schema's migration revision (``None`` before ``init``)."""
+        with self.transaction() as conn:
+            return migrate.current_revision(conn, self.schema)
+
+    # -- corpora --------------------------------------------------------------------------------------------
+    def corpora(self, *, refresh: bool = False) -> dict[str, CorpusSpec]:
+        """Every registered corpus by name (read from the registry, cached until ``refresh``)."""
+        if self._specs is None or refresh:
+            c = self.tables.corpora
+            with self.transaction() as conn:
+                if migrate.current_revision(conn, self.schema) is None:
+                    raise StoreError(
+                        f"The schema {self.schema!r} is not initialised; run `universalrag init` first."
+                    )
+                rows = conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
+            self._specs = {
+                r["name"]: CorpusSpec(
+                    name=r["name"], modality=r["modality"], granularity=r["granularity"],
+                    description=r["description"], dimension=r["dimension"], embedder=r["embedder"],
+                    parent=r["parent"], multi_vector=r["multi_vector"], builtin=r["builtin"],
+                    metadata=dict(r["metadata"] or {}),
+                )
+                for r in rows
+            }
+        return dict(self._specs)
+
+    def corpus(self, name: str) -> CorpusSpec:
+        """The registered corpus ``name`` (refreshing the cache once when it is not known)."""
+        spec = self.corpora().get(name) or self.corpora(refresh=True).get(name)
+        if spec is None:
+            raise CorpusNotFoundError(name, list(self.corpora()))
+        return spec
+
+    def create_corpus(self, spec: CorpusSpec) -> CorpusSpec:
+        """Create a corpus (its table and indexes) through the schema's ``create_corpus`` SQL function."""
+        fn = getattr(sa.func, self.schema).create_corpus
+        call = fn(spec.name, str(spec.modality), str(spec.granularity), spec.dimension, spec.description,
+                  spec.embedder, spec.parent, spec.multi_vector, spec.builtin,
+                  sa.cast(sa.literal(dict(spec.metadata), type_=self.tables.corpora.c.metadata.type),
+                          self.tables.corpora.c.metadata.type))
+        with self.transaction(f"create corpus {spec.name!r}") as conn:
+            conn.execute(sa.select(call))
+        self._specs = None
+        return spec
+
+    def drop_corpus(self, name: str) -> bool:
+        """Drop a corpus and its rows; ``False`` when it did not exist."""
+        fn = getattr(sa.func, self.schema).drop_corpus
+        with self.transaction(f"drop corpus {name!r}") as conn:
+            dropped = bool(conn.execute(sa.select(fn(name))).scalar_one())
+        self._specs = None
+        return dropped
+
+    def counts(self) -> dict[str, int]:
+        """Rows per corpus."""
+        specs = self.corpora(refresh=True)
+        with self.transaction() as conn:
+            return {
+                name: int(conn.execute(
+                    sa.select(sa.func.count()).select_from(self.tables.corpus(spec).units)
+                ).scalar_one())
+                for name, spec in specs.items()
+            }
+
+    # -- sources --------------------------------------------------------------------------------------------
+    def source_state(self, uri: str) -> tuple[str, tuple[str, ...]] | None:
+        """``(content_hash, corpora)`` of the stored source ``uri``, or ``None``."""
+        s = self.tables.sources
+        with self.transaction() as conn:
+            row = conn.execute(sa.select(s.c.content_hash, s.c.corpora).where(s.c.uri == uri)).first()
+        return None if row is None else (row.content_hash, tuple(row.corpora))
+
+    def sources(self) -> list[dict[str, Any]]:
+        """Every stored source (uri, hash, modality, corpora, metadata, ingested_at)."""
+        s = self.tables.sources
+        with self.transaction() as conn:
+            return [dict(r) for r in conn.execute(sa.select(s).order_by(s.c.uri)).mappings()]
+
+    def delete_source(self, uri: str) -> bool:
+        """Delete a source and every unit made from it; ``False`` when it was not stored."""
+        s = self.tables.sources
+        with self.transaction() as conn:
+            return conn.execute(sa.delete(s).where(s.c.uri == uri)).rowcount > 0
+
+    def _check_units(self, units: Sequence[Unit]) -> dict[str, list[Unit]]:
+        by_corpus: dict[str, list[Unit]] = {}
+        for unit in units:
+            spec = self.corpus(unit.corpus)
+            for vec in ([unit.embedding] if unit.embedding is not None else []) + list(unit.part_embeddings):
+                if len(vec) != spec.dimension:
+                    raise DimensionMismatchError(spec.name, spec.dimension, len(vec))
+            if len(unit.parts) != len(unit.part_embeddings):
+                raise ValueError(f"Unit {unit.id}: {len(unit.parts)} parts but {len(unit.part_embeddings)} vectors.")
+            if unit.parts and not spec.multi_vector:
+                raise ValueError(f"Corpus {spec.name!r} stores one vector per unit; it cannot take parts.")
+            by_corpus.setdefault(spec.name, []).append(unit)
+        return by_corpus
+
+    def _parents_first(self, names: Sequence[str]) -> list[str]:
+        specs = self.corpora()
+        depth = {n: 0 for n in names}
+        for n in names:
+            p, d = specs[n].parent, 0
+            while p is not None:
+                d, p = d + 1, specs[p].parent
+            depth[n] = d
+        return sorted(names, key=lambda n: depth[n])
+
+    def write_source(self, source: SourceRecord, units: Sequence[Unit]) -> WriteResult:
+        """Write one source and its units in one transaction.
+
+        Unchanged (same hash, same corpora) → nothing written. Changed → the old units are deleted and the
+        new ones written, atomically. Any failure leaves the database as it was.
+        """
+        by_corpus = self._check_units(units)
+        s = self.tables.sources
+        with self.transaction(f"write source {source.uri}") as conn:
+            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(source.uri, 0))))
+            old = conn.execute(
+                sa.select(s.c.id, s.c.content_hash, s.c.corpora).where(s.c.uri == source.uri)
+            ).first()
+            if old is not None and old.content_hash == source.content_hash and \
+                    sorted(old.corpora) == sorted(source.corpora):
+                return WriteResult(status="unchanged", source_id=str(old.id))
+            if old is not None:
+                conn.execute(sa.delete(s).where(s.c.id == old.id))
+            source_id = source.id or str(uuid.uuid4())
+            conn.execute(sa.insert(s).values(
+                id=source_id, uri=source.uri, content_hash=source.content_hash, modality=str(source.modality),
+                corpora=list(source.corpora), metadata=dict(source.metadata),
+            ))
+            raw = conn.connection.driver_connection
+            rows: dict[str, int] = {}
+            for name in self._parents_first(list(by_corpus)):
+                tables = self.tables.corpus(self.corpus(name))
+                rows[name] = writer.copy_units(raw, self.schema, tables, by_corpus[name], source_id=source_id)
+                if tables.parts is not None:
+                    writer.copy_parts(raw, self.schema, tables, by_corpus[name])
+        return WriteResult(status="replaced" if old is not None else "added", source_id=source_id, rows=rows)
+
+    # -- search ---------------------------------------------------------------------------------------------
+    def _supports_iterative_scan(self, conn: sa.Connection) -> bool:
+        if self._pgvector is None:
+            version = conn.execute(
+                sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            ).scalar_one_or_none()
+            self._pgvector = _version_tuple(version or "0")
+        return self._pgvector >= _ITERATIVE_SCAN
+
+    def search(self, corpus: str, vector: Sequence[float], *, k: int = 5, filter: Filter | None = None,
+               ef_search: int | None = None) -> list[Hit]:
+        """The ``k`` units of ``corpus`` nearest to ``vector`` by cosine similarity (``score`` = 1 − distance).
+
+        With a ``filter``, pgvector's iterative index scan (0.8+) keeps scanning the HNSW index until ``k``
+        matching rows are found (or ``hnsw.max_scan_tuples`` is reached), so a selective filter still returns
+        ``k`` rows when they exist.
+        """
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}.")
+        spec = self.corpus(corpus)
+        if len(vector) != spec.dimension:
+            raise DimensionMismatchError(spec.name, spec.dimension, len(vector))
+        tables = self.tables.corpus(spec)
+        ef = min(max(ef_search or self.settings.ef_search, k), 1000)
+        with self.transaction(f"search corpus {spec.name!r}") as conn:
+            conn.execute(queries.set_local("hnsw.ef_search", ef))
+            if filter and self._supports_iterative_scan(conn):
+                conn.execute(queries.set_local("hnsw.iterative_scan", "relaxed_order"))
+            if tables.parts is None:
+                rows = conn.execute(queries.search_units(tables, vector, k=k, filter=filter)).mappings().all()
+                scored = [(1.0 - float(r["distance"]), r, ()) for r in rows]
+            else:
+                scored = self._search_parts(conn, tables, vector, k=k, filter=filter)
+        scored.sort(key=lambda t: -t[0])  # relaxed_order may return rows slightly out of order
+        return [_hit(spec, score, row, parts) for score, row, parts in scored[:k]]
+
+    def _search_parts(self, conn: sa.Connection, tables: Any, vector: Sequence[float], *, k: int,
+                      filter: Filter | None) -> list[tuple[float, Any, tuple[tuple[int, str, float], ...]]]:
+        limit = max(8 * k, 40)
+        while True:
+            rows = conn.execute(queries.search_parts(tables, vector, limit=limit, filter=filter)).all()
+            best: dict[str, list[tuple[int, str, float]]] = {}
+            for r in rows:
+                best.setdefault(str(r.unit_id), []).append((int(r.ord), r.content, 1.0 - float(r.distance)))
+            if len(best) >= k or len(rows) < limit or limit >= 20000:
+                break
+            limit *= 4
+        ranked = sorted(best.items(), key=lambda kv: -max(s for _, _, s in kv[1]))[:k]
+        units = {str(r["id"]): r for r in conn.execute(
+            queries.units_by_id(tables, [uid for uid, _ in ranked])).mappings()}
+        out = []
+        for uid, parts in ranked:
+            parts_sorted = tuple(sorted(parts, key=lambda p: -p[2])[:5])
+            out.append((parts_sorted[0][2], units[uid], parts_sorted))
+        return out
+
+
+def _hit(spec: CorpusSpec, score: float, row: Mapping[str, Any], parts: tuple[tuple[int, str, float], ...]) -> Hit:
+    return Hit(
+        corpus=spec.name, id=str(row["id"]), score=score, content=row["content"], uri=row["uri"],
+        metadata=dict(row["metadata"] or {}), parent_id=str(row["parent_id"]) if row["parent_id"] else None,
+        start_s=row["start_s"], end_s=row["end_s"],
+        source_id=str(row["source_id"]) if row["source_id"] else None,
+        modality=spec.modality, granularity=spec.granularity, matched_parts=parts,
+    )
+
+
+_SQLSTATE_ERRORS: dict[str, type[StoreError]] = {"42P07": CorpusExistsError}
+
+
+def _store_error(e: sa_exc.DBAPIError, action: str, url: str) -> StoreError:
+    orig = e.orig
+    sqlstate = getattr(orig, "sqlstate", None)
+    diag = getattr(orig, "diag", None)
+    primary = (getattr(diag, "message_primary", None) or str(orig)).strip().splitlines()[0]
+    hint = getattr(diag, "message_hint", None)
+    if isinstance(e, sa_exc.OperationalError) and sqlstate is None:
+        return StoreError(f"Could not connect to the database at {url} ({primary}); check that it is running "
+                          "and that UNIVERSALRAG_DATABASE_URL is right.")
+    if sqlstate == "42P01" and "corpus" not in primary:
+        return StoreError(f"Could not {action}: {primary}. Run `universalrag init` to create the schema.")
+    cls = _SQLSTATE_ERRORS.get(sqlstate or "", StoreError)
+    return cls(f"Could not {action}: {primary}" + (f" ({hint})" if hint else ""))
+

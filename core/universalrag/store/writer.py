@@ -1,0 +1,62 @@
+"""Bulk writes with binary COPY on the transaction's own psycopg connection."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from ..types import Unit
+from .schema import CorpusTables, parts_table_name, unit_table_name
+
+__all__ = ["copy_units", "copy_parts"]
+
+_UNIT_COLUMNS = ("id", "source_id", "parent_id", "content", "uri", "start_s", "end_s", "metadata", "embedding")
+_UNIT_TYPES = ["uuid", "uuid", "uuid", "text", "text", "float8", "float8", "jsonb", "vector"]
+_PART_COLUMNS = ("unit_id", "ord", "content", "embedding")
+_PART_TYPES = ["uuid", "int4", "text", "vector"]
+
+
+def _copy(raw: Any, schema: str, table: str, columns: Sequence[str], types: list[str],
+          rows: Iterable[Sequence[Any]]) -> int:
+    statement = sql.SQL("COPY {}.{} ({}) FROM STDIN (FORMAT BINARY)").format(
+        sql.Identifier(schema), sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
+    )
+    count = 0
+    with raw.cursor() as cur, cur.copy(statement) as copy:
+        copy.set_types(types)
+        for row in rows:
+            copy.write_row(row)
+            count += 1
+    return count
+
+
+def _uuid(value: str | None) -> uuid.UUID | None:
+    return None if value is None else uuid.UUID(str(value))
+
+
+def _vector(values: Sequence[float] | None) -> np.ndarray | None:
+    return None if values is None else np.asarray(values, dtype=np.float32)
+
+
+def copy_units(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit], *, source_id: str | None) -> int:
+    """COPY ``units`` into the corpus's unit table; returns the number of rows written."""
+    rows = (
+        (_uuid(u.id), _uuid(source_id), _uuid(u.parent_id), u.content, u.uri, u.start_s, u.end_s, Jsonb(dict(u.metadata)),
+         _vector(u.embedding))
+        for u in units
+    )
+    return _copy(raw, schema, unit_table_name(tables.spec.name), _UNIT_COLUMNS, _UNIT_TYPES, rows)
+
+
+def copy_parts(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit]) -> int:
+    """COPY the parts (chunks, rows) of multi-vector ``units``; returns the number of rows written."""
+    rows = (
+        (_uuid(u.id), i, text, _vector(vec))
+        for u in units
+        for i, (text, vec) in enumerate(zip(u.parts, u.part_embeddings, strict=True))
+    )
+    return _copy(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
