@@ -56,11 +56,9 @@ def redact_url(url: str) -> str:
         parsed = make_url(url)
     except Exception:  # noqa: BLE001 - an unparseable URL is shown without anything after the scheme
         return url.split("://", 1)[0] + "://***"
-    if not parsed.password:
-        parsed = parsed.set(password=None)
     if "password" in parsed.query:
         parsed = parsed.update_query_dict({"password": "***"})
-    return parsed.render_as_string(hide_password=True).replace("%2A%2A%2A", "***")
+    return parsed.render_as_string(hide_password=bool(parsed.password)).replace("%2A%2A%2A", "***")
 
 
 def _default_home() -> Path:

@@ -1,0 +1,81 @@
+"""``corpora list|create|drop``."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from ..errors import ConfigError
+from ..types import CorpusSpec, Granularity, Modality
+from .app import CliContext, console
+from .output import print_json
+
+__all__ = ["register"]
+
+corpora_app = typer.Typer(help="List, create or drop corpora.", no_args_is_help=True)
+
+
+def _obj(ctx: typer.Context) -> CliContext:
+    return ctx.find_root().obj  # type: ignore[no-any-return]
+
+
+@corpora_app.command("list")
+def corpora_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Every registered corpus with its row count."""
+    store = _obj(ctx).store
+    specs, counts = store.corpora(refresh=True), store.counts()
+    rows = [{"name": s.name, "modality": str(s.modality), "granularity": str(s.granularity), "rows": counts[s.name],
+             "dimension": s.dimension, "embedder": s.embedder, "parent": s.parent, "builtin": s.builtin,
+             "description": s.description} for s in specs.values()]
+    if as_json:
+        print_json(rows)
+        return
+    for r in rows:
+        console.print(f"[bold]{r['name']}[/] ({r['modality']}/{r['granularity']}, {r['rows']} rows"
+                      f"{', built in' if r['builtin'] else ''}): {r['description']}", soft_wrap=True)
+
+
+@corpora_app.command("create")
+def corpora_create(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="1-40 characters: a lowercase letter, then letters, digits or _."),
+    modality: Modality = typer.Option(..., "--modality", help="What the corpus holds."),
+    granularity: Granularity = typer.Option(Granularity.OTHER, "--granularity", help="How large one unit is."),
+    description: str = typer.Option(..., "--description", help="What questions it answers (routers and agent "
+                                    "tool descriptions use this)."),
+    parent: Optional[str] = typer.Option(None, "--parent", help="Corpus whose units contain these."),
+    multi_vector: bool = typer.Option(False, "--multi-vector", help="Several vectors per unit (chunks, rows)."),
+) -> None:
+    """Create a user-defined corpus for the configured embedder."""
+    obj = _obj(ctx)
+    obj.ensure_initialised()
+    embedder = obj.embedder
+    spec = CorpusSpec(name=name, modality=modality, granularity=granularity, description=description,
+                      dimension=embedder.dimension, embedder=embedder.name, parent=parent,
+                      multi_vector=multi_vector)
+    obj.store.create_corpus(spec)
+    console.print(f"created corpus [bold]{name}[/] ({modality}/{granularity}, {embedder.dimension} dimensions)")
+
+
+@corpora_app.command("drop")
+def corpora_drop(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="The corpus to drop, with all its rows."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    force: bool = typer.Option(False, "--force", help="Allow dropping a built-in corpus."),
+) -> None:
+    """Drop a corpus and every row in it."""
+    store = _obj(ctx).store
+    spec = store.corpus(name)
+    if spec.builtin and not force:
+        raise ConfigError(f"{name!r} is a built-in corpus; pass --force to drop it (`init` re-creates it empty).")
+    if not yes:
+        typer.confirm(f"Drop corpus {name!r} and all its rows?", abort=True)
+    store.drop_corpus(name)
+    console.print(f"dropped corpus [bold]{name}[/]")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``corpora`` group to the root app."""
+    app.add_typer(corpora_app, name="corpora")

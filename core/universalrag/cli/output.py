@@ -1,0 +1,84 @@
+"""Rendering helpers shared by the commands: JSON to stdout, hits and reports as rich tables."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..ingest.pipeline import FileOutcome, IngestReport
+from ..types import Hit
+from .app import console
+
+__all__ = ["print_json", "print_hits", "print_report", "ingest_progress", "snippet"]
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output: plain JSON on stdout, nothing else."""
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+def snippet(text: str, width: int = 220) -> str:
+    """The first ``width`` characters of ``text`` on one line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _span(hit: Hit) -> str:
+    if hit.start_s is None and hit.end_s is None:
+        return ""
+    return f" [{hit.start_s or 0:.1f}s–{hit.end_s or 0:.1f}s]"
+
+
+def print_hits(hits: Sequence[Hit], *, title: str | None = None) -> None:
+    """Hits as a numbered list with score, corpus, title/uri and a snippet."""
+    if title:
+        console.print(f"[bold]{title}[/]")
+    if not hits:
+        console.print("  (no results)")
+        return
+    for i, hit in enumerate(hits, 1):
+        label = hit.metadata.get("title") or hit.uri or hit.id
+        console.print(f"  {i}. [cyan]{hit.score:.3f}[/] [magenta]{hit.corpus}[/]{_span(hit)} [bold]{label}[/]")
+        console.print(f"     {snippet(hit.content)}", soft_wrap=True)
+
+
+def print_report(report: IngestReport) -> None:
+    """The end-of-run summary: counts, rows per corpus, and every failure with its reason."""
+    summary = report.to_dict()
+    table = Table(title="ingest summary", show_header=False, box=None)
+    for key in ("added", "replaced", "unchanged"):
+        table.add_row(key, str(summary[key]))
+    table.add_row("failed", str(len(report.failed)))
+    for corpus, n in summary["rows"].items():  # type: ignore[union-attr]
+        table.add_row(f"rows → {corpus}", str(n))
+    console.print(table)
+    for outcome in report.failed:
+        console.print(f"[red]failed[/] {outcome.path}: {outcome.error}", soft_wrap=True)
+
+
+class ingest_progress:  # noqa: N801 - used like a function in a with-statement
+    """A progress bar fed by ``ingest_paths``'s ``on_start``/``on_file`` callbacks."""
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self._progress = Progress(
+            TextColumn("[bold]ingest[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+            TextColumn("{task.description}"), console=console, disable=not enabled, transient=False,
+        )
+        self._task: Any = None
+
+    def __enter__(self) -> "ingest_progress":
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(*exc)  # type: ignore[arg-type]
+
+    def on_start(self, total: int) -> None:
+        self._task = self._progress.add_task("", total=total)
+
+    def on_file(self, outcome: FileOutcome) -> None:
+        self._progress.update(self._task, advance=1, description=f"{outcome.status}: {outcome.path}")
