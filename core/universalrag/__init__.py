@@ -1,0 +1,61 @@
+"""UniversalRAG on Postgres: routed retrieval over corpora of several modalities and granularities.
+
+Every corpus is a pgvector table; a router picks the corpora for each query; each corpus is searched in its
+own embedding space. This module only re-exports the public API.
+"""
+
+from __future__ import annotations
+
+from .config import Settings
+from .embed import Embedder, make_embedder
+from .errors import (
+    ConfigError,
+    CorpusExistsError,
+    CorpusNotFoundError,
+    DimensionMismatchError,
+    EmbeddingError,
+    FilterError,
+    GenerationError,
+    IngestError,
+    MissingDependencyError,
+    RoutingError,
+    StoreError,
+    UniversalRAGError,
+)
+from .ingest.pipeline import FileOutcome, IngestReport, ingest_paths
+from .retrieve import search_corpus
+from .store import Store
+from .types import CorpusSpec, Granularity, Hit, Modality, RouteDecision, SourceRecord, Unit
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "CorpusExistsError",
+    "CorpusNotFoundError",
+    "CorpusSpec",
+    "DimensionMismatchError",
+    "Embedder",
+    "EmbeddingError",
+    "FileOutcome",
+    "FilterError",
+    "GenerationError",
+    "Granularity",
+    "Hit",
+    "IngestError",
+    "IngestReport",
+    "MissingDependencyError",
+    "Modality",
+    "RouteDecision",
+    "RoutingError",
+    "Settings",
+    "SourceRecord",
+    "Store",
+    "StoreError",
+    "Unit",
+    "UniversalRAGError",
+    "__version__",
+    "ingest_paths",
+    "make_embedder",
+    "search_corpus",
+]
