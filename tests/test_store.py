@@ -15,8 +15,8 @@ from universalrag.errors import (
     FilterError,
     StoreError,
 )
-from universalrag.store import Store
-from universalrag.types import BUILTIN_CORPORA, CorpusSpec, Modality, SourceRecord, Unit
+from universalrag.store import Store, migrate
+from universalrag.types import BUILTIN_CORPORA, CorpusSpec, Modality, PartBatch, SourceRecord, Unit
 
 DIM = 8
 
@@ -47,13 +47,21 @@ def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-
     assert store.revision() is None
     created = store.init(embedder="e", dimension=DIM)
     assert sorted(created) == sorted(name for name, *_ in BUILTIN_CORPORA)
-    assert store.revision() == "0001"
+    assert store.revision() == migrate.head_revision() == "0002"
     with store.engine.connect() as conn:
         tables = _tables(conn, settings.schema)
     assert {"corpora", "sources", "alembic_version", "corpus_paragraph", "corpus_document",
             "corpus_document_parts", "corpus_table_parts", "corpus_clip", "corpus_video"} <= tables
     assert store.init(embedder="e", dimension=DIM) == []  # idempotent
 
+    store.add_visual_channel("image", dimension=4, encoder="tiny-clip")
+    store.downgrade("0001")  # one step: the visual channel goes, the corpora stay
+    assert store.revision() == "0001"
+    with store.engine.connect() as conn:
+        columns = {c["name"] for c in sa.inspect(conn).get_columns("corpus_image", schema=settings.schema)}
+    assert "visual" not in columns and "embedding" in columns
+    store.migrate()
+    assert store.revision() == "0002"
     store.downgrade("base")
     assert store.revision() is None
     with store.engine.connect() as conn:
@@ -253,3 +261,65 @@ def test_unreachable_server_gives_a_store_error_without_password(settings) -> No
     with pytest.raises(StoreError) as info:
         store.server_info()
     assert "s3cret" not in str(info.value) and "***" in str(info.value)
+
+
+def test_visual_channel_fuses_text_and_visual_scores(small: Store) -> None:
+    rng = np.random.default_rng(6)
+    assert small.add_visual_channel("image", dimension=4, encoder="tiny-clip") is True
+    assert small.add_visual_channel("image", dimension=4, encoder="tiny-clip") is False  # idempotent
+    with pytest.raises(CorpusExistsError, match="tiny-clip"):
+        small.add_visual_channel("image", dimension=6, encoder="other-clip")
+    spec = small.corpus("image")
+    assert (spec.visual_encoder, spec.visual_dimension) == ("tiny-clip", 4)
+
+    text_q, visual_q = _vec(rng), _vec(rng, 4)
+    far_text, far_visual = [-x for x in text_q], [-x for x in visual_q]
+    units = [
+        Unit(id=str(uuid.uuid4()), corpus="image", content="looks right", embedding=far_text,
+             visual_embedding=visual_q),
+        Unit(id=str(uuid.uuid4()), corpus="image", content="captioned right", embedding=text_q,
+             visual_embedding=far_visual),
+        Unit(id=str(uuid.uuid4()), corpus="image", content="caption only", embedding=_vec(rng)),
+    ]
+    small.write_source(_source("mem://imgs", corpora=("image",)), units)
+    hits = {h.content: h for h in small.search("image", text_q, visual_vector=visual_q, k=3)}
+    top = max(hits.values(), key=lambda h: h.score)
+    assert top.content == "looks right"  # the visual channel weighs 0.8
+    assert top.channel_scores == pytest.approx({"visual": 1.0, "text": -1.0}, abs=1e-5)
+    assert top.score == pytest.approx(0.8 * 1.0 + 0.2 * -1.0, abs=1e-5)
+    assert hits["captioned right"].score == pytest.approx(0.8 * -1.0 + 0.2 * 1.0, abs=1e-5)
+    only = hits["caption only"]  # no visual vector: ranked by its text channel alone
+    assert set(only.channel_scores) == {"text"} and only.score == pytest.approx(only.channel_scores["text"])
+    text_first = small.search("image", text_q, visual_vector=visual_q, k=1, visual_weight=0.2)
+    assert text_first[0].content == "captioned right"
+    text_only = small.search("image", text_q, k=1)  # no query in the visual space: the text channel alone
+    assert text_only[0].content == "captioned right" and not text_only[0].channel_scores
+    with pytest.raises(DimensionMismatchError):
+        small.search("image", text_q, visual_vector=[0.5] * 5)
+    with pytest.raises(ValueError, match="no visual channel"):
+        small.write_source(_source("mem://v"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content="x",
+                                                     embedding=_vec(rng), visual_embedding=[0.1] * 4)])
+
+
+def test_streamed_part_batches_are_written_in_the_same_transaction(small: Store) -> None:
+    rng = np.random.default_rng(7)
+    table_id = str(uuid.uuid4())
+    unit = Unit(id=table_id, corpus="table", content="| a | b |", embedding=_vec(rng))
+    target = np.asarray(_vec(rng), dtype=np.float32)
+
+    def batches(n_batches: int, size: int, bad_at: int | None = None):  # type: ignore[no-untyped-def]
+        for b in range(n_batches):
+            vectors = rng.normal(size=(size, DIM if b != bad_at else DIM + 1)).astype(np.float32)
+            if b == 2:
+                vectors[5] = target
+            yield PartBatch(corpus="table", unit_id=table_id, start=b * size,
+                            texts=[f"row {b * size + i}" for i in range(size)], vectors=vectors)
+
+    with pytest.raises(DimensionMismatchError):
+        small.write_source(_source("mem://t", corpora=("table",)), [unit], parts=batches(4, 50, bad_at=3))
+    assert small.counts()["table"] == 0 and small.sources() == []  # the failed stream left nothing
+
+    result = small.write_source(_source("mem://t", corpora=("table",)), [unit], parts=batches(4, 50))
+    assert result.rows == {"table": 1, "table.parts": 200}
+    hit = small.search("table", target.tolist(), k=1)[0]
+    assert hit.id == table_id and hit.matched_parts[0][:2] == (105, "row 105")

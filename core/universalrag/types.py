@@ -15,6 +15,7 @@ __all__ = [
     "CORPUS_NAME_PATTERN",
     "CorpusSpec",
     "Unit",
+    "PartBatch",
     "SourceRecord",
     "Hit",
     "RouteDecision",
@@ -79,6 +80,9 @@ class CorpusSpec:
     multi_vector: bool = False
     builtin: bool = False
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: The visual encoder whose space the corpus's ``visual`` column holds (images, clips, videos), if any.
+    visual_encoder: str | None = None
+    visual_dimension: int | None = None
 
     def __post_init__(self) -> None:
         validate_corpus_name(self.name)
@@ -105,7 +109,7 @@ BUILTIN_CORPORA: tuple[tuple[str, Modality, Granularity, str | None, bool, str],
     ("clip", Modality.VIDEO, Granularity.CLIP, "video", False,
      "Scenes of videos with their time range and transcript; for questions about a specific moment or event "
      "within a video."),
-    ("video", Modality.VIDEO, Granularity.VIDEO, None, False,
+    ("video", Modality.VIDEO, Granularity.VIDEO, None, True,
      "Whole videos with their transcript; for questions about the overall content, steps or storyline of a video."),
 )
 
@@ -116,7 +120,8 @@ class Unit:
 
     ``id`` is chosen by the caller (a UUID string) so that children can reference parents in the same
     write. ``parts`` holds the texts of a multi-vector unit's extra vectors (chunks, rows), aligned with
-    ``part_embeddings``; ``embedding`` is the unit's own vector.
+    ``part_embeddings``; ``embedding`` is the unit's own vector. Units with very many parts (a table of
+    100k rows) pass them as a stream of :class:`PartBatch` to ``Store.write_source`` instead.
     """
 
     id: str
@@ -130,6 +135,22 @@ class Unit:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     parts: Sequence[str] = ()
     part_embeddings: Sequence[Sequence[float]] = ()
+    #: The unit's vector in the corpus's visual space (an image's, or the pooled frames of a clip or video).
+    visual_embedding: Sequence[float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartBatch:
+    """A batch of parts (rows of a table, chunks of a transcript) of one unit, streamed to the store.
+
+    ``vectors`` is a float32 array of shape ``(len(texts), dimension)``; parts are numbered from ``start``.
+    """
+
+    corpus: str
+    unit_id: str
+    start: int
+    texts: Sequence[str]
+    vectors: Any  # numpy.ndarray; typed loosely so that this module needs no numpy
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +183,8 @@ class Hit:
     granularity: Granularity | None = None
     #: For multi-vector units: the parts (chunks, rows) that matched, best first, as (index, text, score).
     matched_parts: tuple[tuple[int, str, float], ...] = ()
+    #: Per-channel similarities when the score fuses several (``{"text": .., "visual": ..}``).
+    channel_scores: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (``start_s``/``end_s`` only where they apply)."""
@@ -180,6 +203,8 @@ class Hit:
         if self.start_s is not None or self.end_s is not None:
             out["start_s"] = self.start_s
             out["end_s"] = self.end_s
+        if self.channel_scores:
+            out["channel_scores"] = {k: round(float(v), 6) for k, v in self.channel_scores.items()}
         if self.matched_parts:
             out["matched_parts"] = [
                 {"index": i, "text": t, "score": round(float(s), 6)} for i, t, s in self.matched_parts

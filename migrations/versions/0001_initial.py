@@ -12,8 +12,7 @@ the function is created (composed with ``psycopg.sql``, never by string formatti
 
 from __future__ import annotations
 
-from alembic import op
-from psycopg import sql
+from universalrag.migrations._sql import execute as _execute
 
 revision = "0001"
 down_revision = None
@@ -135,14 +134,8 @@ $fn$;
 """
 
 
-def _execute(template: str, schema: str) -> None:
-    """Run a statement on the migration's own connection (same transaction), without parameter parsing."""
-    raw = op.get_bind().connection.driver_connection
-    raw.execute(sql.SQL(template).format(s=sql.Identifier(schema), schema_literal=sql.Literal(schema)))
-
-
 def upgrade(*, schema: str) -> None:
-    op.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    _execute("CREATE EXTENSION IF NOT EXISTS vector", schema)
     _execute(_REGISTRY, schema)
     _execute(_CREATE_CORPUS, schema)
     _execute(_DROP_CORPUS, schema)

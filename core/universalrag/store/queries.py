@@ -20,14 +20,15 @@ __all__ = [
     "set_local",
     "search_units",
     "search_parts",
+    "search_fused",
     "units_by_id",
     "unit_columns",
 ]
 
 
-def query_vector(vector: Sequence[float], dimension: int) -> sa.ColumnElement[Any]:
+def query_vector(vector: Sequence[float], dimension: int, *, name: str = "query_vector") -> sa.ColumnElement[Any]:
     """The query vector as a bound parameter with an explicit ``vector(n)`` cast."""
-    return sa.cast(sa.bindparam("query_vector", list(map(float, vector)), type_=Vector(dimension)), Vector(dimension))
+    return sa.cast(sa.bindparam(name, list(map(float, vector)), type_=Vector(dimension)), Vector(dimension))
 
 
 def set_local(name: str, value: str | int) -> sa.Select[Any]:
@@ -69,6 +70,29 @@ def search_parts(
     if filter:
         stmt = stmt.join(u, u.c.id == p.c.unit_id).where(compile_filter(u.c.metadata, filter))
     return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
+
+
+def search_fused(
+    tables: CorpusTables, vector: Sequence[float], visual_vector: Sequence[float], *, candidates: int,
+    filter: Filter | None = None,
+) -> sa.Select[Any]:
+    """Units among the ``candidates`` nearest in the text space or in the visual space, with both similarities
+    (``text_sim``, ``visual_sim``) so the caller can fuse them."""
+    u = tables.units
+    assert tables.spec.visual_dimension, "search_fused needs a corpus with a visual channel"
+    text_q = query_vector(vector, tables.spec.dimension)
+    visual_q = query_vector(visual_vector, tables.spec.visual_dimension, name="visual_vector")
+    where = [compile_filter(u.c.metadata, filter)] if filter else []
+    by_text = (sa.select(u.c.id).where(u.c.embedding.is_not(None), *where)
+               .order_by(u.c.embedding.cosine_distance(text_q)).limit(_limit(candidates)))
+    by_visual = (sa.select(u.c.id).where(u.c.visual.is_not(None), *where)
+                 .order_by(u.c.visual.cosine_distance(visual_q)).limit(_limit(candidates)))
+    ids = sa.union(by_text, by_visual).subquery()
+    return sa.select(
+        *unit_columns(tables),
+        (1 - u.c.embedding.cosine_distance(text_q)).label("text_sim"),
+        (1 - u.c.visual.cosine_distance(visual_q)).label("visual_sim"),
+    ).where(u.c.id.in_(sa.select(ids.c.id)))
 
 
 def units_by_id(tables: CorpusTables, ids: Sequence[str]) -> sa.Select[Any]:

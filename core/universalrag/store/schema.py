@@ -56,6 +56,8 @@ class Tables:
             sa.Column("builtin", sa.Boolean, nullable=False),
             sa.Column("metadata", JSONB, nullable=False),
             sa.Column("created_at", sa.DateTime(timezone=True)),
+            sa.Column("visual_encoder", sa.Text),
+            sa.Column("visual_dimension", sa.Integer),
         )
         self.sources = sa.Table(
             "sources",
@@ -68,11 +70,11 @@ class Tables:
             sa.Column("metadata", JSONB, nullable=False),
             sa.Column("ingested_at", sa.DateTime(timezone=True)),
         )
-        self._corpus_cache: dict[tuple[str, int, bool], CorpusTables] = {}
+        self._corpus_cache: dict[tuple[str, int, bool, int | None], CorpusTables] = {}
 
     def corpus(self, spec: CorpusSpec) -> CorpusTables:
         """The tables of ``spec`` (cached per name, dimension and shape)."""
-        key = (spec.name, spec.dimension, spec.multi_vector)
+        key = (spec.name, spec.dimension, spec.multi_vector, spec.visual_dimension)
         cached = self._corpus_cache.get(key)
         if cached is not None and cached.spec == spec:
             return cached
@@ -91,6 +93,7 @@ class Tables:
             sa.Column("tsv", TSVECTOR),
             sa.Column("embedding", Vector(spec.dimension)),
             sa.Column("created_at", sa.DateTime(timezone=True)),
+            *([sa.Column("visual", Vector(spec.visual_dimension))] if spec.visual_dimension else []),
         )
         parts = None
         if spec.multi_vector:

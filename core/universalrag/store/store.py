@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import psycopg
 import sqlalchemy as sa
@@ -18,11 +18,12 @@ from ..errors import (
     DimensionMismatchError,
     StoreError,
 )
-from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, SourceRecord, Unit
+from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, Unit
 from . import migrate, queries, writer
 from .engine import make_engine
 from .filters import Filter
 from .schema import Tables
+from .search import run_search
 
 __all__ = ["Store", "ServerInfo", "WriteResult", "MIN_PGVECTOR"]
 
@@ -215,7 +216,8 @@ class Store:
                     name=r["name"], modality=r["modality"], granularity=r["granularity"],
                     description=r["description"], dimension=r["dimension"], embedder=r["embedder"],
                     parent=r["parent"], multi_vector=r["multi_vector"], builtin=r["builtin"],
-                    metadata=dict(r["metadata"] or {}),
+                    metadata=dict(r["metadata"] or {}), visual_encoder=r["visual_encoder"],
+                    visual_dimension=r["visual_dimension"],
                 )
                 for r in rows
             }
@@ -247,6 +249,17 @@ class Store:
             dropped = bool(conn.execute(sa.select(fn(name))).scalar_one())
         self._specs = None
         return dropped
+
+    def add_visual_channel(self, name: str, *, dimension: int, encoder: str) -> bool:
+        """Give corpus ``name`` a ``visual`` vector column (with its HNSW index) for ``encoder``'s space.
+
+        Idempotent for the same encoder and dimension (returns ``False``); another encoder is refused.
+        """
+        fn = getattr(sa.func, self.schema).add_visual_channel
+        with self.transaction(f"add a visual channel to corpus {name!r}") as conn:
+            added = bool(conn.execute(sa.select(fn(name, int(dimension), encoder))).scalar_one())
+        self._specs = None
+        return added
 
     def counts(self) -> dict[str, int]:
         """Rows per corpus."""
@@ -286,6 +299,12 @@ class Store:
             for vec in ([unit.embedding] if unit.embedding is not None else []) + list(unit.part_embeddings):
                 if len(vec) != spec.dimension:
                     raise DimensionMismatchError(spec.name, spec.dimension, len(vec))
+            if unit.visual_embedding is not None:
+                if not spec.visual_dimension:
+                    raise ValueError(f"Corpus {spec.name!r} has no visual channel; add one before writing "
+                                     "visual embeddings (Store.add_visual_channel).")
+                if len(unit.visual_embedding) != spec.visual_dimension:
+                    raise DimensionMismatchError(spec.name, spec.visual_dimension, len(unit.visual_embedding))
             if len(unit.parts) != len(unit.part_embeddings):
                 raise ValueError(f"Unit {unit.id}: {len(unit.parts)} parts but {len(unit.part_embeddings)} vectors.")
             if unit.parts and not spec.multi_vector:
@@ -303,11 +322,14 @@ class Store:
             depth[n] = d
         return sorted(names, key=lambda n: depth[n])
 
-    def write_source(self, source: SourceRecord, units: Sequence[Unit]) -> WriteResult:
+    def write_source(self, source: SourceRecord, units: Sequence[Unit], *,
+                     parts: Iterable[PartBatch] = ()) -> WriteResult:
         """Write one source and its units in one transaction.
 
         Unchanged (same hash, same corpora) → nothing written. Changed → the old units are deleted and the
-        new ones written, atomically. Any failure leaves the database as it was.
+        new ones written, atomically. Any failure leaves the database as it was. ``parts`` streams the parts
+        of multi-vector units (a large table's rows) in batches, consumed inside the transaction, so memory
+        stays bounded by one batch.
         """
         by_corpus = self._check_units(units)
         s = self.tables.sources
@@ -333,7 +355,20 @@ class Store:
                 rows[name] = writer.copy_units(raw, self.schema, tables, by_corpus[name], source_id=source_id)
                 if tables.parts is not None:
                     writer.copy_parts(raw, self.schema, tables, by_corpus[name])
+            self._write_part_batches(raw, parts, rows)
         return WriteResult(status="replaced" if old is not None else "added", source_id=source_id, rows=rows)
+
+    def _write_part_batches(self, raw: Any, parts: Iterable[PartBatch], rows: dict[str, int]) -> None:
+        for batch in parts:
+            spec = self.corpus(batch.corpus)
+            tables = self.tables.corpus(spec)
+            if tables.parts is None:
+                raise ValueError(f"Corpus {spec.name!r} stores one vector per unit; it cannot take parts.")
+            width = batch.vectors.shape[1] if getattr(batch.vectors, "ndim", 0) == 2 else -1
+            if width != spec.dimension or len(batch.vectors) != len(batch.texts):
+                raise DimensionMismatchError(spec.name, spec.dimension, width)
+            n = writer.copy_part_batch(raw, self.schema, tables, batch)
+            rows[f"{spec.name}.parts"] = rows.get(f"{spec.name}.parts", 0) + n
 
     # -- search ---------------------------------------------------------------------------------------------
     def _supports_iterative_scan(self, conn: sa.Connection) -> bool:
@@ -345,61 +380,33 @@ class Store:
         return self._pgvector >= _ITERATIVE_SCAN
 
     def search(self, corpus: str, vector: Sequence[float], *, k: int = 5, filter: Filter | None = None,
-               ef_search: int | None = None) -> list[Hit]:
+               ef_search: int | None = None, visual_vector: Sequence[float] | None = None,
+               visual_weight: float = 0.8) -> list[Hit]:
         """The ``k`` units of ``corpus`` nearest to ``vector`` by cosine similarity (``score`` = 1 − distance).
 
         With a ``filter``, pgvector's iterative index scan (0.8+) keeps scanning the HNSW index until ``k``
         matching rows are found (or ``hnsw.max_scan_tuples`` is reached), so a selective filter still returns
-        ``k`` rows when they exist.
+        ``k`` rows when they exist. Multi-vector corpora rank a unit by its best part and report the matched
+        parts. With ``visual_vector`` (the query in the corpus's visual space), the score fuses both channels:
+        ``visual_weight · visual + (1 − visual_weight) · text`` (0.8 as in the UniversalRAG paper).
         """
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}.")
+        if not 0.0 <= visual_weight <= 1.0:
+            raise ValueError(f"visual_weight must be between 0 and 1, got {visual_weight}.")
         spec = self.corpus(corpus)
         if len(vector) != spec.dimension:
             raise DimensionMismatchError(spec.name, spec.dimension, len(vector))
+        if visual_vector is not None and spec.visual_dimension and len(visual_vector) != spec.visual_dimension:
+            raise DimensionMismatchError(spec.name, spec.visual_dimension, len(visual_vector))
         tables = self.tables.corpus(spec)
         ef = min(max(ef_search or self.settings.ef_search, k), 1000)
         with self.transaction(f"search corpus {spec.name!r}") as conn:
             conn.execute(queries.set_local("hnsw.ef_search", ef))
             if filter and self._supports_iterative_scan(conn):
                 conn.execute(queries.set_local("hnsw.iterative_scan", "relaxed_order"))
-            if tables.parts is None:
-                rows = conn.execute(queries.search_units(tables, vector, k=k, filter=filter)).mappings().all()
-                scored = [(1.0 - float(r["distance"]), r, ()) for r in rows]
-            else:
-                scored = self._search_parts(conn, tables, vector, k=k, filter=filter)
-        scored.sort(key=lambda t: -t[0])  # relaxed_order may return rows slightly out of order
-        return [_hit(spec, score, row, parts) for score, row, parts in scored[:k]]
-
-    def _search_parts(self, conn: sa.Connection, tables: Any, vector: Sequence[float], *, k: int,
-                      filter: Filter | None) -> list[tuple[float, Any, tuple[tuple[int, str, float], ...]]]:
-        limit = max(8 * k, 40)
-        while True:
-            rows = conn.execute(queries.search_parts(tables, vector, limit=limit, filter=filter)).all()
-            best: dict[str, list[tuple[int, str, float]]] = {}
-            for r in rows:
-                best.setdefault(str(r.unit_id), []).append((int(r.ord), r.content, 1.0 - float(r.distance)))
-            if len(best) >= k or len(rows) < limit or limit >= 20000:
-                break
-            limit *= 4
-        ranked = sorted(best.items(), key=lambda kv: -max(s for _, _, s in kv[1]))[:k]
-        units = {str(r["id"]): r for r in conn.execute(
-            queries.units_by_id(tables, [uid for uid, _ in ranked])).mappings()}
-        out = []
-        for uid, parts in ranked:
-            parts_sorted = tuple(sorted(parts, key=lambda p: -p[2])[:5])
-            out.append((parts_sorted[0][2], units[uid], parts_sorted))
-        return out
-
-
-def _hit(spec: CorpusSpec, score: float, row: Mapping[str, Any], parts: tuple[tuple[int, str, float], ...]) -> Hit:
-    return Hit(
-        corpus=spec.name, id=str(row["id"]), score=score, content=row["content"], uri=row["uri"],
-        metadata=dict(row["metadata"] or {}), parent_id=str(row["parent_id"]) if row["parent_id"] else None,
-        start_s=row["start_s"], end_s=row["end_s"],
-        source_id=str(row["source_id"]) if row["source_id"] else None,
-        modality=spec.modality, granularity=spec.granularity, matched_parts=parts,
-    )
+            return run_search(conn, tables, vector, k=k, filter=filter, visual_vector=visual_vector,
+                              visual_weight=visual_weight)
 
 
 _SQLSTATE_ERRORS: dict[str, type[StoreError]] = {"42P07": CorpusExistsError}

@@ -9,10 +9,10 @@ import numpy as np
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from ..types import Unit
+from ..types import PartBatch, Unit
 from .schema import CorpusTables, parts_table_name, unit_table_name
 
-__all__ = ["copy_units", "copy_parts"]
+__all__ = ["copy_units", "copy_parts", "copy_part_batch"]
 
 _UNIT_COLUMNS = ("id", "source_id", "parent_id", "content", "uri", "start_s", "end_s", "metadata", "embedding")
 _UNIT_TYPES = ["uuid", "uuid", "uuid", "text", "text", "float8", "float8", "jsonb", "vector"]
@@ -44,12 +44,15 @@ def _vector(values: Sequence[float] | None) -> np.ndarray | None:
 
 def copy_units(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit], *, source_id: str | None) -> int:
     """COPY ``units`` into the corpus's unit table; returns the number of rows written."""
+    visual = bool(tables.spec.visual_dimension)
     rows = (
-        (_uuid(u.id), _uuid(source_id), _uuid(u.parent_id), u.content, u.uri, u.start_s, u.end_s, Jsonb(dict(u.metadata)),
-         _vector(u.embedding))
+        (_uuid(u.id), _uuid(source_id), _uuid(u.parent_id), u.content, u.uri, u.start_s, u.end_s,
+         Jsonb(dict(u.metadata)), _vector(u.embedding)) + ((_vector(u.visual_embedding),) if visual else ())
         for u in units
     )
-    return _copy(raw, schema, unit_table_name(tables.spec.name), _UNIT_COLUMNS, _UNIT_TYPES, rows)
+    columns = _UNIT_COLUMNS + (("visual",) if visual else ())
+    types = _UNIT_TYPES + (["vector"] if visual else [])
+    return _copy(raw, schema, unit_table_name(tables.spec.name), columns, types, rows)
 
 
 def copy_parts(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit]) -> int:
@@ -59,4 +62,12 @@ def copy_parts(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit
         for u in units
         for i, (text, vec) in enumerate(zip(u.parts, u.part_embeddings, strict=True))
     )
+    return _copy(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
+
+
+def copy_part_batch(raw: Any, schema: str, tables: CorpusTables, batch: PartBatch) -> int:
+    """COPY one streamed batch of parts; returns the number of rows written."""
+    unit_id = _uuid(batch.unit_id)
+    vectors = np.asarray(batch.vectors, dtype=np.float32)
+    rows = ((unit_id, batch.start + i, text, vectors[i]) for i, text in enumerate(batch.texts))
     return _copy(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
