@@ -56,7 +56,9 @@ def cos(a: np.ndarray, b: np.ndarray) -> float:
 def test_public_api_is_pinned() -> None:
     assert embed_pkg.__all__ == [
         "Embedder", "TransformersEmbedder", "OpenAIEmbedder", "MINILM_NAME", "bundled_minilm",
-        "make_embedder", "embedder_from_settings", "embedder_specs", "register_embedder",
+        "make_embedder", "embedder_from_settings", "embedder_specs", "register_embedder", "check_embedder",
+        "VisualEncoder", "CLIPVisualEncoder", "DEFAULT_VISUAL_WEIGHT", "fuse_scores", "pool",
+        "visual_encoder_from_settings",
     ]
 
 

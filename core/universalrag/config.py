@@ -31,6 +31,10 @@ ENV_VARS: dict[str, str] = {
     "support shortening, such as text-embedding-3-*).",
     "UNIVERSALRAG_DEVICE": "torch device for local encoders ('cpu', 'cuda', 'cuda:1'). Default: CUDA when "
     "present, else CPU.",
+    "UNIVERSALRAG_VISUAL_ENCODER": "A local CLIP-style model directory (transformers) for the visual channel of "
+    "images, clips and videos. Unset: images and videos are searched by their text channel only.",
+    "UNIVERSALRAG_VISUAL_WEIGHT": "Weight of the visual similarity when fused with the text similarity "
+    "(default 0.8, as in the UniversalRAG paper).",
     "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger).",
     "OPENAI_API_KEY": "Fallback API key for OpenAI-compatible endpoints.",
 }
@@ -80,11 +84,15 @@ class Settings:
     embed_dimensions: int | None = None
     device: str | None = None
     ef_search: int = 100
+    visual_encoder: str | None = None
+    visual_weight: float = 0.8
 
     def __post_init__(self) -> None:
         validate_schema_name(self.schema)
         if self.ef_search < 1:
             raise ConfigError(f"ef_search must be positive, got {self.ef_search}.")
+        if not 0.0 <= self.visual_weight <= 1.0:
+            raise ConfigError(f"visual_weight must be between 0 and 1, got {self.visual_weight}.")
 
     def __repr__(self) -> str:  # never show secrets
         url = redact_url(self.database_url) if self.database_url else None
@@ -92,7 +100,8 @@ class Settings:
         return (
             f"Settings(database_url={url!r}, home={self.home!r}, schema={self.schema!r}, "
             f"embedder={self.embedder!r}, embed_base_url={self.embed_base_url!r}, embed_api_key={key!r}, "
-            f"device={self.device!r}, ef_search={self.ef_search})"
+            f"device={self.device!r}, ef_search={self.ef_search}, visual_encoder={self.visual_encoder!r}, "
+            f"visual_weight={self.visual_weight})"
         )
 
     @property
@@ -112,6 +121,15 @@ class Settings:
         def get(name: str) -> str | None:
             value = env.get(name, "").strip()
             return value or None
+
+        def get_float(name: str) -> float | None:
+            raw = get(name)
+            if raw is None:
+                return None
+            try:
+                return float(raw)
+            except ValueError:
+                raise ConfigError(f"{name} must be a number, got {raw!r}.") from None
 
         def get_int(name: str) -> int | None:
             raw = get(name)
@@ -133,4 +151,6 @@ class Settings:
             embed_dimensions=get_int("UNIVERSALRAG_EMBED_DIMENSIONS"),
             device=get("UNIVERSALRAG_DEVICE"),
             ef_search=get_int("UNIVERSALRAG_EF_SEARCH") or 100,
+            visual_encoder=get("UNIVERSALRAG_VISUAL_ENCODER"),
+            visual_weight=0.8 if (w := get_float("UNIVERSALRAG_VISUAL_WEIGHT")) is None else w,
         )

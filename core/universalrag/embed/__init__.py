@@ -1,15 +1,24 @@
-"""Text embedders: the :class:`Embedder` protocol, the bundled MiniLM / any local transformers encoder,
-OpenAI-compatible endpoints, and :func:`make_embedder` for spec strings.
+"""Encoders: the :class:`Embedder` protocol for text (the bundled MiniLM / any local transformers encoder,
+OpenAI-compatible endpoints, :func:`make_embedder` for spec strings) and the :class:`VisualEncoder` protocol
+with a CLIP-style implementation for the visual channel of images and videos.
 
 Nothing heavy is imported here: torch, transformers and openai load on first use.
 """
 
 from __future__ import annotations
 
-from .base import Embedder
+from .base import Embedder, check_embedder
 from .factory import embedder_from_settings, embedder_specs, make_embedder, register_embedder
 from .openai_encoder import OpenAIEmbedder
 from .transformers_encoder import MINILM_NAME, TransformersEmbedder, bundled_minilm
+from .visual import (
+    DEFAULT_VISUAL_WEIGHT,
+    CLIPVisualEncoder,
+    VisualEncoder,
+    fuse_scores,
+    pool,
+    visual_encoder_from_settings,
+)
 
 __all__ = [
     "Embedder",
@@ -21,4 +30,11 @@ __all__ = [
     "embedder_from_settings",
     "embedder_specs",
     "register_embedder",
+    "check_embedder",
+    "VisualEncoder",
+    "CLIPVisualEncoder",
+    "DEFAULT_VISUAL_WEIGHT",
+    "fuse_scores",
+    "pool",
+    "visual_encoder_from_settings",
 ]
