@@ -289,7 +289,7 @@ class CLIPVisualEncoder:
         try:
             from PIL import Image
         except ImportError as e:
-            raise MissingDependencyError("pillow", "video", feature="image embeddings") from e
+            raise MissingDependencyError("pillow", "images", feature="image embeddings") from e
         items = list(images)
         for i, img in enumerate(items):
             if not isinstance(img, Image.Image):

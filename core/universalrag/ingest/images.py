@@ -112,7 +112,7 @@ def _pil() -> Any:
     try:
         from PIL import Image
     except ImportError as e:
-        raise MissingDependencyError("pillow", "video", feature="image ingestion") from e
+        raise MissingDependencyError("pillow", "images", feature="image ingestion") from e
     return Image
 
 
