@@ -7,9 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA
-from universalrag.errors import ConfigError
+from universalrag.errors import CorpusNotFoundError
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
@@ -106,11 +105,11 @@ def test_bad_inputs_store_nothing_and_the_rest_continue(store: Store, minilm, tm
     paths = [DATA / "bad", good, tmp_path / "missing.txt"]
     report = ingest_paths(store, minilm, paths)
     failed = {Path(o.path).name: o.error for o in report.failed}
-    assert set(failed) == {"empty.txt", "blank.md", "picture.txt", "latin1.txt", "missing.txt"}
-    assert "empty" in failed["empty.txt"] and "UTF-8" in failed["latin1.txt"]
-    assert "image" in failed["picture.txt"] and "no such file" in failed["missing.txt"]
-    assert report.count("added") == 1
-    assert _counts(store) == (1, 1, 1)
+    assert set(failed) == {"empty.txt", "blank.md", "latin1.txt", "missing.txt"}
+    assert "empty" in failed["empty.txt"] and "UTF-8" in failed["latin1.txt"] and "no such file" in failed["missing.txt"]
+    kinds = {Path(o.path).name: o.kind for o in report.outcomes if o.status == "added"}
+    assert kinds == {"good.md": "text", "picture.txt": "image"}  # a PNG named .txt is judged by its content
+    assert _counts(store) == (1, 1, 2) and store.counts()["image"] == 1
 
 
 def test_user_defined_text_corpus_and_wrong_targets(store: Store, minilm, tmp_path: Path) -> None:
@@ -118,9 +117,11 @@ def test_user_defined_text_corpus_and_wrong_targets(store: Store, minilm, tmp_pa
                                    description="Support answers", dimension=384, embedder=minilm.name))
     report = ingest_paths(store, minilm, [DATA / "corpus" / "sourdough_baking.md"], corpus="faq")
     assert report.ok and store.counts()["faq"] > 0 and store.counts()["paragraph"] == 0
-    with pytest.raises(ConfigError, match="image"):
-        ingest_paths(store, minilm, [DATA / "corpus"], corpus="image")
+    wrong = ingest_paths(store, minilm, [DATA / "corpus" / "apollo_11.txt"], corpus="image")
+    assert not wrong.ok and "image" in (wrong.failed[0].error or "")
     store.create_corpus(CorpusSpec(name="other_model", modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
                                    dimension=384, embedder="some/other-encoder"))
-    with pytest.raises(ConfigError, match="some/other-encoder"):
-        ingest_paths(store, minilm, [DATA / "corpus"], corpus="other_model")
+    other = ingest_paths(store, minilm, [DATA / "corpus" / "apollo_11.txt"], corpus="other_model")
+    assert "some/other-encoder" in (other.failed[0].error or "")
+    with pytest.raises(CorpusNotFoundError):
+        ingest_paths(store, minilm, [DATA / "corpus"], corpus="no_such_corpus")

@@ -18,7 +18,7 @@ from typer.core import TyperGroup
 from ..config import Settings
 from ..errors import UniversalRAGError
 
-__all__ = ["app", "main", "CliContext", "console", "err_console"]
+__all__ = ["CliContext", "app", "console", "err_console", "main"]
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -41,7 +41,16 @@ class CliContext:
     def embedder(self) -> Any:
         from ..embed import embedder_from_settings
 
+        _quiet_transformers()
         return embedder_from_settings(self.settings)
+
+    @cached_property
+    def visual_encoder(self) -> Any:
+        """The configured visual encoder, or ``None`` (images and videos then use their text channel only)."""
+        from ..embed import visual_encoder_from_settings
+
+        _quiet_transformers()
+        return visual_encoder_from_settings(self.settings)
 
     def ensure_initialised(self) -> list[str]:
         """Migrate the schema and create the built-in corpora when they are missing (idempotent)."""
@@ -50,6 +59,16 @@ class CliContext:
     def close(self) -> None:
         if "store" in self.__dict__:
             self.store.close()
+
+
+def _quiet_transformers() -> None:
+    """No model-loading progress bars from transformers in the command's output (ours are enough)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers is a core dependency
+        return
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
 
 
 class _Group(TyperGroup):

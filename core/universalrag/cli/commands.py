@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any
 
 import typer
 
@@ -59,18 +59,27 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
 
 def ingest(
     ctx: typer.Context,
-    paths: List[Path] = typer.Argument(..., help="Files or folders (walked recursively)."),
-    corpus: Optional[str] = typer.Option(None, "--corpus", help="Send every file to this corpus."),
+    paths: list[Path] = typer.Argument(..., help="Files or folders (walked recursively)."),
+    corpus: str | None = typer.Option(None, "--corpus", help="Send every file to this corpus."),
+    detector: str = typer.Option("content", "--detector", help="Video scene detector: content or adaptive."),
+    min_clip: float = typer.Option(20.0, "--min-clip", min=0.5, help="Shortest video clip, seconds."),
+    max_clip: float = typer.Option(180.0, "--max-clip", min=1.0, help="Longest video clip, seconds."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
-    """Ingest files into their corpora; unchanged files are skipped, changed ones replaced."""
-    from ..ingest.pipeline import ingest_paths
+    """Ingest files and folders: text, tables, images and videos go to their corpora by content type.
+
+    Unchanged files are skipped, changed ones replaced; a file that fails leaves no rows and the command
+    ends with exit code 1 after the others are done."""
+    from ..ingest.pipeline import IngestOptions, ingest_paths
+    from ..ingest.video import VideoOptions
 
     obj = _obj(ctx)
     obj.ensure_initialised()
+    options = IngestOptions(visual_encoder=obj.visual_encoder,
+                            video=VideoOptions(detector=detector, min_clip_s=min_clip, max_clip_s=max_clip))
     with ingest_progress(enabled=not as_json) as bar:
-        report = ingest_paths(obj.store, obj.embedder, paths, corpus=corpus, on_start=bar.on_start,
-                              on_file=bar.on_file)
+        report = ingest_paths(obj.store, obj.embedder, paths, corpus=corpus, options=options,
+                              on_start=bar.on_start, on_file=bar.on_file)
     if as_json:
         print_json(report.to_dict())
     else:
@@ -96,14 +105,15 @@ def search(
     query: str = typer.Argument(..., help="What to look for."),
     corpus: str = typer.Option(..., "--corpus", "-c", help="The corpus to search."),
     k: int = typer.Option(5, "-k", "--k", min=1, max=1000, help="How many results."),
-    filter: Optional[str] = typer.Option(None, "--filter", help='Metadata filter as JSON, e.g. \'{"lang": "en"}\'.'),
+    filter: str | None = typer.Option(None, "--filter", help='Metadata filter as JSON, e.g. \'{"lang": "en"}\'.'),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
 ) -> None:
     """Search one corpus."""
     from ..retrieve import search_corpus
 
     obj = _obj(ctx)
-    hits = search_corpus(obj.store, obj.embedder, corpus, query, k=k, filter=_parse_filter(filter))
+    hits = search_corpus(obj.store, obj.embedder, corpus, query, k=k, filter=_parse_filter(filter),
+                         visual_encoder=obj.visual_encoder, visual_weight=obj.settings.visual_weight)
     if as_json:
         print_json([h.to_dict() for h in hits])
     else:

@@ -1,30 +1,41 @@
 """Files → units → embeddings → one transaction per source.
 
-Idempotent by content hash: a source whose hash and target corpora are unchanged is skipped before it is
-parsed or embedded. A file that fails (bad input, embedding error, database error) is reported with its
-reason and leaves no rows; the other files go on.
+``ingest_paths`` walks files and folders, detects each file's modality by its content, sends it to its
+corpora (``--corpus`` overrides) and writes it in one transaction. Idempotent by content hash: a source whose
+hash is unchanged is skipped before it is parsed or embedded. A file that fails (bad input, embedding error,
+database error) is reported with its reason and leaves no rows; the other files go on.
 """
 
 from __future__ import annotations
 
-import uuid
+import hashlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..store import Store
-from ..types import CorpusSpec, Granularity, Modality, SourceRecord, Unit
+from ..types import CorpusSpec, Granularity, Modality
 from .detect import detect_kind, iter_files
-from .text import TextDocument, chunk_for_embedding, read_text_file, split_paragraphs
+from .units import Prepared, image_units, source_record, table_units, text_units, video_units
 
-__all__ = ["FileOutcome", "IngestReport", "ingest_paths", "text_units"]
+if TYPE_CHECKING:
+    from ..embed.visual import VisualEncoder
+    from .video import VideoOptions
 
-#: Where a text file goes when no corpus is named: the whole document and its paragraphs.
-DEFAULT_TEXT_CORPORA: tuple[str, ...] = ("document", "paragraph")
+__all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "ingest_paths"]
+
+#: Where a file goes when no corpus is named, by detected kind.
+DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
+    "text": ("document", "paragraph"),
+    "table": ("table",),
+    "image": ("image",),
+    "video": ("video", "clip"),
+}
+_KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO}
+_TABLES_IN_TEXT = (".md", ".markdown", ".html", ".htm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +44,7 @@ class FileOutcome:
 
     path: str
     status: str
+    kind: str | None = None
     corpora: tuple[str, ...] = ()
     rows: dict[str, int] = field(default_factory=dict)
     error: str | None = None
@@ -70,79 +82,158 @@ class IngestReport:
         }
 
 
-def _unit_vector(vectors: np.ndarray) -> list[float]:
-    mean = vectors.mean(axis=0)
-    return (mean / (np.linalg.norm(mean) or 1.0)).tolist()
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    """How inputs are turned into units."""
+
+    visual_encoder: VisualEncoder | None = None
+    video: VideoOptions | None = None
+    table_batch_rows: int = 1024
+    captions: dict[str, str] = field(default_factory=dict)  # file path → caption for images
 
 
-def text_units(doc: TextDocument, specs: Sequence[CorpusSpec], embedder: Embedder, *, uri: str) -> list[Unit]:
-    """The units of one text document for each target corpus, embedded in one batch.
+@dataclass(slots=True)
+class _Run:
+    store: Store
+    embedder: Embedder
+    options: IngestOptions
+    corpus: str | None
+    checked: set[str] = field(default_factory=set)
 
-    Document-granularity corpora get the whole text (its chunks as parts when the corpus is multi-vector;
-    the unit vector is the normalised mean of the chunk vectors); any other text corpus gets ~100-word
-    passages, linked to the document unit when the document corpus is also a target. Each text is embedded
-    with the document's title in front, which disambiguates passages such as "It was automated in 1987".
-    """
-    doc_id = str(uuid.uuid4())
-    base_meta = {"title": doc.title, "format": doc.format}
-    chunks = chunk_for_embedding(doc.text)
-    passages = split_paragraphs(doc.text)
-    wants_doc = any(s.granularity is Granularity.DOCUMENT for s in specs)
-    wants_passages = any(s.granularity is not Granularity.DOCUMENT for s in specs)
-    texts = (chunks if wants_doc else []) + ([p.text for p in passages] if wants_passages else [])
-    vectors = embedder.embed([f"{doc.title}\n{t}" for t in texts]) if texts else np.zeros((0, embedder.dimension))
-    chunk_vecs, passage_vecs = vectors[: len(chunks) if wants_doc else 0], vectors[len(chunks) if wants_doc else 0:]
-    parent = next((s.name for s in specs if s.granularity is Granularity.DOCUMENT), None)
-    units: list[Unit] = []
-    for spec in specs:
-        if spec.granularity is Granularity.DOCUMENT:
-            units.append(Unit(
-                id=doc_id, corpus=spec.name, content=doc.text, uri=uri, embedding=_unit_vector(chunk_vecs),
-                metadata={**base_meta, "words": len(doc.text.split()), "chunks": len(chunks)},
-                parts=chunks if spec.multi_vector else (),
-                part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
-            ))
-        else:
-            units.extend(
-                Unit(
-                    id=str(uuid.uuid4()), corpus=spec.name, content=p.text, uri=uri, embedding=v.tolist(),
-                    parent_id=doc_id if spec.parent == parent and parent is not None else None,
-                    metadata={**base_meta, "index": p.index, "start_char": p.start_char, "end_char": p.end_char},
-                )
-                for p, v in zip(passages, passage_vecs, strict=True)
-            )
-    return units
+    def spec(self, name: str, kind: str) -> CorpusSpec:
+        spec = self.store.corpus(name)
+        if name not in self.checked:
+            if spec.modality is not _KIND_MODALITY[kind]:
+                raise ConfigError(f"Corpus {name!r} holds {spec.modality} units; a {kind} file cannot go there. "
+                                  f"Use a {_KIND_MODALITY[kind]} corpus, or leave out --corpus.")
+            check_embedder(spec, self.embedder)
+            visual = self.options.visual_encoder
+            if visual is not None and kind in ("image", "video"):
+                self.store.add_visual_channel(name, dimension=visual.dimension, encoder=visual.name)
+                spec = self.store.corpus(name)
+            self.checked.add(name)
+        return spec
+
+    def targets(self, kind: str) -> tuple[str, ...]:
+        return (self.corpus,) if self.corpus else DEFAULT_CORPORA[kind]
 
 
-def _targets(store: Store, embedder: Embedder, corpus: str | None) -> list[CorpusSpec]:
-    names = (corpus,) if corpus else DEFAULT_TEXT_CORPORA
-    specs = [store.corpus(n) for n in names]
-    for spec in specs:
-        if spec.modality is not Modality.TEXT:
-            raise ConfigError(
-                f"Corpus {spec.name!r} holds {spec.modality} units; text files go to a text corpus "
-                "(paragraph, document, or one created with --modality text)."
-            )
-        check_embedder(spec, embedder)
-    return specs
+def file_hash(path: Path) -> str:
+    """SHA-256 of the file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
-def _ingest_file(store: Store, embedder: Embedder, path: Path, specs: list[CorpusSpec]) -> FileOutcome:
-    corpora = tuple(s.name for s in specs)
-    kind = detect_kind(path) if path.exists() else "text"
-    if kind != "text":
-        what = "not a supported file type" if kind is None else f"detected as {kind}, not text"
-        raise IngestError(path, f"{what}; this version ingests text files (.txt, .md, .markdown, .html, .htm).")
+def _prepare_text(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+    from .tables import read_tables
+    from .text import read_text_file
+
     doc = read_text_file(path)
+    specs = [run.spec(n, "text") for n in run.targets("text")]
+    units = text_units(doc, specs, run.embedder, uri=uri)
+    parts = ()
+    if run.corpus is None and path.suffix.lower() in _TABLES_IN_TEXT and "table" in run.store.corpora():
+        try:
+            tables = read_tables(path)
+        except IngestError:
+            tables = []  # a page without tables is still a good document
+        if tables:
+            table_list, parts = table_units(tables, run.spec("table", "table"), run.embedder, uri=uri,
+                                            batch_rows=run.options.table_batch_rows)
+            units += table_list
+    meta = {"title": doc.title, "format": doc.format, "path": path.name}
+    return Prepared(source_record(uri, content_hash, Modality.TEXT, units, metadata=meta), units, parts)
+
+
+def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+    from .tables import read_tables
+
+    tables = read_tables(path)
+    spec = run.spec(run.targets("table")[0], "table")
+    if spec.granularity is not Granularity.TABLE and not spec.multi_vector:
+        raise ConfigError(f"Corpus {spec.name!r} cannot hold tables: create it with --multi-vector.")
+    units, parts = table_units(tables, spec, run.embedder, uri=uri, batch_rows=run.options.table_batch_rows)
+    meta = {"tables": len(tables), "path": path.name}
+    return Prepared(source_record(uri, content_hash, Modality.TABLE, units, metadata=meta), units, parts)
+
+
+def _prepare_image(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+    from .images import read_image
+
+    info = read_image(path, caption=run.options.captions.get(str(path)))
+    spec = run.spec(run.targets("image")[0], "image")
+    visual = run.options.visual_encoder if spec.visual_dimension else None
+    units = image_units(info, spec, run.embedder, uri=uri, visual=visual)
+    return Prepared(source_record(uri, content_hash, Modality.IMAGE, units, metadata={"path": path.name}), units)
+
+
+def _prepare_video(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+    from .video import VideoOptions, plan_video
+
+    plan = plan_video(path, options=run.options.video or VideoOptions())
+    specs = [run.spec(n, "video") for n in run.targets("video")]
+    clip = next((s for s in specs if s.granularity is Granularity.CLIP), None)
+    video = next((s for s in specs if s is not clip), None)
+    visual = run.options.visual_encoder if any(s.visual_dimension for s in specs) else None
+    units = video_units(plan, video=video, clip=clip, embedder=run.embedder, uri=uri, visual=visual)
+    meta = {"title": plan.title, "duration_s": plan.probe.duration_s, "clips": len(plan.clips), "path": path.name}
+    return Prepared(source_record(uri, content_hash, Modality.VIDEO, units, metadata=meta), units)
+
+
+#: Kind → how a file of that kind becomes units (extend with :func:`register_handler`).
+_HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared]] = {
+    "text": _prepare_text,
+    "table": _prepare_table,
+    "image": _prepare_image,
+    "video": _prepare_video,
+}
+
+
+def _unchanged(run: _Run, kind: str, uri: str, content_hash: str) -> bool:
+    state = run.store.source_state(uri)
+    if state is None or state[0] != content_hash:
+        return False
+    allowed = set(run.targets(kind)) | ({"table"} if kind == "text" and run.corpus is None else set())
+    return set(state[1]) <= allowed and (run.corpus is None or set(state[1]) == {run.corpus})
+
+
+def _ingest_file(run: _Run, path: Path) -> FileOutcome:
+    if not path.exists():
+        raise IngestError(path, "no such file; check the path and spelling (paths are relative to the current "
+                                "folder).")
+    kind = detect_kind(path)
+    if kind is None:
+        raise IngestError(path, "not a supported file type; supported: text (.txt .md .html), tables (.csv .tsv "
+                                ".xlsx .json), images (.jpg .png .webp .gif .bmp .tiff) and videos (.mp4 .mkv "
+                                ".webm .mov .avi).")
     uri = path.resolve().as_uri()
-    if store.source_state(uri) == (doc.content_hash, tuple(sorted(corpora))):
-        return FileOutcome(path=str(path), status="unchanged", corpora=corpora)
-    units = text_units(doc, specs, embedder, uri=uri)
-    source = SourceRecord(uri=uri, content_hash=doc.content_hash, modality=Modality.TEXT,
-                          corpora=tuple(sorted(corpora)), metadata={"title": doc.title, "format": doc.format,
-                                                                    "path": str(path)})
-    result = store.write_source(source, units)
-    return FileOutcome(path=str(path), status=result.status, corpora=corpora, rows=dict(result.rows))
+    content_hash = file_hash(path)
+    if _unchanged(run, kind, uri, content_hash):
+        return FileOutcome(path=str(path), status="unchanged", kind=kind)
+    prepared = _HANDLERS[kind](run, path, uri, content_hash)
+    result = run.store.write_source(prepared.source, prepared.units, parts=prepared.parts)
+    return FileOutcome(path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora,
+                       rows=dict(result.rows))
+
+
+def _sidecars(files: Sequence[Path]) -> set[Path]:
+    """Caption and subtitle files that belong to an image or video in the same run."""
+    from .images import IMAGE_EXTENSIONS
+    from .images import sidecar_paths as image_sidecars
+    from .video import VIDEO_EXTENSIONS
+    from .video import sidecar_paths as video_sidecars
+
+    found: set[Path] = set()
+    for f in files:
+        suffix = f.suffix.lower()
+        if suffix in IMAGE_EXTENSIONS:
+            found.update(p.resolve() for p in image_sidecars(f))
+        elif suffix in VIDEO_EXTENSIONS:
+            found.update(p.resolve() for p in video_sidecars(f))
+    return found
 
 
 def ingest_paths(
@@ -151,22 +242,28 @@ def ingest_paths(
     paths: Sequence[str | Path],
     *,
     corpus: str | None = None,
+    options: IngestOptions | None = None,
     on_file: Callable[[FileOutcome], None] | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> IngestReport:
     """Ingest files and folders (walked recursively) into their corpora; see the module docstring.
 
-    ``corpus`` sends every file to that corpus instead of ``document`` + ``paragraph``. ``on_start`` is told
-    how many files were found, ``on_file`` each outcome as it happens (for progress bars).
+    ``corpus`` sends every file to that corpus instead of the defaults of its kind. ``on_start`` is told how
+    many files were found, ``on_file`` each outcome as it happens (for progress bars). Caption and subtitle
+    sidecars found next to images and videos are used as their text, not ingested on their own.
     """
-    specs = _targets(store, embedder, corpus)
+    run = _Run(store=store, embedder=embedder, options=options or IngestOptions(), corpus=corpus)
+    if corpus is not None:
+        store.corpus(corpus)  # fail fast on an unknown corpus
     files = list(iter_files([Path(p) for p in paths]))
+    sidecars = _sidecars(files)
+    files = [f for f in files if f.resolve() not in sidecars]
     if on_start is not None:
         on_start(len(files))
     report = IngestReport()
     for path in files:
         try:
-            outcome = _ingest_file(store, embedder, path, specs)
+            outcome = _ingest_file(run, path)
         except UniversalRAGError as e:
             reason = e.reason if isinstance(e, IngestError) else str(e)
             outcome = FileOutcome(path=str(path), status="failed", error=reason)

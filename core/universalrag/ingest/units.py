@@ -7,9 +7,10 @@ multi-vector units, a lazy stream of part batches that is embedded while the sto
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .tables import ParsedTable
     from .video import VideoPlan
 
-__all__ = ["Prepared", "text_units", "table_units", "image_units", "video_units", "normalised_mean"]
+__all__ = ["Prepared", "image_units", "normalised_mean", "table_units", "text_units", "video_units"]
 
 
 @dataclass(slots=True)

@@ -1,0 +1,135 @@
+"""A folder mixing text, tables, images and videos, ingested end to end into the six corpora.
+
+Real files (photos from scikit-image, videos written with PyAV and cut with PySceneDetect, a CSV and an Excel
+workbook), the real bundled text encoder and a real PostgreSQL. The visual channel uses a tiny randomly
+initialised CLIP built in the test: it checks the plumbing, not visual quality.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+from support.media import write_photo
+from support.tiny_clip import build_tiny_clip
+from support.video import truncate_copy, write_video
+from universalrag.ingest.pipeline import IngestOptions, ingest_paths
+from universalrag.ingest.video import VideoOptions
+from universalrag.retrieve import search_corpus
+from universalrag.store import Store
+
+VIDEO_OPTIONS = VideoOptions(min_clip_s=1.0, max_clip_s=10.0, frames_per_clip=2, frames_per_video=4)
+CUES = [
+    (0.2, 2.8, "An astronaut floats inside the space station and waves at the camera."),
+    (3.2, 5.8, "A cup of hot coffee steams on a wooden table in the morning light."),
+    (6.2, 8.8, "A ginger cat named Chelsea sleeps curled up on the sofa."),
+]
+
+
+def _mixed_folder(root: Path) -> dict[str, object]:
+    root.mkdir()
+    shutil.copy(DATA / "corpus" / "kestrel_point_lighthouse.txt", root / "lighthouse.txt")
+    (root / "league.csv").write_text(
+        "team,city,wins,losses\nHarbour Herons,Kestrel Bay,31,7\nMill Town Rovers,Ashford,12,26\n"
+        "Quarry Lions,Stonebridge,20,18\n", encoding="utf-8")
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "Ferries"
+    sheet.append(["route", "departures per day", "crossing minutes"])
+    sheet.append(["Kestrel Bay to Gull Island", 6, 40])
+    sheet.append(["Ashford to Northmere", 2, 95])
+    book.save(root / "ferries.xlsx")
+    write_photo(root / "IMG_0042.jpg", name="coffee")
+    (root / "IMG_0042.jpg.txt").write_text("A white cup of black coffee on a saucer, seen from above.",
+                                           encoding="utf-8")
+    write_photo(root / "rocket-on-launch-pad.png", name="rocket")
+    video = write_video(root / "morning.mp4", [("astronaut", 3.0), ("coffee", 3.0), ("chelsea", 3.0)],
+                        cues=CUES, sidecar="srt", title="A calm morning")
+    return {"video": video}
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> tuple[Path, dict[str, object]]:
+    folder = tmp_path / "mixed"
+    return folder, _mixed_folder(folder)
+
+
+def test_a_mixed_folder_fills_each_corpus_once(store: Store, minilm, mixed) -> None:  # type: ignore[no-untyped-def]
+    folder, made = mixed
+    options = IngestOptions(video=VIDEO_OPTIONS)
+    report = ingest_paths(store, minilm, [folder], options=options)
+    assert report.ok, report.failed
+    kinds = {Path(o.path).name: o.kind for o in report.outcomes}
+    assert kinds == {"lighthouse.txt": "text", "league.csv": "table", "ferries.xlsx": "table",
+                     "IMG_0042.jpg": "image", "rocket-on-launch-pad.png": "image", "morning.mp4": "video"}
+    counts = store.counts()
+    assert counts["document"] == 1 and counts["paragraph"] > 3
+    assert counts["table"] == 2 and counts["image"] == 2 and counts["video"] == 1 and counts["clip"] == 3
+    again = ingest_paths(store, minilm, [folder], options=options)
+    assert again.count("unchanged") == 6 and store.counts() == counts
+
+    row = search_corpus(store, minilm, "table", "How many games did the Quarry Lions win?", k=1)[0]
+    assert row.metadata["title"] and "Quarry Lions" in row.matched_parts[0][1]
+    ferry = search_corpus(store, minilm, "table", "how long is the ferry crossing to Gull Island", k=1)[0]
+    assert "Gull Island" in ferry.matched_parts[0][1] and "40" in ferry.matched_parts[0][1]
+
+    image = search_corpus(store, minilm, "image", "a cup of coffee on a saucer", k=2)[0]
+    assert image.uri.endswith("IMG_0042.jpg") and image.metadata["description_source"] == "sidecar"
+    rocket = search_corpus(store, minilm, "image", "rocket launch pad", k=2)[0]
+    assert rocket.uri.endswith("rocket-on-launch-pad.png") and rocket.metadata["description_source"] == "filename"
+
+    video = made["video"]
+    clip = search_corpus(store, minilm, "clip", "the cat sleeping on the couch", k=1)[0]
+    start, end = video.scenes[2]  # type: ignore[attr-defined]
+    assert abs(clip.start_s - start) <= 2 / video.fps and abs(clip.end_s - end) <= 2 / video.fps  # type: ignore[attr-defined]
+    assert "Chelsea" in clip.content and clip.parent_id
+    whole = search_corpus(store, minilm, "video", "a calm morning with coffee and a cat", k=1)[0]
+    assert whole.id == clip.parent_id and whole.end_s == pytest.approx(video.duration_s, abs=0.1)  # type: ignore[attr-defined]
+
+
+def test_a_corrupt_video_leaves_nothing_and_the_run_goes_on(store: Store, minilm, tmp_path: Path) -> None:
+    folder = tmp_path / "media"
+    folder.mkdir()
+    good = write_video(folder / "good.mp4", [("camera", 2.0), ("rocket", 2.0)], title="Two shots")
+    truncate_copy(good.path, folder / "broken.mp4", keep=0.4)
+    write_photo(folder / "fake.jpg", name="coffee")
+    (folder / "fake.jpg").write_bytes(b"not a jpeg at all, just text")
+    report = ingest_paths(store, minilm, [folder], options=IngestOptions(video=VIDEO_OPTIONS))
+    failed = {Path(o.path).name: o.error for o in report.failed}
+    assert set(failed) == {"broken.mp4", "fake.jpg"}
+    assert report.count("added") == 1
+    counts = store.counts()
+    assert counts["video"] == 1 and counts["image"] == 0
+    assert [s["uri"].rsplit("/", 1)[-1] for s in store.sources()] == ["good.mp4"]
+
+
+def test_visual_channel_with_a_tiny_random_clip(settings, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from universalrag.embed.visual import CLIPVisualEncoder
+
+    encoder = CLIPVisualEncoder(build_tiny_clip(tmp_path / "tiny-clip"), name="tiny-random-clip")
+    store = Store(settings=settings)
+    store.init(embedder=minilm.name, dimension=minilm.dimension)
+    folder = tmp_path / "vis"
+    folder.mkdir()
+    write_photo(folder / "coffee.jpg", name="coffee")
+    write_photo(folder / "chelsea.jpg", name="chelsea")
+    write_video(folder / "clip.mp4", [("astronaut", 2.0), ("coffee", 2.0)], cues=CUES[:2], sidecar="srt")
+    report = ingest_paths(store, minilm, [folder], options=IngestOptions(visual_encoder=encoder, video=VIDEO_OPTIONS))
+    assert report.ok, report.failed
+    for corpus in ("image", "clip", "video"):
+        spec = store.corpus(corpus)
+        assert (spec.visual_encoder, spec.visual_dimension) == ("tiny-random-clip", encoder.dimension)
+    hits = search_corpus(store, minilm, "image", "coffee", k=2, visual_encoder=encoder, visual_weight=0.8)
+    assert len(hits) == 2 and all(set(h.channel_scores) == {"text", "visual"} for h in hits)
+    for h in hits:
+        assert h.score == pytest.approx(0.8 * h.channel_scores["visual"] + 0.2 * h.channel_scores["text"], abs=1e-5)
+    clips = search_corpus(store, minilm, "clip", "astronaut", k=2, visual_encoder=encoder)
+    assert all("visual" in h.channel_scores for h in clips)
+    other = CLIPVisualEncoder(build_tiny_clip(tmp_path / "other", seed=1), name="another-clip")
+    with pytest.raises(Exception, match="another-clip"):
+        search_corpus(store, minilm, "image", "coffee", visual_encoder=other)
+    store.close()
