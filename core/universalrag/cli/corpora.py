@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from ..errors import ConfigError
@@ -44,7 +42,7 @@ def corpora_create(
     granularity: Granularity = typer.Option(Granularity.OTHER, "--granularity", help="How large one unit is."),
     description: str = typer.Option(..., "--description", help="What questions it answers (routers and agent "
                                     "tool descriptions use this)."),
-    parent: Optional[str] = typer.Option(None, "--parent", help="Corpus whose units contain these."),
+    parent: str | None = typer.Option(None, "--parent", help="Corpus whose units contain these."),
     multi_vector: bool = typer.Option(False, "--multi-vector", help="Several vectors per unit (chunks, rows)."),
 ) -> None:
     """Create a user-defined corpus for the configured embedder."""

@@ -11,7 +11,7 @@ import typer
 from .app import CliContext, console
 from .output import ingest_progress, print_hits, print_json, print_report
 
-__all__ = ["register", "DEMO_SCHEMA"]
+__all__ = ["DEMO_SCHEMA", "register"]
 
 DEMO_SCHEMA = "universalrag_demo"
 

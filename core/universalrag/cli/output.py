@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,7 +14,7 @@ from ..ingest.pipeline import FileOutcome, IngestReport
 from ..types import Hit
 from .app import console
 
-__all__ = ["print_json", "print_hits", "print_report", "ingest_progress", "snippet"]
+__all__ = ["ingest_progress", "print_hits", "print_json", "print_report", "snippet"]
 
 
 def print_json(data: Any) -> None:
@@ -60,7 +61,7 @@ def print_report(report: IngestReport) -> None:
         console.print(f"[red]failed[/] {outcome.path}: {outcome.error}", soft_wrap=True)
 
 
-class ingest_progress:  # noqa: N801 - used like a function in a with-statement
+class ingest_progress:
     """A progress bar fed by ``ingest_paths``'s ``on_start``/``on_file`` callbacks."""
 
     def __init__(self, *, enabled: bool = True) -> None:
@@ -70,7 +71,7 @@ class ingest_progress:  # noqa: N801 - used like a function in a with-statement
         )
         self._task: Any = None
 
-    def __enter__(self) -> "ingest_progress":
+    def __enter__(self) -> ingest_progress:
         self._progress.__enter__()
         return self
 
