@@ -9,17 +9,20 @@ database error) is reported with its reason and leaves no rows; the other files 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..store import Store
-from ..types import CorpusSpec, Granularity, Modality
+from ..types import CorpusSpec, Granularity, Modality, PartBatch, Unit
 from .detect import detect_kind, iter_files
-from .units import Prepared, image_units, source_record, table_units, text_units, video_units
+from .text import TextDocument
+from .units import Prepared, TextPlan, image_units, plan_text_units, source_record, table_units, video_units
 
 if TYPE_CHECKING:
     from ..embed.visual import VisualEncoder
@@ -36,6 +39,8 @@ DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
 }
 _KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO}
 _TABLES_IN_TEXT = (".md", ".markdown", ".html", ".htm")
+#: Text files embedded together in one batch.
+_TEXT_GROUP_FILES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,14 +132,12 @@ def file_hash(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _prepare_text(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+def _text_prepared(run: _Run, path: Path, uri: str, content_hash: str, doc: TextDocument,
+                   units: list[Unit]) -> Prepared:
+    """A text source: its document and paragraph units, plus the tables a Markdown or HTML page holds."""
     from .tables import read_tables
-    from .text import read_text_file
 
-    doc = read_text_file(path)
-    specs = [run.spec(n, "text") for n in run.targets("text")]
-    units = text_units(doc, specs, run.embedder, uri=uri)
-    parts = ()
+    parts: Iterable[PartBatch] = ()
     if run.corpus is None and path.suffix.lower() in _TABLES_IN_TEXT and "table" in run.store.corpora():
         try:
             tables = read_tables(path)
@@ -143,9 +146,42 @@ def _prepare_text(run: _Run, path: Path, uri: str, content_hash: str) -> Prepare
         if tables:
             table_list, parts = table_units(tables, run.spec("table", "table"), run.embedder, uri=uri,
                                             batch_rows=run.options.table_batch_rows)
-            units += table_list
+            units = units + table_list
     meta = {"title": doc.title, "format": doc.format, "path": path.name}
     return Prepared(source_record(uri, content_hash, Modality.TEXT, units, metadata=meta), units, parts)
+
+
+def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[FileOutcome]:
+    """Ingest several text files with one embedding batch (the encoder is fastest on large, length-sorted
+    batches); each file is still written in its own transaction and fails on its own."""
+    from .text import read_text_file
+
+    planned: list[tuple[Path, str, str, TextDocument, TextPlan] | FileOutcome] = []
+    for path, uri, content_hash in group:
+        try:
+            doc = read_text_file(path)
+            specs = [run.spec(n, "text") for n in run.targets("text")]
+            planned.append((path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri)))
+        except UniversalRAGError as e:
+            planned.append(_failed(path, e))
+    texts = [t for p in planned if not isinstance(p, FileOutcome) for t in p[4].texts]
+    try:
+        vectors = run.embedder.embed(texts) if texts else np.zeros((0, run.embedder.dimension))
+    except UniversalRAGError as e:
+        yield from (p if isinstance(p, FileOutcome) else _failed(p[0], e) for p in planned)
+        return
+    offset = 0
+    for p in planned:
+        if isinstance(p, FileOutcome):
+            yield p
+            continue
+        path, uri, content_hash, doc, plan = p
+        mine = vectors[offset: offset + len(plan.texts)]
+        offset += len(plan.texts)
+        try:
+            yield _write(run, path, "text", _text_prepared(run, path, uri, content_hash, doc, plan.build(mine)))
+        except UniversalRAGError as e:
+            yield _failed(path, e)
 
 
 def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
@@ -183,9 +219,8 @@ def _prepare_video(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
     return Prepared(source_record(uri, content_hash, Modality.VIDEO, units, metadata=meta), units)
 
 
-#: Kind → how a file of that kind becomes units (extend with :func:`register_handler`).
+#: Kind → how a file of that kind becomes units (text files are batched by :func:`_text_group`).
 _HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared]] = {
-    "text": _prepare_text,
     "table": _prepare_table,
     "image": _prepare_image,
     "video": _prepare_video,
@@ -200,7 +235,13 @@ def _unchanged(run: _Run, kind: str, uri: str, content_hash: str) -> bool:
     return set(state[1]) <= allowed and (run.corpus is None or set(state[1]) == {run.corpus})
 
 
-def _ingest_file(run: _Run, path: Path) -> FileOutcome:
+def _failed(path: Path, error: UniversalRAGError) -> FileOutcome:
+    reason = error.reason if isinstance(error, IngestError) else str(error)
+    return FileOutcome(path=str(path), status="failed", error=reason)
+
+
+def _classify(run: _Run, path: Path) -> tuple[str, str, str]:
+    """(kind, uri, content hash) of a file, or IngestError when it cannot be ingested at all."""
     if not path.exists():
         raise IngestError(path, "no such file; check the path and spelling (paths are relative to the current "
                                 "folder).")
@@ -209,11 +250,10 @@ def _ingest_file(run: _Run, path: Path) -> FileOutcome:
         raise IngestError(path, "not a supported file type; supported: text (.txt .md .html), tables (.csv .tsv "
                                 ".xlsx .json), images (.jpg .png .webp .gif .bmp .tiff) and videos (.mp4 .mkv "
                                 ".webm .mov .avi).")
-    uri = path.resolve().as_uri()
-    content_hash = file_hash(path)
-    if _unchanged(run, kind, uri, content_hash):
-        return FileOutcome(path=str(path), status="unchanged", kind=kind)
-    prepared = _HANDLERS[kind](run, path, uri, content_hash)
+    return kind, path.resolve().as_uri(), file_hash(path)
+
+
+def _write(run: _Run, path: Path, kind: str, prepared: Prepared) -> FileOutcome:
     result = run.store.write_source(prepared.source, prepared.units, parts=prepared.parts)
     return FileOutcome(path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora,
                        rows=dict(result.rows))
@@ -261,13 +301,33 @@ def ingest_paths(
     if on_start is not None:
         on_start(len(files))
     report = IngestReport()
-    for path in files:
-        try:
-            outcome = _ingest_file(run, path)
-        except UniversalRAGError as e:
-            reason = e.reason if isinstance(e, IngestError) else str(e)
-            outcome = FileOutcome(path=str(path), status="failed", error=reason)
+    pending: list[tuple[Path, str, str]] = []
+
+    def emit(outcome: FileOutcome) -> None:
         report.outcomes.append(outcome)
         if on_file is not None:
             on_file(outcome)
+
+    def flush() -> None:
+        for outcome in _text_group(run, pending):
+            emit(outcome)
+        pending.clear()
+
+    for path in files:
+        try:
+            kind, uri, content_hash = _classify(run, path)
+            if _unchanged(run, kind, uri, content_hash):
+                outcome = FileOutcome(path=str(path), status="unchanged", kind=kind)
+            elif kind == "text":
+                pending.append((path, uri, content_hash))
+                if len(pending) >= _TEXT_GROUP_FILES:
+                    flush()
+                continue
+            else:
+                outcome = _write(run, path, kind, _HANDLERS[kind](run, path, uri, content_hash))
+        except UniversalRAGError as e:
+            outcome = _failed(path, e)
+        flush()  # keep the outcomes in file order
+        emit(outcome)
+    flush()
     return report

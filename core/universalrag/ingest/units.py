@@ -7,7 +7,7 @@ multi-vector units, a lazy stream of part batches that is embedded while the sto
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +48,54 @@ def _new_id() -> str:
     return str(uuid.uuid4())
 
 
+@dataclass(slots=True)
+class TextPlan:
+    """The texts a document needs embedded, and how to turn their vectors into units.
+
+    Splitting the work this way lets the pipeline embed the texts of many files in one batch.
+    """
+
+    texts: list[str]
+    build: Callable[[np.ndarray], list[Unit]]
+
+
+def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str) -> TextPlan:
+    """Plan the units of one text document for each target text corpus (see :func:`text_units`)."""
+    doc_id = _new_id()
+    base_meta = {"title": doc.title, "format": doc.format}
+    wants_doc = any(s.granularity is Granularity.DOCUMENT for s in specs)
+    wants_passages = any(s.granularity is not Granularity.DOCUMENT for s in specs)
+    chunks = chunk_for_embedding(doc.text) if wants_doc else []
+    passages = split_paragraphs(doc.text) if wants_passages else []
+    parent = next((s.name for s in specs if s.granularity is Granularity.DOCUMENT), None)
+
+    def build(vectors: np.ndarray) -> list[Unit]:
+        chunk_vecs, passage_vecs = vectors[: len(chunks)], vectors[len(chunks):]
+        units: list[Unit] = []
+        for spec in specs:
+            if spec.granularity is Granularity.DOCUMENT:
+                units.append(Unit(
+                    id=doc_id, corpus=spec.name, content=doc.text, uri=uri, embedding=normalised_mean(chunk_vecs),
+                    metadata={**base_meta, "words": len(doc.text.split()), "chunks": len(chunks)},
+                    parts=chunks if spec.multi_vector else (),
+                    part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
+                ))
+            else:
+                units.extend(
+                    Unit(
+                        id=_new_id(), corpus=spec.name, content=p.text, uri=uri, embedding=v.tolist(),
+                        parent_id=doc_id if parent is not None and spec.parent == parent else None,
+                        metadata={**base_meta, "index": p.index, "start_char": p.start_char,
+                                  "end_char": p.end_char},
+                    )
+                    for p, v in zip(passages, passage_vecs, strict=True)
+                )
+        return units
+
+    texts = [f"{doc.title}\n{t}" for t in [*chunks, *(p.text for p in passages)]]
+    return TextPlan(texts=texts, build=build)
+
+
 def text_units(doc: TextDocument, specs: Sequence[CorpusSpec], embedder: Embedder, *, uri: str) -> list[Unit]:
     """The units of one text document for each target text corpus, embedded in one batch.
 
@@ -56,35 +104,8 @@ def text_units(doc: TextDocument, specs: Sequence[CorpusSpec], embedder: Embedde
     passages, linked to the document unit when the document corpus is also a target. Each text is embedded
     with the document's title in front, which disambiguates passages such as "It was automated in 1987".
     """
-    doc_id = _new_id()
-    base_meta = {"title": doc.title, "format": doc.format}
-    wants_doc = any(s.granularity is Granularity.DOCUMENT for s in specs)
-    wants_passages = any(s.granularity is not Granularity.DOCUMENT for s in specs)
-    chunks = chunk_for_embedding(doc.text) if wants_doc else []
-    passages = split_paragraphs(doc.text) if wants_passages else []
-    texts = chunks + [p.text for p in passages]
-    vectors = embedder.embed([f"{doc.title}\n{t}" for t in texts]) if texts else np.zeros((0, embedder.dimension))
-    chunk_vecs, passage_vecs = vectors[: len(chunks)], vectors[len(chunks):]
-    parent = next((s.name for s in specs if s.granularity is Granularity.DOCUMENT), None)
-    units: list[Unit] = []
-    for spec in specs:
-        if spec.granularity is Granularity.DOCUMENT:
-            units.append(Unit(
-                id=doc_id, corpus=spec.name, content=doc.text, uri=uri, embedding=normalised_mean(chunk_vecs),
-                metadata={**base_meta, "words": len(doc.text.split()), "chunks": len(chunks)},
-                parts=chunks if spec.multi_vector else (),
-                part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
-            ))
-        else:
-            units.extend(
-                Unit(
-                    id=_new_id(), corpus=spec.name, content=p.text, uri=uri, embedding=v.tolist(),
-                    parent_id=doc_id if parent is not None and spec.parent == parent else None,
-                    metadata={**base_meta, "index": p.index, "start_char": p.start_char, "end_char": p.end_char},
-                )
-                for p, v in zip(passages, passage_vecs, strict=True)
-            )
-    return units
+    plan = plan_text_units(doc, specs, uri=uri)
+    return plan.build(embedder.embed(plan.texts) if plan.texts else np.zeros((0, embedder.dimension)))
 
 
 def table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embedder, *, uri: str,
