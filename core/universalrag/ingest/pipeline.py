@@ -40,7 +40,7 @@ DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
 _KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO}
 _TABLES_IN_TEXT = (".md", ".markdown", ".html", ".htm")
 #: Text files embedded together in one batch.
-_TEXT_GROUP_FILES = 16
+_TEXT_GROUP_FILES = 64
 
 
 @dataclass(frozen=True, slots=True)

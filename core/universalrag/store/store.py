@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import psycopg
 import sqlalchemy as sa
@@ -13,7 +14,6 @@ from sqlalchemy import exc as sa_exc
 
 from ..config import Settings, redact_url, validate_schema_name
 from ..errors import (
-    CorpusExistsError,
     CorpusNotFoundError,
     DimensionMismatchError,
     StoreError,
@@ -24,8 +24,9 @@ from .engine import make_engine
 from .filters import Filter
 from .schema import Tables
 from .search import run_search
+from .translate import store_error
 
-__all__ = ["Store", "ServerInfo", "WriteResult", "MIN_PGVECTOR"]
+__all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
 
 MIN_PGVECTOR = (0, 7, 0)
 _ITERATIVE_SCAN = (0, 8, 0)
@@ -102,7 +103,7 @@ class Store:
             self._engine.dispose()
             self._engine = None
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -114,7 +115,7 @@ class Store:
             yield
         except (sa_exc.DBAPIError, psycopg.Error) as e:  # psycopg's own errors come from COPY
             self._specs = None  # a corpus may have been dropped behind our back: re-read the registry next time
-            raise _store_error(e, action, self.url_redacted) from e
+            raise store_error(e, action, self.url_redacted) from e
 
     @contextlib.contextmanager
     def transaction(self, action: str = "run a query") -> Iterator[sa.Connection]:
@@ -292,36 +293,6 @@ class Store:
         with self.transaction() as conn:
             return conn.execute(sa.delete(s).where(s.c.uri == uri)).rowcount > 0
 
-    def _check_units(self, units: Sequence[Unit]) -> dict[str, list[Unit]]:
-        by_corpus: dict[str, list[Unit]] = {}
-        for unit in units:
-            spec = self.corpus(unit.corpus)
-            for vec in ([unit.embedding] if unit.embedding is not None else []) + list(unit.part_embeddings):
-                if len(vec) != spec.dimension:
-                    raise DimensionMismatchError(spec.name, spec.dimension, len(vec))
-            if unit.visual_embedding is not None:
-                if not spec.visual_dimension:
-                    raise ValueError(f"Corpus {spec.name!r} has no visual channel; add one before writing "
-                                     "visual embeddings (Store.add_visual_channel).")
-                if len(unit.visual_embedding) != spec.visual_dimension:
-                    raise DimensionMismatchError(spec.name, spec.visual_dimension, len(unit.visual_embedding))
-            if len(unit.parts) != len(unit.part_embeddings):
-                raise ValueError(f"Unit {unit.id}: {len(unit.parts)} parts but {len(unit.part_embeddings)} vectors.")
-            if unit.parts and not spec.multi_vector:
-                raise ValueError(f"Corpus {spec.name!r} stores one vector per unit; it cannot take parts.")
-            by_corpus.setdefault(spec.name, []).append(unit)
-        return by_corpus
-
-    def _parents_first(self, names: Sequence[str]) -> list[str]:
-        specs = self.corpora()
-        depth = {n: 0 for n in names}
-        for n in names:
-            p, d = specs[n].parent, 0
-            while p is not None:
-                d, p = d + 1, specs[p].parent
-            depth[n] = d
-        return sorted(names, key=lambda n: depth[n])
-
     def write_source(self, source: SourceRecord, units: Sequence[Unit], *,
                      parts: Iterable[PartBatch] = ()) -> WriteResult:
         """Write one source and its units in one transaction.
@@ -331,7 +302,8 @@ class Store:
         of multi-vector units (a large table's rows) in batches, consumed inside the transaction, so memory
         stays bounded by one batch.
         """
-        by_corpus = self._check_units(units)
+        specs = {u.corpus: self.corpus(u.corpus) for u in units}
+        by_corpus = writer.check_units(units, specs)
         s = self.tables.sources
         with self.transaction(f"write source {source.uri}") as conn:
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(source.uri, 0))))
@@ -350,7 +322,7 @@ class Store:
             ))
             raw = conn.connection.driver_connection
             rows: dict[str, int] = {}
-            for name in self._parents_first(list(by_corpus)):
+            for name in writer.parents_first(list(by_corpus), self.corpora()):
                 tables = self.tables.corpus(self.corpus(name))
                 rows[name] = writer.copy_units(raw, self.schema, tables, by_corpus[name], source_id=source_id)
                 if tables.parts is not None:
@@ -407,23 +379,3 @@ class Store:
                 conn.execute(queries.set_local("hnsw.iterative_scan", "relaxed_order"))
             return run_search(conn, tables, vector, k=k, filter=filter, visual_vector=visual_vector,
                               visual_weight=visual_weight)
-
-
-_SQLSTATE_ERRORS: dict[str, type[StoreError]] = {"42P07": CorpusExistsError}
-
-
-def _store_error(e: sa_exc.DBAPIError | psycopg.Error, action: str, url: str) -> StoreError:
-    orig = e.orig if isinstance(e, sa_exc.DBAPIError) else e
-    sqlstate = getattr(orig, "sqlstate", None)
-    diag = getattr(orig, "diag", None)
-    primary = (getattr(diag, "message_primary", None) or str(orig)).strip().splitlines()[0]
-    hint = getattr(diag, "message_hint", None)
-    if isinstance(e, (sa_exc.OperationalError, psycopg.OperationalError)) and sqlstate is None:
-        return StoreError(f"Could not connect to the database at {url} ({primary}); check that it is running "
-                          "and that UNIVERSALRAG_DATABASE_URL is right.")
-    if sqlstate == "42P01" and "corpus" not in primary:
-        return StoreError(f"Could not {action}: {primary}. The corpus may have been dropped meanwhile "
-                          "(`universalrag corpora list`), or the schema needs `universalrag init`.")
-    cls = _SQLSTATE_ERRORS.get(sqlstate or "", StoreError)
-    return cls(f"Could not {action}: {primary}" + (f" ({hint})" if hint else ""))
-

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from ..types import PartBatch, Unit
+from ..errors import DimensionMismatchError
+from ..types import CorpusSpec, PartBatch, Unit
 from .schema import CorpusTables, parts_table_name, unit_table_name
 
-__all__ = ["copy_units", "copy_parts", "copy_part_batch"]
+__all__ = ["copy_units", "copy_parts", "copy_part_batch", "check_units", "parents_first"]
 
 _UNIT_COLUMNS = ("id", "source_id", "parent_id", "content", "uri", "start_s", "end_s", "metadata", "embedding")
 _UNIT_TYPES = ["uuid", "uuid", "uuid", "text", "text", "float8", "float8", "jsonb", "vector"]
@@ -71,3 +72,37 @@ def copy_part_batch(raw: Any, schema: str, tables: CorpusTables, batch: PartBatc
     vectors = np.asarray(batch.vectors, dtype=np.float32)
     rows = ((unit_id, batch.start + i, text, vectors[i]) for i, text in enumerate(batch.texts))
     return _copy(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
+
+
+def check_units(units: Sequence[Unit], specs: Mapping[str, CorpusSpec]) -> dict[str, list[Unit]]:
+    """Units grouped by corpus, after checking every vector's dimension against its corpus (nothing is
+    written when one is wrong)."""
+    by_corpus: dict[str, list[Unit]] = {}
+    for unit in units:
+        spec = specs[unit.corpus]
+        for vec in ([unit.embedding] if unit.embedding is not None else []) + list(unit.part_embeddings):
+            if len(vec) != spec.dimension:
+                raise DimensionMismatchError(spec.name, spec.dimension, len(vec))
+        if unit.visual_embedding is not None:
+            if not spec.visual_dimension:
+                raise ValueError(f"Corpus {spec.name!r} has no visual channel; add one before writing "
+                                 "visual embeddings (Store.add_visual_channel).")
+            if len(unit.visual_embedding) != spec.visual_dimension:
+                raise DimensionMismatchError(spec.name, spec.visual_dimension, len(unit.visual_embedding))
+        if len(unit.parts) != len(unit.part_embeddings):
+            raise ValueError(f"Unit {unit.id}: {len(unit.parts)} parts but {len(unit.part_embeddings)} vectors.")
+        if unit.parts and not spec.multi_vector:
+            raise ValueError(f"Corpus {spec.name!r} stores one vector per unit; it cannot take parts.")
+        by_corpus.setdefault(spec.name, []).append(unit)
+    return by_corpus
+
+
+def parents_first(names: Sequence[str], specs: Mapping[str, CorpusSpec]) -> list[str]:
+    """``names`` ordered so that a corpus comes after its parent (documents before paragraphs)."""
+    def depth(name: str) -> int:
+        d, parent = 0, specs[name].parent
+        while parent is not None:
+            d, parent = d + 1, specs[parent].parent
+        return d
+
+    return sorted(names, key=depth)
