@@ -133,3 +133,47 @@ def test_visual_channel_with_a_tiny_random_clip(settings, minilm, tmp_path: Path
     with pytest.raises(Exception, match="another-clip"):
         search_corpus(store, minilm, "image", "coffee", visual_encoder=other)
     store.close()
+
+
+def test_html_page_tables_and_image_alt_text(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path / "site"
+    folder.mkdir()
+    write_photo(folder / "DSC_1234.jpg", name="rocket")
+    (folder / "report.html").write_text("""<html><head><title>Spaceport report</title></head><body>
+<h1>Spaceport report</h1><p>The spaceport opened its second pad this spring.</p>
+<img src="DSC_1234.jpg" alt="A white rocket standing on the launch pad before dawn">
+<h2>Launches by year</h2>
+<table><tr><th>year</th><th>launches</th></tr><tr><td>2024</td><td>14</td></tr><tr><td>2025</td><td>19</td></tr></table>
+<table><caption>Crew rotation</caption><tr><th>crew</th><th>days in orbit</th></tr>
+<tr><td>Aster</td><td>182</td></tr><tr><td>Borealis</td><td>96</td></tr></table>
+<img src="https://example.invalid/remote.png" alt="a remote picture that is not ingested">
+</body></html>""", encoding="utf-8")
+    report = ingest_paths(store, minilm, [folder])
+    assert report.ok, report.failed
+    page = next(o for o in report.outcomes if o.path.endswith("report.html"))
+    assert set(page.corpora) == {"document", "paragraph", "table"} and page.rows["table"] == 2
+    image = search_corpus(store, minilm, "image", "rocket on the launch pad", k=1)[0]
+    assert image.metadata["description_source"] == "alt" and "before dawn" in image.content
+    crew = search_corpus(store, minilm, "table", "how many days did the Borealis crew spend in orbit", k=1)[0]
+    assert crew.metadata["title"] == "Crew rotation" and "Borealis" in crew.matched_parts[0][1]
+    assert ingest_paths(store, minilm, [folder]).count("unchanged") == 2
+
+
+def test_a_dataframe_is_ingested_as_a_table(store: Store, minilm) -> None:  # type: ignore[no-untyped-def]
+    pd = pytest.importorskip("pandas")
+    from universalrag.ingest.pipeline import ingest_tables
+    from universalrag.ingest.tables import table_from_dataframe
+
+    df = pd.DataFrame({"planet": ["Mercury", "Venus", "Earth", "Mars"], "moons": [0, 0, 1, 2],
+                       "day_length_hours": [4222.6, 2802.0, 24.0, 24.7]})
+    table = table_from_dataframe(df, title="Inner planets")
+    first = ingest_tables(store, minilm, [table], uri="memory://planets")
+    assert first.status == "added" and first.rows == {"table": 1, "table.parts": 4}
+    assert ingest_tables(store, minilm, [table_from_dataframe(df, title="Inner planets")],
+                         uri="memory://planets").status == "unchanged"
+    hit = search_corpus(store, minilm, "table", "how many moons does Mars have", k=1)[0]
+    assert hit.uri == "memory://planets" and "Mars" in hit.matched_parts[0][1]
+    df.loc[3, "moons"] = 3
+    assert ingest_tables(store, minilm, [table_from_dataframe(df, title="Inner planets")],
+                         uri="memory://planets").status == "replaced"
+    assert store.counts()["table"] == 1

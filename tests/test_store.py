@@ -323,3 +323,30 @@ def test_streamed_part_batches_are_written_in_the_same_transaction(small: Store)
     assert result.rows == {"table": 1, "table.parts": 200}
     hit = small.search("table", target.tolist(), k=1)[0]
     assert hit.id == table_id and hit.matched_parts[0][:2] == (105, "row 105")
+
+
+@pytest.mark.parametrize(("available", "message"), [
+    ([], "no pgvector extension"),
+    ([("0.6.2", None)], "older than 0.7"),
+])
+def test_missing_or_old_pgvector_is_a_clear_error(settings, available, message) -> None:  # type: ignore[no-untyped-def]
+    # A view in the test schema shadows pg_catalog.pg_available_extensions for this engine's connections, so
+    # the real server looks as if it had no pgvector, or an old one.
+    from universalrag.store.engine import make_engine
+
+    schema = settings.schema
+    rows = " UNION ALL ".join(f"SELECT 'vector'::name, '{d}'::text, NULL::text" for d, _ in available) or \
+        "SELECT NULL::name, NULL::text, NULL::text WHERE false"
+    setup = make_engine(settings.database_url)
+    with setup.begin() as conn:
+        conn.execute(sa.schema.CreateSchema(schema, if_not_exists=True))
+        conn.execute(sa.text(f"CREATE VIEW {schema}.pg_available_extensions (name, default_version, "
+                             f"installed_version) AS {rows}"))
+    setup.dispose()
+    engine = sa.create_engine(make_engine(settings.database_url).url,
+                              connect_args={"options": f"-c search_path={schema},pg_catalog,public"})
+    store = Store(settings=settings, engine=engine)
+    with pytest.raises(StoreError, match=message):
+        store.init(embedder="e", dimension=DIM)
+    assert store.revision() is None  # nothing was created
+    engine.dispose()

@@ -33,8 +33,10 @@ ENV_VARS: dict[str, str] = {
     "present, else CPU.",
     "UNIVERSALRAG_VISUAL_ENCODER": "A local CLIP-style model directory (transformers) for the visual channel of "
     "images, clips and videos. Unset: images and videos are searched by their text channel only.",
-    "UNIVERSALRAG_VISUAL_WEIGHT": "Weight of the visual similarity when fused with the text similarity "
+    "UNIVERSALRAG_VISUAL_WEIGHT": "Weight of an image's visual similarity when fused with its text similarity "
     "(default 0.8, as in the UniversalRAG paper).",
+    "UNIVERSALRAG_VIDEO_VISUAL_WEIGHT": "Weight of the pooled-frame similarity of clips and videos against their "
+    "transcript similarity (default 0.4: VideoRAG found a text weight of 0.5-0.7 best).",
     "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger).",
     "OPENAI_API_KEY": "Fallback API key for OpenAI-compatible endpoints.",
 }
@@ -86,13 +88,15 @@ class Settings:
     ef_search: int = 100
     visual_encoder: str | None = None
     visual_weight: float = 0.8
+    video_visual_weight: float = 0.4
 
     def __post_init__(self) -> None:
         validate_schema_name(self.schema)
         if self.ef_search < 1:
             raise ConfigError(f"ef_search must be positive, got {self.ef_search}.")
-        if not 0.0 <= self.visual_weight <= 1.0:
-            raise ConfigError(f"visual_weight must be between 0 and 1, got {self.visual_weight}.")
+        for name in ("visual_weight", "video_visual_weight"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}.")
 
     def __repr__(self) -> str:  # never show secrets
         url = redact_url(self.database_url) if self.database_url else None
@@ -153,4 +157,9 @@ class Settings:
             ef_search=get_int("UNIVERSALRAG_EF_SEARCH") or 100,
             visual_encoder=get("UNIVERSALRAG_VISUAL_ENCODER"),
             visual_weight=0.8 if (w := get_float("UNIVERSALRAG_VISUAL_WEIGHT")) is None else w,
+            video_visual_weight=0.4 if (v := get_float("UNIVERSALRAG_VIDEO_VISUAL_WEIGHT")) is None else v,
         )
+
+    def visual_weight_for(self, modality: str) -> float:
+        """The fusion weight of the visual channel for a corpus of ``modality`` (videos vs images)."""
+        return self.video_visual_weight if str(modality) == "video" else self.visual_weight

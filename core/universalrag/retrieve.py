@@ -7,21 +7,26 @@ from typing import TYPE_CHECKING
 from .embed.base import Embedder, check_embedder
 from .errors import ConfigError
 from .store import Filter, Store
-from .types import Hit
+from .types import Hit, Modality
 
 if TYPE_CHECKING:
     from .embed.visual import VisualEncoder
 
-__all__ = ["search_corpus"]
+__all__ = ["search_corpus", "DEFAULT_VISUAL_WEIGHTS"]
+
+#: Weight of the visual similarity in the fused score, by modality.
+DEFAULT_VISUAL_WEIGHTS: dict[Modality, float] = {Modality.IMAGE: 0.8, Modality.VIDEO: 0.4}
 
 
 def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, k: int = 5,
                   filter: Filter | None = None, visual_encoder: VisualEncoder | None = None,
-                  visual_weight: float = 0.8) -> list[Hit]:
+                  visual_weight: float | None = None) -> list[Hit]:
     """The ``k`` best units of ``corpus`` for ``query`` (optionally restricted by a metadata ``filter``).
 
     When the corpus has a visual channel and ``visual_encoder`` is the encoder that built it, the query is
-    also embedded by the encoder's text tower and the two similarities are fused (``visual_weight``).
+    also embedded by the encoder's text tower and the two similarities are fused with ``visual_weight``
+    (default: 0.8 for images as in UniversalRAG, 0.4 for clips and videos, whose transcripts VideoRAG found
+    worth 0.5-0.7 of the score).
     """
     spec = store.corpus(corpus)
     check_embedder(spec, embedder)
@@ -33,5 +38,7 @@ def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, 
                 f"encoder is {visual_encoder.name!r}; set UNIVERSALRAG_VISUAL_ENCODER to the corpus's encoder."
             )
         visual_vector = visual_encoder.embed_texts([query])[0].tolist()
+    if visual_weight is None:
+        visual_weight = DEFAULT_VISUAL_WEIGHTS.get(spec.modality, 0.8)
     return store.search(corpus, embedder.embed_query(query), k=k, filter=filter, visual_vector=visual_vector,
                         visual_weight=visual_weight)

@@ -113,7 +113,8 @@ def search(
 
     obj = _obj(ctx)
     hits = search_corpus(obj.store, obj.embedder, corpus, query, k=k, filter=_parse_filter(filter),
-                         visual_encoder=obj.visual_encoder, visual_weight=obj.settings.visual_weight)
+                         visual_encoder=obj.visual_encoder,
+                         visual_weight=obj.settings.visual_weight_for(obj.store.corpus(corpus).modality))
     if as_json:
         print_json([h.to_dict() for h in hits])
     else:

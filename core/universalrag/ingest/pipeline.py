@@ -26,6 +26,7 @@ from .units import Prepared, TextPlan, image_units, plan_text_units, source_reco
 
 if TYPE_CHECKING:
     from ..embed.visual import VisualEncoder
+    from .tables import ParsedTable
     from .video import VideoOptions
 
 __all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "ingest_paths"]
@@ -104,6 +105,7 @@ class _Run:
     options: IngestOptions
     corpus: str | None
     checked: set[str] = field(default_factory=set)
+    alts: dict[Path, str] = field(default_factory=dict)
 
     def spec(self, name: str, kind: str) -> CorpusSpec:
         spec = self.store.corpus(name)
@@ -199,7 +201,7 @@ def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
 def _prepare_image(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
     from .images import read_image
 
-    info = read_image(path, caption=run.options.captions.get(str(path)))
+    info = read_image(path, caption=run.options.captions.get(str(path)), alt=run.alts.get(path.resolve()))
     spec = run.spec(run.targets("image")[0], "image")
     visual = run.options.visual_encoder if spec.visual_dimension else None
     units = image_units(info, spec, run.embedder, uri=uri, visual=visual)
@@ -259,6 +261,35 @@ def _write(run: _Run, path: Path, kind: str, prepared: Prepared) -> FileOutcome:
                        rows=dict(result.rows))
 
 
+def _alt_texts(files: Sequence[Path]) -> dict[Path, str]:
+    """Alt text of local images referenced by the HTML pages of this run (image path → alt).
+
+    Only images that are themselves part of the run are described: a page cannot reach outside the paths
+    the user gave.
+    """
+    from urllib.parse import unquote, urlparse
+
+    from .text import read_text_file
+
+    in_run = {f.resolve() for f in files}
+    alts: dict[Path, str] = {}
+    for page in files:
+        if page.suffix.lower() not in (".html", ".htm"):
+            continue
+        try:
+            images = read_text_file(page).metadata.get("images", [])
+        except IngestError:
+            continue  # the page itself is reported when its turn comes
+        for image in images:
+            src, alt = urlparse(image.get("src", "")), image.get("alt", "")
+            if not alt or src.scheme not in ("", "file") or not src.path:
+                continue
+            target = (page.parent / unquote(src.path)).resolve()
+            if target in in_run:
+                alts.setdefault(target, alt)
+    return alts
+
+
 def _sidecars(files: Sequence[Path]) -> set[Path]:
     """Caption and subtitle files that belong to an image or video in the same run."""
     from .images import IMAGE_EXTENSIONS
@@ -274,6 +305,35 @@ def _sidecars(files: Sequence[Path]) -> set[Path]:
         elif suffix in VIDEO_EXTENSIONS:
             found.update(p.resolve() for p in video_sidecars(f))
     return found
+
+
+def ingest_tables(
+    store: Store,
+    embedder: Embedder,
+    tables: Sequence[ParsedTable],
+    *,
+    uri: str,
+    corpus: str = "table",
+    batch_rows: int = 1024,
+) -> FileOutcome:
+    """Ingest tables built in Python (``table_from_dataframe``, ``table_from_records``) as one source ``uri``.
+
+    Idempotent like files: the content hash covers titles, headers and every cell, so the same tables under
+    the same ``uri`` change nothing and changed ones replace the old rows in one transaction.
+    """
+    run = _Run(store=store, embedder=embedder, options=IngestOptions(table_batch_rows=batch_rows), corpus=corpus)
+    digest = hashlib.sha256()
+    for table in tables:
+        digest.update(repr((table.title, list(table.header))).encode())
+        for rows in table.batches(batch_rows):
+            digest.update(repr(rows).encode())
+    content_hash = digest.hexdigest()
+    if _unchanged(run, "table", uri, content_hash):
+        return FileOutcome(path=uri, status="unchanged", kind="table")
+    units, parts = table_units(tables, run.spec(corpus, "table"), embedder, uri=uri, batch_rows=batch_rows)
+    source = source_record(uri, content_hash, Modality.TABLE, units, metadata={"tables": len(tables)})
+    result = store.write_source(source, units, parts=parts)
+    return FileOutcome(path=uri, status=result.status, kind="table", corpora=source.corpora, rows=dict(result.rows))
 
 
 def ingest_paths(
@@ -298,6 +358,7 @@ def ingest_paths(
     files = list(iter_files([Path(p) for p in paths]))
     sidecars = _sidecars(files)
     files = [f for f in files if f.resolve() not in sidecars]
+    run.alts = _alt_texts(files)
     if on_start is not None:
         on_start(len(files))
     report = IngestReport()

@@ -1,0 +1,64 @@
+"""Routers: pick, per query, the corpora to search (or none).
+
+- :class:`TrainedRouter` — MiniLM with a multi-label head; ``TrainedRouter.default()`` is shipped.
+- :class:`LLMRouter` — training-free, any OpenAI-compatible chat endpoint.
+- :class:`EnsembleRouter` — confidence-based or majority vote.
+- :class:`ExampleRouter` — similarity to example queries registered per route (user-defined corpora).
+
+All follow the :class:`Router` protocol and share the decision rules of :func:`decide`. This module only
+re-exports; torch, transformers and openai are imported on first use.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    DEFAULT_THRESHOLD,
+    EXCLUSIVE_PAIRS,
+    ROUTE_DESCRIPTIONS,
+    ROUTES,
+    BaseRouter,
+    Router,
+    ScoringRouter,
+    apply_exclusions,
+    decide,
+    resolve_candidates,
+)
+from .dataset import LabelledQuery, bundled_heldout, bundled_queries, read_jsonl, split_by_source
+from .ensemble import EnsembleRouter, vote
+from .examples import ExampleRouter
+from .llm import LLMRouter, build_prompt, parse_routes
+from .metrics import EVAL_KEYS, evaluate, score_decisions
+from .train import TrainConfig, TrainResult, train_router
+from .trained import DEFAULT_ARTEFACT, TrainedRouter
+
+__all__ = [
+    "DEFAULT_ARTEFACT",
+    "DEFAULT_THRESHOLD",
+    "EVAL_KEYS",
+    "EXCLUSIVE_PAIRS",
+    "ROUTES",
+    "ROUTE_DESCRIPTIONS",
+    "BaseRouter",
+    "EnsembleRouter",
+    "ExampleRouter",
+    "LLMRouter",
+    "LabelledQuery",
+    "Router",
+    "ScoringRouter",
+    "TrainConfig",
+    "TrainResult",
+    "TrainedRouter",
+    "apply_exclusions",
+    "build_prompt",
+    "bundled_heldout",
+    "bundled_queries",
+    "decide",
+    "evaluate",
+    "parse_routes",
+    "read_jsonl",
+    "resolve_candidates",
+    "score_decisions",
+    "split_by_source",
+    "train_router",
+    "vote",
+]
