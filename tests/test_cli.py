@@ -84,6 +84,17 @@ def test_ingest_with_bad_files_exits_non_zero_with_a_summary(cli_env: dict[str, 
     assert status["sources"] == 1 and rows["image"] == 1 and rows["document"] == rows["paragraph"] == 0
 
 
+def test_route_bound_to_the_database_only_picks_corpora_with_rows(cli_env: dict[str, str]) -> None:
+    question = "What does the Kestrel Point lighthouse look like from the sea?"
+    code, out, _ = run(cli_env, "route", question, "--json")
+    assert code == 0 and json.loads(out)["routes"] == ["image"]  # unbound: all seven routes
+    run(cli_env, "ingest", str(DATA / "corpus" / "kestrel_point_lighthouse.txt"))
+    code, out, _ = run(cli_env, "route", question, "--bound", "--json")
+    decision = json.loads(out)
+    assert code == 0 and set(decision["scores"]) == {"none", "document", "paragraph"}
+    assert decision["routes"][0] in {"document", "paragraph"}
+
+
 def test_corpora_create_list_drop(cli_env: dict[str, str]) -> None:
     code, _, err = run(cli_env, "corpora", "create", "faq", "--modality", "text", "--granularity", "paragraph",
                        "--description", "Answers from the support desk")

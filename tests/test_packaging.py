@@ -20,7 +20,8 @@ def test_public_api_is_pinned() -> None:
         "Embedder", "EmbeddingError", "FileOutcome", "FilterError", "GenerationError", "Granularity", "Hit",
         "IngestError", "IngestReport", "MissingDependencyError", "Modality", "RouteDecision", "RoutingError",
         "Settings", "SourceRecord", "Store", "StoreError", "Unit", "UniversalRAGError", "__version__",
-        "ingest_paths", "make_embedder", "search_corpus",
+        "ingest_paths", "make_embedder", "search_corpus", "Router", "TrainedRouter", "LLMRouter",
+        "EnsembleRouter", "ExampleRouter", "routing_candidates",
     ])
     for name in universalrag.__all__:
         assert hasattr(universalrag, name), name

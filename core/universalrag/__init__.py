@@ -23,7 +23,8 @@ from .errors import (
     UniversalRAGError,
 )
 from .ingest.pipeline import FileOutcome, IngestReport, ingest_paths
-from .retrieve import search_corpus
+from .retrieve import routing_candidates, search_corpus
+from .routing import EnsembleRouter, ExampleRouter, LLMRouter, Router, TrainedRouter
 from .store import Store
 from .types import CorpusSpec, Granularity, Hit, Modality, RouteDecision, SourceRecord, Unit
 
@@ -47,7 +48,13 @@ __all__ = [
     "MissingDependencyError",
     "Modality",
     "RouteDecision",
+    "Router",
     "RoutingError",
+    "TrainedRouter",
+    "LLMRouter",
+    "EnsembleRouter",
+    "ExampleRouter",
+    "routing_candidates",
     "Settings",
     "SourceRecord",
     "Store",

@@ -38,6 +38,10 @@ ENV_VARS: dict[str, str] = {
     "UNIVERSALRAG_VIDEO_VISUAL_WEIGHT": "Weight of the pooled-frame similarity of clips and videos against their "
     "transcript similarity (default 0.4: VideoRAG found a text weight of 0.5-0.7 best).",
     "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger).",
+    "UNIVERSALRAG_LLM_MODEL": "Chat model for the LLM router (and, later, generation), e.g. gpt-4o-mini or a "
+    "local model name.",
+    "UNIVERSALRAG_LLM_BASE_URL": "Base URL of the OpenAI-compatible chat endpoint (vLLM, Ollama, LM Studio, OpenAI).",
+    "UNIVERSALRAG_LLM_API_KEY": "API key for that endpoint; falls back to OPENAI_API_KEY. Never logged.",
     "OPENAI_API_KEY": "Fallback API key for OpenAI-compatible endpoints.",
 }
 
@@ -89,6 +93,9 @@ class Settings:
     visual_encoder: str | None = None
     visual_weight: float = 0.8
     video_visual_weight: float = 0.4
+    llm_model: str | None = None
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
 
     def __post_init__(self) -> None:
         validate_schema_name(self.schema)
@@ -105,7 +112,8 @@ class Settings:
             f"Settings(database_url={url!r}, home={self.home!r}, schema={self.schema!r}, "
             f"embedder={self.embedder!r}, embed_base_url={self.embed_base_url!r}, embed_api_key={key!r}, "
             f"device={self.device!r}, ef_search={self.ef_search}, visual_encoder={self.visual_encoder!r}, "
-            f"visual_weight={self.visual_weight})"
+            f"visual_weight={self.visual_weight}, llm_model={self.llm_model!r}, llm_base_url={self.llm_base_url!r}, "
+            f"llm_api_key={'***' if self.llm_api_key else None!r})"
         )
 
     @property
@@ -158,6 +166,9 @@ class Settings:
             visual_encoder=get("UNIVERSALRAG_VISUAL_ENCODER"),
             visual_weight=0.8 if (w := get_float("UNIVERSALRAG_VISUAL_WEIGHT")) is None else w,
             video_visual_weight=0.4 if (v := get_float("UNIVERSALRAG_VIDEO_VISUAL_WEIGHT")) is None else v,
+            llm_model=get("UNIVERSALRAG_LLM_MODEL"),
+            llm_base_url=get("UNIVERSALRAG_LLM_BASE_URL"),
+            llm_api_key=get("UNIVERSALRAG_LLM_API_KEY") or get("OPENAI_API_KEY"),
         )
 
     def visual_weight_for(self, modality: str) -> float:

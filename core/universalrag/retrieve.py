@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 from .embed.base import Embedder, check_embedder
 from .errors import ConfigError
 from .store import Filter, Store
-from .types import Hit, Modality
+from .types import NO_RETRIEVAL, Hit, Modality
 
 if TYPE_CHECKING:
     from .embed.visual import VisualEncoder
 
-__all__ = ["search_corpus", "DEFAULT_VISUAL_WEIGHTS"]
+__all__ = ["search_corpus", "routing_candidates", "DEFAULT_VISUAL_WEIGHTS"]
 
 #: Weight of the visual similarity in the fused score, by modality.
 DEFAULT_VISUAL_WEIGHTS: dict[Modality, float] = {Modality.IMAGE: 0.8, Modality.VIDEO: 0.4}
@@ -42,3 +42,8 @@ def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, 
         visual_weight = DEFAULT_VISUAL_WEIGHTS.get(spec.modality, 0.8)
     return store.search(corpus, embedder.embed_query(query), k=k, filter=filter, visual_vector=visual_vector,
                         visual_weight=visual_weight)
+
+
+def routing_candidates(store: Store) -> list[str]:
+    """The routes a router bound to this database may choose: ``none`` and every corpus that holds rows."""
+    return [NO_RETRIEVAL] + [name for name, rows in store.counts().items() if rows > 0]

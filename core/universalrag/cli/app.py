@@ -125,10 +125,11 @@ def _root(
 
 
 def _register() -> None:
-    from . import commands, corpora, demo
+    from . import commands, corpora, demo, routing
 
     commands.register(app)
     corpora.register(app)
+    routing.register(app)
     demo.register(app)
 
 

@@ -1,0 +1,292 @@
+"""The ``route`` command and the ``router`` sub-commands (``train``, ``eval``).
+
+universalrag route "QUERY" [--router trained|llm|ensemble|examples] [--json]
+universalrag router train --data FILE.jsonl [--out DIR] [--val-split 0.1] [--epochs N]
+universalrag router eval --data FILE.jsonl [--router ...] [--val-split F] --json
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..errors import ConfigError, UniversalRAGError
+
+__all__ = ["ROUTER_KINDS", "register"]
+
+_out = Console(highlight=False)
+_err = Console(stderr=True, highlight=False)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_line_errors(fn: F) -> F:
+    """Library errors become one red line on stderr and exit code 1 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UniversalRAGError as e:
+            _err.print(f"[bold red]error:[/] {e}", soft_wrap=True, markup=True)
+            raise typer.Exit(1) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+@dataclass
+class RouterOptions:
+    """What the commands need to build a router."""
+
+    model_dir: Path | None = None
+    threshold: float | None = None
+    llm_model: str | None = None
+    llm_url: str | None = None
+    llm_key: str | None = None
+    timeout: float = 30.0
+    tau: float = 0.9
+
+
+def _llm_settings(opts: RouterOptions) -> tuple[str | None, str | None, str | None]:
+    from ..config import Settings
+
+    settings = Settings.from_env()
+    return (
+        opts.llm_model or settings.llm_model,
+        opts.llm_url or settings.llm_base_url,
+        opts.llm_key or settings.llm_api_key,
+    )
+
+
+def _trained(opts: RouterOptions) -> Any:
+    from ..routing import TrainedRouter
+
+    path = opts.model_dir
+    return TrainedRouter(path, threshold=opts.threshold) if path else TrainedRouter.default(threshold=opts.threshold)
+
+
+def _llm(opts: RouterOptions) -> Any:
+    from ..routing import LLMRouter
+
+    model, url, key = _llm_settings(opts)
+    if not model:
+        raise ConfigError("The LLM router needs a chat model: pass --llm-model (and --llm-url for a local server).")
+    return LLMRouter(model, base_url=url, api_key=key, timeout=opts.timeout)
+
+
+def _ensemble(opts: RouterOptions) -> Any:
+    from ..routing import EnsembleRouter
+
+    return EnsembleRouter.confident(_trained(opts), _llm(opts), tau=opts.tau)
+
+
+def _examples(opts: RouterOptions) -> Any:
+    from ..routing import ExampleRouter
+
+    return ExampleRouter.with_builtin(threshold=0.8 if opts.threshold is None else opts.threshold)
+
+
+#: Router kinds the commands can build, by name.
+ROUTER_KINDS: dict[str, Callable[[RouterOptions], Any]] = {
+    "trained": _trained,
+    "llm": _llm,
+    "ensemble": _ensemble,
+    "examples": _examples,
+}
+
+
+def _build(kind: str, opts: RouterOptions) -> Any:
+    if kind not in ROUTER_KINDS:
+        raise ConfigError(f"Unknown router {kind!r}; choose one of {', '.join(ROUTER_KINDS)}.")
+    return ROUTER_KINDS[kind](opts)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err,
+        transient=True,
+    )
+
+
+def _accuracy_table(title: str, values: Mapping[str, float], counts: Mapping[str, int] | None = None) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("name")
+    table.add_column("accuracy", justify="right")
+    if counts:
+        table.add_column("n", justify="right")
+    for name, acc in values.items():
+        row = [name, f"{acc:.1%}"] + ([str(counts.get(name, ""))] if counts else [])
+        table.add_row(*row)
+    return table
+
+
+def _print_report(report: Mapping[str, Any], *, heading: str) -> None:
+    _out.print(
+        f"[bold]{heading}[/]: n={report['n']}  accuracy={report['accuracy']:.1%}  "
+        f"macro={report['macro_accuracy']:.1%}  exact set={report['exact_set']:.1%}  "
+        f"latency p50={report['latency_ms']['p50']:.1f} ms p95={report['latency_ms']['p95']:.1f} ms"
+    )
+    _out.print(_accuracy_table("per source", report["per_source"]))
+    _out.print(_accuracy_table("per route (gold primary)", report["per_route"]))
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return [v.strip() for v in value.split(",") if v.strip()] if value else None
+
+
+def _evaluate(router: Any, rows: list[Any], label: str) -> dict[str, Any]:
+    from ..routing import evaluate
+
+    with _progress() as bar:
+        task = bar.add_task(label, total=len(rows))
+        return evaluate(router, rows, progress=lambda done, total: bar.update(task, completed=done))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``route`` and the ``router`` sub-app (``train``, ``eval``) to ``app``."""
+    router_app = typer.Typer(help="Train and evaluate routers.", no_args_is_help=True)
+
+    @app.command("route")
+    @_one_line_errors
+    def route(
+        ctx: typer.Context,
+        query: str = typer.Argument(..., help="The question to route."),
+        bound: bool = typer.Option(False, "--bound", help="Choose only among the database's corpora that hold "
+                                   "rows (plus none)."),
+        router: str = typer.Option("trained", "--router", "-r", help=f"One of: {', '.join(ROUTER_KINDS)}."),
+        as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
+        candidates: str | None = typer.Option(None, "--candidates", help="Comma-separated routes to choose from."),
+        model_dir: Path | None = typer.Option(None, "--model", help="A trained router directory (default: shipped)."),
+        threshold: float | None = typer.Option(None, "--threshold", help="Probability to add a second route."),
+        llm_model: str | None = typer.Option(None, "--llm-model", help="Chat model for the llm/ensemble routers."),
+        llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible base URL."),
+        llm_key: str | None = typer.Option(None, "--llm-key", help="API key for that endpoint (never shown)."),
+        timeout: float = typer.Option(30.0, "--timeout", help="LLM request timeout in seconds."),
+        tau: float = typer.Option(0.9, "--tau", help="Ensemble: trust the trained router from this probability."),
+    ) -> None:
+        """Route a query: which corpora should be searched for it."""
+        opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
+        chosen = _csv(candidates)
+        if bound:
+            from ..retrieve import routing_candidates
+
+            root = ctx.find_root().obj
+            available = routing_candidates(root.store) if root is not None else None
+            chosen = [c for c in available if chosen is None or c in chosen] if available is not None else chosen
+        decision = _build(router, opts).route(query, candidates=chosen)
+        if as_json:
+            typer.echo(json.dumps({"query": query, **decision.to_dict()}, ensure_ascii=False))
+            return
+        _out.print(f"[bold]{', '.join(decision.routes)}[/]  ({decision.router}, {decision.latency_ms:.1f} ms)")
+        table = Table("route", "score")
+        for name, score in sorted(decision.scores.items(), key=lambda kv: -kv[1]):
+            table.add_row(name, f"{score:.3f}")
+        _out.print(table)
+
+    @router_app.command("train")
+    @_one_line_errors
+    def train(
+        data: Path = typer.Option(..., "--data", help="Labelled queries (JSON lines: query, routes, source)."),
+        out: Path = typer.Option(Path("universalrag-router"), "--out", help="Directory for the trained router."),
+        val_split: float = typer.Option(0.1, "--val-split", help="Share of each source held out for validation."),
+        epochs: int | None = typer.Option(None, "--epochs", help="Training epochs (default: per mode)."),
+        mode: str = typer.Option("finetune", "--mode", help="finetune (layers + head) or frozen (head only)."),
+        layers: int = typer.Option(6, "--layers", help="finetune: how many top transformer layers to train."),
+        seed: int = typer.Option(0, "--seed", help="Random seed (split, initialisation, batches)."),
+        own_queries: bool = typer.Option(
+            True, "--own-queries/--no-own-queries", help="Add the project's own queries to the training data."
+        ),
+        threads: int | None = typer.Option(None, "--threads", help="torch threads (default: torch's choice)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the validation report as JSON."),
+    ) -> None:
+        """Train a router and print its validation accuracy per source and per route."""
+        from ..routing import TrainedRouter, bundled_heldout, bundled_queries, read_jsonl, split_by_source
+        from ..routing.train import TrainConfig, train_router
+        from ..routing.trained import annotate_artefact
+
+        cfg = TrainConfig.for_mode(
+            mode, trainable_layers=layers, seed=seed, num_threads=threads, **({"epochs": epochs} if epochs else {})
+        )
+        rows = read_jsonl(data)
+        train_rows, val_rows = split_by_source(rows, val_fraction=val_split, seed=seed)
+        if own_queries:
+            train_rows += bundled_queries()
+        _err.print(
+            f"training on {len(train_rows)} queries, validating on {len(val_rows)} ({cfg.mode}, {cfg.epochs} epochs)"
+        )
+        with _progress() as bar:
+            tasks: dict[str, Any] = {}
+
+            def progress(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done)
+
+            result = train_router(train_rows, config=cfg, progress=progress)
+        result.save(
+            out, data={"file": data.name, "rows": len(rows), "val_split": val_split, "own_queries": own_queries}
+        )
+        router = TrainedRouter(out, num_threads=threads).load()
+        report: dict[str, Any] = {"out": str(out), "seconds": round(result.seconds, 1)}
+        if val_rows:
+            report["validation"] = _evaluate(router, val_rows, "validating")
+        report["own_heldout"] = _evaluate(router, bundled_heldout(), "own held-out")
+        annotate_artefact(out, metrics={k: v for k, v in report.items() if k not in ("out", "seconds")})
+        if as_json:
+            typer.echo(json.dumps(report, ensure_ascii=False))
+            return
+        _out.print(f"saved to {out} in {result.seconds:.0f} s")
+        if "validation" in report:
+            _print_report(report["validation"], heading="validation")
+        if "own_heldout" in report:
+            _print_report(report["own_heldout"], heading="own held-out queries")
+
+    @router_app.command("eval")
+    @_one_line_errors
+    def evaluate_cmd(
+        data: Path | None = typer.Option(None, "--data", help="Labelled queries (JSON lines)."),
+        router: str = typer.Option("trained", "--router", "-r", help=f"One of: {', '.join(ROUTER_KINDS)}."),
+        val_split: float | None = typer.Option(
+            None, "--val-split", help="Evaluate only the held-out part of this split (as in train)."
+        ),
+        seed: int = typer.Option(0, "--seed", help="Seed of that split."),
+        heldout: bool = typer.Option(False, "--own-heldout", help="Evaluate on the project's held-out queries."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        model_dir: Path | None = typer.Option(None, "--model", help="A trained router directory (default: shipped)."),
+        threshold: float | None = typer.Option(None, "--threshold", help="Probability to add a second route."),
+        llm_model: str | None = typer.Option(None, "--llm-model", help="Chat model for the llm/ensemble routers."),
+        llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible base URL."),
+        llm_key: str | None = typer.Option(None, "--llm-key", help="API key for that endpoint (never shown)."),
+        timeout: float = typer.Option(30.0, "--timeout", help="LLM request timeout in seconds."),
+        tau: float = typer.Option(0.9, "--tau", help="Ensemble: trust the trained router from this probability."),
+    ) -> None:
+        """Evaluate a router: accuracy (primary route among the gold routes), per route, per source, latency."""
+        from ..routing import bundled_heldout, read_jsonl, split_by_source
+
+        if (data is None) == (not heldout):
+            raise ConfigError("Pass either --data FILE.jsonl or --own-heldout.")
+        rows = bundled_heldout() if heldout else read_jsonl(data)  # type: ignore[arg-type]
+        if val_split is not None:
+            rows = split_by_source(rows, val_fraction=val_split, seed=seed)[1]
+            if not rows:
+                raise ConfigError(f"The split {val_split} holds out no rows; use a larger --val-split.")
+        opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
+        report = _evaluate(_build(router, opts), rows, f"evaluating {router}")
+        if as_json:
+            typer.echo(json.dumps(report, ensure_ascii=False))
+            return
+        _print_report(report, heading=f"{router} router")
+
+    app.add_typer(router_app, name="router")
