@@ -19,6 +19,8 @@ __all__ = [
     "SourceRecord",
     "Hit",
     "RouteDecision",
+    "Evidence",
+    "Answer",
     "validate_corpus_name",
 ]
 
@@ -239,4 +241,46 @@ class RouteDecision:
             "scores": {k: round(float(v), 6) for k, v in self.scores.items()},
             "router": self.router,
             "latency_ms": round(float(self.latency_ms), 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One hit made ready for a language model: its text and, for images, clips and videos, its pictures.
+
+    ``images`` are JPEG bytes (an image, or frames sampled from a clip or video, in time order, with their
+    timestamps in ``frame_times``). ``label`` names the evidence for citations, e.g. ``[clip 3]
+    morning.mp4 00:06–00:09``. ``id`` is what an answer cites.
+    """
+
+    id: str
+    corpus: str
+    modality: Modality
+    label: str
+    text: str
+    images: tuple[bytes, ...] = ()
+    frame_times: tuple[float, ...] = ()
+    hit: Hit | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What a query returns: the answer (``None`` when no language model is configured), the routing
+    decision, the evidence hits, the evidence ids the answer cites, and timings in milliseconds per stage."""
+
+    text: str | None
+    decision: RouteDecision
+    hits: tuple[Hit, ...] = ()
+    citations: tuple[str, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (the shape of ``universalrag ask --json``)."""
+        return {
+            "answer": self.text,
+            "routes": list(self.decision.routes),
+            "scores": {k: round(float(v), 6) for k, v in self.decision.scores.items()},
+            "hits": [h.to_dict() for h in self.hits],
+            "citations": list(self.citations),
+            "timings_ms": {k: round(float(v), 2) for k, v in self.timings.items()},
         }
