@@ -7,55 +7,22 @@ initialised CLIP built in the test: it checks the plumbing, not visual quality.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from support.kb import VIDEO_OPTIONS, mixed_folder
 from support.media import write_photo
 from support.tiny_clip import build_tiny_clip
 from support.video import truncate_copy, write_video
 from universalrag.ingest.pipeline import IngestOptions, ingest_paths
-from universalrag.ingest.video import VideoOptions
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
-
-VIDEO_OPTIONS = VideoOptions(min_clip_s=1.0, max_clip_s=10.0, frames_per_clip=2, frames_per_video=4)
-CUES = [
-    (0.2, 2.8, "An astronaut floats inside the space station and waves at the camera."),
-    (3.2, 5.8, "A cup of hot coffee steams on a wooden table in the morning light."),
-    (6.2, 8.8, "A ginger cat named Chelsea sleeps curled up on the sofa."),
-]
-
-
-def _mixed_folder(root: Path) -> dict[str, object]:
-    root.mkdir()
-    shutil.copy(DATA / "corpus" / "kestrel_point_lighthouse.txt", root / "lighthouse.txt")
-    (root / "league.csv").write_text(
-        "team,city,wins,losses\nHarbour Herons,Kestrel Bay,31,7\nMill Town Rovers,Ashford,12,26\n"
-        "Quarry Lions,Stonebridge,20,18\n", encoding="utf-8")
-    from openpyxl import Workbook
-
-    book = Workbook()
-    sheet = book.active
-    sheet.title = "Ferries"
-    sheet.append(["route", "departures per day", "crossing minutes"])
-    sheet.append(["Kestrel Bay to Gull Island", 6, 40])
-    sheet.append(["Ashford to Northmere", 2, 95])
-    book.save(root / "ferries.xlsx")
-    write_photo(root / "IMG_0042.jpg", name="coffee")
-    (root / "IMG_0042.jpg.txt").write_text("A white cup of black coffee on a saucer, seen from above.",
-                                           encoding="utf-8")
-    write_photo(root / "rocket-on-launch-pad.png", name="rocket")
-    video = write_video(root / "morning.mp4", [("astronaut", 3.0), ("coffee", 3.0), ("chelsea", 3.0)],
-                        cues=CUES, sidecar="srt", title="A calm morning")
-    return {"video": video}
 
 
 @pytest.fixture
 def mixed(tmp_path: Path) -> tuple[Path, dict[str, object]]:
     folder = tmp_path / "mixed"
-    return folder, _mixed_folder(folder)
+    return folder, mixed_folder(folder)
 
 
 def test_a_mixed_folder_fills_each_corpus_once(store: Store, minilm, mixed) -> None:  # type: ignore[no-untyped-def]
@@ -117,7 +84,7 @@ def test_visual_channel_with_a_tiny_random_clip(settings, minilm, tmp_path: Path
     folder.mkdir()
     write_photo(folder / "coffee.jpg", name="coffee")
     write_photo(folder / "chelsea.jpg", name="chelsea")
-    write_video(folder / "clip.mp4", [("astronaut", 2.0), ("coffee", 2.0)], cues=CUES[:2], sidecar="srt")
+    write_video(folder / "clip.mp4", [("astronaut", 2.0), ("coffee", 2.0)], cues=[(0.2, 1.8, "An astronaut floats and waves."), (2.2, 3.8, "A cup of coffee steams.")], sidecar="srt")
     report = ingest_paths(store, minilm, [folder], options=IngestOptions(visual_encoder=encoder, video=VIDEO_OPTIONS))
     assert report.ok, report.failed
     for corpus in ("image", "clip", "video"):

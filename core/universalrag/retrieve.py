@@ -20,13 +20,14 @@ DEFAULT_VISUAL_WEIGHTS: dict[Modality, float] = {Modality.IMAGE: 0.8, Modality.V
 
 def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, k: int = 5,
                   filter: Filter | None = None, visual_encoder: VisualEncoder | None = None,
-                  visual_weight: float | None = None) -> list[Hit]:
+                  visual_weight: float | None = None, lexical_text: str | None = None) -> list[Hit]:
     """The ``k`` best units of ``corpus`` for ``query`` (optionally restricted by a metadata ``filter``).
 
     When the corpus has a visual channel and ``visual_encoder`` is the encoder that built it, the query is
     also embedded by the encoder's text tower and the two similarities are fused with ``visual_weight``
     (default: 0.8 for images as in UniversalRAG, 0.4 for clips and videos, whose transcripts VideoRAG found
-    worth 0.5-0.7 of the score).
+    worth 0.5-0.7 of the score). ``lexical_text`` turns on hybrid search: the dense ranking fused with
+    Postgres full-text ranking.
     """
     spec = store.corpus(corpus)
     check_embedder(spec, embedder)
@@ -41,9 +42,9 @@ def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, 
     if visual_weight is None:
         visual_weight = DEFAULT_VISUAL_WEIGHTS.get(spec.modality, 0.8)
     return store.search(corpus, embedder.embed_query(query), k=k, filter=filter, visual_vector=visual_vector,
-                        visual_weight=visual_weight)
+                        visual_weight=visual_weight, lexical_text=lexical_text)
 
 
 def routing_candidates(store: Store) -> list[str]:
     """The routes a router bound to this database may choose: ``none`` and every corpus that holds rows."""
-    return [NO_RETRIEVAL] + [name for name, rows in store.counts().items() if rows > 0]
+    return [NO_RETRIEVAL, *store.nonempty()]

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
+from sqlalchemy.dialects.postgresql import REGCONFIG
 
 from .filters import Filter, compile_filter
 from .schema import CorpusTables
@@ -21,6 +22,7 @@ __all__ = [
     "search_units",
     "search_parts",
     "search_fused",
+    "search_lexical",
     "units_by_id",
     "unit_columns",
 ]
@@ -93,6 +95,19 @@ def search_fused(
         (1 - u.c.embedding.cosine_distance(text_q)).label("text_sim"),
         (1 - u.c.visual.cosine_distance(visual_q)).label("visual_sim"),
     ).where(u.c.id.in_(sa.select(ids.c.id)))
+
+
+def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filter | None = None,
+                   language: str = "english") -> sa.Select[Any]:
+    """Units matching ``text`` in Postgres full-text search (``websearch_to_tsquery``: quotes, OR, -word),
+    ranked by ``ts_rank_cd`` over the generated ``tsv`` column (GIN index)."""
+    u = tables.units
+    query = sa.func.websearch_to_tsquery(sa.cast(sa.literal(language), REGCONFIG), sa.literal(text))
+    rank = sa.func.ts_rank_cd(u.c.tsv, query).label("rank")
+    stmt = sa.select(*unit_columns(tables), rank).where(u.c.tsv.op("@@")(query))
+    if filter:
+        stmt = stmt.where(compile_filter(u.c.metadata, filter))
+    return stmt.order_by(sa.desc("rank")).limit(_limit(limit))
 
 
 def units_by_id(tables: CorpusTables, ids: Sequence[str]) -> sa.Select[Any]:

@@ -62,10 +62,38 @@ def _fused(conn: sa.Connection, tables: CorpusTables, vector: Sequence[float], v
     return out
 
 
+#: Reciprocal rank fusion constant (Cormack et al.): a hit's fused score is the sum of 1 / (RRF_K + rank).
+RRF_K = 60
+
+
+def _hybrid(dense: list[_Scored], conn: sa.Connection, tables: CorpusTables, text: str, *, k: int,
+            filter: Filter | None) -> list[_Scored]:
+    """Dense and full-text rankings fused by reciprocal rank; channel scores keep both similarities."""
+    lexical = conn.execute(queries.search_lexical(tables, text, limit=max(2 * k, 20), filter=filter)).mappings().all()
+    fused: dict[str, list[Any]] = {}
+    for rank, (score, row, parts, channels) in enumerate(sorted(dense, key=lambda t: -t[0]), 1):
+        fused[str(row["id"])] = [1.0 / (RRF_K + rank), row, parts, {**channels, "dense": score}]
+    for rank, row in enumerate(lexical, 1):
+        entry = fused.setdefault(str(row["id"]), [0.0, row, (), {}])
+        entry[0] += 1.0 / (RRF_K + rank)
+        entry[3]["lexical"] = float(row["rank"])
+    return [(score, row, parts, channels) for score, row, parts, channels in fused.values()]
+
+
 def run_search(conn: sa.Connection, tables: CorpusTables, vector: Sequence[float], *, k: int,
-               filter: Filter | None, visual_vector: Sequence[float] | None, visual_weight: float) -> list[Hit]:
-    """The ``k`` best hits of one corpus (settings such as ``hnsw.ef_search`` are already applied)."""
-    if visual_vector is not None and tables.spec.visual_dimension:
+               filter: Filter | None, visual_vector: Sequence[float] | None, visual_weight: float,
+               lexical_text: str | None = None) -> list[Hit]:
+    """The ``k`` best hits of one corpus (settings such as ``hnsw.ef_search`` are already applied).
+
+    With ``lexical_text`` the dense ranking is fused with Postgres full-text ranking (reciprocal rank fusion),
+    and ``score`` is the fused score.
+    """
+    if lexical_text:
+        dense = run_search(conn, tables, vector, k=max(2 * k, 20), filter=filter, visual_vector=visual_vector,
+                           visual_weight=visual_weight)
+        scored = _hybrid([(h.score, _row(h), h.matched_parts, dict(h.channel_scores)) for h in dense], conn,
+                         tables, lexical_text, k=k, filter=filter)
+    elif visual_vector is not None and tables.spec.visual_dimension:
         scored = _fused(conn, tables, vector, visual_vector, k=k, filter=filter, visual_weight=visual_weight)
     elif tables.parts is not None:
         scored = _multi(conn, tables, vector, k=k, filter=filter)
@@ -81,3 +109,9 @@ def run_search(conn: sa.Connection, tables: CorpusTables, vector: Sequence[float
             modality=spec.modality, granularity=spec.granularity, matched_parts=parts, channel_scores=channels)
         for score, row, parts, channels in scored[:k]
     ]
+
+
+def _row(hit: Hit) -> dict[str, Any]:
+    """A hit back as the row mapping the rankings share."""
+    return {"id": hit.id, "content": hit.content, "uri": hit.uri, "metadata": dict(hit.metadata),
+            "parent_id": hit.parent_id, "start_s": hit.start_s, "end_s": hit.end_s, "source_id": hit.source_id}

@@ -273,6 +273,14 @@ class Store:
                 for name, spec in specs.items()
             }
 
+    def nonempty(self) -> list[str]:
+        """The corpora that hold at least one unit (an index probe per corpus, not a count)."""
+        specs = self.corpora()
+        with self.transaction("list non-empty corpora") as conn:
+            return [name for name, spec in specs.items() if conn.execute(
+                sa.select(sa.exists(sa.select(sa.literal(1)).select_from(self.tables.corpus(spec).units)))
+            ).scalar_one()]
+
     # -- sources --------------------------------------------------------------------------------------------
     def source_state(self, uri: str) -> tuple[str, tuple[str, ...]] | None:
         """``(content_hash, corpora)`` of the stored source ``uri``, or ``None``."""
@@ -353,14 +361,16 @@ class Store:
 
     def search(self, corpus: str, vector: Sequence[float], *, k: int = 5, filter: Filter | None = None,
                ef_search: int | None = None, visual_vector: Sequence[float] | None = None,
-               visual_weight: float = 0.8) -> list[Hit]:
+               visual_weight: float = 0.8, lexical_text: str | None = None) -> list[Hit]:
         """The ``k`` units of ``corpus`` nearest to ``vector`` by cosine similarity (``score`` = 1 − distance).
 
         With a ``filter``, pgvector's iterative index scan (0.8+) keeps scanning the HNSW index until ``k``
         matching rows are found (or ``hnsw.max_scan_tuples`` is reached), so a selective filter still returns
         ``k`` rows when they exist. Multi-vector corpora rank a unit by its best part and report the matched
         parts. With ``visual_vector`` (the query in the corpus's visual space), the score fuses both channels:
-        ``visual_weight · visual + (1 − visual_weight) · text`` (0.8 as in the UniversalRAG paper).
+        ``visual_weight · visual + (1 − visual_weight) · text`` (0.8 as in the UniversalRAG paper). With
+        ``lexical_text`` (hybrid search), the dense ranking is fused with Postgres full-text ranking by
+        reciprocal rank, and ``score`` becomes the fused score.
         """
         if k < 1:
             raise ValueError(f"k must be at least 1, got {k}.")
@@ -378,4 +388,4 @@ class Store:
             if filter and self._supports_iterative_scan(conn):
                 conn.execute(queries.set_local("hnsw.iterative_scan", "relaxed_order"))
             return run_search(conn, tables, vector, k=k, filter=filter, visual_vector=visual_vector,
-                              visual_weight=visual_weight)
+                              visual_weight=visual_weight, lexical_text=lexical_text)

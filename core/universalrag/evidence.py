@@ -1,0 +1,140 @@
+"""Hits → evidence for a language model: text, table Markdown, images, and frames sampled from clips and videos.
+
+A budget caps the evidence by priority (the order of the hits): text beyond ``max_text_tokens`` is cut, and
+pictures beyond ``max_images`` are dropped (a clip or video first loses frames, evenly, then all of them).
+Media are loaded from the hit's ``uri`` when it is a local file; other URIs give text-only evidence.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+from urllib.parse import unquote, urlparse
+
+from .errors import IngestError
+from .types import Evidence, Granularity, Hit, Modality
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+__all__ = ["EvidenceBudget", "build_evidence", "hit_path", "hit_images"]
+
+_WORDS_PER_TOKEN = 0.75
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceBudget:
+    """How much evidence goes to the model (in hit order, best first)."""
+
+    max_text_tokens: int = 6000
+    max_images: int = 48
+    frames_per_clip: int = 8
+    frames_per_video: int = 32
+    image_max_side: int = 768
+    frame_max_side: int = 448
+
+
+def hit_path(hit: Hit) -> Path | None:
+    """The local file behind a hit (``file://`` URIs), or ``None``."""
+    if not hit.uri:
+        return None
+    parsed = urlparse(hit.uri)
+    if parsed.scheme != "file":
+        return None
+    path = Path(unquote(parsed.path))
+    return path if path.is_file() else None
+
+
+def _jpeg(image: Image) -> bytes:
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG", quality=85)
+    return buffer.getvalue()
+
+
+def _evenly(values: Sequence[float], n: int) -> list[float]:
+    if n >= len(values):
+        return list(values)
+    if n <= 0:
+        return []
+    step = len(values) / n
+    return [values[int(i * step + step / 2)] for i in range(n)]
+
+
+def _frame_times(hit: Hit, n: int) -> list[float]:
+    from .ingest.video import frame_times
+
+    stored = [float(t) for t in hit.metadata.get("frame_times", [])]
+    if stored:
+        return _evenly(stored, n)
+    start, end = hit.start_s or 0.0, hit.end_s or float(hit.metadata.get("duration_s") or 0.0)
+    return frame_times(start, end, n) if end > start else []
+
+
+def hit_images(hit: Hit, *, max_images: int, budget: EvidenceBudget = EvidenceBudget()) -> tuple[list[bytes],
+                                                                                               list[float]]:
+    """JPEG bytes of the hit's picture (an image) or sampled frames (a clip or a video), with frame times."""
+    path = hit_path(hit)
+    if path is None or max_images <= 0 or hit.modality not in (Modality.IMAGE, Modality.VIDEO):
+        return [], []
+    try:
+        if hit.modality is Modality.IMAGE:
+            from .ingest.images import load_rgb
+
+            return [_jpeg(load_rgb(path, max_side=budget.image_max_side))], []
+        from .ingest.frames import iter_frames
+
+        wanted = budget.frames_per_video if hit.granularity is Granularity.VIDEO else budget.frames_per_clip
+        times = _frame_times(hit, min(wanted, max_images))
+        frames = list(iter_frames(path, times, max_side=budget.frame_max_side))
+    except IngestError:
+        return [], []  # the file changed or vanished since ingestion: the text still stands
+    return [_jpeg(img) for _, img in frames], [t for t, _ in frames]
+
+
+def _clock(seconds: float) -> str:
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes // 60:d}:{minutes % 60:02d}:{secs:02d}" if minutes >= 60 else f"{minutes:02d}:{secs:02d}"
+
+
+def _label(hit: Hit, index: int) -> str:
+    name = hit.metadata.get("title") or (Path(unquote(urlparse(hit.uri).path)).name if hit.uri else hit.id)
+    span = ""
+    if hit.start_s is not None and hit.end_s is not None and hit.modality is Modality.VIDEO:
+        span = f" {_clock(hit.start_s)}–{_clock(hit.end_s)}"
+    return f"[{hit.corpus} {index}] {name}{span}"
+
+
+def _text(hit: Hit) -> str:
+    if hit.matched_parts and hit.modality is Modality.TABLE:
+        rows = "\n".join(f"- row {i + 1}: {text}" for i, text, _ in hit.matched_parts)
+        return f"Matched rows (best first):\n{rows}\n\n{hit.content}"
+    if hit.modality is Modality.VIDEO and hit.granularity is Granularity.CLIP:
+        video = hit.metadata.get("title", "the video")
+        return f"Transcript of {video} from {_clock(hit.start_s or 0)} to {_clock(hit.end_s or 0)}: {hit.content}"
+    return hit.content
+
+
+def _cut(text: str, tokens: int) -> str:
+    words = text.split()
+    limit = int(tokens * _WORDS_PER_TOKEN)
+    return text if len(words) <= limit else " ".join(words[:limit]) + " […]"
+
+
+def build_evidence(hits: Sequence[Hit], *, budget: EvidenceBudget = EvidenceBudget(),
+                   with_media: bool = True) -> list[Evidence]:
+    """Evidence for ``hits`` in order, within ``budget`` (see the module docstring)."""
+    tokens_left, images_left = budget.max_text_tokens, budget.max_images
+    out: list[Evidence] = []
+    for index, hit in enumerate(hits, 1):
+        if tokens_left <= 0 and images_left <= 0:
+            break
+        text = _cut(_text(hit), tokens_left) if tokens_left > 0 else ""
+        tokens_left -= int(len(text.split()) / _WORDS_PER_TOKEN) + 1
+        images, times = hit_images(hit, max_images=images_left, budget=budget) if with_media else ([], [])
+        images_left -= len(images)
+        out.append(Evidence(id=hit.id, corpus=hit.corpus, modality=hit.modality or Modality.TEXT,
+                            label=_label(hit, index), text=text, images=tuple(images), frame_times=tuple(times),
+                            hit=hit))
+    return out

@@ -1,0 +1,47 @@
+"""A small mixed knowledge base written into a folder: a text, a CSV, an Excel workbook, two photographs (one
+with a caption sidecar) and a video of three scenes with subtitles. Shared by the ingestion and pipeline tests."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from universalrag.ingest.video import VideoOptions
+
+from support.media import write_photo
+from support.video import WrittenVideo, write_video
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+VIDEO_OPTIONS = VideoOptions(min_clip_s=1.0, max_clip_s=10.0, frames_per_clip=2, frames_per_video=4)
+CUES = [
+    (0.2, 2.8, "An astronaut floats inside the space station and waves at the camera."),
+    (3.2, 5.8, "A cup of hot coffee steams on a wooden table in the morning light."),
+    (6.2, 8.8, "A ginger cat named Chelsea sleeps curled up on the sofa."),
+]
+
+
+def mixed_folder(root: Path) -> dict[str, WrittenVideo]:
+    root.mkdir()
+    shutil.copy(DATA / "corpus" / "kestrel_point_lighthouse.txt", root / "lighthouse.txt")
+    (root / "league.csv").write_text(
+        "team,city,wins,losses\nHarbour Herons,Kestrel Bay,31,7\nMill Town Rovers,Ashford,12,26\n"
+        "Quarry Lions,Stonebridge,20,18\n", encoding="utf-8")
+    from openpyxl import Workbook
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = "Ferries"
+    sheet.append(["route", "departures per day", "crossing minutes"])
+    sheet.append(["Kestrel Bay to Gull Island", 6, 40])
+    sheet.append(["Ashford to Northmere", 2, 95])
+    book.save(root / "ferries.xlsx")
+    write_photo(root / "IMG_0042.jpg", name="coffee")
+    (root / "IMG_0042.jpg.txt").write_text("A white cup of black coffee on a saucer, seen from above.",
+                                           encoding="utf-8")
+    write_photo(root / "rocket-on-launch-pad.png", name="rocket")
+    video = write_video(root / "morning.mp4", [("astronaut", 3.0), ("coffee", 3.0), ("chelsea", 3.0)],
+                        cues=CUES, sidecar="srt", title="A calm morning")
+    return {"video": video}
+
+

@@ -1,0 +1,118 @@
+"""The UniversalRAG facade end to end on a real database with the real encoder and the shipped router."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+
+from support.kb import VIDEO_OPTIONS, mixed_folder
+from universalrag.config import Settings
+from universalrag.errors import ConfigError, CorpusNotFoundError
+from universalrag.ingest.pipeline import IngestOptions
+from universalrag.pipeline import UniversalRAG, fuse
+from universalrag.types import Hit
+
+
+@pytest.fixture(scope="module")
+def rag(database_url: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A knowledge base of every modality, ingested once; retrieval only (no generator)."""
+    schema = "p_" + uuid.uuid4().hex[:12]
+    instance = UniversalRAG(settings=Settings(database_url=database_url, schema=schema), generator=None,
+                            visual_encoder=None)
+    folder = tmp_path_factory.mktemp("kb") / "kb"
+    mixed_folder(folder)
+    report = instance.ingest([folder], options=IngestOptions(video=VIDEO_OPTIONS))
+    assert report.ok, report.failed
+    yield instance
+    instance.store.downgrade("base")
+    instance.close()
+
+
+@pytest.mark.parametrize(("question", "route", "expected"), [
+    ("What is the win-loss record of the Quarry Lions?", "table", "Quarry Lions"),
+    ("Show me what the coffee cup on the saucer looks like", "image", "saucer"),
+    ("In the morning video, what happens in the moment when the cat is sleeping?", "clip", "Chelsea"),
+    ("Who designed the Kestrel Point lighthouse?", "paragraph", "Agnes Ferrow"),
+])
+def test_query_routes_to_the_corpus_that_holds_the_answer(rag: UniversalRAG, question: str, route: str,
+                                                          expected: str) -> None:
+    answer = rag.query(question, k=3)
+    assert answer.text is None  # no model configured: evidence only
+    assert answer.decision.primary == route, answer.decision
+    assert set(answer.decision.scores) <= {"none", "paragraph", "document", "table", "image", "clip", "video"}
+    top = answer.hits[0]
+    assert top.corpus == route
+    assert expected in top.content or any(expected in text for _, text, _ in top.matched_parts)
+    assert {"route", "retrieve"} <= set(answer.timings)
+    data = answer.to_dict()
+    assert data["answer"] is None and data["routes"][0] == route and data["hits"][0]["corpus"] == route
+
+
+def test_none_searches_nothing(rag: UniversalRAG) -> None:
+    assert rag.retrieve("What is 17 times 3?", routes=["none"]) == []
+    answer = rag.query("What is 17 times 3?", routes=["none"])
+    assert answer.hits == () and answer.decision.routes == ("none",)
+
+
+def test_routes_override_the_router_and_fuse_several_corpora(rag: UniversalRAG) -> None:
+    hits = rag.retrieve("Quarry Lions wins and the lighthouse keepers", k=3, routes=["table", "paragraph"])
+    corpora = [h.corpus for h in hits]
+    assert set(corpora) == {"table", "paragraph"} and len(hits) == 2 + 3  # two tables exist, k=3 paragraphs
+    assert {corpora[0], corpora[1]} == {"table", "paragraph"}  # reciprocal rank fusion interleaves the lists
+    assert all("similarity" in h.channel_scores for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    with pytest.raises(CorpusNotFoundError):
+        rag.retrieve("x", routes=["nope"])
+
+
+def test_fusion_methods() -> None:
+    a = [Hit(corpus="a", id=f"a{i}", score=s, content="") for i, s in enumerate([0.9, 0.5, 0.4])]
+    b = [Hit(corpus="b", id=f"b{i}", score=s, content="") for i, s in enumerate([0.3, 0.2])]
+    assert [h.id for h in fuse([a, b])] == ["a0", "b0", "a1", "b1", "a2"]
+    minmax = fuse([a, b], method="minmax")
+    assert [h.score for h in minmax][:2] == [1.0, 1.0] and minmax[-1].score == 0.0
+    assert fuse([a, []]) == a  # one ranking: unchanged
+    with pytest.raises(ConfigError):
+        fuse([a, b], method="borda")
+
+
+def test_hybrid_search_fuses_full_text_ranking(rag: UniversalRAG) -> None:
+    hybrid = UniversalRAG(settings=rag.settings, store=rag.store, embedder=rag.embedder, router=rag.router,
+                          generator=None, visual_encoder=None, hybrid=True)
+    # A surname: the full-text index matches it exactly, wherever the encoder puts it.
+    hits = hybrid.retrieve("Osei", k=2, routes=["paragraph"])
+    assert "Osei" in hits[0].content
+    assert hits[0].channel_scores["lexical"] > 0 and "dense" in hits[0].channel_scores
+    assert hits[0].score == pytest.approx(sum(1 / (60 + r) for r in _ranks(rag, hits[0].id)), abs=1e-9)
+
+
+def _ranks(rag: UniversalRAG, unit_id: str) -> list[int]:
+    """Where a unit stands in the dense and the full-text ranking of the paragraph corpus for "Osei"."""
+    import sqlalchemy as sa
+
+    dense = [h.id for h in rag.retrieve("Osei", k=20, routes=["paragraph"])]
+    with rag.store.transaction() as conn:
+        lexical = [str(r[0]) for r in conn.execute(sa.text(
+            f"SELECT id FROM {rag.store.schema}.corpus_paragraph WHERE tsv @@ websearch_to_tsquery('english', 'Osei') "
+            "ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', 'Osei')) DESC"))]
+    return [ranking.index(unit_id) + 1 for ranking in (dense, lexical) if unit_id in ranking]
+
+
+def test_async_twins(rag: UniversalRAG) -> None:
+    async def main() -> tuple:
+        return await asyncio.gather(rag.aroute("Show me a photo of a rocket"),
+                                    rag.aretrieve("ferry crossing minutes", routes=["table"], k=1),
+                                    rag.aquery("What is 2 + 2?", routes=["none"]))
+
+    decision, hits, answer = asyncio.run(main())
+    assert decision.primary == "image"
+    assert "Gull Island" in hits[0].matched_parts[0][1] or "Northmere" in hits[0].matched_parts[0][1]
+    assert answer.hits == ()
+
+
+def test_unknown_fusion_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="fusion"):
+        UniversalRAG(settings=Settings(home=tmp_path), fusion="borda")
