@@ -95,6 +95,19 @@ def test_route_bound_to_the_database_only_picks_corpora_with_rows(cli_env: dict[
     assert decision["routes"][0] in {"document", "paragraph"}
 
 
+def test_search_without_a_corpus_routes_and_ask_without_a_model_gives_evidence(cli_env: dict[str, str]) -> None:
+    run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), str(DATA / "corpus" / "honeybee_behaviour.md"))
+    code, out, _ = run(cli_env, "search", "When did the Apollo 11 crew land on the Moon?", "--json")
+    hits = json.loads(out)
+    assert code == 0 and hits and hits[0]["corpus"] in {"paragraph", "document"} and "apollo" in hits[0]["uri"]
+    code, out, _ = run(cli_env, "ask", "How do honeybees tell each other where flowers are?", "--json")
+    answer = json.loads(out)
+    assert code == 0 and answer["answer"] is None and answer["routes"][0] in {"paragraph", "document"}
+    assert set(answer) >= {"answer", "routes", "scores", "hits"} and "honeybee" in answer["hits"][0]["uri"]
+    code, out, _ = run(cli_env, "ask", "How do honeybees tell each other where flowers are?")
+    assert code == 0 and "No language model is configured" in out and "UNIVERSALRAG_LLM_MODEL" in out
+
+
 def test_corpora_create_list_drop(cli_env: dict[str, str]) -> None:
     code, _, err = run(cli_env, "corpora", "create", "faq", "--modality", "text", "--granularity", "paragraph",
                        "--description", "Answers from the support desk")

@@ -52,6 +52,13 @@ class CliContext:
         _quiet_transformers()
         return visual_encoder_from_settings(self.settings)
 
+    def rag(self, *, router: Any = None, hybrid: bool = False) -> Any:
+        """The UniversalRAG facade over this invocation's store, encoders and (optional) chat model."""
+        from ..pipeline import UniversalRAG
+
+        return UniversalRAG(settings=self.settings, store=self.store, embedder=self.embedder, router=router,
+                            visual_encoder=self.visual_encoder, hybrid=hybrid)
+
     def ensure_initialised(self) -> list[str]:
         """Migrate the schema and create the built-in corpora when they are missing (idempotent)."""
         return self.store.init(embedder=self.embedder.name, dimension=self.embedder.dimension)

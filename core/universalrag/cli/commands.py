@@ -10,7 +10,7 @@ import typer
 
 from ..errors import ConfigError
 from .app import CliContext, console
-from .output import ingest_progress, print_hits, print_json, print_report
+from .output import ingest_progress, print_decision, print_hits, print_json, print_report
 
 __all__ = ["register"]
 
@@ -100,25 +100,68 @@ def _parse_filter(raw: str | None) -> dict[str, Any] | None:
     return value
 
 
+def _router(kind: str | None) -> Any:
+    if kind is None:
+        return None
+    from .routing import ROUTER_KINDS, RouterOptions
+
+    if kind not in ROUTER_KINDS:
+        raise ConfigError(f"Unknown router {kind!r}; choose one of {', '.join(ROUTER_KINDS)}.")
+    return ROUTER_KINDS[kind](RouterOptions())
+
+
 def search(
     ctx: typer.Context,
     query: str = typer.Argument(..., help="What to look for."),
-    corpus: str = typer.Option(..., "--corpus", "-c", help="The corpus to search."),
-    k: int = typer.Option(5, "-k", "--k", min=1, max=1000, help="How many results."),
+    corpus: str | None = typer.Option(None, "--corpus", "-c", help="Search this corpus (default: let the "
+                                      "router choose)."),
+    k: int = typer.Option(5, "-k", "--k", min=1, max=1000, help="How many results (per corpus)."),
     filter: str | None = typer.Option(None, "--filter", help='Metadata filter as JSON, e.g. \'{"lang": "en"}\'.'),
+    router: str | None = typer.Option(None, "--router", help="trained (default), llm, ensemble or examples."),
+    hybrid: bool = typer.Option(False, "--hybrid", help="Fuse dense and full-text rankings."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
 ) -> None:
-    """Search one corpus."""
-    from ..retrieve import search_corpus
-
+    """Search one corpus, or route the query and search the corpora the router picks (no generation)."""
     obj = _obj(ctx)
-    hits = search_corpus(obj.store, obj.embedder, corpus, query, k=k, filter=_parse_filter(filter),
-                         visual_encoder=obj.visual_encoder,
-                         visual_weight=obj.settings.visual_weight_for(obj.store.corpus(corpus).modality))
+    rag = obj.rag(router=_router(router), hybrid=hybrid)
+    decision = None if corpus else rag.route(query)
+    routes = [corpus] if corpus else list(decision.routes)
+    hits = rag.retrieve(query, k=k, routes=routes, filters=_parse_filter(filter))
     if as_json:
         print_json([h.to_dict() for h in hits])
+        return
+    if decision is not None:
+        print_decision(decision)
+    print_hits(hits, title=f"{', '.join(routes)}: {query}")
+
+
+def ask(
+    ctx: typer.Context,
+    question: str = typer.Argument(..., help="The question."),
+    router: str | None = typer.Option(None, "--router", help="trained (default), llm, ensemble or examples."),
+    k: int = typer.Option(5, "-k", "--k", min=1, max=100, help="Evidence per corpus."),
+    filter: str | None = typer.Option(None, "--filter", help="Metadata filter as JSON."),
+    hybrid: bool = typer.Option(False, "--hybrid", help="Fuse dense and full-text rankings."),
+    as_json: bool = typer.Option(False, "--json", help='Print {"answer", "routes", "scores", "hits"} as JSON.'),
+) -> None:
+    """Answer a question: route, retrieve, and generate with the configured chat model (evidence only when
+    none is configured)."""
+    obj = _obj(ctx)
+    rag = obj.rag(router=_router(router), hybrid=hybrid)
+    answer = rag.query(question, k=k, filters=_parse_filter(filter))
+    if as_json:
+        print_json(answer.to_dict())
+        return
+    print_decision(answer.decision)
+    print_hits(answer.hits, title="evidence")
+    if answer.text is None:
+        console.print("\n[yellow]No language model is configured, so this is the evidence only.[/] Set "
+                      "UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL / UNIVERSALRAG_LLM_API_KEY for a "
+                      "server such as vLLM, Ollama or OpenAI) to get an answer.")
     else:
-        print_hits(hits, title=f"{corpus}: {query}")
+        console.print(f"\n[bold]answer[/] {answer.text}", soft_wrap=True)
+        if answer.citations:
+            console.print(f"[dim]cites: {', '.join(answer.citations)}[/]")
 
 
 sources_app = typer.Typer(help="List or delete ingested sources.", no_args_is_help=True)
@@ -152,4 +195,5 @@ def register(app: typer.Typer) -> None:
     app.command()(status)
     app.command()(ingest)
     app.command()(search)
+    app.command()(ask)
     app.add_typer(sources_app, name="sources")
