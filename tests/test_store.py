@@ -350,3 +350,19 @@ def test_missing_or_old_pgvector_is_a_clear_error(settings, available, message) 
         store.init(embedder="e", dimension=DIM)
     assert store.revision() is None  # nothing was created
     engine.dispose()
+
+
+def test_units_without_a_source_can_be_added_read_replaced_and_deleted(small: Store) -> None:
+    rng = np.random.default_rng(8)
+    ids = [str(uuid.uuid4()) for _ in range(3)]
+    units = [Unit(id=i, corpus="paragraph", content=f"text {n}", embedding=_vec(rng), metadata={"n": n})
+             for n, i in enumerate(ids)]
+    assert small.add_units(units) == 3
+    got = small.get_units("paragraph", [ids[2], "00000000-0000-0000-0000-000000000000", ids[0]])
+    assert [h.content for h in got] == ["text 2", "text 0"] and got[0].source_id is None
+    small.add_units([Unit(id=ids[1], corpus="paragraph", content="replaced", embedding=_vec(rng))])
+    assert small.counts()["paragraph"] == 3 and small.get_units("paragraph", [ids[1]])[0].content == "replaced"
+    assert small.delete_units("paragraph", ids[:2]) == 2
+    assert small.counts()["paragraph"] == 1
+    with pytest.raises(DimensionMismatchError):
+        small.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content="x", embedding=[0.1] * 3)])

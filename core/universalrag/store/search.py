@@ -6,12 +6,12 @@ from typing import Any, Mapping, Sequence
 
 import sqlalchemy as sa
 
-from ..types import Hit
+from ..types import CorpusSpec, Hit
 from . import queries
 from .filters import Filter
 from .schema import CorpusTables
 
-__all__ = ["run_search"]
+__all__ = ["run_search", "hit_from_row"]
 
 # (score, unit row, matched parts, channel scores)
 _Scored = tuple[float, Mapping[str, Any], tuple[tuple[int, str, float], ...], dict[str, float]]
@@ -100,15 +100,19 @@ def run_search(conn: sa.Connection, tables: CorpusTables, vector: Sequence[float
     else:
         scored = _single(conn, tables, vector, k=k, filter=filter)
     scored.sort(key=lambda t: -t[0])  # iterative scans in relaxed order may return rows slightly out of order
-    spec = tables.spec
-    return [
-        Hit(corpus=spec.name, id=str(row["id"]), score=score, content=row["content"], uri=row["uri"],
-            metadata=dict(row["metadata"] or {}), parent_id=str(row["parent_id"]) if row["parent_id"] else None,
-            start_s=row["start_s"], end_s=row["end_s"],
-            source_id=str(row["source_id"]) if row["source_id"] else None,
-            modality=spec.modality, granularity=spec.granularity, matched_parts=parts, channel_scores=channels)
-        for score, row, parts, channels in scored[:k]
-    ]
+    return [hit_from_row(tables.spec, row, score, parts=parts, channels=channels) for score, row, parts, channels
+            in scored[:k]]
+
+
+def hit_from_row(spec: CorpusSpec, row: Mapping[str, Any], score: float, *,
+                 parts: tuple[tuple[int, str, float], ...] = (), channels: Mapping[str, float] | None = None) -> Hit:
+    """A unit row of ``spec``'s table as a :class:`Hit`."""
+    return Hit(corpus=spec.name, id=str(row["id"]), score=score, content=row["content"], uri=row["uri"],
+               metadata=dict(row["metadata"] or {}), parent_id=str(row["parent_id"]) if row["parent_id"] else None,
+               start_s=row["start_s"], end_s=row["end_s"],
+               source_id=str(row["source_id"]) if row["source_id"] else None,
+               modality=spec.modality, granularity=spec.granularity, matched_parts=parts,
+               channel_scores=dict(channels or {}))
 
 
 def _row(hit: Hit) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from . import migrate, queries, writer
 from .engine import make_engine
 from .filters import Filter
 from .schema import Tables
-from .search import run_search
+from .search import hit_from_row, run_search
 from .translate import store_error
 
 __all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
@@ -349,6 +349,36 @@ class Store:
                 raise DimensionMismatchError(spec.name, spec.dimension, width)
             n = writer.copy_part_batch(raw, self.schema, tables, batch)
             rows[f"{spec.name}.parts"] = rows.get(f"{spec.name}.parts", 0) + n
+
+    def add_units(self, units: Sequence[Unit]) -> int:
+        """Write units that belong to no ingested source (e.g. texts added through a LangChain VectorStore), in
+        one transaction; a unit whose id exists is replaced. Returns the number of units written."""
+        specs = {u.corpus: self.corpus(u.corpus) for u in units}
+        by_corpus = writer.check_units(units, specs)
+        with self.transaction("add units") as conn:
+            raw = conn.connection.driver_connection
+            for name in writer.parents_first(list(by_corpus), self.corpora()):
+                tables = self.tables.corpus(specs[name])
+                ids = [u.id for u in by_corpus[name]]
+                conn.execute(sa.delete(tables.units).where(tables.units.c.id.in_(ids)))
+                writer.copy_units(raw, self.schema, tables, by_corpus[name], source_id=None)
+                if tables.parts is not None:
+                    writer.copy_parts(raw, self.schema, tables, by_corpus[name])
+        return len(units)
+
+    def delete_units(self, corpus: str, ids: Sequence[str]) -> int:
+        """Delete units of ``corpus`` by id (their parts and children go with them); returns how many."""
+        tables = self.tables.corpus(self.corpus(corpus))
+        with self.transaction(f"delete units of {corpus!r}") as conn:
+            return int(conn.execute(sa.delete(tables.units).where(tables.units.c.id.in_(list(ids)))).rowcount)
+
+    def get_units(self, corpus: str, ids: Sequence[str]) -> list[Hit]:
+        """Units of ``corpus`` by id, in the order asked (missing ids are left out); ``score`` is 1.0."""
+        spec = self.corpus(corpus)
+        tables = self.tables.corpus(spec)
+        with self.transaction(f"read units of {corpus!r}") as conn:
+            rows = {str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()}
+        return [hit_from_row(spec, rows[i], 1.0) for i in ids if i in rows]
 
     # -- search ---------------------------------------------------------------------------------------------
     def _supports_iterative_scan(self, conn: sa.Connection) -> bool:
