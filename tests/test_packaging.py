@@ -66,6 +66,8 @@ FORBIDDEN = {
               "universalrag.cli"),
     "routing": ("universalrag.store", "universalrag.ingest", "universalrag.retrieve", "universalrag.cli"),
     "ingest": ("universalrag.routing", "universalrag.retrieve", "universalrag.cli"),
+    "generate": ("universalrag.store", "universalrag.embed", "universalrag.ingest", "universalrag.routing",
+                 "universalrag.retrieve", "universalrag.pipeline", "universalrag.cli"),
 }
 
 

@@ -38,8 +38,8 @@ ENV_VARS: dict[str, str] = {
     "UNIVERSALRAG_VIDEO_VISUAL_WEIGHT": "Weight of the pooled-frame similarity of clips and videos against their "
     "transcript similarity (default 0.4: VideoRAG found a text weight of 0.5-0.7 best).",
     "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger).",
-    "UNIVERSALRAG_LLM_MODEL": "Chat model for the LLM router (and, later, generation), e.g. gpt-4o-mini or a "
-    "local model name.",
+    "UNIVERSALRAG_LLM_MODEL": "Chat model for answers and for the LLM router, e.g. gpt-4o-mini or a local model "
+    "name. Unset: `ask`/`query` return the evidence without an answer.",
     "UNIVERSALRAG_LLM_BASE_URL": "Base URL of the OpenAI-compatible chat endpoint (vLLM, Ollama, LM Studio, OpenAI).",
     "UNIVERSALRAG_LLM_API_KEY": "API key for that endpoint; falls back to OPENAI_API_KEY. Never logged.",
     "OPENAI_API_KEY": "Fallback API key for OpenAI-compatible endpoints.",
