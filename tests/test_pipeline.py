@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 
 import pytest
-
-from support.kb import VIDEO_OPTIONS, mixed_folder
+from support.kb import build_rag
 from universalrag.config import Settings
 from universalrag.errors import ConfigError, CorpusNotFoundError
-from universalrag.ingest.pipeline import IngestOptions
 from universalrag.pipeline import UniversalRAG, fuse
 from universalrag.types import Hit
 
@@ -19,13 +16,7 @@ from universalrag.types import Hit
 @pytest.fixture(scope="module")
 def rag(database_url: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """A knowledge base of every modality, ingested once; retrieval only (no generator)."""
-    schema = "p_" + uuid.uuid4().hex[:12]
-    instance = UniversalRAG(settings=Settings(database_url=database_url, schema=schema), generator=None,
-                            visual_encoder=None)
-    folder = tmp_path_factory.mktemp("kb") / "kb"
-    mixed_folder(folder)
-    report = instance.ingest([folder], options=IngestOptions(video=VIDEO_OPTIONS))
-    assert report.ok, report.failed
+    instance = build_rag(database_url, tmp_path_factory.mktemp("kb") / "kb", generator=None)
     yield instance
     instance.store.downgrade("base")
     instance.close()

@@ -63,13 +63,14 @@ def _evenly(values: Sequence[float], n: int) -> list[float]:
 
 
 def _frame_times(hit: Hit, n: int) -> list[float]:
+    """``n`` times spread evenly over the clip's (or video's) range; the times stored at ingestion when the
+    range is unknown."""
     from .ingest.video import frame_times
 
-    stored = [float(t) for t in hit.metadata.get("frame_times", [])]
-    if stored:
-        return _evenly(stored, n)
     start, end = hit.start_s or 0.0, hit.end_s or float(hit.metadata.get("duration_s") or 0.0)
-    return frame_times(start, end, n) if end > start else []
+    if end > start:
+        return frame_times(start, end, n)
+    return _evenly([float(t) for t in hit.metadata.get("frame_times", [])], n)
 
 
 def hit_images(hit: Hit, *, max_images: int, budget: EvidenceBudget = EvidenceBudget()) -> tuple[list[bytes],

@@ -45,3 +45,21 @@ def mixed_folder(root: Path) -> dict[str, WrittenVideo]:
     return {"video": video}
 
 
+
+
+def build_rag(database_url: str, folder: Path, **kwargs: object):  # type: ignore[no-untyped-def]
+    """A UniversalRAG over the mixed knowledge base, in a schema of its own (drop it with
+    ``rag.store.downgrade("base")``)."""
+    import uuid
+
+    from universalrag.config import Settings
+    from universalrag.ingest.pipeline import IngestOptions
+    from universalrag.pipeline import UniversalRAG
+
+    kwargs.setdefault("visual_encoder", None)
+    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="kb_" + uuid.uuid4().hex[:12]),
+                       **kwargs)  # type: ignore[arg-type]
+    mixed_folder(folder)
+    report = rag.ingest([folder], options=IngestOptions(video=VIDEO_OPTIONS))
+    assert report.ok, report.failed
+    return rag
