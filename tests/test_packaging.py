@@ -21,7 +21,8 @@ def test_public_api_is_pinned() -> None:
         "IngestError", "IngestReport", "MissingDependencyError", "Modality", "RouteDecision", "RoutingError",
         "Settings", "SourceRecord", "Store", "StoreError", "Unit", "UniversalRAGError", "__version__",
         "ingest_paths", "make_embedder", "search_corpus", "Router", "TrainedRouter", "LLMRouter",
-        "EnsembleRouter", "ExampleRouter", "routing_candidates",
+        "EnsembleRouter", "ExampleRouter", "routing_candidates", "Answer", "Evidence", "EvidenceBudget",
+        "IngestOptions", "UniversalRAG",
     ])
     for name in universalrag.__all__:
         assert hasattr(universalrag, name), name

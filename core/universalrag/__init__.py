@@ -22,15 +22,22 @@ from .errors import (
     StoreError,
     UniversalRAGError,
 )
-from .ingest.pipeline import FileOutcome, IngestReport, ingest_paths
+from .evidence import EvidenceBudget
+from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_paths
+from .pipeline import UniversalRAG
 from .retrieve import routing_candidates, search_corpus
 from .routing import EnsembleRouter, ExampleRouter, LLMRouter, Router, TrainedRouter
 from .store import Store
-from .types import CorpusSpec, Granularity, Hit, Modality, RouteDecision, SourceRecord, Unit
+from .types import Answer, CorpusSpec, Evidence, Granularity, Hit, Modality, RouteDecision, SourceRecord, Unit
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Answer",
+    "Evidence",
+    "EvidenceBudget",
+    "IngestOptions",
+    "UniversalRAG",
     "ConfigError",
     "CorpusExistsError",
     "CorpusNotFoundError",
