@@ -581,15 +581,3 @@ def test_corpus_files_and_questions() -> None:
     assert len(questions) >= 12
     assert_questions_answerable(CORPUS, questions)
 
-
-def test_demo_texts_and_questions() -> None:
-    import universalrag.demo
-
-    assert universalrag.demo.__doc__
-    texts = sorted((DEMO / "texts").iterdir())
-    assert len(texts) == 4 and all(p.suffix == ".md" for p in texts)
-    for path in texts:
-        assert 200 <= read_text_file(path).metadata["word_count"] <= 600, path.name
-    questions = load_questions(DEMO / "questions.json")
-    assert len(questions) == 4
-    assert_questions_answerable(DEMO / "texts", questions)

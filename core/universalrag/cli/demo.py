@@ -1,62 +1,68 @@
-"""``demo``: build a small knowledge base offline and answer questions from it."""
+"""``demo``: build a small multimodal knowledge base offline and ask one question per route."""
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
+from typing import Any
 
 import typer
 
 from .app import CliContext, console
-from .output import ingest_progress, print_hits, print_json, print_report
+from .output import ingest_progress, print_decision, print_hits, print_json, print_report
 
 __all__ = ["DEMO_SCHEMA", "register"]
 
 DEMO_SCHEMA = "universalrag_demo"
 
 
-def _demo_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "demo"
-
-
 def demo(
     ctx: typer.Context,
     k: int = typer.Option(1, "-k", min=1, max=10, help="Evidence shown per question."),
-    as_json: bool = typer.Option(False, "--json", help="Print questions and hits as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print the questions, decisions, hits and answers as JSON."),
     demo_schema: str = typer.Option(DEMO_SCHEMA, "--demo-schema", help="Schema the demo builds its knowledge "
                                     "base in (kept apart from your own corpora)."),
 ) -> None:
-    """Build a small knowledge base in its own schema (embedded Postgres, bundled encoder, no network) and
-    answer one question per document from it. Running it again re-ingests nothing."""
-    from ..ingest.pipeline import ingest_paths
-    from ..retrieve import search_corpus
+    """Build a knowledge base of documents, tables, photographs and a subtitled video (embedded Postgres,
+    bundled encoder, no network), then ask one question per route: none, paragraph, document, table, image,
+    clip, video. Running it again re-ingests nothing."""
+    from ..demo import DEMO_VIDEO_OPTIONS, build_demo_files, demo_questions
+    from ..ingest.pipeline import IngestOptions
 
     root: CliContext = ctx.find_root().obj
     obj = CliContext(root.settings.with_(schema=demo_schema), debug=root.debug)
     ctx.call_on_close(obj.close)
     started = time.perf_counter()
-    obj.ensure_initialised()
+    folder = obj.settings.home_dir / "demo" / demo_schema
+    folder.mkdir(parents=True, exist_ok=True)
+    build_demo_files(folder)
+    rag = obj.rag()
+    rag.init()
+    options = IngestOptions(visual_encoder=obj.visual_encoder, video=DEMO_VIDEO_OPTIONS)
     with ingest_progress(enabled=not as_json) as bar:
-        report = ingest_paths(obj.store, obj.embedder, [_demo_dir() / "texts"], on_start=bar.on_start,
-                              on_file=bar.on_file)
+        report = rag.ingest([folder], options=options, on_start=bar.on_start, on_file=bar.on_file)
     if not as_json:
         print_report(report)
-    questions = json.loads((_demo_dir() / "questions.json").read_text(encoding="utf-8"))
-    results = []
-    for item in questions:
-        hits = search_corpus(obj.store, obj.embedder, "paragraph", item["question"], k=k)
-        results.append({"question": item["question"], "hits": [h.to_dict() for h in hits]})
+    results: list[dict[str, Any]] = []
+    for item in demo_questions():
+        answer = rag.query(item.question, k=k)
+        results.append({"question": item.question, "expected_route": item.route, **answer.to_dict()})
         if not as_json:
-            console.print()
-            print_hits(hits, title=f"Q: {item['question']}")
+            console.print(f"\n[bold]Q ({item.route}):[/] {item.question}")
+            print_decision(answer.decision)
+            if answer.hits:
+                print_hits(answer.hits[:k])
+            if answer.text is not None:
+                console.print(f"  [bold]answer[/] {answer.text}", soft_wrap=True)
     elapsed = time.perf_counter() - started
     if as_json:
         print_json({"schema": demo_schema, "ingest": report.to_dict(), "results": results,
                     "seconds": round(elapsed, 2)})
     else:
-        console.print(f"\n[dim]demo schema {demo_schema!r} on {obj.store.url_redacted}; {elapsed:.1f} s. "
-                      "Answers are the retrieved evidence: no language model is configured.[/]")
+        model = obj.settings.llm_model
+        note = (f"answers by {model}" if model else "no language model is configured, so each question shows "
+                "its evidence; set UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL) for answers")
+        console.print(f"\n[dim]demo schema {demo_schema!r} on {obj.store.url_redacted}; files in {folder}; "
+                      f"{elapsed:.1f} s; {note}.[/]", soft_wrap=True)
     if not report.ok:
         raise typer.Exit(1)
 

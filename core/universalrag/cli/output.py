@@ -11,7 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ..ingest.pipeline import FileOutcome, IngestReport
-from ..types import Hit, RouteDecision
+from ..types import Hit, Modality, RouteDecision
 from .app import console
 
 __all__ = ["ingest_progress", "print_hits", "print_json", "print_report", "snippet"]
@@ -44,12 +44,17 @@ def print_hits(hits: Sequence[Hit], *, title: str | None = None) -> None:
     for i, hit in enumerate(hits, 1):
         label = hit.metadata.get("title") or hit.uri or hit.id
         console.print(f"  {i}. [cyan]{hit.score:.3f}[/] [magenta]{hit.corpus}[/]{_span(hit)} [bold]{label}[/]")
-        console.print(f"     {snippet(hit.content)}", soft_wrap=True)
+        if hit.matched_parts and hit.modality is Modality.TABLE:
+            index, text, _score = hit.matched_parts[0]
+            console.print(f"     matched row {index + 1}: {snippet(text)}", soft_wrap=True)
+        else:
+            console.print(f"     {snippet(hit.content)}", soft_wrap=True)
 
 
 def print_decision(decision: RouteDecision) -> None:
     """The routes chosen and the probability of each candidate, best first."""
-    scores = ", ".join(f"{name} {p:.2f}" for name, p in sorted(decision.scores.items(), key=lambda kv: -kv[1]))
+    ranked = sorted(decision.scores.items(), key=lambda kv: -kv[1])
+    scores = ", ".join(f"{name} {p:.2f}" for name, p in ranked if p >= 0.01 or name in decision.routes)
     console.print(f"[bold]route[/] [magenta]{' + '.join(decision.routes)}[/] [dim]({decision.router}, "
                   f"{decision.latency_ms:.0f} ms{'; ' + scores if scores else ''})[/]", soft_wrap=True)
 
