@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .generate.base import Generator
     from .routing.base import Router
 
-__all__ = ["UniversalRAG", "fuse", "FUSIONS"]
+__all__ = ["FUSIONS", "UniversalRAG", "fuse"]
 
 _UNSET: Any = object()
 
@@ -84,6 +84,8 @@ class UniversalRAG:
         self.k, self.fusion, self.hybrid, self.budget, self.max_workers = k, fusion, hybrid, budget, max_workers
         self._store, self._embedder, self._router = store, embedder, router
         self._generator, self._visual = generator, visual_encoder
+        self._default_router = router is None
+        self._composite: tuple[Any, Any] | None = None
         self._initialised = False
 
     def __repr__(self) -> str:
@@ -162,8 +164,23 @@ class UniversalRAG:
                             on_start=on_start)
 
     def route(self, query: str) -> RouteDecision:
-        """Which corpora to search for ``query``: the router's decision among the corpora that hold rows."""
-        return self.router.route(query, candidates=routing_candidates(self.store))
+        """Which corpora to search for ``query``: the router's decision among the corpora that hold rows.
+
+        With the default router, user-defined corpora are routed by their example queries and descriptions
+        (:class:`~universalrag.routing.CompositeRouter`) beside the shipped router's seven routes.
+        """
+        candidates = routing_candidates(self.store)
+        router = self.router
+        if self._default_router:
+            from .routing import ROUTES, CompositeRouter
+
+            user = [self.store.corpus(c) for c in candidates if c not in ROUTES]
+            if user:
+                key = tuple(sorted((s.name, tuple(s.metadata.get("examples", ())), s.description) for s in user))
+                if self._composite is None or self._composite[0] != key:
+                    self._composite = (key, CompositeRouter.for_corpora(router, user))
+                router = self._composite[1]
+        return router.route(query, candidates=candidates)
 
     def _search(self, corpus: str, query: str, k: int, filters: Filter | None) -> list[Hit]:
         spec = self.store.corpus(corpus)

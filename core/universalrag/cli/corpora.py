@@ -44,6 +44,8 @@ def corpora_create(
                                     "tool descriptions use this)."),
     parent: str | None = typer.Option(None, "--parent", help="Corpus whose units contain these."),
     multi_vector: bool = typer.Option(False, "--multi-vector", help="Several vectors per unit (chunks, rows)."),
+    example: list[str] = typer.Option([], "--example", help="A question this corpus answers (repeatable): the "
+                                      "router sends similar questions here."),
 ) -> None:
     """Create a user-defined corpus for the configured embedder."""
     obj = _obj(ctx)
@@ -51,7 +53,7 @@ def corpora_create(
     embedder = obj.embedder
     spec = CorpusSpec(name=name, modality=modality, granularity=granularity, description=description,
                       dimension=embedder.dimension, embedder=embedder.name, parent=parent,
-                      multi_vector=multi_vector)
+                      multi_vector=multi_vector, metadata={"examples": list(example)} if example else {})
     obj.store.create_corpus(spec)
     console.print(f"created corpus [bold]{name}[/] ({modality}/{granularity}, {embedder.dimension} dimensions)")
 

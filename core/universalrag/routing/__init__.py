@@ -23,6 +23,7 @@ from .base import (
     decide,
     resolve_candidates,
 )
+from .composite import CompositeRouter
 from .dataset import LabelledQuery, bundled_heldout, bundled_queries, read_jsonl, split_by_source
 from .ensemble import EnsembleRouter, vote
 from .examples import ExampleRouter
@@ -39,6 +40,7 @@ __all__ = [
     "ROUTES",
     "ROUTE_DESCRIPTIONS",
     "BaseRouter",
+    "CompositeRouter",
     "EnsembleRouter",
     "ExampleRouter",
     "LLMRouter",
