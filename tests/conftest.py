@@ -7,6 +7,8 @@ UNIVERSALRAG_TEST_DATABASE_URL. Nothing connects at import time.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Iterator
@@ -20,14 +22,22 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 
 
 @pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A PostgreSQL URL with pgvector available."""
+def database_url() -> Iterator[str]:
+    """A PostgreSQL URL with pgvector available: UNIVERSALRAG_TEST_DATABASE_URL, or an embedded server in a
+    temporary directory of its own (outside pytest's private temp tree, which the server's system user may
+    not enter when the tests run as root), stopped and removed at the end of the session."""
     url = os.environ.get("UNIVERSALRAG_TEST_DATABASE_URL")
     if url:
-        return url
-    from universalrag.store.server import embedded_url
+        yield url
+        return
+    from universalrag.store.server import embedded_url, stop_embedded
 
-    return embedded_url(tmp_path_factory.mktemp("pg"))
+    home = Path(tempfile.mkdtemp(prefix="universalrag-test-"))
+    try:
+        yield embedded_url(home)
+    finally:
+        stop_embedded(home)
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture

@@ -53,7 +53,7 @@ def test_public_api_is_pinned() -> None:
     assert sorted(routing.__all__) == sorted(
         [
             "Router",
-            "BaseRouter",
+            "BaseRouter", "CompositeRouter",
             "ScoringRouter",
             "TrainedRouter",
             "LLMRouter",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import MissingDependencyError, StoreError
 
-__all__ = ["embedded_url", "data_dir"]
+__all__ = ["embedded_url", "data_dir", "stop_embedded"]
 
 _lock = threading.Lock()
 _servers: dict[Path, object] = {}
@@ -50,3 +50,13 @@ def embedded_url(home: Path) -> str:
                     ) from e
             _servers[pgdata] = server
         return str(server.get_uri())  # type: ignore[attr-defined]
+
+
+def stop_embedded(home: Path) -> None:
+    """Release this process's handle on the embedded server for ``home``; the server stops when no other
+    process uses it (what also happens at interpreter exit)."""
+    pgdata = data_dir(home.expanduser().resolve())
+    with _lock:
+        server = _servers.pop(pgdata, None)
+    if server is not None:
+        server.cleanup()  # type: ignore[attr-defined]
