@@ -6,15 +6,14 @@ The API key is never shown: not in ``repr``, not in error messages, not in logs.
 
 from __future__ import annotations
 
-import asyncio
-import re
 import threading
-from urllib.parse import urlsplit, urlunsplit
-from typing import Any, Callable, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, EmbeddingError, MissingDependencyError
+from ..errors import ConfigError, EmbeddingError
+from ..openai_client import OpenAIClients, redact_url, translate_error
 from .transformers_encoder import _check_texts
 
 __all__ = ["OpenAIEmbedder", "KNOWN_DIMENSIONS"]
@@ -26,16 +25,17 @@ KNOWN_DIMENSIONS: dict[str, int] = {
     "text-embedding-ada-002": 1536,
 }
 
-#: Sent to endpoints that need no key (local servers) when neither ``api_key`` nor OPENAI_API_KEY is set.
-_PLACEHOLDER_KEY = "unused"
-
-
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as e:
-        raise MissingDependencyError("openai", "openai", feature="OpenAI embeddings") from e
-    return openai
+#: Advice for the kinds of failure where the generic one says too little (see ``translate_error``).
+_HINTS = {
+    "timeout": "Raise timeout=, lower batch_size, or check that the server is up.",
+    "connection": "Cannot reach the server: check the base URL (UNIVERSALRAG_EMBED_BASE_URL) and that it is up.",
+    "auth": "Check the API key (api_key=, UNIVERSALRAG_EMBED_API_KEY or OPENAI_API_KEY) and that it may use "
+            "this model.",
+    "rate_limit": "The endpoint is rate limiting or out of quota; retry later, lower batch_size, or raise "
+                  "max_retries.",
+    "bad_request": "The endpoint rejected the request: check the model name, that no text is empty or too long, "
+                   "and that the model supports dimensions= if given.",
+}
 
 
 def _normalize(rows: list[list[float]]) -> np.ndarray:
@@ -81,12 +81,16 @@ class OpenAIEmbedder:
         self._api_key = api_key
         self._dimension: int | None = dimensions or KNOWN_DIMENSIONS.get(self.model)
         self._lock = threading.Lock()
-        self._client: Any = None
-        self._aclient: tuple[asyncio.AbstractEventLoop, Any] | None = None
+        self._openai = OpenAIClients(
+            base_url, api_key=api_key, timeout=self.timeout, max_retries=max_retries,
+            feature="OpenAI embeddings", error_type=EmbeddingError,
+            no_key="No API key for OpenAI embeddings: pass api_key=, or set UNIVERSALRAG_EMBED_API_KEY or "
+                   "OPENAI_API_KEY.",
+        )
 
     def __repr__(self) -> str:
         key = "***" if self._api_key else None
-        return (f"OpenAIEmbedder(model={self.model!r}, base_url={_safe_url(self.base_url)!r}, "
+        return (f"OpenAIEmbedder(model={self.model!r}, base_url={redact_url(self.base_url)!r}, "
                 f"api_key={key!r}, dimensions={self.dimensions!r}, batch_size={self.batch_size})")
 
     @property
@@ -102,42 +106,6 @@ class OpenAIEmbedder:
             self._record_dimension(self._request(["dimension"]).shape[1])
         assert self._dimension is not None
         return self._dimension
-
-    # -- clients -----------------------------------------------------------------------------------------
-
-    def _make_client(self, cls_name: str) -> Any:
-        openai = _import_openai()
-        cls = getattr(openai, cls_name)
-        kwargs: dict[str, Any] = {"base_url": self.base_url, "timeout": self.timeout,
-                                  "max_retries": self.max_retries}
-        try:
-            return cls(api_key=self._api_key, **kwargs)
-        except openai.OpenAIError as e:
-            if self.base_url is None:
-                raise EmbeddingError(
-                    "No API key for OpenAI embeddings: pass api_key=, or set UNIVERSALRAG_EMBED_API_KEY "
-                    "or OPENAI_API_KEY."
-                ) from e
-            try:
-                return cls(api_key=_PLACEHOLDER_KEY, **kwargs)
-            except openai.OpenAIError as again:
-                raise EmbeddingError(f"Cannot create an OpenAI client for {_safe_url(self.base_url)}: "
-                                     f"{_scrub(str(again), self._api_key)}") from again
-
-    def _sync_client(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = self._make_client("OpenAI")
-        return self._client
-
-    def _async_client(self) -> Any:
-        # An async client's connection pool belongs to one event loop: make one per running loop.
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            if self._aclient is None or self._aclient[0] is not loop:
-                self._aclient = (loop, self._make_client("AsyncOpenAI"))
-            return self._aclient[1]
 
     # -- requests ----------------------------------------------------------------------------------------
 
@@ -168,37 +136,29 @@ class OpenAIEmbedder:
                 self._dimension = int(width)
 
     def _request(self, batch: list[str]) -> np.ndarray:
-        client = self._sync_client()
+        client = self._openai.sync()
         try:
             response = client.embeddings.create(**self._params(batch))
-        except Exception as e:  # noqa: BLE001 - SDK errors are translated, anything else re-raised
-            self._raise_translated(e)
-            raise
+        except Exception as e:  # SDK errors are translated, anything else re-raised
+            if (error := self._translate(e)) is None:
+                raise
+            raise error from e
         return self._parse(response, len(batch))
 
     async def _arequest(self, batch: list[str]) -> np.ndarray:
-        client = self._async_client()
+        client = self._openai.async_()
         try:
             response = await client.embeddings.create(**self._params(batch))
-        except Exception as e:  # noqa: BLE001 - SDK errors are translated, anything else re-raised
-            self._raise_translated(e)
-            raise
+        except Exception as e:  # SDK errors are translated, anything else re-raised
+            if (error := self._translate(e)) is None:
+                raise
+            raise error from e
         return self._parse(response, len(batch))
 
-    def _raise_translated(self, e: Exception) -> None:
-        """Raise an EmbeddingError with an actionable sentence for an SDK error; return for other errors."""
-        openai = _import_openai()
-        where = _safe_url(self.base_url) or "the OpenAI API"
-        for cls_name, advice in _ADVICE:
-            cls = getattr(openai, cls_name, None)
-            if cls is not None and isinstance(e, cls):
-                detail = _scrub(getattr(e, "message", None) or str(e), self._api_key)
-                status = getattr(e, "status_code", None)
-                code = f" (HTTP {status})" if status else ""
-                raise EmbeddingError(
-                    f"Embedding request to {where} for model {self.model!r} failed{code}: {detail} "
-                    + advice(self)
-                ) from e
+    def _translate(self, e: Exception) -> EmbeddingError | None:
+        """An EmbeddingError with an actionable sentence for an SDK error; ``None`` for other errors."""
+        return translate_error(e, error_type=EmbeddingError, what=f"The embedding request for model {self.model!r}",
+                               base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, hints=_HINTS)
 
     # -- public API --------------------------------------------------------------------------------------
 
@@ -240,49 +200,3 @@ class OpenAIEmbedder:
             raise EmbeddingError(f"embed_query() takes one string, got {type(text).__name__}.")
         return (await self.aembed([text]))[0]
 
-
-def _safe_url(url: str | None) -> str | None:
-    """``url`` without any user:password part."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
-def _scrub(message: str, secret: str | None) -> str:
-    """``message`` shortened to 300 characters, with ``secret`` replaced by ``***``."""
-    message = _STATUS_PREFIX.sub("", message)  # the status is reported separately
-    if secret:
-        message = message.replace(secret, "***")
-    return message if len(message) <= 300 else message[:297] + "..."
-
-
-_STATUS_PREFIX = re.compile(r"^Error code: \d+ - ")
-
-#: SDK exception class name → advice; the first match wins, so subclasses come before their bases.
-_ADVICE: tuple[tuple[str, Callable[[OpenAIEmbedder], str]], ...] = (
-    ("AuthenticationError", lambda s: "Check the API key (api_key=, UNIVERSALRAG_EMBED_API_KEY or "
-                                      "OPENAI_API_KEY)."),
-    ("PermissionDeniedError", lambda s: f"The key is not allowed to use model {s.model!r}; check its "
-                                        "permissions."),
-    ("NotFoundError", lambda s: f"Check that model {s.model!r} exists on this endpoint and that the base URL "
-                                "ends in /v1."),
-    ("RateLimitError", lambda s: "The endpoint is rate limiting or out of quota; retry later, lower "
-                                 "batch_size, or raise max_retries."),
-    ("BadRequestError", lambda s: "The endpoint rejected the request: check the model name, that no text is "
-                                  "empty or too long, and that the model supports dimensions= if given."),
-    ("UnprocessableEntityError", lambda s: "The endpoint rejected the request body; check the model name and "
-                                           "dimensions=."),
-    ("APIStatusError", lambda s: "The endpoint returned an error; check its logs and retry."),
-    ("APITimeoutError", lambda s: f"No answer within {s.timeout:g} s; raise timeout=, lower batch_size, or "
-                                  "check that the server is up."),
-    ("APIConnectionError", lambda s: f"Cannot reach {_safe_url(s.base_url) or 'the OpenAI API'}; check the "
-                                     "base URL (UNIVERSALRAG_EMBED_BASE_URL) and that the server is up."),
-    ("APIResponseValidationError", lambda s: "The endpoint's answer is not an OpenAI embeddings response; "
-                                             "check that the base URL points at an OpenAI-compatible /v1."),
-    ("OpenAIError", lambda s: "Check the endpoint settings."),
-)

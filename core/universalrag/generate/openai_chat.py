@@ -7,15 +7,12 @@ needs a vision-language model. The API key is never shown: not in ``repr``, not 
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import re
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import ConfigError, GenerationError, MissingDependencyError
+from ..errors import ConfigError, GenerationError
+from ..openai_client import OpenAIClients, redact, redact_url, translate_error
 from ..types import Evidence
 from .base import Generation, check_inputs
 from .prompt import build_messages, parse_citations
@@ -27,17 +24,19 @@ __all__ = ["OpenAIChatGenerator"]
 
 logger = logging.getLogger(__name__)
 
-#: Sent to endpoints that need no key (local servers) when no key is configured and a base URL is given.
-_PLACEHOLDER_KEY = "not-needed"
 _USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
-
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as e:
-        raise MissingDependencyError("openai", "openai", feature="answer generation") from e
-    return openai
+#: Advice for the kinds of failure where the generic one says too little (see ``translate_error``).
+_HINTS = {
+    "timeout": "Raise timeout=, lower max_tokens= or send less evidence, and check that the server is up.",
+    "connection": "The client cannot connect: check the base URL (UNIVERSALRAG_LLM_BASE_URL) and that the server "
+                  "is running.",
+    "auth": "Check api_key=, UNIVERSALRAG_LLM_API_KEY or OPENAI_API_KEY, and that the key may use this model.",
+    "bad_request": "The endpoint rejected the request: check the model name, max_tokens= and the size of the "
+                   "evidence.",
+}
+_HINTS_WITH_IMAGES = {**_HINTS, "bad_request": _HINTS["bad_request"] + " If the model cannot read images, use a "
+                      "vision-language model or evidence without media."}
 
 
 class OpenAIChatGenerator:
@@ -79,9 +78,12 @@ class OpenAIChatGenerator:
         self.system_prompt = system_prompt
         self.max_retries = int(max_retries)
         self._api_key = api_key
-        self._lock = threading.Lock()
-        self._client: Any = None
-        self._aclient: tuple[asyncio.AbstractEventLoop, Any] | None = None
+        self._openai = OpenAIClients(
+            base_url, api_key=api_key, timeout=self.timeout, max_retries=self.max_retries,
+            feature="answer generation", error_type=GenerationError,
+            no_key="No API key for the language model: pass api_key=, or set UNIVERSALRAG_LLM_API_KEY or "
+                   "OPENAI_API_KEY (or UNIVERSALRAG_LLM_BASE_URL for a local server that needs none).",
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> OpenAIChatGenerator | None:
@@ -100,44 +102,8 @@ class OpenAIChatGenerator:
 
     def __repr__(self) -> str:
         key = "***" if self._api_key else None
-        return (f"OpenAIChatGenerator(model={self.model!r}, base_url={_safe_url(self.base_url)!r}, "
+        return (f"OpenAIChatGenerator(model={self.model!r}, base_url={redact_url(self.base_url)!r}, "
                 f"api_key={key!r}, max_tokens={self.max_tokens}, temperature={self.temperature})")
-
-    # -- clients -----------------------------------------------------------------------------------------
-
-    def _make_client(self, cls_name: str) -> Any:
-        openai = _import_openai()
-        cls = getattr(openai, cls_name)
-        kwargs: dict[str, Any] = {"base_url": self.base_url, "timeout": self.timeout,
-                                  "max_retries": self.max_retries}
-        try:
-            return cls(api_key=self._api_key, **kwargs)
-        except openai.OpenAIError as e:
-            if self.base_url is None:
-                raise GenerationError(
-                    "No API key for the language model: pass api_key=, or set UNIVERSALRAG_LLM_API_KEY or "
-                    "OPENAI_API_KEY (or UNIVERSALRAG_LLM_BASE_URL for a local server that needs none)."
-                ) from e
-            try:
-                return cls(api_key=_PLACEHOLDER_KEY, **kwargs)
-            except openai.OpenAIError as again:
-                raise GenerationError(f"Cannot create an OpenAI client for {_safe_url(self.base_url)}: "
-                                      f"{_scrub(str(again), self._api_key)}") from again
-
-    def _sync_client(self) -> Any:
-        if self._client is None:
-            with self._lock:
-                if self._client is None:
-                    self._client = self._make_client("OpenAI")
-        return self._client
-
-    def _async_client(self) -> Any:
-        # An async client's connection pool belongs to one event loop: make one per running loop.
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            if self._aclient is None or self._aclient[0] is not loop:
-                self._aclient = (loop, self._make_client("AsyncOpenAI"))
-            return self._aclient[1]
 
     # -- requests ----------------------------------------------------------------------------------------
 
@@ -150,7 +116,7 @@ class OpenAIChatGenerator:
         }
 
     def _finish(self, response: Any, items: Sequence[Evidence]) -> Generation:
-        where = _safe_url(self.base_url) or "the OpenAI API"
+        where = redact_url(self.base_url) or "the OpenAI API"
         try:
             choice = response.choices[0]
             message = choice.message
@@ -164,7 +130,7 @@ class OpenAIChatGenerator:
         if not text.strip():
             refusal = getattr(message, "refusal", None)
             if refusal:
-                reason = f"it refused: {_scrub(str(refusal), self._api_key)}"
+                reason = f"it refused: {redact(str(refusal), [self._api_key])}"
             elif finish == "length":
                 reason = f"it ran out of tokens (max_tokens={self.max_tokens}); raise max_tokens="
             else:
@@ -181,34 +147,9 @@ class OpenAIChatGenerator:
 
     def _translate(self, e: Exception, items: Sequence[Evidence]) -> GenerationError | None:
         """A GenerationError with an actionable sentence for an SDK error; ``None`` for other errors."""
-        openai = _import_openai()
-        if not isinstance(e, openai.OpenAIError):
-            return None
-        where = _safe_url(self.base_url) or "the OpenAI API"
-        prefix = f"The chat request to {where} for model {self.model!r} failed"
-        if isinstance(e, openai.APITimeoutError):
-            return GenerationError(
-                f"{prefix}: no answer within {self.timeout:g} s. Raise timeout=, lower max_tokens= or send less "
-                "evidence, and check that the server is up."
-            )
-        if isinstance(e, openai.APIConnectionError):
-            return GenerationError(
-                f"{prefix}: cannot connect. Check the base URL (UNIVERSALRAG_LLM_BASE_URL) and that the server "
-                "is running."
-            )
-        if isinstance(e, openai.APIStatusError):
-            status = e.status_code
-            if status in (401, 403):  # the server's message may echo part of the key: leave it out
-                return GenerationError(
-                    f"{prefix} (HTTP {status}): the endpoint refused the API key. Check api_key=, "
-                    "UNIVERSALRAG_LLM_API_KEY or OPENAI_API_KEY, and that the key may use this model."
-                )
-            detail = _scrub(_status_detail(e), self._api_key)
-            return GenerationError(f"{prefix} (HTTP {status}): {detail} {_advice(self, status, items)}")
-        return GenerationError(
-            f"{prefix}: {_scrub(str(e), self._api_key)} Check that the base URL points at an "
-            "OpenAI-compatible /v1."
-        )
+        hints = _HINTS_WITH_IMAGES if any(item.images for item in items) else _HINTS
+        return translate_error(e, error_type=GenerationError, what=f"The chat request for model {self.model!r}",
+                               base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, hints=hints)
 
     # -- public API --------------------------------------------------------------------------------------
 
@@ -216,12 +157,11 @@ class OpenAIChatGenerator:
         """Answer ``query`` from ``evidence`` (empty: from the model alone), citing evidence ids."""
         question, items = check_inputs(query, evidence)
         params = self._params(question, items)
-        client = self._sync_client()
+        client = self._openai.sync()
         try:
             response = client.chat.completions.create(**params)
-        except Exception as e:
-            error = self._translate(e, items)
-            if error is None:
+        except Exception as e:  # SDK errors are translated, anything else re-raised
+            if (error := self._translate(e, items)) is None:
                 raise
             raise error from e
         return self._finish(response, items)
@@ -230,12 +170,11 @@ class OpenAIChatGenerator:
         """Async twin of :meth:`generate`, using the SDK's async client (one per event loop)."""
         question, items = check_inputs(query, evidence)
         params = self._params(question, items)
-        client = self._async_client()
+        client = self._openai.async_()
         try:
             response = await client.chat.completions.create(**params)
-        except Exception as e:
-            error = self._translate(e, items)
-            if error is None:
+        except Exception as e:  # SDK errors are translated, anything else re-raised
+            if (error := self._translate(e, items)) is None:
                 raise
             raise error from e
         return self._finish(response, items)
@@ -249,54 +188,3 @@ def _usage(usage: Any) -> dict[str, int]:
             out[name] = value
     return out
 
-
-def _status_detail(e: Any) -> str:
-    body = getattr(e, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-    return str(getattr(e, "message", None) or e)
-
-
-def _advice(gen: OpenAIChatGenerator, status: int, items: Sequence[Evidence]) -> str:
-    if status == 404:
-        return f"Check that model {gen.model!r} exists on this endpoint and that the base URL ends in /v1."
-    if status == 429:
-        return "The endpoint is rate limiting or out of quota; retry later or raise max_retries=."
-    if status in (400, 413, 422):
-        pictures = " If the model cannot read images, use a vision-language model or evidence without media." \
-            if any(item.images for item in items) else ""
-        return ("The endpoint rejected the request: check the model name, max_tokens= and the size of the "
-                f"evidence.{pictures}")
-    if status >= 500:
-        return "The server failed; check its logs and retry."
-    return "Check the endpoint settings."
-
-
-def _safe_url(url: str | None) -> str | None:
-    """``url`` without any user:password part, query or fragment."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:
-        port = ""
-    netloc = ("***@" if parts.username or parts.password else "") + (parts.hostname or "") + port
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-_STATUS_PREFIX = re.compile(r"^Error code: \d+ - ")
-_KEYLIKE = re.compile(r"\b(?:sk|pk|key)[-_][A-Za-z0-9_*\-]{6,}|\S*\*{3,}\S*")
-
-
-def _scrub(message: str, secret: str | None) -> str:
-    """``message`` without ``secret``, key-like or masked-key tokens, shortened to 300 characters."""
-    message = _STATUS_PREFIX.sub("", message).strip()
-    if secret:
-        message = message.replace(secret, "***")
-    message = _KEYLIKE.sub("***", message)
-    if not message.endswith((".", "!", "?")):
-        message += "."
-    return message if len(message) <= 300 else message[:297] + "..."

@@ -23,6 +23,7 @@ import numpy as np
 
 from universalrag.errors import ConfigError, IngestError, MissingDependencyError
 from universalrag.ingest.subtitles import Cue, clean_cue_text
+from universalrag.openai_client import OpenAIClients, redact_url, translate_error
 
 __all__ = ["ASR", "FasterWhisperASR", "OpenAIAudioASR", "WhisperASR", "iter_audio"]
 
@@ -216,6 +217,15 @@ def _wav_bytes(samples: np.ndarray, sample_rate: int) -> bytes:
     return buffer.getvalue()
 
 
+#: Advice for the kinds of failure where the generic one says too little (see ``translate_error``).
+_HINTS = {
+    "timeout": "Raise timeout= or lower chunk_s=, and check that the server is up.",
+    "not_found": "Check that the model exists on this endpoint, that it transcribes audio, and that the base URL "
+                 "ends in /v1.",
+    "bad_request": "Check that the model accepts audio transcriptions with response_format='verbose_json'.",
+}
+
+
 class OpenAIAudioASR:
     """Transcribes through an OpenAI-compatible ``audio.transcriptions`` endpoint (``universalrag[openai]``).
 
@@ -237,29 +247,18 @@ class OpenAIAudioASR:
         self.chunk_s = float(chunk_s)
         self.name = f"openai-audio:{self.model}"
         self._api_key = api_key
-        self._client: Any = None
-        self._lock = threading.Lock()
+        self._openai = OpenAIClients(
+            base_url, api_key=api_key, timeout=self.timeout, feature="speech recognition through the OpenAI API",
+            error_type=ConfigError, no_key="No API key for OpenAI transcription: pass api_key= or set OPENAI_API_KEY.",
+        )
 
     def __repr__(self) -> str:
-        return f"OpenAIAudioASR(model={self.model!r}, base_url={self.base_url!r}, api_key={'***' if self._api_key else None})"
-
-    def _client_or_raise(self) -> Any:
-        openai = _import("openai", "openai", "openai", "speech recognition through the OpenAI API")
-        with self._lock:
-            if self._client is None:
-                try:
-                    self._client = openai.OpenAI(api_key=self._api_key or ("unused" if self.base_url else None),
-                                                 base_url=self.base_url, timeout=self.timeout)
-                except openai.OpenAIError as e:
-                    raise ConfigError("No API key for OpenAI transcription: pass api_key= or set OPENAI_API_KEY.") from e
-        return self._client
+        key = "***" if self._api_key else None
+        return f"OpenAIAudioASR(model={self.model!r}, base_url={redact_url(self.base_url)!r}, api_key={key})"
 
     def transcribe(self, path: Path) -> list[Cue]:
         """Transcribe the audio track of ``path``, piece by piece."""
-        from universalrag.embed.openai_encoder import _safe_url, _scrub
-
-        client = self._client_or_raise()
-        openai = _import("openai", "openai", "openai", "speech recognition through the OpenAI API")
+        client = self._openai.sync()
         cues: list[Cue] = []
         for offset, samples in iter_audio(path, chunk_s=self.chunk_s):
             params: dict[str, Any] = {
@@ -270,16 +269,14 @@ class OpenAIAudioASR:
                 params["language"] = self.language
             try:
                 response = client.audio.transcriptions.create(**params)
-            except openai.OpenAIError as e:
-                where = _safe_url(self.base_url) or "the OpenAI API"
-                status = getattr(e, "status_code", None)
-                detail = _scrub(getattr(e, "message", None) or str(e), self._api_key)
-                raise IngestError(
-                    path,
-                    f"transcription by {where} with model {self.model!r} failed"
-                    f"{f' (HTTP {status})' if status else ''}: {detail} Check the base URL, the API key and "
-                    "that the model accepts audio transcriptions with response_format='verbose_json'.",
-                ) from e
+            except Exception as e:  # SDK errors are translated, anything else re-raised
+                error = translate_error(e, error_type=lambda reason: IngestError(path, reason),
+                                        what=f"the transcription request for model {self.model!r}",
+                                        base_url=self.base_url, api_key=self._api_key, timeout=self.timeout,
+                                        hints=_HINTS)
+                if error is None:
+                    raise
+                raise error from e
             segments = getattr(response, "segments", None)
             if segments is None and isinstance(response, dict):
                 segments = response.get("segments")

@@ -17,9 +17,9 @@ import re
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import MissingDependencyError, RoutingError
+from ..errors import RoutingError
+from ..openai_client import OpenAIClients, redact_url, translate_error
 from ..types import NO_RETRIEVAL, CorpusSpec, RouteDecision
 from .base import ROUTE_DESCRIPTIONS, BaseRouter, Router, _check_query, apply_exclusions
 
@@ -52,6 +52,12 @@ CONTRASTS: tuple[tuple[tuple[str, str], tuple[str, str]], ...] = (
 )
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+#: Advice for the kinds of failure where the generic one says too little (see ``translate_error``).
+_HINTS = {
+    "timeout": "Raise timeout=, give the router a fallback, or check that the server is up.",
+    "connection": "The router could not connect: check the base URL and that the server is running.",
+}
 
 
 def build_prompt(
@@ -139,15 +145,6 @@ def parse_routes(text: str, allowed: Collection[str]) -> list[str]:
     return list(dict.fromkeys(routes))
 
 
-def _redact(url: str | None) -> str:
-    if not url:
-        return "the default endpoint"
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
 class LLMRouter(BaseRouter):
     """Routes by asking a chat model (any OpenAI-compatible endpoint).
 
@@ -194,7 +191,12 @@ class LLMRouter(BaseRouter):
         self.json_mode = json_mode
         self.fallback = fallback
         self.max_concurrency = max_concurrency
-        self._clients: dict[bool, Any] = {}
+        self._openai = OpenAIClients(
+            base_url, api_key=api_key, timeout=timeout, max_retries=max_retries, feature="the LLM router",
+            error_type=RoutingError,
+            no_key="No API key for the LLM router: pass api_key= or set OPENAI_API_KEY (or pass base_url= for a "
+                   "local server that needs none).",
+        )
         self._prompts: dict[tuple[str, ...], str] = {}
 
     @classmethod
@@ -207,7 +209,7 @@ class LLMRouter(BaseRouter):
     def __repr__(self) -> str:
         key = "***" if self._api_key else None
         return (
-            f"LLMRouter(model={self.model!r}, base_url={_redact(self.base_url)!r}, api_key={key!r}, "
+            f"LLMRouter(model={self.model!r}, base_url={redact_url(self.base_url)!r}, api_key={key!r}, "
             f"routes={list(self.corpora)}, multi={self.multi})"
         )
 
@@ -231,21 +233,6 @@ class LLMRouter(BaseRouter):
             {"role": "user", "content": f"Question: {query.strip()}"},
         ]
 
-    def _client(self, asynchronous: bool) -> Any:
-        if asynchronous not in self._clients:
-            try:
-                import openai
-            except ImportError as e:
-                raise MissingDependencyError("openai", "openai", feature="the LLM router") from e
-            cls = openai.AsyncOpenAI if asynchronous else openai.OpenAI
-            self._clients[asynchronous] = cls(
-                api_key=self._api_key or "not-needed",
-                base_url=self.base_url,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-            )
-        return self._clients[asynchronous]
-
     def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         req: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature}
         if self.json_mode:
@@ -253,17 +240,12 @@ class LLMRouter(BaseRouter):
         return req
 
     def _translate(self, e: Exception) -> RoutingError:
-        import openai
-
-        where = _redact(self.base_url)
-        if isinstance(e, openai.APITimeoutError):
-            return RoutingError(f"The LLM router timed out after {self.timeout:g} s waiting for {where}.")
-        if isinstance(e, openai.APIStatusError):
-            hint = " (check the API key)" if e.status_code in (401, 403) else ""
-            return RoutingError(f"The LLM router's endpoint {where} answered HTTP {e.status_code}{hint}.")
-        if isinstance(e, openai.APIConnectionError):
-            return RoutingError(f"The LLM router could not connect to {where}.")
-        return RoutingError(f"The LLM router's request to {where} failed ({type(e).__name__}).")
+        """A RoutingError for any failure of the request (so that the fallback router can take over)."""
+        what = f"The LLM router's request for model {self.model!r}"
+        where = redact_url(self.base_url) or "the OpenAI API"
+        error = translate_error(e, error_type=RoutingError, what=what, base_url=self.base_url, api_key=self._api_key,
+                                timeout=self.timeout, hints=_HINTS)
+        return error or RoutingError(f"{what} to {where} failed ({type(e).__name__}).")
 
     def _finish(self, query: str, text: str | None, allowed: tuple[str, ...], start: float) -> RouteDecision:
         routes = apply_exclusions(parse_routes(text or "", allowed))
@@ -283,12 +265,10 @@ class LLMRouter(BaseRouter):
         allowed = self._allowed(candidates)
         start = time.perf_counter()
         try:
+            client = self._openai.sync()
             try:
-                reply = self._client(False).chat.completions.create(
-                    **self._request(self.messages(query, candidates=candidates))
-                )
-            except MissingDependencyError:
-                raise
+                request = self._request(self.messages(query, candidates=candidates))
+                reply = client.chat.completions.create(**request)
             except Exception as e:
                 raise self._translate(e) from e
             return self._finish(query, _text(reply), allowed, start)
@@ -302,12 +282,10 @@ class LLMRouter(BaseRouter):
         allowed = self._allowed(effective)
         start = time.perf_counter()
         try:
+            client = self._openai.async_()
             try:
-                reply = await self._client(True).chat.completions.create(
-                    **self._request(self.messages(query, candidates=effective))
-                )
-            except MissingDependencyError:
-                raise
+                request = self._request(self.messages(query, candidates=effective))
+                reply = await client.chat.completions.create(**request)
             except Exception as e:
                 raise self._translate(e) from e
             return self._finish(query, _text(reply), allowed, start)
