@@ -3,16 +3,11 @@
 Pure functions: no database, no embedding. Pillow is imported on first use (the ``video`` extra);
 without it every function raises :class:`MissingDependencyError`.
 
-Every image gets a text description, taken from the first source that has one:
-
-1. ``caption`` passed by the caller;
-2. a text sidecar next to the image: ``photo.jpg.txt``, then ``photo.txt``;
-3. a JSON sidecar holding an object: ``photo.jpg.json``, then ``photo.json`` (keys ``caption``,
-   ``description``, ``title``, ``alt``, in that order);
-4. embedded EXIF text: ImageDescription, XPTitle, XPComment, UserComment (camera boilerplate such as
-   "OLYMPUS DIGITAL CAMERA" is ignored);
-5. ``alt`` text (from the ``<img>`` of an HTML page);
-6. the words of the file name ("IMG_2031_golden-gate.jpg" → "golden gate").
+This module validates and reads images (format from the content, a full decode, a content hash) and
+loads their pixels for visual encoders and vision-language models. Every image also gets a text
+description, taken from the first source that has one: the caller's caption, a text or JSON sidecar,
+EXIF text, the caller's alt text, or the words of the file name; :mod:`~universalrag.ingest.image_descriptions`
+gathers them and documents the order.
 """
 
 from __future__ import annotations
@@ -20,14 +15,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
-import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from universalrag.errors import IngestError, MissingDependencyError
 from universalrag.ingest.detect import IMAGE_EXTENSIONS, sniff
+from universalrag.ingest.image_descriptions import (
+    DESCRIPTION_SOURCES,
+    _exif,
+    describe,
+    filename_words,
+    sidecar_paths,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from PIL import Image as PILImage
@@ -43,38 +43,13 @@ __all__ = [
     "sidecar_paths",
 ]
 
-#: Every value of :attr:`ImageInfo.description_source`, highest priority first.
-DESCRIPTION_SOURCES: tuple[str, ...] = ("caption", "sidecar", "json", "exif", "alt", "filename")
-
 #: Pillow format names accepted (anything else Pillow could open, such as ICO or PPM, is refused).
 _PIL_FORMATS: tuple[str, ...] = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
 _MIME = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp", "GIF": "image/gif",
          "BMP": "image/bmp", "TIFF": "image/tiff"}
 #: First word of the :func:`~universalrag.ingest.detect.sniff` labels of the supported formats.
 _SUPPORTED_LABELS = frozenset({"JPEG", "PNG", "WebP", "GIF", "BMP", "TIFF"})
-_JSON_KEYS: tuple[str, ...] = ("caption", "description", "title", "alt")
-#: Sidecars larger than this are refused: a caption is a sentence or a paragraph, not a file dump.
-_MAX_SIDECAR_BYTES = 1 << 20
 _HASH_CHUNK = 1 << 20
-
-# EXIF tags (IFD0 unless noted).
-_TAG_DESCRIPTION, _TAG_MAKE, _TAG_MODEL, _TAG_ORIENTATION, _TAG_DATETIME = 270, 271, 272, 274, 306
-_TAG_XP_TITLE, _TAG_XP_COMMENT = 0x9C9B, 0x9C9C
-_IFD_EXIF, _TAG_DATETIME_ORIGINAL, _TAG_USER_COMMENT = 0x8769, 36867, 37510
-
-#: Texts cameras and editors write into description fields by default; they describe nothing.
-_BOILERPLATE = frozenset({
-    "", "default", "image", "picture", "photo", "untitled", "digital camera", "olympus digital camera",
-    "sony dsc", "kodak digital still camera", "minolta digital camera", "samsung digital camera",
-    "exif_jpeg_picture", "created with gimp", "screenshot",
-})
-#: File-name tokens that name a camera or app rather than the content ("IMG_2031", "DSC0042", "PXL").
-_CAMERA_TOKEN = re.compile(
-    r"^(?:img|dsc|dscn|dscf|dcim|pxl|mvimg|pano|gopr|gp|dji|sam|wp|vid|pict|p)?"
-    r"\d*$|^\d+x\d+$|^[0-9a-f]{12,}$",
-    re.IGNORECASE,
-)
-_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +78,6 @@ class ImageInfo:
     metadata: dict[str, Any]
 
 
-def _collapse(text: str) -> str:
-    return " ".join(text.replace("\x00", " ").split())
-
-
 def _pil() -> Any:
     """The ``PIL.Image`` module, or MissingDependencyError naming the extra."""
     try:
@@ -114,126 +85,6 @@ def _pil() -> Any:
     except ImportError as e:
         raise MissingDependencyError("pillow", "images", feature="image ingestion") from e
     return Image
-
-
-# --------------------------------------------------------------------------- sidecars
-
-
-def _is_json_object(path: Path) -> bool:
-    """True when the file starts (after a BOM and whitespace) with ``{``: a JSON array is a table."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return False
-    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{")
-
-
-def sidecar_paths(path: str | Path) -> list[Path]:
-    """The sidecar files of the image at ``path`` that exist, in priority order.
-
-    Text sidecars are ``photo.jpg.txt`` and ``photo.txt``; JSON sidecars are ``photo.jpg.json`` and
-    ``photo.json`` when they hold an object (a JSON array is a table, not a sidecar). A folder walker
-    skips these so that a caption is not also ingested as a text document.
-    """
-    p = Path(path)
-    names = [p.with_name(p.name + ".txt"), p.with_suffix(".txt"), p.with_name(p.name + ".json"),
-             p.with_suffix(".json")]
-    return [s for s in names if s != p and s.is_file() and (s.suffix == ".txt" or _is_json_object(s))]
-
-
-def _read_sidecar(image: Path, sidecar: Path) -> str:
-    """The sidecar's text (UTF-8, BOM optional), or IngestError naming the image and the sidecar."""
-    try:
-        size = sidecar.stat().st_size
-        if size > _MAX_SIDECAR_BYTES:
-            raise IngestError(image, f"its sidecar {sidecar.name!r} is {size} bytes, too large for a "
-                                     "caption (limit 1 MiB); shorten it or rename it so it is not a sidecar.")
-        data = sidecar.read_bytes()
-    except OSError as e:
-        raise IngestError(image, f"its sidecar {sidecar.name!r} could not be read ({e.strerror or e}); "
-                                 "check its permissions.") from e
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise IngestError(image, f"its sidecar {sidecar.name!r} is not UTF-8 text (byte offset {e.start}); "
-                                 "re-save it as UTF-8.") from e
-
-
-def _json_sidecar(image: Path, sidecar: Path) -> dict[str, Any]:
-    raw = _read_sidecar(image, sidecar)
-    try:
-        value = json.loads(raw)
-    except ValueError as e:
-        raise IngestError(image, f"its JSON sidecar {sidecar.name!r} is not valid JSON ({e}); fix it or "
-                                 "remove it.") from e
-    if not isinstance(value, dict):
-        raise IngestError(image, f"its JSON sidecar {sidecar.name!r} must hold an object with a "
-                                 "'caption', 'description', 'title' or 'alt' key.")
-    return value
-
-
-# --------------------------------------------------------------------------- EXIF
-
-
-def _exif_text(value: Any, *, endian: str = "<", user_comment: bool = False) -> str:
-    """Text of an EXIF string, UTF-16 XP tag or UserComment (8-byte charset prefix)."""
-    if isinstance(value, str):
-        return _collapse(value)
-    if isinstance(value, tuple):  # some writers store XP tags as a tuple of byte values
-        value = bytes(v & 0xFF for v in value if isinstance(v, int))
-    if not isinstance(value, bytes):
-        return ""
-    if not user_comment:
-        return _collapse(value.decode("utf-16-le", errors="ignore"))
-    prefix, body = value[:8], value[8:]
-    codec = "ascii" if prefix.startswith(b"ASCII") else "utf-8"
-    if prefix.startswith(b"UNICODE"):
-        codec = "utf-16-be" if endian == ">" else "utf-16-le"
-    return _collapse(body.decode(codec, errors="ignore"))
-
-
-def _exif(img: Any) -> tuple[str, dict[str, Any]]:
-    """(best EXIF description or "", JSON-ready EXIF subset)."""
-    try:
-        exif = img.getexif()
-        sub = exif.get_ifd(_IFD_EXIF)
-    except Exception:  # noqa: BLE001 - malformed EXIF must not reject a picture that decodes
-        return "", {}
-    endian = getattr(exif, "endian", None) or "<"
-    candidates = [
-        _exif_text(exif.get(_TAG_DESCRIPTION)),
-        _exif_text(exif.get(_TAG_XP_TITLE)),
-        _exif_text(exif.get(_TAG_XP_COMMENT)),
-        _exif_text(sub.get(_TAG_USER_COMMENT), endian=endian, user_comment=True),
-    ]
-    description = next((c for c in candidates if c.lower() not in _BOILERPLATE), "")
-    subset: dict[str, Any] = {}
-    make, model = _exif_text(exif.get(_TAG_MAKE)), _exif_text(exif.get(_TAG_MODEL))
-    if make or model:
-        subset["camera"] = model if make and model.lower().startswith(make.lower()) else _collapse(f"{make} {model}")
-    if taken := _exif_text(sub.get(_TAG_DATETIME_ORIGINAL)) or _exif_text(exif.get(_TAG_DATETIME)):
-        subset["datetime"] = taken
-    if isinstance(orientation := exif.get(_TAG_ORIENTATION), int) and orientation != 1:
-        subset["orientation"] = orientation
-    if description:
-        subset["description"] = description
-    return description, subset
-
-
-# --------------------------------------------------------------------------- file names
-
-
-def filename_words(path: str | Path) -> str:
-    """Words of a file name without camera prefixes, numbers and hashes, lower-cased.
-
-    ``"IMG_2031_golden-gate.jpg"`` → ``"golden gate"``; ``"SunsetOverLake.png"`` → ``"sunset over
-    lake"``. When nothing is left (``"IMG_2031.jpg"``) the stem's tokens are returned as they are.
-    """
-    stem = Path(path).stem
-    tokens = [t for t in re.split(r"[\W_]+", _CAMEL.sub(" ", stem)) if t]
-    words = [t.lower() for t in tokens if not _CAMERA_TOKEN.match(t) and any(c.isalpha() for c in t)]
-    return " ".join(words) or " ".join(tokens) or stem or "image"
 
 
 # --------------------------------------------------------------------------- reading
@@ -311,7 +162,8 @@ def read_image(path: str | Path, *, caption: str | None = None, alt: str | None 
     The first frame of an animated GIF or WebP is decoded; the format comes from the content, not the
     extension. A missing, truncated, damaged or fake image (another file renamed ``.jpg``), and an
     unreadable or malformed sidecar, raise :class:`IngestError` naming the path and what to do.
-    A blank ``caption`` or ``alt`` counts as absent. See the module docstring for the priority order.
+    A blank ``caption`` or ``alt`` counts as absent. See :mod:`~universalrag.ingest.image_descriptions`
+    for the priority order.
     """
     p = Path(path)
     _check_file(p)
@@ -323,41 +175,20 @@ def read_image(path: str | Path, *, caption: str | None = None, alt: str | None 
         frames = int(getattr(img, "n_frames", 1) or 1)
         exif_description, exif_subset = _exif(img)
 
-    found = sidecar_paths(p)
-    json_path = next((s for s in found if s.suffix == ".json"), None)
-    sidecar_json = _json_sidecar(p, json_path) if json_path is not None else None
-
-    def from_text_sidecar() -> str:  # the first text sidecar that is not blank
-        texts = (_collapse(_read_sidecar(p, s)) for s in found if s.suffix == ".txt")
-        return next((t for t in texts if t), "")
-
-    def from_json() -> str:
-        if sidecar_json is None:
-            return ""
-        return next((_collapse(v) for k in _JSON_KEYS if isinstance(v := sidecar_json.get(k), str)
-                     and _collapse(v)), "")
-
-    sources = (
-        ("caption", lambda: _collapse(caption or "")),
-        ("sidecar", from_text_sidecar),
-        ("json", from_json),
-        ("exif", lambda: exif_description),
-        ("alt", lambda: _collapse(alt or "")),
-        ("filename", lambda: filename_words(p)),
-    )
-    source, description = next((name, text) for name, get in sources if (text := get()))
+    described = describe(p, caption=caption, alt=alt, exif_description=exif_description)
 
     metadata: dict[str, Any] = {
         "size_bytes": size, "format": fmt.lower(), "mime_type": _MIME.get(fmt, "application/octet-stream"),
-        "width": width, "height": height, "mode": mode, "frames": frames, "description_source": source,
+        "width": width, "height": height, "mode": mode, "frames": frames, "description_source": described.source,
     }
     if exif_subset:
         metadata["exif"] = exif_subset
-    if sidecar_json is not None:
-        metadata["sidecar"] = sidecar_json
-    if found:
-        metadata["sidecars"] = [s.name for s in found]
-    return ImageInfo(p, fmt.lower(), width, height, mode, frames, content_hash, description, source, metadata)
+    if described.sidecar_json is not None:
+        metadata["sidecar"] = described.sidecar_json
+    if described.sidecars:
+        metadata["sidecars"] = [s.name for s in described.sidecars]
+    return ImageInfo(p, fmt.lower(), width, height, mode, frames, content_hash, described.text, described.source,
+                     metadata)
 
 
 # --------------------------------------------------------------------------- pixels
