@@ -1,6 +1,6 @@
 """Image inputs (JPEG, PNG, WebP, GIF, BMP, TIFF) → validated :class:`ImageInfo` with a text channel.
 
-Pure functions: no database, no embedding. Pillow is imported on first use (the ``video`` extra);
+Pure functions: no database, no embedding. Pillow is imported on first use (the ``images`` extra);
 without it every function raises :class:`MissingDependencyError`.
 
 This module validates and reads images (format from the content, a full decode, a content hash) and
