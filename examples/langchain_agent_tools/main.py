@@ -1,0 +1,97 @@
+"""An agent with one search tool per corpus — offline.
+
+``create_corpus_tools(rag)`` gives a ``search_<corpus>`` tool for every corpus that holds data, described
+from the corpus registry, returning text for the model and the ``Document``s as the tool message's
+artifact. Here they go into LangChain's ``create_agent``; a scripted stand-in model makes the tool calls so
+that the example runs without a key. With a real model (``create_agent("openai:gpt-4o-mini", tools)``)
+the model picks the tool from the descriptions.
+
+    python examples/langchain_agent_tools/main.py [--database-url URL] [--schema NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_universalrag import create_corpus_tools
+from universalrag.demo import DEMO_VIDEO_OPTIONS, build_demo_files, demo_questions
+from universalrag.ingest.pipeline import IngestOptions
+from universalrag.pipeline import UniversalRAG
+
+
+def open_knowledge_base(database_url: str | None, schema: str) -> UniversalRAG:
+    """The demo knowledge base in ``schema`` (written and ingested when missing or changed)."""
+    rag = UniversalRAG(database_url=database_url, schema=schema, generator=None)
+    folder = rag.settings.home_dir / "demo" / schema
+    folder.mkdir(parents=True, exist_ok=True)
+    build_demo_files(folder)
+    report = rag.ingest([folder], options=IngestOptions(visual_encoder=rag.visual_encoder, video=DEMO_VIDEO_OPTIONS))
+    if not report.ok:
+        raise SystemExit(f"Ingestion failed: {report.failed}")
+    return rag
+
+
+class ScriptedToolCaller(BaseChatModel):
+    """A stand-in for a tool-calling chat model: calls ``tool`` with the question, then answers from the
+    first lines of what the tool returned."""
+
+    tool: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-tool-caller"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedToolCaller:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            reply = AIMessage(content="From " + last.name + ": " + " ".join(str(last.content).split())[:200])
+        else:
+            question = next(m.text for m in reversed(messages) if isinstance(m, HumanMessage))
+            reply = AIMessage(content="", tool_calls=[{"name": self.tool, "args": {"query": question},
+                                                       "id": "call_1", "type": "tool_call"}])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", help="PostgreSQL URL (default: UNIVERSALRAG_DATABASE_URL, else embedded)")
+    parser.add_argument("--schema", default="universalrag_demo", help="schema of the demo knowledge base")
+    args = parser.parse_args()
+    rag = open_knowledge_base(args.database_url, args.schema)
+    questions = {q.route: q.question for q in demo_questions()}
+
+    tools = create_corpus_tools(rag, k=2)
+    print("tools:")
+    for tool in tools:
+        print(f"  {tool.name}: {tool.description[:90]}")
+
+    for route in ("table", "clip"):
+        agent = create_agent(ScriptedToolCaller(tool=f"search_{route}"), tools,
+                             system_prompt="Answer with the search tools; cite what you used.")
+        state = agent.invoke({"messages": [HumanMessage(questions[route])]})
+        print(f"\nQ: {questions[route]}")
+        for message in state["messages"]:
+            if isinstance(message, AIMessage) and message.tool_calls:
+                call = message.tool_calls[0]
+                print(f"   tool call: {call['name']}({call['args']})")
+            elif isinstance(message, ToolMessage):
+                print(f"   tool result: {len(message.artifact)} documents")
+                for doc in message.artifact:
+                    m = doc.metadata
+                    print(f"     - [{m['corpus']}] {m['uri'].rsplit('/', 1)[-1]} score={m['score']:.3f}")
+        print(f"   answer: {state['messages'][-1].content}")
+    rag.close()
+
+
+if __name__ == "__main__":
+    main()

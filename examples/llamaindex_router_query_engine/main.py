@@ -1,0 +1,99 @@
+"""LlamaIndex's own RouterQueryEngine and RouterRetriever, routed by UniversalRAG's trained router — offline.
+
+1. Opens the knowledge base of ``universalrag demo`` (built and ingested on the first run, reused afterwards) in
+   embedded Postgres or ``UNIVERSALRAG_DATABASE_URL``.
+2. Wraps one query engine per corpus in ``QueryEngineTool``s whose names say nothing about corpora; the
+   ``UniversalRAGSelector`` maps each tool to a route by its description, then lets the shipped router choose
+   among them for every question (a tool described as answering from general knowledge stands for ``none``).
+3. Does the same for a ``RouterRetriever`` over ``corpus_retriever_tools(rag)`` (tools named ``search_<corpus>``,
+   mapped by name).
+
+``MockLLM`` stands in for the LLM that LlamaIndex's router engines require (it is only used to combine answers
+when several engines are selected); no LLM chooses a route.
+
+    python examples/llamaindex_router_query_engine/main.py [--database-url URL] [--schema NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import RouterQueryEngine
+from llama_index.core.retrievers import RouterRetriever
+from llama_index.core.tools import QueryEngineTool, ToolMetadata
+from llama_index.retrievers.universalrag import (
+    UniversalRAGQueryEngine,
+    UniversalRAGSelector,
+    corpus_retriever_tools,
+)
+from universalrag.demo import DEMO_VIDEO_OPTIONS, build_demo_files, demo_questions
+from universalrag.ingest.pipeline import IngestOptions
+from universalrag.pipeline import UniversalRAG
+
+#: (tool name, description, the corpus its engine searches — "none": the LLM answers alone)
+ENGINES = [
+    ("observatory_facts", ("Short passages about Meridian Hill Observatory and its history, each answering one "
+                           "specific factual question."), "paragraph"),
+    ("logs_and_measurements", ("Tables: the observatory's observing log and the glacier's yearly measurements, "
+                               "with figures, counts and records."), "table"),
+    ("photo_library", "Photographs, for questions about what something or someone looks like.", "image"),
+    ("video_moments", ("Scenes of the night-sky photography video with their transcript, for questions about a "
+                       "specific moment in the video."), "clip"),
+    ("general_knowledge", "Answers from general knowledge, arithmetic or reasoning alone, without searching.",
+     "none"),
+]
+
+
+def open_knowledge_base(database_url: str | None, schema: str) -> UniversalRAG:
+    """The demo knowledge base in ``schema`` (written and ingested when missing or changed); no generator."""
+    rag = UniversalRAG(database_url=database_url, schema=schema, generator=None)
+    folder = rag.settings.home_dir / "demo" / schema
+    folder.mkdir(parents=True, exist_ok=True)
+    build_demo_files(folder)
+    report = rag.ingest([folder], options=IngestOptions(visual_encoder=rag.visual_encoder, video=DEMO_VIDEO_OPTIONS))
+    if not report.ok:
+        raise SystemExit(f"Ingestion failed: {report.failed}")
+    return rag
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", help="PostgreSQL URL (default: UNIVERSALRAG_DATABASE_URL, else embedded)")
+    parser.add_argument("--schema", default="universalrag_demo", help="schema of the demo knowledge base")
+    args = parser.parse_args()
+    rag = open_knowledge_base(args.database_url, args.schema)
+    llm = MockLLM()
+
+    # 1. RouterQueryEngine: LlamaIndex's engine, our selector, tools mapped to routes by their descriptions.
+    tools = [QueryEngineTool(query_engine=UniversalRAGQueryEngine(rag=rag, routes=[corpus], similarity_top_k=1,
+                                                                  llm=llm if corpus == "none" else None),
+                             metadata=ToolMetadata(name=name, description=description))
+             for name, description, corpus in ENGINES]
+    selector = UniversalRAGSelector(rag=rag)
+    print("tools → routes:", ", ".join(f"{t.metadata.name} → {m.route} (by {m.how})"
+                                       for t, m in zip(tools, selector.map_choices([t.metadata for t in tools]))))
+    engine = RouterQueryEngine(selector=selector, query_engine_tools=tools, llm=llm)
+    for question in demo_questions():
+        if question.route in ("document", "video"):
+            continue  # no tool searches these corpora here; the router may only choose among the tools' routes
+        response = engine.query(question.question)
+        result = response.metadata["selector_result"]
+        chosen = ", ".join(tools[i].metadata.name or "?" for i in result.inds)
+        sources = sorted({n.metadata["corpus"] for n in response.source_nodes}) or ["-"]
+        print(f"\nQ: {question.question}\n   selected: {chosen}  (sources: {', '.join(sources)})")
+        print(f"   why: {result.reasons[0]}")
+
+    # 2. RouterRetriever over one RetrieverTool per corpus (named search_<corpus>: mapped by name).
+    retriever = RouterRetriever(selector=UniversalRAGSelector(rag=rag), retriever_tools=corpus_retriever_tools(rag),
+                                llm=llm)
+    for question in demo_questions():
+        if question.route == "none":
+            continue  # no tool stands for `none`: the selector would raise (or use fallback=)
+        nodes = retriever.retrieve(question.question)
+        print(f"\nRouterRetriever: {question.question}\n   corpora: {sorted({n.metadata['corpus'] for n in nodes})}")
+    rag.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Core hits ↔ LangChain ``Document``s, and LangChain document ids ↔ the store's UUID unit ids."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from universalrag.types import Granularity, Hit, Modality, RouteDecision
+
+__all__ = [
+    "CORE_KEYS",
+    "ID_KEY",
+    "decision_from_dict",
+    "document_to_hit",
+    "documents_to_hits",
+    "hit_to_document",
+    "hits_to_documents",
+    "unit_id",
+]
+
+#: Unit metadata key holding a LangChain id that is not a UUID (the store keys units by UUID).
+ID_KEY = "_langchain_id"
+
+#: The metadata keys :func:`hit_to_document` adds on top of the unit's own metadata.
+CORE_KEYS = frozenset({
+    "id", "corpus", "modality", "granularity", "score", "uri", "start_s", "end_s", "source_id", "parent_id",
+    "matched_parts", "channel_scores", "routes", "route_scores", "router",
+})
+
+_NAMESPACE = uuid.UUID("5c1f3f0e-8d1b-4c53-9a4e-2b2f6a0c7d11")
+
+
+def unit_id(doc_id: str) -> str:
+    """The store's UUID for a LangChain document id: the id itself when it is a UUID, else a stable UUIDv5."""
+    try:
+        return str(uuid.UUID(doc_id))
+    except (ValueError, AttributeError, TypeError):
+        return str(uuid.uuid5(_NAMESPACE, str(doc_id)))
+
+
+def decision_from_dict(data: Mapping[str, Any] | RouteDecision) -> RouteDecision:
+    """A decision from its ``RouteDecision.to_dict()`` form, as graph states hold it (a :class:`RouteDecision`
+    is returned as is)."""
+    if isinstance(data, RouteDecision):
+        return data
+    return RouteDecision(routes=tuple(data.get("routes", ())), scores=dict(data.get("scores", {})),
+                         router=str(data.get("router", "")), latency_ms=float(data.get("latency_ms", 0.0)))
+
+
+def _own_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
+    meta = dict(hit.metadata)
+    doc_id = meta.pop(ID_KEY, None)
+    return (str(doc_id) if doc_id is not None else hit.id), meta
+
+
+def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None) -> Document:
+    """A hit as a ``Document``: its content, the unit's own metadata, then the hit's fields (corpus, modality,
+    granularity, score, uri, start_s/end_s, source_id, parent_id, matched_parts, channel_scores) and, when
+    given, the route decision (routes, route_scores, router)."""
+    doc_id, meta = _own_metadata(hit)
+    meta.update({
+        "id": doc_id, "corpus": hit.corpus, "modality": str(hit.modality) if hit.modality else None,
+        "granularity": str(hit.granularity) if hit.granularity else None, "score": float(hit.score),
+        "uri": hit.uri, "start_s": hit.start_s, "end_s": hit.end_s, "source_id": hit.source_id,
+        "parent_id": hit.parent_id,
+    })
+    if hit.matched_parts:
+        meta["matched_parts"] = [{"index": i, "text": t, "score": float(s)} for i, t, s in hit.matched_parts]
+    if hit.channel_scores:
+        meta["channel_scores"] = {k: float(v) for k, v in hit.channel_scores.items()}
+    if decision is not None:
+        meta.update(routes=list(decision.routes), route_scores={k: float(v) for k, v in decision.scores.items()},
+                    router=decision.router)
+    return Document(id=doc_id, page_content=hit.content, metadata=meta)
+
+
+def hits_to_documents(hits: Iterable[Hit], *, decision: RouteDecision | None = None) -> list[Document]:
+    """:func:`hit_to_document` for each hit."""
+    return [hit_to_document(h, decision=decision) for h in hits]
+
+
+def document_to_hit(doc: Document) -> Hit:
+    """A ``Document`` made by :func:`hit_to_document` back as a :class:`Hit` (other documents become text hits
+    of corpus ``"external"``, so that they can still be shown to a model)."""
+    meta = dict(doc.metadata)
+    parts = tuple((int(p["index"]), str(p["text"]), float(p["score"])) for p in meta.get("matched_parts") or ())
+    own = {k: v for k, v in meta.items() if k not in CORE_KEYS}
+    modality, granularity = meta.get("modality"), meta.get("granularity")
+    return Hit(
+        corpus=str(meta.get("corpus") or "external"), id=str(meta.get("id") or doc.id or ""),
+        score=float(meta.get("score") or 0.0), content=doc.page_content, uri=meta.get("uri"), metadata=own,
+        parent_id=meta.get("parent_id"), start_s=meta.get("start_s"), end_s=meta.get("end_s"),
+        source_id=meta.get("source_id"), modality=Modality(modality) if modality else Modality.TEXT,
+        granularity=Granularity(granularity) if granularity else None, matched_parts=parts,
+        channel_scores=dict(meta.get("channel_scores") or {}),
+    )
+
+
+def documents_to_hits(docs: Sequence[Document]) -> list[Hit]:
+    """:func:`document_to_hit` for each document."""
+    return [document_to_hit(d) for d in docs]

@@ -1,0 +1,230 @@
+"""LangGraph building blocks: a routing edge and node, per-corpus retrieval nodes, a generation node, and
+:func:`build_graph`, which wires them into route → parallel retrieval → generate.
+
+The pieces read and write plain state keys, so they drop into a user's own ``StateGraph``:
+
+- ``question`` (``str``) — the question; when absent, the text of the last human message in ``messages``;
+- ``decision`` (``dict``) — the route decision written by :func:`make_route_node`
+  (``{"routes": [...], "scores": {...}, "router": ..., "latency_ms": ...}``);
+- ``documents`` (``list[Document]``, reducer ``operator.add``) — what the retrieval nodes found; with a
+  checkpointer the list grows across turns of a thread (start a new thread per question, or give your state
+  a reducer that resets);
+- ``answer`` (``str | None``) and ``citations`` (``list[str]``) — written by the generation node.
+
+Corpus nodes are named ``retrieve_<corpus>`` (see :func:`retrieve_node_name`).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, TypedDict
+
+from ._deps import require_langgraph
+
+require_langgraph()
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.runnables import RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Send
+from universalrag.errors import RoutingError
+from universalrag.evidence import build_evidence
+from universalrag.pipeline import UniversalRAG, fuse
+from universalrag.types import NO_RETRIEVAL, Hit, RouteDecision
+
+from ._convert import decision_from_dict, documents_to_hits, hits_to_documents
+from .generators import LangChainGenerator
+
+__all__ = [
+    "UniversalRAGState",
+    "build_graph",
+    "make_generate_node",
+    "make_retrieve_node",
+    "make_route_edge",
+    "make_route_node",
+    "question_of",
+    "retrieve_node_name",
+]
+
+GENERATE = "generate"
+
+
+class UniversalRAGState(TypedDict, total=False):
+    """The state of :func:`build_graph` (see the module docstring for each key)."""
+
+    question: str
+    messages: Annotated[list[AnyMessage], add_messages]
+    decision: dict[str, Any]
+    documents: Annotated[list[Document], operator.add]
+    answer: str | None
+    citations: list[str]
+
+
+def _get(state: Any, key: str) -> Any:
+    return state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+
+
+def question_of(state: Any) -> str:
+    """The question in ``state``: its ``question``, else the text of the last human message."""
+    question = _get(state, "question")
+    if isinstance(question, str) and question.strip():
+        return question
+    for message in reversed(_get(state, "messages") or []):
+        if getattr(message, "type", None) == "human":
+            return str(message.text)
+        if isinstance(message, Mapping) and message.get("role") in ("user", "human"):
+            return str(message.get("content", ""))
+    raise RoutingError("The graph state holds no question: set state['question'] or add a human message "
+                       "to state['messages'].")
+
+
+def retrieve_node_name(corpus: str) -> str:
+    """The node name of a corpus's retrieval node: ``retrieve_<corpus>``."""
+    return f"retrieve_{corpus}"
+
+
+def _decision(state: Any) -> RouteDecision | None:
+    data = _get(state, "decision")
+    return decision_from_dict(data) if data else None
+
+
+def make_route_node(rag: UniversalRAG) -> RunnableLambda:
+    """A node that routes the state's question and writes ``{"decision": {...}}`` into the state."""
+    def route(state: Any) -> dict[str, Any]:
+        return {"decision": rag.route(question_of(state)).to_dict()}
+
+    async def aroute(state: Any) -> dict[str, Any]:
+        return {"decision": (await rag.aroute(question_of(state))).to_dict()}
+
+    return RunnableLambda(route, afunc=aroute, name="route")
+
+
+def make_route_edge(rag: UniversalRAG, *, corpora: Sequence[str] | None = None,
+                    node_name: Callable[[str], str] = retrieve_node_name,
+                    none_node: str = GENERATE) -> RunnableLambda:
+    """A path function for ``add_conditional_edges``.
+
+    It takes the decision in ``state["decision"]`` (written by :func:`make_route_node`) or routes the question
+    itself, then returns the node of the chosen corpus, a ``Send`` per node when several corpora are chosen
+    (they run in parallel; each receives ``{"question", "decision"}``), or ``none_node`` (the generation
+    node, or ``END``) for the ``none`` route. With ``corpora``, routes to other corpora are ignored (use it
+    when your graph has nodes for some corpora only). Pass the possible destinations as the path map::
+
+        builder.add_conditional_edges("route", make_route_edge(rag), [*corpus_nodes, "generate"])
+    """
+    allowed = set(corpora) if corpora is not None else None
+
+    def targets(question: str, decision: RouteDecision) -> str | list[Send]:
+        routes = [r for r in dict.fromkeys(decision.routes)
+                  if r != NO_RETRIEVAL and (allowed is None or r in allowed)]
+        if not routes:
+            return none_node
+        if len(routes) == 1:
+            return node_name(routes[0])
+        arg = {"question": question, "decision": decision.to_dict()}
+        return [Send(node_name(r), dict(arg)) for r in routes]
+
+    def edge(state: Any) -> str | list[Send]:
+        question = question_of(state)
+        return targets(question, _decision(state) or rag.route(question))
+
+    async def aedge(state: Any) -> str | list[Send]:
+        question = question_of(state)
+        return targets(question, _decision(state) or await rag.aroute(question))
+
+    return RunnableLambda(edge, afunc=aedge, name="route_edge")
+
+
+def make_retrieve_node(rag: UniversalRAG, corpus: str, *, k: int | None = None,
+                       filters: Mapping[str, Any] | None = None) -> RunnableLambda:
+    """A node searching ``corpus`` for the state's question; returns ``{"documents": [...]}`` (appended to the
+    state's list), each document carrying the decision in its metadata when the state holds one."""
+    def done(hits: list[Hit], state: Any) -> dict[str, Any]:
+        return {"documents": hits_to_documents(hits, decision=_decision(state))}
+
+    def retrieve(state: Any) -> dict[str, Any]:
+        return done(rag.retrieve(question_of(state), k=k, routes=[corpus], filters=filters), state)
+
+    async def aretrieve(state: Any) -> dict[str, Any]:
+        return done(await rag.aretrieve(question_of(state), k=k, routes=[corpus], filters=filters), state)
+
+    return RunnableLambda(retrieve, afunc=aretrieve, name=retrieve_node_name(corpus))
+
+
+def _ranked(rag: UniversalRAG, documents: Sequence[Document], decision: RouteDecision | None) -> list[Hit]:
+    """The state's documents as one ranking: per corpus (in the decision's order), fused like the core does."""
+    by_corpus: dict[str, list[Hit]] = {}
+    for hit in documents_to_hits(documents):
+        by_corpus.setdefault(hit.corpus, []).append(hit)
+    order = {r: i for i, r in enumerate(decision.routes if decision else ())}
+    lists = [sorted(hits, key=lambda h: -h.score)
+             for _, hits in sorted(by_corpus.items(), key=lambda kv: order.get(kv[0], len(order)))]
+    return fuse(lists, method=rag.fusion)
+
+
+def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None) -> RunnableLambda:
+    """A node answering the question from the state's documents.
+
+    The documents are fused into one ranking and turned into evidence (text, table rows, images, frames of
+    clips and videos, within ``rag.budget``). With ``llm`` (any LangChain chat model; multimodal models see
+    the pictures as image blocks) or else the core's configured generator, it writes ``answer`` and
+    ``citations`` (and appends an ``AIMessage`` when the state has ``messages``); with neither, ``answer`` is
+    ``None`` and the documents are the result.
+    """
+    generator = LangChainGenerator(llm) if llm is not None else None
+
+    def prepare(state: Any) -> tuple[str, list[Any], Any]:
+        question, gen = question_of(state), generator or rag.generator
+        if gen is None:  # retrieval only: no need to load pictures
+            return question, [], None
+        hits = _ranked(rag, _get(state, "documents") or [], _decision(state))
+        return question, build_evidence(hits, budget=rag.budget), gen
+
+    def finish(state: Any, text: str | None, citations: Sequence[str]) -> dict[str, Any]:
+        update: dict[str, Any] = {"answer": text, "citations": list(citations)}
+        if text is not None and _get(state, "messages") is not None:
+            update["messages"] = [AIMessage(content=text)]
+        return update
+
+    def generate(state: Any) -> dict[str, Any]:
+        question, evidence, gen = prepare(state)
+        if gen is None:
+            return finish(state, None, ())
+        result = gen.generate(question, evidence)
+        return finish(state, result.text, result.citations)
+
+    async def agenerate(state: Any) -> dict[str, Any]:
+        question, evidence, gen = prepare(state)
+        if gen is None:
+            return finish(state, None, ())
+        result = await gen.agenerate(question, evidence)
+        return finish(state, result.text, result.citations)
+
+    return RunnableLambda(generate, afunc=agenerate, name=GENERATE)
+
+
+def build_graph(rag: UniversalRAG, llm: BaseChatModel | None = None, *, corpora: Sequence[str] | None = None,
+                k: int | None = None, checkpointer: Any = None) -> CompiledStateGraph:
+    """A compiled graph over :class:`UniversalRAGState`: ``route`` → the chosen ``retrieve_<corpus>`` nodes
+    in parallel → ``generate`` → END (the ``none`` route goes straight to ``generate``).
+
+    ``corpora`` are the corpora that get a node (default: every registered corpus that holds rows, read from
+    the registry now). Invoke with ``{"question": ...}`` or ``{"messages": [HumanMessage(...)]}``.
+    """
+    names = list(corpora) if corpora is not None else rag.store.nonempty()
+    builder = StateGraph(UniversalRAGState)
+    builder.add_node("route", make_route_node(rag))
+    for name in names:
+        builder.add_node(retrieve_node_name(name), make_retrieve_node(rag, name, k=k))
+        builder.add_edge(retrieve_node_name(name), GENERATE)
+    builder.add_node(GENERATE, make_generate_node(rag, llm))
+    builder.add_edge(START, "route")
+    builder.add_conditional_edges("route", make_route_edge(rag, corpora=names),
+                                  [*map(retrieve_node_name, names), GENERATE])
+    builder.add_edge(GENERATE, END)
+    return builder.compile(checkpointer=checkpointer, name="universalrag")

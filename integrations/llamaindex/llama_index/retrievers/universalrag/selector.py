@@ -1,0 +1,217 @@
+"""``UniversalRAGSelector``: the core's router as a LlamaIndex selector.
+
+LlamaIndex's ``RouterQueryEngine`` and ``RouterRetriever`` ask a selector to pick among ``ToolMetadata``
+choices. This selector routes the query with a universalrag router over routes, so each choice is first
+mapped to one route, in this order:
+
+1. **explicitly**, by ``choice_routes={"choice name": "route"}``;
+2. **by name**, when the choice's name is a route or a corpus name (``table``, ``slides``), or
+   ``search_<name>`` (the tools :func:`corpus_retriever_tools` makes), case-insensitively;
+3. **by description**, otherwise: the choice's description is compared with the route descriptions (the seven
+   built-in routes of :data:`universalrag.routing.ROUTE_DESCRIPTIONS`, and the registry's corpus descriptions
+   when ``rag`` is given) by the core's :meth:`ExampleRouter.from_descriptions` — embedding similarity — and
+   mapped to the most similar route. A choice describing an LLM that answers from general knowledge maps to
+   ``none``.
+
+The router then routes the query with the mapped routes as its only candidates, and every choice mapped to a
+chosen route is selected, primary route first (several when the decision is multi-label and ``multi=True``).
+When the router decides ``none`` and no choice maps to ``none``, the ``fallback`` choice is selected (an index,
+a choice name, or ``"best"``: the choice whose route the router scored highest); without a fallback a
+:class:`~universalrag.errors.RoutingError` explains what to do. Mappings are cached per set of choices.
+
+A router only chooses routes it can score: the shipped trained router knows the seven built-in routes; route to
+user-defined corpora with an :class:`~universalrag.routing.ExampleRouter` (``router=``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from llama_index.core.base.base_selector import BaseSelector, MultiSelection, SelectorResult, SingleSelection
+from llama_index.core.prompts.mixin import PromptDictType
+from llama_index.core.schema import QueryBundle
+from llama_index.core.tools.types import ToolMetadata
+
+from universalrag.errors import RoutingError
+from universalrag.pipeline import UniversalRAG
+from universalrag.routing import ROUTE_DESCRIPTIONS, ExampleRouter, Router
+from universalrag.types import NO_RETRIEVAL, RouteDecision
+
+from .base import TOOL_PREFIX
+
+__all__ = ["ChoiceRoute", "UniversalRAGSelector"]
+
+@dataclass(frozen=True, slots=True)
+class ChoiceRoute:
+    """The route a choice stands for, how it was found (``explicit``, ``name`` or ``description``) and, for
+    descriptions, the description-similarity probability of that route."""
+
+    route: str
+    how: Literal["explicit", "name", "description"]
+    probability: float | None = None
+
+
+class UniversalRAGSelector(BaseSelector):
+    """Selects LlamaIndex choices (``ToolMetadata``) with a universalrag router; see the module docstring.
+
+    Give ``rag=`` (its router, its embedder and its registry's corpus descriptions are used) and/or ``router=``
+    (overrides ``rag.router``). ``embedder`` matches descriptions (default: ``rag.embedder``, else the bundled
+    MiniLM). ``choice_routes`` maps choice names to routes explicitly. ``multi=False`` selects one choice only.
+    ``fallback`` is used when the router decides ``none`` and no choice stands for ``none``.
+    """
+
+    def __init__(self, *, rag: UniversalRAG | None = None, router: Router | None = None, embedder: Any = None,
+                 choice_routes: Mapping[str, str] | None = None, multi: bool = True,
+                 fallback: int | str | None = None) -> None:
+        if rag is None and router is None:
+            raise ValueError("UniversalRAGSelector needs rag= (a UniversalRAG) or router= (a universalrag Router).")
+        if isinstance(fallback, bool):
+            raise TypeError("fallback must be a choice index, a choice name or 'best', not a bool.")
+        self.rag = rag
+        self._router = router
+        self._embedder = embedder
+        self.choice_routes = dict(choice_routes or {})
+        self.multi = multi
+        self.fallback = fallback
+        self._lock = threading.Lock()
+        self._matcher: tuple[dict[str, str], ExampleRouter] | None = None
+        self._cache: dict[tuple[tuple[str | None, str], ...], list[ChoiceRoute]] = {}
+
+    def __repr__(self) -> str:
+        return f"UniversalRAGSelector(router={self.router.name!r}, multi={self.multi}, fallback={self.fallback!r})"
+
+    # -- prompt mixin: this selector has no prompts ---------------------------------------------------------
+    def _get_prompts(self) -> PromptDictType:
+        return {}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        """Nothing to update: routing uses no prompt here."""
+
+    # -- parts ----------------------------------------------------------------------------------------------
+    @property
+    def router(self) -> Router:
+        """The router deciding the routes (``router=``, else ``rag.router``)."""
+        if self._router is not None:
+            return self._router
+        assert self.rag is not None
+        return self.rag.router
+
+    def route_descriptions(self) -> dict[str, str]:
+        """The descriptions choices are matched against: built-in routes, plus the registry's corpora."""
+        out = dict(ROUTE_DESCRIPTIONS)
+        if self.rag is not None:
+            out.update({name: spec.description for name, spec in self.rag.store.corpora().items()
+                        if spec.description})
+        return out
+
+    def _known_routes(self, descriptions: Mapping[str, str]) -> set[str]:
+        return set(descriptions) | set(getattr(self.router, "routes", ()) or ())
+
+    def _description_matcher(self, descriptions: dict[str, str]) -> ExampleRouter:
+        if self._matcher is None or self._matcher[0] != descriptions:
+            embedder = self._embedder or (self.rag.embedder if self.rag is not None else None)
+            self._matcher = (descriptions, ExampleRouter.from_descriptions(descriptions, embedder=embedder,
+                                                                           multi=False))
+        return self._matcher[1]
+
+    # -- mapping choices to routes --------------------------------------------------------------------------
+    def map_choices(self, choices: Sequence[ToolMetadata | str]) -> list[ChoiceRoute]:
+        """The route each choice stands for (explicit mapping, then name, then description similarity)."""
+        metas = [c if isinstance(c, ToolMetadata) else ToolMetadata(description=str(c)) for c in choices]
+        key = tuple((m.name, m.description) for m in metas)
+        with self._lock:
+            if key in self._cache:
+                return self._cache[key]
+            descriptions = self.route_descriptions()
+            known = self._known_routes(descriptions)
+            mapped: list[ChoiceRoute | None] = [self._by_name(m, known) for m in metas]
+            pending = [i for i, m in enumerate(mapped) if m is None]
+            if pending:
+                scores = self._description_matcher(descriptions).score_many(
+                    [metas[i].description or metas[i].name or "" for i in pending])
+                for i, row in zip(pending, scores):
+                    best = max(row, key=row.__getitem__)
+                    mapped[i] = ChoiceRoute(best, "description", row[best])
+            result = [m for m in mapped if m is not None]
+            self._cache[key] = result
+            return result
+
+    def _by_name(self, meta: ToolMetadata, known: set[str]) -> ChoiceRoute | None:
+        if meta.name is not None and meta.name in self.choice_routes:
+            return ChoiceRoute(self.choice_routes[meta.name], "explicit")
+        name = (meta.name or "").strip().lower()
+        for candidate in (name, name.removeprefix(TOOL_PREFIX)):
+            if candidate and candidate in known:
+                return ChoiceRoute(candidate, "name")
+        return None
+
+    # -- selecting ------------------------------------------------------------------------------------------
+    def select_with_decision(self, choices: Sequence[ToolMetadata | str], query: QueryBundle | str
+                             ) -> tuple[SelectorResult, RouteDecision]:
+        """The selection and the router's decision behind it."""
+        metas = [c if isinstance(c, ToolMetadata) else ToolMetadata(description=str(c)) for c in choices]
+        if not metas:
+            raise RoutingError("UniversalRAGSelector got no choices to select from.")
+        query_str = query.query_str if isinstance(query, QueryBundle) else query
+        mapping = self.map_choices(metas)
+        decision = self.router.route(query_str, candidates={m.route for m in mapping})
+        return self._selection(metas, mapping, decision, query_str), decision
+
+    def _selection(self, metas: Sequence[ToolMetadata], mapping: Sequence[ChoiceRoute], decision: RouteDecision,
+                   query: str) -> SelectorResult:
+        picks: list[SingleSelection] = []
+        for route in decision.routes:
+            for index, item in enumerate(mapping):
+                if item.route == route:
+                    picks.append(SingleSelection(index=index, reason=self._reason(metas[index], item, decision)))
+        if not picks:
+            picks = [self._fallback(metas, mapping, decision, query)]
+        return MultiSelection(selections=picks if self.multi else picks[:1])
+
+    @staticmethod
+    def _how(item: ChoiceRoute) -> str:
+        if item.how == "description":
+            return f"by description similarity (p={item.probability or 0.0:.2f})"
+        return "by the choice_routes= mapping" if item.how == "explicit" else "by its name"
+
+    def _reason(self, meta: ToolMetadata, item: ChoiceRoute, decision: RouteDecision) -> str:
+        p = decision.scores.get(item.route)
+        score = f" (p={p:.2f})" if p is not None else ""
+        return (f"router {decision.router!r} chose route {item.route!r}{score}; "
+                f"choice {meta.name or meta.description[:40]!r} stands for that route {self._how(item)}.")
+
+    def _fallback(self, metas: Sequence[ToolMetadata], mapping: Sequence[ChoiceRoute], decision: RouteDecision,
+                  query: str) -> SingleSelection:
+        routes = ", ".join(decision.routes) or NO_RETRIEVAL
+        if self.fallback is None:
+            raise RoutingError(
+                f"The router chose {routes} for {query!r}, and no choice stands for that route. Add a choice named "
+                f"{NO_RETRIEVAL!r} (for instance a query engine that answers from the LLM alone), or pass "
+                "fallback= to UniversalRAGSelector (a choice index, a choice name, or 'best')."
+            )
+        names = [m.name for m in metas]
+        if isinstance(self.fallback, int):
+            if not 0 <= self.fallback < len(metas):
+                raise RoutingError(f"fallback={self.fallback} is not a choice index (there are {len(metas)}).")
+            index = self.fallback
+        elif self.fallback in names:
+            index = names.index(self.fallback)
+        elif self.fallback == "best":
+            order = [i for i, m in enumerate(mapping) if m.route != NO_RETRIEVAL] or list(range(len(metas)))
+            index = max(order, key=lambda i: decision.scores.get(mapping[i].route, 0.0))
+        else:
+            raise RoutingError(f"fallback={self.fallback!r} names no choice; choices are {names}.")
+        meta, item = metas[index], mapping[index]
+        reason = (f"fallback: router {decision.router!r} chose {routes}, which no choice stands for; selected "
+                  f"{meta.name or meta.description[:40]!r} (route {item.route!r} {self._how(item)}).")
+        return SingleSelection(index=index, reason=reason)
+
+    def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> SelectorResult:
+        return self.select_with_decision(choices, query)[0]
+
+    async def _aselect(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> SelectorResult:
+        return (await asyncio.to_thread(self.select_with_decision, choices, query))[0]
