@@ -15,7 +15,6 @@ The chat models are stand-ins so that the example runs without a key; swap in an
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -26,21 +25,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 from langchain_universalrag import UniversalRAGRetriever, build_chat_messages, format_documents
-from universalrag.demo import DEMO_VIDEO_OPTIONS, build_demo_files, demo_questions
-from universalrag.ingest.pipeline import IngestOptions
-from universalrag.pipeline import UniversalRAG
-
-
-def open_knowledge_base(database_url: str | None, schema: str) -> UniversalRAG:
-    """The demo knowledge base in ``schema`` (written and ingested when missing or changed)."""
-    rag = UniversalRAG(database_url=database_url, schema=schema, generator=None)
-    folder = rag.settings.home_dir / "demo" / schema
-    folder.mkdir(parents=True, exist_ok=True)
-    build_demo_files(folder)
-    report = rag.ingest([folder], options=IngestOptions(visual_encoder=rag.visual_encoder, video=DEMO_VIDEO_OPTIONS))
-    if not report.ok:
-        raise SystemExit(f"Ingestion failed: {report.failed}")
-    return rag
+from universalrag.demo import demo_arguments, demo_questions, open_demo
 
 
 class PictureCounter(BaseChatModel):
@@ -60,11 +45,9 @@ class PictureCounter(BaseChatModel):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database-url", help="PostgreSQL URL (default: UNIVERSALRAG_DATABASE_URL, else embedded)")
-    parser.add_argument("--schema", default="universalrag_demo", help="schema of the demo knowledge base")
+    parser = demo_arguments(description=__doc__.splitlines()[0])
     args = parser.parse_args()
-    rag = open_knowledge_base(args.database_url, args.schema)
+    rag, _ = open_demo(database_url=args.database_url, schema=args.schema, generator=None)
     questions = {q.route: q.question for q in demo_questions()}
 
     # 1. The retriever: routing + per-corpus search, Documents with rich metadata.

@@ -12,7 +12,6 @@ that the example runs without a key; pass any LangChain chat model instead.
 
 from __future__ import annotations
 
-import argparse
 import operator
 from typing import Annotated, Any
 
@@ -22,21 +21,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_universalrag.graph import build_graph, make_retrieve_node, make_route_edge, make_route_node
 from langgraph.graph import END, START, MessagesState, StateGraph
-from universalrag.demo import DEMO_VIDEO_OPTIONS, build_demo_files, demo_questions
-from universalrag.ingest.pipeline import IngestOptions
+from universalrag.demo import demo_arguments, demo_questions, open_demo
 from universalrag.pipeline import UniversalRAG
-
-
-def open_knowledge_base(database_url: str | None, schema: str) -> UniversalRAG:
-    """The demo knowledge base in ``schema`` (written and ingested when missing or changed)."""
-    rag = UniversalRAG(database_url=database_url, schema=schema, generator=None)
-    folder = rag.settings.home_dir / "demo" / schema
-    folder.mkdir(parents=True, exist_ok=True)
-    build_demo_files(folder)
-    report = rag.ingest([folder], options=IngestOptions(visual_encoder=rag.visual_encoder, video=DEMO_VIDEO_OPTIONS))
-    if not report.ok:
-        raise SystemExit(f"Ingestion failed: {report.failed}")
-    return rag
 
 
 class EvidenceReader(BaseChatModel):
@@ -87,12 +73,10 @@ def chat_agent(rag: UniversalRAG) -> Any:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database-url", help="PostgreSQL URL (default: UNIVERSALRAG_DATABASE_URL, else embedded)")
-    parser.add_argument("--schema", default="universalrag_demo", help="schema of the demo knowledge base")
+    parser = demo_arguments(description=__doc__.splitlines()[0])
     parser.add_argument("--mermaid", action="store_true", help="print the compiled graph as a Mermaid diagram")
     args = parser.parse_args()
-    rag = open_knowledge_base(args.database_url, args.schema)
+    rag, _ = open_demo(database_url=args.database_url, schema=args.schema, generator=None)
     questions = {q.route: q.question for q in demo_questions()}
 
     graph = build_graph(rag, EvidenceReader(), k=2)

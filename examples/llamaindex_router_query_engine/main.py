@@ -16,8 +16,6 @@ when several engines are selected); no LLM chooses a route.
 
 from __future__ import annotations
 
-import argparse
-
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RouterQueryEngine
 from llama_index.core.retrievers import RouterRetriever
@@ -27,9 +25,7 @@ from llama_index.retrievers.universalrag import (
     UniversalRAGSelector,
     corpus_retriever_tools,
 )
-from universalrag.demo import DEMO_VIDEO_OPTIONS, build_demo_files, demo_questions
-from universalrag.ingest.pipeline import IngestOptions
-from universalrag.pipeline import UniversalRAG
+from universalrag.demo import demo_arguments, demo_questions, open_demo
 
 #: (tool name, description, the corpus its engine searches — "none": the LLM answers alone)
 ENGINES = [
@@ -45,24 +41,11 @@ ENGINES = [
 ]
 
 
-def open_knowledge_base(database_url: str | None, schema: str) -> UniversalRAG:
-    """The demo knowledge base in ``schema`` (written and ingested when missing or changed); no generator."""
-    rag = UniversalRAG(database_url=database_url, schema=schema, generator=None)
-    folder = rag.settings.home_dir / "demo" / schema
-    folder.mkdir(parents=True, exist_ok=True)
-    build_demo_files(folder)
-    report = rag.ingest([folder], options=IngestOptions(visual_encoder=rag.visual_encoder, video=DEMO_VIDEO_OPTIONS))
-    if not report.ok:
-        raise SystemExit(f"Ingestion failed: {report.failed}")
-    return rag
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--database-url", help="PostgreSQL URL (default: UNIVERSALRAG_DATABASE_URL, else embedded)")
-    parser.add_argument("--schema", default="universalrag_demo", help="schema of the demo knowledge base")
+    parser = demo_arguments(description=__doc__.splitlines()[0])
     args = parser.parse_args()
-    rag = open_knowledge_base(args.database_url, args.schema)
+    rag, _ = open_demo(database_url=args.database_url, schema=args.schema, generator=None)
     llm = MockLLM()
 
     # 1. RouterQueryEngine: LlamaIndex's engine, our selector, tools mapped to routes by their descriptions.

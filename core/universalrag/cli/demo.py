@@ -7,12 +7,11 @@ from typing import Any
 
 import typer
 
+from ..demo.open import DEMO_SCHEMA
 from .app import CliContext, console
 from .output import ingest_progress, print_decision, print_hits, print_json, print_report
 
-__all__ = ["DEMO_SCHEMA", "register"]
-
-DEMO_SCHEMA = "universalrag_demo"
+__all__ = ["register"]
 
 
 def demo(
@@ -25,21 +24,15 @@ def demo(
     """Build a knowledge base of documents, tables, photographs and a subtitled video (embedded Postgres,
     bundled encoder, no network), then ask one question per route: none, paragraph, document, table, image,
     clip, video. Running it again re-ingests nothing."""
-    from ..demo import DEMO_VIDEO_OPTIONS, build_demo_files, demo_questions
-    from ..ingest.pipeline import IngestOptions
+    from ..demo import demo_questions, open_demo
 
     root: CliContext = ctx.find_root().obj
     obj = CliContext(root.settings.with_(schema=demo_schema), debug=root.debug)
     ctx.call_on_close(obj.close)
     started = time.perf_counter()
     folder = obj.settings.home_dir / "demo" / demo_schema
-    folder.mkdir(parents=True, exist_ok=True)
-    build_demo_files(folder)
-    rag = obj.rag()
-    rag.init()
-    options = IngestOptions(visual_encoder=obj.visual_encoder, video=DEMO_VIDEO_OPTIONS)
     with ingest_progress(enabled=not as_json) as bar:
-        report = rag.ingest([folder], options=options, on_start=bar.on_start, on_file=bar.on_file)
+        rag, report = open_demo(rag=obj.rag(), on_start=bar.on_start, on_file=bar.on_file, strict=False)
     if not as_json:
         print_report(report)
     results: list[dict[str, Any]] = []

@@ -8,5 +8,15 @@ of :func:`demo_questions` is answered by the top hit of the corpus its route nam
 from __future__ import annotations
 
 from .build import DEMO_VIDEO_OPTIONS, DemoQuestion, build_demo_files, demo_file_names, demo_questions
+from .open import DEMO_SCHEMA, demo_arguments, open_demo
 
-__all__ = ["DEMO_VIDEO_OPTIONS", "DemoQuestion", "build_demo_files", "demo_file_names", "demo_questions"]
+__all__ = [
+    "DEMO_SCHEMA",
+    "DEMO_VIDEO_OPTIONS",
+    "DemoQuestion",
+    "build_demo_files",
+    "demo_arguments",
+    "demo_file_names",
+    "demo_questions",
+    "open_demo",
+]
