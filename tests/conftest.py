@@ -10,8 +10,8 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -88,3 +88,15 @@ def cli_env(database_url: str, schema: str, tmp_path: Path) -> dict[str, str]:
         "UNIVERSALRAG_SCHEMA": schema,
         "UNIVERSALRAG_HOME": str(tmp_path / "home"),
     }
+
+
+@pytest.fixture(scope="module")
+def rag(database_url: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """A UniversalRAG over a knowledge base of every modality (tests/support/kb.py), ingested once per test
+    module in a schema of its own; retrieval only (no generator)."""
+    from support.kb import build_rag
+
+    instance = build_rag(database_url, tmp_path_factory.mktemp("kb") / "kb", generator=None)
+    yield instance
+    instance.store.downgrade("base")
+    instance.close()

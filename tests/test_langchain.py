@@ -34,31 +34,13 @@ from langchain_universalrag import (
     create_corpus_tools,
     documents_to_content_blocks,
 )
-from support.kb import VIDEO_OPTIONS, mixed_folder
-from universalrag.config import Settings
 from universalrag.errors import ConfigError, GenerationError, MissingDependencyError
 from universalrag.generate import build_messages
-from universalrag.ingest.pipeline import IngestOptions
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import CorpusSpec
 
 CORE_KEYS = {"id", "corpus", "modality", "granularity", "score", "uri", "start_s", "end_s", "source_id",
              "parent_id", "routes", "route_scores", "router"}
-
-
-@pytest.fixture(scope="module")
-def rag(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UniversalRAG]:
-    """A knowledge base of every modality, ingested once; retrieval only (no generator)."""
-    schema = "lc_" + uuid.uuid4().hex[:12]
-    instance = UniversalRAG(settings=Settings(database_url=database_url, schema=schema), generator=None,
-                            visual_encoder=None)
-    folder = tmp_path_factory.mktemp("kb") / "kb"
-    mixed_folder(folder)
-    report = instance.ingest([folder], options=IngestOptions(video=VIDEO_OPTIONS))
-    assert report.ok, report.failed
-    yield instance
-    instance.store.downgrade("base")
-    instance.close()
 
 
 class ToolCallingFakeModel(GenericFakeChatModel):

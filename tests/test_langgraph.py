@@ -7,8 +7,7 @@ import asyncio
 import importlib
 import operator
 import sys
-import uuid
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from typing import Annotated, Any, ClassVar
 
 import langchain_universalrag.graph as lg
@@ -27,27 +26,9 @@ from langchain_universalrag.graph import (
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Send
-from support.kb import VIDEO_OPTIONS, mixed_folder
-from universalrag.config import Settings
 from universalrag.errors import MissingDependencyError, RoutingError
-from universalrag.ingest.pipeline import IngestOptions
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import RouteDecision
-
-
-@pytest.fixture(scope="module")
-def rag(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UniversalRAG]:
-    """A knowledge base of every modality, ingested once; retrieval only (no generator)."""
-    schema = "lg_" + uuid.uuid4().hex[:12]
-    instance = UniversalRAG(settings=Settings(database_url=database_url, schema=schema), generator=None,
-                            visual_encoder=None)
-    folder = tmp_path_factory.mktemp("kb") / "kb"
-    mixed_folder(folder)
-    report = instance.ingest([folder], options=IngestOptions(video=VIDEO_OPTIONS))
-    assert report.ok, report.failed
-    yield instance
-    instance.store.downgrade("base")
-    instance.close()
 
 
 class FixedRouter:

@@ -7,7 +7,6 @@ import asyncio
 import base64
 import subprocess
 import sys
-import uuid
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
@@ -28,11 +27,8 @@ from llama_index.retrievers.universalrag import (
     corpus_retriever_tools,
     hits_to_nodes,
 )
-from support.kb import VIDEO_OPTIONS, mixed_folder
-from universalrag.config import Settings
 from universalrag.errors import CorpusNotFoundError, RoutingError
 from universalrag.generate import Generation
-from universalrag.ingest.pipeline import IngestOptions
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import Evidence, RouteDecision
 
@@ -44,21 +40,6 @@ IMAGE_Q = "Show me what the coffee cup on the saucer looks like"
 CLIP_Q = "In the morning video, what happens in the moment when the cat is sleeping?"
 TEXT_Q = "Who designed the Kestrel Point lighthouse?"
 NONE_Q = "What is 17 times 3?"
-
-
-@pytest.fixture(scope="module")
-def rag(database_url: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """A knowledge base of every modality, ingested once; retrieval only (no generator)."""
-    schema = "li_" + uuid.uuid4().hex[:12]
-    instance = UniversalRAG(settings=Settings(database_url=database_url, schema=schema), generator=None,
-                            visual_encoder=None)
-    folder = tmp_path_factory.mktemp("kb") / "kb"
-    mixed_folder(folder)
-    report = instance.ingest([folder], options=IngestOptions(video=VIDEO_OPTIONS))
-    assert report.ok, report.failed
-    yield instance
-    instance.store.downgrade("base")
-    instance.close()
 
 
 def _corpora(nodes: Sequence[NodeWithScore]) -> list[str]:

@@ -6,20 +6,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from support.kb import build_rag
 from universalrag.config import Settings
 from universalrag.errors import ConfigError, CorpusNotFoundError
 from universalrag.pipeline import UniversalRAG, fuse
 from universalrag.types import Hit
-
-
-@pytest.fixture(scope="module")
-def rag(database_url: str, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """A knowledge base of every modality, ingested once; retrieval only (no generator)."""
-    instance = build_rag(database_url, tmp_path_factory.mktemp("kb") / "kb", generator=None)
-    yield instance
-    instance.store.downgrade("base")
-    instance.close()
 
 
 @pytest.mark.parametrize(("question", "route", "expected"), [
