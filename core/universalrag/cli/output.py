@@ -42,7 +42,7 @@ def print_hits(hits: Sequence[Hit], *, title: str | None = None) -> None:
         console.print("  (no results)")
         return
     for i, hit in enumerate(hits, 1):
-        label = hit.metadata.get("title") or hit.uri or hit.id
+        label = snippet(str(hit.metadata.get("title") or hit.uri or hit.id), 80)
         console.print(f"  {i}. [cyan]{hit.score:.3f}[/] [magenta]{hit.corpus}[/]{_span(hit)} [bold]{label}[/]")
         if hit.matched_parts and hit.modality is Modality.TABLE:
             index, text, _score = hit.matched_parts[0]
