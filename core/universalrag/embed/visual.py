@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingError, MissingDependencyError
+from .devices import resolve_device, to_device
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from PIL import Image as PILImage
@@ -182,11 +183,10 @@ class CLIPVisualEncoder:
             if self._model is not None:
                 return
             path = self.path
-            import torch
             import transformers
             from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
 
-            device = self._resolve_device(torch)
+            device = resolve_device(self._device_arg)
             # transformers 5 picks a backend; "pil" avoids torchvision. In 4.x the slow processor is PIL.
             major = int(transformers.__version__.split(".", 1)[0])
             backend: dict[str, Any] = {"backend": "pil"} if major >= 5 else {"use_fast": False}
@@ -205,11 +205,7 @@ class CLIPVisualEncoder:
                     f"The model in {str(path)!r} ({type(model).__name__}) has no image and text towers "
                     "(get_image_features/get_text_features); use a CLIP-style model."
                 )
-            try:
-                model = model.to(device)
-            except (RuntimeError, AssertionError) as e:
-                raise ConfigError(f"Cannot move the visual model to device {str(device)!r}: {e}.") from e
-            model.eval()
+            model = to_device(model, device, what="visual model")
             params = inspect.signature(model.get_text_features).parameters
             self._text_inputs = tuple(k for k in _TEXT_INPUTS if k in params) or ("input_ids",)
             limit = 77
@@ -224,15 +220,6 @@ class CLIPVisualEncoder:
             self._tokenizer, self._processor, self._device = tokenizer, processor, device
             self._model = model  # last: other threads test this without the lock
 
-    def _resolve_device(self, torch: Any) -> Any:
-        if self._device_arg:
-            try:
-                return torch.device(self._device_arg)
-            except RuntimeError as e:
-                raise ConfigError(
-                    f"Invalid torch device {self._device_arg!r}: use 'cpu', 'cuda' or 'cuda:N'."
-                ) from e
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     # ------------------------------------------------------------------ embedding
 
