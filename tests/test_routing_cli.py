@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 import typer
 from typer.testing import CliRunner
-from universalrag.cli.routing import register
 from universalrag.routing import EVAL_KEYS, bundled_heldout
 
 runner = CliRunner()
@@ -16,9 +15,10 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def app() -> typer.Typer:
-    a = typer.Typer()
-    register(a)
-    return a
+    """The real `universalrag` command (its root turns library errors into one line)."""
+    from universalrag.cli import app as root
+
+    return root
 
 
 def _write(path: Path, rows: list[dict]) -> Path:

@@ -7,39 +7,34 @@ universalrag router eval --data FILE.jsonl [--router ...] [--val-split F] --json
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..errors import ConfigError, UniversalRAGError
+from ..errors import ConfigError
 
 __all__ = ["ROUTER_KINDS", "register"]
 
 _out = Console(highlight=False)
 _err = Console(stderr=True, highlight=False)
-F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _one_line_errors(fn: F) -> F:
-    """Library errors become one red line on stderr and exit code 1 (no traceback)."""
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except UniversalRAGError as e:
-            _err.print(f"[bold red]error:[/] {e}", soft_wrap=True, markup=True)
-            raise typer.Exit(1) from None
-
-    return wrapper  # type: ignore[return-value]
+# Options that `route` and `router eval` share (one definition each).
+ModelDirOpt = Annotated[Path | None, typer.Option("--model", help="A trained router directory (default: shipped).")]
+ThresholdOpt = Annotated[float | None, typer.Option("--threshold", help="Probability to add a second route.")]
+LLMModelOpt = Annotated[str | None, typer.Option("--llm-model", help="Chat model for the llm/ensemble routers.")]
+LLMUrlOpt = Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible base URL.")]
+LLMKeyOpt = Annotated[str | None, typer.Option("--llm-key", help="API key for that endpoint (never shown).")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="LLM request timeout in seconds.")]
+TauOpt = Annotated[float, typer.Option("--tau", help="Ensemble: trust the trained router from this probability.")]
 
 
 @dataclass
@@ -102,6 +97,7 @@ ROUTER_KINDS: dict[str, Callable[[RouterOptions], Any]] = {
     "examples": _examples,
 }
 
+RouterOpt = Annotated[str, typer.Option("--router", "-r", help=f"One of: {', '.join(ROUTER_KINDS)}.")]
 
 def _build(kind: str, opts: RouterOptions) -> Any:
     if kind not in ROUTER_KINDS:
@@ -159,22 +155,21 @@ def register(app: typer.Typer) -> None:
     router_app = typer.Typer(help="Train and evaluate routers.", no_args_is_help=True)
 
     @app.command("route")
-    @_one_line_errors
     def route(
         ctx: typer.Context,
         query: str = typer.Argument(..., help="The question to route."),
         bound: bool = typer.Option(False, "--bound", help="Choose only among the database's corpora that hold "
                                    "rows (plus none)."),
-        router: str = typer.Option("trained", "--router", "-r", help=f"One of: {', '.join(ROUTER_KINDS)}."),
+        router: RouterOpt = "trained",
         as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
         candidates: str | None = typer.Option(None, "--candidates", help="Comma-separated routes to choose from."),
-        model_dir: Path | None = typer.Option(None, "--model", help="A trained router directory (default: shipped)."),
-        threshold: float | None = typer.Option(None, "--threshold", help="Probability to add a second route."),
-        llm_model: str | None = typer.Option(None, "--llm-model", help="Chat model for the llm/ensemble routers."),
-        llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible base URL."),
-        llm_key: str | None = typer.Option(None, "--llm-key", help="API key for that endpoint (never shown)."),
-        timeout: float = typer.Option(30.0, "--timeout", help="LLM request timeout in seconds."),
-        tau: float = typer.Option(0.9, "--tau", help="Ensemble: trust the trained router from this probability."),
+        model_dir: ModelDirOpt = None,
+        threshold: ThresholdOpt = None,
+        llm_model: LLMModelOpt = None,
+        llm_url: LLMUrlOpt = None,
+        llm_key: LLMKeyOpt = None,
+        timeout: TimeoutOpt = 30.0,
+        tau: TauOpt = 0.9,
     ) -> None:
         """Route a query: which corpora should be searched for it."""
         opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
@@ -196,7 +191,6 @@ def register(app: typer.Typer) -> None:
         _out.print(table)
 
     @router_app.command("train")
-    @_one_line_errors
     def train(
         data: Path = typer.Option(..., "--data", help="Labelled queries (JSON lines: query, routes, source)."),
         out: Path = typer.Option(Path("universalrag-router"), "--out", help="Directory for the trained router."),
@@ -254,23 +248,22 @@ def register(app: typer.Typer) -> None:
             _print_report(report["own_heldout"], heading="own held-out queries")
 
     @router_app.command("eval")
-    @_one_line_errors
     def evaluate_cmd(
         data: Path | None = typer.Option(None, "--data", help="Labelled queries (JSON lines)."),
-        router: str = typer.Option("trained", "--router", "-r", help=f"One of: {', '.join(ROUTER_KINDS)}."),
+        router: RouterOpt = "trained",
         val_split: float | None = typer.Option(
             None, "--val-split", help="Evaluate only the held-out part of this split (as in train)."
         ),
         seed: int = typer.Option(0, "--seed", help="Seed of that split."),
         heldout: bool = typer.Option(False, "--own-heldout", help="Evaluate on the project's held-out queries."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-        model_dir: Path | None = typer.Option(None, "--model", help="A trained router directory (default: shipped)."),
-        threshold: float | None = typer.Option(None, "--threshold", help="Probability to add a second route."),
-        llm_model: str | None = typer.Option(None, "--llm-model", help="Chat model for the llm/ensemble routers."),
-        llm_url: str | None = typer.Option(None, "--llm-url", help="OpenAI-compatible base URL."),
-        llm_key: str | None = typer.Option(None, "--llm-key", help="API key for that endpoint (never shown)."),
-        timeout: float = typer.Option(30.0, "--timeout", help="LLM request timeout in seconds."),
-        tau: float = typer.Option(0.9, "--tau", help="Ensemble: trust the trained router from this probability."),
+        model_dir: ModelDirOpt = None,
+        threshold: ThresholdOpt = None,
+        llm_model: LLMModelOpt = None,
+        llm_url: LLMUrlOpt = None,
+        llm_key: LLMKeyOpt = None,
+        timeout: TimeoutOpt = 30.0,
+        tau: TauOpt = 0.9,
     ) -> None:
         """Evaluate a router: accuracy (primary route among the gold routes), per route, per source, latency."""
         from ..routing import bundled_heldout, read_jsonl, split_by_source
