@@ -106,6 +106,7 @@ class _Run:
     corpus: str | None
     checked: set[str] = field(default_factory=set)
     alts: dict[Path, str] = field(default_factory=dict)
+    parsed: dict[Path, TextDocument] = field(default_factory=dict)  # pages already read this run
 
     def spec(self, name: str, kind: str) -> CorpusSpec:
         spec = self.store.corpus(name)
@@ -161,7 +162,7 @@ def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[F
     planned: list[tuple[Path, str, str, TextDocument, TextPlan] | FileOutcome] = []
     for path, uri, content_hash in group:
         try:
-            doc = read_text_file(path)
+            doc = run.parsed.pop(path, None) or read_text_file(path)
             specs = [run.spec(n, "text") for n in run.targets("text")]
             planned.append((path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri)))
         except UniversalRAGError as e:
@@ -261,25 +262,30 @@ def _write(run: _Run, path: Path, kind: str, prepared: Prepared) -> FileOutcome:
                        rows=dict(result.rows))
 
 
-def _alt_texts(files: Sequence[Path]) -> dict[Path, str]:
+def _alt_texts(files: Sequence[Path], parsed: dict[Path, TextDocument]) -> dict[Path, str]:
     """Alt text of local images referenced by the HTML pages of this run (image path → alt).
 
     Only images that are themselves part of the run are described: a page cannot reach outside the paths
-    the user gave.
+    the user gave. Pages are read only when the run has images; each page read is kept in ``parsed`` so
+    that ingesting it does not read it again.
     """
     from urllib.parse import unquote, urlparse
 
+    from .images import IMAGE_EXTENSIONS
     from .text import read_text_file
 
+    if not any(f.suffix.lower() in IMAGE_EXTENSIONS for f in files):
+        return {}
     in_run = {f.resolve() for f in files}
     alts: dict[Path, str] = {}
     for page in files:
         if page.suffix.lower() not in (".html", ".htm"):
             continue
         try:
-            images = read_text_file(page).metadata.get("images", [])
+            parsed[page] = read_text_file(page)
         except IngestError:
             continue  # the page itself is reported when its turn comes
+        images = parsed[page].metadata.get("images", [])
         for image in images:
             src, alt = urlparse(image.get("src", "")), image.get("alt", "")
             if not alt or src.scheme not in ("", "file") or not src.path:
@@ -358,7 +364,7 @@ def ingest_paths(
     files = list(iter_files([Path(p) for p in paths]))
     sidecars = _sidecars(files)
     files = [f for f in files if f.resolve() not in sidecars]
-    run.alts = _alt_texts(files)
+    run.alts = _alt_texts(files, run.parsed)
     if on_start is not None:
         on_start(len(files))
     report = IngestReport()
@@ -378,6 +384,7 @@ def ingest_paths(
         try:
             kind, uri, content_hash = _classify(run, path)
             if _unchanged(run, kind, uri, content_hash):
+                run.parsed.pop(path, None)
                 outcome = FileOutcome(path=str(path), status="unchanged", kind=kind)
             elif kind == "text":
                 pending.append((path, uri, content_hash))

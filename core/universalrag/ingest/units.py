@@ -120,18 +120,20 @@ def table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embed
     from .tables import render_markdown, serialize_row
 
     ids = [_new_id() for _ in tables]
-    units = []
-    for table, unit_id in zip(tables, ids, strict=True):
+    contents = []
+    for table in tables:
         preview = next(iter(table.batches(preview_rows)), [])
         content = render_markdown(table.title, table.header, preview, max_chars=6000)
         more = int(table.metadata.get("row_count", len(preview))) - len(preview)
         if more > 0 and "more rows)" not in content:
             content += f"\n(… {more} more rows)"
-        units.append(Unit(
-            id=unit_id, corpus=spec.name, content=content, uri=uri,
-            embedding=embedder.embed([content])[0].tolist(),
-            metadata={**table.metadata, "title": table.title, "columns": list(table.header)},
-        ))
+        contents.append(content)
+    vectors = embedder.embed(contents) if contents else []
+    units = [
+        Unit(id=unit_id, corpus=spec.name, content=content, uri=uri, embedding=vector.tolist(),
+             metadata={**table.metadata, "title": table.title, "columns": list(table.header)})
+        for table, unit_id, content, vector in zip(tables, ids, contents, vectors, strict=True)
+    ]
 
     def stream() -> Iterator[PartBatch]:
         for table, unit_id in zip(tables, ids, strict=True):
