@@ -321,6 +321,30 @@ def test_audio_is_decoded_at_16_khz_mono(talk) -> None:
     assert 0.1 < float(np.sqrt(np.mean(pieces[0][1] ** 2))) < 0.4  # the 0.3-amplitude tone
 
 
+def test_local_asr_chunks_are_offset_and_failures_name_the_engine(talk) -> None:
+    # The chunk loop the faster-whisper and openai-whisper adapters share, fed the real decoded audio; the
+    # stand-in "model" answers one segment per chunk (no local Whisper model exists here).
+    from universalrag.errors import IngestError
+    from universalrag.ingest.asr import _transcribe_chunks
+
+    sizes: list[int] = []
+
+    def one_segment(samples: np.ndarray) -> list[dict]:
+        sizes.append(samples.size)
+        return [{"start": 0.5, "end": 1.5, "text": f"chunk {len(sizes)}"}, {"start": 2.0, "end": 2.5, "text": " "}]
+
+    cues = _transcribe_chunks(talk.path, 5.0, one_segment, engine="test-whisper")
+    assert [(c.start_s, c.end_s, c.text) for c in cues] == [(0.5, 1.5, "chunk 1"), (5.5, 6.5, "chunk 2"),
+                                                          (10.5, 11.5, "chunk 3")]
+    assert sizes[0] == 5 * 16_000
+
+    def broken(samples: np.ndarray) -> list[dict]:
+        raise RuntimeError("model exploded")
+
+    with pytest.raises(IngestError, match="test-whisper failed to transcribe the audio.*model exploded"):
+        _transcribe_chunks(talk.path, 5.0, broken, engine="test-whisper")
+
+
 # --------------------------------------------------------------------------- broken inputs
 
 

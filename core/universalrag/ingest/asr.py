@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import threading
 import wave
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -116,6 +116,22 @@ class _LocalModel:
         return self._model
 
 
+
+def _transcribe_chunks(path: Path, chunk_s: float | None, segments: Callable[[np.ndarray], Any], *,
+                       engine: str) -> list[Cue]:
+    """Cues of the audio of ``path``, transcribed ``chunk_s`` seconds at a time by ``segments`` (a local
+    model's segments for one chunk); failures other than :class:`IngestError` are translated once here."""
+    cues: list[Cue] = []
+    try:
+        for offset, samples in iter_audio(path, chunk_s=chunk_s):
+            cues.extend(_cues(segments(samples), offset))
+    except IngestError:
+        raise
+    except Exception as e:
+        raise IngestError(path, f"{engine} failed to transcribe the audio ({type(e).__name__}: {e}).") from e
+    return cues
+
+
 class FasterWhisperASR:
     """Transcribes with faster-whisper (``pip install faster-whisper``).
 
@@ -152,16 +168,11 @@ class FasterWhisperASR:
     def transcribe(self, path: Path) -> list[Cue]:
         """Transcribe the audio track of ``path``."""
         model = self._loaded.get(self._load)
-        cues: list[Cue] = []
-        try:
-            for offset, samples in iter_audio(path, chunk_s=self.chunk_s):
-                segments, _info = model.transcribe(samples, language=self.language, beam_size=self.beam_size)
-                cues.extend(_cues(segments, offset))
-        except IngestError:
-            raise
-        except Exception as e:  # translated once here
-            raise IngestError(path, f"faster-whisper failed to transcribe the audio ({type(e).__name__}: {e}).") from e
-        return cues
+
+        def segments(samples: np.ndarray) -> Any:
+            return model.transcribe(samples, language=self.language, beam_size=self.beam_size)[0]
+
+        return _transcribe_chunks(path, self.chunk_s, segments, engine="faster-whisper")
 
 
 class WhisperASR:
@@ -195,16 +206,11 @@ class WhisperASR:
     def transcribe(self, path: Path) -> list[Cue]:
         """Transcribe the audio track of ``path``."""
         model = self._loaded.get(self._load)
-        cues: list[Cue] = []
-        try:
-            for offset, samples in iter_audio(path, chunk_s=self.chunk_s):
-                result = model.transcribe(samples, language=self.language, fp16=False, verbose=None)
-                cues.extend(_cues(result.get("segments"), offset))
-        except IngestError:
-            raise
-        except Exception as e:  # translated once here
-            raise IngestError(path, f"whisper failed to transcribe the audio ({type(e).__name__}: {e}).") from e
-        return cues
+
+        def segments(samples: np.ndarray) -> Any:
+            return model.transcribe(samples, language=self.language, fp16=False, verbose=None).get("segments")
+
+        return _transcribe_chunks(path, self.chunk_s, segments, engine="whisper")
 
 
 def _wav_bytes(samples: np.ndarray, sample_rate: int) -> bytes:
