@@ -22,6 +22,7 @@ from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, U
 from . import migrate, queries, writer
 from .engine import make_engine
 from .filters import Filter
+from .restrict import check_required_filter
 from .schema import Tables
 from .search import hit_from_row, run_search
 from .translate import store_error
@@ -407,6 +408,7 @@ class Store:
         if not 0.0 <= visual_weight <= 1.0:
             raise ValueError(f"visual_weight must be between 0 and 1, got {visual_weight}.")
         spec = self.corpus(corpus)
+        check_required_filter(spec, filter)  # row-level restriction of attached tables (store/restrict.py)
         if len(vector) != spec.dimension:
             raise DimensionMismatchError(spec.name, spec.dimension, len(vector))
         if visual_vector is not None and spec.visual_dimension and len(visual_vector) != spec.visual_dimension:
