@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psycopg
+from psycopg import sql
 
 from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, EmbeddingError
 from ..store import Store, writer
+from ..store.translate import store_error
 from ..types import CorpusSpec, Modality, Unit
 from . import queue
 from .connection import connect
@@ -136,11 +139,15 @@ class Worker:
     def close(self) -> None:
         """Give back unfinished claims and close the connection."""
         if self._conn is not None and not self._conn.closed:
-            try:
-                queue.release_all(self._conn, self.store.schema)
-            finally:
-                self._conn.close()
+            self._release()
+            self._conn.close()
         self._conn = None
+
+    def _release(self) -> None:
+        try:
+            queue.release_all(self._conn, self.store.schema)
+        except psycopg.Error as e:  # the connection is gone: its claims end with its backend anyway
+            log.warning("could not give back the worker's claims: %s", e)
 
     # -- one batch ------------------------------------------------------------------------------------------
     def _spec(self, name: str) -> CorpusSpec:
@@ -156,22 +163,24 @@ class Worker:
 
     def run_batch(self, *, retry_delay_s: float | None = None) -> BatchResult:
         """Claim, embed and write one batch; returns what it did (``claimed == 0``: the queue had nothing ready)."""
-        conn, schema = self.conn, self.store.schema
-        items = queue.claim(conn, schema, limit=self.options.batch_size, corpora=self.options.corpora or None,
-                            lease_s=self.options.lease_s)
-        result = BatchResult(claimed=len(items))
-        if not items:
-            return result
         try:
-            jobs, superseded = self._prepare(items)
-            self._embed(jobs)
-            self._write(jobs, superseded, result,
-                        self.options.retry_delay_s if retry_delay_s is None else retry_delay_s)
-        except BaseException:
-            queue.release_all(conn, schema)
-            raise
-        queue.unlock(conn)
-        return result
+            items = queue.claim(self.conn, self.store.schema, limit=self.options.batch_size,
+                                corpora=self.options.corpora or None, lease_s=self.options.lease_s)
+            result = BatchResult(claimed=len(items))
+            if not items:
+                return result
+            try:
+                jobs, superseded = self._prepare(items)
+                self._embed(jobs)
+                self._write(jobs, superseded, result,
+                            self.options.retry_delay_s if retry_delay_s is None else retry_delay_s)
+            except BaseException:
+                self._release()
+                raise
+            queue.unlock(self.conn)
+            return result
+        except psycopg.Error as e:
+            raise store_error(e, "process the sync queue", self.store.url_redacted) from e
 
     def _prepare(self, items: list[queue.QueueItem]) -> tuple[list[_Job], list[queue.QueueItem]]:
         """Jobs for the newest entry of each unit (older entries are superseded), with their content loaded."""
@@ -297,7 +306,7 @@ class Worker:
         stop = stop or threading.Event()
         listener = connect(self.store.url)
         try:
-            listener.execute(f"LISTEN {queue.NOTIFY_CHANNEL}")
+            listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(queue.NOTIFY_CHANNEL)))
             while not stop.is_set():
                 batch = self.run_batch()
                 if on_batch is not None and batch.claimed:
