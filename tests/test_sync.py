@@ -41,10 +41,10 @@ def app(database_url: str, store: Any) -> Iterator[tuple[psycopg.Connection[Any]
 
 
 def attach(conn: psycopg.Connection[Any], schema: str, app_schema: str, **extra: str) -> int:
-    args = {"content": "subject || E'\\n' || body", "metadata": "{status,tenant}", **extra}
+    args = {"corpus": "tickets", "content": "subject || E'\\n' || body", "metadata": "{status,tenant}", **extra}
     named = sql.SQL(", ").join(sql.SQL("{} => {}").format(sql.Identifier(k), sql.Literal(v)) for k, v in args.items())
     statement = sql.SQL(
-        "SELECT {}.attach_table({}::regclass, corpus => 'tickets', "
+        "SELECT {}.attach_table({}::regclass, "
         "description => 'Support tickets of our customers', {})").format(
         sql.Identifier(schema), sql.Literal(f"{app_schema}.tickets"), named)
     return int(conn.execute(statement).fetchone()[0])  # type: ignore[index]
@@ -285,3 +285,17 @@ def test_an_idle_worker_wakes_on_notify(app: Any, store: Any, minilm: Any) -> No
         stop.set()
         thread.join(timeout=30)
         worker.close()
+
+
+def test_downgrade_detaches_and_leaves_no_function(app: Any, store: Any) -> None:
+    conn, app_schema = app
+    rows, columns, _ = _table_state(conn, app_schema)
+    attach(conn, store.schema, app_schema)
+    store.downgrade("0002")
+    assert _table_state(conn, app_schema) == (rows, columns, 0)
+    functions = conn.execute("SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                             "WHERE nspname = %s AND proname ~ '^(sync_|attach_table|detach_table|add_text|add_image|add_file|remove_unit)'",
+                             (store.schema,)).fetchall()
+    assert functions == [] and "tickets" in store.corpora(refresh=True)
+    store.migrate()  # and up again: the corpus is kept, so it can be attached under another name
+    assert attach(conn, store.schema, app_schema, corpus="tickets_again") == 3
