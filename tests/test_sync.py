@@ -33,8 +33,8 @@ def app(database_url: str, store: Any) -> Iterator[tuple[psycopg.Connection[Any]
     conn.execute(sql.SQL(
         "CREATE TABLE {}.tickets (id int PRIMARY KEY, subject text NOT NULL, body text, status text, "
         "tenant text, views int NOT NULL DEFAULT 0)").format(sql.Identifier(app_schema)))
-    conn.cursor().executemany(sql.SQL("INSERT INTO {}.tickets (id, subject, body, status, tenant) VALUES (%s, %s, %s, %s, %s)"
-                             ).format(sql.Identifier(app_schema)), TICKETS)
+    conn.cursor().executemany(sql.SQL("INSERT INTO {}.tickets (id, subject, body, status, tenant) "
+                                      "VALUES (%s, %s, %s, %s, %s)").format(sql.Identifier(app_schema)), TICKETS)
     yield conn, app_schema
     conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(app_schema)))
     conn.close()
@@ -226,8 +226,8 @@ def test_detach_leaves_the_source_table_untouched(app: Any, store: Any, minilm: 
 
 def test_required_filter_restricts_every_search(app: Any, store: Any, minilm: Any) -> None:
     conn, app_schema = app
-    conn.cursor().executemany(sql.SQL("INSERT INTO {}.tickets (id, subject, body, status, tenant) VALUES (%s, %s, %s, 'open', "
-                             "%s)").format(sql.Identifier(app_schema)),
+    conn.cursor().executemany(sql.SQL("INSERT INTO {}.tickets (id, subject, body, status, tenant) "
+                                      "VALUES (%s, %s, %s, 'open', %s)").format(sql.Identifier(app_schema)),
                      [(100 + i, f"Printer {i}", f"Printer number {i} jams.", "acme" if i % 10 else "initech")
                       for i in range(60)])
     attach(conn, store.schema, app_schema, require_filter="{tenant}")
@@ -294,7 +294,8 @@ def test_downgrade_detaches_and_leaves_no_function(app: Any, store: Any) -> None
     store.downgrade("0002")
     assert _table_state(conn, app_schema) == (rows, columns, 0)
     functions = conn.execute("SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-                             "WHERE nspname = %s AND proname ~ '^(sync_|attach_table|detach_table|add_text|add_image|add_file|remove_unit)'",
+                             "WHERE nspname = %s AND proname ~ "
+                             "'^(sync_|attach_table|detach_table|add_text|add_image|add_file|remove_unit)'",
                              (store.schema,)).fetchall()
     assert functions == [] and "tickets" in store.corpora(refresh=True)
     store.migrate()  # and up again: the corpus is kept, so it can be attached under another name

@@ -100,7 +100,8 @@ def test_a_worker_killed_mid_batch_loses_and_duplicates_nothing(app: Any, store:
             sql.Identifier(store.schema))
         deadline = time.monotonic() + 300
         # Wait until a batch has been written and the next one is claimed (being embedded), then kill.
-        while time.monotonic() < deadline and not (store.counts()["items"] >= 100 and conn.execute(claimed).fetchone()[0]):
+        while time.monotonic() < deadline and not (
+                store.counts()["items"] >= 100 and conn.execute(claimed).fetchone()[0]):
             assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)

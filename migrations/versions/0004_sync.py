@@ -61,7 +61,8 @@ CREATE TABLE {s}.sync_queue (
 CREATE INDEX sync_queue_ready ON {s}.sync_queue (id) WHERE parked_at IS NULL;
 CREATE INDEX sync_queue_unit ON {s}.sync_queue (corpus, unit_id);
 COMMENT ON TABLE {s}.sync_queue IS
-    'Units waiting for the universalrag worker: a source row (row_key) or a unit queued by add_text/add_image/add_file.';
+    'Units waiting for the universalrag worker: a source row (row_key) or a unit queued by add_text, add_image '
+    'or add_file.';
 """
 
 _HELPERS = """
@@ -199,7 +200,8 @@ BEGIN
     EXECUTE format('DROP VIEW pg_temp.%I', view_name);
     -- No column named (a whole-row reference such as to_jsonb(r)): any change of the row re-embeds it.
     watch := CASE WHEN deps IS NULL THEN NULL
-                  ELSE ARRAY(SELECT DISTINCT c FROM unnest(coalesce(deps, '{{}}') || keys || metadata) c ORDER BY 1) END;
+                  ELSE ARRAY(SELECT DISTINCT c FROM unnest(coalesce(deps, '{{}}') || keys || metadata) c
+                             ORDER BY 1) END;
 
     kind := coalesce(content_kind, CASE WHEN ctype = 'bytea'::regtype THEN 'bytes'
                                         WHEN modality IN ('image', 'video') THEN 'path' ELSE 'text' END);
@@ -263,7 +265,8 @@ $body$, s, p_corpus, {s}.sync_key_sql(keys, 'n'), 'corpus_' || p_corpus, {s}.syn
         EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %s FOR EACH ROW WHEN (record_image_ne(OLD, NEW)) '
                        'EXECUTE FUNCTION %I.%I()', tg || '_upd', source, s, fn);
     ELSE
-        EXECUTE format('CREATE TRIGGER %I AFTER UPDATE OF %s ON %s FOR EACH ROW WHEN (record_image_ne(ROW(%s), ROW(%s))) '
+        EXECUTE format('CREATE TRIGGER %I AFTER UPDATE OF %s ON %s FOR EACH ROW '
+                       'WHEN (record_image_ne(ROW(%s), ROW(%s))) '
                        'EXECUTE FUNCTION %I.%I()', tg || '_upd',
                        (SELECT string_agg(format('%I', c), ', ') FROM unnest(watch) c), source,
                        {s}.sync_columns_sql(watch, 'OLD'), {s}.sync_columns_sql(watch, 'NEW'), s, fn);

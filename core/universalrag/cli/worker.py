@@ -18,7 +18,7 @@ __all__ = ["register", "worker"]
 def worker(
     ctx: typer.Context,
     once: bool = typer.Option(False, "--once", help="Drain the queue and exit (cron and CI friendly)."),
-    batch: int = typer.Option(64, "--batch", min=1, help="Units claimed and embedded per batch."),
+    batch: int = typer.Option(128, "--batch", min=1, help="Units claimed and embedded per batch."),
     corpus: list[str] = typer.Option([], "--corpus", help="Only this corpus (repeatable; default: all)."),
     files_root: list[Path] = typer.Option([], "--files-root", help="A folder whose files path columns may name "
                                           "(repeatable; relative paths start at the first). No files are read "

@@ -43,7 +43,7 @@ class WorkerOptions:
     backend that still exists is respected (claims of a vanished backend are taken over at once).
     """
 
-    batch_size: int = 64
+    batch_size: int = 128
     max_attempts: int = 5
     retry_delay_s: float = 5.0
     poll_interval_s: float = 5.0
@@ -103,6 +103,29 @@ def _by_corpus(jobs: list[_Job]) -> dict[str, list[_Job]]:
     for job in jobs:
         out.setdefault(job.item.corpus, []).append(job)
     return out
+
+
+def _loaded(job: _Job) -> Loaded:
+    assert job.loaded is not None
+    return job.loaded
+
+
+def _embed_isolated(jobs: list[_Job], embed: Callable[[list[_Job]], Any], attribute: str, what: str) -> None:
+    """Embed ``jobs`` in one call; when the encoder refuses the batch, one by one, so that only the item it
+    refuses fails (with the encoder's reason) and the rest goes on."""
+    if not jobs:
+        return
+    try:
+        for job, vec in zip(jobs, embed(jobs), strict=True):
+            setattr(job, attribute, vec)
+        return
+    except (EmbeddingError, ValueError, RuntimeError, OSError):
+        pass
+    for job in jobs:
+        try:
+            setattr(job, attribute, embed([job])[0])
+        except (EmbeddingError, ValueError, RuntimeError, OSError) as e:
+            job.error = f"{what} failed on this item: {e}"
 
 
 class Worker:
@@ -218,25 +241,13 @@ class Worker:
 
     def _embed(self, jobs: list[_Job]) -> None:
         ready = [j for j in jobs if j.loaded is not None and j.error is None]
-        if not ready:
-            return
-        try:
-            vectors = self.embedder.embed([j.loaded.text for j in ready])  # type: ignore[union-attr]
-            for job, vec in zip(ready, vectors, strict=True):
-                job.vector = vec
-        except (EmbeddingError, ValueError, RuntimeError):
-            for job in ready:  # isolate the item the encoder refuses; the rest goes on
-                try:
-                    job.vector = self.embedder.embed([job.loaded.text])[0]  # type: ignore[union-attr]
-                except (EmbeddingError, ValueError, RuntimeError) as e:
-                    job.error = f"the text encoder failed on this item: {e}"
-        if self.visual_encoder is None:
-            return
-        images = [j for j in ready if j.error is None and j.loaded is not None and j.loaded.image is not None]
-        if images:
-            for job, vec in zip(images, self.visual_encoder.embed_images([j.loaded.image for j in images]),
-                                strict=True):
-                job.visual = vec
+        _embed_isolated(ready, lambda batch: self.embedder.embed([_loaded(j).text for j in batch]),
+                        "vector", "the text encoder")
+        visual = self.visual_encoder
+        if visual is not None:
+            images = [j for j in ready if j.error is None and _loaded(j).image is not None]
+            _embed_isolated(images, lambda batch: visual.embed_images([_loaded(j).image for j in batch]),
+                            "visual", "the visual encoder")
 
     def _write(self, jobs: list[_Job], superseded: list[queue.QueueItem], result: BatchResult,
                retry_delay_s: float) -> None:
