@@ -300,3 +300,29 @@ def test_downgrade_detaches_and_leaves_no_function(app: Any, store: Any) -> None
     assert functions == [] and "tickets" in store.corpora(refresh=True)
     store.migrate()  # and up again: the corpus is kept, so it can be attached under another name
     assert attach(conn, store.schema, app_schema, corpus="tickets_again") == 3
+
+
+def test_the_worker_reconnects_after_losing_its_connection(app: Any, store: Any, minilm: Any) -> None:
+    conn, app_schema = app
+    attach(conn, store.schema, app_schema)
+    stop = threading.Event()
+    worker = Worker(store, embedder=minilm, options=WorkerOptions(poll_interval_s=0.5))
+    thread = threading.Thread(target=worker.run, kwargs={"stop": stop})
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while store.counts()["tickets"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pid = worker.conn.info.backend_pid
+        assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
+        conn.execute(sql.SQL("INSERT INTO {}.tickets (id, subject, body) VALUES (8, 'Desk', 'Wobbly desk')").format(
+            sql.Identifier(app_schema)))
+        while "8" not in unit_rows(conn, store.schema, "tickets") and time.monotonic() < deadline:
+            assert thread.is_alive()
+            time.sleep(0.05)
+        assert "8" in unit_rows(conn, store.schema, "tickets")
+        assert worker.conn.info.backend_pid != pid
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+        worker.close()

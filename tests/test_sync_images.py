@@ -146,3 +146,33 @@ def test_documents_by_path(app: Any, store: Any, minilm: Any, tmp_path: Path) ->
     hit = store.search("manuals", minilm.embed_query("how often should I oil the bicycle chain"), k=1)[0]
     assert hit.uri == "bike.html" and "Oil the chain every 300 km." in hit.content
     assert hit.content.startswith("Bike manual")
+
+
+def test_urls_are_fetched_only_when_allowed(store: Any, minilm: Any, database_url: str, tmp_path: Path) -> None:
+    import functools
+    import http.server
+    import threading
+
+    photo("coffee", size=(64, 48)).save(tmp_path / "coffee.png")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    conn, s = app_sql(database_url), store.schema
+    try:
+        for path in (f"{base}/coffee.png", f"{base}/missing.png", "ftp://example.org/x.png"):
+            conn.execute(sql.SQL("SELECT {}.add_file('image', %s, 'shop photo')").format(sql.Identifier(s)), (path,))
+        with Worker(store, embedder=minilm, options=WorkerOptions(max_attempts=1)) as worker:
+            result = worker.drain()
+        assert result.parked == 3 and sum("--allow-urls" in e for e in result.errors) == 2
+        conn.execute(sql.SQL("SELECT {}.sync_retry()").format(sql.Identifier(s)))
+        with Worker(store, embedder=minilm, options=WorkerOptions(max_attempts=1, allow_urls=True)) as worker:
+            result = worker.drain()
+        assert (result.written, result.parked) == (1, 2)
+        assert any("404" in e for e in result.errors) and any("only http and https" in e for e in result.errors)
+        hit = store.search("image", minilm.embed_query("shop photo"), k=1)[0]
+        assert hit.uri == f"{base}/coffee.png"
+    finally:
+        server.shutdown()
+        conn.close()

@@ -21,7 +21,7 @@ import psycopg
 from psycopg import sql
 
 from ..embed.base import Embedder, check_embedder
-from ..errors import ConfigError, EmbeddingError
+from ..errors import ConfigError, EmbeddingError, StoreError
 from ..store import Store, writer
 from ..store.translate import store_error
 from ..types import CorpusSpec, Modality, Unit
@@ -313,22 +313,50 @@ class Worker:
 
     def run(self, *, stop: threading.Event | None = None,
             on_batch: Callable[[BatchResult], None] | None = None) -> None:
-        """Process the queue until ``stop`` is set, sleeping on LISTEN/NOTIFY when it is empty."""
-        stop = stop or threading.Event()
-        listener = connect(self.store.url)
-        try:
-            listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(queue.NOTIFY_CHANNEL)))
-            while not stop.is_set():
-                batch = self.run_batch()
-                if on_batch is not None and batch.claimed:
-                    on_batch(batch)
-                if batch.claimed and batch.progressed:
-                    continue
-                deadline = time.monotonic() + self.options.poll_interval_s
-                while not stop.is_set() and time.monotonic() < deadline:
-                    woke = list(listener.notifies(timeout=min(0.5, self.options.poll_interval_s), stop_after=1))
-                    if woke:
-                        break
-        finally:
-            listener.close()
+        """Process the queue until ``stop`` is set, sleeping on LISTEN/NOTIFY when it is empty.
 
+        A lost database connection (server restart, terminated backend) is re-opened after ``poll_interval_s``;
+        the claims of the lost session are taken over by the next claim, so nothing is lost.
+        """
+        stop = stop or threading.Event()
+        listener: Any = None
+        try:
+            while not stop.is_set():
+                try:
+                    if listener is None or listener.closed or listener.broken:
+                        listener = connect(self.store.url)
+                        listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(queue.NOTIFY_CHANNEL)))
+                    batch = self.run_batch()
+                    if on_batch is not None and batch.claimed:
+                        on_batch(batch)
+                    if batch.claimed and batch.progressed:
+                        continue
+                    self._wait(listener, stop)
+                except (StoreError, psycopg.OperationalError) as e:
+                    if not self._lost(listener, e):
+                        raise
+                    log.warning("lost the database connection (%s); reconnecting in %.0f s", e,
+                                self.options.poll_interval_s)
+                    for conn in (listener, self._conn):
+                        if conn is not None:
+                            conn.close()
+                    listener, self._conn = None, None
+                    stop.wait(self.options.poll_interval_s)
+        finally:
+            if listener is not None:
+                listener.close()
+
+    def _wait(self, listener: Any, stop: threading.Event) -> None:
+        deadline = time.monotonic() + self.options.poll_interval_s
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                if any(True for _ in listener.notifies(timeout=min(0.5, self.options.poll_interval_s), stop_after=1)):
+                    return
+            except psycopg.Error as e:
+                raise store_error(e, "wait for queued units", self.store.url_redacted) from e
+
+    def _lost(self, listener: Any, error: BaseException) -> bool:
+        """True when ``error`` came from a lost connection (not from a query the database refused)."""
+        broken = any(c is not None and (c.closed or c.broken) for c in (listener, self._conn))
+        cause = error if isinstance(error, psycopg.Error) else error.__cause__
+        return broken or (isinstance(cause, psycopg.OperationalError) and getattr(cause, "sqlstate", None) is None)
