@@ -3,6 +3,7 @@ the bundled MiniLM encoder, searches through the store."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -262,29 +263,40 @@ def test_sync_status_reports_backlog_lag_and_failures(app: Any, store: Any, mini
     assert (status.backlog, status.lag_s) == (0, 0.0)
 
 
-def test_an_idle_worker_wakes_on_notify(app: Any, store: Any, minilm: Any) -> None:
-    conn, app_schema = app
-    attach(conn, store.schema, app_schema)
+@contextlib.contextmanager
+def running_worker(store: Any, minilm: Any, *, poll_interval_s: float) -> Iterator[tuple[Worker, threading.Thread]]:
+    """A worker running in a thread (``Worker.run``), stopped and closed on exit."""
     stop = threading.Event()
-    worker = Worker(store, embedder=minilm, options=WorkerOptions(poll_interval_s=60.0))
+    worker = Worker(store, embedder=minilm, options=WorkerOptions(poll_interval_s=poll_interval_s))
     thread = threading.Thread(target=worker.run, kwargs={"stop": stop})
     thread.start()
     try:
-        deadline = time.monotonic() + 60
-        while store.counts()["tickets"] < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)  # idle now, waiting on LISTEN (the poll interval is a minute)
-        start = time.monotonic()
-        conn.execute(sql.SQL("INSERT INTO {}.tickets (id, subject, body) VALUES (7, 'Badge', 'Lost badge')").format(
-            sql.Identifier(app_schema)))
-        while "7" not in unit_rows(conn, store.schema, "tickets") and time.monotonic() - start < 30:
-            time.sleep(0.02)
-        assert "7" in unit_rows(conn, store.schema, "tickets")
-        assert time.monotonic() - start < 30  # far below the 60 s poll: the notification woke it
+        yield worker, thread
     finally:
         stop.set()
         thread.join(timeout=30)
         worker.close()
+
+
+def wait_for(predicate: Any, timeout: float) -> float:
+    """Seconds until ``predicate()`` held (polling every 20 ms); fails after ``timeout``."""
+    start = time.monotonic()
+    while not predicate():
+        assert time.monotonic() - start < timeout, "timed out"
+        time.sleep(0.02)
+    return time.monotonic() - start
+
+
+def test_an_idle_worker_wakes_on_notify(app: Any, store: Any, minilm: Any) -> None:
+    conn, app_schema = app
+    attach(conn, store.schema, app_schema)
+    with running_worker(store, minilm, poll_interval_s=60.0):
+        wait_for(lambda: store.counts()["tickets"] == 3, 120)
+        time.sleep(0.3)  # idle now, waiting on LISTEN (the poll interval is a minute)
+        conn.execute(sql.SQL("INSERT INTO {}.tickets (id, subject, body) VALUES (7, 'Badge', 'Lost badge')").format(
+            sql.Identifier(app_schema)))
+        # Far below the 60 s poll: the notification woke it.
+        assert wait_for(lambda: "7" in unit_rows(conn, store.schema, "tickets"), 30) < 30
 
 
 def test_downgrade_detaches_and_leaves_no_function(app: Any, store: Any) -> None:
@@ -305,24 +317,11 @@ def test_downgrade_detaches_and_leaves_no_function(app: Any, store: Any) -> None
 def test_the_worker_reconnects_after_losing_its_connection(app: Any, store: Any, minilm: Any) -> None:
     conn, app_schema = app
     attach(conn, store.schema, app_schema)
-    stop = threading.Event()
-    worker = Worker(store, embedder=minilm, options=WorkerOptions(poll_interval_s=0.5))
-    thread = threading.Thread(target=worker.run, kwargs={"stop": stop})
-    thread.start()
-    try:
-        deadline = time.monotonic() + 120
-        while store.counts()["tickets"] < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+    with running_worker(store, minilm, poll_interval_s=0.5) as (worker, thread):
+        wait_for(lambda: store.counts()["tickets"] == 3, 120)
         pid = worker.conn.info.backend_pid
         assert conn.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
         conn.execute(sql.SQL("INSERT INTO {}.tickets (id, subject, body) VALUES (8, 'Desk', 'Wobbly desk')").format(
             sql.Identifier(app_schema)))
-        while "8" not in unit_rows(conn, store.schema, "tickets") and time.monotonic() < deadline:
-            assert thread.is_alive()
-            time.sleep(0.05)
-        assert "8" in unit_rows(conn, store.schema, "tickets")
-        assert worker.conn.info.backend_pid != pid
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-        worker.close()
+        wait_for(lambda: "8" in unit_rows(conn, store.schema, "tickets"), 120)
+        assert thread.is_alive()
