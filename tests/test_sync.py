@@ -4,6 +4,7 @@ the bundled MiniLM encoder, searches through the store."""
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -325,3 +326,22 @@ def test_the_worker_reconnects_after_losing_its_connection(app: Any, store: Any,
             sql.Identifier(app_schema)))
         wait_for(lambda: "8" in unit_rows(conn, store.schema, "tickets"), 120)
         assert thread.is_alive()
+
+
+def test_a_composite_key(app: Any, store: Any, minilm: Any) -> None:
+    conn, app_schema = app
+    table = sql.Identifier(app_schema, "stock")
+    conn.execute(sql.SQL("CREATE TABLE {} (shop text, sku int, label text, PRIMARY KEY (shop, sku))").format(table))
+    conn.cursor().executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(table),
+                              [("north", 1, "red umbrella"), ("south", 1, "blue kettle"), ("north", 2, "desk lamp")])
+    conn.execute(sql.SQL("SELECT {}.attach_table(%s::regclass, corpus => 'stock', content => 'label', "
+                         "metadata => ARRAY['shop'])").format(sql.Identifier(store.schema)), (f"{app_schema}.stock",))
+    drain(store, minilm)
+    keys = {json.dumps(u["metadata"]["source_key"], sort_keys=True)
+            for u in unit_rows(conn, store.schema, "stock").values()}
+    assert keys == {'{"shop": "north", "sku": 1}', '{"shop": "south", "sku": 1}', '{"shop": "north", "sku": 2}'}
+    conn.execute(sql.SQL("UPDATE {} SET label = 'green teapot' WHERE shop = 'south' AND sku = 1").format(table))
+    conn.execute(sql.SQL("DELETE FROM {} WHERE shop = 'north' AND sku = 1").format(table))
+    drain(store, minilm)
+    contents = sorted(u["content"] for u in unit_rows(conn, store.schema, "stock").values())
+    assert contents == ["desk lamp", "green teapot"]
