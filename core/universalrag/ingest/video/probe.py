@@ -1,47 +1,28 @@
-"""Probing a video file: duration, frame rate, size, streams, content hash, and a truncation check.
+"""Probing a video file: duration, frame rate, size, streams, and a truncation check.
 
-PyAV comes with the ``video`` extra and is imported on first use.
+PyAV comes with the ``video`` extra and is imported on first use (:func:`universalrag.media.import_av`).
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from universalrag.errors import IngestError, MissingDependencyError
-from universalrag.ingest.detect import sniff
+from ...errors import IngestError
+from ...media import import_av, open_video, ratio
+from ..files import check_file
 
-__all__ = ["VideoProbe", "import_av", "open_video", "probe_video", "ratio"]
+__all__ = ["VideoProbe", "probe_video"]
 
-_HASH_CHUNK = 1 << 20
 #: How far before the declared end the truncation check starts reading packets.
 _TAIL_S = 3.0
-#: FFmpeg's AV_DISPOSITION_ATTACHED_PIC: a "video" stream that is one cover image.
-_ATTACHED_PIC = 1 << 10
-
-
-def import_av() -> Any:
-    try:
-        import av
-    except ImportError as e:
-        raise MissingDependencyError("av", "video", feature="reading videos") from e
-    return av
-
-
-def ratio(value: Any) -> float:
-    """A PyAV rational (Fraction, or AVRational in PyAV 19+) as a float; 0.0 when unset."""
-    if not value:
-        return 0.0
-    return value.numerator / value.denominator if value.denominator else 0.0
-
 
 
 @dataclass(frozen=True, slots=True)
 class VideoProbe:
-    """What a video file holds. ``content_hash`` is the SHA-256 of its bytes; ``metadata`` is JSON-ready
-    (``format``, ``size_bytes``, ``bit_rate``, ``tags``, ``streams``, and ``title`` when the file has one)."""
+    """What a video file holds. ``metadata`` is JSON-ready (``format``, ``size_bytes``, ``bit_rate``, ``tags``,
+    ``streams``, and ``title`` when the file has one)."""
 
     path: Path
     duration_s: float
@@ -52,99 +33,7 @@ class VideoProbe:
     has_audio: bool
     subtitle_streams: int
     container: str
-    content_hash: str
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_HASH_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _check_file(p: Path) -> None:
-    if not p.exists():
-        raise IngestError(p, "no such file; check the path (relative paths start at the current folder).")
-    if p.is_dir():
-        raise IngestError(p, "is a folder, not a video file; pass the files inside it, or ingest the whole folder.")
-    if not p.is_file():
-        raise IngestError(p, "is not a regular file (a device, socket or pipe); save the video to a file.")
-    if p.stat().st_size == 0:
-        raise IngestError(p, "the file is empty (0 bytes); it is not a video. Re-download or re-export it.")
-
-
-def _article(label: str) -> str:
-    """``a``/``an`` before a format label ("an MP4 video", "a PNG image", "an AVI video")."""
-    acronym = len(label) > 1 and label[1].isupper()
-    return "an" if label[0] in "AEIOUaeiou" or (acronym and label[0] in "FHLMNRSX") else "a"
-
-
-def _not_video_reason(head: bytes) -> str | None:
-    """A reason when the first bytes show a known format that is not video; None otherwise."""
-    found = sniff(head)
-    if found is not None and found.kind != "video":
-        return f"is {_article(found.label)} {found.label}, not a video; rename it or leave it out."
-    return None
-
-
-def _unreadable_reason(p: Path, error: Exception) -> str:
-    """Why FFmpeg could not open ``p``, in words a user can act on."""
-    try:
-        with p.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError as e:
-        return f"could not be read ({e.strerror or e}); check its permissions."
-    found = sniff(head)
-    if found is not None:
-        return _not_video_reason(head) or (
-            f"looks like {_article(found.label)} {found.label} but FFmpeg cannot read it ({error}): it is probably "
-            "truncated (an unfinished download, copy or recording) or damaged. Re-download or re-export the file.")
-    if b"\x00" not in head and head.strip():
-        try:
-            head.decode("utf-8")
-            return ("contains text, not video data (a playlist, a subtitle file or a saved error page?); "
-                    "give it the right extension or leave it out.")
-        except UnicodeDecodeError:
-            pass
-    return (f"is not a video FFmpeg can read ({error}); the file is damaged, incomplete or in an unsupported "
-            "format. Re-download it, or re-encode it (for example to H.264 in MP4).")
-
-
-def _main_video_stream(container: Any) -> Any | None:
-    """The first video stream that is not attached cover art (an album or podcast image)."""
-    for stream in container.streams.video:
-        if int(getattr(stream, "disposition", 0) or 0) & _ATTACHED_PIC:
-            continue
-        return stream
-    return None
-
-
-def open_video(p: Path) -> tuple[Any, Any]:
-    """Open ``p`` with PyAV and return (container, main video stream), or raise IngestError.
-
-    Files whose first bytes show an image, audio, archive or document are refused before FFmpeg sees
-    them: FFmpeg would open a PNG or GIF as a "video" of one or a few frames.
-    """
-    av = import_av()
-    try:
-        with p.open("rb") as fh:
-            reason = _not_video_reason(fh.read(64))
-    except OSError as e:
-        raise IngestError(p, f"could not be read ({e.strerror or e}); check its permissions.") from e
-    if reason:
-        raise IngestError(p, reason)
-    try:
-        container = av.open(str(p))
-    except (av.error.FFmpegError, OSError) as e:
-        raise IngestError(p, _unreadable_reason(p, e)) from e
-    stream = _main_video_stream(container)
-    if stream is None:
-        kinds = sorted({s.type for s in container.streams}) or ["no streams"]
-        container.close()
-        raise IngestError(p, f"has no video stream (it holds {', '.join(kinds)}); audio-only files are not videos.")
-    return container, stream
 
 
 def _scan_tail(av: Any, container: Any, video: Any, from_s: float, origin: float) -> tuple[float, float, int, int]:
@@ -170,18 +59,16 @@ def _scan_tail(av: Any, container: Any, video: Any, from_s: float, origin: float
 
 
 def probe_video(path: str | Path) -> VideoProbe:
-    """Read a video's duration, frame rate, size, codecs and tags, hash its bytes, and check it is whole.
+    """Read a video's duration, frame rate, size, codecs and tags, and check it is whole.
 
     The check decodes the first frame and reads the last seconds of packets: a file whose data ends
     well before the duration its header declares (an interrupted download or recording), or whose
     end cannot be decoded, is rejected. Raises :class:`IngestError` naming the path and what to do
-    for a missing, empty, non-video, unreadable, truncated or damaged file. Cheap enough to call
-    first and skip files whose ``content_hash`` is already ingested.
+    for a missing, empty, non-video, unreadable, truncated or damaged file.
     """
     p = Path(path)
-    _check_file(p)
+    check_file(p, empty="it is not a video. Re-download or re-export it.")
     av = import_av()
-    content_hash = _sha256(p)
     container, video = open_video(p)
     with container:
         origin = (container.start_time or 0) / 1_000_000
@@ -245,6 +132,5 @@ def probe_video(path: str | Path) -> VideoProbe:
             has_audio=bool(container.streams.audio),
             subtitle_streams=len(container.streams.subtitles),
             container=container.format.name,
-            content_hash=content_hash,
             metadata=metadata,
         )
