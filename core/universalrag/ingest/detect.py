@@ -14,7 +14,6 @@ from ..media import Sniffed, sniff
 
 __all__ = [
     "IMAGE_EXTENSIONS",
-    "KINDS",
     "TABLE_EXTENSIONS",
     "TEXT_EXTENSIONS",
     "VIDEO_EXTENSIONS",
@@ -30,9 +29,6 @@ IMAGE_EXTENSIONS: frozenset[str] = frozenset(
     {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
 )
 VIDEO_EXTENSIONS: frozenset[str] = frozenset({".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi"})
-
-#: Every kind :func:`detect_kind` can return.
-KINDS: tuple[str, ...] = ("text", "table", "image", "video")
 
 _EXTENSION_KIND: dict[str, str] = {
     **{ext: "text" for ext in TEXT_EXTENSIONS},

@@ -175,7 +175,7 @@ def video_units(plan: VideoPlan, *, video: CorpusSpec | None, clip: CorpusSpec |
     video_id = None
     if video is not None:
         video_id = _new_id()
-        full = " ".join(c.text for c in plan.transcript).strip()
+        full = plan.transcript_text.strip()
         chunks = chunk_for_embedding(full) if full else []
         vectors = embedder.embed([f"{plan.title}\n{c}" for c in chunks] or [plan.title])
         units.append(Unit(
