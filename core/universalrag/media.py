@@ -23,9 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = [
     "FRAMES_PER_CLIP",
     "FRAMES_PER_VIDEO",
-    "PIL_FORMATS",
     "Sniffed",
-    "check_max_side",
     "frame_times",
     "import_av",
     "import_pil",
@@ -35,7 +33,6 @@ __all__ = [
     "open_video",
     "ratio",
     "sniff",
-    "to_rgb",
 ]
 
 
@@ -148,7 +145,7 @@ def _article(label: str) -> str:
 # --------------------------------------------------------------------------- pictures
 
 #: Pillow format names accepted (anything else Pillow could open, such as ICO or PPM, is refused).
-PIL_FORMATS: tuple[str, ...] = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
+_PIL_FORMATS: tuple[str, ...] = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
 #: First word of the :func:`sniff` labels of the supported formats.
 _SUPPORTED_LABELS = frozenset({"JPEG", "PNG", "WebP", "GIF", "BMP", "TIFF"})
 
@@ -175,7 +172,7 @@ def open_image(path: str | Path, *, draft: int | None = None) -> Any:
     p = Path(path)
     too_large = "is too large to decode safely ({}); downscale it before ingesting."
     try:
-        img = Image.open(p, formats=PIL_FORMATS)
+        img = Image.open(p, formats=_PIL_FORMATS)
     except Image.DecompressionBombError as e:
         raise IngestError(p, too_large.format(e)) from e
     except Image.UnidentifiedImageError as e:
@@ -201,7 +198,7 @@ def open_image(path: str | Path, *, draft: int | None = None) -> Any:
     return img
 
 
-def to_rgb(img: Any) -> Any:
+def _to_rgb(img: Any) -> Any:
     """An RGB copy of a Pillow image: transparency composited on white, 16-bit and float images rescaled."""
     Image = import_pil()
     mode = img.mode
@@ -225,7 +222,7 @@ def to_rgb(img: Any) -> Any:
     return img.convert("RGB")
 
 
-def check_max_side(max_side: int | None) -> None:
+def _check_max_side(max_side: int | None) -> None:
     """ConfigError unless ``max_side`` is None or a positive number of pixels."""
     if max_side is not None and (not isinstance(max_side, int) or max_side < 1):
         raise ConfigError(f"max_side must be a positive number of pixels or None, got {max_side!r}.")
@@ -238,7 +235,7 @@ def load_rgb(path: str | Path, *, max_side: int | None = None) -> Image:
     image is shrunk (never enlarged) so that its longer side is at most ``max_side``, keeping the
     aspect ratio. Failures raise :class:`IngestError` (see :func:`open_image`).
     """
-    check_max_side(max_side)
+    _check_max_side(max_side)
     img = open_image(path, draft=max_side)
     from PIL import ImageOps
 
@@ -247,7 +244,7 @@ def load_rgb(path: str | Path, *, max_side: int | None = None) -> Image:
             upright = ImageOps.exif_transpose(img) or img
         except (OSError, ValueError, TypeError, KeyError, SyntaxError):  # a malformed orientation tag
             upright = img
-        rgb = to_rgb(upright)
+        rgb = _to_rgb(upright)
         if max_side is not None and max(rgb.size) > max_side:
             rgb.thumbnail((max_side, max_side), import_pil().Resampling.LANCZOS)
         return rgb
