@@ -57,7 +57,8 @@ def test_a_server_that_returns_only_text_gives_one_cue_per_piece(talk) -> None: 
     assert [(c.start_s, c.end_s, c.text) for c in cues] == [(0.0, 5.0, WORDS[0]), (5.0, 10.0, WORDS[1])]
 
 
-def test_ingestion_transcribes_with_the_asr_the_settings_name(store, minilm, talk) -> None:  # type: ignore[no-untyped-def]
+def test_ingestion_transcribes_with_the_asr_the_settings_name(  # type: ignore[no-untyped-def]
+        store, minilm, talk) -> None:
     with OpenAICompatServer(speech_texts=list(WORDS)) as server:
         settings = Settings(asr="openai", asr_base_url=server.base_url, asr_api_key="test")
         options = IngestOptions.from_settings(settings, video=CLIPS)

@@ -58,7 +58,8 @@ def test_a_mixed_folder_fills_each_corpus_once(store: Store, minilm, mixed) -> N
     assert whole.id == clip.parent_id and whole.end_s == pytest.approx(video.duration_s, abs=0.1)  # type: ignore[attr-defined]
 
 
-def test_each_file_is_hashed_once_per_run(store: Store, minilm, mixed, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_each_file_is_hashed_once_per_run(  # type: ignore[no-untyped-def]
+        store: Store, minilm, mixed, monkeypatch) -> None:
     # A spy around the real SHA-256 constructor: it counts the digests taken inside universalrag.ingest.
     import hashlib
     import sys

@@ -7,7 +7,6 @@ is a real (trivial) implementation of the ASR protocol, used to check when ASR i
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import math
 import os

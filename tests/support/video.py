@@ -219,7 +219,8 @@ def write_video(
     or ``<stem>.<ext>``) and/or into a soft subtitle stream (``embed_subtitles``; needs a container
     with a subtitle codec in :data:`CONTAINER_CODECS`). ``audio`` is ``"silence"``, ``"tones"`` (a
     different pitch per scene) or ``"speech"``: a voice-like signal (a 180 Hz tone with harmonics, its
-    loudness pulsing at a syllable rate of 4 Hz) during each ``(start, end)`` of ``speech``, silence between. ``motion`` pans the picture by that many pixels per second and
+    loudness pulsing at a syllable rate of 4 Hz) during each ``(start, end)`` of ``speech``, silence between.
+    ``motion`` pans the picture by that many pixels per second and
     ``noise`` adds uniform noise of that amplitude, for realistic decoding costs. ``gop`` sets the
     keyframe interval in frames; ``faststart`` writes an MP4's index at the front.
     """

@@ -101,15 +101,17 @@ class IngestOptions:
 
     @classmethod
     def from_settings(cls, settings: Settings, *, visual_encoder: VisualEncoder | None = None,
-                      video: VideoOptions | None = None, **options: object) -> IngestOptions:
+                      video: VideoOptions | None = None, table_batch_rows: int = 1024,
+                      captions: dict[str, str] | None = None) -> IngestOptions:
         """Options whose videos are transcribed by the speech recogniser the settings name
-        (``UNIVERSALRAG_ASR``), unless ``video`` brings its own; other keywords are fields of this class."""
+        (``UNIVERSALRAG_ASR``), unless ``video`` brings its own ``asr``. Nothing is loaded yet."""
         from .video.asr import asr_from_settings
 
         video = video or VideoOptions()
         if video.asr is None and settings.asr:
             video = replace(video, asr=asr_from_settings(settings))
-        return cls(visual_encoder=visual_encoder, video=video, **options)  # type: ignore[arg-type]
+        return cls(visual_encoder=visual_encoder, video=video, table_batch_rows=table_batch_rows,
+                   captions=dict(captions or {}))
 
 
 @dataclass(slots=True)

@@ -1,6 +1,7 @@
 """Splitting clean text into ~100-word passages that respect sentence boundaries, and into embedding windows.
 
-Pure functions over the clean text made by :mod:`universalrag.ingest.text.document` (paragraphs separated by a blank line).
+Pure functions over the clean text made by :mod:`universalrag.ingest.text.document` (paragraphs separated by a
+blank line).
 """
 
 from __future__ import annotations
