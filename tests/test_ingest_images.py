@@ -154,7 +154,7 @@ def test_missing_empty_and_folder(tmp_path: Path) -> None:
 def test_without_pillow_the_error_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_photo(tmp_path / "a.png")
     monkeypatch.setitem(sys.modules, "PIL", None)  # import PIL now fails as if it were not installed
-    with pytest.raises(MissingDependencyError, match=r"universalrag\[images\]"):
+    with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[images\]"):
         read_image(path)
 
 
