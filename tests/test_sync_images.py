@@ -176,3 +176,28 @@ def test_urls_are_fetched_only_when_allowed(store: Any, minilm: Any, database_ur
     finally:
         server.shutdown()
         conn.close()
+
+
+def test_videos_by_path_get_sampled_frames(app: Any, store: Any, minilm: Any, clip: CLIPVisualEncoder,
+                                           tmp_path: Path) -> None:
+    from support.video import write_video
+
+    conn, app_schema = app
+    s, table = store.schema, sql.Identifier(app_schema, "films")
+    write_video(tmp_path / "launch.mp4", [("rocket", 2.0), ("coffee", 2.0)], size=(64, 48))
+    (tmp_path / "fake.mp4").write_bytes(b"\x89PNG\r\n\x1a\n not a video")
+    conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, file text, title text)").format(table))
+    conn.cursor().executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(table),
+                              [(1, "launch.mp4", "Rocket launch, then a coffee break"), (2, "fake.mp4", "Fake")])
+    conn.execute(sql.SQL("SELECT {}.attach_table(%s::regclass, corpus => 'films', content => 'file', "
+                         "modality => 'video', caption => 'title')").format(sql.Identifier(s)),
+                 (f"{app_schema}.films",))
+    options = WorkerOptions(max_attempts=1, file_roots=(tmp_path,))
+    with Worker(store, embedder=minilm, visual_encoder=clip, options=options) as worker:
+        result = worker.drain()
+    assert (result.written, result.parked) == (1, 1) and "not a video" in result.errors[0]
+    spec = store.corpus("films")
+    assert (spec.granularity, spec.visual_encoder) == ("video", "tiny-clip")
+    row = conn.execute(sql.SQL("SELECT content, uri, visual IS NOT NULL FROM {}.corpus_films").format(
+        sql.Identifier(s))).fetchone()
+    assert row == ("Rocket launch, then a coffee break", "launch.mp4", True)

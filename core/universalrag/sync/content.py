@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import MissingDependencyError
+from ..errors import IngestError
+from ..media import FRAMES_PER_VIDEO, frame_times, import_pil, iter_frames
 from ..types import CorpusSpec, Modality
 
 __all__ = ["ItemError", "Loaded", "ContentLoader"]
@@ -40,6 +41,7 @@ class Loaded:
     uri: str | None
     metadata: dict[str, Any] = field(default_factory=dict)
     image: Any = None  # PIL.Image.Image
+    frames: tuple[Any, ...] = ()  # a video's sampled frames, when the worker has a visual encoder
 
 
 def _words(name: str) -> str:
@@ -48,10 +50,7 @@ def _words(name: str) -> str:
 
 def decode_image(data: bytes) -> Any:
     """Decode image bytes fully into an RGB Pillow image, or raise :class:`ItemError` saying why."""
-    try:
-        from PIL import Image
-    except ImportError as e:
-        raise MissingDependencyError("pillow", "images", feature="image corpora") from e
+    Image = import_pil("image corpora")
     try:
         with Image.open(io.BytesIO(data), formats=_IMAGE_FORMATS) as img:
             if img.width * img.height > _MAX_PIXELS:
@@ -72,8 +71,9 @@ class ContentLoader:
     """Reads the content of queue items for one worker (file roots and URL policy fixed at construction)."""
 
     def __init__(self, *, file_roots: Sequence[Path] = (), allow_urls: bool = False, max_bytes: int = 50 << 20,
-                 url_timeout: float = 20.0) -> None:
+                 url_timeout: float = 20.0, video_frames: bool = False) -> None:
         self.file_roots = tuple(Path(r).expanduser().resolve() for r in file_roots)
+        self.video_frames = video_frames
         self.allow_urls = allow_urls
         self.max_bytes = max_bytes
         self.url_timeout = url_timeout
@@ -135,6 +135,21 @@ class ContentLoader:
             raise ItemError(f"{locator}: the document holds no text.")
         return text
 
+    def _frames(self, locator: str) -> tuple[Any, ...]:
+        """Frames spread over a video file (one per second, at most FRAMES_PER_VIDEO), for the visual channel."""
+        from ..ingest.video import probe_video
+
+        if "://" in locator:
+            raise ItemError(f"{locator}: video frames are read from files only; store the video under the "
+                            "worker's --files-root.")
+        path = self._path(locator)
+        try:
+            duration = probe_video(path).duration_s
+            times = frame_times(0.0, duration, min(FRAMES_PER_VIDEO, max(1, int(duration))))
+            return tuple(image for _, image in iter_frames(path, times))
+        except IngestError as e:
+            raise ItemError(f"{locator}: {e.reason}") from e
+
     # -- items --------------------------------------------------------------------------------------------------
     def load(self, spec: CorpusSpec, *, kind: str, body: str | None, data: bytes | None, caption: str | None,
              uri: str | None, metadata: dict[str, Any]) -> Loaded | None:
@@ -154,8 +169,9 @@ class ContentLoader:
             return Loaded(text=caption or name_words, uri=uri, metadata=metadata,
                           image=decode_image(self.read_bytes(locator)))
         if spec.modality is Modality.VIDEO:
-            if "://" not in locator:
+            frames = self._frames(locator) if self.video_frames else ()
+            if not frames and "://" not in locator:
                 self._path(locator)  # the file must exist where this worker may read it
-            return Loaded(text=caption or name_words, uri=uri, metadata=metadata)
+            return Loaded(text=caption or name_words, uri=uri, metadata=metadata, frames=frames)
         text = self._document(locator)
         return Loaded(text=f"{caption}\n{text}" if caption else text, uri=uri, metadata=metadata)

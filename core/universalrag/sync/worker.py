@@ -20,6 +20,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
+from ..embed import pool
 from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, EmbeddingError, StoreError
 from ..store import Store, writer
@@ -142,7 +143,8 @@ class Worker:
         self.embedder = embedder
         self.visual_encoder = visual_encoder
         self.options = options or WorkerOptions()
-        self.loader = ContentLoader(file_roots=self.options.file_roots, allow_urls=self.options.allow_urls)
+        self.loader = ContentLoader(file_roots=self.options.file_roots, allow_urls=self.options.allow_urls,
+                                    video_frames=visual_encoder is not None)
         self._conn: Any = None
         self._checked: set[str] = set()
 
@@ -178,7 +180,7 @@ class Worker:
         if name not in self._checked:
             check_embedder(spec, self.embedder)
             visual = self.visual_encoder
-            if visual is not None and spec.modality is Modality.IMAGE:
+            if visual is not None and spec.modality in (Modality.IMAGE, Modality.VIDEO):
                 self.store.add_visual_channel(name, dimension=visual.dimension, encoder=visual.name)
                 spec = self.store.corpus(name)
             self._checked.add(name)
@@ -247,6 +249,9 @@ class Worker:
         if visual is not None:
             images = [j for j in ready if j.error is None and _loaded(j).image is not None]
             _embed_isolated(images, lambda batch: visual.embed_images([_loaded(j).image for j in batch]),
+                            "visual", "the visual encoder")
+            videos = [j for j in ready if j.error is None and _loaded(j).frames]
+            _embed_isolated(videos, lambda batch: [pool(visual.embed_images(list(_loaded(j).frames))) for j in batch],
                             "visual", "the visual encoder")
 
     def _write(self, jobs: list[_Job], superseded: list[queue.QueueItem], result: BatchResult,
