@@ -37,7 +37,7 @@ def register_embedder(prefix: str, factory: EmbedderFactory, *, usage: str, take
     ``usage`` is shown in the error listing valid specs, for example ``"hf:PATH (a local model directory)"``.
     """
     if not prefix or ":" in prefix:
-        raise ValueError(f"An embedder prefix must be non-empty and contain no ':', got {prefix!r}.")
+        raise ConfigError(f"An embedder prefix must be non-empty and contain no ':', got {prefix!r}.")
     _REGISTRY[prefix.lower()] = _Entry(factory, usage, takes_argument)
 
 
@@ -88,12 +88,15 @@ def _hf(path: str, settings: Settings) -> Embedder:
 
 
 def _openai(model: str, settings: Settings) -> Embedder:
+    """An OpenAI-compatible embedder; for a model of unknown width, the endpoint is asked once, here."""
     dimensions = settings.embed_dimensions
     name, at, size = model.rpartition("@")
     if at and size.isdigit():  # "MODEL@N", as in the embedder's own name
         model, dimensions = name, int(size)
-    return OpenAIEmbedder(model, base_url=settings.embed_base_url, api_key=settings.embed_api_key,
-                          dimensions=dimensions)
+    embedder = OpenAIEmbedder(model, base_url=settings.embed_base_url, api_key=settings.embed_api_key,
+                              dimensions=dimensions)
+    embedder.resolve_dimension()
+    return embedder
 
 
 register_embedder("minilm", _minilm, usage="'minilm' (bundled all-MiniLM-L6-v2, 384-d, offline)",
