@@ -19,18 +19,23 @@ from universalrag.ingest.pipeline import ingest_paths
 from universalrag.store import Store, queries
 
 QUERY = "Jammy Jellyfish release"
+#: Three fifths of the datasets' real row counts (2,003 numeric rows): thousands of near-identical rows as in the
+#: report, at a cost a test can pay (the real MiniLM embeds them in tens of seconds on 2 idle cores).
+SCALE = 0.6
+
+pytestmark = pytest.mark.timeout(1500)  # the module's fixture embeds 2,000 rows with the real MiniLM
 
 
 @pytest.fixture(scope="module")
 def tables_store(tmp_path_factory, database_url: str, minilm):  # type: ignore[no-untyped-def]
-    """A schema whose ``table`` corpus holds five numeric CSVs (3,344 rows) and two release CSVs (18 rows)."""
+    """A schema whose ``table`` corpus holds five numeric CSVs (2,003 rows) and two release CSVs (18 rows)."""
     import uuid
 
     from universalrag.config import Settings
     from universalrag.store.engine import make_engine
 
     folder = tmp_path_factory.mktemp("csvs")
-    paths = write_numeric_tables(folder / "numeric") + write_release_tables(folder / "releases")
+    paths = write_numeric_tables(folder / "numeric", scale=SCALE) + write_release_tables(folder / "releases")
     schema = "t_" + uuid.uuid4().hex[:12]
     store = Store(settings=Settings(database_url=database_url, schema=schema))
     store.init(embedder=minilm.name, dimension=minilm.dimension)
@@ -52,7 +57,7 @@ def test_the_exact_match_is_found_by_default(tables_store: Store, minilm) -> Non
     with tables_store.transaction() as conn:
         parts = conn.execute(sa.select(sa.func.count()).select_from(
             tables_store.tables.corpus(tables_store.corpus("table")).parts)).scalar_one()
-    assert parts > 3000  # thousands of rows, as in the report
+    assert parts > 2000  # thousands of rows, as in the report
     query = minilm.embed_query(QUERY).tolist()
     hits = tables_store.search("table", query, k=5)
     assert [_name(h) for h in hits][:1] == ["ubuntu.csv"]
