@@ -68,7 +68,8 @@ def test_the_exact_match_is_found_by_default(tables_store: Store, minilm) -> Non
 
 
 @pytest.mark.parametrize("ef_search", [40, 100])
-def test_the_index_path_finds_it_too(tables_store: Store, minilm, ef_search: int) -> None:  # type: ignore[no-untyped-def]
+def test_the_index_path_finds_it_too(tables_store: Store, minilm,  # type: ignore[no-untyped-def]
+                                     ef_search: int) -> None:
     """Forced through the HNSW index (``exact=False``) at the low ef_search values the report tried, the iterative
     scan and the widening window of parts still put the Ubuntu table first, with the same ranking as an exact
     scan for queries that each target one table."""

@@ -50,7 +50,8 @@ def tiny_clip(tmp_path_factory: pytest.TempPathFactory) -> CLIPVisualEncoder:
                              device="cpu")
 
 
-def _units(corpus: str, multi: bool, minilm, visual: list[float] | None) -> dict[str, Unit]:  # type: ignore[no-untyped-def]
+def _units(corpus: str, multi: bool, minilm,  # type: ignore[no-untyped-def]
+           visual: list[float] | None) -> dict[str, Unit]:
     """The best-part unit, the lure and an unrelated unit for ``corpus``."""
     groups = {"best": [*FILLERS, TARGET], "lure": LURE, "other": OTHER}
     units = {}
@@ -69,8 +70,8 @@ def _units(corpus: str, multi: bool, minilm, visual: list[float] | None) -> dict
 
 @pytest.mark.parametrize("with_visual", [False, True], ids=["text-only", "visual-encoder"])
 @pytest.mark.parametrize("corpus", list(KINDS))
-def test_best_part_wins_in_every_kind_with_every_channel(store: Store, minilm, tiny_clip: CLIPVisualEncoder,  # type: ignore[no-untyped-def]
-                                                         corpus: str, with_visual: bool) -> None:
+def test_best_part_wins_in_every_kind_with_every_channel(  # type: ignore[no-untyped-def]
+        store: Store, minilm, tiny_clip: CLIPVisualEncoder, corpus: str, with_visual: bool) -> None:
     multi = KINDS[corpus]
     assert store.corpus(corpus).multi_vector is multi
     has_channel = with_visual and corpus in VISUAL_KINDS

@@ -368,7 +368,8 @@ def test_units_without_a_source_can_be_added_read_replaced_and_deleted(small: St
         small.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content="x", embedding=[0.1] * 3)])
 
 
-def test_bad_arguments_are_typed_errors_and_url_starts_nothing(small: Store, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_bad_arguments_are_typed_errors_and_url_starts_nothing(  # type: ignore[no-untyped-def]
+        small: Store, tmp_path) -> None:
     from universalrag.config import Settings
     from universalrag.errors import InvalidInputError, UniversalRAGError
 

@@ -50,9 +50,9 @@ class OpenAIEmbedder:
     ``dimensions`` asks the endpoint for shortened vectors (text-embedding-3-* and compatible models).
     ``dimension`` states the width a model outside :data:`KNOWN_DIMENSIONS` returns, when it is known; otherwise
     :meth:`resolve_dimension` asks the endpoint once (and any embedding call learns it), and until then
-    :attr:`dimension` raises :class:`ConfigError` instead of calling the network. ``base_url`` points at another server (for example ``http://localhost:11434/v1``); with a
-    ``base_url`` and no key anywhere, a placeholder key is sent, as local servers expect. Texts are sent
-    ``batch_size`` at a time. Clients are created on first use; the constructor does no I/O.
+    :attr:`dimension` raises :class:`ConfigError` instead of calling the network. ``base_url`` points at another
+    server (for example ``http://localhost:11434/v1``); with a ``base_url`` and no key anywhere, a placeholder key
+    is sent, as local servers expect. Texts are sent ``batch_size`` at a time. Clients are created on first use; the constructor does no I/O.
     """
 
     def __init__(

@@ -59,7 +59,8 @@ def nearest_units(
     """Ids and cosine distances of the ``limit`` units nearest to ``vector`` in the text column (``embedding``)
     or, with ``visual``, the visual column; through the column's HNSW index unless index scans are off."""
     u = tables.units
-    column, dimension = (u.c.visual, tables.spec.visual_dimension) if visual else (u.c.embedding, tables.spec.dimension)
+    column, dimension = ((u.c.visual, tables.spec.visual_dimension) if visual
+                         else (u.c.embedding, tables.spec.dimension))
     assert dimension, "nearest_units(visual=True) needs a corpus with a visual channel"
     distance = column.cosine_distance(query_vector(vector, dimension)).label("distance")
     stmt = sa.select(u.c.id.label("unit_id"), distance).where(column.is_not(None))

@@ -52,9 +52,9 @@ class SearchRequest:
 
     vector: Sequence[float]
     k: int
+    visual_weight: float  # its default lives in Settings.visual_weight_for
     filter: Filter | None = None
     visual_vector: Sequence[float] | None = None
-    visual_weight: float = 0.8
     lexical_text: str | None = None
     ef_search: int = 100
     exact_rows: int = 0
@@ -76,17 +76,18 @@ def run_search(conn: sa.Connection, tables: CorpusTables, request: SearchRequest
     visual = request.visual_vector is not None and bool(spec.visual_dimension)
     window = max(4 * request.k, 40) if visual or request.lexical_text else request.k
     candidates: dict[str, _Candidate] = {}
+    units_exact = _exact(conn, tables.units, request) if visual or tables.parts is None else False
     if tables.parts is not None:
         for uid, parts in _text_by_parts(conn, tables, request, window).items():
             candidates[uid] = _Candidate(text=parts[0][1], parts=parts)
     else:
-        with _scan(conn, exact=_exact(conn, tables.units, request)):
+        with _scan(conn, exact=units_exact):
             for r in conn.execute(queries.nearest_units(tables, request.vector, limit=window,
                                                         filter=request.filter)):
                 candidates[str(r.unit_id)] = _Candidate(text=1.0 - float(r.distance))
     if visual:
         assert request.visual_vector is not None
-        with _scan(conn, exact=_exact(conn, tables.units, request)):
+        with _scan(conn, exact=units_exact):
             for r in conn.execute(queries.nearest_units(tables, request.visual_vector, limit=window,
                                                         filter=request.filter, visual=True)):
                 candidates.setdefault(str(r.unit_id), _Candidate()).visual = 1.0 - float(r.distance)
