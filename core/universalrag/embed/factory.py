@@ -13,7 +13,7 @@ from ..config import Settings
 from ..errors import ConfigError
 from .base import Embedder
 from .openai_encoder import OpenAIEmbedder
-from .transformers_encoder import MINILM_NAME, TransformersEmbedder, _check_model_dir
+from .transformers_encoder import MINILM_NAME, TransformersEmbedder, check_model_dir
 
 __all__ = ["make_embedder", "embedder_from_settings", "register_embedder", "embedder_specs"]
 
@@ -83,7 +83,7 @@ def _minilm(_: str, settings: Settings) -> Embedder:
 
 
 def _hf(path: str, settings: Settings) -> Embedder:
-    directory = _check_model_dir(Path(path).expanduser())  # fail fast on a wrong path
+    directory = check_model_dir(Path(path).expanduser())  # fail fast on a wrong path
     return TransformersEmbedder(directory, device=settings.device)
 
 

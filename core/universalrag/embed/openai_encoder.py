@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ConfigError, EmbeddingError
 from ..openai_client import OpenAIClients, redact_url, translate_error
-from .transformers_encoder import _check_texts
+from .base import check_texts
 
 __all__ = ["OpenAIEmbedder", "KNOWN_DIMENSIONS"]
 
@@ -187,7 +187,7 @@ class OpenAIEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed a batch of passages; returns float32 of shape ``(len(texts), dimension)``, rows of norm 1."""
-        items = _check_texts(texts)
+        items = check_texts(texts)
         if not items:
             return np.zeros((0, self.resolve_dimension()), dtype=np.float32)
         parts = []
@@ -205,7 +205,7 @@ class OpenAIEmbedder:
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
         """Async twin of :meth:`embed`, using the SDK's async client."""
-        items = _check_texts(texts)
+        items = check_texts(texts)
         if not items:
             return np.zeros((0, await self.aresolve_dimension()), dtype=np.float32)
         parts = []
