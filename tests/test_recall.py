@@ -86,7 +86,7 @@ def test_the_index_path_finds_it_too(tables_store: Store, minilm,  # type: ignor
         # an index is approximate: its best row may be a near one, never a better one than the exact scan's
         assert index[0].matched_parts[0][2] <= exact[0].matched_parts[0][2] + 1e-6
     jammy = tables_store.search("table", minilm.embed_query(QUERY).tolist(), k=1, exact=False, ef_search=ef_search)
-    assert _name(jammy[0]) == "ubuntu.csv"  # at ef_search 40 its best row may be a neighbour (Groovy Gorilla)
+    assert _name(jammy[0]) == "ubuntu.csv"  # k=1: the window of parts is still MIN_PART_WINDOW wide
 
 
 def test_without_the_iterative_scan_the_index_returns_at_most_ef_search_rows(

@@ -30,10 +30,12 @@ from . import queries
 from .filters import Filter
 from .schema import CorpusTables
 
-__all__ = ["PARTS_PER_HIT", "MAX_PART_WINDOW", "SearchRequest", "run_search", "hit_from_row"]
+__all__ = ["PARTS_PER_HIT", "MIN_PART_WINDOW", "MAX_PART_WINDOW", "SearchRequest", "run_search", "hit_from_row"]
 
 #: How many matched parts a hit of a multi-vector corpus reports (best first).
 PARTS_PER_HIT = 5
+#: The narrowest window of parts (and search beam) an index search of a multi-vector corpus uses.
+MIN_PART_WINDOW = 100
 #: The widest window of parts an index search asks for (pgvector's default ``hnsw.max_scan_tuples``).
 MAX_PART_WINDOW = 20000
 #: pgvector's largest ``hnsw.ef_search``.
@@ -144,10 +146,11 @@ def _text_by_parts(conn: sa.Connection, tables: CorpusTables, request: SearchReq
             rows = conn.execute(queries.best_parts_exact(tables, request.vector, per_unit=PARTS_PER_HIT,
                                                          limit=PARTS_PER_HIT * k, filter=request.filter)).all()
         return _group(rows, k)
-    limit = max(8 * k, 40)
+    limit = max(8 * k, MIN_PART_WINDOW)
     while True:
-        if not request.iterative:  # without the iterative scan the index returns at most ef_search rows
-            conn.execute(queries.set_local("hnsw.ef_search", min(max(request.ef_search, limit), _MAX_EF_SEARCH)))
+        # The search beam is at least as wide as the window: without the iterative scan the index returns at most
+        # ef_search rows, and with it a narrow beam stays among near-identical rows (issue 11).
+        conn.execute(queries.set_local("hnsw.ef_search", min(max(request.ef_search, limit), _MAX_EF_SEARCH)))
         rows = conn.execute(queries.nearest_parts(tables, request.vector, limit=limit, filter=request.filter)).all()
         grouped = _group(rows, k)
         exhausted = len(rows) < limit or (not request.iterative and limit >= _MAX_EF_SEARCH)
