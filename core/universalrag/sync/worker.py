@@ -20,7 +20,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from ..embed import pool
+from ..embed import normalised_mean
 from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, EmbeddingError, StoreError
 from ..store import Store, writer
@@ -251,8 +251,8 @@ class Worker:
             _embed_isolated(images, lambda batch: visual.embed_images([_loaded(j).image for j in batch]),
                             "visual", "the visual encoder")
             videos = [j for j in ready if j.error is None and _loaded(j).frames]
-            _embed_isolated(videos, lambda batch: [pool(visual.embed_images(list(_loaded(j).frames))) for j in batch],
-                            "visual", "the visual encoder")
+            _embed_isolated(videos, lambda batch: [normalised_mean(visual.embed_images(list(_loaded(j).frames)))
+                                                   for j in batch], "visual", "the visual encoder")
 
     def _write(self, jobs: list[_Job], superseded: list[queue.QueueItem], result: BatchResult,
                retry_delay_s: float) -> None:
