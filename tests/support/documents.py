@@ -17,6 +17,7 @@ from support.media import photo
 
 __all__ = [
     "KEEPERS_TABLE",
+    "write_chart_pdf",
     "write_corrupt_pdf",
     "write_deck_pptx",
     "write_encrypted_pdf",
@@ -157,6 +158,30 @@ def write_table_pdf(path: Path, tables: Sequence[Sequence[Sequence[str]]], *, im
             story.append(Image(_photo_png(("coffee", "rocket", "chelsea")[i % 3], (200, 140)), width=200, height=140))
             story.append(Paragraph(f"Figure {i + 1}: Photograph of part {i + 1}.", ss["BodyText"]))
         story.append(PageBreak())
+    SimpleDocTemplate(str(path), pagesize=A4).build(story)
+    return path
+
+
+def write_chart_pdf(path: Path) -> Path:
+    """A page with a paragraph, a bar chart drawn as vector graphics (no picture object) and its caption
+    "Figure 2: …" below it."""
+    from reportlab.graphics.shapes import Drawing, Line, Rect
+    from reportlab.lib import colors
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer
+
+    ss = getSampleStyleSheet()
+    chart = Drawing(300, 160)
+    chart.add(Line(10, 10, 290, 10))
+    chart.add(Line(10, 10, 10, 150))
+    for i, height in enumerate((40, 75, 120, 95, 140)):
+        chart.add(Rect(25 + i * 52, 10, 36, height, fillColor=colors.steelblue))
+    story = [Paragraph("Visitors", ss["Heading1"]),
+             Paragraph("Visitor numbers grew every summer after the museum opened in the old oil store. "
+                       "Figure 2 shows the visitors per year.", ss["BodyText"]),
+             Spacer(1, 12), chart,
+             Paragraph("Figure 2: Visitors per year at the lighthouse museum.", ss["BodyText"])]
     SimpleDocTemplate(str(path), pagesize=A4).build(story)
     return path
 
