@@ -26,6 +26,7 @@ from .units import Prepared, TextPlan, image_units, plan_text_units, source_reco
 
 if TYPE_CHECKING:
     from ..embed.visual import VisualEncoder
+    from .documents import DocumentOptions
     from .tables import ParsedTable
     from .video import VideoOptions
 
@@ -37,8 +38,10 @@ DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
     "table": ("table",),
     "image": ("image",),
     "video": ("video", "clip"),
+    "document": ("document", "paragraph", "table", "image"),
 }
-_KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO}
+_KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO,
+                  "document": Modality.TEXT}
 _TABLES_IN_TEXT = (".md", ".markdown", ".html", ".htm")
 #: Text files embedded together in one batch.
 _TEXT_GROUP_FILES = 64
@@ -96,6 +99,7 @@ class IngestOptions:
     video: VideoOptions | None = None
     table_batch_rows: int = 1024
     captions: dict[str, str] = field(default_factory=dict)  # file path → caption for images
+    documents: DocumentOptions | None = None  # OCR and picture settings for PDF, Word and PowerPoint files
 
 
 @dataclass(slots=True)
@@ -222,11 +226,37 @@ def _prepare_video(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
     return Prepared(source_record(uri, content_hash, Modality.VIDEO, units, metadata=meta), units)
 
 
+def _prepare_document(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+    """A PDF, Word or PowerPoint file: its document, passages, tables and figures, each in its own corpus (only
+    the text units, in the named corpus, with ``--corpus``)."""
+    from .documents.prepare import DocumentTargets, figure_folder, prepare_document
+
+    existing = set(run.store.corpora())
+    specs = {}
+    for name in run.targets("document"):
+        kind = {"table": "table", "image": "image"}.get(name, "text") if run.corpus is None else "text"
+        if run.corpus is None and name not in existing:
+            continue  # a schema without, say, an image corpus still takes the document's text
+        specs[name] = run.spec(name, kind)
+    text = [s for s in specs.values() if s.modality is Modality.TEXT]
+    targets = DocumentTargets(
+        document=next((s for s in text if s.granularity is Granularity.DOCUMENT), None),
+        paragraph=next((s for s in text if s.granularity is not Granularity.DOCUMENT), None),
+        table=specs.get("table") if run.corpus is None else None,
+        image=specs.get("image") if run.corpus is None else None,
+    )
+    visual = run.options.visual_encoder if targets.image is not None and targets.image.visual_dimension else None
+    folder = figure_folder(run.store.settings.home_dir, run.store.schema, content_hash)
+    return prepare_document(path, targets, run.embedder, uri=uri, content_hash=content_hash, figure_dir=folder,
+                            visual=visual, options=run.options.documents, batch_rows=run.options.table_batch_rows)
+
+
 #: Kind → how a file of that kind becomes units (text files are batched by :func:`_text_group`).
 _HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared]] = {
     "table": _prepare_table,
     "image": _prepare_image,
     "video": _prepare_video,
+    "document": _prepare_document,
 }
 
 
@@ -250,9 +280,9 @@ def _classify(run: _Run, path: Path) -> tuple[str, str, str]:
                                 "folder).")
     kind = detect_kind(path)
     if kind is None:
-        raise IngestError(path, "not a supported file type; supported: text (.txt .md .html), tables (.csv .tsv "
-                                ".xlsx .json), images (.jpg .png .webp .gif .bmp .tiff) and videos (.mp4 .mkv "
-                                ".webm .mov .avi).")
+        raise IngestError(path, "not a supported file type; supported: text (.txt .md .html), documents (.pdf "
+                                ".docx .pptx), tables (.csv .tsv .xlsx .json), images (.jpg .png .webp .gif .bmp "
+                                ".tiff) and videos (.mp4 .mkv .webm .mov .avi).")
     return kind, path.resolve().as_uri(), file_hash(path)
 
 

@@ -33,11 +33,11 @@ def _bold(raw: Any, textpage: Any, index: int) -> bool:
 class _LineBuilder:
     """Accumulates characters into one line."""
 
-    __slots__ = ("chars", "first", "x0", "top", "x1", "bottom", "size", "space")
+    __slots__ = ("chars", "first", "last", "x0", "top", "x1", "bottom", "size", "space")
 
     def __init__(self) -> None:
         self.chars: list[str] = []
-        self.first = -1
+        self.first = self.last = -1
         self.x0 = self.top = float("inf")
         self.x1 = self.bottom = float("-inf")
         self.size = 0.0
@@ -49,6 +49,7 @@ class _LineBuilder:
         self.space = False
         if self.first < 0:
             self.first = index
+        self.last = index
         self.chars.append(ch)
         self.x0, self.top = min(self.x0, box[0]), min(self.top, box[1])
         self.x1, self.bottom = max(self.x1, box[2]), max(self.bottom, box[3])
@@ -70,7 +71,8 @@ def page_lines(textpage: Any, *, height: float) -> list[Line]:
         text = "".join(cur.chars).strip()
         if text:
             box = (cur.x0, cur.top, cur.x1, cur.bottom)
-            lines.append(Line(text, box, cur.size or (cur.bottom - cur.top), _bold(raw, tp, cur.first)))
+            bold = _bold(raw, tp, cur.first) and (cur.last == cur.first or _bold(raw, tp, cur.last))
+            lines.append(Line(text, box, cur.size or (cur.bottom - cur.top), bold))
         cur = _LineBuilder()
 
     high = 0
