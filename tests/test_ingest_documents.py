@@ -101,6 +101,7 @@ def test_pdf_table_keeps_cells_header_caption_and_page(report_pdf: Path) -> None
     assert table.table.caption == TABLE_CAPTION and table.table.label == "1"
     assert table.table.title == TABLE_CAPTION
     assert table.heading_path == ("2 Keepers",)
+    assert table.table.cited_by == ("Table 1 lists the keepers and the fuel of the lamp in each decade.",)
     # the caption went with the table, not into a paragraph of its own; cell text is not repeated as paragraphs
     paragraphs = [b.text for b in _kind(doc, BlockKind.PARAGRAPH)]
     assert TABLE_CAPTION not in paragraphs and not any("Whale oil" in p for p in paragraphs)

@@ -165,34 +165,31 @@ class PageAssembler:
         return Block(BlockKind.TABLE, f"{title}\n{text}" if title else text, page, path, item.bbox, table=table)
 
 
-def link_citations(blocks: Sequence[Block]) -> list[Block]:
-    """``blocks`` with each numbered figure's ``cited_by`` set to the sentences that mention it.
-
-    Sentences come from paragraphs and speaker notes; a figure keeps at most five, in document order.
-    """
+def _citations(blocks: Sequence[Block], pattern: re.Pattern[str]) -> dict[str, list[str]]:
     cites: dict[str, list[str]] = defaultdict(list)
     for block in blocks:
         if block.kind not in (BlockKind.PARAGRAPH, BlockKind.NOTES):
             continue
         for sentence in split_sentences(block.text):
-            for label in {m.group(1).lower() for m in _FIGURE_REF.finditer(sentence)}:
+            for label in {m.group(1).lower() for m in pattern.finditer(sentence)}:
                 if len(cites[label]) < _MAX_CITATIONS and sentence not in cites[label]:
                     cites[label].append(sentence)
+    return cites
+
+
+def link_citations(blocks: Sequence[Block]) -> list[Block]:
+    """``blocks`` with each numbered figure's and table's ``cited_by`` set to the sentences that mention it
+    ("Figure 3 shows …", "as Table 2 lists …").
+
+    Sentences come from paragraphs and speaker notes; each keeps at most five, in document order.
+    """
+    figures = _citations(blocks, _FIGURE_REF)
+    tables = _citations(blocks, _TABLE_REF)
     out = []
     for block in blocks:
-        if block.figure is not None and block.figure.label and cites.get(block.figure.label):
-            block = replace(block, figure=replace(block.figure, cited_by=tuple(cites[block.figure.label])))
+        if block.figure is not None and block.figure.label and figures.get(block.figure.label):
+            block = replace(block, figure=replace(block.figure, cited_by=tuple(figures[block.figure.label])))
+        elif block.table is not None and block.table.label and tables.get(block.table.label):
+            block = replace(block, table=replace(block.table, cited_by=tuple(tables[block.table.label])))
         out.append(block)
     return out
-
-
-def table_citations(blocks: Sequence[Block]) -> dict[str, list[str]]:
-    """Table number → the sentences that cite it ("Table 2 lists …"), at most five each."""
-    cites: dict[str, list[str]] = defaultdict(list)
-    for block in blocks:
-        if block.kind is BlockKind.PARAGRAPH:
-            for sentence in split_sentences(block.text):
-                for label in {m.group(1).lower() for m in _TABLE_REF.finditer(sentence)}:
-                    if len(cites[label]) < _MAX_CITATIONS:
-                        cites[label].append(sentence)
-    return dict(cites)

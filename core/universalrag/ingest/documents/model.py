@@ -45,7 +45,8 @@ class TableData:
     """The cells of one table, row by row (every row as wide as the widest), and how many rows are header.
 
     ``caption`` is the "Table 3: …" line next to it (empty when there is none); ``label`` is its number
-    as written ("3"), when the caption has one; ``title`` is the caption, else the nearest heading.
+    as written ("3"), when the caption has one; ``title`` is the caption, else the nearest heading;
+    ``cited_by`` holds the sentences that mention it ("Table 3 lists …").
     """
 
     rows: tuple[tuple[str, ...], ...]
@@ -53,6 +54,7 @@ class TableData:
     caption: str = ""
     label: str = ""
     title: str = ""
+    cited_by: tuple[str, ...] = ()
 
     @property
     def header(self) -> tuple[str, ...]:

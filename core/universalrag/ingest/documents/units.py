@@ -159,6 +159,7 @@ def _tables(doc: ParsedDocument, *, source: str, document_id: str | None) -> lis
                               heading_path=block.heading_path, bbox=block.bbox),
                 "format": doc.info.format, "index_in_file": index, "row_count": len(body), "column_count": width,
                 "caption": data.caption, "label": f"Table {data.label}" if data.label else "",
+                "cited_by": list(data.cited_by),
                 "header_synthesized": not data.header_rows}
         tables.append(ParsedTable(data.title, names, meta, row_source=lambda rows=body: iter(rows)))
     return tables
