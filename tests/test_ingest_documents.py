@@ -35,6 +35,7 @@ from support.documents import (  # noqa: E402
     write_corrupt_pdf,
     write_deck_pptx,
     write_encrypted_pdf,
+    write_paper_pdf,
     write_report_docx,
     write_report_pdf,
     write_scanned_pdf,
@@ -128,6 +129,17 @@ def test_pdf_two_column_page_is_read_column_by_column(tmp_path: Path) -> None:
     texts = [b.text for b in doc.blocks()]
     assert texts == ["Harbour and Quarry", " ".join(LEFT_COLUMN), " ".join(RIGHT_COLUMN)]
     assert "7" not in texts  # the page number
+
+
+def test_pdf_two_column_article_with_a_title_across_both_columns(tmp_path: Path) -> None:
+    doc = read_document(write_paper_pdf(tmp_path / "paper.pdf"))
+    order = [b.text.split()[0] if b.kind is BlockKind.PARAGRAPH else b.kind.value for b in doc.blocks()]
+    assert order[0] == "heading" and order[1:5] == ["P0", "P1", "P2", "heading"]
+    paragraphs = [o for o in order if o.startswith("P")]
+    assert paragraphs == [f"P{i}" for i in range(9)]
+    assert order.index("figure") > order.index("P4")
+    heading = next(b for b in doc.blocks() if b.text == "2 Methods")
+    assert heading.level == 2 and heading.heading_path == ("A Study of Harbour Lights", "2 Methods")
 
 
 def test_pdf_vector_chart_is_rendered_as_a_figure_with_its_caption(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ __all__ = [
     "write_corrupt_pdf",
     "write_deck_pptx",
     "write_encrypted_pdf",
+    "write_paper_pdf",
     "write_report_docx",
     "write_report_pdf",
     "write_scanned_pdf",
@@ -220,6 +221,34 @@ def write_two_column_pdf(path: Path) -> Path:
         y -= 13
     c.drawCentredString(width / 2, 30, "7")
     c.save()
+    return path
+
+
+def write_paper_pdf(path: Path, *, paragraphs: int = 9) -> Path:
+    """A two-column article (reportlab frames): a centred title across both columns, justified paragraphs
+    "P0 …", "P1 …" flowing from the left column into the right one, a "2 Methods" heading and a photograph with
+    its caption in the right column."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import BaseDocTemplate, Frame, FrameBreak, Image, PageTemplate, Paragraph
+
+    ss = getSampleStyleSheet()
+    body = ss["BodyText"].clone("justified", alignment=4)
+    width, height = A4
+    rng = random.Random(1)
+    column = (width - 100) / 2 - 10
+    frames = [Frame(50, height - 120, width - 100, 60, id="title"), Frame(50, 60, column, height - 190, id="left"),
+              Frame(width / 2 + 10, 60, column, height - 190, id="right")]
+    doc = BaseDocTemplate(str(path), pagesize=A4, pageTemplates=[PageTemplate(frames=frames)])
+    story = [Paragraph("A Study of Harbour Lights", ss["Title"]), FrameBreak()]
+    for i in range(paragraphs):
+        if i == 3:
+            story.append(Paragraph("2 Methods", ss["Heading2"]))
+        if i == 5:
+            story.append(Image(_photo_png("rocket", (200, 150)), width=200, height=150))
+            story.append(Paragraph("Figure 1: A rocket on the pad.", body))
+        story.append(Paragraph(f"P{i} " + " ".join(rng.choice(_WORDS) for _ in range(70)) + ".", body))
+    doc.build(story)
     return path
 
 

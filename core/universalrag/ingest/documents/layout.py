@@ -127,24 +127,28 @@ def strip_running_lines(pages: Iterable[tuple[T, list[Line], float]]) -> Iterato
 def _gutter(boxes: Sequence[BBox], width: float) -> float | None:
     """The x of the gap between two text columns, or None for a single-column page.
 
-    Only boxes narrower than 55 % of the page count as column content; the gutter is the middle of the
-    widest stretch in the central 30-70 % of the page that none of them covers, with at least three
-    boxes wholly on each side.
+    Only boxes narrower than 55 % of the page count as column content. The gutter is the middle of the widest
+    stretch in the central 30-70 % of the page crossed by the fewest of them — at most one in ten (titles,
+    centred headings and wide figures cross it and become separators) — with at least three boxes wholly on
+    each side.
     """
     narrow = [b for b in boxes if (b[2] - b[0]) < 0.55 * width]
     if len(narrow) < 6:
         return None
     lo, hi = int(width * 0.3), int(width * 0.7)
-    covered = [False] * (hi - lo + 1)
+    crossing = [0] * (hi - lo + 1)
     for x0, _, x1, _ in narrow:
         for x in range(max(lo, int(x0)), min(hi, int(x1)) + 1):
-            covered[x - lo] = True
+            crossing[x - lo] += 1
+    fewest = min(crossing)
+    if fewest > max(1, len(narrow) // 10):
+        return None
     best: tuple[int, int] | None = None
     start = None
-    for i, c in enumerate([*covered, True]):
-        if not c and start is None:
+    for i, count in enumerate([*crossing, fewest + 1]):
+        if count == fewest and start is None:
             start = i
-        elif c and start is not None:
+        elif count != fewest and start is not None:
             if best is None or i - start > best[1] - best[0]:
                 best = (start, i)
             start = None
