@@ -229,7 +229,7 @@ def test_docx_headings_table_figure_formula_and_pages(tmp_path: Path) -> None:
 def test_pptx_slides_with_title_body_notes_picture_and_table(tmp_path: Path) -> None:
     doc = read_document(write_deck_pptx(tmp_path / "deck.pptx"))
     assert doc.info.format == "pptx" and doc.title == "Lighthouse Budget 2026"
-    assert [p.kind for p in doc.pages] == ["slide"] * 3
+    assert [p.kind for p in doc.pages] == ["slide"] * 4
     first = doc.pages[0].blocks
     assert [b.kind for b in first] == [BlockKind.HEADING, BlockKind.PARAGRAPH, BlockKind.NOTES]
     assert first[1].text == "Lantern repairs cost 4,200 pounds\nSolar panels replaced in March"
@@ -238,8 +238,10 @@ def test_pptx_slides_with_title_body_notes_picture_and_table(tmp_path: Path) -> 
     [figure] = _kind(doc, BlockKind.FIGURE)
     assert figure.page == 2 and figure.figure.label == "1" and figure.figure.alt_text == "A cup of coffee"
     assert figure.bbox == pytest.approx((72.0, 144.0, 360.0, 336.0))
-    [table] = _kind(doc, BlockKind.TABLE)
+    table, chart = _kind(doc, BlockKind.TABLE)
     assert table.page == 3 and table.table.header == ("Item", "Pounds") and table.table.title == "Spending by item"
+    assert chart.page == 4 and chart.table.title == "Museum visitors in 2025"
+    assert chart.table.rows == (("Category", "2025"), ("Spring", "120"), ("Summer", "840"), ("Autumn", "310"))
 
 
 # --------------------------------------------------------------------------- detection and unsupported formats

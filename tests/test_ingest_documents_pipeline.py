@@ -120,7 +120,7 @@ def test_word_and_powerpoint_files(store: Store, minilm, tmp_path: Path) -> None
     result = ingest_paths(store, minilm, [folder])
     assert result.ok, result.failed
     counts = store.counts()
-    assert counts["document"] == 2 and counts["table"] == 2 and counts["image"] == 2
+    assert counts["document"] == 2 and counts["table"] == 3 and counts["image"] == 2
     slide = search_corpus(store, minilm, "paragraph", "What does the fog bell need?", k=1)[0]
     assert slide.metadata["slide"] == 1 and slide.metadata["page"] == 1 and "Notes: Remind the board" in slide.content
     assert slide.metadata["heading_path"] == ["Budget overview"]

@@ -346,9 +346,11 @@ def write_report_docx(path: Path) -> Path:
 
 
 def write_deck_pptx(path: Path) -> Path:
-    """A three-slide deck: a title slide with bullets and speaker notes, a slide with a photograph, a slide
-    with a table."""
+    """A four-slide deck: a title slide with bullets and speaker notes, a slide with a photograph, a slide
+    with a table and a slide with a column chart."""
     from pptx import Presentation
+    from pptx.chart.data import CategoryChartData
+    from pptx.enum.chart import XL_CHART_TYPE
     from pptx.util import Inches
 
     prs = Presentation()
@@ -371,5 +373,13 @@ def write_deck_pptx(path: Path) -> Path:
     for r, row in enumerate((("Item", "Pounds"), ("Lantern", "4200"), ("Paint", "900"))):
         for c, value in enumerate(row):
             shape.table.cell(r, c).text = value
+    s4 = prs.slides.add_slide(prs.slide_layouts[5])
+    s4.shapes.title.text = "Visitors by season"
+    data = CategoryChartData()
+    data.categories = ["Spring", "Summer", "Autumn"]
+    data.add_series("2025", (120, 840, 310))
+    chart = s4.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(1), Inches(1.5), Inches(6), Inches(4), data)
+    chart.chart.has_title = True
+    chart.chart.chart_title.text_frame.text = "Museum visitors in 2025"
     prs.save(str(path))
     return path

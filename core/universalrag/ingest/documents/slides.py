@@ -143,6 +143,8 @@ class SlidesReader:
                 first_row = shape.table.first_row
                 return TableItem(rows=rows, bbox=box, header_rows=1 if first_row else header_rows(rows))
             return None
+        if shape.has_chart:
+            return self._chart(shape.chart, box)
         image = getattr(shape, "image", None) if hasattr(type(shape), "image") else None
         if image is not None:
             return self._picture(shape, image, box, warnings)
@@ -150,6 +152,22 @@ class SlidesReader:
             text = _frame_text(shape)
             return TextItem(text, box) if text else None
         return None
+
+    def _chart(self, chart: Any, box: BBox | None) -> Item | None:
+        """A chart's data as a table: one row per category, one column per series."""
+        plots = list(chart.plots)
+        if not plots:
+            return None
+        categories = [str(c) for c in plots[0].categories]
+        series = [s for plot in plots for s in plot.series]
+        if not categories or not series:
+            return None
+        header = ["Category", *(s.name or f"Series {i}" for i, s in enumerate(series, 1))]
+        values = [list(s.values) for s in series]
+        rows = [header] + [[cat, *("" if i >= len(v) or v[i] is None else f"{v[i]:g}" for v in values)]
+                           for i, cat in enumerate(categories)]
+        title = chart.chart_title.text_frame.text.strip() if chart.has_title else ""
+        return TableItem(rows=clean_rows(rows), bbox=box, header_rows=1, caption=title)
 
     def _picture(self, shape: Any, image: Any, box: BBox | None, warnings: list[str]) -> Item | None:
         from PIL import Image, UnidentifiedImageError
