@@ -318,3 +318,18 @@ def test_running_lines_need_a_repeat_on_a_neighbouring_page() -> None:
     kept = {n: [ln.text for ln in lines] for n, lines in strip_running_lines(pages)}
     assert kept[1] == ["Body 1"] and kept[3] == ["Body 3"]
     assert kept[4] == ["A heading only here", "Body 4"]
+
+
+def test_pdf_ligatures_become_letters(tmp_path: Path) -> None:
+    import reportlab
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(TTFont("Vera", str(Path(reportlab.__file__).parent / "fonts" / "Vera.ttf")))
+    path = tmp_path / "ligatures.pdf"
+    c = canvas.Canvas(str(path))
+    c.setFont("Vera", 12)
+    c.drawString(72, 700, "The \ufb01nal \ufb02ight of the season")
+    c.save()
+    assert [b.text for b in read_document(path).blocks()] == ["The final flight of the season"]

@@ -17,6 +17,9 @@ from .model import BBox
 __all__ = ["page_lines"]
 
 _SOFT_HYPHENS = ("\u00ad", "\x02")
+#: Typographic ligatures (as TeX and many fonts emit them) → their letters, so that "ﬁnal" is found as "final".
+_LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st",
+              "\ufb06": "st"}
 
 
 def _bold(raw: Any, textpage: Any, index: int) -> bool:
@@ -102,7 +105,7 @@ def page_lines(textpage: Any, *, height: float) -> list[Line]:
             jump = box[0] - cur.x1
             if jump > 1.5 * em or jump < -2 * em or box[1] > cur.bottom or box[3] < cur.top:
                 close()
-        cur.add(ch, i, box, size)
+        cur.add(_LIGATURES.get(ch, ch), i, box, size)
     if cur.chars:
         close()
     return lines
