@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IngestError, MissingDependencyError
-from .assemble import FigureItem, Item, PageAssembler, TableItem, TextItem
+from .assemble import FigureItem, Item, PageAssembler, TextItem
 from .layout import HeadingStyle, Line, group_lines, reading_order, strip_running_lines
 from .model import BBox, DocumentInfo, DocumentOptions, Figure, Page
 from .ocr import ocr_available, ocr_lines

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import MissingDependencyError
-from .cells import clean_rows, header_rows
 from .assemble import TableItem
+from .cells import clean_rows, header_rows
 
 __all__ = ["RuledTables"]
 

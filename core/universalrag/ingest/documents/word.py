@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import IngestError, MissingDependencyError
 from .assemble import FigureItem, Item, PageAssembler, TableItem, TextItem
 from .cells import clean_rows, header_rows
-from .model import DocumentOptions, DocumentInfo, Figure, Page
+from .model import DocumentInfo, DocumentOptions, Figure, Page
 from .ooxml_text import paragraph_text
 from .pictures import picture_bytes
 
