@@ -24,10 +24,12 @@ from support.documents import (  # noqa: E402
     write_encrypted_pdf,
     write_report_docx,
     write_report_pdf,
+    write_scanned_pdf,
 )
 
 from universalrag.ingest.detect import detect_kind  # noqa: E402
-from universalrag.ingest.pipeline import ingest_paths  # noqa: E402
+from universalrag.ingest.documents import DocumentOptions  # noqa: E402
+from universalrag.ingest.pipeline import IngestOptions, ingest_paths  # noqa: E402
 from universalrag.retrieve import search_corpus  # noqa: E402
 from universalrag.store import Store  # noqa: E402
 
@@ -131,6 +133,17 @@ def test_word_and_powerpoint_files(store: Store, minilm, tmp_path: Path) -> None
     for hit in figures:
         data = Path(unquote(urlparse(hit.uri).path)).read_bytes()
         assert Image.open(io.BytesIO(data)).format == "JPEG"
+
+
+def test_a_scanned_page_without_ocr_is_stored_as_a_picture_with_its_warning(store: Store, minilm,  # type: ignore[no-untyped-def]
+                                                                            tmp_path: Path) -> None:
+    scan = write_scanned_pdf(tmp_path / "scan.pdf")
+    result = ingest_paths(store, minilm, [scan], options=IngestOptions(documents=DocumentOptions(ocr=False)))
+    assert result.ok, result.failed
+    [page] = search_corpus(store, minilm, "image", "scanned page", k=1)
+    assert page.metadata["origin"] == "scanned" and page.metadata["page"] == 1
+    [source] = store.sources()
+    assert any("no text layer" in w for w in source["metadata"]["warnings"])
 
 
 def test_corpus_option_sends_only_text_units(store: Store, minilm, report: Path) -> None:  # type: ignore[no-untyped-def]
