@@ -152,7 +152,8 @@ def test_pdf_vector_chart_is_rendered_as_a_figure_with_its_caption(tmp_path: Pat
     assert any(b > r + 40 for _, (r, _g, b) in colours)  # the blue bars were drawn
 
 
-def test_pdf_tables_cell_accuracy_on_random_tables(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ruling", ["grid", "booktabs"])
+def test_pdf_tables_cell_accuracy_on_random_tables(tmp_path: Path, ruling: str) -> None:
     rng = random.Random(3)
     tables = []
     for t in range(4):
@@ -160,7 +161,7 @@ def test_pdf_tables_cell_accuracy_on_random_tables(tmp_path: Path) -> None:
         rows = [[rng.choice(["north", "south", "east"]) + f" {rng.randint(1, 999)}" if c % 2 else
                  f"{rng.uniform(0, 1000):.2f}" for c in range(len(header))] for _ in range(rng.randint(3, 12))]
         tables.append([header, *rows])
-    doc = read_document(write_table_pdf(tmp_path / "tables.pdf", tables))
+    doc = read_document(write_table_pdf(tmp_path / "tables.pdf", tables, ruling=ruling))
     found = [b.table.rows for b in _kind(doc, BlockKind.TABLE)]
     assert found == [tuple(tuple(r) for r in t) for t in tables]
 

@@ -136,8 +136,9 @@ def write_text_pdf(path: Path, *, pages: int, seed: int = 0) -> Path:
 
 
 def write_table_pdf(path: Path, tables: Sequence[Sequence[Sequence[str]]], *, images: bool = False,
-                    seed: int = 0) -> Path:
-    """One page per table (ruled grid, bold header row) with a paragraph above it and, with ``images``, a
+                    seed: int = 0, ruling: str = "grid") -> Path:
+    """One page per table (bold header row; ``ruling`` "grid" draws every cell border, "booktabs" only rules
+    above and below the header and below the last row) with a paragraph above it and, with ``images``, a
     photograph below it."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
@@ -152,8 +153,10 @@ def write_table_pdf(path: Path, tables: Sequence[Sequence[Sequence[str]]], *, im
         story.append(Paragraph(" ".join(_sentence(rng) for _ in range(3)), ss["BodyText"]))
         story.append(Paragraph(f"Table {i + 1}: Measurements of part {i + 1}.", ss["BodyText"]))
         table = Table([list(r) for r in rows])
-        table.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black),
-                                   ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold")]))
+        rules = [("GRID", (0, 0), (-1, -1), 0.5, colors.black)] if ruling == "grid" else [
+            ("LINEABOVE", (0, 0), (-1, 0), 1, colors.black), ("LINEBELOW", (0, 0), (-1, 0), 0.5, colors.black),
+            ("LINEBELOW", (0, -1), (-1, -1), 1, colors.black)]
+        table.setStyle(TableStyle([*rules, ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold")]))
         story.append(table)
         if images:
             story.append(Image(_photo_png(("coffee", "rocket", "chelsea")[i % 3], (200, 140)), width=200, height=140))

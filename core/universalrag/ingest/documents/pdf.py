@@ -22,7 +22,7 @@ from .assemble import FigureItem, Item, PageAssembler, TextItem
 from .layout import HeadingStyle, Line, group_lines, reading_order, strip_running_lines
 from .model import BBox, DocumentInfo, DocumentOptions, Figure, Page
 from .ocr import ocr_available, ocr_lines
-from .pdf_tables import RuledTables
+from .pdf_tables import RuledTables, rule_groups
 from .pdf_text import page_lines
 from .pictures import picture_bytes
 
@@ -191,7 +191,9 @@ class PdfReader:
                  for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2)]
         if visible < _SCANNED_MAX_CHARS and (images or paths):
             return raw, self._scanned(raw, page), height
-        for table in tables.find(index) if len(paths) >= _MIN_TABLE_PATHS else []:
+        grids = len(paths) >= _MIN_TABLE_PATHS
+        ruled = rule_groups(paths, width=width)
+        for table in tables.find(index, grids=grids, ruled=ruled) if grids or ruled else []:
             raw.others.append((table.bbox, table))
             lines = [ln for ln in lines if not _inside(ln.bbox, table.bbox)]
         for obj in images:
