@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...types import CorpusSpec, PartBatch, Unit
-from ..passages import chunk_for_embedding, split_paragraphs
-from ..table_model import ParsedTable
+from ..tables.model import ParsedTable
+from ..text.passages import chunk_for_embedding, split_paragraphs
 from ..units import normalised_mean, table_units
 from .model import Block, BlockKind
 from .reader import ParsedDocument
