@@ -42,5 +42,4 @@ def prepare_document(path: Path, targets: DocumentTargets, embedder: Embedder, *
                                   visual=visual, batch_rows=batch_rows)
     meta = {"title": doc.title, "format": doc.info.format, "path": path.name, "pages": len(doc.pages),
             "warnings": list(doc.warnings)}
-    return Prepared(source_record(uri, content_hash, Modality.TEXT, units, metadata=meta), units, parts,
-                    extra={"warnings": list(doc.warnings)})
+    return Prepared(source_record(uri, content_hash, Modality.TEXT, units, metadata=meta), units, parts)
