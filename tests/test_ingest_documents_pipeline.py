@@ -170,3 +170,24 @@ def test_after_routing_each_question_finds_its_unit_in_the_top_3(store: Store, m
         decision = rag.route(question)
         hits = rag.retrieve(question, decision=decision, k=3)
         assert any(is_right(h) for h in hits[:3]), (question, decision.routes, [(h.corpus, h.content[:50]) for h in hits])
+
+
+def test_figures_get_a_visual_channel_with_a_tiny_random_clip(settings, minilm, report: Path,  # type: ignore[no-untyped-def]
+                                                             tmp_path: Path) -> None:
+    """The visual plumbing only: the CLIP model is tiny and randomly initialised (no weights can be installed)."""
+    from support.tiny_clip import build_tiny_clip
+
+    from universalrag.embed.visual import CLIPVisualEncoder
+
+    encoder = CLIPVisualEncoder(build_tiny_clip(tmp_path / "tiny-clip"), name="tiny-random-clip")
+    store = Store(settings=settings)
+    store.init(embedder=minilm.name, dimension=minilm.dimension)
+    try:
+        result = ingest_paths(store, minilm, [report], options=IngestOptions(visual_encoder=encoder))
+        assert result.ok, result.failed
+        spec = store.corpus("image")
+        assert (spec.visual_encoder, spec.visual_dimension) == ("tiny-random-clip", encoder.dimension)
+        [hit] = search_corpus(store, minilm, "image", "coffee cup", k=1, visual_encoder=encoder)
+        assert set(hit.channel_scores) == {"text", "visual"} and hit.metadata["label"] == "Figure 1"
+    finally:
+        store.close()

@@ -5,16 +5,17 @@ from __future__ import annotations
 import io
 from typing import Any
 
+from ...media import import_pil
+
 __all__ = ["picture_bytes"]
 
 
 def picture_bytes(image: Any, *, max_side: int) -> tuple[bytes, int, int]:
     """A PIL image as JPEG bytes (RGB, at most ``max_side`` pixels per side) with its final width and height."""
     if image.mode in ("RGBA", "LA", "P"):
-        from PIL import Image
-
+        imaging = import_pil("pictures in documents")
         rgba = image.convert("RGBA")
-        flat = Image.new("RGB", rgba.size, (255, 255, 255))
+        flat = imaging.new("RGB", rgba.size, (255, 255, 255))
         flat.paste(rgba, mask=rgba.getchannel("A"))
         image = flat
     else:

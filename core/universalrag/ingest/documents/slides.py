@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IngestError, MissingDependencyError
+from ...media import import_pil
 from .assemble import FigureItem, Item, PageAssembler, TableItem, TextItem
 from .cells import clean_rows, header_rows
 from .model import BBox, Block, BlockKind, DocumentInfo, DocumentOptions, Figure, Page
@@ -170,13 +171,13 @@ class SlidesReader:
         return TableItem(rows=clean_rows(rows), bbox=box, header_rows=1, caption=title)
 
     def _picture(self, shape: Any, image: Any, box: BBox | None, warnings: list[str]) -> Item | None:
-        from PIL import Image, UnidentifiedImageError
+        imaging = import_pil("pictures in PowerPoint files")
 
         try:
             blob = image.blob
-            pil = Image.open(io.BytesIO(blob))
+            pil = imaging.open(io.BytesIO(blob))
             pil.load()
-        except (UnidentifiedImageError, OSError, ValueError, KeyError) as e:
+        except (OSError, ValueError, KeyError) as e:
             warnings.append(f"picture {shape.name!r} could not be decoded ({e}); it was skipped.")
             return None
         c_nv_pr = next(shape.element.iter("{http://schemas.openxmlformats.org/presentationml/2006/main}cNvPr"),

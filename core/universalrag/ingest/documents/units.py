@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...media import import_pil
 from ...types import CorpusSpec, PartBatch, Unit
 from ..tables.model import ParsedTable
 from ..text.passages import chunk_for_embedding, split_paragraphs
@@ -242,11 +243,10 @@ def document_units(doc: ParsedDocument, targets: DocumentTargets, embedder: Embe
 def _figure_units(doc: ParsedDocument, figures: Sequence[Block], vectors: np.ndarray, spec: CorpusSpec, *,
                   uri: str, source: str, document_id: str | None, figure_dir: Path | None,
                   visual: VisualEncoder | None) -> list[Unit]:
-    from PIL import Image
-
+    imaging = import_pil("figures of documents")
     visual_vecs: list[Any] = [None] * len(figures)
     if visual is not None and spec.visual_dimension and figures:
-        images = [Image.open(io.BytesIO(b.figure.image)).convert("RGB") for b in figures if b.figure is not None]
+        images = [imaging.open(io.BytesIO(b.figure.image)).convert("RGB") for b in figures if b.figure is not None]
         visual_vecs = [v.tolist() for v in visual.embed_images(images)]
     units = []
     for index, (block, vec, visual_vec) in enumerate(zip(figures, vectors, visual_vecs, strict=True)):

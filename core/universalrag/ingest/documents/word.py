@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IngestError, MissingDependencyError
+from ...media import import_pil
 from .assemble import FigureItem, Item, PageAssembler, TableItem, TextItem
 from .cells import clean_rows, header_rows
 from .model import DocumentInfo, DocumentOptions, Figure, Page
@@ -166,7 +167,7 @@ class WordReader:
         return items
 
     def _picture(self, drawing: Any, warnings: list[str]) -> Figure | None:
-        from PIL import Image, UnidentifiedImageError
+        imaging = import_pil("pictures in Word files")
 
         blip = next(drawing.iter(f"{_A}blip"), None)
         rel = blip.get(f"{_R}embed") if blip is not None else None
@@ -178,9 +179,9 @@ class WordReader:
         doc_pr = next(drawing.iter(f"{_WP}docPr"), None)
         alt = (doc_pr.get("descr") or doc_pr.get("title") or "").strip() if doc_pr is not None else ""
         try:
-            image = Image.open(io.BytesIO(part.blob))
+            image = imaging.open(io.BytesIO(part.blob))
             image.load()
-        except (UnidentifiedImageError, OSError) as e:
+        except OSError as e:
             warnings.append(f"a picture ({part.partname}) could not be decoded ({e}); it was skipped.")
             return None
         data, w, h = picture_bytes(image, max_side=self.options.max_picture_side)
