@@ -334,3 +334,14 @@ def test_pdf_ligatures_become_letters(tmp_path: Path) -> None:
     c.drawString(72, 700, "The \ufb01nal \ufb02ight of the season")
     c.save()
     assert [b.text for b in read_document(path).blocks()] == ["The final flight of the season"]
+
+
+def test_without_the_pdf_library_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import sys
+
+    from universalrag.errors import MissingDependencyError
+
+    path = write_two_column_pdf(tmp_path / "two.pdf")
+    monkeypatch.setitem(sys.modules, "pypdfium2", None)
+    with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[documents\]"):
+        read_document(path)
