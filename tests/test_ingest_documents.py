@@ -345,3 +345,19 @@ def test_without_the_pdf_library_the_error_names_the_extra(monkeypatch: pytest.M
     monkeypatch.setitem(sys.modules, "pypdfium2", None)
     with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[documents\]"):
         read_document(path)
+
+
+def test_pdf_page_labels_as_printed(tmp_path: Path) -> None:
+    from reportlab.pdfgen import canvas
+
+    path = tmp_path / "labels.pdf"
+    c = canvas.Canvas(str(path))
+    c.addPageLabel(0, style="ROMAN_LOWER", start=4)
+    c.addPageLabel(1, style="ARABIC", start=1)
+    c.drawString(72, 700, "The preface thanks the keepers.")
+    c.showPage()
+    c.drawString(72, 700, "Chapter one begins at the harbour.")
+    c.showPage()
+    c.save()
+    doc = read_document(path)
+    assert [(p.number, p.label) for p in doc.pages] == [(1, "iv"), (2, "1")]

@@ -125,6 +125,7 @@ class Page:
 
     ``number`` is 1-based. ``kind`` is ``"page"`` or ``"slide"``. ``warnings`` are sentences for the user
     (a scanned page without OCR, an unreadable picture). ``ocr`` is true when the text came from OCR.
+    ``label`` is the page number as printed when the file says so ("iv", "A-3"), else empty.
     """
 
     number: int
@@ -134,6 +135,7 @@ class Page:
     height: float | None = None
     warnings: tuple[str, ...] = ()
     ocr: bool = False
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,8 +143,9 @@ class PdfReader:
                 style.learn(lines)
                 items = self._items(raw, lines, style)
                 blocks = assembler.blocks(items, page=raw.number)
+                label = self._doc.get_page_label(raw.number - 1)
                 yield Page(raw.number, tuple(blocks), width=raw.width, height=raw.height,
-                           warnings=tuple(raw.warnings), ocr=raw.ocr)
+                           warnings=tuple(raw.warnings), ocr=raw.ocr, label=label)
         finally:
             tables.close()
 

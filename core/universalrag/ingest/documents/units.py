@@ -1,7 +1,8 @@
 """A parsed document → linked units: the whole document, its passages, its tables and its figures.
 
 Every unit carries its provenance in ``metadata`` so that an answer can cite "report.pdf, p. 12, Table 3":
-``source`` (the file as given), ``page`` (1-based; ``slide`` too for decks), ``heading_path``, ``bbox``
+``source`` (the file as given), ``page`` (1-based; ``slide`` too for decks; ``page_label`` when the PDF
+prints another number, such as "iv"), ``heading_path``, ``bbox``
 (``[x0, top, x1, bottom]`` in points from the page's top-left corner, where the format has geometry),
 ``document_id`` (the document unit's id, also the ``parent_id`` of passages) and, for tables and figures,
 ``label`` ("Table 3", "Figure 2") and ``caption``.
@@ -128,6 +129,9 @@ def _provenance(doc: ParsedDocument, *, source: str, document_id: str | None, pa
                             "heading_path": list(heading_path)}
     if pages:
         meta["page"] = pages[0]
+        label = next((p.label for p in doc.pages if p.number == pages[0]), "")
+        if label:
+            meta["page_label"] = label
         if len(pages) > 1:
             meta["page_end"] = pages[-1]
         if doc.info.format == "pptx":
