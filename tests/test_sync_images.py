@@ -127,22 +127,32 @@ def test_path_columns_are_read_only_under_the_worker_roots(app: Any, store: Any,
 
 
 def test_documents_by_path(app: Any, store: Any, minilm: Any, tmp_path: Path) -> None:
+    pytest.importorskip("pypdfium2", reason="the documents extra reads PDF files")
+    from support.documents import write_report_pdf
+
     conn, app_schema = app
     s, table = store.schema, sql.Identifier(app_schema, "manuals")
     (tmp_path / "kettle.md").write_text("# Kettle\n\nDescale the kettle monthly with citric acid.\n")
     (tmp_path / "bike.html").write_text("<html><body><h1>Bike</h1><p>Oil the chain every 300 km.</p></body></html>")
+    write_report_pdf(tmp_path / "report.pdf")
     (tmp_path / "scan.pdf").write_bytes(b"%PDF-1.4 not really")
+    (tmp_path / "notes.odt").write_bytes(b"PK not read")
     conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, path text, title text)").format(table))
     conn.cursor().executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(table),
                               [(1, "kettle.md", "Kettle manual"), (2, "bike.html", "Bike manual"),
-                               (3, "scan.pdf", "Scanned")])
+                               (3, "scan.pdf", "Scanned"), (4, "report.pdf", "Annual report"),
+                               (5, "notes.odt", "Notes")])
     conn.execute(sql.SQL("SELECT {}.attach_table(%s::regclass, corpus => 'manuals', content => 'path', "
                          "content_kind => 'path', granularity => 'document', caption => 'title')").format(
         sql.Identifier(s)), (f"{app_schema}.manuals",))
     options = WorkerOptions(max_attempts=1, file_roots=(tmp_path,))
     with Worker(store, embedder=minilm, options=options) as worker:
         result = worker.drain()
-    assert (result.written, result.parked) == (2, 1) and ".pdf documents are not read" in result.errors[0]
+    assert (result.written, result.parked) == (3, 2)
+    assert any("scan.pdf: " in e for e in result.errors)  # a damaged PDF: the reader's reason
+    assert any(".odt documents are not read" in e for e in result.errors)
+    report = [u for u in unit_rows(conn, s, "manuals").values() if u["uri"] == "report.pdf"]
+    assert len(report) == 1 and report[0]["content"].startswith("Annual report\n") and len(report[0]["content"]) > 200
     hit = store.search("manuals", minilm.embed_query("how often should I oil the bicycle chain"), k=1)[0]
     assert hit.uri == "bike.html" and "Oil the chain every 300 km." in hit.content
     assert hit.content.startswith("Bike manual")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import IngestError
+from ..errors import IngestError, MissingDependencyError
 from ..media import FRAMES_PER_VIDEO, frame_times, import_pil, iter_frames
 from ..types import CorpusSpec, Modality
 
@@ -26,6 +26,7 @@ __all__ = ["ItemError", "Loaded", "ContentLoader"]
 _IMAGE_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
 _TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".csv", ".tsv", ".json", ".log")
 _HTML_SUFFIXES = (".html", ".htm")
+_OFFICE_SUFFIXES = (".pdf", ".docx", ".pptx")
 _MAX_PIXELS = 64_000_000
 
 
@@ -118,6 +119,8 @@ class ContentLoader:
 
     def _document(self, locator: str) -> str:
         suffix = Path(locator.split("?", 1)[0]).suffix.lower()
+        if suffix in _OFFICE_SUFFIXES:
+            return self._office_document(locator)
         data = self.read_bytes(locator)
         if suffix in _HTML_SUFFIXES:
             from bs4 import BeautifulSoup
@@ -129,11 +132,25 @@ class ContentLoader:
             except UnicodeDecodeError as e:
                 raise ItemError(f"{locator}: not UTF-8 text ({e.reason} at byte {e.start}).") from e
         else:
-            raise ItemError(f"{locator}: {suffix} documents are not read by the worker; store text, Markdown or "
-                            "HTML files (or queue the extracted text with add_text).")
+            raise ItemError(f"{locator}: {suffix} documents are not read by the worker; store PDF, Word, "
+                            "PowerPoint, text, Markdown or HTML files (or queue the extracted text with add_text).")
         if not text.strip():
             raise ItemError(f"{locator}: the document holds no text.")
         return text
+
+    def _office_document(self, locator: str) -> str:
+        """The text of a PDF, Word or PowerPoint file (through :mod:`universalrag.ingest.documents`)."""
+        from ..ingest.documents import read_document
+
+        if "://" in locator:
+            raise ItemError(f"{locator}: PDF, Word and PowerPoint documents are read from files only; store them "
+                            "under the worker's --files-root.")
+        try:
+            return read_document(self._path(locator)).text
+        except IngestError as e:
+            raise ItemError(f"{locator}: {e.reason}") from e
+        except MissingDependencyError as e:
+            raise ItemError(f"{locator}: {e}") from e
 
     def _frames(self, locator: str) -> tuple[Any, ...]:
         """Frames spread over a video file (one per second, at most FRAMES_PER_VIDEO), for the visual channel."""
