@@ -84,6 +84,20 @@ def test_a_pdf_fills_document_paragraph_table_and_image_with_provenance(store: S
     assert passage.metadata["heading_path"] == ["5 Automation"] and "1987" in passage.content
 
 
+def test_evidence_labels_cite_file_page_and_table(store: Store, minilm, report: Path) -> None:  # type: ignore[no-untyped-def]
+    """What the generator sees, and so what its citations read: "report.pdf, p. 1, Table 1"."""
+    from universalrag.evidence import build_evidence
+
+    assert ingest_paths(store, minilm, [report]).ok
+    [table] = search_corpus(store, minilm, "table", "Which fuel did the lamp burn in the 1920s?", k=1)
+    [figure] = search_corpus(store, minilm, "image", "cup of coffee the keeper drank in the morning", k=1)
+    passage = search_corpus(store, minilm, "paragraph", "When was the light automated?", k=1)[0]
+    labels = [e.label for e in build_evidence([table, figure, passage])]
+    assert labels[0].endswith("report.pdf, p. 1, Table 1"), labels
+    assert labels[1].endswith("report.pdf, p. 2, Figure 1"), labels
+    assert labels[2].endswith("report.pdf, p. 4"), labels
+
+
 def test_figure_table_and_paragraph_questions_find_their_units_in_the_top_3(store: Store, minilm,  # type: ignore[no-untyped-def]
                                                                             report: Path) -> None:
     assert ingest_paths(store, minilm, [report]).ok
