@@ -96,6 +96,7 @@ class Settings:
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: str | None = None
+    asr: str | None = None
 
     def __post_init__(self) -> None:
         validate_schema_name(self.schema)
