@@ -15,6 +15,7 @@ import signal
 import socket
 import socketserver
 import sys
+import time
 import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -30,14 +31,13 @@ from .protocol import MAX_SOCKET_PATH, SERVED_COMMANDS, command_of, read_message
 __all__ = ["Server", "execute", "register"]
 
 
-def execute(request: dict[str, Any], session: Session) -> dict[str, Any]:
-    """Run one served command line in this process with the caller's environment and terminal; its output is
-    captured and returned. A command that is not served is refused (the caller runs it itself)."""
+def execute(request: dict[str, Any], session: Session, command: Any) -> dict[str, Any]:
+    """Run one served command line with ``command`` (the root click command) in this process, with the
+    caller's environment and terminal; its output is captured and returned. A command that is not served is
+    refused (the caller runs it itself)."""
     argv = [str(a) for a in request.get("argv", [])]
     if command_of(argv) not in SERVED_COMMANDS:
         return {"refused": f"`{command_of(argv)}` is not answered by the server"}
-    from .root import app
-
     invocation = Invocation(environ=dict(request.get("env") or {}), terminal=bool(request.get("terminal")),
                             width=request.get("width"), color=bool(request.get("color")), session=session,
                             served=True)
@@ -47,7 +47,7 @@ def execute(request: dict[str, Any], session: Session) -> dict[str, Any]:
     with redirect_stdout(stdout), redirect_stderr(stderr):
         try:
             os.chdir(request.get("cwd") or here)  # relative paths (--model DIR) mean the caller's directory
-            app(args=argv, prog_name="universalrag", obj=invocation)
+            command.main(args=argv, prog_name="universalrag", obj=invocation)
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         except Exception:  # noqa: BLE001 - a bug in a command: the caller sees its traceback, the server lives on
@@ -65,14 +65,22 @@ class _Handler(socketserver.StreamRequestHandler):
         request = read_message(self.rfile)
         if request is None:
             return
-        write_message(self.wfile, execute(request, self.server.session))
+        started = time.perf_counter()
+        reply = execute(request, self.server.session, self.server.command)
+        write_message(self.wfile, reply)
+        # one line per request on the server's own stdout (never the query: it may be private)
+        print(f"{command_of([str(a) for a in request.get('argv', [])])}: "
+              f"{'refused' if 'refused' in reply else 'exit ' + str(reply['code'])} in "
+              f"{(time.perf_counter() - started) * 1000:.0f} ms", flush=True)
 
 
 class Server(socketserver.UnixStreamServer):
-    """A Unix socket server answering served commands from one :class:`~.context.Session` (serially)."""
+    """A Unix socket server answering served commands with ``command`` (the root click command) from one
+    :class:`~.context.Session`, one request at a time."""
 
-    def __init__(self, path: Path, session: Session) -> None:
+    def __init__(self, path: Path, session: Session, command: Any) -> None:
         self.session = session
+        self.command = command
         self.path = path
         super().__init__(str(path), _Handler)
 
@@ -123,7 +131,7 @@ def serve(
         _warm_up(obj)
     old_umask = os.umask(0o077)
     try:
-        server = Server(path, obj.session)
+        server = Server(path, obj.session, ctx.find_root().command)
     finally:
         os.umask(old_umask)
 
