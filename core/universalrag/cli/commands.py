@@ -10,8 +10,9 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UniversalRAGError
 from .context import CliContext
+from .interrupt import StopAfterCurrent
 from .output import IngestProgress, hit_dict, print_decision, print_hits, print_report
 from .routers import (
     LLMKeyOpt,
@@ -105,12 +106,21 @@ def ingest(
     options = IngestOptions(visual_encoder=rag.visual_encoder,
                             video=VideoOptions(detector=detector, min_clip_s=min_clip, max_clip_s=max_clip))
     progress = IngestProgress(obj.output, quiet=as_json)
+
+    def on_file(outcome: Any) -> None:
+        progress.on_file(outcome)
+        stop.check()  # between files: everything reported so far is committed
+
     try:
-        with progress:
-            report = rag.ingest(paths, corpus=corpus, options=options, on_start=progress.on_start,
-                                on_file=progress.on_file)
+        with StopAfterCurrent(obj.output) as stop, progress:
+            report = rag.ingest(paths, corpus=corpus, options=options, on_start=progress.on_start, on_file=on_file)
     except KeyboardInterrupt:
-        obj.output.error(progress.interrupted_message(), label="interrupted")
+        obj.output.error(progress.interrupted_message(rolled_back=stop.forced), label="interrupted")
+        raise typer.Exit(130) from None
+    except UniversalRAGError:
+        if not stop.forced:  # a database call cut short by the second Ctrl-C surfaces as a store error
+            raise
+        obj.output.error(progress.interrupted_message(rolled_back=True), label="interrupted")
         raise typer.Exit(130) from None
     if as_json:
         obj.output.json(report.to_dict())

@@ -132,12 +132,12 @@ class IngestProgress:
         elif not self.quiet:
             self.out.line(f"{outcome.status}: {outcome.path}")
 
-    def interrupted_message(self) -> str:
+    def interrupted_message(self, *, rolled_back: bool = False) -> str:
         """What an interrupted run kept, and how to continue."""
         kept = [o for o in self.outcomes if o.status in ("added", "replaced")]
-        done = len(self.outcomes)
         total = f" of {self.total}" if self.total is not None else ""
-        return (f"interrupted after {done}{total} files: {len(kept)} sources were committed "
+        return (f"stopped after {len(self.outcomes)}{total} files: {len(kept)} sources were committed "
                 f"({sum(1 for o in kept if o.status == 'added')} added, "
-                f"{sum(1 for o in kept if o.status == 'replaced')} replaced); the file in progress was rolled back. "
-                "Run the same command again to continue: unchanged files are skipped.")
+                f"{sum(1 for o in kept if o.status == 'replaced')} replaced)"
+                + ("; the file in progress was rolled back" if rolled_back else "")
+                + ". Run the same command again to continue: unchanged files are skipped.")
