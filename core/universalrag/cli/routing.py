@@ -61,8 +61,8 @@ def _accuracy_table(title: str, values: Mapping[str, float], counts: Mapping[str
     if counts:
         table.add_column("n", justify="right")
     for name, acc in values.items():
-        row = [name, f"{acc:.1%}"] + ([str(counts.get(name, ""))] if counts else [])
-        table.add_row(*row)
+        row: list[Any] = [Text(name), f"{acc:.1%}"] + ([str(counts.get(name, ""))] if counts else [])
+        table.add_row(*row)  # source names come from the user's data: never markup
     return table
 
 
