@@ -41,7 +41,7 @@ class MissingDependencyError(UniversalRAGError, ImportError):
         what = f" for {feature}" if feature else ""
         super().__init__(
             f"The package {package!r} is needed{what} but is not installed; "
-            f"install it with: pip install 'universalrag[{extra}]'"
+            f"install it with: pip install 'universalrag-postgres[{extra}]'"
         )
 
 
