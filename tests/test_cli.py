@@ -303,6 +303,8 @@ def test_ingest_accepts_an_asr_choice(cli_env: dict[str, str]) -> None:
                          "--json")
     assert code == 0, err
     assert json.loads(out)["added"] == 1
+    code, _, err = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), "--asr", "bogus")
+    assert code == 1 and "Unknown ASR engine 'bogus'" in err and "faster-whisper" in err
 
 
 def test_ctrl_c_during_ingest_says_what_was_kept_and_a_rerun_continues(cli_env: dict[str, str],

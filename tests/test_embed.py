@@ -346,7 +346,7 @@ def test_openai_missing_key_without_base_url(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_openai_missing_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)  # what an environment without the extra looks like
-    with pytest.raises(MissingDependencyError, match=r"universalrag\[openai\]"):
+    with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[openai\]"):
         OpenAIEmbedder("m", base_url="http://127.0.0.1:9/v1", api_key="k").embed(["x"])
 
 

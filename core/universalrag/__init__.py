@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # what the names below are, for type checkers; at run time th
         UniversalRAGError,
     )
     from .evidence import EvidenceBudget
-    from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_paths
+    from .ingest import FileOutcome, IngestOptions, IngestReport, ingest_paths
     from .pipeline import UniversalRAG
     from .retrieve import routing_candidates, search_corpus
     from .routing import EnsembleRouter, ExampleRouter, LLMRouter, Router, TrainedRouter
@@ -50,10 +50,10 @@ _EXPORTS: dict[str, str] = {
     "StoreError": ".errors",
     "UniversalRAGError": ".errors",
     "EvidenceBudget": ".evidence",
-    "FileOutcome": ".ingest.pipeline",
-    "IngestOptions": ".ingest.pipeline",
-    "IngestReport": ".ingest.pipeline",
-    "ingest_paths": ".ingest.pipeline",
+    "FileOutcome": ".ingest",
+    "IngestOptions": ".ingest",
+    "IngestReport": ".ingest",
+    "ingest_paths": ".ingest",
     "UniversalRAG": ".pipeline",
     "routing_candidates": ".retrieve",
     "search_corpus": ".retrieve",

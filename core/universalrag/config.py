@@ -13,7 +13,10 @@ from typing import Mapping
 
 from .errors import ConfigError
 
-__all__ = ["Settings", "ENV_VARS", "redact_url", "validate_schema_name"]
+__all__ = ["ASR_ENGINES", "Settings", "ENV_VARS", "redact_url", "validate_schema_name"]
+
+#: Speech recognisers ``UNIVERSALRAG_ASR`` can name (built by ``universalrag.ingest.video.asr_from_settings``).
+ASR_ENGINES: tuple[str, ...] = ("openai", "faster-whisper", "whisper")
 
 #: Every environment variable the library reads, with what it does (the README's table is built from this).
 ENV_VARS: dict[str, str] = {
@@ -42,6 +45,12 @@ ENV_VARS: dict[str, str] = {
     "name. Unset: `ask`/`query` return the evidence without an answer.",
     "UNIVERSALRAG_LLM_BASE_URL": "Base URL of the OpenAI-compatible chat endpoint (vLLM, Ollama, LM Studio, OpenAI).",
     "UNIVERSALRAG_LLM_API_KEY": "API key for that endpoint; falls back to OPENAI_API_KEY. Never logged.",
+    "UNIVERSALRAG_ASR": "Speech recognition for videos without subtitles: 'openai' (an OpenAI-compatible "
+    "/v1/audio/transcriptions endpoint), 'faster-whisper' or 'whisper' (local models). Unset: off.",
+    "UNIVERSALRAG_ASR_MODEL": "The ASR model: a name for 'openai' (default whisper-1), a local model folder or "
+    "checkpoint for 'faster-whisper' and 'whisper' (required).",
+    "UNIVERSALRAG_ASR_BASE_URL": "Base URL of the OpenAI-compatible transcription endpoint (ASR 'openai').",
+    "UNIVERSALRAG_ASR_API_KEY": "API key for that endpoint; falls back to OPENAI_API_KEY. Never logged.",
     "OPENAI_API_KEY": "Fallback API key for OpenAI-compatible endpoints.",
 }
 
@@ -97,9 +106,15 @@ class Settings:
     llm_base_url: str | None = None
     llm_api_key: str | None = None
     asr: str | None = None
+    asr_model: str | None = None
+    asr_base_url: str | None = None
+    asr_api_key: str | None = None
 
     def __post_init__(self) -> None:
         validate_schema_name(self.schema)
+        if self.asr and self.asr not in ASR_ENGINES:
+            raise ConfigError(f"Unknown ASR engine {self.asr!r}; choose one of: {', '.join(ASR_ENGINES)} "
+                              "(or leave UNIVERSALRAG_ASR empty to turn speech recognition off).")
         if self.ef_search < 1:
             raise ConfigError(f"ef_search must be positive, got {self.ef_search}.")
         for name in ("visual_weight", "video_visual_weight"):
@@ -114,7 +129,8 @@ class Settings:
             f"embedder={self.embedder!r}, embed_base_url={self.embed_base_url!r}, embed_api_key={key!r}, "
             f"device={self.device!r}, ef_search={self.ef_search}, visual_encoder={self.visual_encoder!r}, "
             f"visual_weight={self.visual_weight}, llm_model={self.llm_model!r}, llm_base_url={self.llm_base_url!r}, "
-            f"llm_api_key={'***' if self.llm_api_key else None!r})"
+            f"llm_api_key={'***' if self.llm_api_key else None!r}, asr={self.asr!r}, asr_model={self.asr_model!r}, "
+            f"asr_base_url={self.asr_base_url!r}, asr_api_key={'***' if self.asr_api_key else None!r})"
         )
 
     @property
@@ -170,6 +186,10 @@ class Settings:
             llm_model=get("UNIVERSALRAG_LLM_MODEL"),
             llm_base_url=get("UNIVERSALRAG_LLM_BASE_URL"),
             llm_api_key=get("UNIVERSALRAG_LLM_API_KEY") or get("OPENAI_API_KEY"),
+            asr=get("UNIVERSALRAG_ASR"),
+            asr_model=get("UNIVERSALRAG_ASR_MODEL"),
+            asr_base_url=get("UNIVERSALRAG_ASR_BASE_URL"),
+            asr_api_key=get("UNIVERSALRAG_ASR_API_KEY") or get("OPENAI_API_KEY"),
         )
 
     def visual_weight_for(self, modality: str) -> float:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 from urllib.parse import unquote, urlparse
 
 from .errors import IngestError
+from .media import FRAMES_PER_CLIP, FRAMES_PER_VIDEO, frame_times, iter_frames, load_rgb
 from .types import Evidence, Granularity, Hit, Modality
 
 if TYPE_CHECKING:
@@ -30,8 +31,8 @@ class EvidenceBudget:
 
     max_text_tokens: int = 6000
     max_images: int = 48
-    frames_per_clip: int = 8
-    frames_per_video: int = 32
+    frames_per_clip: int = FRAMES_PER_CLIP
+    frames_per_video: int = FRAMES_PER_VIDEO
     image_max_side: int = 768
     frame_max_side: int = 448
 
@@ -65,8 +66,6 @@ def _evenly(values: Sequence[float], n: int) -> list[float]:
 def _frame_times(hit: Hit, n: int) -> list[float]:
     """``n`` times spread evenly over the clip's (or video's) range; the times stored at ingestion when the
     range is unknown."""
-    from .ingest.video import frame_times
-
     start, end = hit.start_s or 0.0, hit.end_s or float(hit.metadata.get("duration_s") or 0.0)
     if end > start:
         return frame_times(start, end, n)
@@ -81,11 +80,7 @@ def hit_images(hit: Hit, *, max_images: int, budget: EvidenceBudget = EvidenceBu
         return [], []
     try:
         if hit.modality is Modality.IMAGE:
-            from .ingest.images import load_rgb
-
             return [_jpeg(load_rgb(path, max_side=budget.image_max_side))], []
-        from .ingest.frames import iter_frames
-
         wanted = budget.frames_per_video if hit.granularity is Granularity.VIDEO else budget.frames_per_clip
         times = _frame_times(hit, min(wanted, max_images))
         frames = list(iter_frames(path, times, max_side=budget.frame_max_side))

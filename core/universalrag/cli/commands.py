@@ -87,8 +87,8 @@ def ingest(
     detector: str = typer.Option("content", "--detector", help="Video scene detector: content or adaptive."),
     min_clip: float = typer.Option(20.0, "--min-clip", min=0.5, help="Shortest video clip, seconds."),
     max_clip: float = typer.Option(180.0, "--max-clip", min=1.0, help="Longest video clip, seconds."),
-    asr: str | None = typer.Option(None, "--asr", help="Speech recognition for videos without subtitles "
-                                   "(default: UNIVERSALRAG_ASR, else none)."),
+    asr: str | None = typer.Option(None, "--asr", help="Speech recognition for videos without subtitles: "
+                                   "openai, faster-whisper or whisper (default: UNIVERSALRAG_ASR, else none)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Ingest files and folders: text, tables, images and videos go to their corpora by content type.
@@ -96,15 +96,16 @@ def ingest(
     Unchanged files are skipped, changed ones replaced; a file that fails leaves no rows and the command
     ends with exit code 1 after the others are done. Each file is committed on its own: after Ctrl-C, run the
     same command again to continue."""
-    from ..ingest.pipeline import IngestOptions
+    from ..ingest import IngestOptions
     from ..ingest.video import VideoOptions
 
     obj = _obj(ctx)
     if asr:
         obj = obj.with_settings(obj.settings.with_(asr=asr))
     rag = obj.rag
-    options = IngestOptions(visual_encoder=rag.visual_encoder,
-                            video=VideoOptions(detector=detector, min_clip_s=min_clip, max_clip_s=max_clip))
+    options = IngestOptions.from_settings(
+        obj.settings, visual_encoder=rag.visual_encoder,
+        video=VideoOptions(detector=detector, min_clip_s=min_clip, max_clip_s=max_clip))
     progress = IngestProgress(obj.output, quiet=as_json)
 
     def on_file(outcome: Any) -> None:

@@ -16,7 +16,7 @@ from ..types import Hit, Modality, RouteDecision
 from .context import Output
 
 if TYPE_CHECKING:
-    from ..ingest.pipeline import FileOutcome, IngestReport
+    from ..ingest import FileOutcome, IngestReport
 
 __all__ = ["IngestProgress", "hit_dict", "print_decision", "print_hits", "print_report", "similarity", "snippet"]
 

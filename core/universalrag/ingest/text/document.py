@@ -7,7 +7,6 @@ word counts mean the same thing for every format.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from collections.abc import Callable
@@ -15,19 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from universalrag.errors import IngestError
-from universalrag.ingest.detect import sniff
-from universalrag.ingest.passages import Passage, chunk_for_embedding, split_paragraphs
+from ...errors import IngestError
+from ..files import HEAD_BYTES, check_file, decode_error, read_error, text_encoding
 
-__all__ = [
-    "TEXT_FORMATS",
-    "Passage",
-    "TextDocument",
-    "chunk_for_embedding",
-    "parse_text",
-    "read_text_file",
-    "split_paragraphs",
-]
+__all__ = ["TEXT_FORMATS", "TextDocument", "parse_text", "read_text_file"]
 
 #: File extension → format name understood by :func:`parse_text`.
 TEXT_FORMATS: dict[str, str] = {
@@ -35,13 +25,6 @@ TEXT_FORMATS: dict[str, str] = {
 }
 _FORMAT_ALIASES = {"txt": "txt", "text": "txt", "md": "md", "markdown": "md", "html": "html", "htm": "html"}
 
-_BOMS: tuple[tuple[bytes, str], ...] = (
-    (b"\xff\xfe\x00\x00", "utf-32-le"),
-    (b"\x00\x00\xfe\xff", "utf-32-be"),
-    (b"\xef\xbb\xbf", "utf-8"),
-    (b"\xff\xfe", "utf-16-le"),
-    (b"\xfe\xff", "utf-16-be"),
-)
 #: Share of control characters (other than tab, newline, carriage return, form feed) above which
 #: decoded "text" is judged binary.
 _MAX_CONTROL_SHARE = 0.05
@@ -53,15 +36,13 @@ class TextDocument:
     """A text file reduced to clean plain text.
 
     ``text`` holds paragraphs separated by one blank line; ``metadata`` is JSON-ready (``headings``,
-    ``images`` with ``src``/``alt``, ``char_count``, ``word_count``, ``encoding``); ``content_hash``
-    is the SHA-256 hex digest of the raw bytes.
+    ``images`` with ``src``/``alt``, ``char_count``, ``word_count``, ``encoding``).
     """
 
     title: str
     text: str
     format: str
     metadata: dict[str, Any]
-    content_hash: str
 
 
 # --------------------------------------------------------------------------- reading and decoding
@@ -74,12 +55,7 @@ def read_text_file(path: str | Path) -> TextDocument:
     folder, has an unsupported extension, is empty, is binary, or is not UTF-8/UTF-16 text.
     """
     p = Path(path)
-    if not p.exists():
-        raise IngestError(p, "no such file; check the path (relative paths start at the current folder).")
-    if p.is_dir():
-        raise IngestError(p, "is a folder, not a file; pass the files inside it, or ingest the whole folder.")
-    if not p.is_file():
-        raise IngestError(p, "is not a regular file (a device, socket or pipe); save its content to a file.")
+    check_file(p)
     fmt = TEXT_FORMATS.get(p.suffix.lower())
     if fmt is None:
         supported = ", ".join(sorted(TEXT_FORMATS))
@@ -91,7 +67,7 @@ def read_text_file(path: str | Path) -> TextDocument:
     try:
         data = p.read_bytes()
     except OSError as e:
-        raise IngestError(p, f"could not be read ({e.strerror or e}); check its permissions.") from e
+        raise read_error(p, e) from e
     return parse_text(data, format=fmt, name=str(p))
 
 
@@ -125,43 +101,18 @@ def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
         text=text,
         format=fmt,
         metadata=metadata,
-        content_hash=hashlib.sha256(data).hexdigest(),
     )
 
 
 def _decode(data: bytes, name: str) -> tuple[str, str]:
     """Decode UTF-8 (BOM optional) or UTF-16/32 with a BOM; reject binary data with a clear reason."""
-    sniffed = sniff(data[:64])
-    if sniffed is not None:
-        raise IngestError(
-            name,
-            f"this is a {sniffed.label}, not text (its first bytes say so; it was probably renamed). "
-            "Give it its real extension, or ingest it as what it is.",
-        )
-    bom, encoding = next(((b, enc) for b, enc in _BOMS if data.startswith(b)), (b"", "utf-8"))
-    if not bom and b"\x00" in data[:65536]:
-        raise IngestError(
-            name,
-            "looks like a binary file, not text (it contains NUL bytes). If it is UTF-16 text, save it "
-            "as UTF-8 (or UTF-16 with a byte-order mark); otherwise leave it out.",
-        )
+    encoding = text_encoding(data[:HEAD_BYTES], name)
     try:
-        text = data[len(bom):].decode(encoding)
+        text = data[len(encoding.bom):].decode(encoding.name)
     except UnicodeDecodeError as e:
-        offset = len(bom) + e.start
-        bad = data[offset:offset + 1].hex().upper()
-        if encoding != "utf-8":
-            raise IngestError(
-                name,
-                f"starts with a {encoding.upper()} byte-order mark but is not valid {encoding.upper()} "
-                f"(byte offset {offset}); re-save it as UTF-8.",
-            ) from e
-        raise IngestError(
-            name,
-            f"is not valid UTF-8 (byte 0x{bad} at byte offset {offset}); it is probably in a legacy "
-            "encoding such as Latin-1 or Windows-1252. Convert it to UTF-8, for example with "
-            f"`iconv -f WINDOWS-1252 -t UTF-8 {Path(name).name} > utf8{Path(name).suffix}`, and ingest that.",
-        ) from e
+        offset = len(encoding.bom) + e.start
+        raise decode_error(name, encoding, f"byte 0x{data[offset:offset + 1].hex().upper()} at byte offset "
+                                           f"{offset}") from e
     text = text.lstrip("\ufeff")
     control = sum(1 for ch in text[:65536] if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r\f\v")
     if control and control > _MAX_CONTROL_SHARE * min(len(text), 65536):
@@ -170,7 +121,7 @@ def _decode(data: bytes, name: str) -> tuple[str, str]:
             f"looks like a binary file, not text ({control} control characters); leave it out or "
             "export its text to a .txt file.",
         )
-    return text, encoding
+    return text, encoding.name
 
 
 # --------------------------------------------------------------------------- format extractors

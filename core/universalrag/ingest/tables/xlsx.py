@@ -8,31 +8,36 @@ each table's rows re-open the workbook and stream its sheet again.
 from __future__ import annotations
 
 import re
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from universalrag.errors import IngestError, MissingDependencyError
-from universalrag.ingest.table_files import _check_unchanged, _signature
-from universalrag.ingest.table_model import (
+from ...errors import IngestError, MissingDependencyError
+from ..files import check_unchanged, file_signature
+from .model import (
     ParsedTable,
-    _fit,
-    _format_value,
-    _looks_like_data,
-    _make_header,
-    _synthetic_header,
-    _with_titles,
+    fit_row,
+    format_value,
+    looks_like_data,
+    make_header,
+    synthetic_header,
+    with_unique_titles,
 )
 
 __all__ = ["read_xlsx"]
 
 _DEFAULT_SHEET = re.compile(r"(?i)(sheet|feuil|tabelle|hoja|blad|foglio|planilha|лист)\s*\d*")
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+#: What openpyxl lets through from a damaged workbook: zip, zlib, XML (a SyntaxError) and lookup errors.
+_DAMAGED = (zipfile.BadZipFile, zlib.error, KeyError, ValueError, SyntaxError, EOFError, OSError)
 
 
 def _open_workbook(path: Path) -> Any:
     try:
         import openpyxl  # type: ignore[import-untyped]
+        from openpyxl.utils.exceptions import InvalidFileException  # type: ignore[import-untyped]
     except ImportError as e:
         raise MissingDependencyError("openpyxl", "tables", feature="reading .xlsx workbooks") from e
     with path.open("rb") as fh:
@@ -45,7 +50,7 @@ def _open_workbook(path: Path) -> Any:
                                 "not one); if it is CSV text, rename it to .csv, else re-save it as .xlsx.")
     try:
         return openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except Exception as e:  # damaged archives raise zipfile, KeyError, XML and ValueError errors alike
+    except (*_DAMAGED, InvalidFileException) as e:
         raise IngestError(path, f"is not a readable Excel workbook ({type(e).__name__}: {e}); open it in "
                                 "Excel or LibreOffice and save it again as .xlsx.") from e
 
@@ -54,7 +59,7 @@ def _sheet_rows(ws: Any) -> Iterator[tuple[int, list[str]]]:
     """(1-based row number, cells as text without trailing blanks) of every row, blank ones included."""
     ws.reset_dimensions()  # trust the cells, not the (often wrong) recorded sheet size
     for number, values in enumerate(ws.iter_rows(values_only=True), 1):
-        cells = [_format_value(v) for v in values]
+        cells = [format_value(v) for v in values]
         while cells and not cells[-1]:
             cells.pop()
         yield number, cells
@@ -71,7 +76,7 @@ def _scan_sheet(ws: Any) -> dict[str, Any] | None:
             continue
         width = max(width, len(cells))
         if header is None:
-            header, header_row, synthesized = cells, number, _looks_like_data(cells)
+            header, header_row, synthesized = cells, number, looks_like_data(cells)
             if not synthesized:
                 continue
         rows += 1
@@ -88,7 +93,7 @@ def read_xlsx(path: Path) -> list[ParsedTable]:
     columns are ignored. Merged cells give their value to the top-left cell only (read-only mode
     does not expose merges). Titled by sheet name, or by the file stem for default names ("Sheet1").
     """
-    signature = _signature(path)
+    signature = file_signature(path)
     workbook = _open_workbook(path)
     scans: list[tuple[int, str, str, dict[str, Any]]] = []
     try:
@@ -96,7 +101,7 @@ def read_xlsx(path: Path) -> list[ParsedTable]:
             scan = _scan_sheet(ws)
             if scan is not None:
                 scans.append((index, ws.title, str(getattr(ws, "sheet_state", "visible")), scan))
-    except Exception as e:  # a damaged sheet part surfaces while streaming its rows
+    except _DAMAGED as e:  # a damaged sheet part surfaces while streaming its rows
         raise IngestError(path, f"has a damaged worksheet ({type(e).__name__}: {e}); open it in Excel or "
                                 "LibreOffice and save it again as .xlsx.") from e
     finally:
@@ -108,16 +113,16 @@ def read_xlsx(path: Path) -> list[ParsedTable]:
     tables = []
     for position, (index, sheet, state, scan) in enumerate(data):
         width, synthesized = scan["width"], scan["synthesized"]
-        header = _synthetic_header(width) if synthesized else _make_header(_fit(scan["header"], width))
+        header = synthetic_header(width) if synthesized else make_header(fit_row(scan["header"], width))
 
         def row_source(index: int = index, first: int = scan["header_row"] + (not synthesized),
                        width: int = width) -> Iterator[list[str]]:
-            _check_unchanged(path, signature)
+            check_unchanged(path, signature)
             book = _open_workbook(path)
             try:
                 for number, cells in _sheet_rows(book.worksheets[index]):
                     if number >= first and cells:
-                        yield _fit(cells, width)
+                        yield fit_row(cells, width)
             finally:
                 book.close()
 
@@ -129,4 +134,4 @@ def read_xlsx(path: Path) -> list[ParsedTable]:
         }
         title = path.stem if _DEFAULT_SHEET.fullmatch(sheet.strip()) else sheet
         tables.append(ParsedTable(title, header, metadata, row_source=row_source))
-    return _with_titles(tables)
+    return with_unique_titles(tables)

@@ -7,7 +7,8 @@ Three implementations, each importing its SDK on first use (constructors do no I
 * :class:`OpenAIAudioASR` — any OpenAI-compatible ``/v1/audio/transcriptions`` endpoint.
 
 Audio is decoded with PyAV (16 kHz mono), so no ``ffmpeg`` program is needed. ASR is off unless a
-caller passes one of these to :class:`~universalrag.ingest.video.VideoOptions`.
+caller passes one of these to :class:`~universalrag.ingest.video.VideoOptions`, or the settings name one
+(``UNIVERSALRAG_ASR``; see :func:`asr_from_settings`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from universalrag.errors import ConfigError, IngestError, MissingDependencyError
-from universalrag.ingest.subtitles import Cue, clean_cue_text
-from universalrag.openai_client import OpenAIClients, redact_url, translate_error
+from ...config import Settings
+from ...errors import ConfigError, IngestError, MissingDependencyError
+from ...media import import_av
+from ...openai_client import OpenAIClients, redact_url, translate_error
+from .cues import Cue, clean_cue_text
 
-__all__ = ["ASR", "FasterWhisperASR", "OpenAIAudioASR", "WhisperASR", "iter_audio"]
+__all__ = ["ASR", "ASR_BUILDERS", "FasterWhisperASR", "OpenAIAudioASR", "WhisperASR", "asr_from_settings",
+           "iter_audio", "transcribe_chunks"]
 
 #: Whisper models take 16 kHz mono audio.
 SAMPLE_RATE = 16_000
@@ -57,7 +61,7 @@ def iter_audio(path: str | Path, *, chunk_s: float | None = None,
     pieces of ``chunk_s`` seconds (memory stays bounded for long videos). Yields nothing when the
     file has no audio stream.
     """
-    av = _import("av", "av", "video", "reading audio")
+    av = import_av("reading audio")
     p = Path(path)
     try:
         container = av.open(str(p))
@@ -115,20 +119,22 @@ class _LocalModel:
                     self._model = load()
         return self._model
 
+#: What local speech models raise when they cannot transcribe or load (torch and CTranslate2 raise
+#: RuntimeError, a missing or damaged model file OSError, a bad argument or tensor shape ValueError).
+_MODEL_ERRORS = (RuntimeError, OSError, ValueError)
 
 
-def _transcribe_chunks(path: Path, chunk_s: float | None, segments: Callable[[np.ndarray], Any], *,
-                       engine: str) -> list[Cue]:
+def transcribe_chunks(path: Path, chunk_s: float | None, segments: Callable[[np.ndarray], Any], *,
+                      engine: str) -> list[Cue]:
     """Cues of the audio of ``path``, transcribed ``chunk_s`` seconds at a time by ``segments`` (a local
-    model's segments for one chunk); failures other than :class:`IngestError` are translated once here."""
+    model's Whisper-style segments for one chunk); the model's failures become one :class:`IngestError`."""
     cues: list[Cue] = []
-    try:
-        for offset, samples in iter_audio(path, chunk_s=chunk_s):
-            cues.extend(_cues(segments(samples), offset))
-    except IngestError:
-        raise
-    except Exception as e:
-        raise IngestError(path, f"{engine} failed to transcribe the audio ({type(e).__name__}: {e}).") from e
+    for offset, samples in iter_audio(path, chunk_s=chunk_s):
+        try:
+            found = list(segments(samples) or ())  # faster-whisper decodes lazily, while its segments are read
+        except _MODEL_ERRORS as e:
+            raise IngestError(path, f"{engine} failed to transcribe the audio ({type(e).__name__}: {e}).") from e
+        cues.extend(_cues(found, offset))
     return cues
 
 
@@ -158,7 +164,7 @@ class FasterWhisperASR:
         try:
             return fw.WhisperModel(self.model, device=self.device, compute_type=self.compute_type,
                                    local_files_only=self.local_files_only)
-        except Exception as e:  # any load failure gets one actionable message
+        except _MODEL_ERRORS as e:
             raise ConfigError(
                 f"The faster-whisper model {self.model!r} could not be loaded ({type(e).__name__}: {e}). "
                 "Pass the path of a local CTranslate2 Whisper model folder (for example one converted with "
@@ -172,7 +178,7 @@ class FasterWhisperASR:
         def segments(samples: np.ndarray) -> Any:
             return model.transcribe(samples, language=self.language, beam_size=self.beam_size)[0]
 
-        return _transcribe_chunks(path, self.chunk_s, segments, engine="faster-whisper")
+        return transcribe_chunks(path, self.chunk_s, segments, engine="faster-whisper")
 
 
 class WhisperASR:
@@ -197,7 +203,7 @@ class WhisperASR:
         whisper = _import("whisper", "openai-whisper", "whisper", "speech recognition with openai-whisper")
         try:
             return whisper.load_model(self.model, device=self.device, download_root=self.download_root)
-        except Exception as e:  # any load failure gets one actionable message
+        except _MODEL_ERRORS as e:
             raise ConfigError(
                 f"The whisper model {self.model!r} could not be loaded ({type(e).__name__}: {e}). Pass the path "
                 "of a downloaded .pt checkpoint, or set download_root to the folder that holds it."
@@ -210,7 +216,7 @@ class WhisperASR:
         def segments(samples: np.ndarray) -> Any:
             return model.transcribe(samples, language=self.language, fp16=False, verbose=None).get("segments")
 
-        return _transcribe_chunks(path, self.chunk_s, segments, engine="whisper")
+        return transcribe_chunks(path, self.chunk_s, segments, engine="whisper")
 
 
 def _wav_bytes(samples: np.ndarray, sample_rate: int) -> bytes:
@@ -293,3 +299,34 @@ class OpenAIAudioASR:
                 if text:
                     cues.append(Cue(offset, offset + samples.size / SAMPLE_RATE, text))
         return cues
+
+
+def _openai(settings: Settings) -> ASR:
+    return OpenAIAudioASR(settings.asr_model or "whisper-1", base_url=settings.asr_base_url,
+                          api_key=settings.asr_api_key)
+
+
+def _local(kind: type[FasterWhisperASR] | type[WhisperASR], what: str) -> Callable[[Settings], ASR]:
+    def build(settings: Settings) -> ASR:
+        if not settings.asr_model:
+            raise ConfigError(f"UNIVERSALRAG_ASR={settings.asr} needs UNIVERSALRAG_ASR_MODEL: {what}.")
+        return kind(settings.asr_model, device=settings.device or "cpu")
+
+    return build
+
+
+#: ``Settings.asr`` value (one of :data:`universalrag.config.ASR_ENGINES`) → how that recogniser is built.
+ASR_BUILDERS: dict[str, Callable[[Settings], ASR]] = {
+    "openai": _openai,
+    "faster-whisper": _local(FasterWhisperASR, "the path of a local CTranslate2 Whisper model folder, or a model "
+                                               "name already in the Hugging Face cache"),
+    "whisper": _local(WhisperASR, "the path of a downloaded openai-whisper .pt checkpoint"),
+}
+
+
+def asr_from_settings(settings: Settings) -> ASR | None:
+    """The speech recogniser the settings name (``UNIVERSALRAG_ASR`` and ``UNIVERSALRAG_ASR_*``), or None when
+    ASR is off. Builds it without I/O: a local model loads on its first transcription."""
+    if not settings.asr:
+        return None
+    return ASR_BUILDERS[settings.asr](settings)  # Settings accepts only the names of ASR_ENGINES

@@ -1,38 +1,23 @@
-"""Timed transcripts of videos: SubRip/WebVTT sidecar files, text subtitle streams inside containers,
-speech recognition as the last resort; and the slice of a transcript that falls in a clip.
+"""Subtitles of videos: SubRip/WebVTT sidecar files and text subtitle streams inside containers.
 
-No database. A :class:`Cue` is one timed line of text with markup removed (HTML/VTT tags, ASS
-override blocks, entities), its lines joined by spaces. PyAV is imported only when an embedded
-stream is read.
+No database. Cues come out as :class:`~universalrag.ingest.video.cues.Cue` with markup removed. PyAV is
+imported only when an embedded stream is read.
 """
 
 from __future__ import annotations
 
-import html
 import os
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from universalrag.errors import IngestError, MissingDependencyError
+from ...errors import IngestError
+from ...media import import_av, ratio
+from ..files import bom_encoding, read_error
+from .cues import Cue, clean_cue_text
 
-if TYPE_CHECKING:
-    from universalrag.ingest.asr import ASR
-    from universalrag.ingest.video import VideoProbe
-
-__all__ = [
-    "SIDECAR_EXTENSIONS",
-    "Cue",
-    "clean_cue_text",
-    "parse_subtitles",
-    "read_embedded_cues",
-    "read_sidecar",
-    "read_transcript",
-    "sidecar_paths",
-    "slice_transcript",
-]
+__all__ = ["SIDECAR_EXTENSIONS", "parse_subtitles", "read_embedded_cues", "read_sidecar", "sidecar_paths"]
 
 #: Extensions of subtitle files looked for beside a video, mapped to their format.
 SIDECAR_EXTENSIONS: dict[str, str] = {".srt": "srt", ".vtt": "vtt"}
@@ -44,19 +29,7 @@ _TIMING = re.compile(
     r"^\s*(?P<start>(?:\d+:)?\d{1,2}:\d{2}(?:[.,]\d{1,3})?)\s*-->\s*"
     r"(?P<end>(?:\d+:)?\d{1,2}:\d{2}(?:[.,]\d{1,3})?)"
 )
-_TAG = re.compile(r"<[^>\n]*>")
-_ASS_OVERRIDE = re.compile(r"\{\\[^}]*\}")
-_SPACE = re.compile(r"\s+")
 _ENGLISH = re.compile(r"^(en|eng)([-_].*)?$", re.IGNORECASE)
-
-
-@dataclass(frozen=True, slots=True)
-class Cue:
-    """One timed piece of a transcript: shown from ``start_s`` to ``end_s`` seconds."""
-
-    start_s: float
-    end_s: float
-    text: str
 
 
 # --------------------------------------------------------------------------- sidecar discovery
@@ -117,15 +90,6 @@ def _seconds(stamp: str) -> float:
     return h * 3600 + m * 60 + s + (int(frac.ljust(3, "0")[:3]) / 1000 if frac else 0.0)
 
 
-def clean_cue_text(text: str) -> str:
-    """Plain text of one cue: tags, ASS override blocks and entities removed, lines joined by spaces."""
-    text = _ASS_OVERRIDE.sub("", text)
-    text = text.replace("\\N", " ").replace("\\n", " ").replace("\\h", " ")
-    text = html.unescape(_TAG.sub("", text))
-    text = text.replace("\u200e", "").replace("\u200f", "")
-    return _SPACE.sub(" ", text).strip()
-
-
 def _raw_cues(text: str) -> Iterable[tuple[float, float, list[str]]]:
     """(start, end, lines) for every timing line; its text runs to the next blank or timing line."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -181,9 +145,9 @@ def parse_subtitles(text: str, *, name: str = "<subtitles>") -> list[Cue]:
 
 
 def _decode(data: bytes) -> str:
-    for bom, encoding in ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")):
-        if data.startswith(bom):
-            return data[len(bom):].decode(encoding, errors="replace")
+    encoding = bom_encoding(data)
+    if encoding is not None:
+        return data[len(encoding.bom):].decode(encoding.name, errors="replace")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -196,24 +160,11 @@ def read_sidecar(path: str | Path) -> list[Cue]:
     try:
         data = p.read_bytes()
     except OSError as e:
-        raise IngestError(p, f"the subtitle file could not be read ({e.strerror or e}); check its permissions.") from e
+        raise read_error(p, e) from e
     return parse_subtitles(_decode(data), name=str(p))
 
 
 # --------------------------------------------------------------------------- embedded streams
-
-
-def _import_av() -> Any:
-    try:
-        import av
-    except ImportError as e:
-        raise MissingDependencyError("av", "video", feature="reading videos") from e
-    return av
-
-
-def _tb(value: Any) -> float:
-    """A PyAV time base (Fraction, or AVRational in PyAV 19+) as a float."""
-    return value.numerator / value.denominator if value else 0.0
 
 
 def read_embedded_cues(path: str | Path) -> tuple[list[Cue], int | None]:
@@ -223,7 +174,7 @@ def read_embedded_cues(path: str | Path) -> tuple[list[Cue], int | None]:
     ``([], None)`` when the container has no text subtitle stream. Times are relative to the start
     of the container.
     """
-    av = _import_av()
+    av = import_av()
     p = Path(path)
     try:
         container = av.open(str(p))
@@ -246,7 +197,7 @@ def read_embedded_cues(path: str | Path) -> tuple[list[Cue], int | None]:
                 subtitles = stream.decode2(packet)
                 if subtitles is None:
                     continue
-                tb = _tb(packet.time_base)
+                tb = ratio(packet.time_base)
                 start = packet.pts * tb - offset + subtitles.start_display_time / 1000
                 shown_ms = subtitles.end_display_time - subtitles.start_display_time
                 if 0 < shown_ms < 0xFFFFFFFF - subtitles.start_display_time:
@@ -265,43 +216,3 @@ def read_embedded_cues(path: str | Path) -> tuple[list[Cue], int | None]:
 def _rect_text(rect: Any) -> str:
     dialogue = getattr(rect, "dialogue", b"") or getattr(rect, "text", b"") or b""
     return dialogue.decode("utf-8", errors="replace") if isinstance(dialogue, bytes) else str(dialogue)
-
-
-# --------------------------------------------------------------------------- transcripts
-
-
-def read_transcript(path: str | Path, *, probe: VideoProbe | None = None,
-                    asr: ASR | None = None) -> tuple[list[Cue], str]:
-    """A video's timed transcript and where it came from.
-
-    Sources, first non-empty wins: a sidecar subtitle file (see :func:`sidecar_paths`; source
-    ``"sidecar:<file name>"``), the first text subtitle stream in the container (``"embedded:<stream
-    index>"``), then ``asr`` when given and the video has audio (``"asr:<name>"``). Otherwise
-    ``([], "none")``. A ``probe`` of the file saves reopening a container that has no subtitle stream
-    and skips ASR for a silent video.
-    """
-    p = Path(path)
-    for sidecar in sidecar_paths(p):
-        cues = read_sidecar(sidecar)
-        if cues:
-            return cues, f"sidecar:{sidecar.name}"
-    if probe is None or probe.subtitle_streams:
-        cues, index = read_embedded_cues(p)
-        if cues:
-            return cues, f"embedded:{index}"
-    if asr is not None and (probe is None or probe.has_audio):
-        cues = asr.transcribe(p)
-        if cues:
-            return cues, f"asr:{asr.name}"
-    return [], "none"
-
-
-def slice_transcript(cues: Sequence[Cue], start_s: float, end_s: float) -> str:
-    """Text of the cues that overlap ``[start_s, end_s)``, in order, joined by spaces.
-
-    A cue spanning a boundary belongs to both sides; a zero-length cue belongs where it starts.
-    """
-    return " ".join(
-        c.text for c in cues
-        if (c.start_s < end_s and c.end_s > start_s) or (c.start_s == c.end_s and start_s <= c.start_s < end_s)
-    )

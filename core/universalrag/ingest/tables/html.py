@@ -12,15 +12,15 @@ import re
 from functools import partial
 from typing import Any
 
-from universalrag.ingest.table_model import (
+from .model import (
     ParsedTable,
-    _fit,
-    _looks_like_data,
-    _make_header,
-    _source,
-    _stem,
-    _synthetic_header,
-    _unique_titles,
+    fit_row,
+    looks_like_data,
+    make_header,
+    source_name,
+    synthetic_header,
+    title_stem,
+    unique_titles,
 )
 
 __all__ = ["html_tables", "markdown_tables"]
@@ -120,7 +120,7 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
         width = max((len(r) for r in grid), default=0)
         if width == 0:
             continue
-        synthesized = header_rows == 0 and _looks_like_data(grid[0])
+        synthesized = header_rows == 0 and looks_like_data(grid[0])
         if header_rows == 0 and not synthesized:
             header_rows = 1
         names = []
@@ -132,23 +132,23 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
                     parts.append(text)
             names.append(" ".join(parts))
         rows = [
-            _fit(["" if copy else text for text, copy in zip(row, flags)], width)
+            fit_row(["" if copy else text for text, copy in zip(row, flags)], width)
             for row, flags in zip(grid[header_rows:], copies[header_rows:])
         ]
         data = [row for row in rows if any(row)]
         if not data:
             continue
         title, title_from = _html_title(table)
-        header = _synthetic_header(width) if synthesized else _make_header(names)
+        header = synthetic_header(width) if synthesized else make_header(names)
         metadata = {
-            "format": fmt, "source": _source(name), "index_in_file": len(found), "row_count": len(data),
+            "format": fmt, "source": source_name(name), "index_in_file": len(found), "row_count": len(data),
             "column_count": width, "title_from": title_from, "header_rows": header_rows,
             "header_synthesized": synthesized, "blank_rows_skipped": len(rows) - len(data),
         }
         if table.get("id"):
             metadata["html_id"] = str(table["id"])
-        found.append((title or f"{_stem(name)} table {number}", header, metadata, data))
-    titles = _unique_titles([f[0] for f in found])
+        found.append((title or f"{title_stem(name)} table {number}", header, metadata, data))
+    titles = unique_titles([f[0] for f in found])
     return [
         ParsedTable(title, header, metadata, row_source=partial(iter, data))
         for title, (_, header, metadata, data) in zip(titles, found)

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from universalrag.errors import IngestError
+from ...errors import IngestError
 
-__all__ = ["DESCRIPTION_SOURCES", "Description", "describe", "filename_words", "sidecar_paths"]
+__all__ = ["DESCRIPTION_SOURCES", "Description", "describe", "filename_words", "read_exif", "sidecar_paths"]
 
 #: Every value of :attr:`~universalrag.ingest.images.ImageInfo.description_source`, highest priority first.
 DESCRIPTION_SOURCES: tuple[str, ...] = ("caption", "sidecar", "json", "exif", "alt", "filename")
@@ -150,12 +151,13 @@ def _exif_text(value: Any, *, endian: str = "<", user_comment: bool = False) -> 
     return _collapse(body.decode(codec, errors="ignore"))
 
 
-def _exif(img: Any) -> tuple[str, dict[str, Any]]:
+def read_exif(img: Any) -> tuple[str, dict[str, Any]]:
     """(best EXIF description or "", JSON-ready EXIF subset)."""
     try:
         exif = img.getexif()
         sub = exif.get_ifd(_IFD_EXIF)
-    except Exception:  # noqa: BLE001 - malformed EXIF must not reject a picture that decodes
+    except (OSError, ValueError, TypeError, KeyError, SyntaxError, struct.error):  # malformed EXIF must not
+        # reject a picture that decodes
         return "", {}
     endian = getattr(exif, "endian", None) or "<"
     candidates = [

@@ -20,10 +20,10 @@ nested values as JSON. Entirely blank rows of CSV, TSV, XLSX, HTML and Markdown 
 (counted in ``blank_rows_skipped``); records and DataFrame rows are kept one for one, so row ``i``
 is record ``i``.
 
-The readers behind these functions live in :mod:`~universalrag.ingest.table_text` (CSV, TSV, JSON),
-:mod:`~universalrag.ingest.table_xlsx` and :mod:`~universalrag.ingest.table_html` (HTML, Markdown); the
-table model and cell rules they share in :mod:`~universalrag.ingest.table_model`, and the file checks
-(path, text encoding, changes after parsing) in :mod:`~universalrag.ingest.table_files`.
+The readers behind these functions live in :mod:`~universalrag.ingest.tables.text_formats` (CSV, TSV,
+JSON), :mod:`~universalrag.ingest.tables.xlsx` and :mod:`~universalrag.ingest.tables.html` (HTML, Markdown);
+the table model and cell rules they share in :mod:`~universalrag.ingest.tables.model`, and the file checks
+(path, text encoding, changes after parsing) in :mod:`~universalrag.ingest.files`.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from universalrag.errors import IngestError
-from universalrag.ingest.table_files import _check_file, _decode_error, _text_codec
-from universalrag.ingest.table_html import html_tables, markdown_tables
-from universalrag.ingest.table_model import ParsedTable, _fit, _format_value, _make_header, _records_table
-from universalrag.ingest.table_text import read_csv, read_json
-from universalrag.ingest.table_xlsx import read_xlsx
+from ...errors import ConfigError, IngestError
+from ..files import HEAD_BYTES, check_file, decode_error, read_error, text_encoding
+from .html import html_tables, markdown_tables
+from .model import ParsedTable, fit_row, format_value, make_header, records_table
+from .text_formats import read_csv, read_json
+from .xlsx import read_xlsx
 
 __all__ = [
     "TABLE_FORMATS",
@@ -65,20 +65,20 @@ def serialize_row(header: Sequence[str], row: Sequence[Any]) -> str:
     """The text a row is embedded as: ``"Team: Lakers | Wins: 57"``; empty cells are left out.
 
     Whitespace inside cells collapses to single spaces. A row shorter than the header counts its
-    missing cells as empty; a longer one raises ``ValueError``.
+    missing cells as empty; a longer one raises :class:`ConfigError`.
     """
     if len(row) > len(header):
-        raise ValueError(f"Row has {len(row)} cells but the header has {len(header)} columns.")
+        raise ConfigError(f"Row has {len(row)} cells but the header has {len(header)} columns.")
     parts = []
     for name, cell in zip(header, row):
-        text = " ".join(_format_value(cell).split())
+        text = " ".join(format_value(cell).split())
         if text:
             parts.append(f"{name}: {text}")
     return " | ".join(parts)
 
 
 def _md_line(cells: Iterable[Any]) -> str:
-    return "| " + " | ".join(" ".join(_format_value(c).split()).replace("|", "\\|") for c in cells) + " |"
+    return "| " + " | ".join(" ".join(format_value(c).split()).replace("|", "\\|") for c in cells) + " |"
 
 
 def _more_note(count: int) -> str:
@@ -101,9 +101,9 @@ def render_markdown(
     ``max_chars`` only when they alone do.
     """
     if not header:
-        raise ValueError("A table needs at least one column to render.")
+        raise ConfigError("A table needs at least one column to render.")
     if (max_rows is not None and max_rows < 0) or (max_chars is not None and max_chars < 0):
-        raise ValueError("max_rows and max_chars must not be negative.")
+        raise ConfigError("max_rows and max_chars must not be negative.")
     width = len(header)
     head = (f"{title.strip()}\n\n" if title.strip() else "") + _md_line(header) + "\n" + _md_line(["---"] * width)
     lines: list[str] = []
@@ -111,8 +111,8 @@ def render_markdown(
     iterator = iter(rows)
     for row in iterator:
         if len(row) > width:
-            raise ValueError(f"Row has {len(row)} cells but the header has {width} columns.")
-        line = _md_line(_fit(list(row), width))
+            raise ConfigError(f"Row has {len(row)} cells but the header has {width} columns.")
+        line = _md_line(fit_row(list(row), width))
         if (max_rows is not None and len(lines) >= max_rows) or (
             max_chars is not None and used + 1 + len(line) > max_chars
         ):
@@ -146,15 +146,15 @@ def table_from_records(records: Sequence[Mapping[str, Any]], *, title: str) -> P
 
     def rows() -> Iterator[list[str]]:
         for record in records:
-            yield [_format_value(record.get(k)) for k in order]
+            yield [format_value(record.get(k)) for k in order]
 
-    return _records_table(order, len(records), rows, title=title, name=title, source=title, fmt="records")
+    return records_table(order, len(records), rows, title=title, name=title, source=title, fmt="records")
 
 
 def _label(column: Any) -> str:
     if isinstance(column, tuple):  # MultiIndex columns
-        return " ".join(p for p in (_format_value(c) for c in column) if p)
-    return _format_value(column)
+        return " ".join(p for p in (format_value(c) for c in column) if p)
+    return format_value(column)
 
 
 def table_from_dataframe(df: Any, *, title: str) -> ParsedTable:
@@ -165,7 +165,7 @@ def table_from_dataframe(df: Any, *, title: str) -> ParsedTable:
     a default index is left out. MultiIndex column labels are joined with spaces.
     """
     if not hasattr(df, "columns") or not hasattr(df, "itertuples"):
-        raise TypeError(f"Expected a DataFrame with .columns and .itertuples(), got {type(df).__name__}.")
+        raise ConfigError(f"Expected a DataFrame with .columns and .itertuples(), got {type(df).__name__}.")
     index = getattr(df, "index", None)
     index_names = list(getattr(index, "names", None) or [])
     keep_index = any(n is not None for n in index_names)
@@ -180,13 +180,13 @@ def table_from_dataframe(df: Any, *, title: str) -> ParsedTable:
         values = df.itertuples(index=False, name=None)
         if not keep_index:
             for row in values:
-                yield [_format_value(v) for v in row]
+                yield [format_value(v) for v in row]
             return
         for key, row in zip(df.index, values):
             lead = key if isinstance(key, tuple) else (key,)
-            yield [_format_value(v) for v in (*lead, *row)]
+            yield [format_value(v) for v in (*lead, *row)]
 
-    header = _make_header(labels)
+    header = make_header(labels)
     metadata = {"format": "dataframe", "source": title, "index_in_file": 0, "row_count": len(df),
                 "column_count": len(header)}
     return ParsedTable(title, header, metadata, row_source=rows)
@@ -222,11 +222,11 @@ def tables_from_markdown(text: str, *, name: str) -> list[ParsedTable]:
 
 def _read_markup(path: Path, parse: Callable[..., list[ParsedTable]], hint: str) -> list[ParsedTable]:
     data = path.read_bytes()
-    codec = _text_codec(data[:65536], path)
+    encoding = text_encoding(data[:HEAD_BYTES], path, what="a text table")
     try:
-        text = data.decode(codec)
+        text = data.decode(encoding.stream_codec)
     except UnicodeDecodeError as e:
-        raise _decode_error(path, codec, f"byte offset {e.start}") from e
+        raise decode_error(path, encoding, f"byte offset {e.start}") from e
     tables = parse(text, name=str(path))
     if not tables:
         raise IngestError(path, f"no table found; {hint}")
@@ -243,7 +243,7 @@ def read_tables(path: str | Path) -> list[ParsedTable]:
     file is missing, empty, of an unsupported type, undecodable, corrupt, or holds no table.
     """
     p = Path(path)
-    _check_file(p)
+    check_file(p, empty="add a table to it or leave it out.")
     readers: dict[str, Callable[[Path], list[ParsedTable]]] = {
         "csv": read_csv,
         "tsv": read_csv,
@@ -262,4 +262,4 @@ def read_tables(path: str | Path) -> list[ParsedTable]:
     try:
         return readers[fmt](p)
     except OSError as e:
-        raise IngestError(p, f"could not be read ({e.strerror or e}); check its permissions.") from e
+        raise read_error(p, e) from e

@@ -1,6 +1,7 @@
 """Splitting clean text into ~100-word passages that respect sentence boundaries, and into embedding windows.
 
-Pure functions over the clean text made by :mod:`universalrag.ingest.text` (paragraphs separated by a blank line).
+Pure functions over the clean text made by :mod:`universalrag.ingest.text.document` (paragraphs separated by a
+blank line).
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
+
+from ...errors import ConfigError
 
 __all__ = ["Passage", "chunk_for_embedding", "split_paragraphs"]
 
@@ -109,7 +112,7 @@ def _units(text: str, *, max_words: int, target_words: int, language: str, by_pa
 
 def _check_sizes(min_words: int, target_words: int, max_words: int) -> None:
     if not 1 <= min_words <= target_words <= max_words:
-        raise ValueError(
+        raise ConfigError(
             f"Need 1 <= min_words <= target_words <= max_words, got {min_words}, {target_words}, {max_words}."
         )
 
@@ -193,7 +196,7 @@ def chunk_for_embedding(
     ``max_words`` words is one chunk; an empty text gives none.
     """
     if max_words < 1 or not 0 <= overlap_words < max_words:
-        raise ValueError(
+        raise ConfigError(
             f"Need max_words >= 1 and 0 <= overlap_words < max_words, got {max_words}, {overlap_words}."
         )
     stripped = text.strip()

@@ -1,7 +1,7 @@
 """The table model every table reader shares: :class:`ParsedTable` and the cell, header and title rules.
 
-Readers (:mod:`~universalrag.ingest.table_text`, :mod:`~universalrag.ingest.table_html`,
-:mod:`~universalrag.ingest.table_xlsx`) and the public API in :mod:`universalrag.ingest.tables`
+Readers (:mod:`~universalrag.ingest.tables.text_formats`, :mod:`~universalrag.ingest.tables.html`,
+:mod:`~universalrag.ingest.tables.xlsx`) and the public API in :mod:`universalrag.ingest.tables.read`
 build their tables from these pieces; the rules themselves are described in that module's docstring.
 This module imports no other table module, so the readers and the API never import each other in a circle.
 """
@@ -19,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from universalrag.errors import IngestError
+from ...errors import ConfigError, IngestError
 
 __all__ = ["ParsedTable", "RowSource"]
 
@@ -53,7 +53,7 @@ class ParsedTable:
         was parsed); the last batch may be shorter; no batch is empty.
         """
         if size < 1:
-            raise ValueError(f"Batch size must be at least 1, got {size}.")
+            raise ConfigError(f"Batch size must be at least 1, got {size}.")
         return _batched(self.row_source(), size)
 
 
@@ -84,7 +84,7 @@ def _is_missing(value: Any) -> bool:
         return False
 
 
-def _format_value(value: Any) -> str:
+def format_value(value: Any) -> str:
     """A cell as text: see :mod:`universalrag.ingest.tables` for the rules."""
     if value is None:
         return ""
@@ -114,19 +114,19 @@ def _format_value(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace").strip()
     if hasattr(value, "tolist") and not isinstance(value, numbers.Number):  # numpy arrays
-        return _format_value(value.tolist())
+        return format_value(value.tolist())
     return str(value).strip()
 
 
-def _looks_like_data(cells: Sequence[str]) -> bool:
+def looks_like_data(cells: Sequence[str]) -> bool:
     """True when every filled cell is a number or an ISO date (a first row that is not a header)."""
     filled = [c for c in (cell.strip() for cell in cells) if c]
     return bool(filled) and all(_DATA_CELL.fullmatch(c) for c in filled)
 
 
-def _make_header(cells: Sequence[Any]) -> list[str]:
+def make_header(cells: Sequence[Any]) -> list[str]:
     """Trimmed names; blanks become ``column_<n>``; repeats get the first free ``_<k>`` suffix."""
-    names = [" ".join(_format_value(c).split()) or f"column_{i}" for i, c in enumerate(cells, 1)]
+    names = [" ".join(format_value(c).split()) or f"column_{i}" for i, c in enumerate(cells, 1)]
     reserved, used, out = set(names), set(), []
     for name in names:
         candidate, k = name, 2
@@ -137,16 +137,16 @@ def _make_header(cells: Sequence[Any]) -> list[str]:
     return out
 
 
-def _synthetic_header(width: int) -> list[str]:
+def synthetic_header(width: int) -> list[str]:
     return [f"column_{i}" for i in range(1, width + 1)]
 
 
-def _fit(cells: list[str], width: int) -> list[str]:
+def fit_row(cells: list[str], width: int) -> list[str]:
     """Pad with empty cells or cut to ``width``."""
     return cells[:width] if len(cells) >= width else cells + [""] * (width - len(cells))
 
 
-def _unique_titles(titles: list[str]) -> list[str]:
+def unique_titles(titles: list[str]) -> list[str]:
     """The second "X" of a file becomes "X (2)", the third "X (3)"."""
     seen: dict[str, int] = {}
     out = []
@@ -156,31 +156,31 @@ def _unique_titles(titles: list[str]) -> list[str]:
     return out
 
 
-def _stem(name: str) -> str:
+def title_stem(name: str) -> str:
     return Path(name).stem or "table"
 
 
-def _source(name: str) -> str:
+def source_name(name: str) -> str:
     return Path(name).name or name
 
 
 # --------------------------------------------------------------------------- building tables
 
 
-def _records_table(
+def records_table(
     keys: list[Any], count: int, rows: RowSource, *, title: str, name: str | Path, source: str, fmt: str
 ) -> ParsedTable:
     if count == 0:
         raise IngestError(name, "has no records; a table needs at least one, like [{\"team\": \"Lakers\"}].")
     if not keys:
         raise IngestError(name, "its records have no fields; give each record at least one key.")
-    header = _make_header(keys)
+    header = make_header(keys)
     metadata = {"format": fmt, "source": source, "index_in_file": 0, "row_count": count,
                 "column_count": len(header)}
     return ParsedTable(title, header, metadata, row_source=rows)
 
 
-def _with_titles(tables: list[ParsedTable]) -> list[ParsedTable]:
+def with_unique_titles(tables: list[ParsedTable]) -> list[ParsedTable]:
     """Tables with repeated titles made unique ("X", "X (2)")."""
-    titles = _unique_titles([t.title for t in tables])
+    titles = unique_titles([t.title for t in tables])
     return [t if t.title == title else replace(t, title=title) for t, title in zip(tables, titles)]

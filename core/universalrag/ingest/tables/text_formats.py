@@ -1,7 +1,7 @@
 """CSV/TSV files and JSON arrays of records → tables, streamed from disk.
 
 The readers back :func:`universalrag.ingest.tables.read_tables` (use that); the encoding and change
-checks they rely on are in :mod:`~universalrag.ingest.table_files`. Each makes one validating
+checks they rely on are in :mod:`~universalrag.ingest.files`. Each makes one validating
 pass over the whole file (counting rows, finding the header, rejecting bad input with
 :class:`IngestError`) and returns a table whose rows re-open the file and stream it again, so neither
 pass holds more than one row (or one JSON item) at a time.
@@ -18,16 +18,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from universalrag.errors import IngestError
-from universalrag.ingest.table_files import _check_unchanged, _codec, _decode_error, _signature
-from universalrag.ingest.table_model import (
+from ...errors import IngestError
+from ..files import HEAD_BYTES, TextEncoding, check_unchanged, decode_error, file_signature, text_encoding
+from .model import (
     ParsedTable,
-    _fit,
-    _format_value,
-    _looks_like_data,
-    _make_header,
-    _records_table,
-    _synthetic_header,
+    fit_row,
+    format_value,
+    looks_like_data,
+    make_header,
+    records_table,
+    synthetic_header,
 )
 
 __all__ = ["read_csv", "read_json"]
@@ -35,6 +35,12 @@ __all__ = ["read_csv", "read_json"]
 _SAMPLE_CHARS = 65536
 _SAMPLE_ROWS = 200
 _DELIMITERS = (",", ";", "\t", "|")
+
+
+
+def _encoding(path: Path) -> TextEncoding:
+    with path.open("rb") as fh:
+        return text_encoding(fh.read(HEAD_BYTES), path, what="a text table")
 
 
 # --------------------------------------------------------------------------- CSV and TSV
@@ -59,17 +65,17 @@ def _sniff_delimiter(sample: str, default: str) -> str:
     return best
 
 
-def _csv_records(path: Path, codec: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
+def _csv_records(path: Path, encoding: TextEncoding, delimiter: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, trimmed cells) of every record, blank ones included; errors as IngestError."""
     line = 0
     try:
-        with path.open(encoding=codec, newline="") as fh:
+        with path.open(encoding=encoding.stream_codec, newline="") as fh:
             reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
             for row in reader:
                 line = reader.line_num
                 yield line, [cell.strip() for cell in row]
     except UnicodeDecodeError as e:
-        raise _decode_error(path, codec, f"after line {line}") from e
+        raise decode_error(path, encoding, f"after line {line}") from e
     except csv.Error as e:
         raise IngestError(path, f"is not well-formed CSV after line {line} ({e}); check its quoting.") from e
 
@@ -80,28 +86,28 @@ def read_csv(path: Path) -> list[ParsedTable]:
     Rows wider or narrower than the header are cut or padded (``ragged_rows`` counts those that
     lost a filled cell or were padded); columns with a blank header and no value are dropped.
     """
-    codec = _codec(path)
+    encoding = _encoding(path)
     try:
-        with path.open(encoding=codec, newline="") as fh:
+        with path.open(encoding=encoding.stream_codec, newline="") as fh:
             sample = fh.read(_SAMPLE_CHARS)
     except UnicodeDecodeError as e:
-        raise _decode_error(path, codec, "in its first 64 KB") from e
+        raise decode_error(path, encoding, "in its first 64 KB") from e
     if len(sample) == _SAMPLE_CHARS and "\n" in sample:
         sample = sample[: sample.rindex("\n")]  # drop a record cut in the middle
     delimiter = _sniff_delimiter(sample, "\t" if path.suffix.lower() == ".tsv" else ",")
-    signature = _signature(path)
+    signature = file_signature(path)
 
     first: list[str] | None = None
     synthesized = False
     rows = ragged = blank = 0
     blank_names: list[int] = []
     filled: set[int] = set()
-    for _, cells in _csv_records(path, codec, delimiter):
+    for _, cells in _csv_records(path, encoding, delimiter):
         if not any(cells):
             blank += first is not None
             continue
         if first is None:
-            first, synthesized = cells, _looks_like_data(cells)
+            first, synthesized = cells, looks_like_data(cells)
             blank_names = [] if synthesized else [i for i, c in enumerate(cells) if not c]
             if not synthesized:
                 continue
@@ -115,24 +121,24 @@ def read_csv(path: Path) -> list[ParsedTable]:
         raise IngestError(path, "has a header but no rows; add data rows below the header, or leave it out.")
     width = len(first)
     keep = [i for i in range(width) if i not in blank_names or i in filled]
-    header = _synthetic_header(width) if synthesized else _make_header([first[i] for i in keep])
+    header = synthetic_header(width) if synthesized else make_header([first[i] for i in keep])
 
     def row_source() -> Iterator[list[str]]:
-        _check_unchanged(path, signature)
+        check_unchanged(path, signature)
         skip_header = not synthesized
-        for _, cells in _csv_records(path, codec, delimiter):
+        for _, cells in _csv_records(path, encoding, delimiter):
             if not any(cells):
                 continue
             if skip_header:
                 skip_header = False
                 continue
-            cells = _fit(cells, width)
+            cells = fit_row(cells, width)
             yield cells if len(keep) == width else [cells[i] for i in keep]
 
     metadata = {
         "format": "tsv" if path.suffix.lower() == ".tsv" else "csv", "source": path.name,
         "index_in_file": 0, "row_count": rows, "column_count": len(header), "delimiter": delimiter,
-        "encoding": codec, "header_synthesized": synthesized, "ragged_rows": ragged,
+        "encoding": encoding.stream_codec, "header_synthesized": synthesized, "ragged_rows": ragged,
         "blank_rows_skipped": blank, "empty_columns_dropped": width - len(keep),
     }
     return [ParsedTable(path.stem, header, metadata, row_source=row_source)]
@@ -217,12 +223,12 @@ class _JsonArray:
             raise self._invalid(self.offset + self.pos, "extra data after the closing ']'")
 
 
-def _json_items(path: Path, codec: str) -> Iterator[Any]:
+def _json_items(path: Path, encoding: TextEncoding) -> Iterator[Any]:
     try:
-        with path.open(encoding=codec) as fh:
+        with path.open(encoding=encoding.stream_codec) as fh:
             yield from _JsonArray(fh, path)
     except UnicodeDecodeError as e:
-        raise _decode_error(path, codec, "somewhere in the file") from e
+        raise decode_error(path, encoding, "somewhere in the file") from e
 
 
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
@@ -234,11 +240,11 @@ def read_json(path: Path) -> list[ParsedTable]:
     The header is the union of the objects' keys in first-seen order; missing keys give empty
     cells and nested values are JSON-encoded.
     """
-    codec = _codec(path)
-    signature = _signature(path)
+    encoding = _encoding(path)
+    signature = file_signature(path)
     keys: dict[str, None] = {}
     count = 0
-    for i, item in enumerate(_json_items(path, codec)):
+    for i, item in enumerate(_json_items(path, encoding)):
         if not isinstance(item, dict):
             kind = _JSON_TYPES.get(type(item), "a number")
             raise IngestError(path, f"item {i} of the array is {kind}, not an object; a JSON table must be an "
@@ -248,11 +254,11 @@ def read_json(path: Path) -> list[ParsedTable]:
     order = list(keys)
 
     def row_source() -> Iterator[list[str]]:
-        _check_unchanged(path, signature)
-        for item in _json_items(path, codec):
-            yield [_format_value(item.get(k)) for k in order]
+        check_unchanged(path, signature)
+        for item in _json_items(path, encoding):
+            yield [format_value(item.get(k)) for k in order]
 
-    table = _records_table(order, count, row_source, title=path.stem, name=path, source=path.name,
+    table = records_table(order, count, row_source, title=path.stem, name=path, source=path.name,
                            fmt="json")
-    table.metadata["encoding"] = codec
+    table.metadata["encoding"] = encoding.stream_codec
     return [table]
