@@ -299,7 +299,7 @@ def test_fused_hits_show_their_similarity_and_rank(cli_env: dict[str, str], tmp_
 
 
 def test_ingest_accepts_an_asr_choice(cli_env: dict[str, str]) -> None:
-    code, out, err = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), "--asr", "faster-whisper",
+    code, out, err = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), "--asr", "openai",
                          "--json")
     assert code == 0, err
     assert json.loads(out)["added"] == 1
