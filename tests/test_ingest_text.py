@@ -499,8 +499,8 @@ SIGNATURES = {
         ("clip.txt", SIGNATURES["mp4"], "video"),
         ("song.mp4", b"\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00", None),
         ("sound.avi", b"RIFF\x00\x10\x00\x00WAVEfmt ", None),
-        ("paper.txt", b"%PDF-1.7\n", None),
-        ("paper.pdf", b"%PDF-1.7\n", None),
+        ("paper.txt", b"%PDF-1.7\n", "document"),  # content first: a PDF named .txt is a PDF
+        ("paper.pdf", b"%PDF-1.7\n", "document"),
         ("noext", SIGNATURES["png"], "image"),
         ("Makefile", b"all:\n\tmake", None),
         ("empty.md", b"", "text"),

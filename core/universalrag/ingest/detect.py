@@ -13,6 +13,7 @@ from pathlib import Path
 from ..media import Sniffed, sniff
 
 __all__ = [
+    "DOCUMENT_EXTENSIONS",
     "IMAGE_EXTENSIONS",
     "TABLE_EXTENSIONS",
     "TEXT_EXTENSIONS",
@@ -29,12 +30,16 @@ IMAGE_EXTENSIONS: frozenset[str] = frozenset(
     {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
 )
 VIDEO_EXTENSIONS: frozenset[str] = frozenset({".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi"})
+#: PDF, Word and PowerPoint; OpenDocument and legacy Office files are recognised so that the reader can say
+#: what to convert them with.
+DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".pdf", ".docx", ".pptx", ".odt", ".odp", ".doc", ".ppt"})
 
 _EXTENSION_KIND: dict[str, str] = {
     **{ext: "text" for ext in TEXT_EXTENSIONS},
     **{ext: "table" for ext in TABLE_EXTENSIONS},
     **{ext: "image" for ext in IMAGE_EXTENSIONS},
     **{ext: "video" for ext in VIDEO_EXTENSIONS},
+    **{ext: "document" for ext in DOCUMENT_EXTENSIONS},
 }
 
 #: How many leading bytes :func:`detect_kind` reads (enough to skip whitespace before a JSON array).
@@ -55,10 +60,12 @@ def _looks_like_json_records(head: bytes) -> bool:
 
 
 def detect_kind(path: Path) -> str | None:
-    """Return ``"text"``, ``"table"``, ``"image"`` or ``"video"`` for ``path``, or None when unsupported.
+    """Return ``"text"``, ``"table"``, ``"image"``, ``"video"`` or ``"document"`` for ``path``, or None when
+    unsupported.
 
-    A recognised binary signature decides (a PNG named ``notes.txt`` is ``"image"``; a PDF or a ZIP
-    that is not ``.xlsx`` is None). Otherwise the extension decides; a ``.json`` file counts as a
+    A recognised binary signature decides (a PNG named ``notes.txt`` is ``"image"``; a PDF, or a ZIP holding
+    a Word, PowerPoint or OpenDocument file, is ``"document"`` whatever its name; another ZIP that is not
+    ``.xlsx`` is None). Otherwise the extension decides; a ``.json`` file counts as a
     table only when it holds an array (records). A path that cannot be read is judged by its
     extension alone, so the reader can report the real problem; a directory is None.
     """
@@ -70,6 +77,13 @@ def detect_kind(path: Path) -> str | None:
     if head is None:
         return ext_kind
     sniffed = sniff(head)
+    if sniffed is None and head.startswith(b"\xd0\xcf\x11\xe0") and ext_kind == "document":
+        return "document"  # legacy or password-protected Office file: its reader names the conversion
+    if sniffed is not None and sniffed.label in ("PDF document", "ZIP archive"):
+        from .documents.reader import document_format
+
+        if document_format(path) is not None:
+            return "document"
     if sniffed is not None:
         if sniffed.kind is not None:
             return sniffed.kind
