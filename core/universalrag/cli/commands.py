@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,9 @@ def init(ctx: typer.Context) -> None:
 
 
 def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
-    """Database, versions, corpora with row counts, number of sources."""
+    """Database, versions, corpora with row counts, number of sources, sync backlog of attached tables."""
+    from ..sync.status import sync_status
+
     obj = _obj(ctx)
     obj.ensure_initialised()
     store = obj.store
@@ -69,6 +72,7 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
             for s in specs.values()
         ],
         "sources": len(store.sources()),
+        "sync": [dataclasses.asdict(s) for s in sync_status(store)],
     }
     if as_json:
         obj.output.json(data)
@@ -78,6 +82,10 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     obj.output.print(Text(f"schema    {data['schema']} (revision {data['revision']})\nsources   {data['sources']}"))
     for c in data["corpora"]:  # type: ignore[union-attr]
         obj.output.print(Text(f"  {c['name']:<12} {c['modality']:<6} {c['granularity']:<10} {c['rows']:>8} rows"))
+    for q in data["sync"]:  # type: ignore[union-attr]
+        line = (f"  sync {q['corpus']:<12} backlog {q['backlog']}, in progress {q['in_progress']}, retrying "
+                f"{q['retrying']}, failed {q['failed']}, lag {q['lag_s']:.1f} s")
+        obj.output.print(Text(line + (f" — last error: {q['last_error']}" if q["last_error"] else "")))
 
 
 def ingest(
