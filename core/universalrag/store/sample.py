@@ -19,7 +19,7 @@ from .search import hit_from_row
 if TYPE_CHECKING:
     from .store import Store
 
-__all__ = ["count_units", "sample_parts", "sample_units"]
+__all__ = ["count_units", "sample_parts", "sample_units", "units_of_source"]
 
 
 def _order(*columns: sa.ColumnElement[Any], seed: int) -> sa.ColumnElement[Any]:
@@ -78,3 +78,13 @@ def count_units(store: Store, corpus: str) -> int:
     units = store.tables.corpus(spec).units
     with store.transaction(f"count units of {corpus!r}") as conn:
         return int(conn.execute(sa.select(sa.func.count()).select_from(units)).scalar_one())
+
+
+def units_of_source(store: Store, corpus: str, uri: str) -> list[Hit]:
+    """Every unit of ``corpus`` made from the source ``uri`` (e.g. a file's paragraphs), in insertion order."""
+    spec = store.corpus(corpus)
+    tables = store.tables.corpus(spec)
+    u = tables.units
+    stmt = sa.select(*unit_columns(tables)).where(u.c.uri == uri).order_by(u.c.created_at, u.c.id)
+    with store.transaction(f"read the units of a source in {corpus!r}") as conn:
+        return [hit_from_row(spec, row, 1.0) for row in conn.execute(stmt).mappings()]
