@@ -38,6 +38,7 @@ __all__ = [
     "BenchQuestion",
     "build_own_corpora",
     "find_wikitables",
+    "normalise",
     "own_questions",
     "pyref_topics_asked",
     "resolve_gold",
@@ -231,7 +232,8 @@ def pyref_topics_asked() -> list[str]:
 
 
 # -- gold units ----------------------------------------------------------------------------------------------------
-def _norm(text: str) -> str:
+def normalise(text: str) -> str:
+    """Text compared for gold phrases: lower case, quotes and emphasis marks dropped, whitespace collapsed."""
     return " ".join(re.sub(r"[*\"“”'’`]", "", text).lower().split())
 
 
@@ -261,7 +263,7 @@ def resolve_gold(store: Any, questions: Sequence[BenchQuestion], *,
             index = where[q.table_index] if q.table_index < len(where) else None
             gold = [u for u in units if index is not None and u.metadata.get("index_in_file") == index]
         elif q.phrase:
-            gold = [u for u in units if _norm(q.phrase) in _norm(u.content)]
+            gold = [u for u in units if normalise(q.phrase) in normalise(u.content)]
         else:
             gold = units
         found = bool(gold) or (q.judge == "uri" and bool(units))  # a page's questions stand without their table

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 STRATEGIES = {"routed", "trained", "all_fused", "oracle", "descriptions"}
 METRICS = {"hit5", "unit5", "per_source", "false_none", "correct_none", "p50_ms", "p95_ms"}
 
-pytestmark = pytest.mark.slow
+
 
 
 @pytest.fixture
@@ -31,6 +31,7 @@ def latency_schema(database_url: str, schema: str):  # type: ignore[no-untyped-d
     engine.dispose()
 
 
+@pytest.mark.slow
 def test_quick_benchmark_reports_every_strategy(database_url: str, schema: str, latency_schema: str,
                                                 tmp_path: Path) -> None:
     env = {**os.environ, "UNIVERSALRAG_HOME": str(tmp_path / "home"), "UNIVERSALRAG_DATABASE_URL": database_url}
@@ -57,3 +58,72 @@ def test_quick_benchmark_reports_every_strategy(database_url: str, schema: str, 
     assert summary["latency"]["units"] == 300 and summary["latency"]["routed_p50_ms"] > 0
     assert (tmp_path / "out" / "routing_e2e.png").stat().st_size > 10_000
     assert summary["machine"]["cores"] >= 1
+
+
+# -- the question sets themselves (fast) --------------------------------------------------------------------------
+def _data():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import routing_data
+
+    return routing_data
+
+
+def _rows(name: str) -> list[dict]:
+    path = REPO / "benchmarks" / "data" / f"{name}.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_written_questions_are_well_formed_and_split_both_ways() -> None:
+    data = _data()
+    rows = [r for name in ("demo", "pyref", "photos", "videos", "none") for r in _rows(name)]
+    assert len(rows) >= 150
+    assert len({r["query"].lower() for r in rows}) == len(rows)
+    routes = {"none", "paragraph", "document", "table", "image", "clip", "video"}
+    for r in rows:
+        assert r["corpus"] in routes and r["style"] and r["query"].strip()
+        assert (r["corpus"] == "none") == (r["source"] == "none")
+    styles = {r["style"] for r in rows}
+    assert {"keywords", "chatty", "typo", "imperative", "implicit", "question", "arithmetic", "chitchat"} <= styles
+    splits = [data.split_of(r["query"]) for r in rows]
+    assert 0.35 < splits.count("tune") / len(splits) < 0.65
+    assert splits == [data.split_of(r["query"]) for r in rows]  # stable
+
+
+def test_phrases_are_in_the_content_they_name() -> None:
+    """Each gold phrase occurs in its source: the language reference, the demo texts, the written subtitles."""
+    from pydoc_data.topics import topics
+
+    data = _data()
+    demo = {p.name: p.read_text(encoding="utf-8") for p in (REPO / "core/universalrag/demo/texts").glob("*.md")}
+    media = json.loads((REPO / "benchmarks/data/media.json").read_text(encoding="utf-8"))
+    cues = {v["file"]: " ".join(v["cues"]) for v in media["videos"]}
+    from universalrag.demo.content import VIDEO
+
+    cues[VIDEO.file] = " ".join(s.subtitle for s in VIDEO.scenes)
+    for name, texts in (("pyref", {f"{k}.txt": v for k, v in topics.items()}), ("demo", {**demo, **cues}),
+                        ("videos", cues)):
+        for r in _rows(name):
+            if r.get("phrase"):
+                assert data.normalise(r["phrase"]) in data.normalise(texts[r["file"]]), r
+    photos = {p["file"] for p in media["photos"]}
+    assert {r["file"] for r in _rows("photos")} == photos
+
+
+def test_wikitable_positions_match_the_tables_ingestion_parses() -> None:
+    data = _data()
+    root = data.find_wikitables()
+    if root is None:
+        pytest.skip("the shared wikitables folder is not on this machine")
+    from bs4 import BeautifulSoup
+    from universalrag.ingest.tables import read_tables
+
+    page = root / "pages" / "Panellinios B.C..html"
+    positions = data.wikitable_positions(page)
+    parsed = read_tables(page)
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    wikitables = [t for t in soup.find_all("table") if "wikitable" in (t.get("class") or [])]
+    assert len(positions) == len(wikitables) and all(p is not None for p in positions)
+    assert positions == sorted(positions) and len(parsed) > len(positions)  # infoboxes and navboxes are parsed too
+    first_cell = " ".join(wikitables[0].find("td").get_text(" ").split())
+    rows = next(iter(parsed[positions[0]].batches(50)))
+    assert any(first_cell in cell for row in rows for cell in row)
