@@ -17,18 +17,22 @@ and a ``report`` part (held out; benchmarks report on it):
 Gold units are resolved after ingestion: the units of the gold corpus made from the gold file that contain
 the question's ``phrase`` (all of the file's units in that corpus when there is no phrase). Usage::
 
-    corpora = build_own_corpora(work / "kb")
-    rag.ingest(list(corpora.values()), options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
-    questions = resolve_gold(rag.store, own_questions(corpora) + wikitables_questions(root))
+    sys.path.insert(0, "benchmarks")
+    from routing_data import find_wikitables, prepare_benchmark, tune_examples
+
+    rag = UniversalRAG(schema="routing_e2e", generator=None)
+    questions, notes = prepare_benchmark(rag, Path("benchmarks/out/kb"), wikitables=find_wikitables(), pages=40)
     tune = tune_examples(questions)          # [(query, gold corpus or "none")], for adapt_router
+    report = [q for q in questions if q.split == "report"]
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +44,7 @@ __all__ = [
     "find_wikitables",
     "normalise",
     "own_questions",
+    "prepare_benchmark",
     "pyref_topics_asked",
     "resolve_gold",
     "split_of",
@@ -280,3 +285,36 @@ def _path_of(uri: str) -> str:
 def tune_examples(questions: Iterable[BenchQuestion]) -> list[tuple[str, str]]:
     """``(query, gold corpus or "none")`` for the tune split — what ``UniversalRAG.adapt_router`` takes."""
     return [(q.query, q.corpus) for q in questions if q.split == "tune"]
+
+
+def prepare_benchmark(rag: Any, work: Path, *, quick: bool = False, pages: int | None = None,
+                      wikitables: Path | None = None, log: Callable[[str], None] = lambda _: None,
+                      ) -> tuple[list[BenchQuestion], dict[str, Any]]:
+    """Build the own corpora under ``work``, ingest them and the wikitables pages (all of them as a folder, or
+    ``pages`` evenly spaced ones) into ``rag``, and resolve the gold units: ``(questions, notes)``, both splits.
+    ``quick`` writes only the language-reference topics that questions are about."""
+    from universalrag.demo import DEMO_VIDEO_OPTIONS
+    from universalrag.ingest.pipeline import IngestOptions
+
+    start = time.perf_counter()
+    folders = build_own_corpora(work / "kb", pyref_topics=pyref_topics_asked() if quick else None)
+    report = rag.ingest(list(folders.values()), options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
+    notes: dict[str, Any] = {"own_ingest": report.to_dict()}
+    questions = own_questions(folders)
+    if wikitables is not None:
+        chosen = wikitables_pages(wikitables, limit=pages)
+        target: list[Path] = [wikitables / "pages"] if len(chosen) == len(wikitables_pages(wikitables)) else chosen
+        log(f"ingesting {len(chosen)} wikitables pages" + (" as a folder" if target[0].is_dir() else ""))
+        wiki = rag.ingest(target)
+        notes["wikitables_ingest"] = {k: v for k, v in wiki.to_dict().items() if k != "failed"}
+        notes["wikitables_failed"] = len(wiki.failed)
+        questions += wikitables_questions(wikitables, pages=chosen)
+    notes["ingest_s"] = round(time.perf_counter() - start, 1)
+    cache = work / "wikitable_positions.json"
+    positions = json.loads(cache.read_text()) if cache.is_file() else {}
+    resolved, unresolved = resolve_gold(rag.store, questions, positions=positions)
+    cache.write_text(json.dumps(positions))
+    notes["unresolved"] = [q.query for q in unresolved]
+    if unresolved:
+        log(f"{len(unresolved)} questions left out: their gold unit is not among the ingested units")
+    return resolved, notes

@@ -36,17 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from routing_data import (  # noqa: E402
-    BenchQuestion,
-    build_own_corpora,
-    find_wikitables,
-    own_questions,
-    pyref_topics_asked,
-    resolve_gold,
-    tune_examples,
-    wikitables_pages,
-    wikitables_questions,
-)
+from routing_data import BenchQuestion, find_wikitables, prepare_benchmark, tune_examples  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 K = 5
@@ -130,36 +120,6 @@ def evaluate(strategy: Strategy, questions: Sequence[BenchQuestion]) -> dict[str
         "p50_ms": round(_p(times, 50), 2), "p95_ms": round(_p(times, 95), 2),
         "n_answerable": len(answerable), "n_unanswerable": len(unanswerable),
     }
-
-
-def prepare(rag: Any, work: Path, *, quick: bool, pages: int | None, wikitables: Path | None,
-            log: Callable[[str], None]) -> tuple[list[BenchQuestion], dict[str, Any]]:
-    """Build and ingest the corpora, resolve the gold units; ``(questions, notes)``."""
-    from universalrag.demo import DEMO_VIDEO_OPTIONS
-    from universalrag.ingest.pipeline import IngestOptions
-
-    start = time.perf_counter()
-    folders = build_own_corpora(work / "kb", pyref_topics=pyref_topics_asked() if quick else None)
-    report = rag.ingest(list(folders.values()), options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
-    notes: dict[str, Any] = {"own_ingest": report.to_dict()}
-    questions = own_questions(folders)
-    if wikitables is not None:
-        chosen = wikitables_pages(wikitables, limit=pages)
-        target: list[Path] = [wikitables / "pages"] if len(chosen) == len(wikitables_pages(wikitables)) else chosen
-        log(f"ingesting {len(chosen)} wikitables pages" + (" as a folder" if target[0].is_dir() else ""))
-        wiki = rag.ingest(target)
-        notes["wikitables_ingest"] = {k: v for k, v in wiki.to_dict().items() if k != "failed"}
-        notes["wikitables_failed"] = len(wiki.failed)
-        questions += wikitables_questions(wikitables, pages=chosen)
-    notes["ingest_s"] = round(time.perf_counter() - start, 1)
-    cache = work / "wikitable_positions.json"
-    positions = json.loads(cache.read_text()) if cache.is_file() else {}
-    resolved, unresolved = resolve_gold(rag.store, questions, positions=positions)
-    cache.write_text(json.dumps(positions))
-    notes["unresolved"] = [q.query for q in unresolved]
-    if unresolved:
-        log(f"{len(unresolved)} questions left out: their gold unit is not among the ingested units")
-    return resolved, notes
 
 
 def latency_part(settings: Any, embedder: Any, *, schema: str, units: int, queries: Sequence[str], seed: int = 0,
@@ -279,8 +239,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--schema", help="schema of the knowledge base (default routing_e2e[_quick])")
     ap.add_argument("--latency-schema", help="schema of the synthetic latency corpora")
     ap.add_argument("--wikitables", type=Path, default=find_wikitables(), help="the shared wikitables folder")
-    ap.add_argument("--pages", type=int, help="wikitables pages to ingest (default: all; --quick: 8)")
-    ap.add_argument("--max-questions", type=int, help="cap per question set (default: none; --quick: 40)")
+    ap.add_argument("--pages", type=int, help="wikitables pages to ingest (default: all; --quick: 6)")
+    ap.add_argument("--max-questions", type=int, help="cap per question set (default: none; --quick: 30)")
     ap.add_argument("--split", choices=["report", "tune", "all"], default="report")
     ap.add_argument("--latency-units", type=int, help="synthetic units (default 100000; --quick: 6000)")
     ap.add_argument("--latency-queries", type=int, help="timed queries (default 200; --quick: 30)")
@@ -289,8 +249,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     quick = args.quick
     args.schema = args.schema or ("routing_e2e_quick" if quick else "routing_e2e")
-    args.pages = args.pages if args.pages is not None else (8 if quick else None)
-    args.max_questions = args.max_questions or (40 if quick else None)
+    args.pages = args.pages if args.pages is not None else (6 if quick else None)
+    args.max_questions = args.max_questions or (30 if quick else None)
     args.latency_units = args.latency_units or (6000 if quick else 100_000)
     args.latency_schema = args.latency_schema or f"routing_latency_{args.latency_units}"
     args.latency_queries = args.latency_queries or (30 if quick else 200)
@@ -322,7 +282,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None)
     work = args.out / f"e2e_{args.schema}"
-    questions, notes = prepare(rag, work, quick=args.quick, pages=args.pages, wikitables=args.wikitables, log=log)
+    questions, notes = prepare_benchmark(rag, work, quick=args.quick, pages=args.pages, wikitables=args.wikitables, log=log)
     asked = _cap([q for q in questions if args.split == "all" or q.split == args.split], args.max_questions)
     counts: dict[str, dict[str, int]] = {}
     for q in asked:
