@@ -307,7 +307,9 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"{latency['routed_p50_ms']} ms, all fused p50 {latency['all_fused_p50_ms']} ms")
     summary = {"benchmark": "routing_e2e", "quick": args.quick, "split": args.split, "k": K,
                "questions": counts, "strategies": results, "targets": goals, "latency": latency,
-               "notes": notes, "machine": machine()}
+               "notes": notes, "machine": machine(),
+               "attribution": "wikitables: pages and questions of WikiTableQuestions (Pasupat & Liang, 2015), "
+                              "CC BY-SA 4.0"}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "routing_e2e.json").write_text(json.dumps(summary, indent=2))
     title = (f"Routing judged by retrieval: gold in top {K}, {args.split} split, {len(asked)} questions "
