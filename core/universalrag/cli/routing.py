@@ -282,4 +282,5 @@ def register(app: typer.Typer) -> None:
             return
         _print_report(report, heading=f"{router} router")
 
+    from . import feedback; feedback.register(router_app)  # noqa: E702 - `router feedback` and `router adapt`
     app.add_typer(router_app, name="router")

@@ -24,6 +24,7 @@ __all__ = [
     "labels_of",
     "read_jsonl",
     "split_by_source",
+    "wikitables_split",
 ]
 
 #: Where the queries written for this project live (inside the package).
@@ -126,3 +127,10 @@ def labels_of(rows: Iterable[LabelledQuery], *, base: Sequence[str] = ()) -> tup
     for row in rows:
         out.update(dict.fromkeys(row.routes))
     return tuple(out)
+
+
+def wikitables_split(page: str) -> str:
+    """The fixed split of the WikiTableQuestions pages in ``../shared/data/wikitables``: ``"tune"`` or
+    ``"test"`` by the SHA-1 of the page's file name (half each). The shipped combiner was trained only on
+    ``tune`` pages; report figures on ``test`` pages."""
+    return "tune" if hashlib.sha1(page.encode("utf-8")).hexdigest()[0] in "01234567" else "test"
