@@ -104,10 +104,10 @@ def fit_logistic(rows: Sequence[Mapping[str, float]], labels: Sequence[float], *
     examples stays close to the shipped model).
     """
     features = tuple(features)
+    if not rows:
+        raise RoutingError("Cannot train a combiner on no examples.")
     x = np.array([[float(r[f]) for f in features] for r in rows], dtype=np.float64).reshape(len(rows), -1)
     y = np.asarray(labels, dtype=np.float64)
-    if len(x) == 0:
-        raise RoutingError("Cannot train a combiner on no examples.")
     if base is not None and base.features == features:
         mean, scale, w0, b0 = base.mean, base.scale, base.weights.copy(), float(base.bias)
     else:
@@ -117,16 +117,32 @@ def fit_logistic(rows: Sequence[Mapping[str, float]], labels: Sequence[float], *
     z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
     sw = np.ones(len(x)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     theta = np.append(w0, b0)
-    anchor = np.append(w0, 0.0)
+    anchor = np.append(w0, b0)
     penalty = np.full(len(theta), float(l2))
-    penalty[-1] = 0.0  # the bias is not penalised
+    penalty[-1] = 1e-3  # the bias is barely penalised
+
+    def loss(t: np.ndarray) -> float:
+        margin = z @ t
+        nll = np.logaddexp(0.0, margin) - y * margin
+        return float(sw @ nll + 0.5 * penalty @ (t - anchor) ** 2)
+
+    current = loss(theta)
     for _ in range(iterations):
         p = _sigmoid(z @ theta)
         grad = z.T @ (sw * (p - y)) + penalty * (theta - anchor)
-        hess = (z * (sw * p * (1 - p))[:, None]).T @ z + np.diag(penalty + 1e-9)
+        hess = (z * (sw * p * (1 - p))[:, None]).T @ z + np.diag(penalty)
         step = np.linalg.solve(hess, grad)
-        theta -= step
-        if np.abs(step).max() < 1e-8:
+        scale_step = 1.0
+        while scale_step > 1e-6:  # backtracking: Newton steps from a far-off start can overshoot
+            candidate = theta - scale_step * step
+            value = loss(candidate)
+            if value <= current:
+                break
+            scale_step /= 2
+        else:
+            break
+        theta, improvement, current = candidate, current - value, value
+        if improvement < 1e-10 * max(1.0, abs(current)):
             break
     return Logistic(features, theta[:-1], float(theta[-1]), mean, scale)
 
