@@ -41,7 +41,8 @@ TEXT = frozenset({"paragraph", "document"})
 
 
 def _held_out(key: str, share: float) -> bool:
-    return int(hashlib.sha1(key.encode("utf-8")).hexdigest()[:8], 16) / 0xFFFFFFFF < share
+    digest = hashlib.sha1(f"combiner-heldout:{key}".encode("utf-8")).hexdigest()  # independent of the page split
+    return int(digest[:8], 16) / 0xFFFFFFFF < share
 
 
 def _shared() -> Path:
@@ -97,6 +98,26 @@ def questions(pages: set[str], shared: Path, per_page: int) -> list[tuple[str, f
     return out
 
 
+def build(rag, work: Path, tune: list[str], shared: Path) -> None:  # type: ignore[no-untyped-def]
+    """Create the ``handbook`` corpus and ingest everything (as a user would: folders)."""
+    from universalrag.demo import DEMO_VIDEO_OPTIONS
+    from universalrag.ingest.pipeline import IngestOptions
+    from universalrag.types import CorpusSpec
+
+    started = time.perf_counter()
+    rag.init()
+    rag.store.create_corpus(CorpusSpec(
+        name="handbook", modality="text", granularity="paragraph", embedder=rag.embedder.name,
+        dimension=rag.embedder.dimension, description="Web engineering handbook: HTTP, caching, CDNs, headers",
+        metadata={"examples": ["How long does a CDN keep a cached page?", "What does the ETag header do?",
+                               "When should a response set Cache-Control private?"]}))
+    assert rag.ingest([DATA / "texts" / "http_caching.md"], corpus="handbook").ok
+    build_folder(work / "kb", tune, shared)
+    result = rag.ingest([work / "kb"], options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
+    print(f"ingested {len(tune)} wiki pages + demo + notes in {time.perf_counter() - started:.0f} s; "
+          f"failed: {[str(f) for f in result.failed][:3]}", flush=True)
+
+
 def prior_only(q) -> str:  # type: ignore[no-untyped-def]
     """The trained router alone: ``none`` when its ``none`` probability beats every corpus's, else the corpus with
     the highest prior."""
@@ -128,37 +149,29 @@ def main() -> None:
     parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
     parser.add_argument("--out", type=Path, default=None, help="Default: the shipped combiner.json.")
     parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--schema", default=None, help="Schema to build in (reused when it already holds the "
+                        "knowledge base: nothing is ingested again).")
+    parser.add_argument("--keep", action="store_true", help="Keep the schema afterwards (for --schema).")
     args = parser.parse_args()
 
     from universalrag.config import Settings
-    from universalrag.demo import DEMO_VIDEO_OPTIONS
-    from universalrag.ingest.pipeline import IngestOptions
     from universalrag.pipeline import UniversalRAG
     from universalrag.routing import TrainedRouter
     from universalrag.routing.combiner import DEFAULT_COMBINER, TrainingQuery, train_combiner
     from universalrag.routing.dataset import wikitables_split
-    from universalrag.types import CorpusSpec
 
     shared = _shared()
     tune = sorted((p for p in os.listdir(shared / "wikitables" / "pages") if wikitables_split(p) == "tune"),
                   key=lambda p: hashlib.sha1(p.encode()).hexdigest())[: args.pages]
-    schema = "combiner_train_" + uuid.uuid4().hex[:8]
+    schema = args.schema or "combiner_train_" + uuid.uuid4().hex[:8]
     rag = UniversalRAG(settings=Settings(database_url=args.database_url, schema=schema), generator=None,
                        visual_encoder=None, router=TrainedRouter.default(), combiner=None, log_decisions=False)
     work = Path(tempfile.mkdtemp(prefix="combiner-train-"))
     try:
-        started = time.perf_counter()
-        rag.init()
-        rag.store.create_corpus(CorpusSpec(
-            name="handbook", modality="text", granularity="paragraph", embedder=rag.embedder.name,
-            dimension=rag.embedder.dimension, description="Web engineering handbook: HTTP, caching, CDNs, headers",
-            metadata={"examples": ["How long does a CDN keep a cached page?", "What does the ETag header do?",
-                                   "When should a response set Cache-Control private?"]}))
-        assert rag.ingest([DATA / "texts" / "http_caching.md"], corpus="handbook").ok
-        build_folder(work / "kb", tune, shared)
-        result = rag.ingest([work / "kb"], options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
-        print(f"ingested {len(tune)} wiki pages + demo + notes in {time.perf_counter() - started:.0f} s; "
-              f"failed: {[str(f) for f in result.failed][:3]}", flush=True)
+        if args.schema and rag.store.revision() is not None and "handbook" in rag.store.corpora():
+            print(f"reusing the knowledge base in schema {schema}")
+        else:
+            build(rag, work, tune, shared)
         rows = questions(set(tune), shared, args.per_page)
         searcher, routing, pool = rag.searcher, rag.routing, rag.executor()
         train, held = [], []
@@ -187,13 +200,19 @@ def main() -> None:
         out = shipped.save(args.out or DEFAULT_COMBINER)
         print(f"saved {shipped.version} to {out}")
     finally:
-        rag.store.downgrade("base")
-        with rag.store.transaction() as conn:
-            import sqlalchemy as sa
-
-            conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))
+        if not args.keep:
+            _drop(rag, schema)
         rag.close()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _drop(rag, schema: str) -> None:  # type: ignore[no-untyped-def]
+    import sqlalchemy as sa
+
+    if rag.store.revision() is not None:
+        rag.store.downgrade("base")
+    with rag.store.transaction() as conn:
+        conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))
 
 
 if __name__ == "__main__":

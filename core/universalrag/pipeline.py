@@ -96,7 +96,7 @@ class UniversalRAG:
         self.log_decisions, self.log_query_text = log_decisions, log_query_text
         self._store, self._embedder, self._router = store, embedder, router
         self._generator, self._visual = generator, visual_encoder
-        self._combiner: Any = _UNSET if combiner is _UNSET and router is None else combiner
+        self._combiner: Any = combiner if combiner is not _UNSET or router is None else None
         self._routing: EvidenceRouting | None = None
         self._log: DecisionLog | None = None
         self._pool: ThreadPoolExecutor | None = None

@@ -130,19 +130,19 @@ def make_route_edge(rag: UniversalRAG, *, corpora: Sequence[str] | None = None,
     (they run in parallel; each receives ``{"question", "decision"}``), or ``none_node`` (the generation
     node, or ``END``) for the ``none`` route. With ``corpora``, routes to other corpora are ignored (use it
     when your graph has nodes for some corpora only); unless ``allow_none=True``, when none of the chosen
-    corpora has a node, the corpus with a node that the decision scored highest is used. Pass the possible
+    corpora has a node, the corpus with a node that the decision scored highest is used (the first one given
+    when none is scored). Pass the possible
     destinations as the path map::
 
         builder.add_conditional_edges("route", make_route_edge(rag), [*corpus_nodes, "generate"])
     """
-    allowed = set(corpora) if corpora is not None else None
+    allowed = list(dict.fromkeys(corpora)) if corpora is not None else None
 
     def targets(question: str, decision: RouteDecision, raw: Any = None) -> str | list[Send]:
         routes = [r for r in dict.fromkeys(decision.routes)
                   if r != NO_RETRIEVAL and (allowed is None or r in allowed)]
-        if not routes and decision.needs_retrieval and not allow_none and allowed:
-            scored = [r for r in allowed if r in decision.scores]
-            routes = [max(scored, key=lambda r: decision.scores[r])] if scored else []
+        if not routes and not allow_none and allowed and (decision.needs_retrieval or decision.fallback):
+            routes = [max(allowed, key=lambda r: decision.scores.get(r, -1.0))]  # ties: the first node given
         if not routes:
             return none_node
         if len(routes) == 1:
