@@ -215,3 +215,46 @@ def test_a_request_embeds_the_query_once_and_searches_each_corpus_once(ref_rag: 
             assert set(searched) == nonempty and set(searched.values()) == {1}, searched
     finally:
         del rag.store.search
+
+
+# -- real Wikipedia pages with crowd-written questions (the test half of the split) -----------------------------
+WIKITABLES = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikitables"
+WIKI_PAGES = ("Panellinios B.C..html", "2010_11 UAB Blazers men's basketball team.html")
+
+
+@pytest.mark.skipif(not (WIKITABLES / "questions.jsonl").is_file(), reason="../shared/data/wikitables is absent")
+def test_wikipedia_table_questions_go_to_the_table_first(database_url: str, tmp_path: Path, minilm) -> None:  # type: ignore[no-untyped-def]
+    """Pages of the held-out ("test") half, ingested as a folder; every question written about them."""
+    import json
+    import shutil
+    import uuid
+    from urllib.parse import unquote
+
+    from universalrag.routing.dataset import wikitables_split
+
+    assert all(wikitables_split(p) == "test" for p in WIKI_PAGES)  # never seen by the shipped combiner
+    folder = tmp_path / "wiki"
+    folder.mkdir()
+    for page in WIKI_PAGES:
+        shutil.copy(WIKITABLES / "pages" / page, folder / page)
+    rows = [json.loads(line) for line in (WIKITABLES / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    questions = [r for r in rows if r["page"] in WIKI_PAGES]
+    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="wk_" + uuid.uuid4().hex[:12]),
+                       embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
+    try:
+        assert rag.ingest([folder]).ok
+        table_first = found = prior_table_first = 0
+        for row in questions:
+            plan = rag.plan(row["query"])
+            decision = rag.route(plan)
+            table_first += decision.primary == "table"
+            prior_table_first += max(decision.prior, key=decision.prior.get) == "table"
+            found += any(h.corpus == "table" and unquote(h.uri or "").endswith(row["page"])
+                         for h in rag.retrieve(plan, k=5))
+        n = len(questions)
+        assert n >= 20
+        assert table_first / n >= 0.8 and table_first > prior_table_first, (table_first, prior_table_first, n)
+        assert found / n >= 0.8, (found, n)
+    finally:
+        rag.store.downgrade("base")
+        rag.close()

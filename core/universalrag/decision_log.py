@@ -50,6 +50,7 @@ class DecisionLog:
         self.written = self.dropped = self.failed = 0
         self._disabled = False
         self._atexit = False
+        self._max_idle = max(1, int(10 / interval))  # about ten seconds
 
     def record(self, query: str, decision: RouteDecision, *, candidates: Sequence[str]) -> None:
         """Queue one decision (returns at once; dropped when the queue is full or logging failed for good)."""
@@ -81,12 +82,19 @@ class DecisionLog:
                     self._atexit = True
 
     def _run(self) -> None:
+        idle = 0
         while True:
             try:
                 first = self._queue.get(timeout=self.interval)
             except queue.Empty:
                 self._idle.set()
+                idle += 1
+                with self._lock:  # idle for a while: stop (the next decision starts a new writer)
+                    if idle >= self._max_idle and self._queue.empty():
+                        self._thread = None
+                        return
                 continue
+            idle = 0
             if first is None:
                 self._idle.set()
                 return
