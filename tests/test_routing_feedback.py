@@ -126,3 +126,20 @@ def test_feedback_rows_are_used_by_adaptation(rag: UniversalRAG) -> None:
     report = rag.adapt_router([(SATURN_Q, "table"), (WITH_Q, "paragraph")], holdout=0.0, save=False)
     assert report.feedback == 2 and report.train >= 4 and not report.saved
     json.dumps(report.to_dict())
+
+
+def test_cli_adapt(rag: UniversalRAG, cli_env: dict[str, str]) -> None:
+    """`router adapt` writes questions from the database's own units (routing.synth) and adapts; without the
+    synthesis module it says how to adapt from Python instead."""
+    import importlib.util
+
+    from universalrag.cli import app
+
+    env = {**cli_env, "UNIVERSALRAG_SCHEMA": rag.store.schema}
+    result = CliRunner().invoke(app, ["router", "adapt", "--per-corpus", "4", "--json"], env=env)
+    if importlib.util.find_spec("universalrag.routing.synth") is None:
+        assert result.exit_code != 0 and "adapt_router" in result.output
+        return
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["train"] > 0 and "accuracy" in report["after"]
