@@ -128,8 +128,8 @@ def test_media_helpers_refuse_bad_input_and_name_missing_extras(tmp_path: Path,
     with pytest.raises(ValueError, match="before it starts"):
         format_srt([(2.0, 1.0, "backwards")])
     monkeypatch.setitem(sys.modules, "av", None)
-    with pytest.raises(MissingDependencyError, match=r"universalrag\[video\]"):
+    with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[video\]"):
         write_slideshow(tmp_path / "x.mp4", [(sample_photo("moon"), 1.0)])
     monkeypatch.setitem(sys.modules, "skimage.data", None)
-    with pytest.raises(MissingDependencyError, match=r"universalrag\[demo\]"):
+    with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[demo\]"):
         sample_photo("moon")

@@ -58,6 +58,27 @@ def test_a_mixed_folder_fills_each_corpus_once(store: Store, minilm, mixed) -> N
     assert whole.id == clip.parent_id and whole.end_s == pytest.approx(video.duration_s, abs=0.1)  # type: ignore[attr-defined]
 
 
+def test_each_file_is_hashed_once_per_run(  # type: ignore[no-untyped-def]
+        store: Store, minilm, mixed, monkeypatch) -> None:
+    # A spy around the real SHA-256 constructor: it counts the digests taken inside universalrag.ingest.
+    import hashlib
+    import sys
+
+    real, calls = hashlib.sha256, []
+
+    def counting(*args: object, **kwargs: object) -> object:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.startswith("universalrag.ingest"):
+            calls.append(caller)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hashlib, "sha256", counting)
+    folder, _made = mixed
+    report = ingest_paths(store, minilm, [folder], options=IngestOptions(video=VIDEO_OPTIONS))
+    assert report.ok and len(report.outcomes) == 6
+    assert calls == ["universalrag.ingest.files"] * 6
+
+
 def test_a_corrupt_video_leaves_nothing_and_the_run_goes_on(store: Store, minilm, tmp_path: Path) -> None:
     folder = tmp_path / "media"
     folder.mkdir()

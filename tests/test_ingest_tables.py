@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from universalrag.errors import IngestError
+from universalrag.errors import ConfigError, IngestError
 from universalrag.ingest import tables as tables_module
 from universalrag.ingest.tables import (
     ParsedTable,
@@ -139,7 +139,7 @@ def test_batches_stream_again_and_notice_a_changed_file(tmp_path: Path) -> None:
     table = only(path)
     assert [len(b) for b in table.batches(2)] == [2, 2, 1]
     assert list(table.batches(10)) == list(table.batches(10)) == [[[str(i), str(i * i)] for i in range(5)]]
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(ConfigError, match="at least 1"):
         table.batches(0)
     with path.open("a") as fh:
         fh.write("5,25\n")
@@ -350,7 +350,7 @@ def test_dataframe_is_duck_typed() -> None:
 
     table = table_from_dataframe(Frame(), title="t")
     assert table.header == ["x", "x_2"] and all_rows(table) == [["1", "2"], ["3", "y"]]
-    with pytest.raises(TypeError):
+    with pytest.raises(ConfigError):
         table_from_dataframe([1, 2], title="t")
 
 
@@ -430,7 +430,7 @@ def test_serialize_row() -> None:
     assert serialize_row(header, ["Lakers", "57", "", "0.5"]) == "Team: Lakers | Wins: 57 | Ratio: 0.5"
     assert serialize_row(header, ["  Los\nAngeles ", 57, None]) == "Team: Los Angeles | Wins: 57"
     assert serialize_row(header, ["", "", "", ""]) == ""
-    with pytest.raises(ValueError, match="5 cells"):
+    with pytest.raises(ConfigError, match="5 cells"):
         serialize_row(header, ["a"] * 5)
 
 

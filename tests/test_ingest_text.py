@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sentencex import segment
-from universalrag.errors import IngestError
+from universalrag.errors import ConfigError, IngestError
+from universalrag.ingest.files import hash_file
 from universalrag.ingest.detect import detect_kind, iter_files, sniff
 from universalrag.ingest.text import (
     Passage,
@@ -47,7 +48,7 @@ def test_txt_title_paragraphs_and_hash() -> None:
     doc = read_text_file(path)
     assert doc.format == "txt"
     assert doc.title == "The Kestrel Point Lighthouse"
-    assert doc.content_hash == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert hash_file(path) == hashlib.sha256(path.read_bytes()).hexdigest()
     paras = paragraphs(doc)
     assert len(paras) == 10
     assert paras[0] == "The Kestrel Point Lighthouse"
@@ -351,7 +352,7 @@ def test_heading_joins_its_section() -> None:
 
 def test_empty_text_and_bad_sizes() -> None:
     assert split_paragraphs("") == [] and split_paragraphs(" \n\n \n") == []
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         split_paragraphs("x", min_words=50, target_words=40)
 
 
@@ -403,7 +404,7 @@ def test_split_never_loses_text(text: str) -> None:
 def test_short_text_is_one_chunk() -> None:
     assert chunk_for_embedding("  A short note about trams.  ") == ["A short note about trams."]
     assert chunk_for_embedding("") == []
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         chunk_for_embedding("x", max_words=30, overlap_words=30)
 
 
@@ -498,8 +499,8 @@ SIGNATURES = {
         ("clip.txt", SIGNATURES["mp4"], "video"),
         ("song.mp4", b"\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00", None),
         ("sound.avi", b"RIFF\x00\x10\x00\x00WAVEfmt ", None),
-        ("paper.txt", b"%PDF-1.7\n", None),
-        ("paper.pdf", b"%PDF-1.7\n", None),
+        ("paper.txt", b"%PDF-1.7\n", "document"),  # content first: a PDF named .txt is a PDF
+        ("paper.pdf", b"%PDF-1.7\n", "document"),
         ("noext", SIGNATURES["png"], "image"),
         ("Makefile", b"all:\n\tmake", None),
         ("empty.md", b"", "text"),

@@ -76,7 +76,7 @@ def test_missing_extra_names_the_package_and_the_extra() -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert len(lines) == 2, out.stdout
-    assert all("'llama-index-core'" in line and "pip install 'universalrag[llamaindex]'" in line for line in lines)
+    assert all("'llama-index-core'" in line and "pip install 'universalrag-postgres[llamaindex]'" in line for line in lines)
 
 
 def test_constructors_check_their_arguments(rag: UniversalRAG) -> None:

@@ -78,7 +78,7 @@ def test_no_key_and_no_base_url_raises_the_callers_error(monkeypatch: pytest.Mon
 
 def test_missing_package_names_the_extra_and_the_feature(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)  # what an environment without the extra looks like
-    with pytest.raises(MissingDependencyError, match=r"for tests.*universalrag\[openai\]"):
+    with pytest.raises(MissingDependencyError, match=r"for tests.*universalrag-postgres\[openai\]"):
         clients("http://127.0.0.1:9/v1", "k").sync()
 
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
+from conftest import REPO
 from universalrag.errors import (
     CorpusExistsError,
     CorpusNotFoundError,
@@ -47,7 +48,8 @@ def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-
     assert store.revision() is None
     created = store.init(embedder="e", dimension=DIM)
     assert sorted(created) == sorted(name for name, *_ in BUILTIN_CORPORA)
-    assert store.revision() == migrate.head_revision() == "0002"
+    newest = max(p.name[:4] for p in (REPO / "migrations" / "versions").glob("0*.py"))
+    assert store.revision() == migrate.head_revision() == newest  # one line of revisions, the newest on top
     with store.engine.connect() as conn:
         tables = _tables(conn, settings.schema)
     assert {"corpora", "sources", "alembic_version", "corpus_paragraph", "corpus_document",
@@ -61,7 +63,7 @@ def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-
         columns = {c["name"] for c in sa.inspect(conn).get_columns("corpus_image", schema=settings.schema)}
     assert "visual" not in columns and "embedding" in columns
     store.migrate()
-    assert store.revision() == "0002"
+    assert store.revision() == newest
     store.downgrade("base")
     assert store.revision() is None
     with store.engine.connect() as conn:
@@ -366,3 +368,34 @@ def test_units_without_a_source_can_be_added_read_replaced_and_deleted(small: St
     assert small.counts()["paragraph"] == 1
     with pytest.raises(DimensionMismatchError):
         small.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content="x", embedding=[0.1] * 3)])
+
+
+def test_bad_arguments_are_typed_errors_and_url_starts_nothing(  # type: ignore[no-untyped-def]
+        small: Store, tmp_path) -> None:
+    from universalrag.config import Settings
+    from universalrag.errors import InvalidInputError, UniversalRAGError
+
+    rng = np.random.default_rng(8)
+    with pytest.raises(InvalidInputError, match="k must be"):
+        small.search("paragraph", _vec(rng), k=0)
+    with pytest.raises(InvalidInputError, match="visual_weight"):
+        small.search("image", _vec(rng), visual_weight=1.5)
+    with pytest.raises(InvalidInputError, match="one vector per unit"):
+        small.write_source(_source("mem://p"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content="x",
+                                                     embedding=_vec(rng), parts=["a"], part_embeddings=[_vec(rng)])])
+    for bad in [dict(name="Bad"), dict(modality="sound"), dict(dimension=0), dict(dimension="8")]:
+        with pytest.raises(InvalidInputError):
+            CorpusSpec(**{"name": "ok", "modality": "text", "granularity": "paragraph", **bad})
+    assert issubclass(InvalidInputError, UniversalRAGError)
+    home = tmp_path / "never"
+    lazy = Store(settings=Settings(home=home))
+    assert lazy.url is None and "embedded" in repr(lazy) and not home.exists()  # no server was started
+
+
+def test_driver_errors_are_told_apart_by_sqlstate(small: Store) -> None:
+    from universalrag.store.translate import UNDEFINED_TABLE, sqlstate
+
+    with pytest.raises(StoreError, match="dropped meanwhile") as info:
+        with small.transaction("read a table") as conn:
+            conn.execute(sa.text(f"SELECT 1 FROM {small.schema}.corpus_missing"))
+    assert sqlstate(info.value) == UNDEFINED_TABLE

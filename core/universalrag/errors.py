@@ -17,6 +17,7 @@ __all__ = [
     "CorpusExistsError",
     "DimensionMismatchError",
     "FilterError",
+    "InvalidInputError",
     "EmbeddingError",
     "IngestError",
     "RoutingError",
@@ -41,7 +42,7 @@ class MissingDependencyError(UniversalRAGError, ImportError):
         what = f" for {feature}" if feature else ""
         super().__init__(
             f"The package {package!r} is needed{what} but is not installed; "
-            f"install it with: pip install 'universalrag[{extra}]'"
+            f"install it with: pip install 'universalrag-postgres[{extra}]'"
         )
 
 
@@ -83,6 +84,11 @@ class DimensionMismatchError(StoreError, ValueError):
 
 class FilterError(UniversalRAGError, ValueError):
     """A metadata filter is malformed (unknown operator, bad field name, wrong value type)."""
+
+
+class InvalidInputError(UniversalRAGError, ValueError):
+    """An argument or a value passed in breaks a rule (``k`` below 1, a weight outside 0..1, a corpus name,
+    units that do not fit their corpus); the message states the rule."""
 
 
 class EmbeddingError(UniversalRAGError):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 from urllib.parse import unquote, urlparse
 
 from .errors import IngestError
+from .media import FRAMES_PER_CLIP, FRAMES_PER_VIDEO, frame_times, iter_frames, load_rgb
 from .types import Evidence, Granularity, Hit, Modality
 
 if TYPE_CHECKING:
@@ -30,8 +31,8 @@ class EvidenceBudget:
 
     max_text_tokens: int = 6000
     max_images: int = 48
-    frames_per_clip: int = 8
-    frames_per_video: int = 32
+    frames_per_clip: int = FRAMES_PER_CLIP
+    frames_per_video: int = FRAMES_PER_VIDEO
     image_max_side: int = 768
     frame_max_side: int = 448
 
@@ -65,8 +66,6 @@ def _evenly(values: Sequence[float], n: int) -> list[float]:
 def _frame_times(hit: Hit, n: int) -> list[float]:
     """``n`` times spread evenly over the clip's (or video's) range; the times stored at ingestion when the
     range is unknown."""
-    from .ingest.video import frame_times
-
     start, end = hit.start_s or 0.0, hit.end_s or float(hit.metadata.get("duration_s") or 0.0)
     if end > start:
         return frame_times(start, end, n)
@@ -81,11 +80,7 @@ def hit_images(hit: Hit, *, max_images: int, budget: EvidenceBudget = EvidenceBu
         return [], []
     try:
         if hit.modality is Modality.IMAGE:
-            from .ingest.images import load_rgb
-
             return [_jpeg(load_rgb(path, max_side=budget.image_max_side))], []
-        from .ingest.frames import iter_frames
-
         wanted = budget.frames_per_video if hit.granularity is Granularity.VIDEO else budget.frames_per_clip
         times = _frame_times(hit, min(wanted, max_images))
         frames = list(iter_frames(path, times, max_side=budget.frame_max_side))
@@ -99,12 +94,31 @@ def _clock(seconds: float) -> str:
     return f"{minutes // 60:d}:{minutes % 60:02d}:{secs:02d}" if minutes >= 60 else f"{minutes:02d}:{secs:02d}"
 
 
+def _where(hit: Hit) -> str:
+    """Where in its document a unit lies, as a reader cites it: ", p. 12, Table 3" or ", slide 4"."""
+    meta = hit.metadata
+    bits = []
+    if meta.get("slide") is not None:
+        bits.append(f"slide {meta['slide']}")
+    elif (page := meta.get("page_label") or meta.get("page")) is not None:
+        end = meta.get("page_end")
+        bits.append(f"pp. {page}–{end}" if end not in (None, meta.get("page")) and not meta.get("page_label")
+                    else f"p. {page}")
+    if meta.get("label"):
+        bits.append(str(meta["label"]))
+    return "".join(f", {b}" for b in bits)
+
+
 def _label(hit: Hit, index: int) -> str:
-    name = hit.metadata.get("title") or (Path(unquote(urlparse(hit.uri).path)).name if hit.uri else hit.id)
+    meta = hit.metadata
+    if meta.get("document_format") and meta.get("source"):  # a unit of a PDF, Word or PowerPoint file
+        name = Path(str(meta["source"])).name
+    else:
+        name = meta.get("title") or (Path(unquote(urlparse(hit.uri).path)).name if hit.uri else hit.id)
     span = ""
     if hit.start_s is not None and hit.end_s is not None and hit.modality is Modality.VIDEO:
         span = f" {_clock(hit.start_s)}–{_clock(hit.end_s)}"
-    return f"[{hit.corpus} {index}] {name}{span}"
+    return f"[{hit.corpus} {index}] {name}{_where(hit)}{span}"
 
 
 def _text(hit: Hit) -> str:

@@ -21,18 +21,14 @@ from .types import NO_RETRIEVAL, CorpusSpec, Hit, Modality
 if TYPE_CHECKING:
     from .embed.visual import VisualEncoder
 
-__all__ = ["DEFAULT_VISUAL_WEIGHTS", "Searcher", "routing_candidates", "search_corpus"]
-
-#: Weight of the visual similarity in the fused score, by modality.
-DEFAULT_VISUAL_WEIGHTS: dict[Modality, float] = {Modality.IMAGE: 0.8, Modality.VIDEO: 0.4}
+__all__ = ["Searcher", "routing_candidates", "search_corpus"]
 
 
 @dataclass(frozen=True)
 class Searcher:
     """Searches corpora of ``store`` with ``embedder`` (and ``visual_encoder`` for corpora with a visual
-    channel); ``visual_weight`` gives the visual channel's weight per modality (default
-    :data:`DEFAULT_VISUAL_WEIGHTS`: 0.8 for images as in UniversalRAG, 0.4 for clips and videos, whose
-    transcripts VideoRAG found worth 0.5-0.7 of the score)."""
+    channel); ``visual_weight`` gives the visual channel's weight per modality (default: the store's
+    ``Settings.visual_weight_for``)."""
 
     store: Store
     embedder: Embedder
@@ -65,8 +61,7 @@ class Searcher:
         spec = self.store.corpus(corpus)
         check_embedder(spec, self.embedder)
         depth = max(k, plan.probe_k)
-        weight = (self.visual_weight(spec.modality) if self.visual_weight is not None
-                  else DEFAULT_VISUAL_WEIGHTS.get(spec.modality, 0.8))
+        weight = self.visual_weight(spec.modality) if self.visual_weight is not None else None
         hits = self.store.search(corpus, plan.embedding(self.embedder), k=depth, filter=plan.filter,
                                  visual_vector=self._visual_vector(spec, plan), visual_weight=weight,
                                  lexical_text=plan.query if plan.hybrid else None)
@@ -91,17 +86,15 @@ def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, 
 
     When the corpus has a visual channel and ``visual_encoder`` is the encoder that built it, the query is
     also embedded by the encoder's text tower and the two similarities are fused with ``visual_weight``
-    (default: :data:`DEFAULT_VISUAL_WEIGHTS`). ``lexical_text`` turns on hybrid search: the dense ranking fused
-    with Postgres full-text ranking.
+    (default: the store's ``Settings.visual_weight_for`` the corpus's modality). ``lexical_text`` turns on
+    hybrid search: the dense ranking fused with Postgres full-text ranking of that text.
     """
     if lexical_text is not None and lexical_text != query:
         spec = store.corpus(corpus)
         check_embedder(spec, embedder)
-        vector = embedder.embed_query(query)
         visual = Searcher(store, embedder, visual_encoder)._visual_vector(spec, QueryPlan(query, k=k))
-        return store.search(corpus, vector, k=k, filter=filter, visual_vector=visual,
-                            visual_weight=visual_weight if visual_weight is not None
-                            else DEFAULT_VISUAL_WEIGHTS.get(spec.modality, 0.8), lexical_text=lexical_text)
+        return store.search(corpus, embedder.embed_query(query), k=k, filter=filter, visual_vector=visual,
+                            visual_weight=visual_weight, lexical_text=lexical_text)
     weight = None if visual_weight is None else (lambda _m: float(visual_weight))
     plan = QueryPlan(query, k=k, filter=filter, hybrid=lexical_text is not None)
     return Searcher(store, embedder, visual_encoder, weight).search(plan, corpus, k=k)

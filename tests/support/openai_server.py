@@ -17,6 +17,13 @@ Endpoints
                                    ``chat.completion.chunk`` events (role, one chunk per word, finish)
                                    ending in ``data: [DONE]``, plus a usage chunk when
                                    ``stream_options.include_usage`` is set.
+    ``POST /v1/audio/transcriptions``  multipart form (``file``: a WAV, ``model``, ``response_format``...), as
+                                   the ``openai`` SDK sends it. The "recogniser" finds the voiced stretches of
+                                   the audio (20 ms windows above an RMS threshold, gaps under 0.3 s bridged)
+                                   and gives each the next text of ``speech_texts`` (``"speech"`` when none
+                                   is left). ``verbose_json`` answers with ``segments`` (start/end seconds from
+                                   the start of the uploaded file) unless ``asr_segments`` is False (text
+                                   only); ``json`` gives ``{"text"}``, ``text`` the plain text.
     ``GET /v1/models``             one model, ``test-model``.
 
 Behaviour knobs (attributes may also be changed while the server runs)
@@ -27,17 +34,22 @@ Behaviour knobs (attributes may also be changed while the server runs)
     ``delay_s``  seconds to sleep before answering (timeout tests).
 
 ``requests`` records every request, in arrival order, as ``{"method", "path", "headers", "body"}``;
-header names are lower-cased and ``body`` is the parsed JSON (``None`` when empty or not JSON).
+header names are lower-cased and ``body`` is the parsed JSON (``None`` when empty or not JSON), or for a
+multipart form its text fields plus ``{"<field>": {"filename", "bytes"}}`` for each file.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import json
 import struct
 import threading
 import time
+import wave
+from email.parser import BytesParser
+from email.policy import default as default_policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
@@ -76,6 +88,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        content_type = self.headers.get("Content-Type", "")
+        if content_type.startswith("multipart/form-data"):
+            body, self._files = _parse_form(content_type, raw)
+            self._dispatch("POST", body)
+            return
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -101,6 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
         routes: dict[tuple[str, str], Callable[[Any], None]] = {
             ("POST", "/v1/embeddings"): self._embeddings,
             ("POST", "/v1/chat/completions"): self._chat,
+            ("POST", "/v1/audio/transcriptions"): self._transcriptions,
             ("GET", "/v1/models"): lambda _: self._json(200, {"object": "list", "data": [
                 {"id": "test-model", "object": "model", "created": 0, "owned_by": "test"}]}),
         }
@@ -149,6 +167,40 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"object": "list", "data": data, "model": body.get("model", "test-model"),
                          "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
+    def _transcriptions(self, body: dict[str, Any]) -> None:
+        owner = self.server.owner
+        audio = getattr(self, "_files", {}).get("file")
+        if not audio or not body.get("model"):
+            self._error(400, "A transcription needs a 'file' and a 'model'.", code="invalid_request")
+            return
+        try:
+            rate, samples = _read_wav(audio)
+        except (wave.Error, EOFError) as e:
+            self._error(400, f"Could not decode the audio file ({e}).", code="invalid_audio")
+            return
+        segments = [{"id": i, "seek": 0, "start": round(start, 3), "end": round(end, 3), "text": " " + text,
+                     "tokens": [], "temperature": 0.0, "avg_logprob": -0.1, "compression_ratio": 1.0,
+                     "no_speech_prob": 0.01}
+                    for i, ((start, end), text) in enumerate(
+                        (span, owner._next_speech()) for span in _voiced_spans(samples, rate))]
+        text = "".join(s["text"] for s in segments).strip()
+        fmt = body.get("response_format") or "json"
+        if fmt == "text":
+            data = text.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        payload: dict[str, Any] = {"text": text}
+        if fmt == "verbose_json":
+            payload.update({"task": "transcribe", "language": body.get("language") or "english",
+                            "duration": round(len(samples) / rate, 3)})
+            if owner.asr_segments:
+                payload["segments"] = segments
+        self._json(200, payload)
+
     def _chat(self, body: dict[str, Any]) -> None:
         reply = self.server.owner.chat_reply
         text = reply(body) if callable(reply) else reply
@@ -190,6 +242,59 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+def _parse_form(content_type: str, raw: bytes) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """A multipart form → (text fields plus a summary of each file, file contents by field name)."""
+    message = BytesParser(policy=default_policy).parsebytes(
+        f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+    fields: dict[str, Any] = {}
+    files: dict[str, bytes] = {}
+    for part in message.iter_parts():
+        name = str(part.get_param("name", header="content-disposition") or "")
+        data = part.get_payload(decode=True) or b""
+        if part.get_filename() is not None:
+            files[name] = data
+            fields[name] = {"filename": part.get_filename(), "bytes": len(data)}
+        elif name.endswith("[]"):
+            fields.setdefault(name[:-2], []).append(data.decode())
+        else:
+            fields[name] = data.decode()
+    return fields, files
+
+
+def _read_wav(data: bytes) -> tuple[int, Any]:
+    """(sample rate, mono float samples in [-1, 1]) of 16-bit PCM WAV bytes."""
+    import numpy as np
+
+    with wave.open(io.BytesIO(data)) as wav:
+        rate, channels, width = wav.getframerate(), wav.getnchannels(), wav.getsampwidth()
+        frames = wav.readframes(wav.getnframes())
+    if width != 2:
+        raise wave.Error(f"expected 16-bit samples, got {8 * width}-bit")
+    samples = np.frombuffer(frames, dtype="<i2").astype(np.float32) / 32768.0
+    return rate, samples.reshape(-1, channels).mean(axis=1)
+
+
+def _voiced_spans(samples: Any, rate: int, *, window_s: float = 0.02, threshold: float = 0.02,
+                  bridge_s: float = 0.3) -> list[tuple[float, float]]:
+    """(start, end) seconds of the stretches whose RMS exceeds ``threshold``; gaps under ``bridge_s`` are
+    bridged and stretches shorter than a window are dropped."""
+    import numpy as np
+
+    size = max(1, int(window_s * rate))
+    count = len(samples) // size
+    if count == 0:
+        return []
+    rms = np.sqrt(np.mean(np.square(samples[: count * size].reshape(count, size)), axis=1))
+    spans: list[tuple[float, float]] = []
+    for i in np.flatnonzero(rms > threshold):
+        start, end = i * window_s, (i + 1) * window_s
+        if spans and start - spans[-1][1] < bridge_s:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     owner: "OpenAICompatServer"
@@ -216,8 +321,12 @@ class OpenAICompatServer:
         status: int = 200,
         delay_s: float = 0.0,
         api_key: str | None = None,
+        speech_texts: list[str] | None = None,
+        asr_segments: bool = True,
     ) -> None:
         self.chat_reply = chat_reply
+        self.speech_texts = list(speech_texts or [])
+        self.asr_segments = asr_segments
         self.embedding_dim = embedding_dim
         self.status = status
         self.delay_s = delay_s
@@ -230,6 +339,10 @@ class OpenAICompatServer:
     def _record(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self.requests.append(entry)
+
+    def _next_speech(self) -> str:
+        with self._lock:
+            return self.speech_texts.pop(0) if self.speech_texts else "speech"
 
     @property
     def port(self) -> int:

@@ -203,6 +203,7 @@ def write_video(
     sidecar_name: str | None = None,
     embed_subtitles: bool = False,
     audio: str | None = None,
+    speech: Sequence[tuple[float, float]] = (),
     title: str | None = None,
     motion: float = 0.0,
     noise: int = 0,
@@ -216,8 +217,10 @@ def write_video(
     ``size``. Each scene lasts ``round(seconds * fps)`` frames, so the cut times are exact frame times.
     ``cues`` (start, end, text) go to a sidecar (``sidecar="srt"`` or ``"vtt"``, named ``sidecar_name``
     or ``<stem>.<ext>``) and/or into a soft subtitle stream (``embed_subtitles``; needs a container
-    with a subtitle codec in :data:`CONTAINER_CODECS`). ``audio`` is ``"silence"`` or ``"tones"`` (a
-    different pitch per scene). ``motion`` pans the picture by that many pixels per second and
+    with a subtitle codec in :data:`CONTAINER_CODECS`). ``audio`` is ``"silence"``, ``"tones"`` (a
+    different pitch per scene) or ``"speech"``: a voice-like signal (a 180 Hz tone with harmonics, its
+    loudness pulsing at a syllable rate of 4 Hz) during each ``(start, end)`` of ``speech``, silence between.
+    ``motion`` pans the picture by that many pixels per second and
     ``noise`` adds uniform noise of that amplitude, for realistic decoding costs. ``gop`` sets the
     keyframe interval in frames; ``faststart`` writes an MP4's index at the front.
     """
@@ -272,7 +275,7 @@ def write_video(
                 now = frame_index / fps
                 if astream is not None:
                     target = int(now * _AUDIO_RATE)
-                    audio_done = _write_audio(out, astream, audio, audio_done, target, scene_no)
+                    audio_done = _write_audio(out, astream, audio, audio_done, target, scene_no, speech)
                 while sstream is not None and cue_index < len(cue_list) and cue_list[cue_index][0] <= now:
                     _write_cue(out, sstream, SubtitleSet, cue_list[cue_index], cue_index)
                     cue_index += 1
@@ -304,8 +307,10 @@ def write_video(
     )
 
 
-def _write_audio(out: Any, stream: Any, kind: str | None, done: int, target: int, scene_no: int) -> int:
-    """Encode mono samples ``done..target`` (silence, or a tone whose pitch depends on the scene)."""
+def _write_audio(out: Any, stream: Any, kind: str | None, done: int, target: int, scene_no: int,
+                 speech: Sequence[tuple[float, float]] = ()) -> int:
+    """Encode mono samples ``done..target`` (silence, a tone whose pitch depends on the scene, or speech-like
+    bursts during the ``speech`` spans)."""
     import av
 
     if target <= done:
@@ -315,8 +320,14 @@ def _write_audio(out: Any, stream: Any, kind: str | None, done: int, target: int
         samples = 0.3 * np.sin(2 * math.pi * (330.0 + 110.0 * scene_no) * t)
     elif kind == "silence":
         samples = np.zeros_like(t)
+    elif kind == "speech":
+        voiced = np.zeros_like(t, dtype=bool)
+        for start, end in speech:
+            voiced |= (t >= start) & (t < end)
+        voice = sum(np.sin(2 * math.pi * 180.0 * k * t) / k for k in (1, 2, 3))
+        samples = np.where(voiced, 0.25 * voice * (0.6 + 0.4 * np.sin(2 * math.pi * 4.0 * t)), 0.0)
     else:
-        raise ValueError(f"audio must be 'silence' or 'tones', got {kind!r}")
+        raise ValueError(f"audio must be 'silence', 'tones' or 'speech', got {kind!r}")
     pcm = (samples * 32767).astype(np.int16).reshape(1, -1)
     frame = av.AudioFrame.from_ndarray(pcm, format="s16", layout="mono")
     frame.sample_rate = _AUDIO_RATE

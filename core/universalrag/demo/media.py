@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import MissingDependencyError
+from ..media import import_av
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from PIL import Image as PILImage
@@ -47,14 +48,6 @@ def _pil() -> Any:
     except ImportError as e:
         raise MissingDependencyError("pillow", "images", feature="the demo's photographs") from e
     return Image, ImageOps
-
-
-def _av() -> Any:
-    try:
-        import av
-    except ImportError as e:
-        raise MissingDependencyError("av", "video", feature="the demo's video") from e
-    return av
 
 
 def _to_pil(image: np.ndarray | PILImage.Image) -> PILImage.Image:
@@ -141,7 +134,7 @@ def write_slideshow(
         raise ValueError("A slideshow needs at least one scene.")
     if fps < 1 or size[0] < 2 or size[1] < 2 or size[0] % 2 or size[1] % 2:
         raise ValueError(f"Need fps >= 1 and an even width and height; got fps={fps}, size={size}.")
-    av = _av()
+    av = import_av("the demo's video")
     image_mod, image_ops = _pil()
     frames: list[tuple[np.ndarray, int]] = []
     for image, seconds in scenes:

@@ -10,26 +10,29 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..config import Settings
 from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..store import Store
 from ..types import CorpusSpec, Granularity, Modality, PartBatch, Unit
-from .detect import detect_kind, iter_files
-from .text import TextDocument
+from .detect import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS, detect_kind, iter_files
+from .files import check_file, hash_file
+from .text.document import TextDocument
 from .units import Prepared, TextPlan, image_units, plan_text_units, source_record, table_units, video_units
+from .video.planning import VideoOptions
 
 if TYPE_CHECKING:
     from ..embed.visual import VisualEncoder
-    from .tables import ParsedTable
-    from .video import VideoOptions
+    from .documents import DocumentOptions
+    from .tables.model import ParsedTable
 
-__all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "ingest_paths"]
+__all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "ingest_paths", "ingest_tables"]
 
 #: Where a file goes when no corpus is named, by detected kind.
 DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
@@ -37,8 +40,10 @@ DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
     "table": ("table",),
     "image": ("image",),
     "video": ("video", "clip"),
+    "document": ("document", "paragraph", "table", "image"),
 }
-_KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO}
+_KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO,
+                  "document": Modality.TEXT}
 _TABLES_IN_TEXT = (".md", ".markdown", ".html", ".htm")
 #: Text files embedded together in one batch.
 _TEXT_GROUP_FILES = 64
@@ -96,6 +101,22 @@ class IngestOptions:
     video: VideoOptions | None = None
     table_batch_rows: int = 1024
     captions: dict[str, str] = field(default_factory=dict)  # file path → caption for images
+    documents: DocumentOptions | None = None  # OCR and picture settings for PDF, Word and PowerPoint files
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, visual_encoder: VisualEncoder | None = None,
+                      video: VideoOptions | None = None, table_batch_rows: int = 1024,
+                      captions: dict[str, str] | None = None,
+                      documents: DocumentOptions | None = None) -> IngestOptions:
+        """Options whose videos are transcribed by the speech recogniser the settings name
+        (``UNIVERSALRAG_ASR``), unless ``video`` brings its own ``asr``. Nothing is loaded yet."""
+        from .video.asr import asr_from_settings
+
+        video = video or VideoOptions()
+        if video.asr is None and settings.asr:
+            video = replace(video, asr=asr_from_settings(settings))
+        return cls(visual_encoder=visual_encoder, video=video, table_batch_rows=table_batch_rows,
+                   captions=dict(captions or {}), documents=documents)
 
 
 @dataclass(slots=True)
@@ -126,19 +147,10 @@ class _Run:
         return (self.corpus,) if self.corpus else DEFAULT_CORPORA[kind]
 
 
-def file_hash(path: Path) -> str:
-    """SHA-256 of the file's bytes, read in blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _text_prepared(run: _Run, path: Path, uri: str, content_hash: str, doc: TextDocument,
                    units: list[Unit]) -> Prepared:
     """A text source: its document and paragraph units, plus the tables a Markdown or HTML page holds."""
-    from .tables import read_tables
+    from .tables.read import read_tables
 
     parts: Iterable[PartBatch] = ()
     if run.corpus is None and path.suffix.lower() in _TABLES_IN_TEXT and "table" in run.store.corpora():
@@ -157,7 +169,7 @@ def _text_prepared(run: _Run, path: Path, uri: str, content_hash: str, doc: Text
 def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[FileOutcome]:
     """Ingest several text files with one embedding batch (the encoder is fastest on large, length-sorted
     batches); each file is still written in its own transaction and fails on its own."""
-    from .text import read_text_file
+    from .text.document import read_text_file
 
     planned: list[tuple[Path, str, str, TextDocument, TextPlan] | FileOutcome] = []
     for path, uri, content_hash in group:
@@ -188,7 +200,7 @@ def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[F
 
 
 def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
-    from .tables import read_tables
+    from .tables.read import read_tables
 
     tables = read_tables(path)
     spec = run.spec(run.targets("table")[0], "table")
@@ -200,7 +212,7 @@ def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
 
 
 def _prepare_image(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
-    from .images import read_image
+    from .images.read import read_image
 
     info = read_image(path, caption=run.options.captions.get(str(path)), alt=run.alts.get(path.resolve()))
     spec = run.spec(run.targets("image")[0], "image")
@@ -210,7 +222,7 @@ def _prepare_image(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
 
 
 def _prepare_video(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
-    from .video import VideoOptions, plan_video
+    from .video.planning import plan_video
 
     plan = plan_video(path, options=run.options.video or VideoOptions())
     specs = [run.spec(n, "video") for n in run.targets("video")]
@@ -222,11 +234,38 @@ def _prepare_video(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
     return Prepared(source_record(uri, content_hash, Modality.VIDEO, units, metadata=meta), units)
 
 
+def _prepare_document(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+    """A PDF, Word or PowerPoint file: its document, passages, tables and figures, each in its own corpus (only
+    the text units, in the named corpus, with ``--corpus``)."""
+    from .documents.prepare import figure_folder, prepare_document
+    from .documents.units import DocumentTargets
+
+    existing = set(run.store.corpora())
+    specs = {}
+    for name in run.targets("document"):
+        kind = {"table": "table", "image": "image"}.get(name, "text") if run.corpus is None else "text"
+        if run.corpus is None and name not in existing:
+            continue  # a schema without, say, an image corpus still takes the document's text
+        specs[name] = run.spec(name, kind)
+    text = [s for s in specs.values() if s.modality is Modality.TEXT]
+    targets = DocumentTargets(
+        document=next((s for s in text if s.granularity is Granularity.DOCUMENT), None),
+        paragraph=next((s for s in text if s.granularity is not Granularity.DOCUMENT), None),
+        table=specs.get("table") if run.corpus is None else None,
+        image=specs.get("image") if run.corpus is None else None,
+    )
+    visual = run.options.visual_encoder if targets.image is not None and targets.image.visual_dimension else None
+    folder = figure_folder(run.store.settings.home_dir, run.store.schema, content_hash)
+    return prepare_document(path, targets, run.embedder, uri=uri, content_hash=content_hash, figure_dir=folder,
+                            visual=visual, options=run.options.documents, batch_rows=run.options.table_batch_rows)
+
+
 #: Kind → how a file of that kind becomes units (text files are batched by :func:`_text_group`).
 _HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared]] = {
     "table": _prepare_table,
     "image": _prepare_image,
     "video": _prepare_video,
+    "document": _prepare_document,
 }
 
 
@@ -245,15 +284,13 @@ def _failed(path: Path, error: UniversalRAGError) -> FileOutcome:
 
 def _classify(run: _Run, path: Path) -> tuple[str, str, str]:
     """(kind, uri, content hash) of a file, or IngestError when it cannot be ingested at all."""
-    if not path.exists():
-        raise IngestError(path, "no such file; check the path and spelling (paths are relative to the current "
-                                "folder).")
+    check_file(path)
     kind = detect_kind(path)
     if kind is None:
-        raise IngestError(path, "not a supported file type; supported: text (.txt .md .html), tables (.csv .tsv "
-                                ".xlsx .json), images (.jpg .png .webp .gif .bmp .tiff) and videos (.mp4 .mkv "
-                                ".webm .mov .avi).")
-    return kind, path.resolve().as_uri(), file_hash(path)
+        raise IngestError(path, "not a supported file type; supported: text (.txt .md .html), documents (.pdf "
+                                ".docx .pptx), tables (.csv .tsv .xlsx .json), images (.jpg .png .webp .gif .bmp "
+                                ".tiff) and videos (.mp4 .mkv .webm .mov .avi).")
+    return kind, path.resolve().as_uri(), hash_file(path)
 
 
 def _write(run: _Run, path: Path, kind: str, prepared: Prepared) -> FileOutcome:
@@ -271,8 +308,7 @@ def _alt_texts(files: Sequence[Path], parsed: dict[Path, TextDocument]) -> dict[
     """
     from urllib.parse import unquote, urlparse
 
-    from .images import IMAGE_EXTENSIONS
-    from .text import read_text_file
+    from .text.document import read_text_file
 
     if not any(f.suffix.lower() in IMAGE_EXTENSIONS for f in files):
         return {}
@@ -298,10 +334,8 @@ def _alt_texts(files: Sequence[Path], parsed: dict[Path, TextDocument]) -> dict[
 
 def _sidecars(files: Sequence[Path]) -> set[Path]:
     """Caption and subtitle files that belong to an image or video in the same run."""
-    from .images import IMAGE_EXTENSIONS
-    from .images import sidecar_paths as image_sidecars
-    from .video import VIDEO_EXTENSIONS
-    from .video import sidecar_paths as video_sidecars
+    from .images.descriptions import sidecar_paths as image_sidecars
+    from .video.subtitles import sidecar_paths as video_sidecars
 
     found: set[Path] = set()
     for f in files:

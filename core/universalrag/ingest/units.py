@@ -8,24 +8,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..embed.base import Embedder
+from ..embed.vectors import normalised_mean
 from ..types import CorpusSpec, Granularity, Modality, PartBatch, SourceRecord, Unit
-from .passages import chunk_for_embedding, split_paragraphs
-from .text import TextDocument
+from .text.document import TextDocument
+from .text.passages import chunk_for_embedding, split_paragraphs
 
 if TYPE_CHECKING:
     from ..embed.visual import VisualEncoder
-    from .images import ImageInfo
-    from .tables import ParsedTable
-    from .video import VideoPlan
+    from .images.read import ImageInfo
+    from .tables.model import ParsedTable
+    from .video.planning import VideoPlan
 
-__all__ = ["Prepared", "image_units", "normalised_mean", "table_units", "text_units", "video_units"]
+__all__ = ["Prepared", "TextPlan", "image_units", "plan_text_units", "source_record",
+           "table_units", "video_units"]
 
 
 @dataclass(slots=True)
@@ -35,13 +37,6 @@ class Prepared:
     source: SourceRecord
     units: list[Unit]
     parts: Iterable[PartBatch] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def normalised_mean(vectors: np.ndarray) -> list[float]:
-    """The L2-normalised mean of row vectors (a unit's vector from its parts' vectors)."""
-    mean = np.asarray(vectors, dtype=np.float32).mean(axis=0)
-    return (mean / (np.linalg.norm(mean) or 1.0)).tolist()
 
 
 def _new_id() -> str:
@@ -60,7 +55,13 @@ class TextPlan:
 
 
 def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str) -> TextPlan:
-    """Plan the units of one text document for each target text corpus (see :func:`text_units`)."""
+    """Plan the units of one text document for each target text corpus, to be embedded in one batch.
+
+    Document-granularity corpora get the whole text (its chunks as parts when the corpus is multi-vector;
+    the unit vector is the normalised mean of the chunk vectors); any other text corpus gets ~100-word
+    passages, linked to the document unit when the document corpus is also a target. Each text is embedded
+    with the document's title in front, which disambiguates passages such as "It was automated in 1987".
+    """
     doc_id = _new_id()
     base_meta = {"title": doc.title, "format": doc.format}
     wants_doc = any(s.granularity is Granularity.DOCUMENT for s in specs)
@@ -75,7 +76,8 @@ def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str)
         for spec in specs:
             if spec.granularity is Granularity.DOCUMENT:
                 units.append(Unit(
-                    id=doc_id, corpus=spec.name, content=doc.text, uri=uri, embedding=normalised_mean(chunk_vecs),
+                    id=doc_id, corpus=spec.name, content=doc.text, uri=uri,
+                    embedding=normalised_mean(chunk_vecs).tolist(),
                     metadata={**base_meta, "words": len(doc.text.split()), "chunks": len(chunks)},
                     parts=chunks if spec.multi_vector else (),
                     part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
@@ -96,18 +98,6 @@ def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str)
     return TextPlan(texts=texts, build=build)
 
 
-def text_units(doc: TextDocument, specs: Sequence[CorpusSpec], embedder: Embedder, *, uri: str) -> list[Unit]:
-    """The units of one text document for each target text corpus, embedded in one batch.
-
-    Document-granularity corpora get the whole text (its chunks as parts when the corpus is multi-vector;
-    the unit vector is the normalised mean of the chunk vectors); any other text corpus gets ~100-word
-    passages, linked to the document unit when the document corpus is also a target. Each text is embedded
-    with the document's title in front, which disambiguates passages such as "It was automated in 1987".
-    """
-    plan = plan_text_units(doc, specs, uri=uri)
-    return plan.build(embedder.embed(plan.texts) if plan.texts else np.zeros((0, embedder.dimension)))
-
-
 def table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embedder, *, uri: str,
                 batch_rows: int = 1024, preview_rows: int = 20) -> tuple[list[Unit], Iterator[PartBatch]]:
     """One unit per table (its title, header and first rows as Markdown) and a lazy stream of row parts.
@@ -117,7 +107,7 @@ def table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embed
     The unit's own vector is the embedding of its title, header and first rows. Rows are streamed: a
     100k-row table is read, embedded and written one batch at a time.
     """
-    from .tables import render_markdown, serialize_row
+    from .tables.read import render_markdown, serialize_row
 
     ids = [_new_id() for _ in tables]
     contents = []
@@ -152,7 +142,7 @@ def image_units(info: ImageInfo, spec: CorpusSpec, embedder: Embedder, *, uri: s
     """The image as one unit: its description is the text channel, the encoder's view the visual one."""
     visual_vec = None
     if visual is not None:
-        from .images import load_rgb
+        from ..media import load_rgb
 
         visual_vec = visual.embed_images([load_rgb(info.path, max_side=512)])[0].tolist()
     metadata = {**info.metadata, "format": info.format, "width": info.width, "height": info.height,
@@ -163,11 +153,10 @@ def image_units(info: ImageInfo, spec: CorpusSpec, embedder: Embedder, *, uri: s
 
 
 def _frames_vector(path: Path, times: Sequence[float], visual: VisualEncoder) -> list[float] | None:
-    from ..embed.visual import pool
-    from .video import iter_frames
+    from ..media import iter_frames
 
     images = [image for _, image in iter_frames(path, times)]
-    return pool(visual.embed_images(images)).tolist() if images else None
+    return normalised_mean(visual.embed_images(images)).tolist() if images else None
 
 
 def video_units(plan: VideoPlan, *, video: CorpusSpec | None, clip: CorpusSpec | None, embedder: Embedder,
@@ -181,12 +170,12 @@ def video_units(plan: VideoPlan, *, video: CorpusSpec | None, clip: CorpusSpec |
     video_id = None
     if video is not None:
         video_id = _new_id()
-        full = " ".join(c.text for c in plan.transcript).strip()
+        full = plan.transcript_text.strip()
         chunks = chunk_for_embedding(full) if full else []
         vectors = embedder.embed([f"{plan.title}\n{c}" for c in chunks] or [plan.title])
         units.append(Unit(
             id=video_id, corpus=video.name, content=f"{plan.title}\n{full}".strip(), uri=uri, start_s=0.0,
-            end_s=probe.duration_s, embedding=normalised_mean(vectors),
+            end_s=probe.duration_s, embedding=normalised_mean(vectors).tolist(),
             metadata={**base, **probe.metadata, "fps": probe.fps, "width": probe.width, "height": probe.height,
                       "frame_times": list(plan.video_frame_times), "clips": len(plan.clips)},
             parts=chunks if video.multi_vector else (),
@@ -208,8 +197,8 @@ def video_units(plan: VideoPlan, *, video: CorpusSpec | None, clip: CorpusSpec |
 
 
 def source_record(uri: str, content_hash: str, modality: Modality, units: Sequence[Unit], *,
-                  extra_corpora: Sequence[str] = (), metadata: dict[str, Any] | None = None) -> SourceRecord:
+                  metadata: dict[str, Any] | None = None) -> SourceRecord:
     """The source row for ``units`` (its corpora are the ones the units go to)."""
-    corpora = tuple(sorted({u.corpus for u in units} | set(extra_corpora)))
+    corpora = tuple(sorted({u.corpus for u in units}))
     return SourceRecord(uri=uri, content_hash=content_hash, modality=modality, corpora=corpora,
                         metadata=metadata or {})

@@ -78,10 +78,10 @@ def lexical_overlap(terms: frozenset[str], hits: Sequence[Hit], *, top: int = 3)
 
 
 def hit_similarity(hit: Hit) -> float:
-    """A hit's similarity in the text embedding space: the dense score of a hybrid search, the text channel of a
-    fused text+visual search, else its score (comparable across corpora built with the same embedder)."""
+    """A hit's similarity in the text embedding space: the text channel of a fused text+visual search, the dense
+    score of a hybrid search, else its score (comparable across corpora built with the same embedder)."""
     channels = hit.channel_scores
-    for key in ("dense", "text", "similarity"):
+    for key in ("text", "dense", "similarity"):
         if key in channels:
             return float(channels[key])
     return float(hit.score)

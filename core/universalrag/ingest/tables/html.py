@@ -1,0 +1,166 @@
+"""HTML ``<table>`` elements and Markdown pipe tables (rendered to HTML first) → in-memory tables.
+
+The functions here back :func:`universalrag.ingest.tables.tables_from_html` and
+:func:`~universalrag.ingest.tables.tables_from_markdown` (use those). Each ``<table>`` is parsed into a
+grid with ``colspan`` and ``rowspan`` expanded, and its header rows, title and data rows are taken from
+that grid. BeautifulSoup and markdown-it are imported on first use.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from typing import Any
+
+from .model import (
+    ParsedTable,
+    fit_row,
+    looks_like_data,
+    make_header,
+    source_name,
+    synthetic_header,
+    title_stem,
+    unique_titles,
+)
+
+__all__ = ["html_tables", "markdown_tables"]
+
+_HEADINGS = ["h1", "h2", "h3", "h4", "h5", "h6"]
+_OWNERS = ["td", "th", "table", "caption", "script", "style", "template", "noscript"]
+_BREAKS = frozenset({"br", "p", "div", "li", "tr", "ul", "ol"})
+_MAX_COLSPAN = 1000
+
+
+def _own_text(node: Any) -> str:
+    """Text of ``node`` without the text of cells or tables nested in it (they are parsed on their own)."""
+    from bs4.element import NavigableString, PreformattedString, Tag
+
+    parts: list[str] = []
+    for child in node.descendants:
+        if isinstance(child, Tag):
+            if child.name in _BREAKS:
+                parts.append(" ")
+        elif (isinstance(child, NavigableString) and not isinstance(child, PreformattedString)
+              and child.find_parent(_OWNERS) is node):
+            parts.append(str(child))
+    return " ".join("".join(parts).split())
+
+
+def _span(cell: Any, attribute: str, limit: int) -> int:
+    try:
+        return max(1, min(int(str(cell.get(attribute, "1")).strip()), limit))
+    except ValueError:
+        return 1
+
+
+def _grid(table: Any) -> tuple[list[list[str]], list[list[bool]], int]:
+    """Rows of ``table`` with colspan/rowspan expanded, which cells are colspan copies, header rows."""
+    trs = [tr for tr in table.find_all("tr") if tr.find_parent("table") is table]
+    grid: list[list[str]] = []
+    copies: list[list[bool]] = []
+    pending: dict[int, tuple[int, str]] = {}  # column → (rows still covered, text) of a rowspan
+    kinds: list[tuple[bool, bool]] = []  # (row is in <thead>, row has only <th> cells)
+
+    def take(row: list[str], copy: list[bool], col: int) -> None:
+        left, text = pending.pop(col)
+        row.append(text)
+        copy.append(False)
+        if left > 1:
+            pending[col] = (left - 1, text)
+
+    for i, tr in enumerate(trs):
+        cells = [c for c in tr.find_all(["td", "th"]) if c.find_parent("tr") is tr]
+        section = tr.find_parent(["thead", "tbody", "tfoot", "table"])
+        kinds.append((section is not None and section.name == "thead",
+                      bool(cells) and all(c.name == "th" for c in cells)))
+        row: list[str] = []
+        copy: list[bool] = []
+        for cell in cells:
+            while len(row) in pending:
+                take(row, copy, len(row))
+            text = _own_text(cell)
+            rowspan = _span(cell, "rowspan", len(trs) - i)
+            for k in range(_span(cell, "colspan", _MAX_COLSPAN)):
+                if rowspan > 1:
+                    pending[len(row)] = (rowspan - 1, text)
+                row.append(text)
+                copy.append(k > 0)
+        for col in sorted(c for c in pending if c >= len(row)):
+            while len(row) < col:
+                row.append("")
+                copy.append(False)
+            take(row, copy, col)
+        grid.append(row)
+        copies.append(copy)
+    header_rows = next((n for n, (in_head, _) in enumerate(kinds) if not in_head), len(kinds))
+    if header_rows == 0:
+        header_rows = next((n for n, (_, all_th) in enumerate(kinds) if not all_th), len(kinds))
+    return grid, copies, header_rows
+
+
+def _html_title(table: Any) -> tuple[str, str]:
+    caption = next((c for c in table.find_all("caption") if c.find_parent("table") is table), None)
+    if caption is not None and _own_text(caption):
+        return _own_text(caption), "caption"
+    for heading in table.find_all_previous(_HEADINGS, limit=20):
+        text = " ".join(heading.get_text(" ").split())
+        if text:
+            return text, "heading"
+    return "", "name"
+
+
+def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
+    """Tables of ``html`` as :func:`~universalrag.ingest.tables.tables_from_html` describes."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+    found: list[tuple[str, list[str], dict[str, Any], list[list[str]]]] = []
+    for number, table in enumerate(soup.find_all("table"), 1):
+        grid, copies, header_rows = _grid(table)
+        width = max((len(r) for r in grid), default=0)
+        if width == 0:
+            continue
+        synthesized = header_rows == 0 and looks_like_data(grid[0])
+        if header_rows == 0 and not synthesized:
+            header_rows = 1
+        names = []
+        for col in range(width):
+            parts: list[str] = []
+            for row in grid[:header_rows]:
+                text = row[col] if col < len(row) else ""
+                if text and (not parts or parts[-1] != text):
+                    parts.append(text)
+            names.append(" ".join(parts))
+        rows = [
+            fit_row(["" if copy else text for text, copy in zip(row, flags)], width)
+            for row, flags in zip(grid[header_rows:], copies[header_rows:])
+        ]
+        data = [row for row in rows if any(row)]
+        if not data:
+            continue
+        title, title_from = _html_title(table)
+        header = synthetic_header(width) if synthesized else make_header(names)
+        metadata = {
+            "format": fmt, "source": source_name(name), "index_in_file": len(found), "row_count": len(data),
+            "column_count": width, "title_from": title_from, "header_rows": header_rows,
+            "header_synthesized": synthesized, "blank_rows_skipped": len(rows) - len(data),
+        }
+        if table.get("id"):
+            metadata["html_id"] = str(table["id"])
+        found.append((title or f"{title_stem(name)} table {number}", header, metadata, data))
+    titles = unique_titles([f[0] for f in found])
+    return [
+        ParsedTable(title, header, metadata, row_source=partial(iter, data))
+        for title, (_, header, metadata, data) in zip(titles, found)
+    ]
+
+
+_FRONT_MATTER = re.compile(r"\A---\r?\n.*?\r?\n(?:---|\.\.\.)\r?\n", re.DOTALL)
+
+
+def markdown_tables(text: str, *, name: str) -> list[ParsedTable]:
+    """Tables of Markdown ``text`` as :func:`~universalrag.ingest.tables.tables_from_markdown` describes."""
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark").enable("table").render(_FRONT_MATTER.sub("", text, count=1))
+    return html_tables(html, name=name, fmt="markdown")

@@ -1,0 +1,264 @@
+"""CSV/TSV files and JSON arrays of records → tables, streamed from disk.
+
+The readers back :func:`universalrag.ingest.tables.read_tables` (use that); the encoding and change
+checks they rely on are in :mod:`~universalrag.ingest.files`. Each makes one validating
+pass over the whole file (counting rows, finding the header, rejecting bad input with
+:class:`IngestError`) and returns a table whose rows re-open the file and stream it again, so neither
+pass holds more than one row (or one JSON item) at a time.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ...errors import IngestError
+from ..files import HEAD_BYTES, TextEncoding, check_unchanged, decode_error, file_signature, text_encoding
+from .model import (
+    ParsedTable,
+    fit_row,
+    format_value,
+    looks_like_data,
+    make_header,
+    records_table,
+    synthetic_header,
+)
+
+__all__ = ["read_csv", "read_json"]
+
+_SAMPLE_CHARS = 65536
+_SAMPLE_ROWS = 200
+_DELIMITERS = (",", ";", "\t", "|")
+
+
+
+def _encoding(path: Path) -> TextEncoding:
+    with path.open("rb") as fh:
+        return text_encoding(fh.read(HEAD_BYTES), path, what="a text table")
+
+
+# --------------------------------------------------------------------------- CSV and TSV
+
+
+def _sniff_delimiter(sample: str, default: str) -> str:
+    """The delimiter (of , ; tab |) that splits the sample's records into the most consistent number
+    of fields (at least two), then the most fields; ``default`` when none splits anything."""
+    best, best_score = default, (0.0, 1)
+    for delimiter in sorted(_DELIMITERS, key=lambda d: d != default):
+        try:
+            reader = csv.reader(io.StringIO(sample), delimiter=delimiter, skipinitialspace=True)
+            counts = [len(r) for _, r in zip(range(_SAMPLE_ROWS), reader) if any(c.strip() for c in r)]
+        except csv.Error:
+            continue
+        if not counts:
+            continue
+        fields, frequency = Counter(counts).most_common(1)[0]
+        score = (frequency / len(counts), fields)
+        if fields >= 2 and score > best_score:
+            best, best_score = delimiter, score
+    return best
+
+
+def _csv_records(path: Path, encoding: TextEncoding, delimiter: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, trimmed cells) of every record, blank ones included; errors as IngestError."""
+    line = 0
+    try:
+        with path.open(encoding=encoding.stream_codec, newline="") as fh:
+            reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
+            for row in reader:
+                line = reader.line_num
+                yield line, [cell.strip() for cell in row]
+    except UnicodeDecodeError as e:
+        raise decode_error(path, encoding, f"after line {line}") from e
+    except csv.Error as e:
+        raise IngestError(path, f"is not well-formed CSV after line {line} ({e}); check its quoting.") from e
+
+
+def read_csv(path: Path) -> list[ParsedTable]:
+    """One table from a CSV or TSV file (delimiter sniffed; UTF-8 with or without BOM, UTF-16/32 with BOM).
+
+    Rows wider or narrower than the header are cut or padded (``ragged_rows`` counts those that
+    lost a filled cell or were padded); columns with a blank header and no value are dropped.
+    """
+    encoding = _encoding(path)
+    try:
+        with path.open(encoding=encoding.stream_codec, newline="") as fh:
+            sample = fh.read(_SAMPLE_CHARS)
+    except UnicodeDecodeError as e:
+        raise decode_error(path, encoding, "in its first 64 KB") from e
+    if len(sample) == _SAMPLE_CHARS and "\n" in sample:
+        sample = sample[: sample.rindex("\n")]  # drop a record cut in the middle
+    delimiter = _sniff_delimiter(sample, "\t" if path.suffix.lower() == ".tsv" else ",")
+    signature = file_signature(path)
+
+    first: list[str] | None = None
+    synthesized = False
+    rows = ragged = blank = 0
+    blank_names: list[int] = []
+    filled: set[int] = set()
+    for _, cells in _csv_records(path, encoding, delimiter):
+        if not any(cells):
+            blank += first is not None
+            continue
+        if first is None:
+            first, synthesized = cells, looks_like_data(cells)
+            blank_names = [] if synthesized else [i for i, c in enumerate(cells) if not c]
+            if not synthesized:
+                continue
+        rows += 1
+        if len(cells) < len(first) or any(cells[len(first):]):
+            ragged += 1
+        filled.update(i for i in blank_names if i < len(cells) and cells[i])
+    if first is None:
+        raise IngestError(path, "contains only blank lines; add a header row and data rows.")
+    if rows == 0:
+        raise IngestError(path, "has a header but no rows; add data rows below the header, or leave it out.")
+    width = len(first)
+    keep = [i for i in range(width) if i not in blank_names or i in filled]
+    header = synthetic_header(width) if synthesized else make_header([first[i] for i in keep])
+
+    def row_source() -> Iterator[list[str]]:
+        check_unchanged(path, signature)
+        skip_header = not synthesized
+        for _, cells in _csv_records(path, encoding, delimiter):
+            if not any(cells):
+                continue
+            if skip_header:
+                skip_header = False
+                continue
+            cells = fit_row(cells, width)
+            yield cells if len(keep) == width else [cells[i] for i in keep]
+
+    metadata = {
+        "format": "tsv" if path.suffix.lower() == ".tsv" else "csv", "source": path.name,
+        "index_in_file": 0, "row_count": rows, "column_count": len(header), "delimiter": delimiter,
+        "encoding": encoding.stream_codec, "header_synthesized": synthesized, "ragged_rows": ragged,
+        "blank_rows_skipped": blank, "empty_columns_dropped": width - len(keep),
+    }
+    return [ParsedTable(path.stem, header, metadata, row_source=row_source)]
+
+
+# --------------------------------------------------------------------------- JSON records
+
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
+_CHUNK = 1 << 16
+_MAX_CHUNK = 1 << 22
+#: Characters one array item may span before undecodable JSON is reported as such.
+_MAX_ITEM = 1 << 24
+
+
+class _JsonArray:
+    """Items of a top-level JSON array, decoded one at a time from a text stream."""
+
+    def __init__(self, fh: Any, name: Path) -> None:
+        self.fh, self.name = fh, name
+        self.decoder = json.JSONDecoder()
+        self.buf, self.pos, self.offset, self.eof, self.chunk = "", 0, 0, False, _CHUNK
+
+    def _fill(self) -> bool:
+        if self.eof:
+            return False
+        data = self.fh.read(self.chunk)
+        self.eof = not data
+        self.offset += self.pos
+        self.buf, self.pos = self.buf[self.pos:] + data, 0
+        return bool(data)
+
+    def _peek(self) -> str:
+        while True:
+            self.pos = _WHITESPACE.match(self.buf, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self._fill():
+                return ""
+
+    def _invalid(self, at: int, what: str) -> IngestError:
+        return IngestError(self.name, f"is not valid JSON near character {at} ({what}); "
+                                      "fix it, for example by checking it with `python -m json.tool`.")
+
+    def _value(self) -> Any:
+        first_error: tuple[int, str] | None = None
+        self._peek()
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as e:
+                # Either the item goes on past the buffer or it is invalid: read on, up to a bound.
+                first_error = first_error or (self.offset + e.pos, e.msg)
+                self.chunk = min(self.chunk * 2, _MAX_CHUNK)
+                if len(self.buf) - self.pos < _MAX_ITEM and self._fill():
+                    continue
+                raise self._invalid(*first_error) from e
+            if end == len(self.buf) and self._fill():
+                continue  # a number at the end of the buffer may go on in the next chunk
+            self.pos, self.chunk = end, _CHUNK
+            return value
+
+    def __iter__(self) -> Iterator[Any]:
+        first = self._peek()
+        if first != "[":
+            what = {"": "nothing", "{": "an object"}.get(first, "a single value")
+            raise IngestError(self.name, f"holds {what} at the top level, not an array of records; a JSON "
+                                         "table must look like [{\"team\": \"Lakers\", \"wins\": 57}, ...]. "
+                                         "If the records sit under a key, save that array on its own.")
+        self.pos += 1
+        if self._peek() == "]":
+            self.pos += 1
+        else:
+            while True:
+                yield self._value()
+                sep = self._peek()
+                self.pos += 1
+                if sep == "]":
+                    break
+                if sep != ",":
+                    raise self._invalid(self.offset + self.pos - 1, "expected ',' or ']' after an array item")
+        if self._peek():
+            raise self._invalid(self.offset + self.pos, "extra data after the closing ']'")
+
+
+def _json_items(path: Path, encoding: TextEncoding) -> Iterator[Any]:
+    try:
+        with path.open(encoding=encoding.stream_codec) as fh:
+            yield from _JsonArray(fh, path)
+    except UnicodeDecodeError as e:
+        raise decode_error(path, encoding, "somewhere in the file") from e
+
+
+_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+
+
+def read_json(path: Path) -> list[ParsedTable]:
+    """One table from a JSON array of objects, streamed (the file is never loaded whole).
+
+    The header is the union of the objects' keys in first-seen order; missing keys give empty
+    cells and nested values are JSON-encoded.
+    """
+    encoding = _encoding(path)
+    signature = file_signature(path)
+    keys: dict[str, None] = {}
+    count = 0
+    for i, item in enumerate(_json_items(path, encoding)):
+        if not isinstance(item, dict):
+            kind = _JSON_TYPES.get(type(item), "a number")
+            raise IngestError(path, f"item {i} of the array is {kind}, not an object; a JSON table must be an "
+                                    "array of objects such as [{\"team\": \"Lakers\", \"wins\": 57}].")
+        keys.update(dict.fromkeys(item))
+        count += 1
+    order = list(keys)
+
+    def row_source() -> Iterator[list[str]]:
+        check_unchanged(path, signature)
+        for item in _json_items(path, encoding):
+            yield [format_value(item.get(k)) for k in order]
+
+    table = records_table(order, count, row_source, title=path.stem, name=path, source=path.name,
+                           fmt="json")
+    table.metadata["encoding"] = encoding.stream_codec
+    return [table]

@@ -1,0 +1,223 @@
+"""Splitting clean text into ~100-word passages that respect sentence boundaries, and into embedding windows.
+
+Pure functions over the clean text made by :mod:`universalrag.ingest.text.document` (paragraphs separated by a
+blank line).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass
+
+from ...errors import ConfigError
+
+__all__ = ["Passage", "chunk_for_embedding", "split_paragraphs"]
+
+_BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
+_WORD = re.compile(r"\S+")
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A slice of a document's text: ``text == document_text[start_char:end_char]``."""
+
+    index: int
+    text: str
+    start_char: int
+    end_char: int
+
+    @property
+    def word_count(self) -> int:
+        """Number of whitespace-separated words."""
+        return len(self.text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class _Span:
+    start: int
+    end: int
+    words: int
+
+
+def _paragraph_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each paragraph, trimmed of surrounding whitespace."""
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for sep in [*_BLANK_LINE.finditer(text), None]:
+        end = sep.start() if sep else len(text)
+        chunk = text[pos:end]
+        if chunk.strip():
+            lead = len(chunk) - len(chunk.lstrip())
+            spans.append((pos + lead, pos + len(chunk.rstrip())))
+        pos = sep.end() if sep else len(text)
+    return spans
+
+
+def _word_count(text: str, start: int, end: int) -> int:
+    return len(text[start:end].split())
+
+
+def _sentence_spans(text: str, start: int, end: int, language: str) -> list[tuple[int, int]]:
+    """Sentences of ``text[start:end]`` (sentencex for ``language``), trimmed.
+
+    Only boundaries followed by whitespace are used, so no word is ever cut ("end.Next" stays whole);
+    sentences tile the paragraph, so no text can be lost even if the segmenter skipped some.
+    """
+    from sentencex import segment  # type: ignore[import-untyped]
+
+    starts = [start]
+    pos = start
+    for sentence in segment(language, text[start:end]):
+        found = text.find(sentence, pos, end) if sentence else -1
+        if found < 0:
+            break
+        pos = found + len(sentence)
+        nxt = pos + len(text[pos:end]) - len(text[pos:end].lstrip())
+        if starts[-1] < nxt < end and text[nxt - 1].isspace():
+            starts.append(nxt)
+    bounds = [*starts, end]
+    return [(s, s + len(text[s:e].rstrip())) for s, e in itertools.pairwise(bounds)]
+
+
+def _hard_split(text: str, start: int, end: int, target_words: int) -> list[_Span]:
+    """Cut one over-long sentence at word boundaries into near-equal pieces of at most ``target_words``."""
+    words = [m.span() for m in _WORD.finditer(text, start, end)]
+    pieces = math.ceil(len(words) / target_words)
+    size = math.ceil(len(words) / pieces)
+    return [
+        _Span(words[i][0], words[min(i + size, len(words)) - 1][1], len(words[i:i + size]))
+        for i in range(0, len(words), size)
+    ]
+
+
+def _units(text: str, *, max_words: int, target_words: int, language: str, by_paragraph: bool) -> list[_Span]:
+    """Atoms to group: whole paragraphs up to ``max_words`` (when ``by_paragraph``), else sentences;
+    sentences longer than ``max_words`` are hard-split."""
+    units: list[_Span] = []
+    for p_start, p_end in _paragraph_spans(text):
+        words = _word_count(text, p_start, p_end)
+        if by_paragraph and words <= max_words:
+            units.append(_Span(p_start, p_end, words))
+            continue
+        for s_start, s_end in _sentence_spans(text, p_start, p_end, language):
+            n = _word_count(text, s_start, s_end)
+            if n > max_words:
+                units.extend(_hard_split(text, s_start, s_end, target_words))
+            else:
+                units.append(_Span(s_start, s_end, n))
+    return units
+
+
+def _check_sizes(min_words: int, target_words: int, max_words: int) -> None:
+    if not 1 <= min_words <= target_words <= max_words:
+        raise ConfigError(
+            f"Need 1 <= min_words <= target_words <= max_words, got {min_words}, {target_words}, {max_words}."
+        )
+
+
+def split_paragraphs(
+    text: str,
+    *,
+    target_words: int = 100,
+    max_words: int = 150,
+    min_words: int = 30,
+    language: str = "en",
+) -> list[Passage]:
+    """Split ``text`` into passages of about ``target_words`` words that respect sentence boundaries.
+
+    Paragraphs up to ``max_words`` stay whole; consecutive short ones merge up to ``target_words``
+    (a group still under ``min_words``, such as a heading, may grow up to ``max_words``); longer
+    paragraphs split between sentences (segmented by sentencex for ``language``); a sentence over
+    ``max_words`` is cut at word boundaries. A passage under ``min_words`` joins a neighbour when
+    the result stays within ``max_words``. Every word of ``text`` lands in exactly one passage.
+    """
+    _check_sizes(min_words, target_words, max_words)
+    groups: list[list[_Span]] = []
+    current: list[_Span] = []
+    total = 0
+    units = _units(text, max_words=max_words, target_words=target_words, language=language, by_paragraph=True)
+    for unit in units:
+        combined = total + unit.words
+        fits = combined <= target_words or (total < min_words and combined <= max_words)
+        if current and not fits:
+            groups.append(current)
+            current, total = [], 0
+        current.append(unit)
+        total += unit.words
+    if current:
+        groups.append(current)
+    groups = _absorb_small(groups, min_words=min_words, max_words=max_words)
+    return [
+        Passage(index=i, text=text[g[0].start:g[-1].end], start_char=g[0].start, end_char=g[-1].end)
+        for i, g in enumerate(groups)
+    ]
+
+
+def _absorb_small(groups: list[list[_Span]], *, min_words: int, max_words: int) -> list[list[_Span]]:
+    """Merge each group under ``min_words`` into its previous (else next) neighbour within ``max_words``."""
+    def size(g: list[_Span]) -> int:
+        return sum(u.words for u in g)
+
+    out: list[list[_Span]] = []
+    pending: list[_Span] = []  # a small group that could not join its predecessor; offered to the next
+    for group in groups:
+        if pending:
+            if size(pending) + size(group) <= max_words:
+                group = pending + group
+            else:
+                out.append(pending)
+            pending = []
+        if size(group) < min_words:
+            if out and size(out[-1]) + size(group) <= max_words:
+                out[-1] = out[-1] + group
+                continue
+            pending = group
+            continue
+        out.append(group)
+    if pending:
+        out.append(pending)
+    return out
+
+
+def chunk_for_embedding(
+    text: str,
+    *,
+    max_words: int = 180,
+    overlap_words: int = 30,
+    language: str = "en",
+) -> list[str]:
+    """Overlapping windows of at most ``max_words`` words for embedding a long document.
+
+    Sized for 256-token encoders (180 words ≈ 240 tokens). Windows start and end at sentence
+    boundaries (a sentence longer than ``max_words`` is cut at word boundaries); consecutive
+    windows share whole trailing sentences of up to ``overlap_words`` words. A text of at most
+    ``max_words`` words is one chunk; an empty text gives none.
+    """
+    if max_words < 1 or not 0 <= overlap_words < max_words:
+        raise ConfigError(
+            f"Need max_words >= 1 and 0 <= overlap_words < max_words, got {max_words}, {overlap_words}."
+        )
+    stripped = text.strip()
+    if not stripped:
+        return []
+    if len(stripped.split()) <= max_words:
+        return [stripped]
+    units = _units(text, max_words=max_words, target_words=max_words, language=language, by_paragraph=False)
+    chunks: list[str] = []
+    first = 0
+    while first < len(units):
+        last, total = first, units[first].words
+        while last + 1 < len(units) and total + units[last + 1].words <= max_words:
+            last += 1
+            total += units[last].words
+        chunks.append(text[units[first].start:units[last].end])
+        if last == len(units) - 1:
+            break
+        nxt, shared = last + 1, 0
+        while nxt - 1 > first and shared + units[nxt - 1].words <= overlap_words:
+            nxt -= 1
+            shared += units[nxt].words
+        first = nxt
+    return chunks
