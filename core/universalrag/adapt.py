@@ -12,16 +12,39 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from .errors import RoutingError
 from .routing.combiner import Combiner, TrainingQuery, combiner_accuracy, train_combiner
 from .types import NO_RETRIEVAL
 
 if TYPE_CHECKING:
-    from .pipeline import UniversalRAG
+    from .plan import QueryPlan
+    from .retrieve import EvidenceRouting, Searcher
+    from .store import Store
 
-__all__ = ["AdaptReport", "Example", "adapt_router", "as_example", "feedback_queries", "labelled_evidence"]
+
+class RoutingHost(Protocol):
+    """What adaptation needs from a pipeline (a :class:`~universalrag.pipeline.UniversalRAG` is one)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def searcher(self) -> Searcher: ...
+
+    @property
+    def routing(self) -> EvidenceRouting: ...
+
+    @property
+    def combiner(self) -> Combiner | None: ...
+
+    def executor(self) -> Executor: ...
+
+    def plan(self, query: str) -> QueryPlan: ...
+
+__all__ = ["AdaptReport", "Example", "RoutingHost", "adapt_router", "as_example", "feedback_queries", "labelled_evidence"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +91,7 @@ class AdaptReport:
                 "feedback": self.feedback, "saved": self.saved, "version": self.combiner.version}
 
 
-def labelled_evidence(rag: UniversalRAG, examples: Iterable[ExampleLike], *,
+def labelled_evidence(rag: RoutingHost, examples: Iterable[ExampleLike], *,
                       progress: Callable[[int, int], None] | None = None) -> list[TrainingQuery]:
     """Each example routed through the live probe path: its features per corpus, its prior and its gold corpus.
     Examples whose corpus is not a candidate of this database are skipped."""
@@ -85,7 +108,7 @@ def labelled_evidence(rag: UniversalRAG, examples: Iterable[ExampleLike], *,
     return out
 
 
-def feedback_queries(rag: UniversalRAG) -> list[TrainingQuery]:
+def feedback_queries(rag: RoutingHost) -> list[TrainingQuery]:
     """The logged decisions that received feedback, as training queries (their logged evidence and prior)."""
     from .store.routing_log import feedback_rows, has_routing_tables
 
@@ -118,7 +141,7 @@ def _split(queries: Sequence[TrainingQuery], holdout: float, seed: int) -> tuple
     return train, held
 
 
-def adapt_router(rag: UniversalRAG, examples: Iterable[ExampleLike], *, use_feedback: bool = True,
+def adapt_router(rag: RoutingHost, examples: Iterable[ExampleLike], *, use_feedback: bool = True,
                  holdout: float = 0.25, seed: int = 0, l2: float = 1.0, save: bool = True, force: bool = False,
                  name: str = "default", progress: Callable[[int, int], None] | None = None) -> AdaptReport:
     """Train the combiner on ``examples`` (``(query, corpus or "none")``) plus the logged feedback.

@@ -16,11 +16,10 @@ from .config import Settings
 from .decision_log import DecisionLog, query_hash
 from .errors import ConfigError, RoutingError
 from .evidence import EvidenceBudget, build_evidence
-from .evidence_routing import EvidenceRouting
 from .fusion import FUSIONS, fuse
 from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_paths
 from .plan import QueryPlan
-from .retrieve import Searcher
+from .retrieve import EvidenceRouting, Searcher
 from .store import Filter, Store
 from .types import NO_RETRIEVAL, Answer, Hit, RouteDecision
 

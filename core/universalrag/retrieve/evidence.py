@@ -25,13 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from .plan import QueryPlan
-from .retrieve import Searcher
-from .routing.base import ROUTES, Router
-from .routing.combiner import Combiner
-from .routing.features import ProbeEvidence, pair_features, prior_route
-from .store.stats import corpus_sizes
-from .types import NO_RETRIEVAL, CorpusSpec, RouteDecision
+from ..plan import QueryPlan
+from .search import Searcher
+from ..routing.base import ROUTES, Router
+from ..routing.combiner import Combiner
+from ..routing.features import ProbeEvidence, pair_features, prior_route
+from ..store.stats import corpus_sizes
+from ..types import NO_RETRIEVAL, CorpusSpec, RouteDecision
 
 __all__ = ["EvidenceRouting", "ProbedQuery"]
 

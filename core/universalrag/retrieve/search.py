@@ -12,14 +12,14 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .embed.base import Embedder, check_embedder
-from .errors import ConfigError
-from .plan import QueryPlan
-from .store import Filter, Store
-from .types import NO_RETRIEVAL, CorpusSpec, Hit, Modality
+from ..embed.base import Embedder, check_embedder
+from ..errors import ConfigError
+from ..plan import QueryPlan
+from ..store import Filter, Store
+from ..types import NO_RETRIEVAL, CorpusSpec, Hit, Modality
 
 if TYPE_CHECKING:
-    from .embed.visual import VisualEncoder
+    from ..embed.visual import VisualEncoder
 
 __all__ = ["Searcher", "routing_candidates", "search_corpus"]
 
