@@ -1,4 +1,4 @@
-"""Train the shipped combiner (core/universalrag/routing/artefact/combiner.json), reproducibly.
+"""Train the shipped combiner (core/universalrag/routing/combiner.json), reproducibly.
 
     python scripts/train_combiner.py [--pages 40] [--database-url URL] [--out PATH]
 

@@ -47,7 +47,7 @@ __all__ = [
 COMBINER_FORMAT = "universalrag-combiner/1"
 
 #: The shipped combiner (trained by ``scripts/train_combiner.py``).
-DEFAULT_COMBINER = Path(__file__).resolve().parent / "artefact" / "combiner.json"
+DEFAULT_COMBINER = Path(__file__).resolve().parent / "combiner.json"
 
 
 @dataclass(frozen=True)

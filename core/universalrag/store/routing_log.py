@@ -1,4 +1,4 @@
-"""SQL for the routing log and the stored (adapted) combiners (tables made by migration 0003)."""
+"""SQL for the routing log and the stored (adapted) combiners (tables made by migration 0005)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _tables(store: Store) -> RoutingLogTables:
 
 
 def has_routing_tables(store: Store) -> bool:
-    """Whether the schema has the routing log (migration 0003 applied)."""
+    """Whether the schema has the routing log (migration 0005 applied)."""
     with store.transaction("look for the routing log") as conn:
         return sa.inspect(conn).has_table("routing_log", schema=store.schema)
 

@@ -1,7 +1,7 @@
 """The routing log and stored combiners.
 
-Revision ID: 0003
-Revises: 0004 (re-chained after main's 0004_sync; written as 0003)
+Revision ID: 0005
+Revises: 0004
 Create Date: 2026-11-26
 
 ``routing_log`` keeps one row per routing decision: when, a hash of the query (its text only when the
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from universalrag.migrations._sql import execute as _execute
 
-revision = "0003"
+revision = "0005"
 down_revision = "0004"
 branch_labels = None
 depends_on = None
