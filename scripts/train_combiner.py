@@ -4,9 +4,9 @@
 
 What it trains on, all ingested into one fresh schema as a user would (folders, the bundled MiniLM):
 
-- real Wikipedia pages of ``../shared/data/wikitables`` from the **tune** half only
-  (:func:`universalrag.routing.dataset.wikitables_split`), ingested as a folder; their crowd-written
-  questions → ``table``;
+- real Wikipedia pages of ``../shared/data/wikitables`` (a fixed sample, ingested as a folder); the crowd-written
+  questions of its **tune** pages (:func:`universalrag.routing.dataset.wikitables_split`, the benchmark's
+  CRC-32 split) → ``table`` train, those of its ``report`` pages are held out;
 - the demo knowledge base (texts, tables, photographs, a subtitled video) and the project's test corpus and tables
   (``tests/data``), with hand-written questions in many styles (``scripts/combiner_data/questions.jsonl``,
   ``tests/data/corpus_questions.json``, the demo's own questions);
@@ -16,7 +16,7 @@ What it trains on, all ingested into one fresh schema as a user would (folders, 
   project's bundled ``none`` queries and the hand-written chit-chat and arithmetic ones.
 
 Every question is routed through the live probe path (prior + one probe per corpus) to get its features. A fixed
-part is held out (a quarter of the Wikipedia pages, by page; 30 % of the other questions, by hash) and the
+part is held out (the Wikipedia questions of ``report`` pages; 30 % of the other questions, by hash) and the
 figures printed are on that part; the shipped weights are the ones trained without it.
 """
 
@@ -70,7 +70,7 @@ def build_folder(root: Path, pages: list[str], shared: Path) -> None:
 def questions(pages: set[str], shared: Path, per_page: int) -> list[tuple[str, frozenset[str], str, bool]]:
     """(query, gold corpora, source, held out) for every training question."""
     from universalrag.demo import demo_questions
-    from universalrag.routing.dataset import bundled_queries
+    from universalrag.routing.dataset import bundled_queries, wikitables_split
 
     out = []
     for line in (DATA / "questions.jsonl").read_text(encoding="utf-8").splitlines():
@@ -87,7 +87,7 @@ def questions(pages: set[str], shared: Path, per_page: int) -> list[tuple[str, f
         row = json.loads(line)
         if row["page"] in pages and seen[row["page"]] < per_page:
             seen[row["page"]] += 1
-            out.append((row["query"], frozenset({"table"}), "wikitables", _held_out(row["page"], 0.25)))
+            out.append((row["query"], frozenset({"table"}), "wikitables", wikitables_split(row["page"]) != "tune"))
     for line in (shared / "routing" / "train.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         if row["routes"] == ["none"]:
@@ -116,6 +116,15 @@ def build(rag, work: Path, tune: list[str], shared: Path) -> None:  # type: igno
     result = rag.ingest([work / "kb"], options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
     print(f"ingested {len(tune)} wiki pages + demo + notes in {time.perf_counter() - started:.0f} s; "
           f"failed: {[str(f) for f in result.failed][:3]}", flush=True)
+
+
+def _ingested_pages(shared: Path, n: int) -> list[str]:
+    """The Wikipedia pages put into the knowledge base: a fixed sample by SHA-1 of the name. Only the questions of
+    its ``tune`` pages (:func:`wikitables_split`, CRC-32, the benchmark's split) train; those of its ``report``
+    pages are the held-out Wikipedia questions."""
+    pages = [p for p in os.listdir(shared / "wikitables" / "pages") if hashlib.sha1(p.encode()).hexdigest()[0] in
+             "01234567"]
+    return sorted(pages, key=lambda p: hashlib.sha1(p.encode()).hexdigest())[:n]
 
 
 def prior_only(q) -> str:  # type: ignore[no-untyped-def]
@@ -158,11 +167,9 @@ def main() -> None:
     from universalrag.pipeline import UniversalRAG
     from universalrag.routing import TrainedRouter
     from universalrag.routing.combiner import DEFAULT_COMBINER, TrainingQuery, train_combiner
-    from universalrag.routing.dataset import wikitables_split
 
     shared = _shared()
-    tune = sorted((p for p in os.listdir(shared / "wikitables" / "pages") if wikitables_split(p) == "tune"),
-                  key=lambda p: hashlib.sha1(p.encode()).hexdigest())[: args.pages]
+    tune = _ingested_pages(shared, args.pages)
     schema = args.schema or "combiner_train_" + uuid.uuid4().hex[:8]
     rag = UniversalRAG(settings=Settings(database_url=args.database_url, schema=schema), generator=None,
                        visual_encoder=None, router=TrainedRouter.default(), combiner=None, log_decisions=False)
@@ -190,7 +197,7 @@ def main() -> None:
             "best_similarity": report("best sim", held, lambda q: max(q.pairs, key=lambda c: q.pairs[c]["best"])),
         }
         info = {
-            "trained_by": "scripts/train_combiner.py", "wikitables_pages": len(tune), "split": "wikitables tune pages",
+            "trained_by": "scripts/train_combiner.py", "wikitables_pages": len(tune), "split": "wikitables tune pages (CRC-32, as benchmarks/routing_data.py)",
             "train_questions": dict(counts), "heldout_questions": dict(Counter(q.source for q in held)),
             "heldout": {k: {m: round(v, 4) for m, v in f.items()} for k, f in figures.items()},
         }

@@ -105,7 +105,7 @@ def test_the_shipped_combiner_says_what_trained_it() -> None:
     shipped = Combiner.default()
     assert shipped.corpus_model.features == PAIR_FEATURES
     info = shipped.info
-    assert info["split"] == "wikitables tune pages" and info["train_questions"]["wikitables"] > 0
+    assert info["split"].startswith("wikitables tune pages") and info["train_questions"]["wikitables"] > 0
     held = info["heldout"]
     assert held["combiner"]["accuracy"] > held["prior_only"]["accuracy"]
 

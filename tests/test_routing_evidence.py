@@ -224,7 +224,7 @@ WIKI_PAGES = ("Panellinios B.C..html", "2010_11 UAB Blazers men's basketball tea
 
 @pytest.mark.skipif(not (WIKITABLES / "questions.jsonl").is_file(), reason="../shared/data/wikitables is absent")
 def test_wikipedia_table_questions_go_to_the_table_first(database_url: str, tmp_path: Path, minilm) -> None:  # type: ignore[no-untyped-def]
-    """Pages of the held-out ("test") half, ingested as a folder; every question written about them."""
+    """Pages of the held-out ("report") half, ingested as a folder; every question written about them."""
     import json
     import shutil
     import uuid
@@ -232,7 +232,7 @@ def test_wikipedia_table_questions_go_to_the_table_first(database_url: str, tmp_
 
     from universalrag.routing.dataset import wikitables_split
 
-    assert all(wikitables_split(p) == "test" for p in WIKI_PAGES)  # never seen by the shipped combiner
+    assert all(wikitables_split(p) == "report" for p in WIKI_PAGES)  # never trained the shipped combiner
     folder = tmp_path / "wiki"
     folder.mkdir()
     for page in WIKI_PAGES:
