@@ -25,6 +25,12 @@ def _root(ctx: typer.Context) -> Any:
     return root
 
 
+def _rag(root: Any) -> Any:
+    """The invocation's pipeline (``CliContext.rag`` is a property on newer contexts, a method on older ones)."""
+    rag = root.rag
+    return rag() if callable(rag) else rag
+
+
 def _synthesize(rag: Any, per_corpus: int, seed: int) -> list[Any]:
     try:
         synth = importlib.import_module("universalrag.routing.synth")
@@ -44,11 +50,9 @@ def register(router_app: typer.Typer) -> None:
         route: list[str] = typer.Option(..., "--route", help="The right route (repeat for several; 'none')."),
     ) -> None:
         """Mark a routing decision wrong and give the right route; `router adapt` learns from it."""
-        rag = _root(ctx).rag()
-        try:
-            decision_id = rag.feedback(decision, route)
-        finally:
-            rag.close()
+        rag = _rag(_root(ctx))
+        decision_id = rag.feedback(decision, route)
+        rag.decision_log().flush()
         typer.echo(f"feedback recorded on decision {decision_id}: {', '.join(route)}")
 
     @router_app.command("adapt")
@@ -61,12 +65,9 @@ def register(router_app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     ) -> None:
         """Adapt routing to this database: questions written from your own units, plus logged feedback."""
-        rag = _root(ctx).rag()
-        try:
-            examples = _synthesize(rag, per_corpus, seed)
-            report = rag.adapt_router(examples, holdout=holdout, seed=seed, force=force)
-        finally:
-            rag.close()
+        rag = _rag(_root(ctx))
+        examples = _synthesize(rag, per_corpus, seed)
+        report = rag.adapt_router(examples, holdout=holdout, seed=seed, force=force)
         data = report.to_dict()
         if as_json:
             typer.echo(json.dumps(data))
