@@ -82,8 +82,12 @@ def test_retriever_call_arguments_override_fields(rag: UniversalRAG) -> None:
     assert {d.metadata["corpus"] for d in fixed} == {"table", "paragraph"} and len(fixed) == 3
     assert fixed[0].metadata["router"] == "caller"
     assert retriever.invoke("What is 17 times 3?", routes=["none"]) == []
-    only = UniversalRAGRetriever(rag=rag, routes=["image"]).invoke("a rocket", filters={"no_such_key": "x"})
+    only = UniversalRAGRetriever(rag=rag, routes=["image"]).invoke("a rocket", filter={"no_such_key": "x"})
     assert only == []
+    legacy = UniversalRAGRetriever(rag=rag, routes=["table"], filters={"format": "xlsx"}).invoke("wins")
+    assert [d.metadata["title"] for d in legacy] == ["Ferries"]  # `filters` still works (deprecated spelling)
+    assert retriever.invoke("What is 17 times 3?")  # the router's `none` never empties an agent's tool
+    assert retriever.invoke("What is 17 times 3?", allow_none=True) == []
 
 
 def test_retriever_native_async(rag: UniversalRAG) -> None:

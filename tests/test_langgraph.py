@@ -98,8 +98,10 @@ def test_several_routes_fan_out_in_parallel(rag: UniversalRAG) -> None:
     assert [s.node for s in sends] == ["retrieve_table", "retrieve_paragraph"] and all(
         isinstance(s, Send) and s.arg["question"] == "Quarry Lions and the lighthouse" for s in sends)
     assert make_route_edge(two, corpora=["table"]).invoke({"question": "x"}) == "retrieve_table"
-    assert make_route_edge(_with_router(rag, "none")).invoke({"question": "What is 2+2?"}) == "generate"
-    assert make_route_edge(_with_router(rag, "none"), none_node=END).invoke({"question": "2+2?"}) == END
+    none = _with_router(rag, "none")
+    assert make_route_edge(none, allow_none=True).invoke({"question": "What is 2+2?"}) == "generate"
+    assert make_route_edge(none, none_node=END, allow_none=True).invoke({"question": "2+2?"}) == END
+    assert make_route_edge(none, corpora=["table"]).invoke({"question": "2+2?"}) == "retrieve_table"
 
     graph = build_graph(two, corpora=["table", "paragraph", "image"], k=2)
     state = graph.invoke({"question": "Quarry Lions and the lighthouse"})
@@ -108,8 +110,12 @@ def test_several_routes_fan_out_in_parallel(rag: UniversalRAG) -> None:
     state = asyncio.run(graph.ainvoke({"question": "Quarry Lions and the lighthouse"}))
     assert {d.metadata["corpus"] for d in state["documents"]} == {"table", "paragraph"}
 
-    state = build_graph(_with_router(rag, "none"), corpora=["table"]).invoke({"question": "What is 2+2?"})
+    state = build_graph(_with_router(rag, "none"), corpora=["table"], allow_none=True).invoke(
+        {"question": "What is 2+2?"})
     assert state["decision"]["routes"] == ["none"] and not state.get("documents") and state["answer"] is None
+    # By default a graph never answers without evidence because of `none`: it searches the likeliest corpus.
+    state = build_graph(_with_router(rag, "none"), corpora=["table"]).invoke({"question": "What is 2+2?"})
+    assert state["decision"]["fallback"] and {d.metadata["corpus"] for d in state["documents"]} == {"table"}
 
 
 def test_route_node_and_edge_in_a_users_own_graph(rag: UniversalRAG) -> None:

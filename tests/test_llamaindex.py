@@ -109,7 +109,7 @@ def test_retriever_returns_nodes_of_the_routed_corpus(rag: UniversalRAG, questio
     assert expected in top.node.get_content() or any(expected in p["text"] for p in top.metadata.get(
         "matched_parts", []))
     meta = top.metadata
-    assert meta["routes"] == [corpus] and meta["route_decision"]["router"] == "trained"
+    assert meta["routes"] == [corpus] and meta["route_decision"]["router"] == "evidence(trained)"
     assert meta["route_decision"]["scores"][corpus] > 0.5
     assert meta["uri"].startswith("file://") and top.node.node_id == meta["unit_id"]
     assert top.score == pytest.approx(meta["score"]) and top.score > 0
@@ -155,9 +155,12 @@ def test_fixed_routes_top_k_filters_and_none(rag: UniversalRAG) -> None:
     nodes = UniversalRAGRetriever(rag=rag, routes=["table", "paragraph"], similarity_top_k=1).retrieve(
         "Quarry Lions wins and the lighthouse keepers")
     assert sorted(_corpora(nodes)) == ["paragraph", "table"]
-    filtered = UniversalRAGRetriever(rag=rag, routes=["table"], filters={"format": "xlsx"}).retrieve("wins")
+    filtered = UniversalRAGRetriever(rag=rag, routes=["table"], filter={"format": "xlsx"}).retrieve("wins")
     assert [n.metadata["title"] for n in filtered] == ["Ferries"]
-    assert UniversalRAGRetriever(rag=rag).retrieve(NONE_Q) == []  # the router says `none`: nothing searched
+    # The router says `none`: nothing searched when the caller allows it; by default, the likeliest corpus is.
+    assert UniversalRAGRetriever(rag=rag, allow_none=True).retrieve(NONE_Q) == []
+    fallback = UniversalRAGRetriever(rag=rag, similarity_top_k=1).retrieve(NONE_Q)
+    assert len(fallback) == 1 and fallback[0].metadata["route_decision"]["fallback"]
     with pytest.raises(CorpusNotFoundError):
         UniversalRAGRetriever(rag=rag, routes=["nope"]).retrieve("x")
 

@@ -30,7 +30,8 @@ def test_a_corpus_created_with_examples_receives_its_questions(cli_env: dict[str
 
     baking = rag.route("How often should I feed a sourdough starter kept in the fridge?")
     assert baking.routes[0] == "baking" and "baking" in baking.scores
-    assert baking.router == "trained+examples"
+    assert baking.router == "evidence(trained)"
+    assert baking.evidence["baking"]["examples"] > baking.evidence["paragraph"]["examples"]
     moon = rag.route("Who was the first person to walk on the Moon?")
     assert moon.routes[0] in {"paragraph", "document"}
     hits = rag.retrieve("How often should I feed a sourdough starter kept in the fridge?", k=2)

@@ -54,6 +54,8 @@ def test_public_api_is_pinned() -> None:
         [
             "Router",
             "BaseRouter", "CompositeRouter",
+            "Combiner", "CombinedDecision", "TrainingQuery", "train_combiner", "combiner_accuracy",
+            "wikitables_split",
             "ScoringRouter",
             "TrainedRouter",
             "LLMRouter",

@@ -4,26 +4,32 @@ generate. Sync methods with async twins; every part is injected or built from se
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
-from .errors import ConfigError
+from .decision_log import DecisionLog, query_hash
+from .errors import ConfigError, RoutingError
 from .evidence import EvidenceBudget, build_evidence
 from .fusion import FUSIONS, fuse
 from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_paths
-from .retrieve import routing_candidates, search_corpus
+from .plan import QueryPlan
+from .retrieve import EvidenceRouting, Searcher
 from .store import Filter, Store
 from .types import NO_RETRIEVAL, Answer, Hit, RouteDecision
 
 if TYPE_CHECKING:
+    from .adapt import AdaptReport, Example
     from .embed.base import Embedder
     from .embed.visual import VisualEncoder
     from .generate.base import Generator
     from .routing.base import Router
+    from .routing.combiner import Combiner
 
 __all__ = ["FUSIONS", "UniversalRAG", "fuse"]
 
@@ -34,25 +40,33 @@ class UniversalRAG:
     """Routed retrieval-augmented generation over corpora in Postgres.
 
     ``UniversalRAG()`` uses the embedded PostgreSQL (or ``UNIVERSALRAG_DATABASE_URL``), the bundled text
-    encoder, the shipped trained router and, when ``UNIVERSALRAG_LLM_MODEL`` is set, an OpenAI-compatible
-    chat model; without one, :meth:`query` returns the evidence with ``text=None``. The constructor does no
-    I/O.
+    encoder, evidence-aware routing (the shipped trained router as a prior, a probe of every corpus, and the
+    learned combiner — the one adapted to this database by :meth:`adapt_router` when there is one) and, when
+    ``UNIVERSALRAG_LLM_MODEL`` is set, an OpenAI-compatible chat model; without one, :meth:`query` returns the
+    evidence with ``text=None``. A ``router`` given without a ``combiner`` decides alone (no probes). Decisions
+    are logged in the ``routing_log`` table (``log_decisions``; the query's text only with
+    ``log_query_text=True``). The constructor does no I/O.
     """
 
     def __init__(self, *, database_url: str | None = None, schema: str | None = None,
                  settings: Settings | None = None, store: Store | None = None, embedder: Embedder | None = None,
-                 router: Router | None = None, generator: Generator | None = _UNSET,
-                 visual_encoder: VisualEncoder | None = _UNSET, k: int = 5, fusion: str = "rrf",
-                 hybrid: bool = False, budget: EvidenceBudget = EvidenceBudget(), max_workers: int = 4) -> None:
+                 router: Router | None = None, combiner: Combiner | None = _UNSET,
+                 generator: Generator | None = _UNSET, visual_encoder: VisualEncoder | None = _UNSET, k: int = 5,
+                 fusion: str = "rrf", hybrid: bool = False, budget: EvidenceBudget = EvidenceBudget(),
+                 max_workers: int = 4, log_decisions: bool = True, log_query_text: bool = False) -> None:
         base = settings or Settings.from_env()
         self.settings = base.with_(database_url=database_url, schema=schema)
         if fusion not in FUSIONS:
             raise ConfigError(f"Unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}.")
         self.k, self.fusion, self.hybrid, self.budget, self.max_workers = k, fusion, hybrid, budget, max_workers
+        self.log_decisions, self.log_query_text = log_decisions, log_query_text
         self._store, self._embedder, self._router = store, embedder, router
         self._generator, self._visual = generator, visual_encoder
-        self._default_router = router is None
-        self._composite: tuple[Any, Any] | None = None
+        self._combiner: Any = combiner if combiner is not _UNSET or router is None else None
+        self._routing: EvidenceRouting | None = None
+        self._log: DecisionLog | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
         self._initialised = False
 
     def __repr__(self) -> str:
@@ -77,12 +91,38 @@ class UniversalRAG:
 
     @property
     def router(self) -> Router:
-        """The router (default: the shipped trained router)."""
+        """The router (default: the shipped trained router, used as the prior of evidence-aware routing)."""
         if self._router is None:
             from .routing import TrainedRouter
 
             self._router = TrainedRouter.default()
         return self._router
+
+    @property
+    def combiner(self) -> Combiner | None:
+        """The combiner deciding from prior and evidence: the one stored in the database by :meth:`adapt_router`,
+        else the shipped one (``None`` when a ``router`` was given without a combiner)."""
+        if self._combiner is _UNSET:
+            from .routing.combiner import Combiner
+            from .store.routing_log import load_combiner
+
+            stored = load_combiner(self.store)
+            self._combiner = Combiner.from_dict(stored) if stored else Combiner.default()
+        return self._combiner  # type: ignore[no-any-return]
+
+    @property
+    def routing(self) -> EvidenceRouting:
+        """The evidence-aware routing step (router prior + probes + combiner)."""
+        with self._lock:
+            if self._routing is None:
+                self._routing = EvidenceRouting(self.router, self.combiner)
+            return self._routing
+
+    @property
+    def searcher(self) -> Searcher:
+        """Searches corpora with this pipeline's store and encoders."""
+        visual = self.visual_encoder
+        return Searcher(self.store, self.embedder, visual, self.settings.visual_weight_for)
 
     @property
     def generator(self) -> Generator | None:
@@ -102,6 +142,20 @@ class UniversalRAG:
             self._visual = visual_encoder_from_settings(self.settings)
         return self._visual
 
+    def executor(self) -> ThreadPoolExecutor:
+        """The worker pool that runs probes, searches and the prior in parallel (created on first use)."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="universalrag")
+            return self._pool
+
+    def decision_log(self) -> DecisionLog:
+        """The routing log writer (background thread, bounded queue)."""
+        with self._lock:
+            if self._log is None:
+                self._log = DecisionLog(self.store, store_text=self.log_query_text)
+            return self._log
+
     def init(self) -> list[str]:
         """Create or upgrade the schema and the built-in corpora (idempotent); returns the corpora created."""
         created = self.store.init(embedder=self.embedder.name, dimension=self.embedder.dimension)
@@ -109,7 +163,12 @@ class UniversalRAG:
         return created
 
     def close(self) -> None:
-        """Release database connections."""
+        """Write the pending routing log, stop worker threads and release database connections."""
+        if self._log is not None:
+            self._log.close()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         if self._store is not None:
             self._store.close()
 
@@ -119,7 +178,7 @@ class UniversalRAG:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- the four steps ----------------------------------------------------------------------------------
+    # -- the steps ---------------------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], *, corpus: str | None = None,
                options: IngestOptions | None = None, on_file: Callable[[FileOutcome], None] | None = None,
                on_start: Callable[[int], None] | None = None) -> IngestReport:
@@ -127,68 +186,86 @@ class UniversalRAG:
         if not self._initialised:
             self.init()
         opts = options or IngestOptions(visual_encoder=self.visual_encoder)
-        return ingest_paths(self.store, self.embedder, paths, corpus=corpus, options=opts, on_file=on_file,
-                            on_start=on_start)
+        try:
+            return ingest_paths(self.store, self.embedder, paths, corpus=corpus, options=opts, on_file=on_file,
+                                on_start=on_start)
+        finally:
+            if self._routing is not None:
+                self._routing.invalidate()
 
-    def route(self, query: str) -> RouteDecision:
-        """Which corpora to search for ``query``: the router's decision among the corpora that hold rows.
+    def plan(self, query: str | QueryPlan, *, k: int | None = None, filter: Filter | None = None,
+             routes: Sequence[str] | None = None, candidates: Sequence[str] | None = None,
+             allow_none: bool = True, hybrid: bool | None = None) -> QueryPlan:
+        """The request object for ``query`` (a plan is returned as is): see :class:`~universalrag.plan.QueryPlan`."""
+        if isinstance(query, QueryPlan):
+            return query
+        return QueryPlan(query, k=k or self.k, filter=filter, routes=tuple(routes) if routes is not None else None,
+                         candidates=tuple(candidates) if candidates is not None else None,
+                         hybrid=self.hybrid if hybrid is None else hybrid, allow_none=allow_none,
+                         probe_k=max(k or self.k, 5))
 
-        With the default router, user-defined corpora are routed by their example queries and descriptions
-        (:class:`~universalrag.routing.CompositeRouter`) beside the shipped router's seven routes.
-        """
-        candidates = routing_candidates(self.store)
-        router = self.router
-        if self._default_router:
-            from .routing import ROUTES, CompositeRouter
+    def route(self, query: str | QueryPlan, *, allow_none: bool = True) -> RouteDecision:
+        """Which corpora to search for ``query``: the router's prior and a probe of every non-empty corpus,
+        combined (the probe hits stay in the plan for :meth:`retrieve`). ``allow_none=False`` searches the most
+        likely corpus instead of concluding ``none``. The decision is logged unless ``log_decisions=False``."""
+        plan = self.plan(query, allow_none=allow_none)
+        if plan.routes is not None:
+            plan.decision = RouteDecision(routes=plan.routes, scores={}, router="caller")
+            return plan.decision
+        decision = self.routing.route(plan, self.searcher, pool=self.executor())
+        if self.log_decisions and decision.id is not None:
+            self.decision_log().record(plan.query, decision, candidates=list(decision.evidence or decision.scores))
+        return decision
 
-            user = [self.store.corpus(c) for c in candidates if c not in ROUTES]
-            if user:
-                key = tuple(sorted((s.name, tuple(s.metadata.get("examples", ())), s.description) for s in user))
-                if self._composite is None or self._composite[0] != key:
-                    self._composite = (key, CompositeRouter.for_corpora(router, user))
-                router = self._composite[1]
-        return router.route(query, candidates=candidates)
-
-    def _search(self, corpus: str, query: str, k: int, filters: Filter | None) -> list[Hit]:
-        spec = self.store.corpus(corpus)
-        return search_corpus(self.store, self.embedder, corpus, query, k=k, filter=filters,
-                             visual_encoder=self.visual_encoder if spec.visual_encoder else None,
-                             visual_weight=self.settings.visual_weight_for(spec.modality),
-                             lexical_text=query if self.hybrid else None)
-
-    def retrieve(self, query: str, *, k: int | None = None, routes: Sequence[str] | None = None,
-                 filters: Filter | None = None, decision: RouteDecision | None = None) -> list[Hit]:
+    def retrieve(self, query: str | QueryPlan, *, k: int | None = None, routes: Sequence[str] | None = None,
+                 filter: Filter | None = None, decision: RouteDecision | None = None, allow_none: bool = True,
+                 filters: Filter | None = None) -> list[Hit]:
         """The fused hits of the chosen corpora (``routes`` overrides the router); ``none`` searches nothing.
 
-        Each corpus is searched for its own top ``k`` in its own embedding space, in parallel threads; the
-        rankings are fused (reciprocal rank fusion by default) and the best ``k`` per corpus are kept.
+        Each corpus gives its own top ``k`` in its own embedding space (the routing probe's hits when it was
+        probed, else a search in a worker thread); the rankings are fused (reciprocal rank fusion by default).
+        ``filters`` is a deprecated spelling of ``filter``.
         """
-        k = k or self.k
-        chosen = list(routes) if routes is not None else list((decision or self.route(query)).routes)
-        corpora = [r for r in dict.fromkeys(chosen) if r != NO_RETRIEVAL]
+        filter = _filter_arg(filter, filters)
+        plan = self.plan(query, k=k, filter=filter, routes=routes, allow_none=allow_none)
+        if decision is not None and plan.routes is None and plan.decision is None:
+            plan.decision = decision
+        if plan.routes is None and plan.decision is None:
+            self.route(plan)
+        return self._hits(plan, k or plan.k)
+
+    def _hits(self, plan: QueryPlan, k: int) -> list[Hit]:
+        corpora = list(plan.chosen)
         if not corpora:
             return []
         for name in corpora:
             self.store.corpus(name)  # unknown corpus: a clear error before any thread starts
+        searcher = self.searcher
         if len(corpora) == 1:
-            return self._search(corpora[0], query, k, filters)
-        with ThreadPoolExecutor(max_workers=min(self.max_workers, len(corpora))) as pool:
-            per_corpus = list(pool.map(lambda c: self._search(c, query, k, filters), corpora))
+            return searcher.search(plan, corpora[0], k=k)
+        pool = self.executor()
+        per_corpus = [f.result() for f in [pool.submit(searcher.search, plan, c, k=k) for c in corpora]]
         return fuse(per_corpus, method=self.fusion)
 
+    def search(self, query: str | QueryPlan, *, k: int | None = None, filter: Filter | None = None,
+               routes: Sequence[str] | None = None, allow_none: bool = False) -> tuple[RouteDecision, list[Hit]]:
+        """Route and retrieve in one call, for retrievers and agent tools: ``(decision, hits)``. Unless
+        ``allow_none=True``, a ``none`` conclusion still searches the most likely corpus (never nothing)."""
+        plan = self.plan(query, k=k, filter=filter, routes=routes, allow_none=allow_none)
+        decision = plan.decision or self.route(plan)
+        return decision, self._hits(plan, k or plan.k)
+
     def query(self, query: str, *, k: int | None = None, routes: Sequence[str] | None = None,
-              filters: Filter | None = None) -> Answer:
+              filter: Filter | None = None, filters: Filter | None = None) -> Answer:
         """Route, retrieve and generate. Without a generator, ``Answer.text`` is ``None`` and the evidence is
         returned; with the ``none`` route, the model answers from its own knowledge."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        if routes is not None:
-            decision = RouteDecision(routes=tuple(routes), scores={}, router="caller")
-        else:
-            decision = self.route(query)
+        plan = self.plan(query, k=k, filter=_filter_arg(filter, filters), routes=routes)
+        decision = self.route(plan)
         timings["route"] = (time.perf_counter() - started) * 1000
         mark = time.perf_counter()
-        hits = self.retrieve(query, k=k, routes=decision.routes, filters=filters)
+        hits = self._hits(plan, plan.k)
         timings["retrieve"] = (time.perf_counter() - mark) * 1000
         generator = self.generator
         if generator is None:
@@ -202,19 +279,85 @@ class UniversalRAG:
         return Answer(text=generation.text, decision=decision, hits=tuple(hits), citations=generation.citations,
                       timings=timings)
 
+    # -- learning from users -------------------------------------------------------------------------------
+    def feedback(self, decision: str | RouteDecision, correct_routes: Sequence[str]) -> str:
+        """Mark a logged decision wrong and give the right routes (``["none"]`` for a question that needs no
+        retrieval). ``decision`` is a decision (or its ``id``) or the query text (its latest logged decision;
+        when none was logged, the query is routed now and logged with the feedback). Returns the decision id;
+        :meth:`adapt_router` learns from these rows."""
+        from .store.routing_log import set_feedback
+
+        routes = [str(r) for r in correct_routes]
+        if not routes or isinstance(correct_routes, str):
+            raise RoutingError("correct_routes must be a non-empty list of route names, e.g. ['table'].")
+        known = {NO_RETRIEVAL, *self.store.corpora()}
+        unknown = [r for r in routes if r not in known]
+        if unknown:
+            raise RoutingError(f"Unknown route(s) {unknown}; choose among {sorted(known)}.")
+        self.decision_log().flush()
+        decision_id = decision.id if isinstance(decision, RouteDecision) else None
+        if isinstance(decision, str):
+            decision_id = _as_uuid(decision)
+        found = set_feedback(self.store, routes, decision_id=decision_id,
+                             query_hash=None if decision_id else query_hash(str(decision)))
+        if found is None and decision_id is None and isinstance(decision, str):
+            self.route(decision)
+            self.decision_log().flush()
+            found = set_feedback(self.store, routes, query_hash=query_hash(decision))
+        if found is None:
+            raise RoutingError(f"No logged routing decision matches {decision if decision_id is None else decision_id!r}"
+                               "; pass the query text or a decision id from a logged decision.")
+        return found
+
+    def adapt_router(self, examples: Iterable[Example], **kwargs: Any) -> AdaptReport:
+        """Adapt the combiner to this database's content from labelled ``(query, corpus or "none")`` examples and
+        the logged feedback; see :func:`universalrag.adapt.adapt_router`."""
+        from .adapt import adapt_router
+
+        report = adapt_router(self, examples, **kwargs)
+        if report.saved:
+            self.use_combiner(report.combiner)
+        return report
+
+    def use_combiner(self, combiner: Combiner | None) -> None:
+        """Decide with ``combiner`` from now on (``None``: the router alone)."""
+        with self._lock:
+            self._combiner = combiner
+            self._routing = None
+
     # -- async twins (the work runs in worker threads; the database driver and encoders are blocking) ------
     async def aingest(self, paths: Sequence[str | Path], **kwargs: Any) -> IngestReport:
         """Async twin of :meth:`ingest`."""
         return await asyncio.to_thread(self.ingest, paths, **kwargs)
 
-    async def aroute(self, query: str) -> RouteDecision:
+    async def aroute(self, query: str | QueryPlan, **kwargs: Any) -> RouteDecision:
         """Async twin of :meth:`route`."""
-        return await asyncio.to_thread(self.route, query)
+        return await asyncio.to_thread(self.route, query, **kwargs)
 
-    async def aretrieve(self, query: str, **kwargs: Any) -> list[Hit]:
+    async def aretrieve(self, query: str | QueryPlan, **kwargs: Any) -> list[Hit]:
         """Async twin of :meth:`retrieve`."""
         return await asyncio.to_thread(self.retrieve, query, **kwargs)
+
+    async def asearch(self, query: str | QueryPlan, **kwargs: Any) -> tuple[RouteDecision, list[Hit]]:
+        """Async twin of :meth:`search`."""
+        return await asyncio.to_thread(self.search, query, **kwargs)
 
     async def aquery(self, query: str, **kwargs: Any) -> Answer:
         """Async twin of :meth:`query`."""
         return await asyncio.to_thread(self.query, query, **kwargs)
+
+
+def _filter_arg(filter: Filter | None, filters: Filter | None) -> Filter | None:
+    if filters is not None:
+        warnings.warn("`filters=` is deprecated; use `filter=`.", DeprecationWarning, stacklevel=3)
+        return filter if filter is not None else filters
+    return filter
+
+
+def _as_uuid(text: str) -> str | None:
+    import uuid
+
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        return None

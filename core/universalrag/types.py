@@ -230,12 +230,24 @@ class Hit:
 @dataclass(frozen=True, slots=True)
 class RouteDecision:
     """Which corpora a router chose for a query: ``routes`` in order (primary first), a probability per
-    candidate route in ``scores``, the router's ``router`` name and its ``latency_ms``."""
+    candidate route in ``scores``, the router's ``router`` name and its ``latency_ms``.
+
+    Evidence-aware routing also fills ``prior`` (the trained router's own probabilities), ``evidence`` (the
+    features the combiner read, per corpus: best similarity, margin, lexical overlap, ...), ``id`` (the key of
+    the decision in the routing log, for feedback) and ``version`` (the combiner's). ``fallback`` is true when the
+    router concluded ``none`` but the caller asked for evidence anyway (``allow_none=False``): ``routes`` then
+    holds the most likely corpus.
+    """
 
     routes: tuple[str, ...]
     scores: Mapping[str, float] = field(default_factory=dict)
     router: str = ""
     latency_ms: float = 0.0
+    prior: Mapping[str, float] = field(default_factory=dict)
+    evidence: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    id: str | None = None
+    version: str = ""
+    fallback: bool = False
 
     @property
     def primary(self) -> str:
@@ -248,13 +260,33 @@ class RouteDecision:
         return any(r != NO_RETRIEVAL for r in self.routes)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary."""
-        return {
+        """A JSON-ready dictionary (``prior``, ``evidence``, ``id``, ``version`` and ``fallback`` only when set)."""
+        out: dict[str, Any] = {
             "routes": list(self.routes),
             "scores": {k: round(float(v), 6) for k, v in self.scores.items()},
             "router": self.router,
             "latency_ms": round(float(self.latency_ms), 3),
         }
+        if self.prior:
+            out["prior"] = {k: round(float(v), 6) for k, v in self.prior.items()}
+        if self.evidence:
+            out["evidence"] = {c: {k: round(float(v), 6) for k, v in f.items()} for c, f in self.evidence.items()}
+        if self.id:
+            out["id"] = self.id
+        if self.version:
+            out["version"] = self.version
+        if self.fallback:
+            out["fallback"] = True
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RouteDecision:
+        """A decision from its :meth:`to_dict` form."""
+        return cls(routes=tuple(data.get("routes", ())), scores=dict(data.get("scores", {})),
+                   router=str(data.get("router", "")), latency_ms=float(data.get("latency_ms", 0.0)),
+                   prior=dict(data.get("prior", {})),
+                   evidence={c: dict(f) for c, f in dict(data.get("evidence", {})).items()},
+                   id=data.get("id"), version=str(data.get("version", "")), fallback=bool(data.get("fallback")))
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,13 +60,13 @@ def chat_agent(rag: UniversalRAG) -> Any:
 
     corpora = ["paragraph", "table", "image"]
     builder = StateGraph(ChatState)
-    builder.add_node("route", make_route_node(rag))
+    builder.add_node("route", make_route_node(rag, allow_none=True))  # `none`: reply without a lookup
     for corpus in corpora:
         builder.add_node(f"retrieve_{corpus}", make_retrieve_node(rag, corpus, k=2))
         builder.add_edge(f"retrieve_{corpus}", "reply")
     builder.add_node("reply", reply)
     builder.add_edge(START, "route")
-    builder.add_conditional_edges("route", make_route_edge(rag, corpora=corpora, none_node="reply"),
+    builder.add_conditional_edges("route", make_route_edge(rag, corpora=corpora, none_node="reply", allow_none=True),
                                   [*(f"retrieve_{c}" for c in corpora), "reply"])
     builder.add_edge("reply", END)
     return builder.compile()
@@ -79,7 +79,7 @@ def main() -> None:
     rag, _ = open_demo(database_url=args.database_url, schema=args.schema, generator=None)
     questions = {q.route: q.question for q in demo_questions()}
 
-    graph = build_graph(rag, EvidenceReader(), k=2)
+    graph = build_graph(rag, EvidenceReader(), k=2, allow_none=True)  # `none` questions skip retrieval
     if args.mermaid:
         print(graph.get_graph().draw_mermaid())
     for route in ("none", "table", "image", "clip"):

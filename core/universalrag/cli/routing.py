@@ -236,4 +236,5 @@ def register(app: typer.Typer) -> None:
             return
         _print_report(obj.output, report, heading=f"{router} router")
 
+    from . import feedback; feedback.register(router_app)  # noqa: E702 - `router feedback` and `router adapt`
     app.add_typer(router_app, name="router")

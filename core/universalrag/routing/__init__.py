@@ -4,6 +4,8 @@
 - :class:`LLMRouter` — training-free, any OpenAI-compatible chat endpoint.
 - :class:`EnsembleRouter` — confidence-based or majority vote.
 - :class:`ExampleRouter` — similarity to example queries registered per route (user-defined corpora).
+- :class:`Combiner` — the learned combiner of evidence-aware routing: a router's prior plus probe features of
+  every corpus (:mod:`.features`) → route probabilities; ``Combiner.default()`` is shipped.
 
 All follow the :class:`Router` protocol and share the decision rules of :func:`decide`. This module only
 re-exports; torch, transformers and openai are imported on first use.
@@ -23,8 +25,9 @@ from .base import (
     decide,
     resolve_candidates,
 )
+from .combiner import Combiner, CombinedDecision, TrainingQuery, combiner_accuracy, train_combiner
 from .composite import CompositeRouter
-from .dataset import LabelledQuery, bundled_heldout, bundled_queries, read_jsonl, split_by_source
+from .dataset import LabelledQuery, bundled_heldout, bundled_queries, read_jsonl, split_by_source, wikitables_split
 from .ensemble import EnsembleRouter, vote
 from .examples import ExampleRouter
 from .llm import LLMRouter, build_prompt, parse_routes
@@ -40,6 +43,8 @@ __all__ = [
     "ROUTES",
     "ROUTE_DESCRIPTIONS",
     "BaseRouter",
+    "CombinedDecision",
+    "Combiner",
     "CompositeRouter",
     "EnsembleRouter",
     "ExampleRouter",
@@ -50,10 +55,12 @@ __all__ = [
     "TrainConfig",
     "TrainResult",
     "TrainedRouter",
+    "TrainingQuery",
     "apply_exclusions",
     "build_prompt",
     "bundled_heldout",
     "bundled_queries",
+    "combiner_accuracy",
     "decide",
     "evaluate",
     "parse_routes",
@@ -61,6 +68,8 @@ __all__ = [
     "resolve_candidates",
     "score_decisions",
     "split_by_source",
+    "train_combiner",
     "train_router",
     "vote",
+    "wikitables_split",
 ]

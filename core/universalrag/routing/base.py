@@ -31,6 +31,8 @@ __all__ = [
     "Router",
     "ScoringRouter",
     "apply_exclusions",
+    "check_queries",
+    "check_query",
     "decide",
     "resolve_candidates",
 ]
@@ -170,12 +172,12 @@ class BaseRouter(ABC):
 
     def route(self, query: str, *, candidates: Collection[str] | None = None) -> RouteDecision:
         """Route one query; see :class:`Router`."""
-        return self._route(_check_query(query), self._effective(candidates))
+        return self._route(check_query(query), self._effective(candidates))
 
     def route_many(self, queries: Sequence[str], *, candidates: Collection[str] | None = None) -> list[RouteDecision]:
         """Route several queries; see :class:`Router`."""
         allowed = self._effective(candidates)
-        return [self._route(_check_query(q), allowed) for q in _check_queries(queries)]
+        return [self._route(check_query(q), allowed) for q in check_queries(queries)]
 
     async def aroute(self, query: str, *, candidates: Collection[str] | None = None) -> RouteDecision:
         """Async twin of :meth:`route` (runs on a worker thread)."""
@@ -235,7 +237,7 @@ class ScoringRouter(BaseRouter):
 
     def route_many(self, queries: Sequence[str], *, candidates: Collection[str] | None = None) -> list[RouteDecision]:
         """Route several queries in one batch; each decision's latency is the batch time divided evenly."""
-        queries = [_check_query(q) for q in _check_queries(queries)]
+        queries = [check_query(q) for q in check_queries(queries)]
         if not queries:
             return []
         allowed = self._effective(candidates)
@@ -246,13 +248,15 @@ class ScoringRouter(BaseRouter):
         return [self._decision(s, allowed, each) for s in all_scores]
 
 
-def _check_query(query: object) -> str:
+def check_query(query: object) -> str:
+    """``query`` when it is a non-empty string, else :class:`RoutingError`."""
     if not isinstance(query, str) or not query.strip():
         raise RoutingError(f"A query must be a non-empty string, got {query!r}.")
     return query
 
 
-def _check_queries(queries: object) -> Sequence[str]:
+def check_queries(queries: object) -> Sequence[str]:
+    """``queries`` as a list; a single string is refused with :class:`RoutingError` (use ``route``)."""
     if isinstance(queries, str):
         raise RoutingError("route_many expects a sequence of queries, not a single string; use route().")
     return list(queries)  # type: ignore[call-overload]

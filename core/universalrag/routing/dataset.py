@@ -7,6 +7,7 @@ corpora that answer the query, the primary one first.
 from __future__ import annotations
 
 import hashlib
+import zlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -24,6 +25,7 @@ __all__ = [
     "labels_of",
     "read_jsonl",
     "split_by_source",
+    "wikitables_split",
 ]
 
 #: Where the queries written for this project live (inside the package).
@@ -126,3 +128,10 @@ def labels_of(rows: Iterable[LabelledQuery], *, base: Sequence[str] = ()) -> tup
     for row in rows:
         out.update(dict.fromkeys(row.routes))
     return tuple(out)
+
+
+def wikitables_split(page: str) -> str:
+    """The fixed split of the WikiTableQuestions pages in ``../shared/data/wikitables``: ``"tune"`` or
+    ``"report"`` by the CRC-32 of the page's file name (half each) — the split of ``benchmarks/routing_data.py``.
+    The shipped combiner was trained only on questions of ``tune`` pages; report figures on ``report`` pages."""
+    return "tune" if zlib.crc32(page.encode("utf-8")) % 100 < 50 else "report"

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import RoutingError
 from ..types import RouteDecision
-from .base import BaseRouter, Router, _check_queries, _check_query, apply_exclusions
+from .base import BaseRouter, Router, check_queries, check_query, apply_exclusions
 
 __all__ = ["STRATEGIES", "EnsembleRouter", "top_probability", "vote"]
 
@@ -194,7 +194,7 @@ class EnsembleRouter(BaseRouter):
 
     def route_many(self, queries: Sequence[str], *, candidates: Collection[str] | None = None) -> list[RouteDecision]:
         """Route several queries, batching each member router's work (latency amortised over the batch)."""
-        queries = [_check_query(q) for q in _check_queries(queries)]
+        queries = [check_query(q) for q in check_queries(queries)]
         if not queries:
             return []
         start = time.perf_counter()
@@ -204,7 +204,7 @@ class EnsembleRouter(BaseRouter):
 
     async def aroute(self, query: str, *, candidates: Collection[str] | None = None) -> RouteDecision:
         """Async twin of :meth:`route` (members' async methods; a vote runs them concurrently)."""
-        query = _check_query(query)
+        query = check_query(query)
         start = time.perf_counter()
         decision = await self._strategy.aroute(self, query, self._effective(candidates))
         return self._label(decision, (time.perf_counter() - start) * 1000.0)
@@ -213,4 +213,4 @@ class EnsembleRouter(BaseRouter):
         self, queries: Sequence[str], *, candidates: Collection[str] | None = None
     ) -> list[RouteDecision]:
         """Async twin of :meth:`route_many` (queries routed concurrently)."""
-        return list(await asyncio.gather(*(self.aroute(q, candidates=candidates) for q in _check_queries(queries))))
+        return list(await asyncio.gather(*(self.aroute(q, candidates=candidates) for q in check_queries(queries))))

@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import RoutingError
 from ..openai_client import OpenAIClients, redact_url, translate_error
 from ..types import NO_RETRIEVAL, CorpusSpec, RouteDecision
-from .base import ROUTE_DESCRIPTIONS, BaseRouter, Router, _check_query, apply_exclusions
+from .base import ROUTE_DESCRIPTIONS, BaseRouter, Router, check_query, apply_exclusions
 
 __all__ = ["CONTRASTS", "LLMRouter", "build_prompt", "parse_routes"]
 
@@ -277,7 +277,7 @@ class LLMRouter(BaseRouter):
 
     async def aroute(self, query: str, *, candidates: Collection[str] | None = None) -> RouteDecision:
         """Async twin of :meth:`route` (uses the async client; the fallback runs on a worker thread)."""
-        query = _check_query(query)
+        query = check_query(query)
         effective = self._effective(candidates)
         allowed = self._allowed(effective)
         start = time.perf_counter()

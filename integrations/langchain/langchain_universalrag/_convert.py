@@ -15,6 +15,7 @@ __all__ = [
     "decision_from_dict",
     "document_to_hit",
     "documents_to_hits",
+    "hit_from_dict",
     "hit_to_document",
     "hits_to_documents",
     "unit_id",
@@ -45,8 +46,19 @@ def decision_from_dict(data: Mapping[str, Any] | RouteDecision) -> RouteDecision
     is returned as is)."""
     if isinstance(data, RouteDecision):
         return data
-    return RouteDecision(routes=tuple(data.get("routes", ())), scores=dict(data.get("scores", {})),
-                         router=str(data.get("router", "")), latency_ms=float(data.get("latency_ms", 0.0)))
+    return RouteDecision.from_dict(data)
+
+
+def hit_from_dict(data: Mapping[str, Any]) -> Hit:
+    """A hit from its :meth:`Hit.to_dict` form (how graph states carry the routing probe's hits)."""
+    parts = tuple((int(p["index"]), str(p["text"]), float(p["score"])) for p in data.get("matched_parts") or ())
+    modality, granularity = data.get("modality"), data.get("granularity")
+    return Hit(corpus=str(data["corpus"]), id=str(data["id"]), score=float(data["score"]), content=str(data["content"]),
+               uri=data.get("uri"), metadata=dict(data.get("metadata") or {}), parent_id=data.get("parent_id"),
+               start_s=data.get("start_s"), end_s=data.get("end_s"), source_id=data.get("source_id"),
+               modality=Modality(modality) if modality else None,
+               granularity=Granularity(granularity) if granularity else None, matched_parts=parts,
+               channel_scores=dict(data.get("channel_scores") or {}))
 
 
 def _own_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:

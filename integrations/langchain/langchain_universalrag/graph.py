@@ -5,7 +5,8 @@ The pieces read and write plain state keys, so they drop into a user's own ``Sta
 
 - ``question`` (``str``) — the question; when absent, the text of the last human message in ``messages``;
 - ``decision`` (``dict``) — the route decision written by :func:`make_route_node`
-  (``{"routes": [...], "scores": {...}, "router": ..., "latency_ms": ...}``);
+  (``{"routes": [...], "scores": {...}, "router": ..., "latency_ms": ..., "evidence": {...}, "hits": {...}}``;
+  ``hits`` holds the routing probe's hits of the chosen corpora, which the retrieval nodes reuse);
 - ``documents`` (``list[Document]``, reducer ``operator.add``) — what the retrieval nodes found; with a
   checkpointer the list grows across turns of a thread (start a new thread per question, or give your state
   a reducer that resets);
@@ -35,9 +36,10 @@ from langgraph.types import Send
 from universalrag.errors import RoutingError
 from universalrag.evidence import build_evidence
 from universalrag.pipeline import UniversalRAG, fuse
+from universalrag.plan import QueryPlan
 from universalrag.types import NO_RETRIEVAL, Hit, RouteDecision
 
-from ._convert import decision_from_dict, documents_to_hits, hits_to_documents
+from ._convert import decision_from_dict, documents_to_hits, hit_from_dict, hits_to_documents
 from .generators import LangChainGenerator
 
 __all__ = [
@@ -93,65 +95,110 @@ def _decision(state: Any) -> RouteDecision | None:
     return decision_from_dict(data) if data else None
 
 
-def make_route_node(rag: UniversalRAG) -> RunnableLambda:
-    """A node that routes the state's question and writes ``{"decision": {...}}`` into the state."""
+def _state_decision(plan: QueryPlan, decision: RouteDecision) -> dict[str, Any]:
+    """The decision as state data, with the probe hits of the chosen corpora (the retrieval nodes reuse them)."""
+    data = decision.to_dict()
+    hits = {c: plan.probed(c, plan.probe_k) for c in plan.chosen}
+    data["hits"] = {c: [h.to_dict() for h in found] for c, found in hits.items() if found is not None}
+    data["probe_k"] = plan.probe_k
+    return data
+
+
+def make_route_node(rag: UniversalRAG, *, allow_none: bool = False) -> RunnableLambda:
+    """A node that routes the state's question and writes ``{"decision": {...}}`` into the state, with the
+    routing probe's hits of the chosen corpora under ``decision["hits"]`` (the retrieval nodes reuse them instead
+    of searching again). Unless ``allow_none=True``, a ``none`` conclusion still routes to the most likely corpus,
+    so that the graph never answers without evidence because of the router."""
     def route(state: Any) -> dict[str, Any]:
-        return {"decision": rag.route(question_of(state)).to_dict()}
+        plan = rag.plan(question_of(state), allow_none=allow_none)
+        return {"decision": _state_decision(plan, rag.route(plan))}
 
     async def aroute(state: Any) -> dict[str, Any]:
-        return {"decision": (await rag.aroute(question_of(state))).to_dict()}
+        plan = rag.plan(question_of(state), allow_none=allow_none)
+        return {"decision": _state_decision(plan, await rag.aroute(plan))}
 
     return RunnableLambda(route, afunc=aroute, name="route")
 
 
 def make_route_edge(rag: UniversalRAG, *, corpora: Sequence[str] | None = None,
                     node_name: Callable[[str], str] = retrieve_node_name,
-                    none_node: str = GENERATE) -> RunnableLambda:
+                    none_node: str = GENERATE, allow_none: bool = False) -> RunnableLambda:
     """A path function for ``add_conditional_edges``.
 
     It takes the decision in ``state["decision"]`` (written by :func:`make_route_node`) or routes the question
     itself, then returns the node of the chosen corpus, a ``Send`` per node when several corpora are chosen
     (they run in parallel; each receives ``{"question", "decision"}``), or ``none_node`` (the generation
     node, or ``END``) for the ``none`` route. With ``corpora``, routes to other corpora are ignored (use it
-    when your graph has nodes for some corpora only). Pass the possible destinations as the path map::
+    when your graph has nodes for some corpora only); unless ``allow_none=True``, when none of the chosen
+    corpora has a node, the corpus with a node that the decision scored highest is used (the first one given
+    when none is scored). Pass the possible
+    destinations as the path map::
 
         builder.add_conditional_edges("route", make_route_edge(rag), [*corpus_nodes, "generate"])
     """
-    allowed = set(corpora) if corpora is not None else None
+    allowed = list(dict.fromkeys(corpora)) if corpora is not None else None
 
-    def targets(question: str, decision: RouteDecision) -> str | list[Send]:
+    def targets(question: str, decision: RouteDecision, raw: Any = None) -> str | list[Send]:
         routes = [r for r in dict.fromkeys(decision.routes)
                   if r != NO_RETRIEVAL and (allowed is None or r in allowed)]
+        if not routes and not allow_none and allowed and (decision.needs_retrieval or decision.fallback):
+            routes = [max(allowed, key=lambda r: decision.scores.get(r, -1.0))]  # ties: the first node given
         if not routes:
             return none_node
         if len(routes) == 1:
             return node_name(routes[0])
-        arg = {"question": question, "decision": decision.to_dict()}
+        arg = {"question": question, "decision": dict(raw) if isinstance(raw, Mapping) else decision.to_dict()}
         return [Send(node_name(r), dict(arg)) for r in routes]
 
     def edge(state: Any) -> str | list[Send]:
         question = question_of(state)
-        return targets(question, _decision(state) or rag.route(question))
+        return targets(question, _decision(state) or rag.route(question, allow_none=allow_none),
+                       _get(state, "decision"))
 
     async def aedge(state: Any) -> str | list[Send]:
         question = question_of(state)
-        return targets(question, _decision(state) or await rag.aroute(question))
+        return targets(question, _decision(state) or await rag.aroute(question, allow_none=allow_none),
+                       _get(state, "decision"))
 
     return RunnableLambda(edge, afunc=aedge, name="route_edge")
 
 
+def _probe_hits(state: Any, corpus: str, k: int) -> list[Hit] | None:
+    """The routing probe's hits of ``corpus`` from the state's decision, when it holds at least ``k`` (or all the
+    corpus had: fewer than the probe asked for)."""
+    data = _get(state, "decision")
+    found = (data.get("hits") or {}).get(corpus) if isinstance(data, Mapping) else None
+    if found is None or (len(found) < k and len(found) >= int(data.get("probe_k", 0))):
+        return None
+    return [hit_from_dict(h) for h in found[:k]]
+
+
 def make_retrieve_node(rag: UniversalRAG, corpus: str, *, k: int | None = None,
+                       filter: Mapping[str, Any] | None = None,
                        filters: Mapping[str, Any] | None = None) -> RunnableLambda:
     """A node searching ``corpus`` for the state's question; returns ``{"documents": [...]}`` (appended to the
-    state's list), each document carrying the decision in its metadata when the state holds one."""
+    state's list), each document carrying the decision in its metadata when the state holds one. Without a
+    ``filter``, the routing probe's hits in the state's decision are used instead of a second search.
+    ``filters`` is a deprecated spelling of ``filter``."""
+    where = filter if filter is not None else filters
+
     def done(hits: list[Hit], state: Any) -> dict[str, Any]:
         return {"documents": hits_to_documents(hits, decision=_decision(state))}
 
+    def reused(state: Any) -> list[Hit] | None:
+        return _probe_hits(state, corpus, k or rag.k) if where is None else None
+
     def retrieve(state: Any) -> dict[str, Any]:
-        return done(rag.retrieve(question_of(state), k=k, routes=[corpus], filters=filters), state)
+        hits = reused(state)
+        if hits is None:
+            hits = rag.retrieve(question_of(state), k=k, routes=[corpus], filter=where)
+        return done(hits, state)
 
     async def aretrieve(state: Any) -> dict[str, Any]:
-        return done(await rag.aretrieve(question_of(state), k=k, routes=[corpus], filters=filters), state)
+        hits = reused(state)
+        if hits is None:
+            hits = await rag.aretrieve(question_of(state), k=k, routes=[corpus], filter=where)
+        return done(hits, state)
 
     return RunnableLambda(retrieve, afunc=aretrieve, name=retrieve_node_name(corpus))
 
@@ -209,22 +256,23 @@ def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None) -> R
 
 
 def build_graph(rag: UniversalRAG, llm: BaseChatModel | None = None, *, corpora: Sequence[str] | None = None,
-                k: int | None = None, checkpointer: Any = None) -> CompiledStateGraph:
+                k: int | None = None, checkpointer: Any = None, allow_none: bool = False) -> CompiledStateGraph:
     """A compiled graph over :class:`UniversalRAGState`: ``route`` → the chosen ``retrieve_<corpus>`` nodes
-    in parallel → ``generate`` → END (the ``none`` route goes straight to ``generate``).
+    in parallel → ``generate`` → END. With ``allow_none=True`` the ``none`` route goes straight to ``generate``;
+    by default the graph always retrieves from the most likely corpus.
 
     ``corpora`` are the corpora that get a node (default: every registered corpus that holds rows, read from
     the registry now). Invoke with ``{"question": ...}`` or ``{"messages": [HumanMessage(...)]}``.
     """
     names = list(corpora) if corpora is not None else rag.store.nonempty()
     builder = StateGraph(UniversalRAGState)
-    builder.add_node("route", make_route_node(rag))
+    builder.add_node("route", make_route_node(rag, allow_none=allow_none))
     for name in names:
         builder.add_node(retrieve_node_name(name), make_retrieve_node(rag, name, k=k))
         builder.add_edge(retrieve_node_name(name), GENERATE)
     builder.add_node(GENERATE, make_generate_node(rag, llm))
     builder.add_edge(START, "route")
-    builder.add_conditional_edges("route", make_route_edge(rag, corpora=names),
+    builder.add_conditional_edges("route", make_route_edge(rag, corpora=names, allow_none=allow_none),
                                   [*map(retrieve_node_name, names), GENERATE])
     builder.add_edge(GENERATE, END)
     return builder.compile(checkpointer=checkpointer, name="universalrag")

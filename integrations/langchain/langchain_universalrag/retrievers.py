@@ -17,7 +17,6 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import Field
 from universalrag.pipeline import UniversalRAG
-from universalrag.types import RouteDecision
 
 from ._convert import hits_to_documents
 
@@ -27,12 +26,16 @@ __all__ = ["CorpusRetriever", "UniversalRAGRetriever"]
 class UniversalRAGRetriever(BaseRetriever):
     """Routed multimodal retrieval as a LangChain retriever.
 
-    The core's router picks the corpora for each query (or ``routes`` fixes them), each corpus is searched in
-    its own embedding space and the rankings are fused. Each ``Document`` carries the unit's metadata plus
-    ``corpus``, ``modality``, ``granularity``, ``score``, ``uri``, ``start_s``/``end_s``, ``source_id``,
-    ``parent_id``, ``id`` and the route decision (``routes``, ``route_scores``, ``router``).
+    The core's evidence-aware router picks the corpora for each query (or ``routes`` fixes them), each corpus is
+    searched in its own embedding space and the rankings are fused; the routing probe's hits are the results, so
+    nothing is searched twice. Each ``Document`` carries the unit's metadata plus ``corpus``, ``modality``,
+    ``granularity``, ``score``, ``uri``, ``start_s``/``end_s``, ``source_id``, ``parent_id``, ``id`` and the route
+    decision (``routes``, ``route_scores``, ``router``).
 
-    ``k``, ``routes`` and ``filters`` can also be given per call: ``retriever.invoke(query, k=2)``.
+    A retriever used as an agent's tool should not come back empty because the router judged the question
+    answerable without retrieval: unless ``allow_none=True``, a ``none`` conclusion still searches the most likely
+    corpus. ``k``, ``routes``, ``filter`` and ``allow_none`` can also be given per call:
+    ``retriever.invoke(query, k=2)``.
 
     Example::
 
@@ -47,33 +50,35 @@ class UniversalRAGRetriever(BaseRetriever):
     ranking is cut to ``k``."""
     routes: list[str] | None = None
     """Corpora to search instead of asking the router (``["none"]`` searches nothing)."""
-    filters: dict[str, Any] | None = None
+    filter: dict[str, Any] | None = None
     """A metadata filter applied in every searched corpus (the core's filter syntax: ``{"year": {"$gte": 2020}}``)."""
+    filters: dict[str, Any] | None = None
+    """Deprecated spelling of ``filter``."""
+    allow_none: bool = False
+    """Return no documents when the router concludes ``none`` (default: search the most likely corpus)."""
 
-    def _args(self, k: int | None, routes: list[str] | None,
-              filters: dict[str, Any] | None) -> tuple[int, list[str] | None, dict[str, Any] | None]:
-        return (k if k is not None else self.k, routes if routes is not None else self.routes,
-                filters if filters is not None else self.filters)
-
-    @staticmethod
-    def _fixed(routes: list[str]) -> RouteDecision:
-        return RouteDecision(routes=tuple(routes), scores={}, router="caller")
+    def _search(self, query: str, k: int | None, routes: list[str] | None, filter: dict[str, Any] | None,
+                allow_none: bool | None, filters: dict[str, Any] | None) -> dict[str, Any]:
+        return {"k": k if k is not None else self.k, "routes": routes if routes is not None else self.routes,
+                "filter": filter if filter is not None else filters if filters is not None else
+                self.filter if self.filter is not None else self.filters,
+                "allow_none": self.allow_none if allow_none is None else allow_none}
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None, routes: list[str] | None = None,
+                                filter: dict[str, Any] | None = None, allow_none: bool | None = None,
                                 filters: dict[str, Any] | None = None) -> list[Document]:
-        k, routes, filters = self._args(k, routes, filters)
-        decision = self._fixed(routes) if routes is not None else self.rag.route(query)
-        hits = self.rag.retrieve(query, k=k, routes=decision.routes, filters=filters)
-        return hits_to_documents(hits[:k], decision=decision)
+        args = self._search(query, k, routes, filter, allow_none, filters)
+        decision, hits = self.rag.search(query, **args)
+        return hits_to_documents(hits[: args["k"]], decision=decision)
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None, routes: list[str] | None = None,
+                                       filter: dict[str, Any] | None = None, allow_none: bool | None = None,
                                        filters: dict[str, Any] | None = None) -> list[Document]:
-        k, routes, filters = self._args(k, routes, filters)
-        decision = self._fixed(routes) if routes is not None else await self.rag.aroute(query)
-        hits = await self.rag.aretrieve(query, k=k, routes=decision.routes, filters=filters)
-        return hits_to_documents(hits[:k], decision=decision)
+        args = self._search(query, k, routes, filter, allow_none, filters)
+        decision, hits = await self.rag.asearch(query, **args)
+        return hits_to_documents(hits[: args["k"]], decision=decision)
 
 
 class CorpusRetriever(BaseRetriever):
@@ -91,18 +96,27 @@ class CorpusRetriever(BaseRetriever):
     """The corpus to search."""
     k: int = 4
     """How many units to return."""
-    filters: dict[str, Any] | None = None
+    filter: dict[str, Any] | None = None
     """A metadata filter (the core's filter syntax)."""
+    filters: dict[str, Any] | None = None
+    """Deprecated spelling of ``filter``."""
+
+    def _filter(self, filter: dict[str, Any] | None, filters: dict[str, Any] | None) -> dict[str, Any] | None:
+        for candidate in (filter, filters, self.filter, self.filters):
+            if candidate is not None:
+                return candidate
+        return None
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                k: int | None = None, filters: dict[str, Any] | None = None) -> list[Document]:
+                                k: int | None = None, filter: dict[str, Any] | None = None,
+                                filters: dict[str, Any] | None = None) -> list[Document]:
         hits = self.rag.retrieve(query, k=k if k is not None else self.k, routes=[self.corpus],
-                                 filters=filters if filters is not None else self.filters)
+                                 filter=self._filter(filter, filters))
         return hits_to_documents(hits)
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       k: int | None = None, filters: dict[str, Any] | None = None
-                                       ) -> list[Document]:
+                                       k: int | None = None, filter: dict[str, Any] | None = None,
+                                       filters: dict[str, Any] | None = None) -> list[Document]:
         hits = await self.rag.aretrieve(query, k=k if k is not None else self.k, routes=[self.corpus],
-                                        filters=filters if filters is not None else self.filters)
+                                        filter=self._filter(filter, filters))
         return hits_to_documents(hits)

@@ -65,8 +65,9 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
     """Routed multimodal question answering over a :class:`~universalrag.pipeline.UniversalRAG`.
 
     Construct with keywords: ``UniversalRAGQueryEngine(rag=rag, llm=None)``. ``similarity_top_k`` (hits per
-    chosen corpus), ``routes`` (fixed corpora, no router), ``filters`` (core metadata filter) and ``image_mode``
-    shape retrieval as in :class:`UniversalRAGRetriever`. See the module docstring for how answers are made.
+    chosen corpus), ``routes`` (fixed corpora, no router), ``filter`` (core metadata filter) and ``image_mode``
+    shape retrieval as in :class:`UniversalRAGRetriever`. Like ``UniversalRAG.query``, a question the router
+    judges answerable without retrieval (``none``) is answered directly. See the module docstring for how answers are made.
     """
 
     rag: UniversalRAG = Field(description="The UniversalRAG pipeline that routes and retrieves.")
@@ -75,7 +76,8 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
         default=None, description="Replaces the default synthesizer built from llm (needs llm).")
     similarity_top_k: int | None = Field(default=None, ge=1, description="Hits per chosen corpus (rag.k).")
     routes: list[str] | None = Field(default=None, description="Fixed corpora; None asks the router.")
-    filters: dict[str, Any] | None = Field(default=None, description="Metadata filter in the core's syntax.")
+    filter: dict[str, Any] | None = Field(default=None, description="Metadata filter in the core's syntax.")
+    filters: dict[str, Any] | None = Field(default=None, description="Deprecated spelling of filter.")
     image_mode: ImageMode = Field(default="path", description="How pictures travel in nodes.")
 
     @model_validator(mode="after")
@@ -88,8 +90,11 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
     def retriever(self) -> UniversalRAGRetriever:
         """The retriever this engine uses (built from its fields)."""
         return UniversalRAGRetriever(rag=self.rag, similarity_top_k=self.similarity_top_k, routes=self.routes,
-                                     filters=self.filters, image_mode=self.image_mode,
+                                     filter=self._filter(), allow_none=True, image_mode=self.image_mode,
                                      callback_manager=self.callback_manager)
+
+    def _filter(self) -> dict[str, Any] | None:
+        return self.filter if self.filter is not None else self.filters
 
     def _synthesizer(self) -> BaseSynthesizer:
         return self.response_synthesizer or get_response_synthesizer(llm=self.llm,
@@ -107,7 +112,7 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
         return Response(response=text, source_nodes=nodes, metadata=meta)
 
     def _core_kwargs(self) -> dict[str, Any]:
-        return {"k": self.similarity_top_k, "routes": self.routes, "filters": self.filters}
+        return {"k": self.similarity_top_k, "routes": self.routes, "filter": self._filter()}
 
     # -- a LlamaIndex LLM -------------------------------------------------------------------------------------
     def _llm_name(self) -> str:

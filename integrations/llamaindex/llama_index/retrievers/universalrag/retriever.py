@@ -24,15 +24,18 @@ class UniversalRAGRetriever(BaseRetriever):
     space; returns ``NodeWithScore`` objects (``TextNode``, and ``ImageNode`` for images).
 
     ``rag`` is a :class:`~universalrag.pipeline.UniversalRAG`. ``similarity_top_k`` is the number of hits per
-    chosen corpus (default: ``rag.k``); with several corpora their rankings are fused. ``routes`` fixes the
-    corpora and skips the router (``["table"]`` makes a one-corpus retriever). ``filters`` is a metadata
-    filter in the core's syntax (``{"title": {"$ilike": "%lighthouse%"}}``). ``image_mode`` and ``budget``
-    say how pictures travel (see :func:`~llama_index.retrievers.universalrag.base.hits_to_nodes`). Every node's
-    metadata carries the route decision; the ``none`` route returns no nodes.
+    chosen corpus (default: ``rag.k``); with several corpora their rankings are fused (the routing probe's hits
+    are the results: nothing is searched twice). ``routes`` fixes the corpora and skips the router (``["table"]``
+    makes a one-corpus retriever). ``filter`` is a metadata filter in the core's syntax
+    (``{"title": {"$ilike": "%lighthouse%"}}``; ``filters`` is its deprecated spelling). ``image_mode`` and
+    ``budget`` say how pictures travel (see :func:`~llama_index.retrievers.universalrag.base.hits_to_nodes`).
+    Every node's metadata carries the route decision. A retriever never returns nothing because the router
+    concluded ``none`` (it searches the most likely corpus) unless ``allow_none=True``.
     """
 
     def __init__(self, *, rag: UniversalRAG, similarity_top_k: int | None = None,
-                 routes: Sequence[str] | None = None, filters: Mapping[str, Any] | None = None,
+                 routes: Sequence[str] | None = None, filter: Mapping[str, Any] | None = None,
+                 filters: Mapping[str, Any] | None = None, allow_none: bool = False,
                  image_mode: ImageMode = "path", budget: EvidenceBudget | None = None,
                  callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
         if not isinstance(rag, UniversalRAG):
@@ -44,7 +47,8 @@ class UniversalRAGRetriever(BaseRetriever):
         self.rag = rag
         self.similarity_top_k = similarity_top_k
         self.routes = tuple(routes) if routes is not None else None
-        self.filters = filters
+        self.filter = filter if filter is not None else filters
+        self.allow_none = allow_none
         self.image_mode: ImageMode = image_mode
         self.budget = budget or rag.budget
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -61,20 +65,27 @@ class UniversalRAGRetriever(BaseRetriever):
     def _nodes(self, hits: Sequence[Any], decision: RouteDecision) -> list[NodeWithScore]:
         return hits_to_nodes(hits, decision=decision, image_mode=self.image_mode, budget=self.budget)
 
+    @property
+    def filters(self) -> Mapping[str, Any] | None:
+        """Deprecated spelling of ``filter``."""
+        return self.filter
+
     def route(self, query: str) -> RouteDecision:
         """The corpora this retriever searches for ``query`` (the fixed ``routes``, else the router's choice)."""
-        return self._fixed_decision() or self.rag.route(query)
+        return self._fixed_decision() or self.rag.route(query, allow_none=self.allow_none)
+
+    def _args(self) -> dict[str, Any]:
+        return {"k": self.similarity_top_k, "routes": self.routes, "filter": self.filter,
+                "allow_none": self.allow_none}
 
     def retrieve_with_decision(self, query: str) -> tuple[RouteDecision, list[NodeWithScore]]:
         """The route decision and the nodes for ``query`` (what :meth:`retrieve` returns, without callbacks)."""
-        decision = self.route(query)
-        hits = self.rag.retrieve(query, k=self.similarity_top_k, decision=decision, filters=self.filters)
+        decision, hits = self.rag.search(query, **self._args())
         return decision, self._nodes(hits, decision)
 
     async def aretrieve_with_decision(self, query: str) -> tuple[RouteDecision, list[NodeWithScore]]:
         """Async twin of :meth:`retrieve_with_decision`."""
-        decision = self._fixed_decision() or await self.rag.aroute(query)
-        hits = await self.rag.aretrieve(query, k=self.similarity_top_k, decision=decision, filters=self.filters)
+        decision, hits = await self.rag.asearch(query, **self._args())
         return decision, await asyncio.to_thread(self._nodes, hits, decision)  # base64 mode decodes media
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

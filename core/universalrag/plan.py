@@ -1,0 +1,98 @@
+"""The query plan: one request object shared by routing, retrieval, fusion, generation and the adapters.
+
+A :class:`QueryPlan` carries what one question needs on its way through the engine: the query, ``k``, the
+metadata ``filter``, the candidate corpora, whether search is hybrid, and what has been computed for it so far —
+the query's embedding per embedder (each text embedded at most once per model), its vectors per visual encoder,
+the probe hits per corpus and the route decision. Routing fills ``probes`` and ``decision``; retrieval reuses the
+probe hits, so one request never searches the same corpus twice.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import RoutingError
+from .types import NO_RETRIEVAL, Hit, RouteDecision
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .embed.base import Embedder
+    from .embed.visual import VisualEncoder
+
+__all__ = ["QueryPlan"]
+
+
+@dataclass(eq=False)
+class QueryPlan:
+    """One request: the query and its options, and the work done for it (embeddings, probe hits, decision).
+
+    Build it with :meth:`UniversalRAG.plan <universalrag.pipeline.UniversalRAG.plan>` (or directly). ``routes``
+    fixes the corpora and skips the router; ``allow_none=False`` makes routing search the most likely corpus
+    when the router concludes ``none`` (what agent tools want). ``probe_k`` is how many hits each probe keeps
+    (at least ``k``). Thread-safe: the probes of several corpora fill it from worker threads.
+    """
+
+    query: str
+    k: int = 5
+    filter: Mapping[str, Any] | None = None
+    routes: tuple[str, ...] | None = None
+    candidates: tuple[str, ...] | None = None
+    hybrid: bool = False
+    allow_none: bool = True
+    probe_k: int = 0
+    embeddings: dict[str, Any] = field(default_factory=dict, repr=False)
+    visual_vectors: dict[str, Any] = field(default_factory=dict, repr=False)
+    probes: dict[str, list[Hit]] = field(default_factory=dict, repr=False)
+    decision: RouteDecision | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.query, str) or not self.query.strip():
+            raise RoutingError(f"A query must be a non-empty string, got {self.query!r}.")
+        if int(self.k) < 1:
+            raise RoutingError(f"k must be at least 1, got {self.k}.")
+        if isinstance(self.routes, str):
+            raise RoutingError(f"routes must be a list of corpus names, not the string {self.routes!r}.")
+        if self.routes is not None:
+            self.routes = tuple(self.routes)
+        self.probe_k = max(int(self.probe_k), int(self.k))
+
+    # -- embeddings: one per model -------------------------------------------------------------------------
+    def embedding(self, embedder: Embedder) -> np.ndarray:
+        """The query embedded by ``embedder`` (computed once per embedder name, then reused)."""
+        with self._lock:  # held while embedding: two threads never embed the same text with the same model
+            if embedder.name not in self.embeddings:
+                self.embeddings[embedder.name] = embedder.embed_query(self.query)
+            return self.embeddings[embedder.name]
+
+    def visual_vector(self, encoder: VisualEncoder) -> np.ndarray:
+        """The query embedded by a visual encoder's text tower (once per encoder name)."""
+        with self._lock:
+            if encoder.name not in self.visual_vectors:
+                self.visual_vectors[encoder.name] = encoder.embed_texts([self.query])[0]
+            return self.visual_vectors[encoder.name]
+
+    # -- probes ------------------------------------------------------------------------------------------
+    def probed(self, corpus: str, k: int) -> list[Hit] | None:
+        """The probe hits of ``corpus`` cut to ``k`` when it was probed with at least ``k`` hits (or holds fewer
+        than it was asked for: then they are all there is), else ``None``."""
+        with self._lock:
+            hits = self.probes.get(corpus)
+        if hits is None or (len(hits) < k and len(hits) >= self.probe_k):
+            return None
+        return list(hits[:k])
+
+    def add_probe(self, corpus: str, hits: Sequence[Hit]) -> None:
+        """Record the hits one probe found."""
+        with self._lock:
+            self.probes[corpus] = list(hits)
+
+    @property
+    def chosen(self) -> tuple[str, ...]:
+        """The corpora to search: the fixed ``routes``, else the decision's (``none`` dropped, order kept)."""
+        routes = self.routes if self.routes is not None else (self.decision.routes if self.decision else ())
+        return tuple(r for r in dict.fromkeys(routes) if r != NO_RETRIEVAL)

@@ -1,0 +1,167 @@
+"""Evidence-aware routing of a query plan: the router's prior and a probe of every candidate corpus, combined.
+
+For one :class:`~universalrag.plan.QueryPlan`, :meth:`EvidenceRouting.route`
+
+1. computes the router's prior (on a worker thread) while the query is embedded once and every candidate corpus
+   is searched in parallel for a few hits (the plan keeps them: they are the retrieval of the chosen corpora);
+2. turns each probe into features (:mod:`universalrag.routing.features`): best similarity, its margin over the
+   probe's lower hits and over the other corpora, lexical overlap, corpus size, similarity to the corpus's
+   description and registered example queries;
+3. lets the learned :class:`~universalrag.routing.combiner.Combiner` decide (``none`` only when the prior says
+   so and no corpus holds strong evidence).
+
+Without a combiner the router's decision is final and nothing is probed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..plan import QueryPlan
+from .search import Searcher
+from ..routing.base import ROUTES, Router
+from ..routing.combiner import Combiner
+from ..routing.features import ProbeEvidence, pair_features, prior_route
+from ..store.stats import corpus_sizes
+from ..types import NO_RETRIEVAL, CorpusSpec, RouteDecision
+
+__all__ = ["EvidenceRouting", "ProbedQuery"]
+
+
+class ProbedQuery:
+    """The evidence gathered for one query: the prior, the features per corpus, the probe hits (in the plan)."""
+
+    __slots__ = ("plan", "prior", "pairs", "prior_none", "latency_ms")
+
+    def __init__(self, plan: QueryPlan, prior: Mapping[str, float], pairs: dict[str, dict[str, float]],
+                 prior_none: float, latency_ms: float) -> None:
+        self.plan, self.prior, self.pairs, self.prior_none, self.latency_ms = plan, prior, pairs, prior_none, latency_ms
+
+
+class EvidenceRouting:
+    """The router's prior plus probe evidence, decided by ``combiner`` (``None``: the router decides alone).
+
+    ``stats_ttl`` is how long (seconds) corpus sizes and the list of non-empty corpora are cached; call
+    :meth:`invalidate` after writing. Description and example vectors are cached per embedder and text.
+    """
+
+    def __init__(self, router: Router, combiner: Combiner | None, *, stats_ttl: float = 30.0) -> None:
+        self.router, self.combiner, self.stats_ttl = router, combiner, stats_ttl
+        self._lock = threading.Lock()
+        self._sizes: tuple[float, dict[str, int]] | None = None
+        self._vectors: dict[tuple[str, str], np.ndarray] = {}
+
+    @property
+    def name(self) -> str:
+        """The name decisions carry: ``evidence(<router>)``, or the router's name without a combiner."""
+        return f"evidence({self.router.name})" if self.combiner is not None else self.router.name
+
+    def invalidate(self) -> None:
+        """Forget cached corpus sizes (after ingesting or deleting)."""
+        with self._lock:
+            self._sizes = None
+
+    # -- cached corpus facts ---------------------------------------------------------------------------------
+    def sizes(self, searcher: Searcher) -> dict[str, int]:
+        """Units per registered corpus (cached for ``stats_ttl`` seconds)."""
+        with self._lock:
+            if self._sizes is not None and time.monotonic() - self._sizes[0] < self.stats_ttl:
+                return self._sizes[1]
+        sizes = corpus_sizes(searcher.store, list(searcher.store.corpora()))
+        with self._lock:
+            self._sizes = (time.monotonic(), sizes)
+        return sizes
+
+    def candidates(self, searcher: Searcher, plan: QueryPlan) -> list[str]:
+        """The corpora to probe: the plan's candidates, else every non-empty corpus this embedder can search."""
+        if plan.candidates is not None:
+            return [c for c in plan.candidates if c != NO_RETRIEVAL]
+        specs = searcher.store.corpora()
+        return [c for c, n in self.sizes(searcher).items() if n > 0 and c in specs and searcher.searchable(specs[c])]
+
+    def _text_vectors(self, searcher: Searcher, texts: Sequence[str]) -> np.ndarray:
+        name = searcher.embedder.name
+        missing = [t for t in dict.fromkeys(texts) if (name, t) not in self._vectors]
+        if missing:
+            vectors = np.asarray(searcher.embedder.embed(missing), dtype=np.float32)
+            with self._lock:
+                self._vectors.update({(name, t): v for t, v in zip(missing, vectors)})
+        return np.stack([self._vectors[(name, t)] for t in texts]) if texts else np.zeros((0, 1), np.float32)
+
+    def _similarities(self, searcher: Searcher, spec: CorpusSpec, query: np.ndarray) -> tuple[float, float | None]:
+        description = spec.description or spec.name
+        examples = [str(e) for e in spec.metadata.get("examples", ()) if str(e).strip()]
+        vectors = self._text_vectors(searcher, [description, *examples])
+        sims = vectors @ np.asarray(query, dtype=np.float32)
+        return float(sims[0]), (float(sims[1:].max()) if examples else None)
+
+    # -- routing -----------------------------------------------------------------------------------------------
+    def _prior(self, query: str) -> dict[str, float]:
+        return dict(self.router.route(query).scores)
+
+    def gather(self, plan: QueryPlan, searcher: Searcher, *, pool: Executor | None = None) -> ProbedQuery:
+        """Probe every candidate corpus and compute the features (the prior runs concurrently)."""
+        started = time.perf_counter()
+        prior_future = pool.submit(self._prior, plan.query) if pool is not None else None
+        corpora = self.candidates(searcher, plan)
+        probes = searcher.probe(plan, corpora, pool=pool)
+        prior = prior_future.result() if prior_future is not None else self._prior(plan.query)
+        specs = searcher.store.corpora()
+        sizes = self.sizes(searcher)
+        query_vector = plan.embedding(searcher.embedder)
+        known = tuple(prior) or ROUTES
+        evidence = []
+        for name in corpora:
+            spec = specs[name]
+            description, examples = self._similarities(searcher, spec, query_vector)
+            route = prior_route(name, str(spec.granularity), str(spec.modality), known)
+            evidence.append(ProbeEvidence(corpus=name, granularity=str(spec.granularity),
+                                          prior=float(prior.get(route, 0.0)), hits=tuple(probes.get(name, ())),
+                                          size=sizes.get(name, 0), description=description, examples=examples))
+        prior_none = float(prior.get(NO_RETRIEVAL, 0.0))
+        pairs = pair_features(plan.query, evidence, prior_none=prior_none)
+        return ProbedQuery(plan, prior, pairs, prior_none, (time.perf_counter() - started) * 1000)
+
+    def route(self, plan: QueryPlan, searcher: Searcher, *, pool: Executor | None = None) -> RouteDecision:
+        """Decide the routes of ``plan`` (also stored as ``plan.decision``)."""
+        started = time.perf_counter()
+        if self.combiner is None:
+            decision = self._router_only(plan, searcher)
+        else:
+            probed = self.gather(plan, searcher, pool=pool)
+            combined = self.combiner.decide(probed.pairs, prior_none=probed.prior_none,
+                                            allow_none=plan.allow_none)
+            decision = RouteDecision(
+                routes=combined.routes, scores=combined.scores, router=self.name,
+                latency_ms=(time.perf_counter() - started) * 1000, prior=probed.prior, evidence=probed.pairs,
+                id=str(uuid.uuid4()), version=self.combiner.version,
+                fallback=combined.none and not plan.allow_none,
+            )
+        plan.decision = decision
+        return decision
+
+    def _router_only(self, plan: QueryPlan, searcher: Searcher) -> RouteDecision:
+        candidates = [NO_RETRIEVAL, *self.candidates(searcher, plan)]
+        decision = self.router.route(plan.query, candidates=candidates)
+        if decision.needs_retrieval or plan.allow_none:
+            return _with(decision, id=str(uuid.uuid4()))
+        corpora = [c for c in candidates if c != NO_RETRIEVAL]
+        if not corpora:
+            return decision
+        known = tuple(decision.scores) or ROUTES
+        specs = searcher.store.corpora()
+        best = max(corpora, key=lambda c: decision.scores.get(
+            prior_route(c, str(specs[c].granularity), str(specs[c].modality), known), 0.0))
+        return _with(decision, routes=(best,), fallback=True, id=str(uuid.uuid4()))
+
+
+def _with(decision: RouteDecision, **changes: Any) -> RouteDecision:
+    return replace(decision, **changes)

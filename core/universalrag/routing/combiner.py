@@ -1,0 +1,305 @@
+"""The learned combiner: the router's prior and the probe evidence → route probabilities (NumPy only).
+
+Two logistic regressions, stored as JSON:
+
+- **corpus model** — one row per (query, candidate corpus) pair (:data:`~.features.PAIR_FEATURES`): the
+  probability that this corpus holds what answers the query;
+- **answerable model** — one row per query (:data:`~.features.QUERY_FEATURES`): the probability that any
+  corpus answers it at all.
+
+The decision (:meth:`Combiner.decide`): ``none`` only when the prior says so (its ``none`` probability is above
+every corpus's) *and* the answerable model finds no strong evidence (below one half); otherwise every corpus
+whose probability reaches one half is searched, best first (at least the best one), with the exclusive pairs
+of :func:`~.base.apply_exclusions`. One half is the decision boundary of a calibrated probability, not a tuned
+threshold: the weights are what is learned, by :func:`train_combiner` (Newton's method, L2 penalty pulling
+towards a base model's weights when adapting).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, RoutingError
+from ..types import NO_RETRIEVAL
+from .base import apply_exclusions
+from .features import PAIR_FEATURES, QUERY_FEATURES, query_features
+
+__all__ = [
+    "COMBINER_FORMAT",
+    "DEFAULT_COMBINER",
+    "Combiner",
+    "CombinedDecision",
+    "Logistic",
+    "TrainingQuery",
+    "combiner_accuracy",
+    "fit_logistic",
+    "train_combiner",
+]
+
+#: Version tag of the JSON format.
+COMBINER_FORMAT = "universalrag-combiner/1"
+
+#: The shipped combiner (trained by ``scripts/train_combiner.py``).
+DEFAULT_COMBINER = Path(__file__).resolve().parent / "combiner.json"
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """A logistic regression over named features, standardised with the stored mean and scale."""
+
+    features: tuple[str, ...]
+    weights: np.ndarray
+    bias: float
+    mean: np.ndarray
+    scale: np.ndarray
+
+    def matrix(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+        """The standardised design matrix of ``rows`` (missing features raise :class:`RoutingError`)."""
+        try:
+            x = np.array([[float(r[f]) for f in self.features] for r in rows], dtype=np.float64)
+        except KeyError as e:
+            raise RoutingError(f"The combiner needs feature {e.args[0]!r}, which the evidence lacks.") from e
+        return (x.reshape(len(rows), len(self.features)) - self.mean) / self.scale
+
+    def predict(self, rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+        """The probability of the positive class for each row."""
+        if not rows:
+            return np.zeros(0)
+        return _sigmoid(self.matrix(rows) @ self.weights + self.bias)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary."""
+        return {"features": list(self.features), "weights": [round(float(w), 6) for w in self.weights],
+                "bias": round(float(self.bias), 6), "mean": [round(float(m), 6) for m in self.mean],
+                "scale": [round(float(s), 6) for s in self.scale]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Logistic:
+        """Read :meth:`to_dict`'s form."""
+        features = tuple(data["features"])
+        arrays = [np.asarray(data[k], dtype=np.float64) for k in ("weights", "mean", "scale")]
+        if any(a.shape != (len(features),) for a in arrays):
+            raise ConfigError("A combiner model's weights, mean and scale must have one value per feature.")
+        return cls(features, arrays[0], float(data["bias"]), arrays[1], arrays[2])
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+def fit_logistic(rows: Sequence[Mapping[str, float]], labels: Sequence[float], *, features: Sequence[str],
+                 l2: float = 1.0, base: Logistic | None = None, sample_weight: Sequence[float] | None = None,
+                 iterations: int = 50) -> Logistic:
+    """Fit a logistic regression by Newton's method with an L2 penalty ``l2 · |w − w_base|²``.
+
+    Without ``base`` the features are standardised on ``rows`` and the penalty pulls towards zero; with it,
+    ``base``'s standardisation is kept and the penalty pulls towards ``base``'s weights (adaptation from few
+    examples stays close to the shipped model).
+    """
+    features = tuple(features)
+    if not rows:
+        raise RoutingError("Cannot train a combiner on no examples.")
+    x = np.array([[float(r[f]) for f in features] for r in rows], dtype=np.float64).reshape(len(rows), -1)
+    y = np.asarray(labels, dtype=np.float64)
+    if base is not None and base.features == features:
+        mean, scale, w0, b0 = base.mean, base.scale, base.weights.copy(), float(base.bias)
+    else:
+        mean = x.mean(axis=0)
+        scale = np.where(x.std(axis=0) > 1e-9, x.std(axis=0), 1.0)
+        w0, b0 = np.zeros(len(features)), 0.0
+    z = np.hstack([(x - mean) / scale, np.ones((len(x), 1))])
+    sw = np.ones(len(x)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    theta = np.append(w0, b0)
+    anchor = np.append(w0, b0)
+    penalty = np.full(len(theta), float(l2))
+    penalty[-1] = 1e-3  # the bias is barely penalised
+
+    def loss(t: np.ndarray) -> float:
+        margin = z @ t
+        nll = np.logaddexp(0.0, margin) - y * margin
+        return float(sw @ nll + 0.5 * penalty @ (t - anchor) ** 2)
+
+    current = loss(theta)
+    for _ in range(iterations):
+        p = _sigmoid(z @ theta)
+        grad = z.T @ (sw * (p - y)) + penalty * (theta - anchor)
+        hess = (z * (sw * p * (1 - p))[:, None]).T @ z + np.diag(penalty)
+        step = np.linalg.solve(hess, grad)
+        scale_step = 1.0
+        while scale_step > 1e-6:  # backtracking: Newton steps from a far-off start can overshoot
+            candidate = theta - scale_step * step
+            value = loss(candidate)
+            if value <= current:
+                break
+            scale_step /= 2
+        else:
+            break
+        theta, improvement, current = candidate, current - value, value
+        if improvement < 1e-10 * max(1.0, abs(current)):
+            break
+    return Logistic(features, theta[:-1], float(theta[-1]), mean, scale)
+
+
+@dataclass(frozen=True)
+class CombinedDecision:
+    """The combiner's decision: routes (primary first), a probability per corpus and for ``none``, and
+    whether ``none`` was concluded."""
+
+    routes: tuple[str, ...]
+    scores: dict[str, float]
+    answerable: float
+    none: bool
+    best: str | None
+
+
+@dataclass(frozen=True)
+class TrainingQuery:
+    """One labelled query with its evidence: features per candidate corpus, the prior's ``none`` probability,
+    and the gold corpora (empty for a question that needs no retrieval)."""
+
+    pairs: Mapping[str, Mapping[str, float]]
+    prior_none: float
+    gold: frozenset[str]
+    source: str = ""
+
+    @property
+    def answerable(self) -> bool:
+        """Whether some corpus answers it."""
+        return bool(self.gold - {NO_RETRIEVAL})
+
+
+@dataclass(frozen=True)
+class Combiner:
+    """Prior + probe evidence → route probabilities and the decision (see the module docstring)."""
+
+    corpus_model: Logistic
+    answerable_model: Logistic
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def version(self) -> str:
+        """A short content hash of the weights (recorded with every logged decision)."""
+        blob = json.dumps([self.corpus_model.to_dict(), self.answerable_model.to_dict()], sort_keys=True)
+        return "combiner-" + hashlib.sha256(blob.encode()).hexdigest()[:10]
+
+    # -- decisions -----------------------------------------------------------------------------------------
+    def corpus_probabilities(self, pairs: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
+        """The probability that each corpus answers the query."""
+        names = list(pairs)
+        return {n: float(p) for n, p in zip(names, self.corpus_model.predict([pairs[n] for n in names]))}
+
+    def decide(self, pairs: Mapping[str, Mapping[str, float]], *, prior_none: float,
+               allow_none: bool = True) -> CombinedDecision:
+        """Routes for one query from its per-corpus features and the prior's ``none`` probability."""
+        probs = self.corpus_probabilities(pairs)
+        top_prior = max((float(r["prior"]) for r in pairs.values()), default=0.0)
+        qf = query_features(pairs, probs, prior_none=prior_none, prior_top_corpus=top_prior)
+        answerable = float(self.answerable_model.predict([qf])[0])
+        ranked = sorted(probs, key=lambda c: -probs[c])
+        scores = {**probs, NO_RETRIEVAL: 1.0 - answerable}
+        if not ranked:
+            return CombinedDecision((NO_RETRIEVAL,), scores, answerable, True, None)
+        concluded_none = prior_none >= top_prior and answerable < 0.5
+        if concluded_none and allow_none:
+            return CombinedDecision((NO_RETRIEVAL,), scores, answerable, True, ranked[0])
+        chosen = [c for c in ranked if probs[c] >= 0.5] or ranked[:1]
+        return CombinedDecision(apply_exclusions(chosen), scores, answerable, concluded_none, ranked[0])
+
+    # -- storage -------------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (format tag, both models, how it was trained)."""
+        return {"format": COMBINER_FORMAT, "version": self.version, "corpus": self.corpus_model.to_dict(),
+                "answerable": self.answerable_model.to_dict(), "info": dict(self.info)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Combiner:
+        """Read :meth:`to_dict`'s form; raises :class:`ConfigError` naming what is wrong."""
+        if data.get("format") != COMBINER_FORMAT:
+            raise ConfigError(f"Not a {COMBINER_FORMAT} combiner (format={data.get('format')!r}).")
+        try:
+            corpus, answerable = Logistic.from_dict(data["corpus"]), Logistic.from_dict(data["answerable"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ConfigError(f"The combiner JSON is incomplete or malformed: {e!r}.") from e
+        if set(corpus.features) - set(PAIR_FEATURES) or set(answerable.features) - set(QUERY_FEATURES):
+            raise ConfigError("The combiner uses features this version does not compute; retrain it.")
+        return cls(corpus, answerable, dict(data.get("info", {})))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the JSON to ``path``."""
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+        return out
+
+    @classmethod
+    def load(cls, path: str | Path) -> Combiner:
+        """Read a combiner JSON file."""
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as e:
+            raise ConfigError(f"Cannot read the combiner {str(path)!r}: {e.strerror or e}.") from e
+        except ValueError as e:
+            raise ConfigError(f"{str(path)!r} is not valid JSON: {e}.") from e
+        return cls.from_dict(data)
+
+    @classmethod
+    def default(cls) -> Combiner:
+        """The shipped combiner."""
+        return cls.load(DEFAULT_COMBINER)
+
+
+def train_combiner(queries: Sequence[TrainingQuery], *, base: Combiner | None = None, l2: float = 1.0,
+                   info: Mapping[str, Any] | None = None) -> Combiner:
+    """Fit both models on labelled queries (``base``: pull the weights towards that combiner's)."""
+    rows, labels, weights = [], [], []
+    for q in queries:
+        positives = q.gold & set(q.pairs)
+        for name, feats in q.pairs.items():
+            rows.append(feats)
+            labels.append(1.0 if name in positives else 0.0)
+            weights.append(1.0)
+    if not rows or not any(labels):
+        raise RoutingError("Training the combiner needs examples whose gold corpus is among the candidates.")
+    corpus = fit_logistic(rows, labels, features=PAIR_FEATURES, l2=l2,
+                          base=base.corpus_model if base else None, sample_weight=weights)
+    qrows, qlabels = [], []
+    for q in queries:
+        probs = dict(zip(q.pairs, corpus.predict(list(q.pairs.values()))))
+        top_prior = max((float(r["prior"]) for r in q.pairs.values()), default=0.0)
+        qrows.append(query_features(q.pairs, probs, prior_none=q.prior_none, prior_top_corpus=top_prior))
+        qlabels.append(1.0 if q.answerable else 0.0)
+    if len(set(qlabels)) < 2:
+        raise RoutingError("Training the combiner needs both answerable questions and questions that need no "
+                           "retrieval (label some 'none').")
+    answerable = fit_logistic(qrows, qlabels, features=QUERY_FEATURES, l2=l2,
+                              base=base.answerable_model if base else None)
+    return Combiner(corpus, answerable, dict(info or {}))
+
+
+def combiner_accuracy(combiner: Combiner, queries: Sequence[TrainingQuery]) -> dict[str, float]:
+    """Primary-route accuracy on labelled queries: overall, on answerable ones, false ``none`` (answerable
+    questions sent to ``none``) and correct ``none``."""
+    hits = answerable_ok = false_none = none_ok = n_answerable = n_none = 0
+    for q in queries:
+        decision = combiner.decide(q.pairs, prior_none=q.prior_none)
+        primary = decision.routes[0]
+        if q.answerable:
+            n_answerable += 1
+            ok = primary in q.gold
+            answerable_ok += ok
+            false_none += primary == NO_RETRIEVAL
+        else:
+            n_none += 1
+            ok = primary == NO_RETRIEVAL
+            none_ok += ok
+        hits += ok
+    n = max(len(queries), 1)
+    return {"n": len(queries), "accuracy": hits / n, "answerable_accuracy": answerable_ok / max(n_answerable, 1),
+            "false_none": false_none / max(n_answerable, 1), "correct_none": none_ok / max(n_none, 1)}

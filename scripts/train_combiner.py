@@ -1,0 +1,226 @@
+"""Train the shipped combiner (core/universalrag/routing/combiner.json), reproducibly.
+
+    python scripts/train_combiner.py [--pages 40] [--database-url URL] [--out PATH]
+
+What it trains on, all ingested into one fresh schema as a user would (folders, the bundled MiniLM):
+
+- real Wikipedia pages of ``../shared/data/wikitables`` (a fixed sample, ingested as a folder); the crowd-written
+  questions of its **tune** pages (:func:`universalrag.routing.dataset.wikitables_split`, the benchmark's
+  CRC-32 split) → ``table`` train, those of its ``report`` pages are held out;
+- the demo knowledge base (texts, tables, photographs, a subtitled video) and the project's test corpus and tables
+  (``tests/data``), with hand-written questions in many styles (``scripts/combiner_data/questions.jsonl``,
+  ``tests/data/corpus_questions.json``, the demo's own questions);
+- a user-defined corpus (``handbook``, registered with a description and example queries) holding a web
+  engineering note, so that the description and example features and user corpora are learned too;
+- questions that need no retrieval: the ``none`` rows of ``../shared/data/routing/train.jsonl`` (MMLU), the
+  project's bundled ``none`` queries and the hand-written chit-chat and arithmetic ones.
+
+Every question is routed through the live probe path (prior + one probe per corpus) to get its features. A fixed
+part is held out (the Wikipedia questions of ``report`` pages; 30 % of the other questions, by hash) and the
+figures printed are on that part; the shipped weights are the ones trained without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "scripts" / "combiner_data"
+SHARED = REPO.parent.parent / "shared" / "data"
+TEXT = frozenset({"paragraph", "document"})
+
+
+def _held_out(key: str, share: float) -> bool:
+    digest = hashlib.sha1(f"combiner-heldout:{key}".encode("utf-8")).hexdigest()  # independent of the page split
+    return int(digest[:8], 16) / 0xFFFFFFFF < share
+
+
+def _shared() -> Path:
+    for candidate in (SHARED, Path("/work/shared/data")):
+        if (candidate / "wikitables" / "questions.jsonl").is_file():
+            return candidate
+    sys.exit("../shared/data/wikitables is needed (the real Wikipedia pages and their questions).")
+
+
+def build_folder(root: Path, pages: list[str], shared: Path) -> None:
+    """The knowledge base as files: demo, project test data, hand-written notes, Wikipedia tune pages."""
+    from universalrag.demo import build_demo_files
+
+    build_demo_files(root / "demo")
+    shutil.copytree(REPO / "tests" / "data" / "corpus", root / "project" / "corpus")
+    shutil.copytree(REPO / "tests" / "data" / "tables", root / "project" / "tables")
+    shutil.copytree(DATA / "tables", root / "notes" / "tables")
+    (root / "notes" / "texts").mkdir(parents=True)
+    shutil.copy(DATA / "texts" / "git_internals.md", root / "notes" / "texts")
+    (root / "wiki").mkdir()
+    for page in pages:
+        shutil.copy(shared / "wikitables" / "pages" / page, root / "wiki" / page)
+
+
+def questions(pages: set[str], shared: Path, per_page: int) -> list[tuple[str, frozenset[str], str, bool]]:
+    """(query, gold corpora, source, held out) for every training question."""
+    from universalrag.demo import demo_questions
+    from universalrag.routing.dataset import bundled_queries, wikitables_split
+
+    out = []
+    for line in (DATA / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        gold = TEXT if row["gold"] == "text" else frozenset() if row["gold"] == "none" else frozenset({row["gold"]})
+        out.append((row["query"], gold, "handwritten", _held_out(row["query"], 0.3)))
+    for row in json.loads((REPO / "tests" / "data" / "corpus_questions.json").read_text(encoding="utf-8")):
+        out.append((row["question"], TEXT, "project_corpus", _held_out(row["question"], 0.3)))
+    for q in demo_questions():
+        gold = frozenset() if q.route == "none" else frozenset({q.route})
+        out.append((q.question, gold, "demo", _held_out(q.question, 0.3)))
+    seen: Counter[str] = Counter()
+    for line in (shared / "wikitables" / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row["page"] in pages and seen[row["page"]] < per_page:
+            seen[row["page"]] += 1
+            out.append((row["query"], frozenset({"table"}), "wikitables", wikitables_split(row["page"]) != "tune"))
+    for line in (shared / "routing" / "train.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row["routes"] == ["none"]:
+            out.append((row["query"], frozenset(), "mmlu_none", _held_out(row["query"], 0.3)))
+    for row in bundled_queries():
+        if row.primary == "none":
+            out.append((row.query, frozenset(), "bundled_none", _held_out(row.query, 0.3)))
+    return out
+
+
+def build(rag, work: Path, tune: list[str], shared: Path) -> None:  # type: ignore[no-untyped-def]
+    """Create the ``handbook`` corpus and ingest everything (as a user would: folders)."""
+    from universalrag.demo import DEMO_VIDEO_OPTIONS
+    from universalrag.ingest.pipeline import IngestOptions
+    from universalrag.types import CorpusSpec
+
+    started = time.perf_counter()
+    rag.init()
+    rag.store.create_corpus(CorpusSpec(
+        name="handbook", modality="text", granularity="paragraph", embedder=rag.embedder.name,
+        dimension=rag.embedder.dimension, description="Web engineering handbook: HTTP, caching, CDNs, headers",
+        metadata={"examples": ["How long does a CDN keep a cached page?", "What does the ETag header do?",
+                               "When should a response set Cache-Control private?"]}))
+    assert rag.ingest([DATA / "texts" / "http_caching.md"], corpus="handbook").ok
+    build_folder(work / "kb", tune, shared)
+    result = rag.ingest([work / "kb"], options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
+    print(f"ingested {len(tune)} wiki pages + demo + notes in {time.perf_counter() - started:.0f} s; "
+          f"failed: {[str(f) for f in result.failed][:3]}", flush=True)
+
+
+def _ingested_pages(shared: Path, n: int) -> list[str]:
+    """The Wikipedia pages put into the knowledge base: a fixed sample by SHA-1 of the name. Only the questions of
+    its ``tune`` pages (:func:`wikitables_split`, CRC-32, the benchmark's split) train; those of its ``report``
+    pages are the held-out Wikipedia questions."""
+    pages = [p for p in os.listdir(shared / "wikitables" / "pages") if hashlib.sha1(p.encode()).hexdigest()[0] in
+             "01234567"]
+    return sorted(pages, key=lambda p: hashlib.sha1(p.encode()).hexdigest())[:n]
+
+
+def prior_only(q) -> str:  # type: ignore[no-untyped-def]
+    """The trained router alone: ``none`` when its ``none`` probability beats every corpus's, else the corpus with
+    the highest prior."""
+    best = max(q.pairs, key=lambda c: q.pairs[c]["prior"])
+    return "none" if q.prior_none >= q.pairs[best]["prior"] else best
+
+
+def report(name: str, queries, decide) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    by_source: dict[str, list[bool]] = {}
+    false_none = answerable = 0
+    for q in queries:
+        primary = decide(q)
+        ok = primary in q.gold if q.answerable else primary == "none"
+        by_source.setdefault(q.source, []).append(ok)
+        if q.answerable:
+            answerable += 1
+            false_none += primary == "none"
+    flat = [v for vs in by_source.values() for v in vs]
+    out = {"accuracy": sum(flat) / max(len(flat), 1), "false_none": false_none / max(answerable, 1),
+           **{f"acc_{s}": sum(v) / len(v) for s, v in sorted(by_source.items())}}
+    print(f"{name:>12}: " + "  ".join(f"{k}={v:.3f}" for k, v in out.items()))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=40, help="Wikipedia tune pages to ingest.")
+    parser.add_argument("--per-page", type=int, default=8, help="Questions per page.")
+    parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
+    parser.add_argument("--out", type=Path, default=None, help="Default: the shipped combiner.json.")
+    parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--schema", default=None, help="Schema to build in (reused when it already holds the "
+                        "knowledge base: nothing is ingested again).")
+    parser.add_argument("--keep", action="store_true", help="Keep the schema afterwards (for --schema).")
+    args = parser.parse_args()
+
+    from universalrag.config import Settings
+    from universalrag.pipeline import UniversalRAG
+    from universalrag.routing import TrainedRouter
+    from universalrag.routing.combiner import DEFAULT_COMBINER, TrainingQuery, train_combiner
+
+    shared = _shared()
+    tune = _ingested_pages(shared, args.pages)
+    schema = args.schema or "combiner_train_" + uuid.uuid4().hex[:8]
+    rag = UniversalRAG(settings=Settings(database_url=args.database_url, schema=schema), generator=None,
+                       visual_encoder=None, router=TrainedRouter.default(), combiner=None, log_decisions=False)
+    work = Path(tempfile.mkdtemp(prefix="combiner-train-"))
+    try:
+        if args.schema and rag.store.revision() is not None and "handbook" in rag.store.corpora():
+            print(f"reusing the knowledge base in schema {schema}")
+        else:
+            build(rag, work, tune, shared)
+        rows = questions(set(tune), shared, args.per_page)
+        searcher, routing, pool = rag.searcher, rag.routing, rag.executor()
+        train, held = [], []
+        started = time.perf_counter()
+        for query, gold, source, is_held in rows:
+            probed = routing.gather(rag.plan(query), searcher, pool=pool)
+            (held if is_held else train).append(TrainingQuery(probed.pairs, probed.prior_none, gold, source))
+        print(f"features for {len(rows)} questions in {time.perf_counter() - started:.0f} s "
+              f"(train {len(train)}, held out {len(held)})", flush=True)
+        counts = Counter(q.source for q in train)
+        combiner = train_combiner(train, l2=args.l2, info={})
+        print("held-out figures:")
+        figures = {
+            "combiner": report("combiner", held, lambda q: combiner.decide(q.pairs, prior_none=q.prior_none).routes[0]),
+            "prior_only": report("prior only", held, prior_only),
+            "best_similarity": report("best sim", held, lambda q: max(q.pairs, key=lambda c: q.pairs[c]["best"])),
+        }
+        info = {
+            "trained_by": "scripts/train_combiner.py", "wikitables_pages": len(tune), "split": "wikitables tune pages (CRC-32, as benchmarks/routing_data.py)",
+            "train_questions": dict(counts), "heldout_questions": dict(Counter(q.source for q in held)),
+            "heldout": {k: {m: round(v, 4) for m, v in f.items()} for k, f in figures.items()},
+        }
+        from universalrag.routing.combiner import Combiner
+
+        shipped = Combiner(combiner.corpus_model, combiner.answerable_model, info)
+        out = shipped.save(args.out or DEFAULT_COMBINER)
+        print(f"saved {shipped.version} to {out}")
+    finally:
+        if not args.keep:
+            _drop(rag, schema)
+        rag.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _drop(rag, schema: str) -> None:  # type: ignore[no-untyped-def]
+    import sqlalchemy as sa
+
+    if rag.store.revision() is not None:
+        rag.store.downgrade("base")
+    with rag.store.transaction() as conn:
+        conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))
+
+
+if __name__ == "__main__":
+    main()

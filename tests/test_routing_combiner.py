@@ -1,0 +1,118 @@
+"""The learned combiner on its own (NumPy, no database): it learns from labelled rows and generalises to held-out
+rows, stores as JSON, applies the `none` rule, and the shipped weights say what trained them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from universalrag.errors import ConfigError, RoutingError
+from universalrag.routing.combiner import (
+    Combiner,
+    TrainingQuery,
+    combiner_accuracy,
+    fit_logistic,
+    train_combiner,
+)
+from universalrag.routing.features import PAIR_FEATURES, ProbeEvidence, lexical_overlap, pair_features, query_terms
+from universalrag.types import Hit
+
+CORPORA = ("paragraph", "document", "table", "image", "clip")
+
+
+def _query(rng: np.random.Generator, *, gold: str | None, misleading_prior: bool) -> TrainingQuery:
+    """One query's features: the gold corpus's probe finds a close match (high similarity, margin, overlap);
+    the prior prefers another corpus (or `none`) for the queries where the trained router is wrong."""
+    wrong = rng.choice([c for c in CORPORA if c != gold]) if gold else None
+    probes = []
+    for corpus in CORPORA:
+        close = corpus == gold
+        prior = 0.9 if (corpus == (wrong if misleading_prior else gold)) else 0.02
+        hits = tuple(Hit(corpus=corpus, id=f"{corpus}{i}", score=float(s), content=text)
+                     for i, (s, text) in enumerate(zip(
+                         sorted(rng.uniform(0.55, 0.75, 5) if close else rng.uniform(0.05, 0.35, 5), reverse=True),
+                         ["saturn has 146 moons" if close else "unrelated words here"] * 5)))
+        probes.append(ProbeEvidence(corpus, corpus if corpus != "paragraph" else "paragraph",
+                                    prior if gold else 0.01, hits, size=int(rng.integers(10, 10_000)),
+                                    description=float(rng.uniform(0, 0.3))))
+    prior_none = 0.02 if gold else 0.95
+    pairs = pair_features("how many moons does saturn have", probes, prior_none=prior_none)
+    return TrainingQuery(pairs, prior_none, frozenset({gold}) if gold else frozenset(), "synthetic")
+
+
+def _dataset(seed: int, n: int) -> list[TrainingQuery]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        gold = None if i % 5 == 0 else str(rng.choice(CORPORA))
+        out.append(_query(rng, gold=gold, misleading_prior=bool(gold) and i % 2 == 0))
+    return out
+
+
+def test_the_combiner_learns_and_generalises_to_held_out_rows() -> None:
+    train, held = _dataset(0, 300), _dataset(1, 150)
+    combiner = train_combiner(train)
+    learned = combiner_accuracy(combiner, held)
+    assert learned["accuracy"] >= 0.95 and learned["false_none"] == 0.0 and learned["correct_none"] == 1.0
+    # The prior alone is wrong on half the answerable rows: the evidence is what the combiner learned to read.
+    prior_right = sum(max(q.pairs, key=lambda c: q.pairs[c]["prior"]) in q.gold for q in held if q.answerable)
+    assert prior_right / sum(q.answerable for q in held) < 0.7
+    weights = dict(zip(combiner.corpus_model.features, combiner.corpus_model.weights))
+    assert weights["rel_best"] > 0 or weights["best"] > 0
+
+
+def test_fit_logistic_pulls_towards_a_base_model_with_few_rows() -> None:
+    rows = [{"x": float(v)} for v in (-2, -1, 1, 2)]
+    base = fit_logistic(rows, [0, 0, 1, 1], features=["x"], l2=0.1)
+    flipped = fit_logistic(rows[:2], [1, 1], features=["x"], l2=100.0, base=base)
+    assert flipped.weights[0] == pytest.approx(base.weights[0], rel=0.1)  # two rows barely move a strong prior
+    with pytest.raises(RoutingError):
+        fit_logistic([], [], features=["x"])
+
+
+def test_none_needs_the_prior_and_no_strong_evidence() -> None:
+    combiner = train_combiner(_dataset(2, 300))
+    rng = np.random.default_rng(3)
+    unanswerable = _query(rng, gold=None, misleading_prior=False)
+    decision = combiner.decide(unanswerable.pairs, prior_none=unanswerable.prior_none)
+    assert decision.routes == ("none",) and decision.none
+    fallback = combiner.decide(unanswerable.pairs, prior_none=unanswerable.prior_none, allow_none=False)
+    assert fallback.routes[0] in CORPORA and fallback.none  # concluded none, searched the likeliest corpus
+    # The prior says `none` but one corpus holds a close match: it is searched.
+    answerable = _query(rng, gold="table", misleading_prior=False)
+    assert combiner.decide(answerable.pairs, prior_none=0.97).routes[0] == "table"
+
+
+def test_json_round_trip_and_bad_files(tmp_path: Path) -> None:
+    combiner = train_combiner(_dataset(4, 120), info={"trained_by": "test"})
+    path = combiner.save(tmp_path / "c.json")
+    again = Combiner.load(path)
+    assert again.version == combiner.version and again.info["trained_by"] == "test"
+    pairs = _dataset(5, 1)[0].pairs
+    assert again.corpus_probabilities(pairs) == pytest.approx(combiner.corpus_probabilities(pairs), abs=1e-4)  # 6 decimals
+    (tmp_path / "bad.json").write_text(json.dumps({"format": "other"}), encoding="utf-8")
+    with pytest.raises(ConfigError, match="combiner"):
+        Combiner.load(tmp_path / "bad.json")
+    with pytest.raises(ConfigError):
+        Combiner.load(tmp_path / "missing.json")
+    with pytest.raises(RoutingError, match="feature"):
+        combiner.corpus_probabilities({"table": {"best": 0.5}})
+
+
+def test_the_shipped_combiner_says_what_trained_it() -> None:
+    shipped = Combiner.default()
+    assert shipped.corpus_model.features == PAIR_FEATURES
+    info = shipped.info
+    assert info["split"].startswith("wikitables tune pages") and info["train_questions"]["wikitables"] > 0
+    held = info["heldout"]
+    assert held["combiner"]["accuracy"] > held["prior_only"]["accuracy"]
+
+
+def test_lexical_overlap_reads_matched_rows_and_ignores_stop_words() -> None:
+    terms = query_terms("How many moons does Saturn have?")
+    assert terms == {"moons", "saturn"}
+    row = Hit(corpus="table", id="t", score=0.5, content="planet,moons", matched_parts=((5, "Saturn,146", 0.6),))
+    assert lexical_overlap(terms, [row]) == 1.0
+    assert lexical_overlap(terms, []) == 0.0

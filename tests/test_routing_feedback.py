@@ -1,0 +1,145 @@
+"""The routing log in SQL (background, batched, never in a query's way), feedback from Python and the CLI, and
+adaptation of the combiner to a database's content — on a real database with the real MiniLM."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import CliRunner
+from universalrag.config import Settings
+from universalrag.decision_log import DecisionLog, query_hash
+from universalrag.errors import RoutingError
+from universalrag.pipeline import UniversalRAG
+from universalrag.types import RouteDecision
+
+from test_routing_evidence import SATURN_Q, WITH_Q, write_reference
+
+
+@pytest.fixture(scope="module")
+def content(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    """The reference texts and planets table, ingested once per module in a schema of its own."""
+    from universalrag.embed import bundled_minilm
+
+    settings = Settings(database_url=database_url, schema="fb_" + uuid.uuid4().hex[:12])
+    with UniversalRAG(settings=settings, embedder=bundled_minilm(), generator=None, visual_encoder=None) as rag:
+        assert rag.ingest([write_reference(tmp_path_factory.mktemp("fb") / "reference")]).ok
+        yield settings
+        rag.store.downgrade("base")
+
+
+@pytest.fixture
+def rag(content: Settings, minilm) -> Iterator[UniversalRAG]:  # type: ignore[no-untyped-def]
+    """A fresh pipeline over the module's content, with an empty routing log and no stored combiner."""
+    instance = UniversalRAG(settings=content, embedder=minilm, generator=None, visual_encoder=None)
+    with instance.store.transaction() as conn:
+        conn.execute(sa.text(f"TRUNCATE {content.schema}.routing_log, {content.schema}.router_combiners"))
+    yield instance
+    instance.close()
+
+
+def _log_rows(rag: UniversalRAG) -> list[dict]:
+    with rag.store.transaction() as conn:
+        return [dict(r) for r in conn.execute(sa.text(
+            f"SELECT * FROM {rag.store.schema}.routing_log ORDER BY created_at")).mappings()]
+
+
+def test_decisions_are_logged_in_the_background_without_their_text(rag: UniversalRAG) -> None:
+    first = rag.route(SATURN_Q)
+    rag.query(WITH_Q)
+    assert rag.decision_log().flush()
+    rows = _log_rows(rag)
+    assert len(rows) == 2
+    row = next(r for r in rows if str(r["id"]) == first.id)
+    assert row["query_hash"] == query_hash(SATURN_Q) and row["query_text"] is None
+    assert row["routes"] == list(first.routes) and row["router_version"] == first.version
+    assert set(row["evidence"]) == set(first.evidence) and row["evidence"]["table"]["best"] > 0
+    assert row["latency_ms"] > 0 and row["feedback_routes"] is None
+
+
+def test_the_query_text_is_stored_only_when_enabled(rag: UniversalRAG) -> None:
+    talkative = UniversalRAG(settings=rag.settings, store=rag.store, embedder=rag.embedder, generator=None,
+                             visual_encoder=None, log_query_text=True)
+    talkative.route(SATURN_Q)
+    assert talkative.decision_log().flush()
+    assert [r["query_text"] for r in _log_rows(rag)] == [SATURN_Q]
+    quiet = UniversalRAG(settings=rag.settings, store=rag.store, embedder=rag.embedder, generator=None,
+                         visual_encoder=None, log_decisions=False)
+    quiet.route(SATURN_Q)
+    quiet.decision_log().flush()
+    assert len(_log_rows(rag)) == 1
+
+
+def test_logging_never_breaks_or_blocks_a_query(rag: UniversalRAG) -> None:
+    rag.store.downgrade("-1")  # undo the routing-log migration: every write fails
+    try:
+        log = rag.decision_log()
+        assert rag.route(SATURN_Q).primary == "table"
+        log.flush()
+        assert log.failed == 1 and log.written == 0
+        full = DecisionLog(rag.store, capacity=1)
+        full._queue.put_nowait({})  # the writer is not running: the queue stays full
+        full.record("q", RouteDecision(routes=("table",), id=str(uuid.uuid4())), candidates=["table"])
+        assert full.dropped == 1
+    finally:
+        rag.store.migrate()
+
+
+def test_feedback_marks_a_decision_and_is_validated(rag: UniversalRAG) -> None:
+    decision = rag.route(WITH_Q)
+    assert rag.feedback(decision, ["paragraph"]) == decision.id
+    assert rag.feedback(SATURN_Q, ["table"])  # never routed before: routed and logged with the feedback
+    rows = {r["query_hash"]: r for r in _log_rows(rag)}
+    assert rows[query_hash(WITH_Q)]["feedback_routes"] == ["paragraph"]
+    assert rows[query_hash(SATURN_Q)]["feedback_routes"] == ["table"] and rows[query_hash(SATURN_Q)]["feedback_at"]
+    with pytest.raises(RoutingError, match="Unknown route"):
+        rag.feedback(WITH_Q, ["tabel"])
+    with pytest.raises(RoutingError, match="No logged routing decision"):
+        rag.feedback(str(uuid.uuid4()), ["table"])
+
+
+def test_cli_feedback(rag: UniversalRAG, cli_env: dict[str, str]) -> None:
+    from universalrag.cli import app
+
+    decision = rag.route(SATURN_Q)
+    rag.decision_log().flush()
+    env = {**cli_env, "UNIVERSALRAG_SCHEMA": rag.store.schema}
+    result = CliRunner().invoke(app, ["router", "feedback", decision.id, "--route", "table"], env=env)
+    assert result.exit_code == 0, result.output
+    assert decision.id in result.stdout
+    assert _log_rows(rag)[0]["feedback_routes"] == ["table"]
+    bad = CliRunner().invoke(app, ["router", "feedback", SATURN_Q, "--route", "nope"], env=env)
+    assert bad.exit_code != 0 and "Unknown route" in bad.output
+
+
+def test_feedback_rows_are_used_by_adaptation(rag: UniversalRAG) -> None:
+    from universalrag.adapt import feedback_queries
+
+    rag.feedback(rag.route(SATURN_Q), ["table"])
+    rag.feedback(rag.route("What is 17 times 3?"), ["none"])
+    used = feedback_queries(rag)
+    assert {q.source for q in used} == {"feedback"} and len(used) == 2
+    assert sorted(q.answerable for q in used) == [False, True]
+    report = rag.adapt_router([(SATURN_Q, "table"), (WITH_Q, "paragraph")], holdout=0.0, save=False)
+    assert report.feedback == 2 and report.train >= 4 and not report.saved
+    json.dumps(report.to_dict())
+
+
+def test_cli_adapt(rag: UniversalRAG, cli_env: dict[str, str]) -> None:
+    """`router adapt` writes questions from the database's own units (routing.synth) and adapts; without the
+    synthesis module it says how to adapt from Python instead."""
+    import importlib.util
+
+    from universalrag.cli import app
+
+    env = {**cli_env, "UNIVERSALRAG_SCHEMA": rag.store.schema}
+    result = CliRunner().invoke(app, ["router", "adapt", "--per-corpus", "4", "--json"], env=env)
+    if importlib.util.find_spec("universalrag.routing.synth") is None:
+        assert result.exit_code != 0 and "adapt_router" in result.output
+        return
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["train"] > 0 and "accuracy" in report["after"]
