@@ -1,7 +1,7 @@
 """The routing log and stored combiners.
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-11-26
 
 ``routing_log`` keeps one row per routing decision: when, a hash of the query (its text only when the
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from universalrag.migrations._sql import execute as _execute
 
-revision = "0005"
-down_revision = "0004"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

@@ -1,6 +1,6 @@
 """SQL-managed corpora: application tables attached as corpora, kept in sync through a queue.
 
-Revision ID: 0004
+Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-26
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from universalrag.migrations._sql import execute as _execute
 
-revision = "0004"
+revision = "0003"
 down_revision = "0002"
 branch_labels = None
 depends_on = None
