@@ -185,9 +185,12 @@ def search(
     obj.ensure_initialised()
     opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
     rag = _rag(obj, router, opts, hybrid=hybrid)
-    decision = None if corpus else rag.route(query)
-    routes = [corpus] if corpus else list(decision.routes)  # type: ignore[union-attr]
-    hits = rag.retrieve(query, k=k, routes=routes, filters=filters)
+    if corpus:
+        decision, routes = None, [corpus]
+        hits = rag.retrieve(query, k=k, routes=routes, filter=filters)
+    else:  # one probe of every corpus decides and is the retrieval; a search never comes back empty-handed
+        decision, hits = rag.search(query, k=k, filter=filters)
+        routes = list(decision.routes)
     if as_json:
         obj.output.json([hit_dict(h, i) for i, h in enumerate(hits, 1)])
         return
@@ -220,7 +223,7 @@ def ask(
     filters = _parse_filter(filter)
     obj.ensure_initialised()
     opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
-    answer = _rag(obj, router, opts, hybrid=hybrid).query(question, k=k, filters=filters)
+    answer = _rag(obj, router, opts, hybrid=hybrid).query(question, k=k, filter=filters)
     out = obj.output
     if as_json:
         data = answer.to_dict()

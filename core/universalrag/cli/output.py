@@ -76,6 +76,8 @@ def print_decision(out: Output, decision: RouteDecision) -> None:
     out.print(Text.assemble(("route", "bold"), " ", (" + ".join(decision.routes), "magenta"),
                             (f" ({decision.router}, {decision.latency_ms:.0f} ms{'; ' + scores if scores else ''})",
                              "dim")), soft_wrap=True)
+    if decision.fallback:
+        out.print(Text("  nothing looked relevant (route none); searched the likeliest corpus anyway", "dim"))
 
 
 def print_report(out: Output, report: IngestReport) -> None:
