@@ -205,3 +205,21 @@ def test_figures_get_a_visual_channel_with_a_tiny_random_clip(settings, minilm, 
         assert set(hit.channel_scores) == {"text", "visual"} and hit.metadata["label"] == "Figure 1"
     finally:
         store.close()
+
+
+def test_adapters_name_page_and_source_as_their_own_pdf_loaders_do(store: Store, minilm, report: Path) -> None:  # type: ignore[no-untyped-def]
+    """LangChain's PDF loaders: ``source`` and a 0-based ``page`` (+ ``page_label``); LlamaIndex's readers:
+    ``file_name``/``file_path`` and ``page_label``. The store's 1-based page survives a round trip."""
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    from langchain_universalrag._convert import document_to_hit, hit_to_document
+    from llama_index.retrievers.universalrag.base import hit_to_metadata
+
+    assert ingest_paths(store, minilm, [report]).ok
+    [table] = search_corpus(store, minilm, "table", "Which fuel did the lamp burn in the 1920s?", k=1)
+    assert table.metadata["page"] == 1
+    doc = hit_to_document(table)
+    assert doc.metadata["source"] == str(report) and doc.metadata["page"] == 0 and doc.metadata["page_label"] == "1"
+    assert document_to_hit(doc).metadata["page"] == 1
+    meta = hit_to_metadata(table)
+    assert meta["file_name"] == "report.pdf" and meta["file_path"] == str(report) and meta["page_label"] == "1"

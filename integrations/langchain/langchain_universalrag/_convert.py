@@ -64,6 +64,12 @@ def hit_from_dict(data: Mapping[str, Any]) -> Hit:
 def _own_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
     meta = dict(hit.metadata)
     doc_id = meta.pop(ID_KEY, None)
+    if meta.get("document_format") and isinstance(meta.get("page"), int):
+        # LangChain's PDF loaders: ``page`` counts from 0, ``page_label`` is the page as printed, ``source`` the
+        # file; the store's 1-based page travels as ``page_number``
+        meta["page_number"] = meta["page"]
+        meta["page"] = meta["page_number"] - 1
+        meta["page_label"] = str(meta.get("page_label") or meta["page_number"])
     return (str(doc_id) if doc_id is not None else hit.id), meta
 
 
@@ -99,6 +105,8 @@ def document_to_hit(doc: Document) -> Hit:
     meta = dict(doc.metadata)
     parts = tuple((int(p["index"]), str(p["text"]), float(p["score"])) for p in meta.get("matched_parts") or ())
     own = {k: v for k, v in meta.items() if k not in CORE_KEYS}
+    if own.get("document_format") and isinstance(own.get("page_number"), int):
+        own["page"] = own.pop("page_number")  # back to the store's 1-based page
     modality, granularity = meta.get("modality"), meta.get("granularity")
     return Hit(
         corpus=str(meta.get("corpus") or "external"), id=str(meta.get("id") or doc.id or ""),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -39,7 +40,7 @@ ImageMode = Literal["path", "base64"]
 #: ``description`` is an ImageNode's caption or transcript (its text), so that multimodal synthesis, which sends
 #: pictures and metadata only, keeps it.
 LLM_METADATA_KEYS: frozenset[str] = frozenset({"corpus", "title", "start_s", "end_s", "frame_time_s",
-                                               "description"})
+                                               "description", "file_name", "page_label"})
 
 #: Per-corpus tools are named this prefix and the corpus name (``search_table``); the selector maps them back.
 TOOL_PREFIX = "search_"
@@ -66,6 +67,11 @@ def hit_to_metadata(hit: Hit, *, decision: RouteDecision | None = None, label: s
     })
     if hit.start_s is not None or hit.end_s is not None:
         meta["start_s"], meta["end_s"] = hit.start_s, hit.end_s
+    if meta.get("document_format") and meta.get("source"):  # as LlamaIndex's file readers name them
+        meta["file_path"] = str(meta["source"])
+        meta["file_name"] = Path(meta["file_path"]).name
+        if meta.get("page") is not None:
+            meta["page_label"] = str(meta.get("page_label") or meta["page"])
     if hit.matched_parts:
         meta["matched_parts"] = [{"index": i, "text": t, "score": float(s)} for i, t, s in hit.matched_parts]
     if hit.channel_scores:
