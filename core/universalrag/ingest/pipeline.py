@@ -1,7 +1,10 @@
 """Files → units → embeddings → one transaction per source.
 
 ``ingest_paths`` walks files and folders, detects each file's modality by its content, sends it to its
-corpora (``--corpus`` overrides) and writes it in one transaction. Idempotent by content hash: a source whose
+corpora (``--corpus`` overrides) and writes it in one transaction. Files a folder walk finds that are not
+ingested (binary files of other types, such as ``.npy`` or ``__pycache__``) are skipped and counted, not
+failed; ``strict=True`` fails them instead. A file named explicitly that is not ingested always fails with
+the reason. Idempotent by content hash: a source whose
 hash is unchanged is skipped before it is parsed or embedded. A file that fails (bad input, embedding error,
 database error) is reported with its reason and leaves no rows; the other files go on.
 """
@@ -21,7 +24,7 @@ from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..store import Store
 from ..types import CorpusSpec, Granularity, Modality, PartBatch, Unit
-from .detect import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS, detect_kind, iter_files
+from .detect import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS, Detection, detect, iter_files, unsupported_error
 from .files import check_file, hash_file
 from .text.document import TextDocument
 from .units import Prepared, TextPlan, image_units, plan_text_units, source_record, table_units, video_units
@@ -41,14 +44,16 @@ DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
     "video": ("video", "clip"),
 }
 _KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO}
-_TABLES_IN_TEXT = (".md", ".markdown", ".html", ".htm")
+#: Text formats whose tables also go to the table corpus, and the table reader's name for them.
+_TABLES_IN_TEXT = {"md": "markdown", "html": "html"}
 #: Text files embedded together in one batch.
 _TEXT_GROUP_FILES = 64
 
 
 @dataclass(frozen=True, slots=True)
 class FileOutcome:
-    """What happened to one input: ``added``, ``replaced``, ``unchanged`` or ``failed`` (with ``error``)."""
+    """What happened to one input: ``added``, ``replaced``, ``unchanged``, ``failed`` (with ``error``) or
+    ``skipped`` (found in a folder but not a kind that is ingested, with ``reason``)."""
 
     path: str
     status: str
@@ -56,6 +61,7 @@ class FileOutcome:
     corpora: tuple[str, ...] = ()
     rows: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    reason: str | None = None
 
 
 @dataclass(slots=True)
@@ -74,8 +80,13 @@ class IngestReport:
         return [o for o in self.outcomes if o.status == "failed"]
 
     @property
+    def skipped(self) -> list[FileOutcome]:
+        """The files a folder walk found that are not ingested (each with its ``reason``)."""
+        return [o for o in self.outcomes if o.status == "skipped"]
+
+    @property
     def ok(self) -> bool:
-        """True when no input failed."""
+        """True when no input failed (skipped files do not count)."""
         return not self.failed
 
     def to_dict(self) -> dict[str, object]:
@@ -85,6 +96,7 @@ class IngestReport:
             "replaced": self.count("replaced"),
             "unchanged": self.count("unchanged"),
             "failed": [{"path": o.path, "error": o.error} for o in self.failed],
+            "skipped": [{"path": o.path, "reason": o.reason} for o in self.skipped],
             "rows": {c: sum(o.rows.get(c, 0) for o in self.outcomes)
                      for c in sorted({c for o in self.outcomes for c in o.rows})},
         }
@@ -123,6 +135,7 @@ class _Run:
     checked: set[str] = field(default_factory=set)
     alts: dict[Path, str] = field(default_factory=dict)
     parsed: dict[Path, TextDocument] = field(default_factory=dict)  # pages already read this run
+    formats: dict[Path, str | None] = field(default_factory=dict)  # reader format detected per file
 
     def spec(self, name: str, kind: str) -> CorpusSpec:
         spec = self.store.corpus(name)
@@ -148,9 +161,9 @@ def _text_prepared(run: _Run, path: Path, uri: str, content_hash: str, doc: Text
     from .tables.read import read_tables
 
     parts: Iterable[PartBatch] = ()
-    if run.corpus is None and path.suffix.lower() in _TABLES_IN_TEXT and "table" in run.store.corpora():
+    if run.corpus is None and doc.format in _TABLES_IN_TEXT and "table" in run.store.corpora():
         try:
-            tables = read_tables(path)
+            tables = read_tables(path, format=_TABLES_IN_TEXT[doc.format])
         except IngestError:
             tables = []  # a page without tables is still a good document
         if tables:
@@ -169,7 +182,7 @@ def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[F
     planned: list[tuple[Path, str, str, TextDocument, TextPlan] | FileOutcome] = []
     for path, uri, content_hash in group:
         try:
-            doc = run.parsed.pop(path, None) or read_text_file(path)
+            doc = run.parsed.pop(path, None) or read_text_file(path, format=run.formats.get(path))
             specs = [run.spec(n, "text") for n in run.targets("text")]
             planned.append((path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri)))
         except UniversalRAGError as e:
@@ -197,7 +210,7 @@ def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[F
 def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
     from .tables.read import read_tables
 
-    tables = read_tables(path)
+    tables = read_tables(path, format=run.formats.get(path))
     spec = run.spec(run.targets("table")[0], "table")
     if spec.granularity is not Granularity.TABLE and not spec.multi_vector:
         raise ConfigError(f"Corpus {spec.name!r} cannot hold tables: create it with --multi-vector.")
@@ -250,15 +263,15 @@ def _failed(path: Path, error: UniversalRAGError) -> FileOutcome:
     return FileOutcome(path=str(path), status="failed", error=reason)
 
 
-def _classify(run: _Run, path: Path) -> tuple[str, str, str]:
-    """(kind, uri, content hash) of a file, or IngestError when it cannot be ingested at all."""
+def _classify(run: _Run, path: Path) -> tuple[Detection, str, str]:
+    """(what the file is, uri, content hash); uri and hash are empty when it is not ingested. IngestError
+    when it cannot be read at all."""
     check_file(path)
-    kind = detect_kind(path)
-    if kind is None:
-        raise IngestError(path, "not a supported file type; supported: text (.txt .md .html), tables (.csv .tsv "
-                                ".xlsx .json), images (.jpg .png .webp .gif .bmp .tiff) and videos (.mp4 .mkv "
-                                ".webm .mov .avi).")
-    return kind, path.resolve().as_uri(), hash_file(path)
+    found = detect(path)
+    if found.kind is None:
+        return found, "", ""
+    run.formats[path] = found.format
+    return found, path.resolve().as_uri(), hash_file(path)
 
 
 def _write(run: _Run, path: Path, kind: str, prepared: Prepared) -> FileOutcome:
@@ -353,8 +366,12 @@ def ingest_paths(
     options: IngestOptions | None = None,
     on_file: Callable[[FileOutcome], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    strict: bool = False,
 ) -> IngestReport:
     """Ingest files and folders (walked recursively) into their corpora; see the module docstring.
+
+    Files found in a folder that are not ingested are reported as ``skipped`` with the reason; with
+    ``strict`` they fail instead (and so does the run). A path given explicitly that is not ingested fails.
 
     ``corpus`` sends every file to that corpus instead of the defaults of its kind. ``on_start`` is told how
     many files were found, ``on_file`` each outcome as it happens (for progress bars). Caption and subtitle
@@ -364,6 +381,7 @@ def ingest_paths(
     if corpus is not None:
         store.corpus(corpus)  # fail fast on an unknown corpus
     files = list(iter_files([Path(p) for p in paths]))
+    named = {Path(p).absolute() for p in paths if not Path(p).is_dir()}
     sidecars = _sidecars(files)
     files = [f for f in files if f.resolve() not in sidecars]
     run.alts = _alt_texts(files, run.parsed)
@@ -384,8 +402,13 @@ def ingest_paths(
 
     for path in files:
         try:
-            kind, uri, content_hash = _classify(run, path)
-            if _unchanged(run, kind, uri, content_hash):
+            found, uri, content_hash = _classify(run, path)
+            kind = found.kind
+            if kind is None:
+                if strict or path.absolute() in named:
+                    raise unsupported_error(path, found)
+                outcome = FileOutcome(path=str(path), status="skipped", reason=found.reason)
+            elif _unchanged(run, kind, uri, content_hash):
                 run.parsed.pop(path, None)
                 outcome = FileOutcome(path=str(path), status="unchanged", kind=kind)
             elif kind == "text":
