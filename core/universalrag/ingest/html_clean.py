@@ -21,6 +21,7 @@ small and deterministic. The caller keeps the unpruned text when pruning would l
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["is_layout_table", "link_density", "remove_navigation", "unwrap_layout_tables"]
@@ -45,17 +46,45 @@ _INDEX_LINK_SHARE = 0.8
 _MAX_CHROME_WORDS = 200
 
 
-def _words(node: Any) -> int:
-    return len(node.get_text(" ").split())
+#: Per element: (words, words inside links, links), computed for the whole tree in one pass.
+_Stats = dict[int, tuple[int, int, int]]
+_NO_TEXT = frozenset({"script", "style", "template", "noscript", "head", "title"})
 
 
-def link_density(node: Any) -> tuple[float, int]:
-    """(share of the node's words that sit inside links, number of links)."""
-    links = node.find_all("a")
-    total = _words(node)
-    if not total:
-        return 0.0, len(links)
-    return sum(_words(a) for a in links) / total, len(links)
+def _stats(root: Any) -> _Stats:
+    """Words, link words and links of every element under ``root`` (one post-order walk, no re-counting)."""
+    from bs4.element import NavigableString, PreformattedString, Tag
+
+    stats: _Stats = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in node.children if isinstance(c, Tag) and c.name not in _NO_TEXT)
+            continue
+        words = link_words = links = 0
+        for child in node.children:
+            if isinstance(child, Tag):
+                w, lw, n = stats.get(id(child), (0, 0, 0))
+                words, link_words, links = words + w, link_words + lw, links + n
+            elif isinstance(child, NavigableString) and not isinstance(child, PreformattedString):
+                words += len(child.split())
+        if node.name == "a":
+            link_words, links = words, links + 1
+        stats[id(node)] = (words, link_words, links)
+    return stats
+
+
+def _words(node: Any, stats: _Stats | None = None) -> int:
+    return (stats or _stats(node)).get(id(node), (0, 0, 0))[0]
+
+
+def link_density(node: Any, stats: _Stats | None = None) -> tuple[float, int]:
+    """(share of the node's words that sit inside links, number of links); ``stats`` from one walk of the
+    page saves counting again."""
+    words, link_words, links = (stats or _stats(node)).get(id(node), (0, 0, 0))
+    return (link_words / words if words else 0.0), links
 
 
 def _marks(node: Any) -> str:
@@ -68,7 +97,7 @@ def _own(node: Any, name: str | list[str]) -> list[Any]:
     return [d for d in node.find_all(name) if d.find_parent("table") is node]
 
 
-def is_layout_table(table: Any) -> bool:
+def is_layout_table(table: Any, stats: _Stats | None = None) -> bool:
     """True when ``table`` lays out a page rather than holding data (see the module docstring)."""
     if str(table.get("role") or "").lower() in _LAYOUT_ROLES:
         return True
@@ -76,7 +105,7 @@ def is_layout_table(table: Any) -> bool:
     if _NAV_WORDS.search(marks) or _TABLE_NAV_WORDS.search(marks):
         return True  # DocBook's summary="Header navigation table", Texinfo's class="index-cp" and "menu"
     has_header = bool(_own(table, "th")) or bool(_own(table, "thead"))
-    share, links = link_density(table)
+    share, links = link_density(table, stats)
     if has_header:
         return links >= 2 * _MIN_LINKS and share >= _INDEX_LINK_SHARE  # an index or link directory
     if table.find("table") is not None:
@@ -96,7 +125,8 @@ def is_layout_table(table: Any) -> bool:
 def unwrap_layout_tables(soup: Any) -> int:
     """Rename every layout table (and its rows and cells) to ``div`` so its cells read as blocks; return how
     many there were. Decided for all tables first, so a nested data table is judged on its own."""
-    layout = [t for t in soup.find_all("table") if is_layout_table(t)]
+    stats = _stats(soup)
+    layout = [t for t in soup.find_all("table") if is_layout_table(t, stats)]
     for table in layout:
         for part in [*_own(table, ["tr", "td", "th", "tbody", "thead", "tfoot"])]:
             part.name = "div"
@@ -106,7 +136,7 @@ def unwrap_layout_tables(soup: Any) -> int:
     return len(layout)
 
 
-def _is_navigation(node: Any) -> bool:
+def _is_navigation(node: Any, stats: _Stats) -> bool:
     if node.name == "nav" or str(node.get("role") or "").lower() in _NAV_ROLES:
         return True
     if node.name == "aside":
@@ -116,7 +146,7 @@ def _is_navigation(node: Any) -> bool:
     if node.name in ("body", "html", "main", "article"):
         return False
     if _NAV_WORDS.search(_marks(node)):
-        return node.find(["h1", "h2"]) is None and _words(node) <= _MAX_CHROME_WORDS
+        return node.find(["h1", "h2"]) is None and _words(node, stats) <= _MAX_CHROME_WORDS
     if node.name == "a":
         href, text = str(node.get("href") or ""), node.get_text(" ").strip()
         # skip links ("Skip to content") and permalink marks after headings (Sphinx's "¶")
@@ -124,20 +154,30 @@ def _is_navigation(node: Any) -> bool:
     return False
 
 
+def _prune(nodes: list[Any], remove: Callable[[Any], bool]) -> int:
+    """Decompose the ``nodes`` (in document order) that ``remove`` picks, skipping those inside one already
+    picked; return how many were removed."""
+    picked: set[int] = set()
+    chosen = []
+    for node in nodes:
+        if any(id(parent) in picked for parent in node.parents):
+            continue
+        if remove(node):
+            picked.add(id(node))
+            chosen.append(node)
+    for node in chosen:
+        node.decompose()
+    return len(chosen)
+
+
 def remove_navigation(soup: Any) -> int:
     """Remove navigation and link-list blocks from ``soup`` (see the module docstring); return how many."""
-    removed = 0
-    for node in soup.find_all(True):
-        if getattr(node, "decomposed", False) or node.parent is None:
-            continue
-        if _is_navigation(node):
-            node.decompose()
-            removed += 1
-    for node in soup.find_all(_LINK_BLOCKS):
-        if getattr(node, "decomposed", False) or node.parent is None:
-            continue
-        share, links = link_density(node)
-        if links >= _MIN_LINKS and share >= _LINK_SHARE and node.find(["h1", "h2", "h3", "pre"]) is None:
-            node.decompose()
-            removed += 1
-    return removed
+    stats = _stats(soup)
+    removed = _prune(soup.find_all(True), lambda node: _is_navigation(node, stats))
+    stats = _stats(soup)  # counted again without what was just removed
+
+    def link_list(node: Any) -> bool:
+        share, links = link_density(node, stats)
+        return links >= _MIN_LINKS and share >= _LINK_SHARE and node.find(["h1", "h2", "h3", "pre"]) is None
+
+    return removed + _prune(soup.find_all(_LINK_BLOCKS), link_list)
