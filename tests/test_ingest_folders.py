@@ -234,3 +234,14 @@ def test_a_real_folder_skips_what_is_not_ingested(store: Store, minilm, tmp_path
     assert "Supported:" in (strict.failed[0].error or "")
     named = ingest_paths(store, minilm, [root / "heights.npy"])
     assert not named.ok and "NumPy array file" in (named.failed[0].error or "") and not named.skipped
+
+
+def test_a_tiff_pillow_cannot_decode_says_so(tmp_path: Path) -> None:
+    tifffile = pytest.importorskip("tifffile")
+    from universalrag.ingest.images.read import read_image
+
+    path = tmp_path / "stack.tif"  # three float32 planes in one page, as scientific tools write them
+    tifffile.imwrite(path, np.random.default_rng(0).random((3, 16, 16)).astype("float32"))
+    with pytest.raises(IngestError) as info:
+        read_image(path)
+    assert "layout Pillow cannot decode" in info.value.reason and "damaged" not in info.value.reason

@@ -172,6 +172,10 @@ _SUPPORTED_LABELS = frozenset({"JPEG", "PNG", "WebP", "GIF", "BMP", "TIFF"})
 
 def _not_an_image(p: Path, error: Exception) -> str:
     sniffed = sniff(_read_head(p, 64))
+    if sniffed is not None and sniffed.label == "TIFF image":
+        return (f"is a TIFF image in a layout Pillow cannot decode ({error}): scientific tools write TIFFs with "
+                "several floating-point channels or planes that only they read. Export it as an 8- or 16-bit "
+                "RGB or greyscale TIFF, or as PNG.")
     if sniffed is not None and sniffed.label.split()[0] in _SUPPORTED_LABELS:
         return f"starts like a {sniffed.label} but its header is damaged ({error}); replace it with the original image."
     if sniffed is not None and sniffed.kind == "image":
