@@ -245,3 +245,26 @@ def test_a_tiff_pillow_cannot_decode_says_so(tmp_path: Path) -> None:
     with pytest.raises(IngestError) as info:
         read_image(path)
     assert "layout Pillow cannot decode" in info.value.reason and "damaged" not in info.value.reason
+
+
+def test_html5_landmarks_and_link_lists_are_not_content() -> None:
+    from universalrag.ingest.text.document import parse_text
+
+    page = b"""<!doctype html><html><head><meta charset="windows-1252"><title>Quay</title></head><body>
+    <header><a href="/">Harbour</a> <a href="/news">News</a> <a href="/about">About</a></header>
+    <nav aria-label="breadcrumb"><a href="/">Home</a> / <a href="/guide">Guide</a></nav>
+    <main><article><header><h1>The north quay</h1></header>
+    <p>The north quay was rebuilt in 1998 with granite from Mousa \x96 the old timber piles are still visible.</p>
+    <ul><li><a href="/a">Tides</a></li><li><a href="/b">Moorings</a></li><li><a href="/c">Fees</a></li></ul>
+    <p>Berthing is free for boats under <a href="/fees">eight metres</a> for the first night.</p>
+    </article></main>
+    <div role="navigation"><a href="/prev">Previous</a> <a href="/next">Next</a></div>
+    <footer><p>&copy; Harbour Trust <a href="/privacy">Privacy</a> <a href="/terms">Terms</a></p></footer>
+    </body></html>"""
+    doc = parse_text(page, format="html", name="quay.html")
+    assert doc.metadata["encoding"] == "cp1252" and "Mousa \u2013 the old" in doc.text
+    assert doc.text.split("\n\n") == [
+        "The north quay",
+        "The north quay was rebuilt in 1998 with granite from Mousa \u2013 the old timber piles are still visible.",
+        "Berthing is free for boats under eight metres for the first night.",
+    ]

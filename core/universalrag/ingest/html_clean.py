@@ -141,8 +141,8 @@ def _is_navigation(node: Any, stats: _Stats) -> bool:
         return True
     if node.name == "aside":
         return True
-    if node.name in ("header", "footer"):
-        return node.find_parent(["article", "main", "section"]) is None
+    if node.name in ("header", "footer"):  # page-level bars, not an article's own header with its title
+        return node.find_parent(["article", "main", "section"]) is None and node.find("h1") is None
     if node.name in ("body", "html", "main", "article"):
         return False
     if _NAV_WORDS.search(_marks(node)):
