@@ -57,8 +57,7 @@ def test_public_api_is_pinned() -> None:
     assert embed_pkg.__all__ == [
         "Embedder", "TransformersEmbedder", "OpenAIEmbedder", "MINILM_NAME", "bundled_minilm",
         "make_embedder", "embedder_from_settings", "embedder_specs", "register_embedder", "check_embedder",
-        "VisualEncoder", "CLIPVisualEncoder", "DEFAULT_VISUAL_WEIGHT", "fuse_scores", "pool",
-        "visual_encoder_from_settings",
+        "VisualEncoder", "CLIPVisualEncoder", "visual_encoder_from_settings", "normalised_mean",
     ]
 
 
@@ -286,15 +285,24 @@ def test_openai_dimensions_are_passed_through() -> None:
     assert server.requests[0]["body"]["dimensions"] == 8
 
 
-def test_openai_dimension_from_table_or_one_probe() -> None:
+def test_openai_dimension_from_table_or_one_explicit_probe() -> None:
     assert OpenAIEmbedder("text-embedding-3-large").dimension == 3072  # no request, no server
     assert OpenAIEmbedder("text-embedding-ada-002").dimension == 1536
+    assert OpenAIEmbedder("custom", dimension=24).dimension == 24  # stated by the caller
     with OpenAICompatServer(embedding_dim=12) as server:
         embedder = OpenAIEmbedder("custom", base_url=server.base_url)  # no key: placeholder for local servers
-        assert embedder.dimension == 12 and embedder.dimension == 12
+        with pytest.raises(ConfigError, match="resolve_dimension"):
+            embedder.dimension  # a property never calls the network
+        assert server.requests == []
+        assert embedder.resolve_dimension() == 12 and embedder.dimension == 12
         assert len(server.requests) == 1
         assert embedder.embed([]).shape == (0, 12)
         assert len(server.requests) == 1
+        learnt = OpenAIEmbedder("custom", base_url=server.base_url)
+        learnt.embed(["x"])  # an embedding call learns the width too
+        assert learnt.dimension == 12 and len(server.requests) == 2
+        from_settings = make_embedder("openai:custom", settings=Settings(embed_base_url=server.base_url))
+        assert from_settings.dimension == 12 and len(server.requests) == 3  # the factory asks once
 
 
 def test_openai_wrong_width_is_an_error() -> None:

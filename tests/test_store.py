@@ -366,3 +366,34 @@ def test_units_without_a_source_can_be_added_read_replaced_and_deleted(small: St
     assert small.counts()["paragraph"] == 1
     with pytest.raises(DimensionMismatchError):
         small.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content="x", embedding=[0.1] * 3)])
+
+
+def test_bad_arguments_are_typed_errors_and_url_starts_nothing(  # type: ignore[no-untyped-def]
+        small: Store, tmp_path) -> None:
+    from universalrag.config import Settings
+    from universalrag.errors import InvalidInputError, UniversalRAGError
+
+    rng = np.random.default_rng(8)
+    with pytest.raises(InvalidInputError, match="k must be"):
+        small.search("paragraph", _vec(rng), k=0)
+    with pytest.raises(InvalidInputError, match="visual_weight"):
+        small.search("image", _vec(rng), visual_weight=1.5)
+    with pytest.raises(InvalidInputError, match="one vector per unit"):
+        small.write_source(_source("mem://p"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content="x",
+                                                     embedding=_vec(rng), parts=["a"], part_embeddings=[_vec(rng)])])
+    for bad in [dict(name="Bad"), dict(modality="sound"), dict(dimension=0), dict(dimension="8")]:
+        with pytest.raises(InvalidInputError):
+            CorpusSpec(**{"name": "ok", "modality": "text", "granularity": "paragraph", **bad})
+    assert issubclass(InvalidInputError, UniversalRAGError)
+    home = tmp_path / "never"
+    lazy = Store(settings=Settings(home=home))
+    assert lazy.url is None and "embedded" in repr(lazy) and not home.exists()  # no server was started
+
+
+def test_driver_errors_are_told_apart_by_sqlstate(small: Store) -> None:
+    from universalrag.store.translate import UNDEFINED_TABLE, sqlstate
+
+    with pytest.raises(StoreError, match="dropped meanwhile") as info:
+        with small.transaction("read a table") as conn:
+            conn.execute(sa.text(f"SELECT 1 FROM {small.schema}.corpus_missing"))
+    assert sqlstate(info.value) == UNDEFINED_TABLE

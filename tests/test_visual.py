@@ -2,7 +2,7 @@
 
 The model's weights are random, so these tests check plumbing only — loading from a directory or the
 local cache, preprocessing without torchvision, shapes, norms, determinism, batching, thread safety,
-errors — plus the maths of score fusion and frame pooling. They say nothing about retrieval quality.
+errors — plus the maths of frame pooling. They say nothing about retrieval quality.
 Everything else is real: the photographs are scikit-image's, the model runs through transformers.
 """
 
@@ -19,14 +19,8 @@ import pytest
 from PIL import Image
 from support.media import PHOTOS, photo, write_every_format
 from support.tiny_clip import TINY_CLIP_DIMENSION, build_tiny_clip
-from universalrag.embed.visual import (
-    DEFAULT_VISUAL_WEIGHT,
-    CLIPVisualEncoder,
-    VisualEncoder,
-    fuse_scores,
-    pool,
-    visual_encoder_from_settings,
-)
+from universalrag.embed.vectors import normalised_mean
+from universalrag.embed.visual import CLIPVisualEncoder, VisualEncoder, visual_encoder_from_settings
 from universalrag.errors import ConfigError, EmbeddingError
 from universalrag.ingest.images import load_rgb
 
@@ -212,24 +206,11 @@ def test_async_twins(encoder: CLIPVisualEncoder, photos: list[Image.Image]) -> N
     np.testing.assert_allclose(texts, encoder.embed_texts(TEXTS[:1]), atol=1e-6)
 
 
-# --------------------------------------------------------------------------- fusion and pooling
+# --------------------------------------------------------------------------- pooling
 
 
-def test_fuse_scores() -> None:
-    assert DEFAULT_VISUAL_WEIGHT == 0.8
-    assert fuse_scores(0.5, 1.0) == pytest.approx(0.8 * 1.0 + 0.2 * 0.5)
-    assert fuse_scores(0.2, 0.6, visual_weight=0.3) == pytest.approx(0.3 * 0.6 + 0.7 * 0.2)
-    assert fuse_scores(0.4, None) == 0.4  # no visual channel: the text score alone
-    assert fuse_scores(None, 0.7) == 0.7  # no text channel: the visual score alone
-    assert fuse_scores(0.4, 0.9, visual_weight=0.0) == 0.4
-    assert fuse_scores(0.4, 0.9, visual_weight=1.0) == 0.9
-    with pytest.raises(ValueError, match="at least one"):
-        fuse_scores(None, None)
-    with pytest.raises(ConfigError, match="between 0 and 1"):
-        fuse_scores(0.1, 0.2, visual_weight=1.5)
-
-
-def test_pool() -> None:
+def test_normalised_mean() -> None:
+    pool = normalised_mean
     frames = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]], dtype=np.float32)
     pooled = pool(frames)
     expected = np.array([1.0, 2.0, 0.0]) / np.sqrt(5.0)
@@ -239,17 +220,17 @@ def test_pool() -> None:
     rng = np.random.default_rng(0)
     many = rng.normal(size=(32, 16))
     np.testing.assert_allclose(np.linalg.norm(pool(many)), 1.0, atol=1e-6)
-    with pytest.raises(ValueError, match="non-empty"):
+    with pytest.raises(EmbeddingError, match="non-empty"):
         pool(np.zeros((0, 4)))
-    with pytest.raises(ValueError, match="cancel out"):
+    with pytest.raises(EmbeddingError, match="cancel out"):
         pool(np.array([[1.0, 0.0], [-1.0, 0.0]]))
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(EmbeddingError, match="NaN"):
         pool(np.array([[np.nan, 1.0]]))
 
 
 def test_pool_of_frame_embeddings(encoder: CLIPVisualEncoder, photos: list[Image.Image]) -> None:
     frames = encoder.embed_images(photos[:3])  # three "sampled frames" of a clip
-    clip_vector = pool(frames)
+    clip_vector = normalised_mean(frames)
     assert clip_vector.shape == (TINY_CLIP_DIMENSION,) and clip_vector.dtype == np.float32
     summed = frames.sum(axis=0)
     np.testing.assert_allclose(clip_vector, summed / np.linalg.norm(summed), atol=1e-6)

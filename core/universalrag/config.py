@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping
+from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ConfigError
 
@@ -67,17 +68,23 @@ def validate_schema_name(name: str) -> str:
     return name
 
 
-def redact_url(url: str) -> str:
-    """The URL with its password (and any ``password=`` query parameter) replaced by ``***``."""
-    from sqlalchemy.engine import make_url
-
+def redact_url(url: str | None) -> str | None:
+    """A database or endpoint URL fit to show: its credentials (``user:password@``) become ``***@``, and its
+    query and fragment (which may carry a password or an API key) are dropped."""
+    if not url:
+        return url
     try:
-        parsed = make_url(url)
-    except Exception:  # noqa: BLE001 - an unparseable URL is shown without anything after the scheme
-        return url.split("://", 1)[0] + "://***"
-    if "password" in parsed.query:
-        parsed = parsed.update_query_dict({"password": "***"})
-    return parsed.render_as_string(hide_password=bool(parsed.password)).replace("%2A%2A%2A", "***")
+        parts = urlsplit(url)
+    except ValueError:  # not parseable (e.g. unbalanced brackets): show the scheme only
+        return url.split("://", 1)[0] + "://***" if "://" in url else "***"
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a malformed port is left out
+        port = ""
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = ("***@" if parts.username or parts.password else "") + host + port
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _default_home() -> Path:
@@ -99,6 +106,8 @@ class Settings:
     embed_dimensions: int | None = None
     device: str | None = None
     ef_search: int = 100
+    #: A search scans a corpus's table exactly (no index) when it holds at most this many rows; 0: never.
+    exact_search_rows: int = 20000
     visual_encoder: str | None = None
     visual_weight: float = 0.8
     video_visual_weight: float = 0.4
@@ -117,6 +126,8 @@ class Settings:
                               "(or leave UNIVERSALRAG_ASR empty to turn speech recognition off).")
         if self.ef_search < 1:
             raise ConfigError(f"ef_search must be positive, got {self.ef_search}.")
+        if self.exact_search_rows < 0:
+            raise ConfigError(f"exact_search_rows must be 0 or more, got {self.exact_search_rows}.")
         for name in ("visual_weight", "video_visual_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}.")
@@ -170,19 +181,19 @@ class Settings:
                 raise ConfigError(f"{name} must be an integer, got {raw!r}.") from None
 
         home = get("UNIVERSALRAG_HOME")
-        return cls(
+        values = dict(
             database_url=get("UNIVERSALRAG_DATABASE_URL"),
             home=Path(home).expanduser() if home else None,
-            schema=get("UNIVERSALRAG_SCHEMA") or "universalrag",
-            embedder=get("UNIVERSALRAG_EMBEDDER") or "minilm",
+            schema=get("UNIVERSALRAG_SCHEMA"),
+            embedder=get("UNIVERSALRAG_EMBEDDER"),
             embed_base_url=get("UNIVERSALRAG_EMBED_BASE_URL"),
             embed_api_key=get("UNIVERSALRAG_EMBED_API_KEY") or get("OPENAI_API_KEY"),
             embed_dimensions=get_int("UNIVERSALRAG_EMBED_DIMENSIONS"),
             device=get("UNIVERSALRAG_DEVICE"),
-            ef_search=get_int("UNIVERSALRAG_EF_SEARCH") or 100,
+            ef_search=get_int("UNIVERSALRAG_EF_SEARCH"),
             visual_encoder=get("UNIVERSALRAG_VISUAL_ENCODER"),
-            visual_weight=0.8 if (w := get_float("UNIVERSALRAG_VISUAL_WEIGHT")) is None else w,
-            video_visual_weight=0.4 if (v := get_float("UNIVERSALRAG_VIDEO_VISUAL_WEIGHT")) is None else v,
+            visual_weight=get_float("UNIVERSALRAG_VISUAL_WEIGHT"),
+            video_visual_weight=get_float("UNIVERSALRAG_VIDEO_VISUAL_WEIGHT"),
             llm_model=get("UNIVERSALRAG_LLM_MODEL"),
             llm_base_url=get("UNIVERSALRAG_LLM_BASE_URL"),
             llm_api_key=get("UNIVERSALRAG_LLM_API_KEY") or get("OPENAI_API_KEY"),
@@ -191,7 +202,9 @@ class Settings:
             asr_base_url=get("UNIVERSALRAG_ASR_BASE_URL"),
             asr_api_key=get("UNIVERSALRAG_ASR_API_KEY") or get("OPENAI_API_KEY"),
         )
+        return cls(**{k: v for k, v in values.items() if v is not None})  # unset: the field's default
 
     def visual_weight_for(self, modality: str) -> float:
-        """The fusion weight of the visual channel for a corpus of ``modality`` (videos vs images)."""
+        """The weight of the visual channel against the text channel for a corpus of ``modality``: the one
+        place this default lives (``video_visual_weight`` for clips and videos, ``visual_weight`` otherwise)."""
         return self.video_visual_weight if str(modality) == "video" else self.visual_weight

@@ -17,6 +17,7 @@ __all__ = [
     "CorpusExistsError",
     "DimensionMismatchError",
     "FilterError",
+    "InvalidInputError",
     "EmbeddingError",
     "IngestError",
     "RoutingError",
@@ -83,6 +84,11 @@ class DimensionMismatchError(StoreError, ValueError):
 
 class FilterError(UniversalRAGError, ValueError):
     """A metadata filter is malformed (unknown operator, bad field name, wrong value type)."""
+
+
+class InvalidInputError(UniversalRAGError, ValueError):
+    """An argument or a value passed in breaks a rule (``k`` below 1, a weight outside 0..1, a corpus name,
+    units that do not fit their corpus); the message states the rule."""
 
 
 class EmbeddingError(UniversalRAGError):

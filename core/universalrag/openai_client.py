@@ -5,7 +5,8 @@ one async client per running event loop); :func:`translate_error` turns an SDK e
 error type with a sentence to act on; :func:`redact` and :func:`redact_url` keep API keys and URL
 credentials out of messages and reprs. The ``openai`` package is an optional extra
 (``pip install 'universalrag[openai]'``), imported on first use. This module imports only
-:mod:`universalrag.errors`, so every layer may use it.
+:mod:`universalrag.errors` and :mod:`universalrag.config` (whose :func:`~universalrag.config.redact_url` it
+re-exports), so every layer may use it.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
-from .errors import MissingDependencyError, UniversalRAGError
+from .config import redact_url
+from .errors import InvalidInputError, MissingDependencyError, UniversalRAGError
 
 __all__ = ["PLACEHOLDER_KEY", "OpenAIClients", "redact", "redact_url", "translate_error"]
 
@@ -140,7 +142,7 @@ def translate_error(
     if openai is None or not isinstance(e, openai.OpenAIError):
         return None
     if hints and not hints.keys() <= _DEFAULT_HINTS.keys():
-        raise ValueError(f"Unknown hint kinds {sorted(set(hints) - set(_DEFAULT_HINTS))}.")
+        raise InvalidInputError(f"Unknown hint kinds {sorted(set(hints) - set(_DEFAULT_HINTS))}.")
     secrets = [api_key, urlsplit(base_url).password if base_url else None]
     status = getattr(e, "status_code", None) if isinstance(e, openai.APIStatusError) else None
     if isinstance(e, openai.APITimeoutError):
@@ -170,22 +172,6 @@ def redact(text: str, secrets: Iterable[str | None] = (), *, limit: int = 300) -
             text = text.replace(secret, "***")
     text = _KEYLIKE.sub("***", text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def redact_url(url: str | None) -> str | None:
-    """An endpoint URL fit to show: ``user:password@`` becomes ``***@``; the query and fragment (which may
-    carry a key) are dropped. (:func:`universalrag.config.redact_url` is the one for database URLs.)"""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    try:
-        port = f":{parts.port}" if parts.port else ""
-    except ValueError:  # a malformed port is left out
-        port = ""
-    host = parts.hostname or ""
-    host = f"[{host}]" if ":" in host else host
-    netloc = ("***@" if parts.username or parts.password else "") + host + port
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _message(e: BaseException) -> str:

@@ -7,13 +7,13 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .errors import ConfigError
 from .evidence import EvidenceBudget, build_evidence
+from .fusion import FUSIONS, fuse
 from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_paths
 from .retrieve import routing_candidates, search_corpus
 from .store import Filter, Store
@@ -28,39 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["FUSIONS", "UniversalRAG", "fuse"]
 
 _UNSET: Any = object()
-
-
-def _rrf(per_corpus: Sequence[Sequence[Hit]], *, rrf_k: int = 60) -> list[Hit]:
-    fused = [(1.0 / (rrf_k + rank), hit) for hits in per_corpus for rank, hit in enumerate(hits, 1)]
-    return [replace(h, score=s, channel_scores={**h.channel_scores, "similarity": h.score})
-            for s, h in sorted(fused, key=lambda t: -t[0])]
-
-
-def _minmax(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
-    out = []
-    for hits in per_corpus:
-        if not hits:
-            continue
-        low, high = min(h.score for h in hits), max(h.score for h in hits)
-        for h in hits:
-            norm = 1.0 if high == low else (h.score - low) / (high - low)
-            out.append(replace(h, score=norm, channel_scores={**h.channel_scores, "similarity": h.score}))
-    return sorted(out, key=lambda h: -h.score)
-
-
-#: How the hits of several corpora are merged into one ranking.
-FUSIONS: dict[str, Callable[[Sequence[Sequence[Hit]]], list[Hit]]] = {"rrf": _rrf, "minmax": _minmax}
-
-
-def fuse(per_corpus: Sequence[Sequence[Hit]], *, method: str = "rrf") -> list[Hit]:
-    """One ranking from several corpora's rankings: reciprocal rank fusion (default) or min-max normalised
-    scores. A single ranking is returned unchanged."""
-    lists = [list(h) for h in per_corpus if h]
-    if len(lists) <= 1:
-        return lists[0] if lists else []
-    if method not in FUSIONS:
-        raise ConfigError(f"Unknown fusion {method!r}; choose one of {', '.join(FUSIONS)}.")
-    return FUSIONS[method](lists)
 
 
 class UniversalRAG:

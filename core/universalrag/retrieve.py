@@ -7,15 +7,12 @@ from typing import TYPE_CHECKING
 from .embed.base import Embedder, check_embedder
 from .errors import ConfigError
 from .store import Filter, Store
-from .types import NO_RETRIEVAL, Hit, Modality
+from .types import NO_RETRIEVAL, Hit
 
 if TYPE_CHECKING:
     from .embed.visual import VisualEncoder
 
-__all__ = ["search_corpus", "routing_candidates", "DEFAULT_VISUAL_WEIGHTS"]
-
-#: Weight of the visual similarity in the fused score, by modality.
-DEFAULT_VISUAL_WEIGHTS: dict[Modality, float] = {Modality.IMAGE: 0.8, Modality.VIDEO: 0.4}
+__all__ = ["search_corpus", "routing_candidates"]
 
 
 def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, k: int = 5,
@@ -25,8 +22,7 @@ def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, 
 
     When the corpus has a visual channel and ``visual_encoder`` is the encoder that built it, the query is
     also embedded by the encoder's text tower and the two similarities are fused with ``visual_weight``
-    (default: 0.8 for images as in UniversalRAG, 0.4 for clips and videos, whose transcripts VideoRAG found
-    worth 0.5-0.7 of the score). ``lexical_text`` turns on hybrid search: the dense ranking fused with
+    (default: the store's ``Settings.visual_weight_for`` the corpus's modality). ``lexical_text`` turns on hybrid search: the dense ranking fused with
     Postgres full-text ranking.
     """
     spec = store.corpus(corpus)
@@ -39,8 +35,6 @@ def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, 
                 f"encoder is {visual_encoder.name!r}; set UNIVERSALRAG_VISUAL_ENCODER to the corpus's encoder."
             )
         visual_vector = visual_encoder.embed_texts([query])[0].tolist()
-    if visual_weight is None:
-        visual_weight = DEFAULT_VISUAL_WEIGHTS.get(spec.modality, 0.8)
     return store.search(corpus, embedder.embed_query(query), k=k, filter=filter, visual_vector=visual_vector,
                         visual_weight=visual_weight, lexical_text=lexical_text)
 

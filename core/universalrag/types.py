@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Mapping, Sequence
+
+from .errors import InvalidInputError
 
 __all__ = [
     "Modality",
@@ -54,9 +57,9 @@ class Granularity(StrEnum):
 
 
 def validate_corpus_name(name: str) -> str:
-    """Return ``name`` when it is a valid corpus name, else raise ``ValueError`` with the rule."""
+    """Return ``name`` when it is a valid corpus name, else raise :class:`InvalidInputError` with the rule."""
     if not isinstance(name, str) or not CORPUS_NAME_PATTERN.fullmatch(name) or name == NO_RETRIEVAL:
-        raise ValueError(
+        raise InvalidInputError(
             f"Invalid corpus name {name!r}: use 1-40 characters, a lowercase letter first, then lowercase "
             f"letters, digits or underscores (and not {NO_RETRIEVAL!r})."
         )
@@ -90,10 +93,20 @@ class CorpusSpec:
         validate_corpus_name(self.name)
         if self.parent is not None:
             validate_corpus_name(self.parent)
-        object.__setattr__(self, "modality", Modality(self.modality))
-        object.__setattr__(self, "granularity", Granularity(self.granularity))
-        if not 1 <= int(self.dimension) <= 16000:
-            raise ValueError(f"Corpus {self.name!r}: dimension must be between 1 and 16000, got {self.dimension}.")
+        for name, kind in (("modality", Modality), ("granularity", Granularity)):
+            value = getattr(self, name)
+            if value not in set(kind):
+                raise InvalidInputError(f"Corpus {self.name!r}: {name} must be one of "
+                                        f"{', '.join(kind)}, got {value!r}.")
+            object.__setattr__(self, name, kind(value))
+        try:
+            dimension = operator.index(self.dimension)
+        except TypeError:
+            dimension = 0
+        if isinstance(self.dimension, bool) or not 1 <= dimension <= 16000:
+            raise InvalidInputError(
+                f"Corpus {self.name!r}: dimension must be a whole number between 1 and 16000, got {self.dimension!r}.")
+        object.__setattr__(self, "dimension", dimension)
 
 
 #: The corpora every schema starts with, as in the UniversalRAG paper (``none`` is a route, not a corpus).

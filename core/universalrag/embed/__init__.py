@@ -11,14 +11,8 @@ from .base import Embedder, check_embedder
 from .factory import embedder_from_settings, embedder_specs, make_embedder, register_embedder
 from .openai_encoder import OpenAIEmbedder
 from .transformers_encoder import MINILM_NAME, TransformersEmbedder, bundled_minilm
-from .visual import (
-    DEFAULT_VISUAL_WEIGHT,
-    CLIPVisualEncoder,
-    VisualEncoder,
-    fuse_scores,
-    pool,
-    visual_encoder_from_settings,
-)
+from .vectors import normalised_mean
+from .visual import CLIPVisualEncoder, VisualEncoder, visual_encoder_from_settings
 
 __all__ = [
     "Embedder",
@@ -33,8 +27,6 @@ __all__ = [
     "check_embedder",
     "VisualEncoder",
     "CLIPVisualEncoder",
-    "DEFAULT_VISUAL_WEIGHT",
-    "fuse_scores",
-    "pool",
     "visual_encoder_from_settings",
+    "normalised_mean",
 ]

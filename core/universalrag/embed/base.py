@@ -6,10 +6,10 @@ from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, EmbeddingError
 from ..types import CorpusSpec
 
-__all__ = ["Embedder", "check_embedder"]
+__all__ = ["Embedder", "check_embedder", "check_texts"]
 
 
 @runtime_checkable
@@ -58,3 +58,17 @@ def check_embedder(spec: CorpusSpec, embedder: Embedder) -> None:
             f"Corpus {spec.name!r} stores {spec.dimension}-dimensional vectors but the embedder "
             f"{embedder.name!r} makes {embedder.dimension}; use a corpus created for this embedder."
         )
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """The texts as a list, or :class:`EmbeddingError` naming the first item that is not a string (what every
+    embedder's ``embed`` checks first)."""
+    if isinstance(texts, str):
+        raise EmbeddingError(
+            "embed() takes a sequence of strings, not one string; use embed_query() for one text."
+        )
+    items = list(texts)
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise EmbeddingError(f"embed() takes strings only; item {i} is a {type(text).__name__}.")
+    return items

@@ -13,7 +13,7 @@ from ..config import Settings
 from ..errors import ConfigError
 from .base import Embedder
 from .openai_encoder import OpenAIEmbedder
-from .transformers_encoder import MINILM_NAME, TransformersEmbedder, _check_model_dir
+from .transformers_encoder import MINILM_NAME, TransformersEmbedder, check_model_dir
 
 __all__ = ["make_embedder", "embedder_from_settings", "register_embedder", "embedder_specs"]
 
@@ -37,7 +37,7 @@ def register_embedder(prefix: str, factory: EmbedderFactory, *, usage: str, take
     ``usage`` is shown in the error listing valid specs, for example ``"hf:PATH (a local model directory)"``.
     """
     if not prefix or ":" in prefix:
-        raise ValueError(f"An embedder prefix must be non-empty and contain no ':', got {prefix!r}.")
+        raise ConfigError(f"An embedder prefix must be non-empty and contain no ':', got {prefix!r}.")
     _REGISTRY[prefix.lower()] = _Entry(factory, usage, takes_argument)
 
 
@@ -83,17 +83,20 @@ def _minilm(_: str, settings: Settings) -> Embedder:
 
 
 def _hf(path: str, settings: Settings) -> Embedder:
-    directory = _check_model_dir(Path(path).expanduser())  # fail fast on a wrong path
+    directory = check_model_dir(Path(path).expanduser())  # fail fast on a wrong path
     return TransformersEmbedder(directory, device=settings.device)
 
 
 def _openai(model: str, settings: Settings) -> Embedder:
+    """An OpenAI-compatible embedder; for a model of unknown width, the endpoint is asked once, here."""
     dimensions = settings.embed_dimensions
     name, at, size = model.rpartition("@")
     if at and size.isdigit():  # "MODEL@N", as in the embedder's own name
         model, dimensions = name, int(size)
-    return OpenAIEmbedder(model, base_url=settings.embed_base_url, api_key=settings.embed_api_key,
-                          dimensions=dimensions)
+    embedder = OpenAIEmbedder(model, base_url=settings.embed_base_url, api_key=settings.embed_api_key,
+                              dimensions=dimensions)
+    embedder.resolve_dimension()
+    return embedder
 
 
 register_embedder("minilm", _minilm, usage="'minilm' (bundled all-MiniLM-L6-v2, 384-d, offline)",

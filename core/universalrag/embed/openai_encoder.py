@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ConfigError, EmbeddingError
 from ..openai_client import OpenAIClients, redact_url, translate_error
-from .transformers_encoder import _check_texts
+from .base import check_texts
 
 __all__ = ["OpenAIEmbedder", "KNOWN_DIMENSIONS"]
 
@@ -38,7 +38,7 @@ _HINTS = {
 }
 
 
-def _normalize(rows: list[list[float]]) -> np.ndarray:
+def _normalise(rows: list[list[float]]) -> np.ndarray:
     arr = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     return arr / np.maximum(norms, np.float32(1e-12))
@@ -48,9 +48,11 @@ class OpenAIEmbedder:
     """Embeds texts through an OpenAI-compatible embeddings endpoint; outputs are L2-normalised float32.
 
     ``dimensions`` asks the endpoint for shortened vectors (text-embedding-3-* and compatible models).
-    ``base_url`` points at another server (for example ``http://localhost:11434/v1``); with a
-    ``base_url`` and no key anywhere, a placeholder key is sent, as local servers expect. Texts are sent
-    ``batch_size`` at a time. Clients are created on first use; the constructor does no I/O.
+    ``dimension`` states the width a model outside :data:`KNOWN_DIMENSIONS` returns, when it is known; otherwise
+    :meth:`resolve_dimension` asks the endpoint once (and any embedding call learns it), and until then
+    :attr:`dimension` raises :class:`ConfigError` instead of calling the network. ``base_url`` points at another
+    server (for example ``http://localhost:11434/v1``); with a ``base_url`` and no key anywhere, a placeholder key
+    is sent, as local servers expect. Texts are sent ``batch_size`` at a time. Clients are created on first use; the constructor does no I/O.
     """
 
     def __init__(
@@ -60,6 +62,7 @@ class OpenAIEmbedder:
         base_url: str | None = None,
         api_key: str | None = None,
         dimensions: int | None = None,
+        dimension: int | None = None,
         batch_size: int = 256,
         timeout: float = 60,
         max_retries: int = 2,
@@ -68,6 +71,10 @@ class OpenAIEmbedder:
             raise ConfigError("OpenAIEmbedder needs a model name, for example 'text-embedding-3-small'.")
         if dimensions is not None and dimensions < 1:
             raise ConfigError(f"dimensions must be a positive integer, got {dimensions}.")
+        if dimension is not None and dimension < 1:
+            raise ConfigError(f"dimension must be a positive integer, got {dimension}.")
+        if dimensions is not None and dimension is not None and dimension != dimensions:
+            raise ConfigError(f"dimension={dimension} contradicts dimensions={dimensions} (the width asked for).")
         if batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, got {batch_size}.")
         if timeout <= 0:
@@ -79,7 +86,7 @@ class OpenAIEmbedder:
         self.timeout = float(timeout)
         self.max_retries = max_retries
         self._api_key = api_key
-        self._dimension: int | None = dimensions or KNOWN_DIMENSIONS.get(self.model)
+        self._dimension: int | None = dimensions or dimension or KNOWN_DIMENSIONS.get(self.model)
         self._lock = threading.Lock()
         self._openai = OpenAIClients(
             base_url, api_key=api_key, timeout=self.timeout, max_retries=max_retries,
@@ -101,11 +108,27 @@ class OpenAIEmbedder:
 
     @property
     def dimension(self) -> int:
-        """The ``dimensions`` argument, else the model's known width, else one probe request (once)."""
+        """The width of the vectors: ``dimensions``/``dimension``, the model's known width, or the one learnt by
+        :meth:`resolve_dimension` or an embedding call. Never calls the network."""
+        if self._dimension is None:
+            raise ConfigError(
+                f"The width of model {self.model!r}'s vectors is not known yet; pass dimension=N (or "
+                "'openai:MODEL@N' / UNIVERSALRAG_EMBED_DIMENSIONS for a model that can shorten its vectors), or "
+                "call resolve_dimension() to ask the endpoint once."
+            )
+        return self._dimension
+
+    def resolve_dimension(self) -> int:
+        """The width of the vectors, asking the endpoint with one short request when it is not known yet."""
         if self._dimension is None:
             self._record_dimension(self._request(["dimension"]).shape[1])
-        assert self._dimension is not None
-        return self._dimension
+        return self.dimension
+
+    async def aresolve_dimension(self) -> int:
+        """Async twin of :meth:`resolve_dimension`."""
+        if self._dimension is None:
+            self._record_dimension((await self._arequest(["dimension"])).shape[1])
+        return self.dimension
 
     # -- requests ----------------------------------------------------------------------------------------
 
@@ -122,7 +145,7 @@ class OpenAIEmbedder:
                 f"The embeddings endpoint returned {len(data)} vectors for {expected} texts "
                 f"(model {self.model!r}); check that the server supports batched input."
             )
-        vectors = _normalize([list(d.embedding) for d in data])
+        vectors = _normalise([list(d.embedding) for d in data])
         if self._dimension is not None and vectors.shape[1] != self._dimension:
             raise EmbeddingError(
                 f"Model {self.model!r} returned {vectors.shape[1]}-dimensional vectors, expected "
@@ -164,9 +187,9 @@ class OpenAIEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed a batch of passages; returns float32 of shape ``(len(texts), dimension)``, rows of norm 1."""
-        items = _check_texts(texts)
+        items = check_texts(texts)
         if not items:
-            return np.zeros((0, self.dimension), dtype=np.float32)
+            return np.zeros((0, self.resolve_dimension()), dtype=np.float32)
         parts = []
         for start in range(0, len(items), self.batch_size):
             part = self._request(items[start:start + self.batch_size])
@@ -182,11 +205,9 @@ class OpenAIEmbedder:
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
         """Async twin of :meth:`embed`, using the SDK's async client."""
-        items = _check_texts(texts)
+        items = check_texts(texts)
         if not items:
-            if self._dimension is None:
-                self._record_dimension((await self._arequest(["dimension"])).shape[1])
-            return np.zeros((0, self.dimension), dtype=np.float32)
+            return np.zeros((0, await self.aresolve_dimension()), dtype=np.float32)
         parts = []
         for start in range(0, len(items), self.batch_size):
             part = await self._arequest(items[start:start + self.batch_size])

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingError
+from .base import check_texts
 from .devices import resolve_device, to_device
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-__all__ = ["MINILM_NAME", "TransformersEmbedder", "bundled_minilm"]
+__all__ = ["MINILM_NAME", "TransformersEmbedder", "bundled_minilm", "check_model_dir"]
 
 #: The name under which the bundled all-MiniLM-L6-v2 is registered with corpora.
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -33,7 +34,7 @@ _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.in
                  "pytorch_model.bin.index.json")
 
 
-def _check_model_dir(path: Path) -> Path:
+def check_model_dir(path: Path) -> Path:
     """Return ``path`` resolved if it looks like a transformers model directory, else raise ConfigError."""
     expected = ("a local transformers model directory containing config.json, tokenizer files and weights "
                 "(model.safetensors or pytorch_model.bin)")
@@ -126,7 +127,7 @@ class TransformersEmbedder:
     def dimension(self) -> int:
         """Width of the vectors; read from config.json without loading the weights when possible."""
         if self._dimension is None:
-            width = _width_from_config(_check_model_dir(self._path))
+            width = _width_from_config(check_model_dir(self._path))
             if width is None:  # unusual config: ask the loaded model
                 self._ensure_loaded()
                 width = int(self._model.config.hidden_size)
@@ -145,7 +146,7 @@ class TransformersEmbedder:
         with self._load_lock:
             if self._model is not None:
                 return
-            path = _check_model_dir(self._path)
+            path = check_model_dir(self._path)
             from transformers import AutoModel, AutoTokenizer
 
             device = resolve_device(self._device_arg)
@@ -194,7 +195,7 @@ class TransformersEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed a batch of passages; returns float32 of shape ``(len(texts), dimension)``, rows of norm 1."""
-        items = _check_texts(texts)
+        items = check_texts(texts)
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
         self._ensure_loaded()
@@ -225,18 +226,6 @@ class TransformersEmbedder:
         """Async twin of :meth:`embed_query` (runs in a worker thread)."""
         return await asyncio.to_thread(self.embed_query, text)
 
-
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    """The texts as a list, or EmbeddingError naming the first item that is not a string."""
-    if isinstance(texts, str):
-        raise EmbeddingError(
-            "embed() takes a sequence of strings, not one string; use embed_query() for one text."
-        )
-    items = list(texts)
-    for i, text in enumerate(items):
-        if not isinstance(text, str):
-            raise EmbeddingError(f"embed() takes strings only; item {i} is a {type(text).__name__}.")
-    return items
 
 
 def bundled_minilm(device: str | None = None) -> TransformersEmbedder:

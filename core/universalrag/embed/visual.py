@@ -1,5 +1,7 @@
-"""Visual encoders: the :class:`VisualEncoder` protocol, a CLIP-style implementation through transformers,
-score fusion and frame pooling.
+"""Visual encoders: the :class:`VisualEncoder` protocol and a CLIP-style implementation through transformers.
+
+(How the visual and text similarities are fused lives in :mod:`universalrag.fusion`, the weights in
+:class:`~universalrag.config.Settings`; frames are pooled with :func:`universalrag.embed.vectors.normalised_mean`.)
 
 A visual encoder maps images *and* query texts into one space (the text tower of the same model), so an
 image corpus can be searched with a text query in its visual column. torch, transformers and Pillow are
@@ -22,6 +24,7 @@ import numpy as np
 
 from ..errors import ConfigError, EmbeddingError, MissingDependencyError
 from .devices import resolve_device, to_device
+from .vectors import normalised_mean
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from PIL import Image as PILImage
@@ -29,16 +32,13 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..config import Settings
 
 __all__ = [
-    "DEFAULT_VISUAL_WEIGHT",
     "CLIPVisualEncoder",
     "VisualEncoder",
-    "fuse_scores",
-    "pool",
     "visual_encoder_from_settings",
 ]
 
-#: Weight of the visual similarity in :func:`fuse_scores` (the UniversalRAG paper: visual 0.8, text 0.2).
-DEFAULT_VISUAL_WEIGHT = 0.8
+#: Frame pooling, under the name ingest/units.py imports it by (until it imports embed.vectors itself).
+pool = normalised_mean
 
 #: A Hugging Face model id ("name" or "owner/name"), looked up in the local cache only.
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
@@ -319,42 +319,3 @@ def visual_encoder_from_settings(settings: Settings) -> CLIPVisualEncoder | None
     """The encoder named by ``settings.visual_encoder`` (on ``settings.device``), or None when unset."""
     model = getattr(settings, "visual_encoder", None)
     return CLIPVisualEncoder(model, device=settings.device) if model else None
-
-
-def fuse_scores(text: float | None, visual: float | None, *,
-                visual_weight: float = DEFAULT_VISUAL_WEIGHT) -> float:
-    """Weighted fusion of a unit's text and visual similarities: ``w·visual + (1 − w)·text``.
-
-    The default weight 0.8 is the UniversalRAG paper's (visual 0.8, text 0.2); VideoRAG found text
-    weights of 0.5-0.7 best for videos. When one channel has no score (no visual encoder, no caption),
-    the other is returned alone; when neither has one, ``ValueError``.
-    """
-    if not 0.0 <= visual_weight <= 1.0:
-        raise ConfigError(f"visual_weight must be between 0 and 1, got {visual_weight}.")
-    if text is None and visual is None:
-        raise ValueError("fuse_scores() needs at least one of the text and visual scores.")
-    if visual is None:
-        return float(text)  # type: ignore[arg-type]
-    if text is None:
-        return float(visual)
-    return float(visual_weight * visual + (1.0 - visual_weight) * text)
-
-
-def pool(vectors: np.ndarray) -> np.ndarray:
-    """Mean-pool frame embeddings ``(n, d)`` into one L2-normalised float32 vector ``(d,)``.
-
-    Used for a clip's or video's visual embedding from its sampled frames. A single vector ``(d,)`` is
-    normalised and returned. Raises ``ValueError`` for no vectors, a wrong shape or a zero mean.
-    """
-    arr = np.asarray(vectors, dtype=np.float64)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"pool() takes a non-empty (n, d) array of vectors, got shape {np.shape(vectors)}.")
-    if not np.isfinite(arr).all():
-        raise ValueError("pool() got vectors containing NaN or infinity.")
-    mean = arr.mean(axis=0)
-    norm = float(np.linalg.norm(mean))
-    if norm < 1e-12:
-        raise ValueError("pool(): the vectors cancel out (their mean is zero), so it has no direction.")
-    return (mean / norm).astype(np.float32)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import psycopg
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 
 from ..errors import ConfigError
@@ -14,7 +16,7 @@ def normalise_url(url: str | URL) -> URL:
     """The URL with the psycopg 3 driver (``postgresql://`` and ``postgres://`` are accepted)."""
     try:
         parsed = make_url(url)
-    except Exception as e:  # noqa: BLE001 - SQLAlchemy raises ArgumentError, ValueError...
+    except (sa_exc.ArgumentError, ValueError) as e:
         raise ConfigError(
             "The database URL could not be parsed; expected postgresql://USER:PASSWORD@HOST:PORT/DBNAME."
         ) from e
@@ -33,7 +35,7 @@ def make_engine(url: str | URL, *, pool_size: int = 5) -> sa.Engine:
 
         try:
             register_vector(dbapi_connection)
-        except Exception:  # noqa: BLE001 - the extension does not exist yet (before `init`)
+        except psycopg.ProgrammingError:  # the extension does not exist yet (before `init`)
             dbapi_connection.rollback()
         else:
             dbapi_connection.commit()

@@ -19,9 +19,12 @@ from .schema import CorpusTables
 __all__ = [
     "query_vector",
     "set_local",
-    "search_units",
-    "search_parts",
-    "search_fused",
+    "nearest_units",
+    "nearest_parts",
+    "best_parts_exact",
+    "part_texts",
+    "units_with_similarity",
+    "count_upto",
     "search_lexical",
     "units_by_id",
     "unit_columns",
@@ -49,52 +52,86 @@ def unit_columns(tables: CorpusTables) -> list[sa.ColumnElement[Any]]:
     return [u.c.id, u.c.source_id, u.c.parent_id, u.c.content, u.c.uri, u.c.start_s, u.c.end_s, u.c.metadata]
 
 
-def search_units(
-    tables: CorpusTables, vector: Sequence[float], *, k: int, filter: Filter | None = None
+def nearest_units(
+    tables: CorpusTables, vector: Sequence[float], *, limit: int, filter: Filter | None = None,
+    visual: bool = False,
 ) -> sa.Select[Any]:
-    """Top-``k`` units by cosine distance to ``vector``, through the unit table's HNSW index."""
+    """Ids and cosine distances of the ``limit`` units nearest to ``vector`` in the text column (``embedding``)
+    or, with ``visual``, the visual column; through the column's HNSW index unless index scans are off."""
     u = tables.units
-    distance = u.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension)).label("distance")
-    stmt = sa.select(*unit_columns(tables), distance).where(u.c.embedding.is_not(None))
+    column, dimension = ((u.c.visual, tables.spec.visual_dimension) if visual
+                         else (u.c.embedding, tables.spec.dimension))
+    assert dimension, "nearest_units(visual=True) needs a corpus with a visual channel"
+    distance = column.cosine_distance(query_vector(vector, dimension)).label("distance")
+    stmt = sa.select(u.c.id.label("unit_id"), distance).where(column.is_not(None))
     if filter:
         stmt = stmt.where(compile_filter(u.c.metadata, filter))
-    return stmt.order_by(sa.literal_column("distance")).limit(_limit(k))
+    return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
 
 
-def search_parts(
+def nearest_parts(
     tables: CorpusTables, vector: Sequence[float], *, limit: int, filter: Filter | None = None
 ) -> sa.Select[Any]:
-    """The ``limit`` nearest parts (chunks, rows) of a multi-vector corpus; the caller groups them by unit."""
-    assert tables.parts is not None, "search_parts needs a multi-vector corpus"
+    """The ``limit`` nearest parts (chunks, rows) of a multi-vector corpus through the parts table's HNSW index;
+    the caller groups them by unit."""
+    assert tables.parts is not None, "nearest_parts needs a multi-vector corpus"
     p, u = tables.parts, tables.units
     distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension)).label("distance")
-    stmt = sa.select(p.c.unit_id, p.c.ord, p.c.content, distance)
+    stmt = sa.select(p.c.unit_id, p.c.ord, distance)
     if filter:
         stmt = stmt.join(u, u.c.id == p.c.unit_id).where(compile_filter(u.c.metadata, filter))
     return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
 
 
-def search_fused(
-    tables: CorpusTables, vector: Sequence[float], visual_vector: Sequence[float], *, candidates: int,
-    filter: Filter | None = None,
+def best_parts_exact(
+    tables: CorpusTables, vector: Sequence[float], *, per_unit: int, limit: int, filter: Filter | None = None,
+    unit_ids: Sequence[str] | None = None,
 ) -> sa.Select[Any]:
-    """Units among the ``candidates`` nearest in the text space or in the visual space, with both similarities
-    (``text_sim``, ``visual_sim``) so the caller can fuse them."""
+    """The ``per_unit`` nearest parts of every unit (an exact scan: every part's distance is computed), best
+    first, at most ``limit`` rows; restricted to ``unit_ids`` when given. Because no unit has more than
+    ``per_unit`` rows, ``limit = per_unit · k`` rows always span ``k`` units when there are that many."""
+    assert tables.parts is not None, "best_parts_exact needs a multi-vector corpus"
+    p, u = tables.parts, tables.units
+    distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))
+    inner = sa.select(
+        p.c.unit_id, p.c.ord, distance.label("distance"),
+        sa.func.row_number().over(partition_by=p.c.unit_id, order_by=distance).label("rn"),
+    )
+    if filter:
+        inner = inner.join(u, u.c.id == p.c.unit_id).where(compile_filter(u.c.metadata, filter))
+    if unit_ids is not None:
+        inner = inner.where(p.c.unit_id.in_(list(unit_ids)))
+    ranked = inner.subquery()
+    return (sa.select(ranked.c.unit_id, ranked.c.ord, ranked.c.distance)
+            .where(ranked.c.rn <= per_unit).order_by(ranked.c.distance).limit(_limit(limit)))
+
+
+def part_texts(tables: CorpusTables, keys: Sequence[tuple[str, int]]) -> sa.Select[Any]:
+    """``(unit_id, ord, content)`` of the parts with these keys."""
+    assert tables.parts is not None, "part_texts needs a multi-vector corpus"
+    p = tables.parts
+    return sa.select(p.c.unit_id, p.c.ord, p.c.content).where(sa.tuple_(p.c.unit_id, p.c.ord).in_(list(keys)))
+
+
+def units_with_similarity(
+    tables: CorpusTables, ids: Sequence[str], vector: Sequence[float], visual_vector: Sequence[float] | None,
+) -> sa.Select[Any]:
+    """The units with these ids, with their text similarity (``text_sim``, of the unit's own vector) and, when
+    ``visual_vector`` is given, their visual similarity (``visual_sim``); NULL where a unit has no vector."""
     u = tables.units
-    assert tables.spec.visual_dimension, "search_fused needs a corpus with a visual channel"
-    text_q = query_vector(vector, tables.spec.dimension)
-    visual_q = query_vector(visual_vector, tables.spec.visual_dimension, name="visual_vector")
-    where = [compile_filter(u.c.metadata, filter)] if filter else []
-    by_text = (sa.select(u.c.id).where(u.c.embedding.is_not(None), *where)
-               .order_by(u.c.embedding.cosine_distance(text_q)).limit(_limit(candidates)))
-    by_visual = (sa.select(u.c.id).where(u.c.visual.is_not(None), *where)
-                 .order_by(u.c.visual.cosine_distance(visual_q)).limit(_limit(candidates)))
-    ids = sa.union(by_text, by_visual).subquery()
-    return sa.select(
-        *unit_columns(tables),
-        (1 - u.c.embedding.cosine_distance(text_q)).label("text_sim"),
-        (1 - u.c.visual.cosine_distance(visual_q)).label("visual_sim"),
-    ).where(u.c.id.in_(sa.select(ids.c.id)))
+    columns = [*unit_columns(tables),
+               (1 - u.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))).label("text_sim")]
+    if visual_vector is not None:
+        assert tables.spec.visual_dimension, "a visual similarity needs a corpus with a visual channel"
+        visual_q = query_vector(visual_vector, tables.spec.visual_dimension, name="visual_vector")
+        columns.append((1 - u.c.visual.cosine_distance(visual_q)).label("visual_sim"))
+    return sa.select(*columns).where(u.c.id.in_(list(ids)))
+
+
+def count_upto(table: sa.Table, cap: int) -> sa.Select[Any]:
+    """The table's row count, counting no further than ``cap + 1`` (cheap on a large table)."""
+    capped = sa.select(sa.literal(1).label("one")).select_from(table).limit(_limit(cap + 1)).subquery()
+    return sa.select(sa.func.count()).select_from(capped)
 
 
 def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filter | None = None,

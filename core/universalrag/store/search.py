@@ -1,107 +1,227 @@
-"""Running searches inside one transaction: index settings, single-vector, multi-vector and fused search."""
+"""One corpus search inside one transaction, every channel combined in one place.
+
+Each channel gathers candidate units: the text channel by the unit's own vector, or, in a multi-vector corpus,
+by its best parts (chunks, rows); the visual channel by the unit's visual vector; the lexical channel by
+Postgres full-text rank. The similarities a candidate lacks are then computed exactly for it alone, so every
+candidate is scored the same way, whichever channel found it (:func:`_combine`):
+
+- dense score = ``visual_weight · visual + (1 − visual_weight) · text`` (one channel alone where a unit has no
+  vector in the other); the text similarity of a multi-vector unit is that of its best part, and its best
+  parts are returned as ``matched_parts``;
+- with lexical text (hybrid search), the dense ranking and the full-text ranking are fused by reciprocal rank.
+
+When the searched table is small (:attr:`SearchRequest.exact_rows`), the channel scans it exactly; above that
+it goes through the HNSW index with the iterative scan on (pgvector 0.8+), and a multi-vector corpus widens
+its window of parts until it holds ``k`` distinct units.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
+from ..fusion import rrf_scores, weighted
 from ..types import CorpusSpec, Hit
 from . import queries
 from .filters import Filter
 from .schema import CorpusTables
 
-__all__ = ["run_search", "hit_from_row"]
+__all__ = ["PARTS_PER_HIT", "MIN_PART_WINDOW", "MAX_PART_WINDOW", "SearchRequest", "run_search", "hit_from_row"]
 
-# (score, unit row, matched parts, channel scores)
-_Scored = tuple[float, Mapping[str, Any], tuple[tuple[int, str, float], ...], dict[str, float]]
-
-
-def _single(conn: sa.Connection, tables: CorpusTables, vector: Sequence[float], *, k: int,
-            filter: Filter | None) -> list[_Scored]:
-    rows = conn.execute(queries.search_units(tables, vector, k=k, filter=filter)).mappings().all()
-    return [(1.0 - float(r["distance"]), r, (), {}) for r in rows]
-
-
-def _multi(conn: sa.Connection, tables: CorpusTables, vector: Sequence[float], *, k: int,
-           filter: Filter | None) -> list[_Scored]:
-    """Nearest parts, grouped by unit; the window grows until ``k`` distinct units are found or none remain."""
-    limit = max(8 * k, 40)
-    while True:
-        rows = conn.execute(queries.search_parts(tables, vector, limit=limit, filter=filter)).all()
-        best: dict[str, list[tuple[int, str, float]]] = {}
-        for r in rows:
-            best.setdefault(str(r.unit_id), []).append((int(r.ord), r.content, 1.0 - float(r.distance)))
-        if len(best) >= k or len(rows) < limit or limit >= 20000:
-            break
-        limit *= 4
-    ranked = sorted(best.items(), key=lambda kv: -max(s for _, _, s in kv[1]))[:k]
-    units = {str(r["id"]): r for r in conn.execute(
-        queries.units_by_id(tables, [uid for uid, _ in ranked])).mappings()}
-    out: list[_Scored] = []
-    for uid, parts in ranked:
-        top = tuple(sorted(parts, key=lambda p: -p[2])[:5])
-        out.append((top[0][2], units[uid], top, {}))
-    return out
+#: How many matched parts a hit of a multi-vector corpus reports (best first).
+PARTS_PER_HIT = 5
+#: The narrowest window of parts (and search beam) an index search of a multi-vector corpus uses.
+MIN_PART_WINDOW = 100
+#: The widest window of parts an index search asks for (pgvector's default ``hnsw.max_scan_tuples``).
+MAX_PART_WINDOW = 20000
+#: pgvector's largest ``hnsw.ef_search``.
+_MAX_EF_SEARCH = 1000
 
 
-def _fused(conn: sa.Connection, tables: CorpusTables, vector: Sequence[float], visual_vector: Sequence[float],
-           *, k: int, filter: Filter | None, visual_weight: float) -> list[_Scored]:
-    """Candidates from both spaces, ranked by ``visual_weight · visual + (1 − visual_weight) · text``."""
-    rows = conn.execute(queries.search_fused(tables, vector, visual_vector, candidates=max(4 * k, 40),
-                                             filter=filter)).mappings().all()
-    out: list[_Scored] = []
-    for r in rows:
-        text, visual = r["text_sim"], r["visual_sim"]
-        channels = {name: float(v) for name, v in (("text", text), ("visual", visual)) if v is not None}
-        if text is not None and visual is not None:
-            score = visual_weight * float(visual) + (1.0 - visual_weight) * float(text)
-        else:
-            score = next(iter(channels.values()), 0.0)
-        out.append((score, r, (), channels))
-    return out
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """What to search for in one corpus, and how.
 
-
-#: Reciprocal rank fusion constant (Cormack et al.): a hit's fused score is the sum of 1 / (RRF_K + rank).
-RRF_K = 60
-
-
-def _hybrid(dense: list[_Scored], conn: sa.Connection, tables: CorpusTables, text: str, *, k: int,
-            filter: Filter | None) -> list[_Scored]:
-    """Dense and full-text rankings fused by reciprocal rank; channel scores keep both similarities."""
-    lexical = conn.execute(queries.search_lexical(tables, text, limit=max(2 * k, 20), filter=filter)).mappings().all()
-    fused: dict[str, list[Any]] = {}
-    for rank, (score, row, parts, channels) in enumerate(sorted(dense, key=lambda t: -t[0]), 1):
-        fused[str(row["id"])] = [1.0 / (RRF_K + rank), row, parts, {**channels, "dense": score}]
-    for rank, row in enumerate(lexical, 1):
-        entry = fused.setdefault(str(row["id"]), [0.0, row, (), {}])
-        entry[0] += 1.0 / (RRF_K + rank)
-        entry[3]["lexical"] = float(row["rank"])
-    return [(score, row, parts, channels) for score, row, parts, channels in fused.values()]
-
-
-def run_search(conn: sa.Connection, tables: CorpusTables, vector: Sequence[float], *, k: int,
-               filter: Filter | None, visual_vector: Sequence[float] | None, visual_weight: float,
-               lexical_text: str | None = None) -> list[Hit]:
-    """The ``k`` best hits of one corpus (settings such as ``hnsw.ef_search`` are already applied).
-
-    With ``lexical_text`` the dense ranking is fused with Postgres full-text ranking (reciprocal rank fusion),
-    and ``score`` is the fused score.
+    ``visual_vector`` is the query in the corpus's visual space (ignored when the corpus has none);
+    ``lexical_text`` turns on hybrid search. A channel whose table holds at most ``exact_rows`` rows is scanned
+    exactly (``exact=True``: always, ``False``: never). ``iterative`` says the server has pgvector's iterative
+    index scan (0.8+).
     """
-    if lexical_text:
-        dense = run_search(conn, tables, vector, k=max(2 * k, 20), filter=filter, visual_vector=visual_vector,
-                           visual_weight=visual_weight)
-        scored = _hybrid([(h.score, _row(h), h.matched_parts, dict(h.channel_scores)) for h in dense], conn,
-                         tables, lexical_text, k=k, filter=filter)
-    elif visual_vector is not None and tables.spec.visual_dimension:
-        scored = _fused(conn, tables, vector, visual_vector, k=k, filter=filter, visual_weight=visual_weight)
-    elif tables.parts is not None:
-        scored = _multi(conn, tables, vector, k=k, filter=filter)
+
+    vector: Sequence[float]
+    k: int
+    visual_weight: float  # its default lives in Settings.visual_weight_for
+    filter: Filter | None = None
+    visual_vector: Sequence[float] | None = None
+    lexical_text: str | None = None
+    ef_search: int = 100
+    exact_rows: int = 0
+    exact: bool | None = None
+    iterative: bool = True
+
+
+@dataclass(slots=True)
+class _Candidate:
+    text: float | None = None  # text-space similarity (best part for multi-vector corpora)
+    visual: float | None = None
+    parts: tuple[tuple[int, float], ...] = ()  # (ord, similarity), best first
+    row: Mapping[str, Any] | None = None
+
+
+def run_search(conn: sa.Connection, tables: CorpusTables, request: SearchRequest) -> list[Hit]:
+    """The ``k`` best hits of one corpus for ``request`` (index settings are applied here, transaction-local)."""
+    spec = tables.spec
+    visual = request.visual_vector is not None and bool(spec.visual_dimension)
+    window = max(4 * request.k, 40) if visual or request.lexical_text else request.k
+    candidates: dict[str, _Candidate] = {}
+    units_exact = _exact(conn, tables.units, request) if visual or tables.parts is None else False
+    if tables.parts is not None:
+        for uid, parts in _text_by_parts(conn, tables, request, window).items():
+            candidates[uid] = _Candidate(text=parts[0][1], parts=parts)
     else:
-        scored = _single(conn, tables, vector, k=k, filter=filter)
-    scored.sort(key=lambda t: -t[0])  # iterative scans in relaxed order may return rows slightly out of order
-    return [hit_from_row(tables.spec, row, score, parts=parts, channels=channels) for score, row, parts, channels
-            in scored[:k]]
+        with _scan(conn, exact=units_exact):
+            for r in conn.execute(queries.nearest_units(tables, request.vector, limit=window,
+                                                        filter=request.filter)):
+                candidates[str(r.unit_id)] = _Candidate(text=1.0 - float(r.distance))
+    if visual:
+        assert request.visual_vector is not None
+        with _scan(conn, exact=units_exact):
+            for r in conn.execute(queries.nearest_units(tables, request.visual_vector, limit=window,
+                                                        filter=request.filter, visual=True)):
+                candidates.setdefault(str(r.unit_id), _Candidate()).visual = 1.0 - float(r.distance)
+    lexical: list[str] = []
+    if request.lexical_text:
+        for r in conn.execute(queries.search_lexical(tables, request.lexical_text, limit=window,
+                                                     filter=request.filter)).mappings():
+            lexical.append(str(r["id"]))
+            candidates.setdefault(str(r["id"]), _Candidate()).row = r
+    _complete(conn, tables, request, candidates, visual=visual)
+    ranked = _combine(candidates, lexical if request.lexical_text else None, visual=visual,
+                      visual_weight=request.visual_weight)[: request.k]
+    texts = _part_texts(conn, tables, [(uid, c) for uid, _, c, _ in ranked])
+    return [hit_from_row(spec, c.row, score, channels=channels,  # type: ignore[arg-type]
+                         parts=tuple((o, texts.get((uid, o), ""), s) for o, s in c.parts))
+            for uid, score, c, channels in ranked]
+
+
+def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *, visual: bool,
+             visual_weight: float) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
+    """Every candidate scored the same way, best first: ``(id, score, candidate, channel scores)``."""
+    dense: dict[str, float] = {}
+    for uid, c in candidates.items():
+        score = weighted(c.text, c.visual, visual_weight=visual_weight)
+        if score is not None:
+            dense[uid] = score
+    dense_ranking = sorted(dense, key=lambda uid: -dense[uid])
+    fused = rrf_scores([dense_ranking, lexical]) if lexical is not None else dense
+    lexical_rank = {uid: rank for rank, uid in enumerate(lexical or (), 1)}
+    out = []
+    for uid, score in fused.items():
+        c = candidates[uid]
+        if c.row is None:  # deleted meanwhile
+            continue
+        channels: dict[str, float] = {}
+        if visual:
+            channels.update({name: v for name, v in (("text", c.text), ("visual", c.visual)) if v is not None})
+        if lexical is not None:
+            if uid in dense:
+                channels["dense"] = dense[uid]
+            if uid in lexical_rank:
+                channels["lexical"] = float(c.row["rank"]) if "rank" in c.row else 0.0
+        out.append((uid, score, c, channels))
+    out.sort(key=lambda t: -t[1])
+    return out
+
+
+def _text_by_parts(conn: sa.Connection, tables: CorpusTables, request: SearchRequest,
+                   k: int) -> dict[str, tuple[tuple[int, float], ...]]:
+    """The ``k`` units whose best parts are nearest, each with its best :data:`PARTS_PER_HIT` parts."""
+    assert tables.parts is not None
+    if _exact(conn, tables.parts, request):
+        with _scan(conn, exact=True):
+            rows = conn.execute(queries.best_parts_exact(tables, request.vector, per_unit=PARTS_PER_HIT,
+                                                         limit=PARTS_PER_HIT * k, filter=request.filter)).all()
+        return _group(rows, k)
+    limit = max(8 * k, MIN_PART_WINDOW)
+    while True:
+        # The search beam is at least as wide as the window: without the iterative scan the index returns at most
+        # ef_search rows, and with it a narrow beam stays among near-identical rows (issue 11).
+        conn.execute(queries.set_local("hnsw.ef_search", min(max(request.ef_search, limit), _MAX_EF_SEARCH)))
+        rows = conn.execute(queries.nearest_parts(tables, request.vector, limit=limit, filter=request.filter)).all()
+        grouped = _group(rows, k)
+        exhausted = len(rows) < limit or (not request.iterative and limit >= _MAX_EF_SEARCH)
+        if len(grouped) >= k or exhausted or limit >= MAX_PART_WINDOW:
+            return grouped
+        limit = min(limit * 4, MAX_PART_WINDOW)
+
+
+def _group(rows: Sequence[Any], k: int) -> dict[str, tuple[tuple[int, float], ...]]:
+    best: dict[str, list[tuple[int, float]]] = {}
+    for r in rows:
+        best.setdefault(str(r.unit_id), []).append((int(r.ord), 1.0 - float(r.distance)))
+    ranked = sorted(best.items(), key=lambda kv: -max(s for _, s in kv[1]))[:k]
+    return {uid: tuple(sorted(parts, key=lambda p: -p[1])[:PARTS_PER_HIT]) for uid, parts in ranked}
+
+
+def _complete(conn: sa.Connection, tables: CorpusTables, request: SearchRequest,
+              candidates: dict[str, _Candidate], *, visual: bool) -> None:
+    """Fill in each candidate's row and the similarities its channels did not give it (exact, for it alone)."""
+    if not candidates:
+        return
+    rows = conn.execute(queries.units_with_similarity(
+        tables, list(candidates), request.vector, request.visual_vector if visual else None)).mappings().all()
+    for r in rows:
+        c = candidates[str(r["id"])]
+        c.row = {**r, **(c.row or {})}
+        if visual and c.visual is None and r["visual_sim"] is not None:
+            c.visual = float(r["visual_sim"])
+        if tables.parts is None and c.text is None and r["text_sim"] is not None:
+            c.text = float(r["text_sim"])
+    if tables.parts is not None:
+        need = [uid for uid, c in candidates.items() if not c.parts and c.row is not None]
+        if need:
+            found = _group(conn.execute(queries.best_parts_exact(
+                tables, request.vector, per_unit=PARTS_PER_HIT, limit=PARTS_PER_HIT * len(need),
+                unit_ids=need)).all(), len(need))
+            for uid in need:
+                c = candidates[uid]
+                c.parts = found.get(uid, ())
+                if c.parts:
+                    c.text = c.parts[0][1]
+                elif c.row is not None and c.row["text_sim"] is not None:  # a unit without parts: its own vector
+                    c.text = float(c.row["text_sim"])
+
+
+def _part_texts(conn: sa.Connection, tables: CorpusTables,
+                hits: Sequence[tuple[str, _Candidate]]) -> dict[tuple[str, int], str]:
+    keys = [(uid, o) for uid, c in hits for o, _ in c.parts]
+    if not keys or tables.parts is None:
+        return {}
+    return {(str(r.unit_id), int(r.ord)): r.content for r in conn.execute(queries.part_texts(tables, keys))}
+
+
+def _exact(conn: sa.Connection, table: sa.Table, request: SearchRequest) -> bool:
+    """Whether to scan ``table`` exactly: as asked, else when it holds at most ``exact_rows`` rows."""
+    if request.exact is not None:
+        return request.exact
+    if request.exact_rows < 1:
+        return False
+    return int(conn.execute(queries.count_upto(table, request.exact_rows)).scalar_one()) <= request.exact_rows
+
+
+@contextlib.contextmanager
+def _scan(conn: sa.Connection, *, exact: bool) -> Iterator[None]:
+    """Index scans off (the planner scans the table and sorts: exact results) for the statements inside."""
+    if not exact:
+        yield
+        return
+    conn.execute(queries.set_local("enable_indexscan", "off"))
+    yield  # on an error the transaction is rolled back, and the setting with it
+    conn.execute(queries.set_local("enable_indexscan", "on"))
 
 
 def hit_from_row(spec: CorpusSpec, row: Mapping[str, Any], score: float, *,
@@ -113,9 +233,3 @@ def hit_from_row(spec: CorpusSpec, row: Mapping[str, Any], score: float, *,
                source_id=str(row["source_id"]) if row["source_id"] else None,
                modality=spec.modality, granularity=spec.granularity, matched_parts=parts,
                channel_scores=dict(channels or {}))
-
-
-def _row(hit: Hit) -> dict[str, Any]:
-    """A hit back as the row mapping the rankings share."""
-    return {"id": hit.id, "content": hit.content, "uri": hit.uri, "metadata": dict(hit.metadata),
-            "parent_id": hit.parent_id, "start_s": hit.start_s, "end_s": hit.end_s, "source_id": hit.source_id}

@@ -16,6 +16,7 @@ from ..config import Settings, redact_url, validate_schema_name
 from ..errors import (
     CorpusNotFoundError,
     DimensionMismatchError,
+    InvalidInputError,
     StoreError,
 )
 from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, Unit
@@ -23,8 +24,8 @@ from . import migrate, queries, writer
 from .engine import make_engine
 from .filters import Filter
 from .schema import Tables
-from .search import hit_from_row, run_search
-from .translate import store_error
+from .search import SearchRequest, hit_from_row, run_search
+from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 
 __all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
 
@@ -57,8 +58,8 @@ class WriteResult:
 class Store:
     """Corpora, sources and units in one Postgres schema.
 
-    ``url=None`` starts (or joins) the embedded server under ``settings.home_dir``. The constructor does no
-    I/O; the first call that needs the database connects.
+    ``url=None`` starts (or joins) the embedded server under ``settings.home_dir`` on the first call that
+    needs the database (or :meth:`resolve_url`). The constructor does no I/O; nor does any property.
     """
 
     def __init__(self, url: str | None = None, *, schema: str | None = None, settings: Settings | None = None,
@@ -77,8 +78,13 @@ class Store:
 
     # -- connection -----------------------------------------------------------------------------------------
     @property
-    def url(self) -> str:
-        """The database URL, starting the embedded server when none is configured."""
+    def url(self) -> str | None:
+        """The database URL: the configured one, or the embedded server's once :meth:`resolve_url` (or the
+        first connection) has started it; ``None`` before that. Never starts anything itself."""
+        return self._url
+
+    def resolve_url(self) -> str:
+        """The database URL, starting (or joining) the embedded server when none is configured."""
         if self._url is None:
             from .server import embedded_url
 
@@ -88,13 +94,13 @@ class Store:
     @property
     def url_redacted(self) -> str:
         """The URL with its password hidden (safe to print)."""
-        return redact_url(self._url) if self._url else "embedded"
+        return redact_url(self._url) or "embedded"
 
     @property
     def engine(self) -> sa.Engine:
         """The SQLAlchemy engine (created on first use)."""
         if self._engine is None:
-            self._engine = make_engine(self.url)
+            self._engine = make_engine(self.resolve_url())
         return self._engine
 
     def close(self) -> None:
@@ -160,10 +166,11 @@ class Store:
             with self.transaction("migrate the schema") as conn:
                 migrate.upgrade(conn, self.schema)
         except StoreError as e:
-            if "permission denied" in str(e) and "extension" in str(e):
+            if sqlstate(e) == INSUFFICIENT_PRIVILEGE:
                 raise StoreError(
-                    "This database user may not create the pgvector extension; ask a superuser to run "
-                    "`CREATE EXTENSION vector;` in this database, then run `universalrag init` again."
+                    f"{e} This database user lacks a privilege the schema needs: creating the pgvector extension "
+                    "takes a superuser (ask one to run `CREATE EXTENSION vector;` in this database), creating the "
+                    "schema takes CREATE on the database. Then run `universalrag init` again."
                 ) from e
             raise
         self._engine_register_vector()
@@ -343,7 +350,7 @@ class Store:
             spec = self.corpus(batch.corpus)
             tables = self.tables.corpus(spec)
             if tables.parts is None:
-                raise ValueError(f"Corpus {spec.name!r} stores one vector per unit; it cannot take parts.")
+                raise InvalidInputError(writer.single_vector_message(spec.name))
             width = batch.vectors.shape[1] if getattr(batch.vectors, "ndim", 0) == 2 else -1
             if width != spec.dimension or len(batch.vectors) != len(batch.texts):
                 raise DimensionMismatchError(spec.name, spec.dimension, width)
@@ -391,22 +398,29 @@ class Store:
 
     def search(self, corpus: str, vector: Sequence[float], *, k: int = 5, filter: Filter | None = None,
                ef_search: int | None = None, visual_vector: Sequence[float] | None = None,
-               visual_weight: float = 0.8, lexical_text: str | None = None) -> list[Hit]:
+               visual_weight: float | None = None, lexical_text: str | None = None,
+               exact: bool | None = None) -> list[Hit]:
         """The ``k`` units of ``corpus`` nearest to ``vector`` by cosine similarity (``score`` = 1 − distance).
 
-        With a ``filter``, pgvector's iterative index scan (0.8+) keeps scanning the HNSW index until ``k``
-        matching rows are found (or ``hnsw.max_scan_tuples`` is reached), so a selective filter still returns
-        ``k`` rows when they exist. Multi-vector corpora rank a unit by its best part and report the matched
-        parts. With ``visual_vector`` (the query in the corpus's visual space), the score fuses both channels:
-        ``visual_weight · visual + (1 − visual_weight) · text`` (0.8 as in the UniversalRAG paper). With
-        ``lexical_text`` (hybrid search), the dense ranking is fused with Postgres full-text ranking by
-        reciprocal rank, and ``score`` becomes the fused score.
+        Multi-vector corpora rank a unit by its best part and report its best parts as ``matched_parts``.
+        With ``visual_vector`` (the query in the corpus's visual space), the score fuses both channels:
+        ``visual_weight · visual + (1 − visual_weight) · text`` (default: ``settings.visual_weight_for`` the
+        corpus's modality). With ``lexical_text`` (hybrid search), that ranking is fused with Postgres full-text
+        ranking by reciprocal rank, and ``score`` becomes the fused score. Every channel combines the same way
+        in every corpus kind (see :mod:`universalrag.store.search`).
+
+        A channel whose table (the unit table, or a multi-vector corpus's parts table) holds at most
+        ``settings.exact_search_rows`` rows is scanned exactly; larger ones go through the HNSW index with
+        pgvector's iterative scan (0.8+), so filters and grouping parts by unit still return ``k`` units when
+        they exist. ``exact=True`` always scans exactly, ``exact=False`` always uses the index.
         """
-        if k < 1:
-            raise ValueError(f"k must be at least 1, got {k}.")
-        if not 0.0 <= visual_weight <= 1.0:
-            raise ValueError(f"visual_weight must be between 0 and 1, got {visual_weight}.")
+        if not isinstance(k, int) or k < 1:
+            raise InvalidInputError(f"k must be a whole number of at least 1, got {k!r}.")
         spec = self.corpus(corpus)
+        if visual_weight is None:
+            visual_weight = self.settings.visual_weight_for(spec.modality)
+        if not 0.0 <= visual_weight <= 1.0:
+            raise InvalidInputError(f"visual_weight must be between 0 and 1, got {visual_weight}.")
         if len(vector) != spec.dimension:
             raise DimensionMismatchError(spec.name, spec.dimension, len(vector))
         if visual_vector is not None and spec.visual_dimension and len(visual_vector) != spec.visual_dimension:
@@ -414,8 +428,12 @@ class Store:
         tables = self.tables.corpus(spec)
         ef = min(max(ef_search or self.settings.ef_search, k), 1000)
         with self.transaction(f"search corpus {spec.name!r}") as conn:
+            iterative = self._supports_iterative_scan(conn)
             conn.execute(queries.set_local("hnsw.ef_search", ef))
-            if filter and self._supports_iterative_scan(conn):
+            if iterative:
                 conn.execute(queries.set_local("hnsw.iterative_scan", "relaxed_order"))
-            return run_search(conn, tables, vector, k=k, filter=filter, visual_vector=visual_vector,
-                              visual_weight=visual_weight, lexical_text=lexical_text)
+            request = SearchRequest(
+                vector=vector, k=k, filter=filter, visual_vector=visual_vector, visual_weight=visual_weight,
+                lexical_text=lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows, exact=exact,
+                iterative=iterative)
+            return run_search(conn, tables, request)

@@ -9,7 +9,7 @@ import numpy as np
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from ..errors import DimensionMismatchError
+from ..errors import DimensionMismatchError, InvalidInputError
 from ..types import CorpusSpec, PartBatch, Unit
 from .schema import CorpusTables, parts_table_name, unit_table_name
 
@@ -85,16 +85,23 @@ def check_units(units: Sequence[Unit], specs: Mapping[str, CorpusSpec]) -> dict[
                 raise DimensionMismatchError(spec.name, spec.dimension, len(vec))
         if unit.visual_embedding is not None:
             if not spec.visual_dimension:
-                raise ValueError(f"Corpus {spec.name!r} has no visual channel; add one before writing "
-                                 "visual embeddings (Store.add_visual_channel).")
+                raise InvalidInputError(f"Corpus {spec.name!r} has no visual channel; add one before writing "
+                                        "visual embeddings (Store.add_visual_channel).")
             if len(unit.visual_embedding) != spec.visual_dimension:
                 raise DimensionMismatchError(spec.name, spec.visual_dimension, len(unit.visual_embedding))
         if len(unit.parts) != len(unit.part_embeddings):
-            raise ValueError(f"Unit {unit.id}: {len(unit.parts)} parts but {len(unit.part_embeddings)} vectors.")
+            raise InvalidInputError(f"Unit {unit.id}: {len(unit.parts)} parts but {len(unit.part_embeddings)} "
+                                    "vectors; give one vector per part.")
         if unit.parts and not spec.multi_vector:
-            raise ValueError(f"Corpus {spec.name!r} stores one vector per unit; it cannot take parts.")
+            raise InvalidInputError(single_vector_message(spec.name))
         by_corpus.setdefault(spec.name, []).append(unit)
     return by_corpus
+
+
+def single_vector_message(corpus: str) -> str:
+    """What to say when parts are written to a corpus that stores one vector per unit."""
+    return (f"Corpus {corpus!r} stores one vector per unit; it cannot take parts (write them to a multi-vector "
+            "corpus).")
 
 
 def parents_first(names: Sequence[str], specs: Mapping[str, CorpusSpec]) -> list[str]:
