@@ -47,7 +47,7 @@ def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-
     assert store.revision() is None
     created = store.init(embedder="e", dimension=DIM)
     assert sorted(created) == sorted(name for name, *_ in BUILTIN_CORPORA)
-    assert store.revision() == migrate.head_revision() == "0002"
+    assert store.revision() == migrate.head_revision() == "0005"
     with store.engine.connect() as conn:
         tables = _tables(conn, settings.schema)
     assert {"corpora", "sources", "alembic_version", "corpus_paragraph", "corpus_document",
@@ -61,7 +61,7 @@ def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-
         columns = {c["name"] for c in sa.inspect(conn).get_columns("corpus_image", schema=settings.schema)}
     assert "visual" not in columns and "embedding" in columns
     store.migrate()
-    assert store.revision() == "0002"
+    assert store.revision() == "0005"
     store.downgrade("base")
     assert store.revision() is None
     with store.engine.connect() as conn:

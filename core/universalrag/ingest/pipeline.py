@@ -4,9 +4,14 @@
 corpora (``--corpus`` overrides) and writes it in one transaction. Files a folder walk finds that are not
 ingested (binary files of other types, such as ``.npy`` or ``__pycache__``) are skipped and counted, not
 failed; ``strict=True`` fails them instead. A file named explicitly that is not ingested always fails with
-the reason. Idempotent by content hash: a source whose
-hash is unchanged is skipped before it is parsed or embedded. A file that fails (bad input, embedding error,
-database error) is reported with its reason and leaves no rows; the other files go on.
+the reason.
+
+Idempotent by content hash: a source whose hash is unchanged is skipped before it is parsed or embedded.
+A source is a file in a scope: the default corpora of its kind, or the corpus named with ``corpus``. So
+ingesting a file into a user corpus adds to that corpus and leaves the file's units in the default corpora
+alone, and re-ingesting a changed file replaces only the units of the scope it is ingested into. A file
+that fails (bad input, embedding error, database error) is reported with its reason and leaves no rows;
+the other files go on.
 """
 
 from __future__ import annotations
@@ -154,6 +159,11 @@ class _Run:
     def targets(self, kind: str) -> tuple[str, ...]:
         return (self.corpus,) if self.corpus else DEFAULT_CORPORA[kind]
 
+    def scope(self, kind: str) -> str:
+        """The sources' scope: ``""`` for the default corpora of ``kind``, else the corpus named. A file sent to
+        a user corpus is a source of its own, so it never replaces the file's units in the default corpora."""
+        return "" if self.targets(kind) == DEFAULT_CORPORA[kind] else str(self.corpus)
+
 
 def _text_prepared(run: _Run, path: Path, uri: str, content_hash: str, doc: TextDocument,
                    units: list[Unit]) -> Prepared:
@@ -251,7 +261,7 @@ _HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared]] = {
 
 
 def _unchanged(run: _Run, kind: str, uri: str, content_hash: str) -> bool:
-    state = run.store.source_state(uri)
+    state = run.store.source_state(uri, scope=run.scope(kind))
     if state is None or state[0] != content_hash:
         return False
     allowed = set(run.targets(kind)) | ({"table"} if kind == "text" and run.corpus is None else set())
@@ -275,7 +285,8 @@ def _classify(run: _Run, path: Path) -> tuple[Detection, str, str]:
 
 
 def _write(run: _Run, path: Path, kind: str, prepared: Prepared) -> FileOutcome:
-    result = run.store.write_source(prepared.source, prepared.units, parts=prepared.parts)
+    result = run.store.write_source(replace(prepared.source, scope=run.scope(kind)), prepared.units,
+                                    parts=prepared.parts)
     return FileOutcome(path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora,
                        rows=dict(result.rows))
 
@@ -353,6 +364,7 @@ def ingest_tables(
         return FileOutcome(path=uri, status="unchanged", kind="table")
     units, parts = table_units(tables, run.spec(corpus, "table"), embedder, uri=uri, batch_rows=batch_rows)
     source = source_record(uri, content_hash, Modality.TABLE, units, metadata={"tables": len(tables)})
+    source = replace(source, scope=run.scope("table"))
     result = store.write_source(source, units, parts=parts)
     return FileOutcome(path=uri, status=result.status, kind="table", corpora=source.corpora, rows=dict(result.rows))
 
