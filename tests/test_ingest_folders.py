@@ -78,6 +78,7 @@ def _write_source_tree(root: Path) -> None:
         "Pilot notes\n===========\n\nThe leading lights line up at 312 degrees.\n".encode()))
     (root / "berths-cp1252.csv").write_bytes("berth,owner\nA1,Zoë Müller\nA2,François Lefèvre\n".encode("cp1252"))
     (root / "crew-utf16.csv").write_text("name,role\nJosé,skipper\nMàiri,crew\n", encoding="utf-16")
+    (root / "berths.ts").write_text("export const berths: string[] = ['A1', 'A2'];\n", encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- detection (no database)
@@ -92,6 +93,7 @@ def test_kinds_come_from_the_content_then_the_extension(tmp_path: Path) -> None:
         "tides.py": ("text", "code"), "ferries.csv.gz": ("table", "csv"), "settings.json.gz": ("text", "json"),
         "notes.txt.gz": ("text", "txt"), "berths-cp1252.csv": ("table", "csv"), "crew-utf16.csv": ("table", "csv"),
         "__pycache__/tides.cpython-311.pyc": (None, None), "heights.npy": (None, None), "chart.svg": (None, None),
+        "berths.ts": ("text", "code"),  # TypeScript, not an MPEG transport stream
     }
     assert found["ferries.csv.gz"].compressed and not found["README"].compressed
     assert "NumPy array" in found["heights.npy"].reason and "SVG" in found["chart.svg"].reason
@@ -214,7 +216,7 @@ def test_a_real_folder_skips_what_is_not_ingested(store: Store, minilm, tmp_path
     assert kinds == {"README": "text", "LICENSE": "text", "moorings.rst": "text", "tides.py": "text",
                      "ferries.csv.gz": "table", "settings.json.gz": "text", "notes.txt.gz": "text",
                      "berths-cp1252.csv": "table", "crew-utf16.csv": "table", "tides.html": "text",
-                     **{name: "video" for name in videos}}
+                     "berths.ts": "text", **{name: "video" for name in videos}}
     summary = report.to_dict()
     assert summary["failed"] == [] and len(summary["skipped"]) == 3  # type: ignore[arg-type]
     assert store.counts()["table"] == 4  # three files and the tide table of the page (not its layout tables)
@@ -234,6 +236,10 @@ def test_a_real_folder_skips_what_is_not_ingested(store: Store, minilm, tmp_path
     assert "Supported:" in (strict.failed[0].error or "")
     named = ingest_paths(store, minilm, [root / "heights.npy"])
     assert not named.ok and "NumPy array file" in (named.failed[0].error or "") and not named.skipped
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(np.random.default_rng(1).integers(0, 256, 5000, dtype=np.uint8).tobytes())
+    refused = ingest_paths(store, minilm, [junk])
+    assert "binary file of a type that is not ingested" in (refused.failed[0].error or "")
 
 
 def test_a_tiff_pillow_cannot_decode_says_so(tmp_path: Path) -> None:
@@ -241,7 +247,8 @@ def test_a_tiff_pillow_cannot_decode_says_so(tmp_path: Path) -> None:
     from universalrag.ingest.images.read import read_image
 
     path = tmp_path / "stack.tif"  # three float32 planes in one page, as scientific tools write them
-    tifffile.imwrite(path, np.random.default_rng(0).random((3, 16, 16)).astype("float32"))
+    tifffile.imwrite(path, np.random.default_rng(0).random((3, 16, 16)).astype("float32"), photometric="rgb",
+                     planarconfig="separate")
     with pytest.raises(IngestError) as info:
         read_image(path)
     assert "layout Pillow cannot decode" in info.value.reason and "damaged" not in info.value.reason
