@@ -2,9 +2,10 @@
 
 Pure functions over decoded text. Titles written with an underline (``Title`` then ``=====``, as in
 reStructuredText and Setext Markdown, optionally with an overline too) are recognised: the first one is the
-document's title and the underline never reaches the text. reStructuredText is read with docutils when it
-is installed; otherwise its markup (directives, roles, link targets, comments) is reduced to the words by a
-few rules, which is enough for search. JSON that is not a table is flattened to ``key: value`` lines.
+document's title and the underline never reaches the text. reStructuredText markup (directives, roles, link
+targets, comments, emphasis) is reduced to its words by a few rules, which is enough for search. docutils is
+not used: real ``.rst`` files are mostly Sphinx sources, whose roles and directives plain docutils reports as
+errors (into the text) instead of reading them. JSON that is not a table is flattened to ``key: value`` lines.
 """
 
 from __future__ import annotations
@@ -78,39 +79,24 @@ _RST_ROLE = re.compile(r":[\w-]+(?::[\w-]+)?:`([^`<]*?)(?:\s*<[^>]*>)?`")
 _RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`__?")
 _RST_REF = re.compile(r"`([^`]+)`__?")
 _RST_LITERAL = re.compile(r"``(.+?)``")
+_RST_STRONG = re.compile(r"(?<![\w*])\*{1,2}(\S(?:.*?\S)?)\*{1,2}(?![\w*])")
 #: Directives whose body is not prose worth indexing.
 _RST_SKIPPED = frozenset({"image", "figure", "raw", "include", "toctree", "contents", "meta", "highlight",
                           "automodule", "autoclass", "autofunction", "index", "only", "sectnum"})
-
-
-def _rst_with_docutils(raw: str) -> tuple[str, list[str]] | None:
-    """(plain text, section titles) through docutils when it is installed, else None."""
-    try:
-        from docutils.core import publish_doctree
-        from docutils.nodes import Text, title
-    except ImportError:
-        return None
-    tree = publish_doctree(raw, settings_overrides={"report_level": 5, "halt_level": 5, "file_insertion_enabled": 0,
-                                                   "raw_enabled": 0})
-    titles = [_collapse(node.astext()) for node in tree.findall(title)]
-    paragraphs = [_collapse(node.astext()) for node in tree.findall(
-        lambda n: n.tagname in ("paragraph", "title", "literal_block", "term") and not isinstance(n, Text))]
-    return "\n\n".join(p for p in paragraphs if p), titles
 
 
 def _rst_inline(line: str) -> str:
     line = _RST_ROLE.sub(r"\1", line)
     line = _RST_LINK.sub(r"\1", line)
     line = _RST_LITERAL.sub(r"\1", line)
+    line = _RST_STRONG.sub(r"\1", line)
     return _RST_REF.sub(r"\1", line).replace("\\*", "*")
 
 
 def extract_rst(raw: str) -> tuple[str, str, dict[str, Any]]:
-    """reStructuredText: titles, paragraphs and code blocks as plain text (docutils when installed)."""
-    parsed = _rst_with_docutils(raw)
-    if parsed is not None:
-        text, titles = parsed
-        return (titles[0] if titles else ""), text, {"headings": titles}
+    """reStructuredText: titles, paragraphs and code blocks as plain text; directives that hold no prose
+    (images, tables of contents, includes), comments and link targets are left out, roles and links keep
+    their words."""
     out: list[str] = []
     skip_indent: int | None = None
     for line in raw.split("\n"):
