@@ -203,9 +203,12 @@ def test_a_file_mixing_encodings_is_refused_with_advice(tmp_path: Path) -> None:
 
 
 def test_unsupported_file_named_explicitly(tmp_path: Path) -> None:
-    path = tmp_path / "report.pdf"
-    path.write_text("pretend")
-    raises_for(path, "PDF document", "not ingested", "Supported:", "Markdown", "CSV")
+    path = tmp_path / "figure.svg"
+    path.write_text('<svg xmlns="http://www.w3.org/2000/svg"><circle r="4"/></svg>')
+    raises_for(path, "SVG drawing", "not ingested", "Supported:", "Markdown", "CSV")
+    pdf = tmp_path / "report.pdf"  # text named .pdf: the document reader will say what is wrong
+    pdf.write_text("pretend")
+    raises_for(pdf, "is a document file, not a text document")
     binary = tmp_path / "weights.npy"
     binary.write_bytes(b"\x93NUMPY\x01\x00v\x00" + bytes(200))
     raises_for(binary, "NumPy array file", "Supported:")
@@ -508,8 +511,8 @@ SIGNATURES = {
         ("clip.txt", SIGNATURES["mp4"], "video"),
         ("song.mp4", b"\x00\x00\x00\x20ftypM4A \x00\x00\x00\x00", None),
         ("sound.avi", b"RIFF\x00\x10\x00\x00WAVEfmt ", None),
-        ("paper.txt", b"%PDF-1.7\n", None),
-        ("paper.pdf", b"%PDF-1.7\n", None),
+        ("paper.txt", b"%PDF-1.7\n", "document"),  # content first: a PDF named .txt is a PDF
+        ("paper.pdf", b"%PDF-1.7\n", "document"),
         ("noext", SIGNATURES["png"], "image"),
         ("Makefile", b"all:\n\tmake", "text"),
         ("empty.md", b"", "text"),

@@ -94,12 +94,31 @@ def _clock(seconds: float) -> str:
     return f"{minutes // 60:d}:{minutes % 60:02d}:{secs:02d}" if minutes >= 60 else f"{minutes:02d}:{secs:02d}"
 
 
+def _where(hit: Hit) -> str:
+    """Where in its document a unit lies, as a reader cites it: ", p. 12, Table 3" or ", slide 4"."""
+    meta = hit.metadata
+    bits = []
+    if meta.get("slide") is not None:
+        bits.append(f"slide {meta['slide']}")
+    elif (page := meta.get("page_label") or meta.get("page")) is not None:
+        end = meta.get("page_end")
+        bits.append(f"pp. {page}–{end}" if end not in (None, meta.get("page")) and not meta.get("page_label")
+                    else f"p. {page}")
+    if meta.get("label"):
+        bits.append(str(meta["label"]))
+    return "".join(f", {b}" for b in bits)
+
+
 def _label(hit: Hit, index: int) -> str:
-    name = hit.metadata.get("title") or (Path(unquote(urlparse(hit.uri).path)).name if hit.uri else hit.id)
+    meta = hit.metadata
+    if meta.get("document_format") and meta.get("source"):  # a unit of a PDF, Word or PowerPoint file
+        name = Path(str(meta["source"])).name
+    else:
+        name = meta.get("title") or (Path(unquote(urlparse(hit.uri).path)).name if hit.uri else hit.id)
     span = ""
     if hit.start_s is not None and hit.end_s is not None and hit.modality is Modality.VIDEO:
         span = f" {_clock(hit.start_s)}–{_clock(hit.end_s)}"
-    return f"[{hit.corpus} {index}] {name}{span}"
+    return f"[{hit.corpus} {index}] {name}{_where(hit)}{span}"
 
 
 def _text(hit: Hit) -> str:

@@ -37,8 +37,6 @@ __all__ = [
     "visual_encoder_from_settings",
 ]
 
-#: Frame pooling, under the name ingest/units.py imports it by (until it imports embed.vectors itself).
-pool = normalised_mean
 
 #: A Hugging Face model id ("name" or "owner/name"), looked up in the local cache only.
 _MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")

@@ -1,7 +1,7 @@
-"""What kind of input a file is (text, table, image, video) and which files a set of paths names.
+"""What kind of input a file is (text, table, image, video, document) and which files a set of paths names.
 
 Content first, extension second: a known binary signature wins over the extension (a PNG renamed ``.txt``
-is an image, a PDF renamed ``.txt`` is not ingested); gzip-compressed text (``.csv.gz``, ``.json.gz``,
+is an image, a PDF renamed ``.txt`` is a document, a NumPy array is not ingested); gzip-compressed text (``.csv.gz``, ``.json.gz``,
 ``.txt.gz``) is looked at inside; text is recognised by its bytes (no NUL, an encoding that decodes it), so
 ``README``, ``LICENSE``, ``.rst`` and source code are text documents whatever their extension; a binary
 file of no known signature is tried with PyAV (a ``.ts``/``.ogv`` video FFmpeg opens is a video).
@@ -22,6 +22,7 @@ from .files import is_gzip, read_head, text_encoding
 
 __all__ = [
     "CODE_EXTENSIONS",
+    "DOCUMENT_EXTENSIONS",
     "IMAGE_EXTENSIONS",
     "TABLE_EXTENSIONS",
     "TEXT_EXTENSIONS",
@@ -51,10 +52,13 @@ IMAGE_EXTENSIONS: frozenset[str] = frozenset(
 VIDEO_EXTENSIONS: frozenset[str] = frozenset(
     {".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".m2ts", ".mts", ".ogv"}
 )
+#: PDF, Word and PowerPoint; OpenDocument and legacy Office files are recognised so that the reader can say
+#: what to convert them with.
+DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".pdf", ".docx", ".pptx", ".odt", ".odp", ".doc", ".ppt"})
 #: Text formats that are something else than prose: refused rather than ingested as text.
 _NOT_PROSE: dict[str, str] = {
-    ".svg": "an SVG drawing", ".pdf": "a PDF document", ".doc": "a Word document", ".rtf": "an RTF document",
-    ".ps": "a PostScript file", ".eps": "a PostScript file", ".ipynb": "a Jupyter notebook",
+    ".svg": "an SVG drawing", ".rtf": "an RTF document", ".ps": "a PostScript file", ".eps": "a PostScript file",
+    ".ipynb": "a Jupyter notebook",
 }
 _TEXT_FORMATS: dict[str, str] = {
     ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".xhtml": "html",
@@ -69,9 +73,10 @@ _MAX_CONTROL_SHARE = 0.05
 
 @dataclass(frozen=True, slots=True)
 class Detection:
-    """What a file is. ``kind`` is ``"text"``, ``"table"``, ``"image"``, ``"video"`` or None (not ingested, and
-    ``reason`` says why); ``format`` names the reader's format for text (``txt``, ``md``, ``html``, ``rst``,
-    ``code``, ``json``) and tables (``csv``, ``tsv``, ``json``, ``xlsx``); ``compressed`` is True for gzip."""
+    """What a file is. ``kind`` is ``"text"``, ``"table"``, ``"image"``, ``"video"``, ``"document"`` or None (not
+    ingested, and ``reason`` says why); ``format`` names the reader's format for text (``txt``, ``md``,
+    ``html``, ``rst``, ``code``, ``json``), tables (``csv``, ``tsv``, ``json``, ``xlsx``) and documents
+    (``pdf``, ``docx``, ``pptx``...); ``compressed`` is True for gzip."""
 
     kind: str | None
     format: str | None = None
@@ -88,6 +93,8 @@ def _inner_suffix(path: Path) -> tuple[str, bool]:
 
 
 def _by_extension(suffix: str) -> Detection:
+    if suffix in DOCUMENT_EXTENSIONS:
+        return Detection("document")
     if suffix in IMAGE_EXTENSIONS:
         return Detection("image")
     if suffix in VIDEO_EXTENSIONS and suffix != ".ts":
@@ -114,8 +121,9 @@ def _text_kind(suffix: str, head: bytes) -> Detection:
     body = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if suffix in _NOT_PROSE:
         return Detection(None, reason=f"is {_NOT_PROSE[suffix]}, which is not ingested")
-    if suffix in IMAGE_EXTENSIONS or suffix == ".xlsx" or (suffix in VIDEO_EXTENSIONS and suffix != ".ts"):
-        return _by_extension(suffix)  # text named as a picture, video or workbook: its reader says what is wrong
+    if (suffix in IMAGE_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS or suffix == ".xlsx"
+            or (suffix in VIDEO_EXTENSIONS and suffix != ".ts")):
+        return _by_extension(suffix)  # text named as a picture, video, document or workbook: its reader says why
     if suffix == ".json":
         return Detection("table", "json") if body.startswith(b"[") else Detection("text", "json")
     if suffix in (".csv", ".tsv"):
@@ -128,6 +136,22 @@ def _text_kind(suffix: str, head: bytes) -> Detection:
     if lowered.startswith((b"<!doctype html", b"<html")) or (lowered.startswith(b"<?xml") and b"<html" in lowered):
         return Detection("text", "html")
     return Detection("text", "txt")
+
+
+_OLE = b"\xd0\xcf\x11\xe0"
+
+
+def _document(path: Path, head: bytes, sniffed: Sniffed | None, suffix: str) -> Detection | None:
+    """A PDF, or a ZIP holding a Word, PowerPoint or OpenDocument file, whatever its name; a legacy Office
+    (OLE) file named as a document (its reader names the conversion)."""
+    if sniffed is None and head.startswith(_OLE):
+        return Detection("document", "ole") if suffix in DOCUMENT_EXTENSIONS else None
+    if (sniffed is not None and sniffed.label in ("PDF document", "ZIP archive")) or b"%PDF-" in head[:1024]:
+        from .documents.reader import document_format
+
+        fmt = document_format(path)
+        return Detection("document", fmt) if fmt is not None else None
+    return None
 
 
 def _pyav_video(path: Path) -> bool:
@@ -168,6 +192,10 @@ def detect(path: Path) -> Detection:
     if not compressed and gz_name:
         suffix = path.suffix.lower()  # named .gz but not compressed: judge the name as it is
     sniffed = sniff(head)
+    if not compressed:
+        found = _document(path, head, sniffed, suffix)
+        if found is not None:
+            return found
     if sniffed is not None:
         if compressed:
             return Detection(None, reason=f"is a gzip-compressed {sniffed.label}; decompress it first",
@@ -195,8 +223,8 @@ def _article(label: str) -> str:
 
 
 #: What can be ingested, for messages about a file that cannot.
-SUPPORTED = ("text (plain text, Markdown, HTML, reStructuredText, source code, JSON documents), tables (CSV, TSV, "
-             "XLSX, JSON records), images (JPEG, PNG, WebP, GIF, BMP, TIFF) and videos (MP4, MKV, WebM, MOV, AVI, "
+SUPPORTED = ("text (plain text, Markdown, HTML, reStructuredText, source code, JSON documents), documents (PDF, "
+             "Word .docx, PowerPoint .pptx), tables (CSV, TSV, XLSX, JSON records), images (JPEG, PNG, WebP, GIF, BMP, TIFF) and videos (MP4, MKV, WebM, MOV, AVI, "
              "MPEG-TS, Ogg and anything else FFmpeg plays); text and tables may be gzip-compressed")
 
 
@@ -206,8 +234,8 @@ def unsupported_error(path: Path, found: Detection) -> IngestError:
 
 
 def detect_kind(path: Path) -> str | None:
-    """Return ``"text"``, ``"table"``, ``"image"`` or ``"video"`` for ``path``, or None when not ingested
-    (see :func:`detect`)."""
+    """Return ``"text"``, ``"table"``, ``"image"``, ``"video"`` or ``"document"`` for ``path``, or None when
+    not ingested (see :func:`detect`)."""
     return detect(path).kind
 
 

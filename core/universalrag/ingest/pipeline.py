@@ -37,6 +37,7 @@ from .video.planning import VideoOptions
 
 if TYPE_CHECKING:
     from ..embed.visual import VisualEncoder
+    from .documents import DocumentOptions
     from .tables.model import ParsedTable
 
 __all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "ingest_paths", "ingest_tables"]
@@ -47,8 +48,10 @@ DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
     "table": ("table",),
     "image": ("image",),
     "video": ("video", "clip"),
+    "document": ("document", "paragraph", "table", "image"),
 }
-_KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO}
+_KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO,
+                  "document": Modality.TEXT}
 #: Text formats whose tables also go to the table corpus, and the table reader's name for them.
 _TABLES_IN_TEXT = {"md": "markdown", "html": "html"}
 #: Text files embedded together in one batch.
@@ -115,11 +118,13 @@ class IngestOptions:
     video: VideoOptions | None = None
     table_batch_rows: int = 1024
     captions: dict[str, str] = field(default_factory=dict)  # file path → caption for images
+    documents: DocumentOptions | None = None  # OCR and picture settings for PDF, Word and PowerPoint files
 
     @classmethod
     def from_settings(cls, settings: Settings, *, visual_encoder: VisualEncoder | None = None,
                       video: VideoOptions | None = None, table_batch_rows: int = 1024,
-                      captions: dict[str, str] | None = None) -> IngestOptions:
+                      captions: dict[str, str] | None = None,
+                      documents: DocumentOptions | None = None) -> IngestOptions:
         """Options whose videos are transcribed by the speech recogniser the settings name
         (``UNIVERSALRAG_ASR``), unless ``video`` brings its own ``asr``. Nothing is loaded yet."""
         from .video.asr import asr_from_settings
@@ -128,7 +133,7 @@ class IngestOptions:
         if video.asr is None and settings.asr:
             video = replace(video, asr=asr_from_settings(settings))
         return cls(visual_encoder=visual_encoder, video=video, table_batch_rows=table_batch_rows,
-                   captions=dict(captions or {}))
+                   captions=dict(captions or {}), documents=documents)
 
 
 @dataclass(slots=True)
@@ -252,11 +257,38 @@ def _prepare_video(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
     return Prepared(source_record(uri, content_hash, Modality.VIDEO, units, metadata=meta), units)
 
 
+def _prepare_document(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+    """A PDF, Word or PowerPoint file: its document, passages, tables and figures, each in its own corpus (only
+    the text units, in the named corpus, with ``--corpus``)."""
+    from .documents.prepare import figure_folder, prepare_document
+    from .documents.units import DocumentTargets
+
+    existing = set(run.store.corpora())
+    specs = {}
+    for name in run.targets("document"):
+        kind = {"table": "table", "image": "image"}.get(name, "text") if run.corpus is None else "text"
+        if run.corpus is None and name not in existing:
+            continue  # a schema without, say, an image corpus still takes the document's text
+        specs[name] = run.spec(name, kind)
+    text = [s for s in specs.values() if s.modality is Modality.TEXT]
+    targets = DocumentTargets(
+        document=next((s for s in text if s.granularity is Granularity.DOCUMENT), None),
+        paragraph=next((s for s in text if s.granularity is not Granularity.DOCUMENT), None),
+        table=specs.get("table") if run.corpus is None else None,
+        image=specs.get("image") if run.corpus is None else None,
+    )
+    visual = run.options.visual_encoder if targets.image is not None and targets.image.visual_dimension else None
+    folder = figure_folder(run.store.settings.home_dir, run.store.schema, content_hash)
+    return prepare_document(path, targets, run.embedder, uri=uri, content_hash=content_hash, figure_dir=folder,
+                            visual=visual, options=run.options.documents, batch_rows=run.options.table_batch_rows)
+
+
 #: Kind → how a file of that kind becomes units (text files are batched by :func:`_text_group`).
 _HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared]] = {
     "table": _prepare_table,
     "image": _prepare_image,
     "video": _prepare_video,
+    "document": _prepare_document,
 }
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..embed.base import Embedder
+from ..embed.vectors import normalised_mean
 from ..types import CorpusSpec, Granularity, Modality, PartBatch, SourceRecord, Unit
 from .text.document import TextDocument
 from .text.passages import chunk_for_embedding, split_paragraphs
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from .tables.model import ParsedTable
     from .video.planning import VideoPlan
 
-__all__ = ["Prepared", "TextPlan", "image_units", "normalised_mean", "plan_text_units", "source_record",
+__all__ = ["Prepared", "TextPlan", "image_units", "plan_text_units", "source_record",
            "table_units", "video_units"]
 
 
@@ -36,12 +37,6 @@ class Prepared:
     source: SourceRecord
     units: list[Unit]
     parts: Iterable[PartBatch] = ()
-
-
-def normalised_mean(vectors: np.ndarray) -> list[float]:
-    """The L2-normalised mean of row vectors (a unit's vector from its parts' vectors)."""
-    mean = np.asarray(vectors, dtype=np.float32).mean(axis=0)
-    return (mean / (np.linalg.norm(mean) or 1.0)).tolist()
 
 
 def _new_id() -> str:
@@ -81,7 +76,8 @@ def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str)
         for spec in specs:
             if spec.granularity is Granularity.DOCUMENT:
                 units.append(Unit(
-                    id=doc_id, corpus=spec.name, content=doc.text, uri=uri, embedding=normalised_mean(chunk_vecs),
+                    id=doc_id, corpus=spec.name, content=doc.text, uri=uri,
+                    embedding=normalised_mean(chunk_vecs).tolist(),
                     metadata={**base_meta, "words": len(doc.text.split()), "chunks": len(chunks)},
                     parts=chunks if spec.multi_vector else (),
                     part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
@@ -157,11 +153,10 @@ def image_units(info: ImageInfo, spec: CorpusSpec, embedder: Embedder, *, uri: s
 
 
 def _frames_vector(path: Path, times: Sequence[float], visual: VisualEncoder) -> list[float] | None:
-    from ..embed.visual import pool
     from ..media import iter_frames
 
     images = [image for _, image in iter_frames(path, times)]
-    return pool(visual.embed_images(images)).tolist() if images else None
+    return normalised_mean(visual.embed_images(images)).tolist() if images else None
 
 
 def video_units(plan: VideoPlan, *, video: CorpusSpec | None, clip: CorpusSpec | None, embedder: Embedder,
@@ -180,7 +175,7 @@ def video_units(plan: VideoPlan, *, video: CorpusSpec | None, clip: CorpusSpec |
         vectors = embedder.embed([f"{plan.title}\n{c}" for c in chunks] or [plan.title])
         units.append(Unit(
             id=video_id, corpus=video.name, content=f"{plan.title}\n{full}".strip(), uri=uri, start_s=0.0,
-            end_s=probe.duration_s, embedding=normalised_mean(vectors),
+            end_s=probe.duration_s, embedding=normalised_mean(vectors).tolist(),
             metadata={**base, **probe.metadata, "fps": probe.fps, "width": probe.width, "height": probe.height,
                       "frame_times": list(plan.video_frame_times), "clips": len(plan.clips)},
             parts=chunks if video.multi_vector else (),

@@ -1,0 +1,268 @@
+"""PDF files → pages of blocks, one page at a time: PDFium for text, pictures and rendering; pdfplumber for tables.
+
+Each page is opened, read and closed before the next (a 500-page file keeps only a few pages' lines in
+memory, for the running header and footer check). Per page: the text layer's lines (:mod:`.pdf_text`),
+the embedded pictures, the ruled tables (:mod:`.pdf_tables`, only on pages that draw lines), and — for a
+"Figure N" caption with no picture above it but vector drawing — the region above the caption rendered to
+a picture. A page without a text layer is read by Tesseract when it is installed, otherwise it is kept as a
+rendered picture with a warning. Corrupt, truncated and password-protected files raise
+:class:`~universalrag.errors.IngestError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...errors import IngestError, MissingDependencyError
+from .assemble import FigureItem, Item, PageAssembler, TextItem
+from .layout import HeadingStyle, Line, group_lines, reading_order, strip_running_lines
+from .model import BBox, DocumentInfo, DocumentOptions, Figure, Page
+from .ocr import ocr_available, ocr_lines
+from .pdf_tables import RuledTables, rule_groups
+from .pdf_text import page_lines
+from .pictures import picture_bytes
+
+__all__ = ["PdfReader"]
+
+_FIGURE_LINE = re.compile(r"^\s*(?:Figure|Fig\.?)\s*\d+[a-z]?\b", re.IGNORECASE)
+#: A page with fewer visible characters than this and some drawing is treated as scanned.
+_SCANNED_MAX_CHARS = 10
+#: Pictures smaller than this (pixels per side) or this share of the page are decoration and skipped.
+_MIN_PICTURE_PX = 32
+_MIN_PICTURE_SHARE = 0.01
+#: A page needs this many path objects (lines, rectangles) before it is searched for ruled tables.
+_MIN_TABLE_PATHS = 4
+
+
+@dataclass(slots=True)
+class _RawPage:
+    number: int
+    width: float
+    height: float
+    others: list[tuple[BBox, Item]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    ocr: bool = False
+
+
+def _inside(box: BBox, area: BBox, slack: float = 2.0) -> bool:
+    return (box[0] >= area[0] - slack and box[1] >= area[1] - slack
+            and box[2] <= area[2] + slack and box[3] <= area[3] + slack)
+
+
+def _to_top_left(bounds: tuple[float, float, float, float], height: float) -> BBox:
+    left, bottom, right, top = bounds
+    return (left, height - top, right, height - bottom)
+
+
+class PdfReader:
+    """Reads one PDF file page by page; use as a context manager (``with PdfReader(path) as r: r.pages()``)."""
+
+    format = "pdf"
+
+    def __init__(self, path: str | Path, *, options: DocumentOptions | None = None) -> None:
+        self.path = Path(path)
+        self.options = options or DocumentOptions()
+        self._doc: Any = None
+        self._info: DocumentInfo | None = None
+
+    # ------------------------------------------------------------------ opening and validation
+
+    def __enter__(self) -> PdfReader:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> DocumentInfo:
+        """Open and check the file; raises :class:`IngestError` when it is not a readable PDF."""
+        try:
+            import pypdfium2 as pdfium
+        except ImportError as e:
+            raise MissingDependencyError("pypdfium2", "documents", feature="PDF files") from e
+        try:
+            size = self.path.stat().st_size
+            with self.path.open("rb") as f:
+                head = f.read(1024)
+                f.seek(max(0, size - 2048))
+                tail = f.read()
+        except OSError as e:
+            raise IngestError(self.path, f"could not be read ({e.strerror or e}); check its permissions.") from e
+        if b"%PDF-" not in head:
+            raise IngestError(self.path, "is not a PDF file (no %PDF- header); give it its real extension.")
+        if b"%%EOF" not in tail:
+            raise IngestError(self.path, "is truncated (the PDF end marker %%EOF is missing); the download or copy "
+                                         "was probably cut short — get the complete file again.")
+        try:
+            self._doc = pdfium.PdfDocument(str(self.path))
+        except pdfium.PdfiumError as e:
+            message = str(e)
+            if "password" in message.lower():
+                raise IngestError(self.path, "is password-protected; save an unprotected copy (for example "
+                                             "`qpdf --decrypt --password=PASSWORD in.pdf out.pdf`) and ingest "
+                                             "that.") from e
+            raise IngestError(self.path, f"is damaged and cannot be opened ({message}); re-export or repair "
+                                         "it (for example with `qpdf in.pdf out.pdf`).") from e
+        count = len(self._doc)
+        if count == 0:
+            self.close()
+            raise IngestError(self.path, "has no pages.")
+        meta = {k: v for k, v in self._doc.get_metadata_dict(skip_empty=True).items() if isinstance(v, str)}
+        title = meta.get("Title", "").strip() or self.path.stem
+        self._info = DocumentInfo("pdf", title, count, {k.lower(): v for k, v in meta.items()})
+        return self._info
+
+    def close(self) -> None:
+        """Release the PDF."""
+        if self._doc is not None:
+            self._doc.close()
+            self._doc = None
+
+    @property
+    def info(self) -> DocumentInfo:
+        """What the file says about itself (after :meth:`open`)."""
+        if self._info is None:
+            raise RuntimeError("Call open() (or use the reader as a context manager) first.")
+        return self._info
+
+    # ------------------------------------------------------------------ pages
+
+    def pages(self) -> Iterator[Page]:
+        """The pages in order, each read, laid out and released before the next is opened."""
+        if self._doc is None:
+            self.open()
+        tables = RuledTables(self.path)
+        style = HeadingStyle()
+        assembler = PageAssembler()
+        try:
+            for raw, lines in strip_running_lines(self._raw_pages(tables)):
+                style.learn(lines)
+                items = self._items(raw, lines, style)
+                blocks = assembler.blocks(items, page=raw.number)
+                label = self._doc.get_page_label(raw.number - 1)
+                yield Page(raw.number, tuple(blocks), width=raw.width, height=raw.height,
+                           warnings=tuple(raw.warnings), ocr=raw.ocr, label=label)
+        finally:
+            tables.close()
+
+    def _items(self, raw: _RawPage, lines: list[Line], style: HeadingStyle) -> list[Item]:
+        ordered = reading_order([(ln.bbox, ln) for ln in lines] + raw.others, width=raw.width)
+        items: list[Item] = []
+        pending: list[Line] = []
+
+        def flush() -> None:
+            for run in group_lines(pending, style):
+                items.append(TextItem(run.text, run.bbox, run.level))
+            pending.clear()
+
+        for entry in ordered:
+            if isinstance(entry, Line):
+                pending.append(entry)
+            else:
+                flush()
+                items.append(entry)
+        flush()
+        return items
+
+    def _raw_pages(self, tables: RuledTables) -> Iterator[tuple[_RawPage, list[Line], float]]:
+        for index in range(len(self._doc)):
+            page = self._doc[index]
+            try:
+                yield self._read_page(index, page, tables)
+            finally:
+                page.close()
+
+    def _read_page(self, index: int, page: Any, tables: RuledTables) -> tuple[_RawPage, list[Line], float]:
+        import pypdfium2.raw as pdfium_c
+
+        width, height = page.get_size()
+        raw = _RawPage(index + 1, width, height)
+        textpage = page.get_textpage()
+        try:
+            lines = page_lines(textpage, height=height)
+        finally:
+            textpage.close()
+        visible = sum(len(ln.text) for ln in lines)
+        images = list(page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=2))
+        paths = [_to_top_left(o.get_bounds(), height)
+                 for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2)]
+        if visible < _SCANNED_MAX_CHARS and (images or paths):
+            return raw, self._scanned(raw, page), height
+        grids = len(paths) >= _MIN_TABLE_PATHS
+        ruled = rule_groups(paths, width=width)
+        for table in tables.find(index, grids=grids, ruled=ruled) if grids or ruled else []:
+            raw.others.append((table.bbox, table))
+            lines = [ln for ln in lines if not _inside(ln.bbox, table.bbox)]
+        for obj in images:
+            self._picture(raw, obj, has_text=bool(lines))
+        self._vector_figures(raw, page, lines, paths)
+        return raw, lines, height
+
+    def _picture(self, raw: _RawPage, obj: Any, *, has_text: bool) -> None:
+        box = _to_top_left(obj.get_bounds(), raw.height)
+        share = (box[2] - box[0]) * (box[3] - box[1]) / (raw.width * raw.height)
+        px_w, px_h = obj.get_px_size()
+        if px_w < _MIN_PICTURE_PX or px_h < _MIN_PICTURE_PX or share < _MIN_PICTURE_SHARE:
+            return
+        if has_text and share > 0.85:
+            return  # the scan behind an OCR text layer
+        try:
+            image = obj.get_bitmap(render=True).to_pil()
+        except Exception as e:  # noqa: BLE001 - PDFium raises bare errors for undecodable image streams
+            raw.warnings.append(f"page {raw.number}: a picture could not be decoded ({e}); it was skipped.")
+            return
+        data, w, h = picture_bytes(image, max_side=self.options.max_picture_side)
+        raw.others.append((box, FigureItem(Figure(data, "image/jpeg", w, h, origin="embedded"), box)))
+
+    def _vector_figures(self, raw: _RawPage, page: Any, lines: list[Line], paths: list[BBox]) -> None:
+        """Render the drawing above a "Figure N" caption that has no picture of its own."""
+        pictures = [box for box, item in raw.others if isinstance(item, FigureItem)]
+        for caption in (ln for ln in lines if _FIGURE_LINE.match(ln.text)):
+            x0, x1 = caption.bbox[0], caption.bbox[2]
+            above = [ln.bbox[3] for ln in lines if ln.bbox[3] <= caption.bbox[1] - 1 and ln.bbox[2] > x0
+                     and ln.bbox[0] < max(x1, x0 + 200)]
+            top = max(above, default=raw.height * 0.05)
+            bottom = caption.bbox[1] - 2
+            region = (0.0, top, raw.width, bottom)
+            drawn = [p for p in paths if p[1] >= top - 2 and p[3] <= bottom + 2]
+            if bottom - top < 40 or len(drawn) < 2 or any(p[3] > top and p[1] < bottom + 24 for p in pictures):
+                continue
+            left = max(0.0, min(p[0] for p in drawn) - 4)
+            right = min(raw.width, max(p[2] for p in drawn) + 4)
+            region = (left, top, right, bottom)
+            scale = self.options.render_dpi / 72
+            crop = (left, raw.height - bottom, raw.width - right, top)
+            image = page.render(scale=scale, crop=crop).to_pil()
+            data, w, h = picture_bytes(image, max_side=self.options.max_picture_side)
+            raw.others.append((region, FigureItem(Figure(data, "image/jpeg", w, h, origin="rendered"), region)))
+
+    def _scanned(self, raw: _RawPage, page: Any) -> list[Line]:
+        """OCR a page without a text layer, or keep it as a rendered picture with a warning."""
+        wants_ocr = self.options.ocr
+        available = ocr_available()
+        if wants_ocr is not False and available:
+            scale = self.options.ocr_dpi / 72
+            image = page.render(scale=scale, grayscale=True).to_pil()
+            raw.ocr = True
+            lines = ocr_lines(image, scale=scale, language=self.options.ocr_language, name=str(self.path))
+            if lines:
+                return lines
+            raw.warnings.append(f"page {raw.number}: no text layer and OCR found no text; kept as a picture.")
+        elif wants_ocr is True:
+            raw.warnings.append(f"page {raw.number}: no text layer and OCR is unavailable (install the tesseract "
+                                "program and the pytesseract package); kept as a picture only.")
+        else:
+            raw.warnings.append(f"page {raw.number}: no text layer; kept as a picture only"
+                                + ("" if wants_ocr is False else
+                                   " — install Tesseract (e.g. `apt-get install tesseract-ocr`) to read its text")
+                                + ".")
+        image = page.render(scale=self.options.render_dpi / 72).to_pil()
+        data, w, h = picture_bytes(image, max_side=self.options.max_picture_side * 2)
+        box = (0.0, 0.0, raw.width, raw.height)
+        figure = Figure(data, "image/jpeg", w, h, origin="scanned", alt_text=f"Scanned page {raw.number}")
+        raw.others.append((box, FigureItem(figure, box)))
+        return []

@@ -1,0 +1,138 @@
+"""Ruled tables on a PDF page → cells, found with pdfplumber (pdfminer.six) on the pages that need it.
+
+pdfplumber reads a page about fifty times slower than PDFium, so the PDF reader asks for tables only on
+pages whose drawing holds enough straight lines or rectangles to rule one; the pdfplumber document is opened
+on first use and each page's parse is released as soon as its tables are read.
+
+Two kinds are found: grids (pdfplumber's line strategy: cells bounded by drawn lines) and "booktabs" tables
+ruled only by horizontal lines above, below and under the header (:func:`rule_groups` finds three or more
+rules of the same width stacked close together; the words between the outer rules are split into rows by
+their baselines and into columns by the vertical gaps no word crosses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import MissingDependencyError
+from .assemble import TableItem
+from .cells import clean_rows, header_rows
+from .model import BBox
+
+__all__ = ["RuledTables", "rule_groups"]
+
+#: A table needs at least this many rows and columns, and this share of filled cells.
+_MIN_ROWS = 2
+_MIN_COLUMNS = 2
+_MIN_FILLED = 0.4
+#: A horizontal rule is at most this thick (points) and at least this share of the page wide.
+_RULE_THICKNESS = 2.0
+_RULE_MIN_SHARE = 0.15
+#: Rules of one booktabs table: left and right ends within this distance, consecutive rules this close.
+_RULE_ALIGN = 6.0
+_RULE_MAX_GAP = 300.0
+
+
+def rule_groups(paths: Sequence[BBox], *, width: float) -> list[BBox]:
+    """Regions bounded by three or more aligned horizontal rules (top rule, header rule, bottom rule)."""
+    rules = sorted((p for p in paths if p[3] - p[1] <= _RULE_THICKNESS and p[2] - p[0] >= _RULE_MIN_SHARE * width),
+                   key=lambda p: (p[1], p[0]))
+    groups: list[list[BBox]] = []
+    for rule in rules:
+        for group in groups:
+            last = group[-1]
+            if (abs(rule[0] - last[0]) <= _RULE_ALIGN and abs(rule[2] - last[2]) <= _RULE_ALIGN
+                    and rule[1] - last[3] <= _RULE_MAX_GAP):
+                group.append(rule)
+                break
+        else:
+            groups.append([rule])
+    return [(g[0][0], g[0][1], g[0][2], g[-1][3]) for g in groups if len(g) >= 3]
+
+
+def _overlaps(a: BBox, b: BBox) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+class RuledTables:
+    """Finds the ruled tables of one PDF's pages; ``close`` releases the parser."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._pdf: Any = None
+
+    def find(self, index: int, *, grids: bool = True, ruled: Sequence[BBox] = ()) -> list[TableItem]:
+        """The tables of the 0-based page ``index``, each with its box and cells: grids (when ``grids``) and
+        the booktabs tables in the ``ruled`` regions (see :func:`rule_groups`) that no grid covers."""
+        if self._pdf is None:
+            try:
+                import pdfplumber
+            except ImportError as e:
+                raise MissingDependencyError("pdfplumber", "documents", feature="tables in PDF files") from e
+            self._pdf = pdfplumber.open(self._path)
+        page = self._pdf.pages[index]
+        try:
+            items = [t for t in (_item(table) for table in page.find_tables()) if t is not None] if grids else []
+            for region in ruled:
+                if any(item.bbox is not None and _overlaps(item.bbox, region) for item in items):
+                    continue
+                table = _booktabs(page, region)
+                if table is not None:
+                    items.append(table)
+            return items
+        finally:
+            page.close()
+
+    def close(self) -> None:
+        """Close the pdfplumber document, if one was opened."""
+        if self._pdf is not None:
+            self._pdf.close()
+            self._pdf = None
+
+
+def _item(table: Any) -> TableItem | None:
+    """A pdfplumber table as a :class:`TableItem`, or None when it is too small or too empty to be one."""
+    rows = clean_rows(table.extract())
+    if len(rows) < _MIN_ROWS or len(rows[0]) < _MIN_COLUMNS:
+        return None
+    filled = sum(1 for row in rows for c in row if c) / (len(rows) * len(rows[0]))
+    if filled < _MIN_FILLED:
+        return None
+    x0, top, x1, bottom = (float(v) for v in table.bbox)
+    return TableItem(rows=rows, bbox=(x0, top, x1, bottom), header_rows=header_rows(rows))
+
+
+#: Words closer than this (points) belong to one cell; a wider gap crossed by no word separates columns.
+_CELL_GAP = 6.0
+
+
+def _booktabs(page: Any, region: BBox) -> TableItem | None:
+    """The table between the outer rules of ``region``: rows by baseline, columns by the gaps between words."""
+    left, top = max(0.0, region[0] - 2), max(0.0, region[1] - 1)
+    right, bottom = min(float(page.width), region[2] + 2), min(float(page.height), region[3] + 1)
+    words = page.within_bbox((left, top, right, bottom)).extract_words()
+    if not words:
+        return None
+    rows: list[list[dict[str, Any]]] = []
+    for word in sorted(words, key=lambda w: (round(w["top"]), w["x0"])):
+        if rows and abs(word["top"] - rows[-1][0]["top"]) <= 2:
+            rows[-1].append(word)
+        else:
+            rows.append([word])
+    spans: list[list[float]] = []
+    for word in sorted(words, key=lambda w: w["x0"]):
+        if spans and word["x0"] - spans[-1][1] < _CELL_GAP:
+            spans[-1][1] = max(spans[-1][1], word["x1"])
+        else:
+            spans.append([word["x0"], word["x1"]])
+    cells = [["" for _ in spans] for _ in rows]
+    for r, row in enumerate(rows):
+        for word in sorted(row, key=lambda w: w["x0"]):
+            c = next(i for i, (x0, x1) in enumerate(spans) if x0 <= word["x0"] <= x1)
+            cells[r][c] = f"{cells[r][c]} {word['text']}".strip()
+    table = clean_rows(cells)
+    if len(table) < _MIN_ROWS or len(table[0]) < _MIN_COLUMNS:
+        return None
+    return TableItem(rows=table, bbox=(left, top, right, bottom), header_rows=header_rows(table))
