@@ -29,8 +29,10 @@ from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..store import Store
 from ..types import CorpusSpec, Granularity, Modality, PartBatch, Unit
-from .detect import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS, Detection, detect, iter_files, unsupported_error
+from .companions import alt_texts, sidecar_files
+from .detect import Detection, detect, iter_files, unsupported_error
 from .files import check_file, hash_file
+from .report import FileOutcome, IngestReport
 from .text.document import TextDocument
 from .units import Prepared, TextPlan, image_units, plan_text_units, source_record, table_units, video_units
 from .video.planning import VideoOptions
@@ -56,58 +58,6 @@ _KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modal
 _TABLES_IN_TEXT = {"md": "markdown", "html": "html"}
 #: Text files embedded together in one batch.
 _TEXT_GROUP_FILES = 64
-
-
-@dataclass(frozen=True, slots=True)
-class FileOutcome:
-    """What happened to one input: ``added``, ``replaced``, ``unchanged``, ``failed`` (with ``error``) or
-    ``skipped`` (found in a folder but not a kind that is ingested, with ``reason``)."""
-
-    path: str
-    status: str
-    kind: str | None = None
-    corpora: tuple[str, ...] = ()
-    rows: dict[str, int] = field(default_factory=dict)
-    error: str | None = None
-    reason: str | None = None
-
-
-@dataclass(slots=True)
-class IngestReport:
-    """Every input's outcome, in order."""
-
-    outcomes: list[FileOutcome] = field(default_factory=list)
-
-    def count(self, status: str) -> int:
-        """How many inputs ended with ``status``."""
-        return sum(1 for o in self.outcomes if o.status == status)
-
-    @property
-    def failed(self) -> list[FileOutcome]:
-        """The inputs that could not be ingested."""
-        return [o for o in self.outcomes if o.status == "failed"]
-
-    @property
-    def skipped(self) -> list[FileOutcome]:
-        """The files a folder walk found that are not ingested (each with its ``reason``)."""
-        return [o for o in self.outcomes if o.status == "skipped"]
-
-    @property
-    def ok(self) -> bool:
-        """True when no input failed (skipped files do not count)."""
-        return not self.failed
-
-    def to_dict(self) -> dict[str, object]:
-        """A JSON-ready summary."""
-        return {
-            "added": self.count("added"),
-            "replaced": self.count("replaced"),
-            "unchanged": self.count("unchanged"),
-            "failed": [{"path": o.path, "error": o.error} for o in self.failed],
-            "skipped": [{"path": o.path, "reason": o.reason} for o in self.skipped],
-            "rows": {c: sum(o.rows.get(c, 0) for o in self.outcomes)
-                     for c in sorted({c for o in self.outcomes for c in o.rows})},
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,54 +273,6 @@ def _write(run: _Run, path: Path, kind: str, prepared: Prepared) -> FileOutcome:
                        rows=dict(result.rows))
 
 
-def _alt_texts(files: Sequence[Path], parsed: dict[Path, TextDocument]) -> dict[Path, str]:
-    """Alt text of local images referenced by the HTML pages of this run (image path → alt).
-
-    Only images that are themselves part of the run are described: a page cannot reach outside the paths
-    the user gave. Pages are read only when the run has images; each page read is kept in ``parsed`` so
-    that ingesting it does not read it again.
-    """
-    from urllib.parse import unquote, urlparse
-
-    from .text.document import read_text_file
-
-    if not any(f.suffix.lower() in IMAGE_EXTENSIONS for f in files):
-        return {}
-    in_run = {f.resolve() for f in files}
-    alts: dict[Path, str] = {}
-    for page in files:
-        if page.suffix.lower() not in (".html", ".htm"):
-            continue
-        try:
-            parsed[page] = read_text_file(page)
-        except IngestError:
-            continue  # the page itself is reported when its turn comes
-        images = parsed[page].metadata.get("images", [])
-        for image in images:
-            src, alt = urlparse(image.get("src", "")), image.get("alt", "")
-            if not alt or src.scheme not in ("", "file") or not src.path:
-                continue
-            target = (page.parent / unquote(src.path)).resolve()
-            if target in in_run:
-                alts.setdefault(target, alt)
-    return alts
-
-
-def _sidecars(files: Sequence[Path]) -> set[Path]:
-    """Caption and subtitle files that belong to an image or video in the same run."""
-    from .images.descriptions import sidecar_paths as image_sidecars
-    from .video.subtitles import sidecar_paths as video_sidecars
-
-    found: set[Path] = set()
-    for f in files:
-        suffix = f.suffix.lower()
-        if suffix in IMAGE_EXTENSIONS:
-            found.update(p.resolve() for p in image_sidecars(f))
-        elif suffix in VIDEO_EXTENSIONS:
-            found.update(p.resolve() for p in video_sidecars(f))
-    return found
-
-
 def ingest_tables(
     store: Store,
     embedder: Embedder,
@@ -426,9 +328,9 @@ def ingest_paths(
         store.corpus(corpus)  # fail fast on an unknown corpus
     files = list(iter_files([Path(p) for p in paths]))
     named = {Path(p).absolute() for p in paths if not Path(p).is_dir()}
-    sidecars = _sidecars(files)
+    sidecars = sidecar_files(files)
     files = [f for f in files if f.resolve() not in sidecars]
-    run.alts = _alt_texts(files, run.parsed)
+    run.alts = alt_texts(files, run.parsed)
     if on_start is not None:
         on_start(len(files))
     report = IngestReport()
