@@ -1,7 +1,7 @@
 """Sources are scoped: one file can feed several corpora without one ingestion replacing another's units.
 
 Revision ID: 0005
-Revises: 0002
+Revises: 0004
 Create Date: 2026-11-26
 
 A source was unique by URI, so ingesting a file into a user corpus (``--corpus manuals``) replaced the source
@@ -20,7 +20,7 @@ from __future__ import annotations
 from universalrag.migrations._sql import execute as _execute
 
 revision = "0005"
-down_revision = "0002"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 

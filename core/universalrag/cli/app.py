@@ -138,6 +138,8 @@ def _register() -> None:
     corpora.register(app)
     routing.register(app)
     demo.register(app)
+    from . import worker as sync_worker  # the sync worker (issue 13)
+    sync_worker.register(app)
 
 
 _register()

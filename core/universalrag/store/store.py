@@ -23,6 +23,7 @@ from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, U
 from . import migrate, queries, writer
 from .engine import make_engine
 from .filters import Filter
+from .restrict import check_required_filter
 from .schema import Tables
 from .search import SearchRequest, hit_from_row, run_search
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
@@ -423,6 +424,7 @@ class Store:
         if not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a whole number of at least 1, got {k!r}.")
         spec = self.corpus(corpus)
+        check_required_filter(spec, filter)  # row-level restriction of attached tables (store/restrict.py)
         if visual_weight is None:
             visual_weight = self.settings.visual_weight_for(spec.modality)
         if not 0.0 <= visual_weight <= 1.0:

@@ -1,0 +1,367 @@
+"""The sync worker: embeds queued units in batches and writes them idempotently.
+
+One batch: claim (committed) → read the current source rows → load and embed outside any transaction → one
+write transaction that, per unit, locks its source row against deletion, deletes the unit's old vectors and
+writes the new ones, and settles the queue. A unit's id is derived from its corpus and source row key, so a
+batch replayed after a crash rewrites the same rows: at-least-once processing, exactly-once effect.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from ..embed import normalised_mean
+from ..embed.base import Embedder, check_embedder
+from ..errors import ConfigError, EmbeddingError, StoreError
+from ..store import Store, writer
+from ..store.translate import store_error
+from ..types import CorpusSpec, Modality, Unit
+from . import queue
+from .connection import connect
+from .content import ContentLoader, ItemError, Loaded
+
+__all__ = ["BatchResult", "Worker", "WorkerOptions"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerOptions:
+    """How a worker claims and retries.
+
+    ``retry_delay_s`` doubles with every failed attempt (capped at an hour); an item that failed
+    ``max_attempts`` times is parked (``sync_retry()`` queues it again). ``lease_s`` bounds how long a claim of a
+    backend that still exists is respected (claims of a vanished backend are taken over at once).
+    """
+
+    batch_size: int = 128
+    max_attempts: int = 5
+    retry_delay_s: float = 5.0
+    poll_interval_s: float = 5.0
+    lease_s: float = 900.0
+    corpora: tuple[str, ...] = ()
+    file_roots: tuple[Path, ...] = ()
+    allow_urls: bool = False
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1:
+            raise ConfigError(f"The batch size must be at least 1, got {self.batch_size}.")
+        if self.max_attempts < 1:
+            raise ConfigError(f"max_attempts must be at least 1, got {self.max_attempts}.")
+
+
+@dataclass(slots=True)
+class BatchResult:
+    """What one batch (or a drain) did: units written, units removed, items failed / parked / given back."""
+
+    claimed: int = 0
+    written: int = 0
+    removed: int = 0
+    failed: int = 0
+    parked: int = 0
+    released: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def add(self, other: BatchResult) -> None:
+        """Accumulate ``other`` into this result."""
+        for name in ("claimed", "written", "removed", "failed", "parked", "released"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.errors.extend(other.errors)
+
+    @property
+    def progressed(self) -> bool:
+        """True when the batch settled at least one item."""
+        return self.written + self.removed + self.failed > 0
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready summary."""
+        return {"claimed": self.claimed, "written": self.written, "removed": self.removed,
+                "failed": self.failed, "parked": self.parked, "released": self.released,
+                "errors": self.errors[:20]}
+
+
+@dataclass(slots=True)
+class _Job:
+    item: queue.QueueItem
+    loaded: Loaded | None = None  # None: the content is NULL or the row is gone → remove the unit
+    error: str | None = None
+    vector: np.ndarray | None = None
+    visual: np.ndarray | None = None
+
+
+def _by_corpus(jobs: list[_Job]) -> dict[str, list[_Job]]:
+    out: dict[str, list[_Job]] = {}
+    for job in jobs:
+        out.setdefault(job.item.corpus, []).append(job)
+    return out
+
+
+def _loaded(job: _Job) -> Loaded:
+    assert job.loaded is not None
+    return job.loaded
+
+
+def _embed_isolated(jobs: list[_Job], embed: Callable[[list[_Job]], Any], attribute: str, what: str) -> None:
+    """Embed ``jobs`` in one call; when the encoder refuses the batch, one by one, so that only the item it
+    refuses fails (with the encoder's reason) and the rest goes on."""
+    if not jobs:
+        return
+    try:
+        for job, vec in zip(jobs, embed(jobs), strict=True):
+            setattr(job, attribute, vec)
+        return
+    except (EmbeddingError, ValueError, RuntimeError, OSError):
+        pass
+    for job in jobs:
+        try:
+            setattr(job, attribute, embed([job])[0])
+        except (EmbeddingError, ValueError, RuntimeError, OSError) as e:
+            job.error = f"{what} failed on this item: {e}"
+
+
+class Worker:
+    """Embeds ``store``'s sync queue with ``embedder`` (and ``visual_encoder`` for image corpora).
+
+    The constructor does no I/O. Use :meth:`run_batch`, :meth:`drain` (``worker --once``) or :meth:`run`
+    (wakes on ``LISTEN universalrag_sync``, polls every ``poll_interval_s`` otherwise). Close it (or use it as a
+    context manager) to give back its claims.
+    """
+
+    def __init__(self, store: Store, *, embedder: Embedder, visual_encoder: Any = None,
+                 options: WorkerOptions | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.visual_encoder = visual_encoder
+        self.options = options or WorkerOptions()
+        self.loader = ContentLoader(file_roots=self.options.file_roots, allow_urls=self.options.allow_urls,
+                                    video_frames=visual_encoder is not None)
+        self._conn: Any = None
+        self._checked: set[str] = set()
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def conn(self) -> Any:
+        """The worker's own autocommit connection (claims and unit locks belong to its session)."""
+        if self._conn is None or self._conn.closed:
+            self._conn = connect(self.store.url)
+        return self._conn
+
+    def close(self) -> None:
+        """Give back unfinished claims and close the connection."""
+        if self._conn is not None and not self._conn.closed:
+            self._release()
+            self._conn.close()
+        self._conn = None
+
+    def _release(self) -> None:
+        try:
+            queue.release_all(self._conn, self.store.schema)
+        except psycopg.Error as e:  # the connection is gone: its claims end with its backend anyway
+            log.warning("could not give back the worker's claims: %s", e)
+
+    # -- one batch ------------------------------------------------------------------------------------------
+    def _spec(self, name: str) -> CorpusSpec:
+        spec = self.store.corpus(name)
+        if name not in self._checked:
+            check_embedder(spec, self.embedder)
+            visual = self.visual_encoder
+            if visual is not None and spec.modality in (Modality.IMAGE, Modality.VIDEO):
+                self.store.add_visual_channel(name, dimension=visual.dimension, encoder=visual.name)
+                spec = self.store.corpus(name)
+            self._checked.add(name)
+        return spec
+
+    def run_batch(self, *, retry_delay_s: float | None = None) -> BatchResult:
+        """Claim, embed and write one batch; returns what it did (``claimed == 0``: the queue had nothing ready)."""
+        try:
+            items = queue.claim(self.conn, self.store.schema, limit=self.options.batch_size,
+                                corpora=self.options.corpora or None, lease_s=self.options.lease_s)
+            result = BatchResult(claimed=len(items))
+            if not items:
+                return result
+            try:
+                jobs, superseded = self._prepare(items)
+                self._embed(jobs)
+                self._write(jobs, superseded, result,
+                            self.options.retry_delay_s if retry_delay_s is None else retry_delay_s)
+            except BaseException:
+                self._release()
+                raise
+            queue.unlock(self.conn)
+            return result
+        except psycopg.Error as e:
+            raise store_error(e, "process the sync queue", self.store.url_redacted) from e
+
+    def _prepare(self, items: list[queue.QueueItem]) -> tuple[list[_Job], list[queue.QueueItem]]:
+        """Jobs for the newest entry of each unit (older entries are superseded), with their content loaded."""
+        latest: dict[tuple[str, str], queue.QueueItem] = {}
+        for item in items:
+            latest[(item.corpus, item.unit_id)] = item
+        jobs = [_Job(item) for item in latest.values()]
+        newest = {i.id for i in latest.values()}
+        superseded = [i for i in items if i.id not in newest]
+        for name, group in _by_corpus(jobs).items():
+            spec = self._spec(name)
+            keys = [j.item.row_key for j in group if j.item.row_key is not None]
+            current = {queue.key_id(r.row_key): r
+                       for r in (queue.fetch_rows(self.conn, self.store.schema, name, keys) if keys else [])}
+            for job in group:
+                self._load(spec, job, current)
+        return jobs, superseded
+
+    def _load(self, spec: CorpusSpec, job: _Job, current: dict[str, queue.SourceRow]) -> None:
+        item = job.item
+        try:
+            if item.row_key is not None:
+                row = current.get(queue.key_id(item.row_key))
+                if row is None:
+                    return  # deleted meanwhile: the write step removes the unit
+                job.loaded = self.loader.load(spec, kind=row.kind, body=row.body, data=row.data, caption=row.caption,
+                                              uri=row.uri, metadata=row.metadata)
+            else:
+                job.loaded = self.loader.load(spec, kind=item.kind or "text",
+                                              body=item.content if item.kind == "text" else None,
+                                              data=item.data, caption=item.content, uri=item.uri,
+                                              metadata=dict(item.metadata or {}))
+        except ItemError as e:
+            job.error = str(e)
+
+    def _embed(self, jobs: list[_Job]) -> None:
+        ready = [j for j in jobs if j.loaded is not None and j.error is None]
+        _embed_isolated(ready, lambda batch: self.embedder.embed([_loaded(j).text for j in batch]),
+                        "vector", "the text encoder")
+        visual = self.visual_encoder
+        if visual is not None:
+            images = [j for j in ready if j.error is None and _loaded(j).image is not None]
+            _embed_isolated(images, lambda batch: visual.embed_images([_loaded(j).image for j in batch]),
+                            "visual", "the visual encoder")
+            videos = [j for j in ready if j.error is None and _loaded(j).frames]
+            _embed_isolated(videos, lambda batch: [normalised_mean(visual.embed_images(list(_loaded(j).frames)))
+                                                   for j in batch], "visual", "the visual encoder")
+
+    def _write(self, jobs: list[_Job], superseded: list[queue.QueueItem], result: BatchResult,
+               retry_delay_s: float) -> None:
+        conn, schema = self.conn, self.store.schema
+        done: list[queue.QueueItem] = []
+        failed: list[tuple[queue.QueueItem, str, float]] = []
+        released: list[queue.QueueItem] = []
+        with conn.transaction():
+            for name, group in _by_corpus(jobs).items():
+                keys = [j.item.row_key for j in group if j.item.row_key is not None]
+                states = queue.check_rows(conn, schema, name, keys) if keys else {}
+                replace_ids: list[str] = []
+                units: list[Unit] = []
+                for job in group:
+                    state = "present" if job.item.row_key is None else states.get(queue.key_id(job.item.row_key))
+                    if state == "busy":
+                        released.append(job.item)
+                    elif state == "gone" or (job.error is None and job.loaded is None):
+                        replace_ids.append(job.item.unit_id)
+                        result.removed += 1
+                        done.append(job.item)
+                    elif job.error is not None:
+                        delay = min(retry_delay_s * 2 ** max(job.item.attempts - 1, 0), 3600.0)
+                        failed.append((job.item, job.error, delay))
+                    else:
+                        replace_ids.append(job.item.unit_id)
+                        units.append(self._unit(job))
+                        done.append(job.item)
+                # The old vectors go and the new ones come in this one transaction.
+                queue.delete_units(conn, schema, name, replace_ids)
+                if units:
+                    writer.copy_units(conn, schema, self.store.tables.corpus(self.store.corpus(name)), units,
+                                      source_id=None)
+                    result.written += len(units)
+            settled = {(i.corpus, i.unit_id) for i in done}
+            released.extend(i for i in superseded if (i.corpus, i.unit_id) not in settled)
+            result.parked += queue.finish(conn, schema, done=done, failed=failed, released=released,
+                                          max_attempts=self.options.max_attempts)
+        result.failed += len(failed)
+        result.released += len(released)
+        result.errors.extend(f"{i.corpus}/{i.unit_id}: {e}" for i, e, _ in failed)
+
+    @staticmethod
+    def _unit(job: _Job) -> Unit:
+        loaded = job.loaded
+        assert loaded is not None and job.vector is not None
+        return Unit(id=job.item.unit_id, corpus=job.item.corpus, content=loaded.text,
+                    embedding=np.asarray(job.vector, dtype=np.float32), uri=loaded.uri,
+                    metadata=loaded.metadata,
+                    visual_embedding=None if job.visual is None else np.asarray(job.visual, dtype=np.float32))
+
+    # -- loops ----------------------------------------------------------------------------------------------
+    def drain(self, *, on_batch: Callable[[BatchResult], None] | None = None) -> BatchResult:
+        """Process batches until nothing is ready (failing items are retried at once until parked)."""
+        total = BatchResult()
+        while True:
+            batch = self.run_batch(retry_delay_s=0.0)
+            total.add(batch)
+            if on_batch is not None and batch.claimed:
+                on_batch(batch)
+            if batch.claimed == 0 or not batch.progressed:
+                return total
+
+    def run(self, *, stop: threading.Event | None = None,
+            on_batch: Callable[[BatchResult], None] | None = None) -> None:
+        """Process the queue until ``stop`` is set, sleeping on LISTEN/NOTIFY when it is empty.
+
+        A lost database connection (server restart, terminated backend) is re-opened after ``poll_interval_s``;
+        the claims of the lost session are taken over by the next claim, so nothing is lost.
+        """
+        stop = stop or threading.Event()
+        listener: Any = None
+        try:
+            while not stop.is_set():
+                try:
+                    if listener is None or listener.closed or listener.broken:
+                        listener = connect(self.store.url)
+                        listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(queue.NOTIFY_CHANNEL)))
+                    batch = self.run_batch()
+                    if on_batch is not None and batch.claimed:
+                        on_batch(batch)
+                    if batch.claimed and batch.progressed:
+                        continue
+                    self._wait(listener, stop)
+                except (StoreError, psycopg.OperationalError) as e:
+                    if not self._lost(listener, e):
+                        raise
+                    log.warning("lost the database connection (%s); reconnecting in %.0f s", e,
+                                self.options.poll_interval_s)
+                    for conn in (listener, self._conn):
+                        if conn is not None:
+                            conn.close()
+                    listener, self._conn = None, None
+                    stop.wait(self.options.poll_interval_s)
+        finally:
+            if listener is not None:
+                listener.close()
+
+    def _wait(self, listener: Any, stop: threading.Event) -> None:
+        deadline = time.monotonic() + self.options.poll_interval_s
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                if any(True for _ in listener.notifies(timeout=min(0.5, self.options.poll_interval_s), stop_after=1)):
+                    return
+            except psycopg.Error as e:
+                raise store_error(e, "wait for queued units", self.store.url_redacted) from e
+
+    def _lost(self, listener: Any, error: BaseException) -> bool:
+        """True when ``error`` came from a lost connection (not from a query the database refused)."""
+        broken = any(c is not None and (c.closed or c.broken) for c in (listener, self._conn))
+        cause = error if isinstance(error, psycopg.Error) else error.__cause__
+        return broken or (isinstance(cause, psycopg.OperationalError) and getattr(cause, "sqlstate", None) is None)
