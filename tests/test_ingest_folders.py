@@ -78,6 +78,7 @@ def _write_source_tree(root: Path) -> None:
         "Pilot notes\n===========\n\nThe leading lights line up at 312 degrees.\n".encode()))
     (root / "berths-cp1252.csv").write_bytes("berth,owner\nA1,Zoë Müller\nA2,François Lefèvre\n".encode("cp1252"))
     (root / "crew-utf16.csv").write_text("name,role\nJosé,skipper\nMàiri,crew\n", encoding="utf-16")
+    (root / "orphan.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\nNo video is named orphan.\n")
     (root / "berths.ts").write_text("export const berths: string[] = ['A1', 'A2'];\n", encoding="utf-8")
 
 
@@ -94,6 +95,7 @@ def test_kinds_come_from_the_content_then_the_extension(tmp_path: Path) -> None:
         "notes.txt.gz": ("text", "txt"), "berths-cp1252.csv": ("table", "csv"), "crew-utf16.csv": ("table", "csv"),
         "__pycache__/tides.cpython-311.pyc": (None, None), "heights.npy": (None, None), "chart.svg": (None, None),
         "berths.ts": ("text", "code"),  # TypeScript, not an MPEG transport stream
+        "orphan.srt": (None, None),  # subtitles are a video's text, not a document
     }
     assert found["ferries.csv.gz"].compressed and not found["README"].compressed
     assert "NumPy array" in found["heights.npy"].reason and "SVG" in found["chart.svg"].reason
@@ -210,7 +212,7 @@ def test_a_real_folder_skips_what_is_not_ingested(store: Store, minilm, tmp_path
     report = ingest_paths(store, minilm, [root], options=IngestOptions(video=VIDEO_OPTIONS))
     assert report.ok, report.failed
     skipped = {Path(o.path).name: o.reason for o in report.skipped}
-    assert set(skipped) == {"tides.cpython-311.pyc", "heights.npy", "chart.svg"}
+    assert set(skipped) == {"tides.cpython-311.pyc", "heights.npy", "chart.svg", "orphan.srt"}
     assert all(reason and "not ingested" in reason for reason in skipped.values())
     kinds = {Path(o.path).name: o.kind for o in report.outcomes if o.status == "added"}
     assert kinds == {"README": "text", "LICENSE": "text", "moorings.rst": "text", "tides.py": "text",
@@ -218,7 +220,7 @@ def test_a_real_folder_skips_what_is_not_ingested(store: Store, minilm, tmp_path
                      "berths-cp1252.csv": "table", "crew-utf16.csv": "table", "tides.html": "text",
                      "berths.ts": "text", **{name: "video" for name in videos}}
     summary = report.to_dict()
-    assert summary["failed"] == [] and len(summary["skipped"]) == 3  # type: ignore[arg-type]
+    assert summary["failed"] == [] and len(summary["skipped"]) == 4  # type: ignore[arg-type]
     assert store.counts()["table"] == 4  # three files and the tide table of the page (not its layout tables)
 
     hit = search_corpus(store, minilm, "paragraph", "when does the pontoon gate get locked in winter", k=3)
@@ -229,7 +231,7 @@ def test_a_real_folder_skips_what_is_not_ingested(store: Store, minilm, tmp_path
     assert "Zoë Müller" in berth.matched_parts[0][1]
 
     again = ingest_paths(store, minilm, [root], options=IngestOptions(video=VIDEO_OPTIONS))
-    assert again.count("unchanged") == len(kinds) and len(again.skipped) == 3 and again.ok
+    assert again.count("unchanged") == len(kinds) and len(again.skipped) == 4 and again.ok
 
     strict = ingest_paths(store, minilm, [root], strict=True, options=IngestOptions(video=VIDEO_OPTIONS))
     assert not strict.ok and {Path(o.path).name for o in strict.failed} == set(skipped)

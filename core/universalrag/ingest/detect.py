@@ -59,6 +59,8 @@ DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".pdf", ".docx", ".pptx", ".odt
 _NOT_PROSE: dict[str, str] = {
     ".svg": "an SVG drawing", ".rtf": "an RTF document", ".ps": "a PostScript file", ".eps": "a PostScript file",
     ".ipynb": "a Jupyter notebook",
+    **dict.fromkeys((".srt", ".vtt", ".ass", ".ssa"), "a subtitle file without its video (put it next to the "
+                                                      "video with the same name and it becomes the video's text)"),
 }
 _TEXT_FORMATS: dict[str, str] = {
     ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".xhtml": "html",
