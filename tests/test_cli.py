@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ QUESTIONS = json.loads((DATA / "corpus_questions.json").read_text(encoding="utf-
 
 
 def run(env: dict[str, str], *args: str) -> tuple[int, str, str]:
-    result = runner.invoke(app, list(args), env=env)
+    result = runner.invoke(app, list(args), env=env, prog_name="universalrag")
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -186,3 +187,150 @@ def test_embedded_server_is_shared_by_concurrent_processes_and_stopped(tmp_path:
     assert status.returncode == 0, err
     data = json.loads(out)
     assert data["sources"] == 2 and "@" in data["database"] or "host=" in data["database"]
+
+
+# -- issue 11: a CLI for people and for pipes ---------------------------------------------------------------
+
+
+MODEL_LIBRARIES = ("torch", "transformers", "sklearn", "av", "PIL")
+
+
+def _heavy_modules_after(*args: str, env: dict[str, str] | None = None,
+                         heavy: tuple[str, ...] = (*MODEL_LIBRARIES, "numpy", "sqlalchemy", "psycopg")) -> list[str]:
+    """Run the command in a fresh interpreter and list the heavy libraries it imported."""
+    code = ("import sys\nfrom universalrag.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            f"heavy = {heavy!r}\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy and '.' not in m))")
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})})
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1].replace("'", '"'))
+
+
+def test_help_and_status_import_no_model_library(cli_env: dict[str, str]) -> None:
+    assert _heavy_modules_after("--help") == []
+    assert _heavy_modules_after("search", "--help") == []
+    run(cli_env, "init")
+    assert _heavy_modules_after("status", env=cli_env, heavy=MODEL_LIBRARIES) == []  # the database, no model
+
+
+def test_flags_are_plain_and_usage_mistakes_are_usage_errors(cli_env: dict[str, str]) -> None:
+    code, out, _ = run(cli_env, "search", "--help")
+    assert code == 0 and "<bool>" not in out
+    assert any(line.split()[:1] == ["--json"] and "Print" in line for line in out.splitlines())
+    code, _, err = run(cli_env, "search")
+    assert code == 2 and "Usage: universalrag search" in err and "Missing argument" in err
+    assert "internal error" not in err and "MissingParameter" not in err
+    code, _, err = run(cli_env, "search", "x", "-k", "many")
+    assert code == 2 and "Usage: universalrag search" in err and "'-k'" in err
+    code, _, err = run(cli_env, "ingest", "--no-such-option", "x")
+    assert code == 2 and "No such option" in err
+
+
+def test_search_status_and_lists_initialise_on_first_use(cli_env: dict[str, str]) -> None:
+    code, out, err = run(cli_env, "search", "anything at all", "-c", "paragraph", "--json")
+    assert code == 0, err
+    assert json.loads(out) == []
+    code, out, err = run(cli_env, "sources", "list", "--json")
+    assert code == 0 and json.loads(out) == []
+
+
+def test_status_initialises_a_fresh_schema(cli_env: dict[str, str]) -> None:
+    code, out, err = run(cli_env, "status", "--json")
+    assert code == 0, err
+    assert {c["name"] for c in json.loads(out)["corpora"]} >= {"paragraph", "document"}
+
+
+def test_piped_output_is_whole_lines(cli_env: dict[str, str], tmp_path: Path) -> None:
+    deep = tmp_path / ("a_rather_long_folder_name_for_testing_output_" * 2) / "nested_again_and_again"
+    deep.mkdir(parents=True)
+    target = deep / "ostbreen_glacier_field_notes_with_a_long_name.txt"
+    target.write_bytes((DATA / "corpus" / "kestrel_point_lighthouse.txt").read_bytes())
+    assert len(str(target)) > 120
+    code, out, _ = run(cli_env, "ingest", str(deep))
+    assert code == 0
+    assert f"added: {target}" in out.splitlines()  # one whole line per file, no progress bar
+    assert "…" not in out and "━" not in out
+    code, out, _ = run(cli_env, "sources", "list")
+    line = next(ln for ln in out.splitlines() if "ostbreen" in ln)
+    assert target.as_uri() in line and line.endswith(line.split()[-1])  # not wrapped at 80 columns
+    code, out, _ = run(cli_env, "search", "lighthouse keeper", "-c", "paragraph", "-k", "1")
+    hit_lines = out.splitlines()
+    assert len(hit_lines) == 3 and "…" not in out  # title, hit, and its whole text on one line
+    code, out, _ = run(cli_env, "status", "--json")
+    assert len(out.strip().splitlines()) == 1 and json.loads(out)["sources"] == 1  # JSON: one line in a pipe
+
+
+def test_user_content_is_never_markup(cli_env: dict[str, str], tmp_path: Path) -> None:
+    note = tmp_path / "zorblax.txt"
+    note.write_text("Zorblax notes\n\nThe [/bold] tag and [link=https://example.org]a link[/link] stay as "
+                    "written in the Zorblax field notes about [red]glaciers[/red].\n", encoding="utf-8")
+    assert run(cli_env, "ingest", str(note))[0] == 0
+    code, out, err = run(cli_env, "search", "[/bold] Zorblax [link=x]", "-c", "paragraph", "-k", "1")
+    assert code == 0, err
+    assert "paragraph: [/bold] Zorblax [link=x]" in out
+    assert "[link=https://example.org]a link[/link]" in out and "[red]glaciers[/red]" in out
+    code, _, err = run(cli_env, "search", "x", "--corpus", "[/bold]nope")
+    assert code == 1 and "[/bold]nope" in err
+
+
+def test_fused_hits_show_their_similarity_and_rank(cli_env: dict[str, str], tmp_path: Path) -> None:
+    missions = tmp_path / "apollo_missions.csv"
+    missions.write_text("mission,crew,launch,lunar landing\nApollo 11,Armstrong Aldrin Collins,16 July 1969,"
+                        "20 July 1969\nApollo 12,Conrad Bean Gordon,14 November 1969,19 November 1969\n"
+                        "Apollo 13,Lovell Swigert Haise,11 April 1970,none (aborted)\n", encoding="utf-8")
+    code, out, _ = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), str(missions), "--json")
+    assert code == 0 and json.loads(out)["rows"].get("table")
+    question = "When did the Apollo 11 crew land on the Moon?"
+    # a tiny threshold makes the router pick several corpora, whose rankings are fused
+    args = ("search", question, "--router", "trained", "--threshold", "0.0001", "-k", "3")
+    code, out, err = run(cli_env, *args, "--json")
+    assert code == 0, err
+    hits = json.loads(out)
+    assert len({h["corpus"] for h in hits}) >= 2
+    assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+    assert all(h["score"] < 0.05 for h in hits)  # the fused (reciprocal-rank) score
+    own = {h["id"]: h["score"] for c in {h["corpus"] for h in hits}
+           for h in json.loads(run(cli_env, "search", question, "-c", c, "-k", "3", "--json")[1])}
+    assert all(abs(h["similarity"] - own[h["id"]]) < 1e-6 and h["similarity"] > 0.2 for h in hits)
+    code, out, _ = run(cli_env, *args)
+    first = next(ln for ln in out.splitlines() if ln.strip().startswith("1. "))
+    assert first.split()[1] == f"{hits[0]['similarity']:.3f}" and "fused score" in first
+
+
+def test_ingest_accepts_an_asr_choice(cli_env: dict[str, str]) -> None:
+    code, out, err = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), "--asr", "openai",
+                         "--json")
+    assert code == 0, err
+    assert json.loads(out)["added"] == 1
+    code, _, err = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), "--asr", "bogus")
+    assert code == 1 and "Unknown ASR engine 'bogus'" in err and "faster-whisper" in err
+
+
+def test_ctrl_c_during_ingest_says_what_was_kept_and_a_rerun_continues(cli_env: dict[str, str],
+                                                                       tmp_path: Path) -> None:
+    folder = tmp_path / "many"
+    folder.mkdir()
+    sources = sorted((DATA / "corpus").glob("*.txt")) + sorted((DATA / "corpus").glob("*.md"))
+    for i in range(60):
+        src = sources[i % len(sources)]
+        (folder / f"{i:02d}_{src.name}").write_text(src.read_text(encoding="utf-8") + f"\n\nCopy {i}.\n",
+                                                   encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("UNIVERSALRAG_")} | cli_env
+    script = Path(sys.executable).with_name("universalrag")
+    proc = subprocess.Popen([str(script), "ingest", str(folder)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert first.startswith("added: "), first + (proc.stderr.read() if proc.stderr else "")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "stopping after the current file" in err
+    assert "interrupted: stopped after" in err and "Run the same command again to continue" in err
+    kept = int(err.split("files: ", 1)[1].split(" sources were committed")[0])
+    assert 1 <= kept < 60
+    assert json.loads(run(cli_env, "status", "--json")[1])["sources"] == kept
+    code, out, _ = run(cli_env, "ingest", str(folder), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["unchanged"] == kept and report["added"] == 60 - kept

@@ -259,6 +259,15 @@ def test_sync_status_reports_backlog_lag_and_failures(app: Any, store: Any, mini
     view = conn.execute(sql.SQL("SELECT backlog, failed FROM {}.sync_status WHERE corpus = 'tickets'").format(
         sql.Identifier(store.schema))).fetchone()
     assert view == (3, 0)
+    from typer.testing import CliRunner
+
+    from universalrag.cli import app as cli
+    env = {"UNIVERSALRAG_DATABASE_URL": store.settings.database_url, "UNIVERSALRAG_SCHEMA": store.schema}
+    shown = CliRunner().invoke(cli, ["status", "--json"], env=env)
+    assert shown.exit_code == 0, shown.stderr
+    [entry] = [q for q in json.loads(shown.stdout)["sync"] if q["corpus"] == "tickets"]
+    assert entry["backlog"] == 3 and entry["failed"] == 0
+    assert "sync tickets" in CliRunner().invoke(cli, ["status"], env=env).stdout
     drain(store, minilm)
     [status] = [st for st in sync_status(store) if st.corpus == "tickets"]
     assert (status.backlog, status.lag_s) == (0, 0.0)

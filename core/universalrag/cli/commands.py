@@ -1,18 +1,38 @@
-"""``init``, ``status``, ``ingest``, ``search`` and ``sources``."""
+"""``init``, ``status``, ``ingest``, ``search``, ``ask`` and ``sources``: thin shells over
+:class:`~universalrag.UniversalRAG`. Every command that needs the schema creates it on first use."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import typer
+from rich.text import Text
 
-from ..errors import ConfigError
-from .app import CliContext, console
-from .output import ingest_progress, print_decision, print_hits, print_json, print_report
+from ..errors import ConfigError, UniversalRAGError
+from .context import CliContext
+from .interrupt import StopAfterCurrent
+from .output import IngestProgress, hit_dict, print_decision, print_hits, print_report
+from .routers import (
+    LLMKeyOpt,
+    LLMModelOpt,
+    LLMUrlOpt,
+    ModelDirOpt,
+    OptionalRouterOpt,
+    TauOpt,
+    ThresholdOpt,
+    TimeoutOpt,
+    RouterOptions,
+    router_for,
+)
 
 __all__ = ["register"]
+
+JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+NoServerOpt = typer.Option(False, "--no-server",
+                           help="Run in this process even when `universalrag serve` is running.")
 
 
 def _obj(ctx: typer.Context) -> CliContext:
@@ -20,17 +40,22 @@ def _obj(ctx: typer.Context) -> CliContext:
 
 
 def init(ctx: typer.Context) -> None:
-    """Create or upgrade the schema and the built-in corpora (safe to run again)."""
+    """Create or upgrade the schema and the built-in corpora (safe to run again; other commands do this on
+    first use)."""
     obj = _obj(ctx)
-    created = obj.ensure_initialised()
-    console.print(f"schema [bold]{obj.settings.schema}[/] at revision {obj.store.revision()} "
-                  f"on {obj.store.url_redacted}")
-    console.print("created corpora: " + (", ".join(created) if created else "none (all present)"))
+    created = obj.rag.init()
+    out = obj.output
+    out.print(Text(f"schema {obj.settings.schema} at revision {obj.store.revision()} on {obj.store.url_redacted}"))
+    out.print(Text("created corpora: " + (", ".join(created) if created else "none (all present)")))
 
 
-def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Database, versions, corpora with row counts, number of sources."""
-    store = _obj(ctx).store
+def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
+    """Database, versions, corpora with row counts, number of sources, sync backlog of attached tables."""
+    from ..sync.status import sync_status
+
+    obj = _obj(ctx)
+    obj.ensure_initialised()
+    store = obj.store
     info = store.server_info()
     specs = store.corpora(refresh=True)
     counts = store.counts()
@@ -47,14 +72,20 @@ def status(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", hel
             for s in specs.values()
         ],
         "sources": len(store.sources()),
+        "sync": [dataclasses.asdict(s) for s in sync_status(store)],
     }
     if as_json:
-        print_json(data)
+        obj.output.json(data)
         return
-    console.print(f"database  {data['database']}\npostgres  {data['postgres']}\npgvector  {data['pgvector']}\n"
-                  f"schema    {data['schema']} (revision {data['revision']})\nsources   {data['sources']}")
+    for key in ("database", "postgres", "pgvector"):
+        obj.output.print(Text(f"{key:<9} {data[key]}"))
+    obj.output.print(Text(f"schema    {data['schema']} (revision {data['revision']})\nsources   {data['sources']}"))
     for c in data["corpora"]:  # type: ignore[union-attr]
-        console.print(f"  {c['name']:<12} {c['modality']:<6} {c['granularity']:<10} {c['rows']:>8} rows")
+        obj.output.print(Text(f"  {c['name']:<12} {c['modality']:<6} {c['granularity']:<10} {c['rows']:>8} rows"))
+    for q in data["sync"]:  # type: ignore[union-attr]
+        line = (f"  sync {q['corpus']:<12} backlog {q['backlog']}, in progress {q['in_progress']}, retrying "
+                f"{q['retrying']}, failed {q['failed']}, lag {q['lag_s']:.1f} s")
+        obj.output.print(Text(line + (f" — last error: {q['last_error']}" if q["last_error"] else "")))
 
 
 def ingest(
@@ -64,26 +95,46 @@ def ingest(
     detector: str = typer.Option("content", "--detector", help="Video scene detector: content or adaptive."),
     min_clip: float = typer.Option(20.0, "--min-clip", min=0.5, help="Shortest video clip, seconds."),
     max_clip: float = typer.Option(180.0, "--max-clip", min=1.0, help="Longest video clip, seconds."),
+    asr: str | None = typer.Option(None, "--asr", help="Speech recognition for videos without subtitles: "
+                                   "openai, faster-whisper or whisper (default: UNIVERSALRAG_ASR, else none)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Ingest files and folders: text, tables, images and videos go to their corpora by content type.
 
     Unchanged files are skipped, changed ones replaced; a file that fails leaves no rows and the command
-    ends with exit code 1 after the others are done."""
-    from ..ingest.pipeline import IngestOptions, ingest_paths
+    ends with exit code 1 after the others are done. Each file is committed on its own: after Ctrl-C, run the
+    same command again to continue."""
+    from ..ingest import IngestOptions
     from ..ingest.video import VideoOptions
 
     obj = _obj(ctx)
-    obj.ensure_initialised()
-    options = IngestOptions(visual_encoder=obj.visual_encoder,
-                            video=VideoOptions(detector=detector, min_clip_s=min_clip, max_clip_s=max_clip))
-    with ingest_progress(enabled=not as_json) as bar:
-        report = ingest_paths(obj.store, obj.embedder, paths, corpus=corpus, options=options,
-                              on_start=bar.on_start, on_file=bar.on_file)
+    if asr:
+        obj = obj.with_settings(obj.settings.with_(asr=asr))
+    rag = obj.rag
+    options = IngestOptions.from_settings(
+        obj.settings, visual_encoder=rag.visual_encoder,
+        video=VideoOptions(detector=detector, min_clip_s=min_clip, max_clip_s=max_clip))
+    progress = IngestProgress(obj.output, quiet=as_json)
+
+    def on_file(outcome: Any) -> None:
+        progress.on_file(outcome)
+        stop.check()  # between files: everything reported so far is committed
+
+    try:
+        with StopAfterCurrent(obj.output) as stop, progress:
+            report = rag.ingest(paths, corpus=corpus, options=options, on_start=progress.on_start, on_file=on_file)
+    except KeyboardInterrupt:
+        obj.output.error(progress.interrupted_message(rolled_back=stop.forced), label="interrupted")
+        raise typer.Exit(130) from None
+    except UniversalRAGError:
+        if not stop.forced:  # a database call cut short by the second Ctrl-C surfaces as a store error
+            raise
+        obj.output.error(progress.interrupted_message(rolled_back=True), label="interrupted")
+        raise typer.Exit(130) from None
     if as_json:
-        print_json(report.to_dict())
+        obj.output.json(report.to_dict())
     else:
-        print_report(report)
+        print_report(obj.output, report)
     if not report.ok:
         raise typer.Exit(1)
 
@@ -100,14 +151,13 @@ def _parse_filter(raw: str | None) -> dict[str, Any] | None:
     return value
 
 
-def _router(kind: str | None) -> Any:
-    if kind is None:
-        return None
-    from .routing import ROUTER_KINDS, RouterOptions
-
-    if kind not in ROUTER_KINDS:
-        raise ConfigError(f"Unknown router {kind!r}; choose one of {', '.join(ROUTER_KINDS)}.")
-    return ROUTER_KINDS[kind](RouterOptions())
+def _rag(obj: CliContext, router: str | None, opts: RouterOptions, *, hybrid: bool) -> Any:
+    """The pipeline for a search/ask: the default one (trained router extended to user corpora), or one routed
+    by the named router from the registry. ``hybrid`` is set per command (a served session is serial)."""
+    rag = obj.rag if router is None else obj.session.rag_with_router(obj.settings, (router, opts),
+                                                                      router_for(obj, router, opts))
+    rag.hybrid = hybrid
+    return rag
 
 
 def search(
@@ -117,76 +167,104 @@ def search(
                                       "router choose)."),
     k: int = typer.Option(5, "-k", "--k", min=1, max=1000, help="How many results (per corpus)."),
     filter: str | None = typer.Option(None, "--filter", help='Metadata filter as JSON, e.g. \'{"lang": "en"}\'.'),
-    router: str | None = typer.Option(None, "--router", help="trained (default), llm, ensemble or examples."),
+    router: OptionalRouterOpt = None,
     hybrid: bool = typer.Option(False, "--hybrid", help="Fuse dense and full-text rankings."),
     as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
+    model_dir: ModelDirOpt = None,
+    threshold: ThresholdOpt = None,
+    llm_model: LLMModelOpt = None,
+    llm_url: LLMUrlOpt = None,
+    llm_key: LLMKeyOpt = None,
+    timeout: TimeoutOpt = 30.0,
+    tau: TauOpt = 0.9,
+    no_server: bool = NoServerOpt,
 ) -> None:
     """Search one corpus, or route the query and search the corpora the router picks (no generation)."""
     obj = _obj(ctx)
-    rag = obj.rag(router=_router(router), hybrid=hybrid)
+    filters = _parse_filter(filter)
+    obj.ensure_initialised()
+    opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
+    rag = _rag(obj, router, opts, hybrid=hybrid)
     decision = None if corpus else rag.route(query)
-    routes = [corpus] if corpus else list(decision.routes)
-    hits = rag.retrieve(query, k=k, routes=routes, filters=_parse_filter(filter))
+    routes = [corpus] if corpus else list(decision.routes)  # type: ignore[union-attr]
+    hits = rag.retrieve(query, k=k, routes=routes, filters=filters)
     if as_json:
-        print_json([h.to_dict() for h in hits])
+        obj.output.json([hit_dict(h, i) for i, h in enumerate(hits, 1)])
         return
     if decision is not None:
-        print_decision(decision)
-    print_hits(hits, title=f"{', '.join(routes)}: {query}")
+        print_decision(obj.output, decision)
+    print_hits(obj.output, hits, title=f"{', '.join(routes)}: {query}")
 
 
 def ask(
     ctx: typer.Context,
     question: str = typer.Argument(..., help="The question."),
-    router: str | None = typer.Option(None, "--router", help="trained (default), llm, ensemble or examples."),
+    router: OptionalRouterOpt = None,
     k: int = typer.Option(5, "-k", "--k", min=1, max=100, help="Evidence per corpus."),
     filter: str | None = typer.Option(None, "--filter", help="Metadata filter as JSON."),
     hybrid: bool = typer.Option(False, "--hybrid", help="Fuse dense and full-text rankings."),
-    as_json: bool = typer.Option(False, "--json", help='Print {"answer", "routes", "scores", "hits"} as JSON.'),
+    as_json: bool = typer.Option(False, "--json",
+                                 help='Print {"answer", "routes", "scores", "hits"} as JSON.'),
+    model_dir: ModelDirOpt = None,
+    threshold: ThresholdOpt = None,
+    llm_model: LLMModelOpt = None,
+    llm_url: LLMUrlOpt = None,
+    llm_key: LLMKeyOpt = None,
+    timeout: TimeoutOpt = 30.0,
+    tau: TauOpt = 0.9,
+    no_server: bool = NoServerOpt,
 ) -> None:
     """Answer a question: route, retrieve, and generate with the configured chat model (evidence only when
     none is configured)."""
     obj = _obj(ctx)
-    rag = obj.rag(router=_router(router), hybrid=hybrid)
-    answer = rag.query(question, k=k, filters=_parse_filter(filter))
+    filters = _parse_filter(filter)
+    obj.ensure_initialised()
+    opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
+    answer = _rag(obj, router, opts, hybrid=hybrid).query(question, k=k, filters=filters)
+    out = obj.output
     if as_json:
-        print_json(answer.to_dict())
+        data = answer.to_dict()
+        out.json({**data, "hits": [hit_dict(h, i) for i, h in enumerate(answer.hits, 1)]})
         return
-    print_decision(answer.decision)
-    print_hits(answer.hits, title="evidence")
+    print_decision(out, answer.decision)
+    print_hits(out, answer.hits, title="evidence")
     if answer.text is None:
-        console.print("\n[yellow]No language model is configured, so this is the evidence only.[/] Set "
-                      "UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL / UNIVERSALRAG_LLM_API_KEY for a "
-                      "server such as vLLM, Ollama or OpenAI) to get an answer.")
+        out.print("\n[yellow]No language model is configured, so this is the evidence only.[/] Set "
+                  "UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL / UNIVERSALRAG_LLM_API_KEY for a "
+                  "server such as vLLM, Ollama or OpenAI) to get an answer.", soft_wrap=True)
     else:
-        console.print(f"\n[bold]answer[/] {answer.text}", soft_wrap=True)
+        out.print(Text.assemble("\n", ("answer", "bold"), f" {answer.text}"), soft_wrap=True)
         if answer.citations:
-            console.print(f"[dim]cites: {', '.join(answer.citations)}[/]")
+            out.print(Text(f"cites: {', '.join(answer.citations)}", style="dim"))
 
 
-sources_app = typer.Typer(help="List or delete ingested sources.", no_args_is_help=True)
+sources_app = typer.Typer(help="List or delete ingested sources.", no_args_is_help=True, rich_markup_mode=None)
 
 
 @sources_app.command("list")
-def sources_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def sources_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json",
+                                                                   help="Print JSON.")) -> None:
     """Every ingested source."""
-    rows = _obj(ctx).store.sources()
+    obj = _obj(ctx)
+    obj.ensure_initialised()
+    rows = obj.store.sources()
     if as_json:
-        print_json(rows)
+        obj.output.json(rows)
         return
     for r in rows:
-        console.print(f"{r['uri']}  [dim]{', '.join(r['corpora'])}  {r['content_hash'][:12]}[/]")
-    console.print(f"{len(rows)} sources")
+        obj.output.print(Text.assemble(r["uri"], (f"  {', '.join(r['corpora'])}  {r['content_hash'][:12]}", "dim")))
+    obj.output.print(f"{len(rows)} sources")
 
 
 @sources_app.command("delete")
 def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The source's URI or file path.")) -> None:
     """Delete a source and every unit made from it (paragraphs, documents, rows, clips)."""
-    path = Path(uri)
-    key = path.resolve().as_uri() if "://" not in uri else uri
-    if not _obj(ctx).store.delete_source(key):
+    obj = _obj(ctx)
+    obj.ensure_initialised()
+    key = Path(uri).resolve().as_uri() if "://" not in uri else uri
+    if not obj.store.delete_source(key):
         raise ConfigError(f"No source {key!r} is stored; `universalrag sources list` shows what is.")
-    console.print(f"deleted {key}")
+    obj.output.print(Text(f"deleted {key}"))
 
 
 def register(app: typer.Typer) -> None:

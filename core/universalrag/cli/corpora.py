@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import typer
+from rich.text import Text
 
 from ..errors import ConfigError
 from ..types import CorpusSpec, Granularity, Modality
-from .app import CliContext, console
-from .output import print_json
+from .context import CliContext
 
 __all__ = ["register"]
 
-corpora_app = typer.Typer(help="List, create or drop corpora.", no_args_is_help=True)
+corpora_app = typer.Typer(help="List, create or drop corpora.", no_args_is_help=True, rich_markup_mode=None)
 
 
 def _obj(ctx: typer.Context) -> CliContext:
@@ -19,19 +19,22 @@ def _obj(ctx: typer.Context) -> CliContext:
 
 
 @corpora_app.command("list")
-def corpora_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def corpora_list(ctx: typer.Context,
+                 as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every registered corpus with its row count."""
-    store = _obj(ctx).store
+    obj = _obj(ctx)
+    obj.ensure_initialised()
+    store = obj.store
     specs, counts = store.corpora(refresh=True), store.counts()
     rows = [{"name": s.name, "modality": str(s.modality), "granularity": str(s.granularity), "rows": counts[s.name],
              "dimension": s.dimension, "embedder": s.embedder, "parent": s.parent, "builtin": s.builtin,
              "description": s.description} for s in specs.values()]
     if as_json:
-        print_json(rows)
+        obj.output.json(rows)
         return
     for r in rows:
-        console.print(f"[bold]{r['name']}[/] ({r['modality']}/{r['granularity']}, {r['rows']} rows"
-                      f"{', built in' if r['builtin'] else ''}): {r['description']}", soft_wrap=True)
+        obj.output.print(Text.assemble((r["name"], "bold"), f" ({r['modality']}/{r['granularity']}, {r['rows']} rows"
+                                       f"{', built in' if r['builtin'] else ''}): {r['description']}"), soft_wrap=True)
 
 
 @corpora_app.command("create")
@@ -50,12 +53,15 @@ def corpora_create(
     """Create a user-defined corpus for the configured embedder."""
     obj = _obj(ctx)
     obj.ensure_initialised()
-    embedder = obj.embedder
-    spec = CorpusSpec(name=name, modality=modality, granularity=granularity, description=description,
-                      dimension=embedder.dimension, embedder=embedder.name, parent=parent,
-                      multi_vector=multi_vector, metadata={"examples": list(example)} if example else {})
+    embedder = obj.rag.embedder
+    try:
+        spec = CorpusSpec(name=name, modality=modality, granularity=granularity, description=description,
+                          dimension=embedder.dimension, embedder=embedder.name, parent=parent,
+                          multi_vector=multi_vector, metadata={"examples": list(example)} if example else {})
+    except ValueError as e:  # the spec's own validation of what the user typed (name rule, dimension)
+        raise ConfigError(str(e)) from None
     obj.store.create_corpus(spec)
-    console.print(f"created corpus [bold]{name}[/] ({modality}/{granularity}, {embedder.dimension} dimensions)")
+    obj.output.print(Text(f"created corpus {name} ({modality}/{granularity}, {embedder.dimension} dimensions)"))
 
 
 @corpora_app.command("drop")
@@ -66,14 +72,16 @@ def corpora_drop(
     force: bool = typer.Option(False, "--force", help="Allow dropping a built-in corpus."),
 ) -> None:
     """Drop a corpus and every row in it."""
-    store = _obj(ctx).store
+    obj = _obj(ctx)
+    obj.ensure_initialised()
+    store = obj.store
     spec = store.corpus(name)
     if spec.builtin and not force:
         raise ConfigError(f"{name!r} is a built-in corpus; pass --force to drop it (`init` re-creates it empty).")
     if not yes:
         typer.confirm(f"Drop corpus {name!r} and all its rows?", abort=True)
     store.drop_corpus(name)
-    console.print(f"dropped corpus [bold]{name}[/]")
+    obj.output.print(Text(f"dropped corpus {name}"))
 
 
 def register(app: typer.Typer) -> None:

@@ -1,31 +1,41 @@
-"""Rendering helpers shared by the commands: JSON to stdout, hits and reports as rich tables."""
+"""Rendering shared by the commands: hits, route decisions, ingest summaries and progress.
+
+Every piece of user content (queries, titles, paths, stored text, error messages) goes into a
+:class:`rich.text.Text`, so ``[/bold]`` or ``[link=…]`` in it is printed as written. On a terminal long
+labels and snippets are shortened; for a pipe every line is printed whole.
+"""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.text import Text
 
-from ..ingest.pipeline import FileOutcome, IngestReport
 from ..types import Hit, Modality, RouteDecision
-from .app import console
+from .context import Output
 
-__all__ = ["ingest_progress", "print_hits", "print_json", "print_report", "snippet"]
+if TYPE_CHECKING:
+    from ..ingest import FileOutcome, IngestReport
 
-
-def print_json(data: Any) -> None:
-    """Machine-readable output: plain JSON on stdout, nothing else."""
-    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+__all__ = ["IngestProgress", "hit_dict", "print_decision", "print_hits", "print_report", "similarity", "snippet"]
 
 
-def snippet(text: str, width: int = 220) -> str:
-    """The first ``width`` characters of ``text`` on one line."""
+def snippet(text: str, width: int | None = 220) -> str:
+    """``text`` on one line, shortened to ``width`` characters (``None``: whole)."""
     flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return flat if width is None or len(flat) <= width else flat[: width - 1] + "…"
+
+
+def similarity(hit: Hit) -> float:
+    """The similarity a person can read: the corpus search's own score, also after fusion (whose rank-based
+    score is kept in ``hit.score``)."""
+    return float(hit.channel_scores.get("similarity", hit.score))
+
+
+def hit_dict(hit: Hit, rank: int) -> dict[str, Any]:
+    """A hit as JSON with its rank in the (fused) list and its readable similarity beside the raw score."""
+    return {"rank": rank, "similarity": round(similarity(hit), 6), **hit.to_dict()}
 
 
 def _span(hit: Hit) -> str:
@@ -34,64 +44,100 @@ def _span(hit: Hit) -> str:
     return f" [{hit.start_s or 0:.1f}s–{hit.end_s or 0:.1f}s]"
 
 
-def print_hits(hits: Sequence[Hit], *, title: str | None = None) -> None:
-    """Hits as a numbered list with score, corpus, title/uri and a snippet."""
+def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None) -> None:
+    """Hits as a ranked list: rank, similarity, corpus, title/uri and a snippet."""
+    label_width, text_width = (80, 220) if out.terminal else (None, None)
     if title:
-        console.print(f"[bold]{title}[/]")
+        out.print(Text(title, style="bold"))
     if not hits:
-        console.print("  (no results)")
+        out.print("  (no results)")
         return
-    for i, hit in enumerate(hits, 1):
-        label = snippet(str(hit.metadata.get("title") or hit.uri or hit.id), 80)
-        console.print(f"  {i}. [cyan]{hit.score:.3f}[/] [magenta]{hit.corpus}[/]{_span(hit)} [bold]{label}[/]")
+    fused = any("similarity" in h.channel_scores for h in hits)
+    for rank, hit in enumerate(hits, 1):
+        label = snippet(str(hit.metadata.get("title") or hit.uri or hit.id), label_width)
+        line = Text.assemble(f"  {rank}. ", (f"{similarity(hit):.3f}", "cyan"), " ", (hit.corpus, "magenta"),
+                             _span(hit), " ", (label, "bold"))
+        if fused:
+            line.append(f"  (fused score {hit.score:.4f})", style="dim")
+        out.print(line)
         if hit.matched_parts and hit.modality is Modality.TABLE:
             index, text, _score = hit.matched_parts[0]
-            console.print(f"     matched row {index + 1}: {snippet(text)}", soft_wrap=True)
+            out.print(Text(f"     matched row {index + 1}: {snippet(text, text_width)}"), soft_wrap=True)
         else:
-            console.print(f"     {snippet(hit.content)}", soft_wrap=True)
+            out.print(Text(f"     {snippet(hit.content, text_width)}"), soft_wrap=True)
+    if fused:
+        out.print(Text("  similarity is each corpus's own score; the order is the fused ranking", style="dim"))
 
 
-def print_decision(decision: RouteDecision) -> None:
+def print_decision(out: Output, decision: RouteDecision) -> None:
     """The routes chosen and the probability of each candidate, best first."""
     ranked = sorted(decision.scores.items(), key=lambda kv: -kv[1])
     scores = ", ".join(f"{name} {p:.2f}" for name, p in ranked if p >= 0.01 or name in decision.routes)
-    console.print(f"[bold]route[/] [magenta]{' + '.join(decision.routes)}[/] [dim]({decision.router}, "
-                  f"{decision.latency_ms:.0f} ms{'; ' + scores if scores else ''})[/]", soft_wrap=True)
+    out.print(Text.assemble(("route", "bold"), " ", (" + ".join(decision.routes), "magenta"),
+                            (f" ({decision.router}, {decision.latency_ms:.0f} ms{'; ' + scores if scores else ''})",
+                             "dim")), soft_wrap=True)
 
 
-def print_report(report: IngestReport) -> None:
+def print_report(out: Output, report: IngestReport) -> None:
     """The end-of-run summary: counts, rows per corpus, and every failure with its reason."""
     summary = report.to_dict()
-    table = Table(title="ingest summary", show_header=False, box=None)
-    for key in ("added", "replaced", "unchanged"):
-        table.add_row(key, str(summary[key]))
-    table.add_row("failed", str(len(report.failed)))
-    for corpus, n in summary["rows"].items():  # type: ignore[union-attr]
-        table.add_row(f"rows → {corpus}", str(n))
-    console.print(table)
+    lines = [(key, summary[key]) for key in ("added", "replaced", "unchanged")]
+    lines.append(("failed", len(report.failed)))
+    lines += [(f"rows → {corpus}", n) for corpus, n in summary["rows"].items()]  # type: ignore[union-attr]
+    width = max(len(k) for k, _ in lines)
+    for key, value in lines:
+        out.print(Text(f"{key:<{width}}  {value}"))
     for outcome in report.failed:
-        console.print(f"[red]failed[/] {outcome.path}: {outcome.error}", soft_wrap=True)
+        out.print(Text.assemble(("failed", "red"), f" {outcome.path}: {outcome.error}"), soft_wrap=True)
 
 
-class ingest_progress:
-    """A progress bar fed by ``ingest_paths``'s ``on_start``/``on_file`` callbacks."""
+class IngestProgress:
+    """Fed by ``ingest``'s ``on_start``/``on_file`` callbacks: a progress bar on a terminal, one whole line per
+    file otherwise (nothing with ``quiet``). Remembers every outcome, so an interrupted run can say what it
+    kept."""
 
-    def __init__(self, *, enabled: bool = True) -> None:
-        self._progress = Progress(
-            TextColumn("[bold]ingest[/]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-            TextColumn("{task.description}"), console=console, disable=not enabled, transient=False,
-        )
+    def __init__(self, out: Output, *, quiet: bool = False) -> None:
+        self.out = out
+        self.quiet = quiet
+        self.outcomes: list[FileOutcome] = []
+        self.total: int | None = None
+        self._progress: Any = None
         self._task: Any = None
 
-    def __enter__(self) -> ingest_progress:
-        self._progress.__enter__()
+    def __enter__(self) -> IngestProgress:
+        if self.out.terminal and not self.quiet:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(TextColumn("[bold]ingest[/]"), BarColumn(), MofNCompleteColumn(),
+                                      TimeElapsedColumn(), TextColumn("{task.fields[last]}", markup=False),
+                                      console=self.out.err, transient=True)
+            self._progress.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(*exc)  # type: ignore[arg-type]
+        if self._progress is not None:
+            self._progress.__exit__(*exc)
 
     def on_start(self, total: int) -> None:
-        self._task = self._progress.add_task("", total=total)
+        """Called once with the number of inputs."""
+        self.total = total
+        if self._progress is not None:
+            self._task = self._progress.add_task("", total=total, last="")
 
     def on_file(self, outcome: FileOutcome) -> None:
-        self._progress.update(self._task, advance=1, description=f"{outcome.status}: {outcome.path}")
+        """Called after each input (its transaction is committed, or rolled back when it failed)."""
+        self.outcomes.append(outcome)
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, last=f"{outcome.status}: {outcome.path}")
+        elif not self.quiet:
+            self.out.line(f"{outcome.status}: {outcome.path}")
+
+    def interrupted_message(self, *, rolled_back: bool = False) -> str:
+        """What an interrupted run kept, and how to continue."""
+        kept = [o for o in self.outcomes if o.status in ("added", "replaced")]
+        total = f" of {self.total}" if self.total is not None else ""
+        return (f"stopped after {len(self.outcomes)}{total} files: {len(kept)} sources were committed "
+                f"({sum(1 for o in kept if o.status == 'added')} added, "
+                f"{sum(1 for o in kept if o.status == 'replaced')} replaced)"
+                + ("; the file in progress was rolled back" if rolled_back else "")
+                + ". Run the same command again to continue: unchanged files are skipped.")

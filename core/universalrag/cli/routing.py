@@ -8,151 +8,89 @@ universalrag router eval --data FILE.jsonl [--router ...] [--val-split F] --json
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.text import Text
 
 from ..errors import ConfigError
+from .context import CliContext, Output
+from .routers import (
+    LLMKeyOpt,
+    LLMModelOpt,
+    LLMUrlOpt,
+    ModelDirOpt,
+    RouterOpt,
+    RouterOptions,
+    TauOpt,
+    ThresholdOpt,
+    TimeoutOpt,
+    router_for,
+)
 
-__all__ = ["ROUTER_KINDS", "register"]
-
-_out = Console(highlight=False)
-_err = Console(stderr=True, highlight=False)
-
-
-
-# Options that `route` and `router eval` share (one definition each).
-ModelDirOpt = Annotated[Path | None, typer.Option("--model", help="A trained router directory (default: shipped).")]
-ThresholdOpt = Annotated[float | None, typer.Option("--threshold", help="Probability to add a second route.")]
-LLMModelOpt = Annotated[str | None, typer.Option("--llm-model", help="Chat model for the llm/ensemble routers.")]
-LLMUrlOpt = Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compatible base URL.")]
-LLMKeyOpt = Annotated[str | None, typer.Option("--llm-key", help="API key for that endpoint (never shown).")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="LLM request timeout in seconds.")]
-TauOpt = Annotated[float, typer.Option("--tau", help="Ensemble: trust the trained router from this probability.")]
-
-
-@dataclass
-class RouterOptions:
-    """What the commands need to build a router."""
-
-    model_dir: Path | None = None
-    threshold: float | None = None
-    llm_model: str | None = None
-    llm_url: str | None = None
-    llm_key: str | None = None
-    timeout: float = 30.0
-    tau: float = 0.9
+__all__ = ["register"]
 
 
-def _llm_settings(opts: RouterOptions) -> tuple[str | None, str | None, str | None]:
-    from ..config import Settings
-
-    settings = Settings.from_env()
-    return (
-        opts.llm_model or settings.llm_model,
-        opts.llm_url or settings.llm_base_url,
-        opts.llm_key or settings.llm_api_key,
-    )
+def _obj(ctx: typer.Context) -> CliContext:
+    return ctx.find_root().obj  # type: ignore[no-any-return]
 
 
-def _trained(opts: RouterOptions) -> Any:
-    from ..routing import TrainedRouter
+def _progress(out: Output) -> Any:
+    """A transient progress bar on stderr; disabled unless stdout is a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    path = opts.model_dir
-    return TrainedRouter(path, threshold=opts.threshold) if path else TrainedRouter.default(threshold=opts.threshold)
-
-
-def _llm(opts: RouterOptions) -> Any:
-    from ..routing import LLMRouter
-
-    model, url, key = _llm_settings(opts)
-    if not model:
-        raise ConfigError("The LLM router needs a chat model: pass --llm-model (and --llm-url for a local server).")
-    return LLMRouter(model, base_url=url, api_key=key, timeout=opts.timeout)
-
-
-def _ensemble(opts: RouterOptions) -> Any:
-    from ..routing import EnsembleRouter
-
-    return EnsembleRouter.confident(_trained(opts), _llm(opts), tau=opts.tau)
-
-
-def _examples(opts: RouterOptions) -> Any:
-    from ..routing import ExampleRouter
-
-    return ExampleRouter.with_builtin(threshold=0.8 if opts.threshold is None else opts.threshold)
-
-
-#: Router kinds the commands can build, by name.
-ROUTER_KINDS: dict[str, Callable[[RouterOptions], Any]] = {
-    "trained": _trained,
-    "llm": _llm,
-    "ensemble": _ensemble,
-    "examples": _examples,
-}
-
-RouterOpt = Annotated[str, typer.Option("--router", "-r", help=f"One of: {', '.join(ROUTER_KINDS)}.")]
-
-def _build(kind: str, opts: RouterOptions) -> Any:
-    if kind not in ROUTER_KINDS:
-        raise ConfigError(f"Unknown router {kind!r}; choose one of {', '.join(ROUTER_KINDS)}.")
-    return ROUTER_KINDS[kind](opts)
-
-
-def _progress() -> Progress:
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=_err,
+        console=out.err,
         transient=True,
+        disable=not out.terminal,
     )
 
 
-def _accuracy_table(title: str, values: Mapping[str, float], counts: Mapping[str, int] | None = None) -> Table:
+def _accuracy_table(title: str, values: Mapping[str, float], counts: Mapping[str, int] | None = None) -> Any:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     table.add_column("name")
     table.add_column("accuracy", justify="right")
     if counts:
         table.add_column("n", justify="right")
     for name, acc in values.items():
-        row = [name, f"{acc:.1%}"] + ([str(counts.get(name, ""))] if counts else [])
-        table.add_row(*row)
+        row: list[Any] = [Text(name), f"{acc:.1%}"] + ([str(counts.get(name, ""))] if counts else [])
+        table.add_row(*row)  # source names come from the user's data: never markup
     return table
 
 
-def _print_report(report: Mapping[str, Any], *, heading: str) -> None:
-    _out.print(
+def _print_report(out: Output, report: Mapping[str, Any], *, heading: str) -> None:
+    out.print(
         f"[bold]{heading}[/]: n={report['n']}  accuracy={report['accuracy']:.1%}  "
         f"macro={report['macro_accuracy']:.1%}  exact set={report['exact_set']:.1%}  "
         f"latency p50={report['latency_ms']['p50']:.1f} ms p95={report['latency_ms']['p95']:.1f} ms"
     )
-    _out.print(_accuracy_table("per source", report["per_source"]))
-    _out.print(_accuracy_table("per route (gold primary)", report["per_route"]))
+    out.print(_accuracy_table("per source", report["per_source"]))
+    out.print(_accuracy_table("per route (gold primary)", report["per_route"]))
 
 
 def _csv(value: str | None) -> list[str] | None:
     return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
-def _evaluate(router: Any, rows: list[Any], label: str) -> dict[str, Any]:
+def _evaluate(out: Output, router: Any, rows: list[Any], label: str) -> dict[str, Any]:
     from ..routing import evaluate
 
-    with _progress() as bar:
+    with _progress(out) as bar:
         task = bar.add_task(label, total=len(rows))
         return evaluate(router, rows, progress=lambda done, total: bar.update(task, completed=done))
 
 
 def register(app: typer.Typer) -> None:
     """Add ``route`` and the ``router`` sub-app (``train``, ``eval``) to ``app``."""
-    router_app = typer.Typer(help="Train and evaluate routers.", no_args_is_help=True)
+    router_app = typer.Typer(help="Train and evaluate routers.", no_args_is_help=True, rich_markup_mode=None)
 
     @app.command("route")
     def route(
@@ -170,30 +108,43 @@ def register(app: typer.Typer) -> None:
         llm_key: LLMKeyOpt = None,
         timeout: TimeoutOpt = 30.0,
         tau: TauOpt = 0.9,
+        no_server: bool = typer.Option(False, "--no-server",
+                                       help="Run in this process even when `universalrag serve` is running."),
     ) -> None:
         """Route a query: which corpora should be searched for it."""
+        obj = _obj(ctx)
         opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
         chosen = _csv(candidates)
         if bound:
             from ..retrieve import routing_candidates
 
-            root = ctx.find_root().obj
-            available = routing_candidates(root.store) if root is not None else None
-            chosen = [c for c in available if chosen is None or c in chosen] if available is not None else chosen
-        decision = _build(router, opts).route(query, candidates=chosen)
+            obj.ensure_initialised()
+            available = routing_candidates(obj.store)
+            chosen = [c for c in available if chosen is None or c in chosen]
+        decision = router_for(obj, router, opts).route(query, candidates=chosen)
+        out = obj.output
         if as_json:
-            typer.echo(json.dumps({"query": query, **decision.to_dict()}, ensure_ascii=False))
+            out.line(json.dumps({"query": query, **decision.to_dict()}, ensure_ascii=False))
             return
-        _out.print(f"[bold]{', '.join(decision.routes)}[/]  ({decision.router}, {decision.latency_ms:.1f} ms)")
+        out.print(Text.assemble((", ".join(decision.routes), "bold"),
+                                f"  ({decision.router}, {decision.latency_ms:.1f} ms)"))
+        ranked = sorted(decision.scores.items(), key=lambda kv: -kv[1])
+        if not out.terminal:
+            for name, score in ranked:
+                out.line(f"{name}\t{score:.3f}")
+            return
+        from rich.table import Table
+
         table = Table("route", "score")
-        for name, score in sorted(decision.scores.items(), key=lambda kv: -kv[1]):
+        for name, score in ranked:
             table.add_row(name, f"{score:.3f}")
-        _out.print(table)
+        out.print(table)
 
     @router_app.command("train")
     def train(
+        ctx: typer.Context,
         data: Path = typer.Option(..., "--data", help="Labelled queries (JSON lines: query, routes, source)."),
-        out: Path = typer.Option(Path("universalrag-router"), "--out", help="Directory for the trained router."),
+        out_dir: Path = typer.Option(Path("universalrag-router"), "--out", help="Directory for the trained router."),
         val_split: float = typer.Option(0.1, "--val-split", help="Share of each source held out for validation."),
         epochs: int | None = typer.Option(None, "--epochs", help="Training epochs (default: per mode)."),
         mode: str = typer.Option("finetune", "--mode", help="finetune (layers + head) or frozen (head only)."),
@@ -213,14 +164,15 @@ def register(app: typer.Typer) -> None:
         cfg = TrainConfig.for_mode(
             mode, trainable_layers=layers, seed=seed, num_threads=threads, **({"epochs": epochs} if epochs else {})
         )
+        out = _obj(ctx).output
         rows = read_jsonl(data)
         train_rows, val_rows = split_by_source(rows, val_fraction=val_split, seed=seed)
         if own_queries:
             train_rows += bundled_queries()
-        _err.print(
+        out.err.print(
             f"training on {len(train_rows)} queries, validating on {len(val_rows)} ({cfg.mode}, {cfg.epochs} epochs)"
         )
-        with _progress() as bar:
+        with _progress(out) as bar:
             tasks: dict[str, Any] = {}
 
             def progress(stage: str, done: int, total: int) -> None:
@@ -230,25 +182,26 @@ def register(app: typer.Typer) -> None:
 
             result = train_router(train_rows, config=cfg, progress=progress)
         result.save(
-            out, data={"file": data.name, "rows": len(rows), "val_split": val_split, "own_queries": own_queries}
+            out_dir, data={"file": data.name, "rows": len(rows), "val_split": val_split, "own_queries": own_queries}
         )
-        router = TrainedRouter(out, num_threads=threads).load()
-        report: dict[str, Any] = {"out": str(out), "seconds": round(result.seconds, 1)}
+        router = TrainedRouter(out_dir, num_threads=threads).load()
+        report: dict[str, Any] = {"out": str(out_dir), "seconds": round(result.seconds, 1)}
         if val_rows:
-            report["validation"] = _evaluate(router, val_rows, "validating")
-        report["own_heldout"] = _evaluate(router, bundled_heldout(), "own held-out")
-        annotate_artefact(out, metrics={k: v for k, v in report.items() if k not in ("out", "seconds")})
+            report["validation"] = _evaluate(out, router, val_rows, "validating")
+        report["own_heldout"] = _evaluate(out, router, bundled_heldout(), "own held-out")
+        annotate_artefact(out_dir, metrics={k: v for k, v in report.items() if k not in ("out", "seconds")})
         if as_json:
-            typer.echo(json.dumps(report, ensure_ascii=False))
+            out.line(json.dumps(report, ensure_ascii=False))
             return
-        _out.print(f"saved to {out} in {result.seconds:.0f} s")
+        out.print(Text(f"saved to {report['out']} in {result.seconds:.0f} s"))
         if "validation" in report:
-            _print_report(report["validation"], heading="validation")
+            _print_report(out, report["validation"], heading="validation")
         if "own_heldout" in report:
-            _print_report(report["own_heldout"], heading="own held-out queries")
+            _print_report(out, report["own_heldout"], heading="own held-out queries")
 
     @router_app.command("eval")
     def evaluate_cmd(
+        ctx: typer.Context,
         data: Path | None = typer.Option(None, "--data", help="Labelled queries (JSON lines)."),
         router: RouterOpt = "trained",
         val_split: float | None = typer.Option(
@@ -276,10 +229,11 @@ def register(app: typer.Typer) -> None:
             if not rows:
                 raise ConfigError(f"The split {val_split} holds out no rows; use a larger --val-split.")
         opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
-        report = _evaluate(_build(router, opts), rows, f"evaluating {router}")
+        obj = _obj(ctx)
+        report = _evaluate(obj.output, router_for(obj, router, opts), rows, f"evaluating {router}")
         if as_json:
-            typer.echo(json.dumps(report, ensure_ascii=False))
+            obj.output.line(json.dumps(report, ensure_ascii=False))
             return
-        _print_report(report, heading=f"{router} router")
+        _print_report(obj.output, report, heading=f"{router} router")
 
     app.add_typer(router_app, name="router")

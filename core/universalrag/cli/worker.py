@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
-from .app import CliContext, console
-from .output import print_json
+from .context import CliContext
 
 __all__ = ["register", "worker"]
 
@@ -31,35 +31,38 @@ def worker(
     from ..sync import BatchResult, Worker, WorkerOptions
 
     obj: CliContext = ctx.find_root().obj
+    obj.ensure_initialised()
+    out = obj.output
+    rag = obj.rag
     options = WorkerOptions(batch_size=batch, max_attempts=max_attempts, corpora=tuple(corpus),
                             file_roots=tuple(files_root), allow_urls=allow_urls)
 
     def report(result: BatchResult) -> None:
         if as_json:
-            print_json(result.to_dict())
+            out.json(result.to_dict())
             return
-        console.print(f"batch: {result.written} written, {result.removed} removed, {result.failed} failed"
+        out.print(f"batch: {result.written} written, {result.removed} removed, {result.failed} failed"
                       f"{f' ({result.parked} parked)' if result.parked else ''}", soft_wrap=True)
         for error in result.errors[:5]:
-            console.print(f"  [red]error[/] {error}", soft_wrap=True)
+            out.print(f"  [red]error[/] {escape(str(error))}", soft_wrap=True)
 
     stop = threading.Event()
 
     def on_signal(*_: Any) -> None:
         stop.set()
 
-    with Worker(obj.store, embedder=obj.embedder, visual_encoder=obj.visual_encoder, options=options) as w:
+    with Worker(rag.store, embedder=rag.embedder, visual_encoder=rag.visual_encoder, options=options) as w:
         if once:
             total = w.drain(on_batch=report)
             if as_json:
-                print_json({"total": total.to_dict()})
+                out.json({"total": total.to_dict()})
             else:
-                console.print(f"done: {total.written} written, {total.removed} removed, {total.failed} failed, "
+                out.print(f"done: {total.written} written, {total.removed} removed, {total.failed} failed, "
                               f"{total.parked} parked")
             return
         previous = signal.signal(signal.SIGTERM, on_signal)
         try:
-            console.print("worker: waiting for queued units (Ctrl-C to stop)")
+            out.print("worker: waiting for queued units (Ctrl-C to stop)")
             w.run(stop=stop, on_batch=report)
         except KeyboardInterrupt:
             stop.set()

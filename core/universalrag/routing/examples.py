@@ -11,6 +11,7 @@ Description similarity alone (what LlamaIndex's ``EmbeddingSingleSelector`` does
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
@@ -19,7 +20,17 @@ from ..errors import RoutingError
 from ..types import CorpusSpec
 from .base import DEFAULT_THRESHOLD, ROUTE_DESCRIPTIONS, ScoringRouter
 
-__all__ = ["ExampleRouter"]
+__all__ = ["ExampleRouter", "default_embedder"]
+
+
+@functools.cache
+def default_embedder() -> Any:
+    """The bundled MiniLM that every example router without an embedder of its own shares (one copy per
+    process: each user-defined corpus rebuilds its example router). Pass the same instance to the pipeline as
+    its text encoder to keep one encoder in memory. The constructor does no I/O; weights load on first use."""
+    from ..embed import bundled_minilm
+
+    return bundled_minilm()
 
 
 class ExampleRouter(ScoringRouter):
@@ -111,11 +122,9 @@ class ExampleRouter(ScoringRouter):
 
     @property
     def embedder(self) -> Any:
-        """The embedder (the bundled MiniLM unless one was given)."""
+        """The embedder (the process-wide :func:`default_embedder` unless one was given)."""
         if self._embedder is None:
-            from ..embed import bundled_minilm
-
-            self._embedder = bundled_minilm()
+            self._embedder = default_embedder()
         return self._embedder
 
     def _build(self) -> tuple[Any, list[str]]:

@@ -1,0 +1,7 @@
+"""``python -m universalrag.cli``."""
+
+from __future__ import annotations
+
+from .entry import main
+
+main()

@@ -1,0 +1,61 @@
+"""The ``serve`` protocol: one JSON line each way over a Unix socket at ``UNIVERSALRAG_HOME/serve.sock``.
+
+Request: ``{"v": 1, "argv": [...], "env": {...}, "cwd": "...", "terminal": bool, "width": int|null,
+"color": bool}`` — the command line, the caller's ``UNIVERSALRAG_*`` environment and terminal. Response:
+``{"v": 1, "code": int, "stdout": "...", "stderr": "..."}``, or ``{"v": 1, "refused": "reason"}`` when the
+server does not run that command (the caller then runs it itself). Standard library only: the client side must
+start in milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["MAX_SOCKET_PATH", "SERVED_COMMANDS", "SOCKET_NAME", "VERSION", "command_of", "read_message",
+           "socket_path", "write_message"]
+
+VERSION = 1
+SOCKET_NAME = "serve.sock"
+#: Commands a running server answers; everything else always runs in the calling process.
+SERVED_COMMANDS = frozenset({"search", "route", "ask"})
+#: Longest Unix socket path most systems accept (sun_path is 108 bytes on Linux, 104 on macOS).
+MAX_SOCKET_PATH = 100
+#: Root options that take a value (skipped when looking for the command's name).
+_ROOT_OPTIONS_WITH_VALUE = frozenset({"--schema"})
+
+
+def socket_path(home: Path) -> Path:
+    """Where the server of ``UNIVERSALRAG_HOME`` listens."""
+    return home / SOCKET_NAME
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The sub-command named in ``argv`` (after the root options), or ``None``."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _ROOT_OPTIONS_WITH_VALUE:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def write_message(stream: IO[bytes], message: dict[str, Any]) -> None:
+    """One message as one line of JSON."""
+    stream.write(json.dumps({"v": VERSION, **message}, ensure_ascii=False).encode("utf-8") + b"\n")
+    stream.flush()
+
+
+def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
+    """The next message, or ``None`` when the peer closed the connection or spoke another version."""
+    line = stream.readline()
+    if not line:
+        return None
+    message = json.loads(line)
+    if not isinstance(message, dict) or message.get("v") != VERSION:
+        return None
+    return message

@@ -1,0 +1,157 @@
+"""``universalrag serve``: keep the encoder, the routers and the database connections loaded, and answer
+``search``, ``route`` and ``ask`` for other ``universalrag`` processes over a Unix socket.
+
+The socket is ``UNIVERSALRAG_HOME/serve.sock`` (mode 0600, the home directory's owner only). Each request is
+the caller's command line with its ``UNIVERSALRAG_*`` environment and terminal; the server runs it through the
+same typer app as a one-shot process (so results and output are identical) and returns stdout, stderr and the
+exit code (see :mod:`.protocol`). Requests are handled one at a time.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import socketserver
+import sys
+import time
+import traceback
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.text import Text
+
+from ..errors import ConfigError
+from .context import CliContext, Invocation, Session
+from .protocol import MAX_SOCKET_PATH, SERVED_COMMANDS, command_of, read_message, socket_path, write_message
+
+__all__ = ["Server", "execute", "register"]
+
+
+def execute(request: dict[str, Any], session: Session, command: Any) -> dict[str, Any]:
+    """Run one served command line with ``command`` (the root click command) in this process, with the
+    caller's environment and terminal; its output is captured and returned. A command that is not served is
+    refused (the caller runs it itself)."""
+    argv = [str(a) for a in request.get("argv", [])]
+    if command_of(argv) not in SERVED_COMMANDS:
+        return {"refused": f"`{command_of(argv)}` is not answered by the server"}
+    invocation = Invocation(environ=dict(request.get("env") or {}), terminal=bool(request.get("terminal")),
+                            width=request.get("width"), color=bool(request.get("color")), session=session,
+                            served=True)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    code: int = 0
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        try:
+            os.chdir(request.get("cwd") or here)  # relative paths (--model DIR) mean the caller's directory
+            command.main(args=argv, prog_name="universalrag", obj=invocation)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except Exception:  # noqa: BLE001 - a bug in a command: the caller sees its traceback, the server lives on
+            traceback.print_exc()
+            code = 2
+        finally:
+            os.chdir(here)
+    return {"code": code, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    server: Server
+
+    def handle(self) -> None:
+        request = read_message(self.rfile)
+        if request is None:
+            return
+        started = time.perf_counter()
+        reply = execute(request, self.server.session, self.server.command)
+        write_message(self.wfile, reply)
+        # one line per request on the server's own stdout (never the query: it may be private)
+        print(f"{command_of([str(a) for a in request.get('argv', [])])}: "
+              f"{'refused' if 'refused' in reply else 'exit ' + str(reply['code'])} in "
+              f"{(time.perf_counter() - started) * 1000:.0f} ms", flush=True)
+
+
+class Server(socketserver.UnixStreamServer):
+    """A Unix socket server answering served commands with ``command`` (the root click command) from one
+    :class:`~.context.Session`, one request at a time."""
+
+    def __init__(self, path: Path, session: Session, command: Any) -> None:
+        self.session = session
+        self.command = command
+        self.path = path
+        super().__init__(str(path), _Handler)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self.path.unlink(missing_ok=True)
+
+
+def _live(path: Path) -> bool:
+    """Whether a server answers on ``path`` (a socket file left by a killed server does not)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
+
+
+def _warm_up(obj: CliContext) -> None:
+    """Load everything a first query would: the schema, the text encoder, the default router (extended to the
+    user's corpora) and the database connections."""
+    obj.ensure_initialised()
+    rag = obj.rag
+    rag.embedder.embed(["warm-up"])
+    rag.route("warm-up")
+
+
+def serve(
+    ctx: typer.Context,
+    preload: bool = typer.Option(True, "--preload/--no-preload", help="Load the encoder and the router before "
+                                 "accepting requests (default) or on the first request."),
+) -> None:
+    """Keep the encoder and the router loaded and answer `search`, `route` and `ask` from other `universalrag`
+    processes (a Unix socket under UNIVERSALRAG_HOME). They use it automatically while it runs; --no-server
+    makes a command run on its own. Ctrl-C stops it."""
+    obj: CliContext = ctx.find_root().obj
+    home = obj.settings.home_dir
+    path = socket_path(home)
+    if len(str(path)) > MAX_SOCKET_PATH:
+        raise ConfigError(f"The socket path {str(path)!r} is too long for a Unix socket; set UNIVERSALRAG_HOME "
+                          "to a shorter directory.")
+    home.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        if _live(path):
+            raise ConfigError(f"A server is already running on {path}.")
+        path.unlink()  # left by a server that was killed
+    if preload:
+        _warm_up(obj)
+    old_umask = os.umask(0o077)
+    try:
+        server = Server(path, obj.session, ctx.find_root().command)
+    finally:
+        os.umask(old_umask)
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    obj.output.print(Text(f"serving {obj.settings.schema!r} and other schemas on {path} (pid {os.getpid()}); "
+                          "Ctrl-C stops"), soft_wrap=True)
+    sys.stdout.flush()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        signal.signal(signal.SIGTERM, previous)
+    obj.output.print("stopped")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` to the root app."""
+    app.command()(serve)
