@@ -277,3 +277,41 @@ def test_html5_landmarks_and_link_lists_are_not_content() -> None:
         "The north quay was rebuilt in 1998 with granite from Mousa \u2013 the old timber piles are still visible.",
         "Berthing is free for boats under eight metres for the first night.",
     ]
+
+
+def test_cli_skips_with_one_summary_line_and_strict_fails(cli_env: dict[str, str], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+    from universalrag.cli import app
+
+    def run(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(app, list(args), env=cli_env, prog_name="universalrag")
+        return result.exit_code, result.stdout
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "README").write_text("Harbour tools\n=============\n\nPrints tide tables for Sandwick.\n")
+    (root / "__pycache__").mkdir()
+    for name in ("a", "b", "c"):
+        (root / "__pycache__" / f"{name}.cpython-311.pyc").write_bytes(b"\xa7\r\r\n" + bytes(range(256)))
+    np.save(root / "heights.npy", np.arange(5))
+    code, out = run("ingest", str(root))
+    assert code == 0, out
+    summary = [" ".join(line.split()) for line in out.splitlines() if line.startswith("skipped ")]
+    assert summary == ["skipped 4 not ingested (binary file of a type that is not ingested ×3, NumPy array file "
+                       "×1; --strict fails on them)"]
+    assert "Supported:" not in out and "failed /" not in out
+    code, out = run("ingest", "--strict", "--json", str(root))
+    report = json.loads(out)
+    assert code == 1 and len(report["failed"]) == 4 and report["unchanged"] == 1
+    code, out = run("ingest", "--json", str(root / "heights.npy"))  # named explicitly: a typed error
+    assert code == 1 and "NumPy array file" in json.loads(out)["failed"][0]["error"]
+
+    # the same file in a user corpus is a second source; deleting it with --corpus keeps the first
+    assert run("corpora", "create", "manuals", "--modality", "text", "--granularity", "paragraph",
+               "--description", "Tool manuals")[0] == 0
+    assert run("ingest", "--corpus", "manuals", str(root / "README"))[0] == 0
+    sources = json.loads(run("sources", "list", "--json")[1])
+    assert sorted(s["scope"] for s in sources) == ["", "manuals"]
+    assert "[--corpus manuals]" in run("sources", "list")[1]
+    assert run("sources", "delete", str(root / "README"), "--corpus", "manuals")[0] == 0
+    assert [s["scope"] for s in json.loads(run("sources", "list", "--json")[1])] == [""]

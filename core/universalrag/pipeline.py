@@ -122,13 +122,14 @@ class UniversalRAG:
     # -- the four steps ----------------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], *, corpus: str | None = None,
                options: IngestOptions | None = None, on_file: Callable[[FileOutcome], None] | None = None,
-               on_start: Callable[[int], None] | None = None) -> IngestReport:
-        """Ingest files and folders into their corpora (see :func:`universalrag.ingest_paths`)."""
+               on_start: Callable[[int], None] | None = None, strict: bool = False) -> IngestReport:
+        """Ingest files and folders into their corpora (see :func:`universalrag.ingest_paths`; ``strict`` fails
+        the files a folder holds that are not ingested, instead of skipping them)."""
         if not self._initialised:
             self.init()
         opts = options or IngestOptions(visual_encoder=self.visual_encoder)
         return ingest_paths(self.store, self.embedder, paths, corpus=corpus, options=opts, on_file=on_file,
-                            on_start=on_start)
+                            on_start=on_start, strict=strict)
 
     def route(self, query: str) -> RouteDecision:
         """Which corpora to search for ``query``: the router's decision among the corpora that hold rows.
