@@ -315,3 +315,16 @@ def test_cli_skips_with_one_summary_line_and_strict_fails(cli_env: dict[str, str
     assert "[--corpus manuals]" in run("sources", "list")[1]
     assert run("sources", "delete", str(root / "README"), "--corpus", "manuals")[0] == 0
     assert [s["scope"] for s in json.loads(run("sources", "list", "--json")[1])] == [""]
+
+
+DOCBOOK = Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.html/x34.html")
+
+
+@pytest.mark.skipif(not DOCBOOK.is_file(), reason="Debian's shared-mime-info spec (DocBook HTML) is not installed")
+def test_real_docbook_page_without_its_navigation_tables() -> None:
+    doc = read_text_file(DOCBOOK)
+    assert doc.text.startswith("2. Unified system")  # the "Header navigation table" is gone, title and all
+    assert "Prev" not in doc.text.split() and "Contributors" not in doc.text[-300:]
+    tables = tables_from_html(DOCBOOK.read_text(encoding="utf-8"), name=str(DOCBOOK))
+    assert tables and all(t.header[0] != "Shared MIME-info Database" for t in tables)
+    assert any(t.header == ["Attribute", "Required?", "Value"] for t in tables)  # real tables stay

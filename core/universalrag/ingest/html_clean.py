@@ -94,8 +94,10 @@ def link_density(node: Any, stats: _Stats | None = None) -> tuple[float, int]:
 
 
 def _marks(node: Any) -> str:
+    """Class, id and (old tables') summary of an element, where pages name their chrome."""
     classes = node.get("class") or []
-    return " ".join([*(classes if isinstance(classes, list) else [classes]), str(node.get("id") or "")])
+    return " ".join([*(classes if isinstance(classes, list) else [classes]), str(node.get("id") or ""),
+                     str(node.get("summary") or "")])
 
 
 def _own(node: Any, name: str | list[str]) -> list[Any]:
@@ -107,7 +109,7 @@ def is_layout_table(table: Any, stats: _Stats | None = None) -> bool:
     """True when ``table`` lays out a page rather than holding data (see the module docstring)."""
     if str(table.get("role") or "").lower() in _LAYOUT_ROLES:
         return True
-    marks = f"{_marks(table)} {table.get('summary') or ''}"
+    marks = _marks(table)
     if _NAV_WORDS.search(marks) or _TABLE_NAV_WORDS.search(marks):
         return True  # DocBook's summary="Header navigation table", Texinfo's class="index-cp" and "menu"
     has_header = bool(_own(table, "th")) or bool(_own(table, "thead"))
