@@ -78,11 +78,12 @@ def test_ingest_search_sources_round_trip(cli_env: dict[str, str], tmp_path: Pat
 def test_ingest_with_bad_files_exits_non_zero_with_a_summary(cli_env: dict[str, str]) -> None:
     code, out, _ = run(cli_env, "ingest", str(DATA / "bad"))
     assert code == 1
-    assert "failed" in out and "latin1.txt" in out and "empty.txt" in out
+    assert "failed" in out and "blank.md" in out and "empty.txt" in out
     status = json.loads(run(cli_env, "status", "--json")[1])
     rows = {c["name"]: c["rows"] for c in status["corpora"]}
-    # picture.txt is a real PNG: it goes to the image corpus; the broken text files store nothing
-    assert status["sources"] == 1 and rows["image"] == 1 and rows["document"] == rows["paragraph"] == 0
+    # picture.txt is a real PNG: it goes to the image corpus; latin1.txt is read in its detected encoding;
+    # the empty and blank files store nothing
+    assert status["sources"] == 2 and rows["image"] == 1 and rows["document"] == 1
 
 
 def test_route_bound_to_the_database_only_picks_corpora_with_rows(cli_env: dict[str, str]) -> None:

@@ -189,17 +189,29 @@ def test_png_renamed_txt() -> None:
     raises_for(BAD / "picture.txt", "PNG image", "not text", "real extension")
 
 
-def test_latin1_is_not_utf8() -> None:
-    data = (BAD / "latin1.txt").read_bytes()
-    offset = data.index("é".encode("latin-1"))
-    error = raises_for(BAD / "latin1.txt", "not valid UTF-8", f"byte offset {offset}", "0xE9", "iconv")
-    assert "Convert it to UTF-8" in error.reason
+def test_legacy_encodings_are_detected() -> None:
+    doc = read_text_file(BAD / "latin1.txt")  # Latin-1 bytes, no declaration: charset-normalizer decides
+    assert "Le café était fermé à Noël, déjà vu." in doc.text and "Señor Müller" in doc.text
+    assert doc.metadata["encoding"] in ("cp1252", "iso8859-1")
 
 
-def test_unsupported_extension(tmp_path: Path) -> None:
-    path = tmp_path / "report.pdf"
-    path.write_text("pretend")
-    raises_for(path, "unsupported extension '.pdf'", ".md", ".txt")
+def test_a_file_mixing_encodings_is_refused_with_advice(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + "café".encode("latin-1"))  # a UTF-8 BOM, then Latin-1
+    error = raises_for(path, "UTF-8 byte-order mark", "re-save it as UTF-8")
+    assert error.reason
+
+
+def test_unsupported_file_named_explicitly(tmp_path: Path) -> None:
+    path = tmp_path / "figure.svg"
+    path.write_text('<svg xmlns="http://www.w3.org/2000/svg"><circle r="4"/></svg>')
+    raises_for(path, "SVG drawing", "not ingested", "Supported:", "Markdown", "CSV")
+    pdf = tmp_path / "report.pdf"  # text named .pdf: the document reader will say what is wrong
+    pdf.write_text("pretend")
+    raises_for(pdf, "is a document file, not a text document")
+    binary = tmp_path / "weights.npy"
+    binary.write_bytes(b"\x93NUMPY\x01\x00v\x00" + bytes(200))
+    raises_for(binary, "NumPy array file", "Supported:")
 
 
 def test_nul_bytes_are_binary(tmp_path: Path) -> None:
@@ -481,7 +493,7 @@ SIGNATURES = {
         ("a.csv", b"a,b\n1,2\n", "table"),
         ("a.tsv", b"a\tb\n", "table"),
         ("records.json", b'\xef\xbb\xbf  \n[{"a": 1}]', "table"),
-        ("config.json", b'{"a": 1}', None),
+        ("config.json", b'{"a": 1}', "text"),
         ("book.xlsx", b"PK\x03\x04\x14\x00\x06\x00", "table"),
         ("archive.zip", b"PK\x03\x04\x14\x00", None),
         ("a.png", SIGNATURES["png"], "image"),
@@ -502,7 +514,7 @@ SIGNATURES = {
         ("paper.txt", b"%PDF-1.7\n", "document"),  # content first: a PDF named .txt is a PDF
         ("paper.pdf", b"%PDF-1.7\n", "document"),
         ("noext", SIGNATURES["png"], "image"),
-        ("Makefile", b"all:\n\tmake", None),
+        ("Makefile", b"all:\n\tmake", "text"),
         ("empty.md", b"", "text"),
     ],
 )

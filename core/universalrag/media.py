@@ -101,9 +101,22 @@ _LATE_PREFIXES: tuple[tuple[tuple[bytes, ...], Sniffed], ...] = (
     ((b"7z\xbc\xaf\x27\x1c",), Sniffed(None, "7-Zip archive")),
     ((b"\x7fELF",), Sniffed(None, "executable program")),
     # Audio signatures are checked with their version byte so that prose starting "ID3 tags" stays text.
-    ((b"ID3\x02\x00", b"ID3\x03\x00", b"ID3\x04\x00", b"OggS\x00", b"fLaC\x00", b"fLaC\x80"),
+    ((b"ID3\x02\x00", b"ID3\x03\x00", b"ID3\x04\x00", b"fLaC\x00", b"fLaC\x80"),
      Sniffed(None, "audio file")),
+    ((b"\x93NUMPY",), Sniffed(None, "NumPy array file")),
 )
+#: First packets of an Ogg stream that carry pictures (Theora, VP8, or a Skeleton index, which video files use).
+_OGG_VIDEO_MARKS = (b"\x80theora", b"OVP80", b"fishead\x00", b"\x80daala")
+#: MPEG transport stream packets: 188 bytes (``.ts``) or 192 with a 4-byte timecode (``.m2ts``), each starting 0x47.
+_TS_LAYOUTS = ((188, 0), (192, 4))
+
+
+def _mpeg_ts(head: bytes) -> bool:
+    """Three transport-stream packets in a row start with 0x47 (one such byte could be text: "G")."""
+    return any(len(head) > 2 * size + offset and all(head[offset + k * size] == 0x47 for k in range(3))
+               for size, offset in _TS_LAYOUTS)
+
+
 _RIFF_FORMS = {b"WEBP": Sniffed("image", "WebP image"), b"AVI ": Sniffed("video", "AVI video"),
                b"WAVE": Sniffed(None, "WAV audio")}
 
@@ -111,8 +124,10 @@ _RIFF_FORMS = {b"WEBP": Sniffed("image", "WebP image"), b"AVI ": Sniffed("video"
 def sniff(head: bytes) -> Sniffed | None:
     """Recognise a binary file format from its first bytes; None when no known signature matches.
 
-    Images and videos map to their kind; ZIP (the container of ``.xlsx``), PDF, audio and
-    compressed archives are recognised with kind None so callers can name them in a message.
+    Images and videos (MP4/QuickTime, Matroska/WebM, AVI, MPEG transport streams, Ogg with a Theora
+    stream) map to their kind; ZIP (the container of ``.xlsx``), PDF, audio, NumPy arrays and compressed
+    archives are recognised with kind None so callers can name them in a message. An Ogg file is judged
+    video only when its first bytes show a Theora (or Skeleton) stream, so give at least a few hundred bytes.
     """
     for prefixes, found in _PREFIXES:
         if head.startswith(prefixes):
@@ -130,6 +145,11 @@ def sniff(head: bytes) -> Sniffed | None:
         return Sniffed("video", "QuickTime video" if brand == b"qt  " else "MP4 video")
     if len(head) >= 8 and head[4:8] == b"moov":
         return Sniffed("video", "QuickTime video")
+    if head.startswith(b"OggS\x00"):
+        video = any(mark in head for mark in _OGG_VIDEO_MARKS)
+        return Sniffed("video", "Ogg video") if video else Sniffed(None, "Ogg audio file")
+    if _mpeg_ts(head):
+        return Sniffed("video", "MPEG transport stream")
     for prefixes, found in _LATE_PREFIXES:
         if head.startswith(prefixes):
             return found
@@ -152,6 +172,10 @@ _SUPPORTED_LABELS = frozenset({"JPEG", "PNG", "WebP", "GIF", "BMP", "TIFF"})
 
 def _not_an_image(p: Path, error: Exception) -> str:
     sniffed = sniff(_read_head(p, 64))
+    if sniffed is not None and sniffed.label == "TIFF image":
+        return (f"is a TIFF image in a layout Pillow cannot decode ({error}): scientific tools write TIFFs with "
+                "several floating-point channels or planes that only they read. Export it as an 8- or 16-bit "
+                "RGB or greyscale TIFF, or as PNG.")
     if sniffed is not None and sniffed.label.split()[0] in _SUPPORTED_LABELS:
         return f"starts like a {sniffed.label} but its header is damaged ({error}); replace it with the original image."
     if sniffed is not None and sniffed.kind == "image":
@@ -288,7 +312,7 @@ def open_video(path: str | Path) -> tuple[Any, Any]:
     """
     av = import_av()
     p = Path(path)
-    found = sniff(_read_head(p, 64))
+    found = sniff(_read_head(p, 4096))
     if found is not None and found.kind != "video":
         raise IngestError(p, f"is {_article(found.label)} {found.label}, not a video; rename it or leave it out.")
     try:

@@ -181,14 +181,15 @@ class UniversalRAG:
     # -- the steps ---------------------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], *, corpus: str | None = None,
                options: IngestOptions | None = None, on_file: Callable[[FileOutcome], None] | None = None,
-               on_start: Callable[[int], None] | None = None) -> IngestReport:
-        """Ingest files and folders into their corpora (see :func:`universalrag.ingest_paths`)."""
+               on_start: Callable[[int], None] | None = None, strict: bool = False) -> IngestReport:
+        """Ingest files and folders into their corpora (see :func:`universalrag.ingest_paths`; ``strict`` fails
+        the files a folder holds that are not ingested, instead of skipping them)."""
         if not self._initialised:
             self.init()
-        opts = options or IngestOptions(visual_encoder=self.visual_encoder)
+        opts = options or IngestOptions.from_settings(self.settings, visual_encoder=self.visual_encoder)
         try:
             return ingest_paths(self.store, self.embedder, paths, corpus=corpus, options=opts, on_file=on_file,
-                                on_start=on_start)
+                                on_start=on_start, strict=strict)
         finally:
             if self._routing is not None:
                 self._routing.invalidate()

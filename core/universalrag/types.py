@@ -170,7 +170,9 @@ class PartBatch:
 
 @dataclass(frozen=True, slots=True)
 class SourceRecord:
-    """What was ingested: one file (or object), identified by its URI and the hash of its content."""
+    """What was ingested: one file (or object), identified by its URI and its ``scope``, with the hash of its
+    content. ``scope`` is ``""`` for a file sent to the default corpora of its kind and the corpus name when
+    the caller named one, so one file can feed several corpora without one ingestion replacing another's."""
 
     uri: str
     content_hash: str
@@ -178,6 +180,7 @@ class SourceRecord:
     corpora: tuple[str, ...]
     metadata: Mapping[str, Any] = field(default_factory=dict)
     id: str | None = None
+    scope: str = ""
 
 
 @dataclass(frozen=True, slots=True)

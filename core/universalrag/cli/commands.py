@@ -97,12 +97,15 @@ def ingest(
     max_clip: float = typer.Option(180.0, "--max-clip", min=1.0, help="Longest video clip, seconds."),
     asr: str | None = typer.Option(None, "--asr", help="Speech recognition for videos without subtitles: "
                                    "openai, faster-whisper or whisper (default: UNIVERSALRAG_ASR, else none)."),
+    strict: bool = typer.Option(False, "--strict", help="Fail on files in the folders that are not ingested "
+                                "(binary files, caches) instead of skipping them."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Ingest files and folders: text, tables, images and videos go to their corpora by content type.
 
-    Unchanged files are skipped, changed ones replaced; a file that fails leaves no rows and the command
-    ends with exit code 1 after the others are done. Each file is committed on its own: after Ctrl-C, run the
+    Unchanged files are left alone, changed ones replaced; files in the folders that are not ingested are
+    skipped (counted in the summary). A file that fails leaves no rows and the command ends with exit code 1
+    after the others are done. Each file is committed on its own: after Ctrl-C, run the
     same command again to continue."""
     from ..ingest import IngestOptions
     from ..ingest.video import VideoOptions
@@ -122,7 +125,8 @@ def ingest(
 
     try:
         with StopAfterCurrent(obj.output) as stop, progress:
-            report = rag.ingest(paths, corpus=corpus, options=options, on_start=progress.on_start, on_file=on_file)
+            report = rag.ingest(paths, corpus=corpus, options=options, on_start=progress.on_start, on_file=on_file,
+                                strict=strict)
     except KeyboardInterrupt:
         obj.output.error(progress.interrupted_message(rolled_back=stop.forced), label="interrupted")
         raise typer.Exit(130) from None
@@ -255,19 +259,24 @@ def sources_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json
         obj.output.json(rows)
         return
     for r in rows:
-        obj.output.print(Text.assemble(r["uri"], (f"  {', '.join(r['corpora'])}  {r['content_hash'][:12]}", "dim")))
+        scope = f"  [--corpus {r['scope']}]" if r.get("scope") else ""
+        obj.output.print(Text.assemble(r["uri"], (f"{scope}  {', '.join(r['corpora'])}  {r['content_hash'][:12]}",
+                                                  "dim")))
     obj.output.print(f"{len(rows)} sources")
 
 
 @sources_app.command("delete")
-def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The source's URI or file path.")) -> None:
+def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The source's URI or file path."),
+                   corpus: str | None = typer.Option(None, "--corpus", help="Delete only what was ingested with "
+                                                     "--corpus NAME (default: everything from this file).")) -> None:
     """Delete a source and every unit made from it (paragraphs, documents, rows, clips)."""
     obj = _obj(ctx)
     obj.ensure_initialised()
     key = Path(uri).resolve().as_uri() if "://" not in uri else uri
-    if not obj.store.delete_source(key):
-        raise ConfigError(f"No source {key!r} is stored; `universalrag sources list` shows what is.")
-    obj.output.print(Text(f"deleted {key}"))
+    if not obj.store.delete_source(key, scope=corpus):
+        where = f" ingested with --corpus {corpus}" if corpus else ""
+        raise ConfigError(f"No source {key!r}{where} is stored; `universalrag sources list` shows what is.")
+    obj.output.print(Text(f"deleted {key}" + (f" from {corpus}" if corpus else "")))
 
 
 def register(app: typer.Typer) -> None:

@@ -18,7 +18,8 @@ from .context import Output
 if TYPE_CHECKING:
     from ..ingest import FileOutcome, IngestReport
 
-__all__ = ["IngestProgress", "hit_dict", "print_decision", "print_hits", "print_report", "similarity", "snippet"]
+__all__ = ["IngestProgress", "hit_dict", "print_decision", "print_hits", "print_report", "similarity",
+           "skipped_reasons", "snippet"]
 
 
 def snippet(text: str, width: int | None = 220) -> str:
@@ -85,12 +86,28 @@ def print_report(out: Output, report: IngestReport) -> None:
     summary = report.to_dict()
     lines = [(key, summary[key]) for key in ("added", "replaced", "unchanged")]
     lines.append(("failed", len(report.failed)))
+    if report.skipped:
+        lines.append(("skipped", f"{len(report.skipped)} not ingested ({skipped_reasons(report)}; --strict fails "
+                                 "on them)"))
     lines += [(f"rows → {corpus}", n) for corpus, n in summary["rows"].items()]  # type: ignore[union-attr]
     width = max(len(k) for k, _ in lines)
     for key, value in lines:
         out.print(Text(f"{key:<{width}}  {value}"))
     for outcome in report.failed:
         out.print(Text.assemble(("failed", "red"), f" {outcome.path}: {outcome.error}"), soft_wrap=True)
+
+
+def skipped_reasons(report: IngestReport) -> str:
+    """Why files were skipped, most common first: "binary file of a type that is not ingested ×12, NumPy array
+    file ×2"."""
+    from collections import Counter
+
+    def short(reason: str | None) -> str:
+        text = (reason or "not ingested").removeprefix("is ").split(" (")[0]
+        return text.removesuffix(", which is not ingested").removeprefix("a ").removeprefix("an ")
+
+    counts = Counter(short(o.reason) for o in report.skipped)
+    return ", ".join(f"{reason} ×{n}" for reason, n in counts.most_common())
 
 
 class IngestProgress:

@@ -1,8 +1,10 @@
 """Ingestion: files → units → embeddings → one transaction per source.
 
-Readers by kind live in :mod:`.text`, :mod:`.tables`, :mod:`.images` and :mod:`.video`; the checks every
-reader shares (existence, size, content hash, text decoding) in :mod:`.files`; kind detection in
-:mod:`.detect`; units and their embeddings in :mod:`.units`; the run itself in :mod:`.pipeline`.
+Readers by kind live in :mod:`.text`, :mod:`.tables`, :mod:`.images`, :mod:`.video` and :mod:`.documents`;
+the checks every reader shares (existence, size, content hash, gzip, encodings) in :mod:`.files`; kind
+detection (content first, extension second) in :mod:`.detect`; HTML layout tables and navigation in
+:mod:`.html_clean`; units and their embeddings in :mod:`.units`; sidecars and alt texts in
+:mod:`.companions`; the run itself in :mod:`.pipeline` and its outcomes in :mod:`.report`.
 """
 
 from __future__ import annotations

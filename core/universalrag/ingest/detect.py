@@ -1,98 +1,244 @@
-"""What kind of input a file is (text, table, image, video) and which files a set of paths names.
+"""What kind of input a file is (text, table, image, video, document) and which files a set of paths names.
 
-Detection looks at the extension *and* the first bytes: a known binary signature wins over the
-extension, so a PNG renamed ``.txt`` is an image, and a PDF renamed ``.txt`` is unsupported.
+Content first, extension second: a known binary signature wins over the extension (a PNG renamed ``.txt``
+is an image, a PDF renamed ``.txt`` is a document, a NumPy array is not ingested); gzip-compressed text (``.csv.gz``, ``.json.gz``,
+``.txt.gz``) is looked at inside; text is recognised by its bytes (no NUL, an encoding that decodes it), so
+``README``, ``LICENSE``, ``.rst`` and source code are text documents whatever their extension; a binary
+file of no known signature is tried with PyAV (a ``.ts``/``.ogv`` video FFmpeg opens is a video).
+:func:`detect` says which reader format to use, or why the file is not ingested.
 """
 
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import IngestError, MissingDependencyError
 from ..media import Sniffed, sniff
+from .files import is_gzip, read_head, text_encoding
 
 __all__ = [
+    "CODE_EXTENSIONS",
     "DOCUMENT_EXTENSIONS",
     "IMAGE_EXTENSIONS",
     "TABLE_EXTENSIONS",
     "TEXT_EXTENSIONS",
     "VIDEO_EXTENSIONS",
+    "SUPPORTED",
+    "Detection",
     "Sniffed",
+    "detect",
     "detect_kind",
     "iter_files",
     "sniff",
+    "unsupported_error",
 ]
 
-TEXT_EXTENSIONS: frozenset[str] = frozenset({".txt", ".md", ".markdown", ".html", ".htm"})
+TEXT_EXTENSIONS: frozenset[str] = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".rst"})
+#: Source code and configuration, ingested as plain text documents.
+CODE_EXTENSIONS: frozenset[str] = frozenset({
+    ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".java", ".kt", ".scala", ".go", ".rs", ".c",
+    ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".swift", ".rb", ".php", ".pl", ".pm", ".lua", ".r",
+    ".jl", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".sql", ".css", ".scss", ".toml", ".yaml", ".yml", ".ini",
+    ".cfg", ".conf", ".tex", ".el", ".clj", ".hs", ".ml", ".ex", ".exs", ".erl", ".dart", ".m", ".mk",
+})
 TABLE_EXTENSIONS: frozenset[str] = frozenset({".csv", ".tsv", ".xlsx", ".json"})
 IMAGE_EXTENSIONS: frozenset[str] = frozenset(
     {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
 )
-VIDEO_EXTENSIONS: frozenset[str] = frozenset({".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi"})
+VIDEO_EXTENSIONS: frozenset[str] = frozenset(
+    {".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".m2ts", ".mts", ".ogv"}
+)
 #: PDF, Word and PowerPoint; OpenDocument and legacy Office files are recognised so that the reader can say
 #: what to convert them with.
 DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".pdf", ".docx", ".pptx", ".odt", ".odp", ".doc", ".ppt"})
-
-_EXTENSION_KIND: dict[str, str] = {
-    **{ext: "text" for ext in TEXT_EXTENSIONS},
-    **{ext: "table" for ext in TABLE_EXTENSIONS},
-    **{ext: "image" for ext in IMAGE_EXTENSIONS},
-    **{ext: "video" for ext in VIDEO_EXTENSIONS},
-    **{ext: "document" for ext in DOCUMENT_EXTENSIONS},
+#: Text formats that are something else than prose: refused rather than ingested as text.
+_NOT_PROSE: dict[str, str] = {
+    ".svg": "an SVG drawing", ".rtf": "an RTF document", ".ps": "a PostScript file", ".eps": "a PostScript file",
+    ".ipynb": "a Jupyter notebook",
+    **dict.fromkeys((".srt", ".vtt", ".ass", ".ssa"), "a subtitle file without its video (put it next to the "
+                                                      "video with the same name and it becomes the video's text)"),
 }
-
-#: How many leading bytes :func:`detect_kind` reads (enough to skip whitespace before a JSON array).
+_TEXT_FORMATS: dict[str, str] = {
+    ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".rst": "rst", ".json": "json",
+}
+_TABLE_FORMATS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".xlsx": "xlsx"}
+_GZIP_SUFFIXES = (".gz", ".gzip")
+#: How many leading bytes :func:`detect` reads (enough to skip whitespace before a JSON array).
 _HEAD_BYTES = 4096
+_MAX_CONTROL_SHARE = 0.05
 
 
-def _read_head(path: Path) -> bytes | None:
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """What a file is. ``kind`` is ``"text"``, ``"table"``, ``"image"``, ``"video"``, ``"document"`` or None (not
+    ingested, and ``reason`` says why); ``format`` names the reader's format for text (``txt``, ``md``,
+    ``html``, ``rst``, ``code``, ``json``), tables (``csv``, ``tsv``, ``json``, ``xlsx``) and documents
+    (``pdf``, ``docx``, ``pptx``...); ``compressed`` is True for gzip."""
+
+    kind: str | None
+    format: str | None = None
+    reason: str = ""
+    compressed: bool = False
+
+
+def _inner_suffix(path: Path) -> tuple[str, bool]:
+    """(extension that names the content, the name ends in .gz): ``data.csv.gz`` → (".csv", True)."""
+    suffix = path.suffix.lower()
+    if suffix in _GZIP_SUFFIXES:
+        return Path(path.stem).suffix.lower(), True
+    return suffix, False
+
+
+def _by_extension(suffix: str) -> Detection:
+    if suffix in DOCUMENT_EXTENSIONS:
+        return Detection("document")
+    if suffix in IMAGE_EXTENSIONS:
+        return Detection("image")
+    if suffix in VIDEO_EXTENSIONS and suffix != ".ts":
+        return Detection("video")
+    if suffix in _TABLE_FORMATS:
+        return Detection("table", _TABLE_FORMATS[suffix])
+    if suffix in _TEXT_FORMATS:
+        return Detection("text", _TEXT_FORMATS[suffix])
+    return Detection("text", "code" if suffix in CODE_EXTENSIONS else "txt")
+
+
+def _is_text(head: bytes, path: Path) -> bool:
     try:
-        with path.open("rb") as fh:
-            return fh.read(_HEAD_BYTES)
-    except OSError:
-        return None
+        encoding = text_encoding(head, path, final=len(head) < _HEAD_BYTES)
+    except IngestError:
+        return False
+    text = head[len(encoding.bom):].decode(encoding.name, errors="ignore")
+    control = sum(1 for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r\f\v\x1b")
+    return control <= _MAX_CONTROL_SHARE * max(len(text), 1)
 
 
-def _looks_like_json_records(head: bytes) -> bool:
-    stripped = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-    return stripped.startswith(b"[")
+def _text_kind(suffix: str, head: bytes) -> Detection:
+    """Kind and format of a file whose content is text."""
+    body = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if suffix in _NOT_PROSE:
+        return Detection(None, reason=f"is {_NOT_PROSE[suffix]}, which is not ingested")
+    if (suffix in IMAGE_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS or suffix == ".xlsx"
+            or (suffix in VIDEO_EXTENSIONS and suffix != ".ts")):
+        return _by_extension(suffix)  # text named as a picture, video, document or workbook: its reader says why
+    if suffix == ".json":
+        return Detection("table", "json") if body.startswith(b"[") else Detection("text", "json")
+    if suffix in (".csv", ".tsv"):
+        return Detection("table", suffix[1:])
+    if suffix in _TEXT_FORMATS:
+        return Detection("text", _TEXT_FORMATS[suffix])
+    if suffix in CODE_EXTENSIONS:
+        return Detection("text", "code")
+    lowered = body[:512].lower()
+    if lowered.startswith((b"<!doctype html", b"<html")) or (lowered.startswith(b"<?xml") and b"<html" in lowered):
+        return Detection("text", "html")
+    return Detection("text", "txt")
+
+
+_OLE = b"\xd0\xcf\x11\xe0"
+
+
+def _document(path: Path, head: bytes, sniffed: Sniffed | None, suffix: str) -> Detection | None:
+    """A PDF, or a ZIP holding a Word, PowerPoint or OpenDocument file, whatever its name; a legacy Office
+    (OLE) file named as a document (its reader names the conversion)."""
+    if sniffed is None and head.startswith(_OLE):
+        return Detection("document", "ole") if suffix in DOCUMENT_EXTENSIONS else None
+    if (sniffed is not None and sniffed.label in ("PDF document", "ZIP archive")) or b"%PDF-" in head[:1024]:
+        from .documents.reader import document_format
+
+        fmt = document_format(path)
+        return Detection("document", fmt) if fmt is not None else None
+    return None
+
+
+def _pyav_video(path: Path) -> bool:
+    """True when FFmpeg opens the file as a video of more than one picture (not an image demuxer)."""
+    from ..media import import_av
+
+    try:
+        av = import_av()
+    except MissingDependencyError:
+        return False
+    try:
+        with av.open(str(path)) as container:
+            if "image" in container.format.name or container.format.name.endswith("_pipe"):
+                return False
+            streams = [s for s in container.streams.video if s.codec_context.width]
+            return bool(streams) and (bool(streams[0].frames > 1) or bool(container.duration))
+    except (av.error.FFmpegError, OSError, ValueError):
+        return False
+
+
+def detect(path: Path) -> Detection:
+    """What ``path`` is, from its content first and its extension second (see the module docstring).
+
+    A path that cannot be read is judged by its extension alone, so the reader can report the real problem;
+    a folder is not ingested.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return Detection(None, reason="is a folder")
+    suffix, gz_name = _inner_suffix(path)
+    compressed = is_gzip(path)
+    try:
+        head = read_head(path, _HEAD_BYTES)
+    except IngestError as e:
+        if compressed:
+            return Detection(None, reason=e.reason, compressed=True)
+        return _by_extension(suffix)
+    if not compressed and gz_name:
+        suffix = path.suffix.lower()  # named .gz but not compressed: judge the name as it is
+    sniffed = sniff(head)
+    if not compressed:
+        found = _document(path, head, sniffed, suffix)
+        if found is not None:
+            return found
+    if sniffed is not None:
+        if compressed:
+            return Detection(None, reason=f"is a gzip-compressed {sniffed.label}; decompress it first",
+                             compressed=True)
+        if sniffed.kind is not None:
+            return Detection(sniffed.kind)
+        if sniffed.label == "ZIP archive" and suffix == ".xlsx":
+            return Detection("table", "xlsx")
+        return Detection(None, reason=f"is {_article(sniffed.label)} {sniffed.label}, which is not ingested")
+    if not head:
+        return _by_extension(suffix)  # empty: the reader says so
+    if _is_text(head, path):
+        found = _text_kind(suffix, head)
+        return Detection(found.kind, found.format, found.reason, compressed)
+    if compressed:
+        return Detection(None, reason="is a gzip-compressed binary file (an archive?), which is not ingested",
+                         compressed=True)
+    if _pyav_video(path):
+        return Detection("video")
+    return Detection(None, reason="is a binary file of a type that is not ingested")
+
+
+def _article(label: str) -> str:
+    return "an" if label[0] in "AEIOUaeiou" else "a"
+
+
+#: What can be ingested, for messages about a file that cannot.
+SUPPORTED = ("text (plain text, Markdown, HTML, reStructuredText, source code, JSON documents), documents (PDF, "
+             "Word .docx, PowerPoint .pptx), tables (CSV, TSV, XLSX, JSON records), images (JPEG, PNG, WebP, GIF, BMP, TIFF) and videos (MP4, MKV, WebM, MOV, AVI, "
+             "MPEG-TS, Ogg and anything else FFmpeg plays); text and tables may be gzip-compressed")
+
+
+def unsupported_error(path: Path, found: Detection) -> IngestError:
+    """The IngestError for a file named explicitly that is not ingested: why, and what is."""
+    return IngestError(path, f"{found.reason or 'is not a supported file type'}. Supported: {SUPPORTED}.")
 
 
 def detect_kind(path: Path) -> str | None:
     """Return ``"text"``, ``"table"``, ``"image"``, ``"video"`` or ``"document"`` for ``path``, or None when
-    unsupported.
-
-    A recognised binary signature decides (a PNG named ``notes.txt`` is ``"image"``; a PDF, or a ZIP holding
-    a Word, PowerPoint or OpenDocument file, is ``"document"`` whatever its name; another ZIP that is not
-    ``.xlsx`` is None). Otherwise the extension decides; a ``.json`` file counts as a
-    table only when it holds an array (records). A path that cannot be read is judged by its
-    extension alone, so the reader can report the real problem; a directory is None.
-    """
-    path = Path(path)
-    ext_kind = _EXTENSION_KIND.get(path.suffix.lower())
-    if path.is_dir():
-        return None
-    head = _read_head(path)
-    if head is None:
-        return ext_kind
-    sniffed = sniff(head)
-    if sniffed is None and head.startswith(b"\xd0\xcf\x11\xe0") and ext_kind == "document":
-        return "document"  # legacy or password-protected Office file: its reader names the conversion
-    if sniffed is not None and sniffed.label in ("PDF document", "ZIP archive"):
-        from .documents.reader import document_format
-
-        if document_format(path) is not None:
-            return "document"
-    if sniffed is not None:
-        if sniffed.kind is not None:
-            return sniffed.kind
-        if sniffed.label == "ZIP archive" and path.suffix.lower() == ".xlsx":
-            return "table"
-        return None
-    if path.suffix.lower() == ".json" and head.strip() and not _looks_like_json_records(head):
-        return None
-    return ext_kind
+    not ingested (see :func:`detect`)."""
+    return detect(path).kind
 
 
 def _walk(folder: Path, root: Path, *, recursive: bool) -> Iterator[Path]:

@@ -1,9 +1,17 @@
 """Files → units → embeddings → one transaction per source.
 
 ``ingest_paths`` walks files and folders, detects each file's modality by its content, sends it to its
-corpora (``--corpus`` overrides) and writes it in one transaction. Idempotent by content hash: a source whose
-hash is unchanged is skipped before it is parsed or embedded. A file that fails (bad input, embedding error,
-database error) is reported with its reason and leaves no rows; the other files go on.
+corpora (``--corpus`` overrides) and writes it in one transaction. Files a folder walk finds that are not
+ingested (binary files of other types, such as ``.npy`` or ``__pycache__``) are skipped and counted, not
+failed; ``strict=True`` fails them instead. A file named explicitly that is not ingested always fails with
+the reason.
+
+Idempotent by content hash: a source whose hash is unchanged is skipped before it is parsed or embedded.
+A source is a file in a scope: the default corpora of its kind, or the corpus named with ``corpus``. So
+ingesting a file into a user corpus adds to that corpus and leaves the file's units in the default corpora
+alone, and re-ingesting a changed file replaces only the units of the scope it is ingested into. A file
+that fails (bad input, embedding error, database error) is reported with its reason and leaves no rows;
+the other files go on.
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..store import Store
 from ..types import CorpusSpec, Granularity, Modality, PartBatch, Unit
-from .detect import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS, detect_kind, iter_files
+from .companions import alt_texts, sidecar_files
+from .detect import Detection, detect, iter_files, unsupported_error
 from .files import check_file, hash_file
+from .report import FileOutcome, IngestReport
 from .text.document import TextDocument
 from .units import Prepared, TextPlan, image_units, plan_text_units, source_record, table_units, video_units
 from .video.planning import VideoOptions
@@ -44,53 +54,10 @@ DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
 }
 _KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO,
                   "document": Modality.TEXT}
-_TABLES_IN_TEXT = (".md", ".markdown", ".html", ".htm")
+#: Text formats whose tables also go to the table corpus, and the table reader's name for them.
+_TABLES_IN_TEXT = {"md": "markdown", "html": "html"}
 #: Text files embedded together in one batch.
 _TEXT_GROUP_FILES = 64
-
-
-@dataclass(frozen=True, slots=True)
-class FileOutcome:
-    """What happened to one input: ``added``, ``replaced``, ``unchanged`` or ``failed`` (with ``error``)."""
-
-    path: str
-    status: str
-    kind: str | None = None
-    corpora: tuple[str, ...] = ()
-    rows: dict[str, int] = field(default_factory=dict)
-    error: str | None = None
-
-
-@dataclass(slots=True)
-class IngestReport:
-    """Every input's outcome, in order."""
-
-    outcomes: list[FileOutcome] = field(default_factory=list)
-
-    def count(self, status: str) -> int:
-        """How many inputs ended with ``status``."""
-        return sum(1 for o in self.outcomes if o.status == status)
-
-    @property
-    def failed(self) -> list[FileOutcome]:
-        """The inputs that could not be ingested."""
-        return [o for o in self.outcomes if o.status == "failed"]
-
-    @property
-    def ok(self) -> bool:
-        """True when no input failed."""
-        return not self.failed
-
-    def to_dict(self) -> dict[str, object]:
-        """A JSON-ready summary."""
-        return {
-            "added": self.count("added"),
-            "replaced": self.count("replaced"),
-            "unchanged": self.count("unchanged"),
-            "failed": [{"path": o.path, "error": o.error} for o in self.failed],
-            "rows": {c: sum(o.rows.get(c, 0) for o in self.outcomes)
-                     for c in sorted({c for o in self.outcomes for c in o.rows})},
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +95,7 @@ class _Run:
     checked: set[str] = field(default_factory=set)
     alts: dict[Path, str] = field(default_factory=dict)
     parsed: dict[Path, TextDocument] = field(default_factory=dict)  # pages already read this run
+    formats: dict[Path, str | None] = field(default_factory=dict)  # reader format detected per file
 
     def spec(self, name: str, kind: str) -> CorpusSpec:
         spec = self.store.corpus(name)
@@ -146,6 +114,11 @@ class _Run:
     def targets(self, kind: str) -> tuple[str, ...]:
         return (self.corpus,) if self.corpus else DEFAULT_CORPORA[kind]
 
+    def scope(self, kind: str) -> str:
+        """The sources' scope: ``""`` for the default corpora of ``kind``, else the corpus named. A file sent to
+        a user corpus is a source of its own, so it never replaces the file's units in the default corpora."""
+        return "" if self.targets(kind) == DEFAULT_CORPORA[kind] else str(self.corpus)
+
 
 def _text_prepared(run: _Run, path: Path, uri: str, content_hash: str, doc: TextDocument,
                    units: list[Unit]) -> Prepared:
@@ -153,9 +126,9 @@ def _text_prepared(run: _Run, path: Path, uri: str, content_hash: str, doc: Text
     from .tables.read import read_tables
 
     parts: Iterable[PartBatch] = ()
-    if run.corpus is None and path.suffix.lower() in _TABLES_IN_TEXT and "table" in run.store.corpora():
+    if run.corpus is None and doc.format in _TABLES_IN_TEXT and "table" in run.store.corpora():
         try:
-            tables = read_tables(path)
+            tables = read_tables(path, format=_TABLES_IN_TEXT[doc.format])
         except IngestError:
             tables = []  # a page without tables is still a good document
         if tables:
@@ -174,7 +147,7 @@ def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[F
     planned: list[tuple[Path, str, str, TextDocument, TextPlan] | FileOutcome] = []
     for path, uri, content_hash in group:
         try:
-            doc = run.parsed.pop(path, None) or read_text_file(path)
+            doc = run.parsed.pop(path, None) or read_text_file(path, format=run.formats.get(path))
             specs = [run.spec(n, "text") for n in run.targets("text")]
             planned.append((path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri)))
         except UniversalRAGError as e:
@@ -202,7 +175,7 @@ def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[F
 def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
     from .tables.read import read_tables
 
-    tables = read_tables(path)
+    tables = read_tables(path, format=run.formats.get(path))
     spec = run.spec(run.targets("table")[0], "table")
     if spec.granularity is not Granularity.TABLE and not spec.multi_vector:
         raise ConfigError(f"Corpus {spec.name!r} cannot hold tables: create it with --multi-vector.")
@@ -270,7 +243,7 @@ _HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared]] = {
 
 
 def _unchanged(run: _Run, kind: str, uri: str, content_hash: str) -> bool:
-    state = run.store.source_state(uri)
+    state = run.store.source_state(uri, scope=run.scope(kind))
     if state is None or state[0] != content_hash:
         return False
     allowed = set(run.targets(kind)) | ({"table"} if kind == "text" and run.corpus is None else set())
@@ -282,69 +255,22 @@ def _failed(path: Path, error: UniversalRAGError) -> FileOutcome:
     return FileOutcome(path=str(path), status="failed", error=reason)
 
 
-def _classify(run: _Run, path: Path) -> tuple[str, str, str]:
-    """(kind, uri, content hash) of a file, or IngestError when it cannot be ingested at all."""
+def _classify(run: _Run, path: Path) -> tuple[Detection, str, str]:
+    """(what the file is, uri, content hash); uri and hash are empty when it is not ingested. IngestError
+    when it cannot be read at all."""
     check_file(path)
-    kind = detect_kind(path)
-    if kind is None:
-        raise IngestError(path, "not a supported file type; supported: text (.txt .md .html), documents (.pdf "
-                                ".docx .pptx), tables (.csv .tsv .xlsx .json), images (.jpg .png .webp .gif .bmp "
-                                ".tiff) and videos (.mp4 .mkv .webm .mov .avi).")
-    return kind, path.resolve().as_uri(), hash_file(path)
+    found = detect(path)
+    if found.kind is None:
+        return found, "", ""
+    run.formats[path] = found.format
+    return found, path.resolve().as_uri(), hash_file(path)
 
 
 def _write(run: _Run, path: Path, kind: str, prepared: Prepared) -> FileOutcome:
-    result = run.store.write_source(prepared.source, prepared.units, parts=prepared.parts)
+    result = run.store.write_source(replace(prepared.source, scope=run.scope(kind)), prepared.units,
+                                    parts=prepared.parts)
     return FileOutcome(path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora,
                        rows=dict(result.rows))
-
-
-def _alt_texts(files: Sequence[Path], parsed: dict[Path, TextDocument]) -> dict[Path, str]:
-    """Alt text of local images referenced by the HTML pages of this run (image path → alt).
-
-    Only images that are themselves part of the run are described: a page cannot reach outside the paths
-    the user gave. Pages are read only when the run has images; each page read is kept in ``parsed`` so
-    that ingesting it does not read it again.
-    """
-    from urllib.parse import unquote, urlparse
-
-    from .text.document import read_text_file
-
-    if not any(f.suffix.lower() in IMAGE_EXTENSIONS for f in files):
-        return {}
-    in_run = {f.resolve() for f in files}
-    alts: dict[Path, str] = {}
-    for page in files:
-        if page.suffix.lower() not in (".html", ".htm"):
-            continue
-        try:
-            parsed[page] = read_text_file(page)
-        except IngestError:
-            continue  # the page itself is reported when its turn comes
-        images = parsed[page].metadata.get("images", [])
-        for image in images:
-            src, alt = urlparse(image.get("src", "")), image.get("alt", "")
-            if not alt or src.scheme not in ("", "file") or not src.path:
-                continue
-            target = (page.parent / unquote(src.path)).resolve()
-            if target in in_run:
-                alts.setdefault(target, alt)
-    return alts
-
-
-def _sidecars(files: Sequence[Path]) -> set[Path]:
-    """Caption and subtitle files that belong to an image or video in the same run."""
-    from .images.descriptions import sidecar_paths as image_sidecars
-    from .video.subtitles import sidecar_paths as video_sidecars
-
-    found: set[Path] = set()
-    for f in files:
-        suffix = f.suffix.lower()
-        if suffix in IMAGE_EXTENSIONS:
-            found.update(p.resolve() for p in image_sidecars(f))
-        elif suffix in VIDEO_EXTENSIONS:
-            found.update(p.resolve() for p in video_sidecars(f))
-    return found
 
 
 def ingest_tables(
@@ -372,6 +298,7 @@ def ingest_tables(
         return FileOutcome(path=uri, status="unchanged", kind="table")
     units, parts = table_units(tables, run.spec(corpus, "table"), embedder, uri=uri, batch_rows=batch_rows)
     source = source_record(uri, content_hash, Modality.TABLE, units, metadata={"tables": len(tables)})
+    source = replace(source, scope=run.scope("table"))
     result = store.write_source(source, units, parts=parts)
     return FileOutcome(path=uri, status=result.status, kind="table", corpora=source.corpora, rows=dict(result.rows))
 
@@ -385,8 +312,12 @@ def ingest_paths(
     options: IngestOptions | None = None,
     on_file: Callable[[FileOutcome], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    strict: bool = False,
 ) -> IngestReport:
     """Ingest files and folders (walked recursively) into their corpora; see the module docstring.
+
+    Files found in a folder that are not ingested are reported as ``skipped`` with the reason; with
+    ``strict`` they fail instead (and so does the run). A path given explicitly that is not ingested fails.
 
     ``corpus`` sends every file to that corpus instead of the defaults of its kind. ``on_start`` is told how
     many files were found, ``on_file`` each outcome as it happens (for progress bars). Caption and subtitle
@@ -396,9 +327,10 @@ def ingest_paths(
     if corpus is not None:
         store.corpus(corpus)  # fail fast on an unknown corpus
     files = list(iter_files([Path(p) for p in paths]))
-    sidecars = _sidecars(files)
+    named = {Path(p).absolute() for p in paths if not Path(p).is_dir()}
+    sidecars = sidecar_files(files)
     files = [f for f in files if f.resolve() not in sidecars]
-    run.alts = _alt_texts(files, run.parsed)
+    run.alts = alt_texts(files, run.parsed)
     if on_start is not None:
         on_start(len(files))
     report = IngestReport()
@@ -416,8 +348,13 @@ def ingest_paths(
 
     for path in files:
         try:
-            kind, uri, content_hash = _classify(run, path)
-            if _unchanged(run, kind, uri, content_hash):
+            found, uri, content_hash = _classify(run, path)
+            kind = found.kind
+            if kind is None:
+                if strict or path.absolute() in named:
+                    raise unsupported_error(path, found)
+                outcome = FileOutcome(path=str(path), status="skipped", reason=found.reason)
+            elif _unchanged(run, kind, uri, content_hash):
                 run.parsed.pop(path, None)
                 outcome = FileOutcome(path=str(path), status="unchanged", kind=kind)
             elif kind == "text":

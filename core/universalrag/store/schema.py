@@ -63,12 +63,14 @@ class Tables:
             "sources",
             self.metadata,
             sa.Column("id", UUID(as_uuid=False), primary_key=True),
-            sa.Column("uri", sa.Text, nullable=False, unique=True),
+            sa.Column("uri", sa.Text, nullable=False),
+            sa.Column("scope", sa.Text, nullable=False, server_default=""),  # migration 0005
             sa.Column("content_hash", sa.Text, nullable=False),
             sa.Column("modality", sa.Text, nullable=False),
             sa.Column("corpora", ARRAY(sa.Text), nullable=False),
             sa.Column("metadata", JSONB, nullable=False),
             sa.Column("ingested_at", sa.DateTime(timezone=True)),
+            sa.UniqueConstraint("uri", "scope"),
         )
         self._corpus_cache: dict[tuple[str, int, bool, int | None], CorpusTables] = {}
 

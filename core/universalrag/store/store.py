@@ -290,30 +290,34 @@ class Store:
             ).scalar_one()]
 
     # -- sources --------------------------------------------------------------------------------------------
-    def source_state(self, uri: str) -> tuple[str, tuple[str, ...]] | None:
-        """``(content_hash, corpora)`` of the stored source ``uri``, or ``None``."""
+    def source_state(self, uri: str, *, scope: str = "") -> tuple[str, tuple[str, ...]] | None:
+        """``(content_hash, corpora)`` of the stored source ``uri`` in ``scope``, or ``None``."""
         s = self.tables.sources
         with self.transaction() as conn:
-            row = conn.execute(sa.select(s.c.content_hash, s.c.corpora).where(s.c.uri == uri)).first()
+            row = conn.execute(sa.select(s.c.content_hash, s.c.corpora)
+                               .where(s.c.uri == uri, s.c.scope == scope)).first()
         return None if row is None else (row.content_hash, tuple(row.corpora))
 
     def sources(self) -> list[dict[str, Any]]:
-        """Every stored source (uri, hash, modality, corpora, metadata, ingested_at)."""
+        """Every stored source (uri, scope, hash, modality, corpora, metadata, ingested_at)."""
         s = self.tables.sources
         with self.transaction() as conn:
-            return [dict(r) for r in conn.execute(sa.select(s).order_by(s.c.uri)).mappings()]
+            return [dict(r) for r in conn.execute(sa.select(s).order_by(s.c.uri, s.c.scope)).mappings()]
 
-    def delete_source(self, uri: str) -> bool:
-        """Delete a source and every unit made from it; ``False`` when it was not stored."""
+    def delete_source(self, uri: str, *, scope: str | None = None) -> bool:
+        """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it;
+        ``False`` when it was not stored."""
         s = self.tables.sources
+        where = [s.c.uri == uri] + ([s.c.scope == scope] if scope is not None else [])
         with self.transaction() as conn:
-            return conn.execute(sa.delete(s).where(s.c.uri == uri)).rowcount > 0
+            return conn.execute(sa.delete(s).where(*where)).rowcount > 0
 
     def write_source(self, source: SourceRecord, units: Sequence[Unit], *,
                      parts: Iterable[PartBatch] = ()) -> WriteResult:
         """Write one source and its units in one transaction.
 
-        Unchanged (same hash, same corpora) → nothing written. Changed → the old units are deleted and the
+        A source is identified by its uri and scope (:class:`SourceRecord`): writing one never touches the
+        units of the same file in another scope. Unchanged (same hash, same corpora) → nothing written. Changed → the old units are deleted and the
         new ones written, atomically. Any failure leaves the database as it was. ``parts`` streams the parts
         of multi-vector units (a large table's rows) in batches, consumed inside the transaction, so memory
         stays bounded by one batch.
@@ -324,7 +328,8 @@ class Store:
         with self.transaction(f"write source {source.uri}") as conn:
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(source.uri, 0))))
             old = conn.execute(
-                sa.select(s.c.id, s.c.content_hash, s.c.corpora).where(s.c.uri == source.uri)
+                sa.select(s.c.id, s.c.content_hash, s.c.corpora).where(s.c.uri == source.uri,
+                                                                      s.c.scope == source.scope)
             ).first()
             if old is not None and old.content_hash == source.content_hash and \
                     sorted(old.corpora) == sorted(source.corpora):
@@ -333,7 +338,8 @@ class Store:
                 conn.execute(sa.delete(s).where(s.c.id == old.id))
             source_id = source.id or str(uuid.uuid4())
             conn.execute(sa.insert(s).values(
-                id=source_id, uri=source.uri, content_hash=source.content_hash, modality=str(source.modality),
+                id=source_id, uri=source.uri, scope=source.scope, content_hash=source.content_hash,
+                modality=str(source.modality),
                 corpora=list(source.corpora), metadata=dict(source.metadata),
             ))
             raw = conn.connection.driver_connection

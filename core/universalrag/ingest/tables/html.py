@@ -3,7 +3,9 @@
 The functions here back :func:`universalrag.ingest.tables.tables_from_html` and
 :func:`~universalrag.ingest.tables.tables_from_markdown` (use those). Each ``<table>`` is parsed into a
 grid with ``colspan`` and ``rowspan`` expanded, and its header rows, title and data rows are taken from
-that grid. BeautifulSoup and markdown-it are imported on first use.
+that grid. Tables that lay out the page (menus, link indexes, nested layout grids) are not data and are left
+out (:func:`universalrag.ingest.html_clean.is_layout_table`). BeautifulSoup and markdown-it are imported on
+first use.
 """
 
 from __future__ import annotations
@@ -113,7 +115,10 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
     """Tables of ``html`` as :func:`~universalrag.ingest.tables.tables_from_html` describes."""
     from bs4 import BeautifulSoup
 
+    from ..html_clean import unwrap_layout_tables
+
     soup = BeautifulSoup(html, "html.parser")
+    unwrap_layout_tables(soup)  # page layout, menus and indexes are not data tables
     found: list[tuple[str, list[str], dict[str, Any], list[list[str]]]] = []
     for number, table in enumerate(soup.find_all("table"), 1):
         grid, copies, header_rows = _grid(table)

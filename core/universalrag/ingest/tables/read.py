@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ConfigError, IngestError
-from ..files import HEAD_BYTES, check_file, decode_error, read_error, text_encoding
+from ..files import HEAD_BYTES, check_file, declared_encoding, decode_text, read_content, read_error
 from .html import html_tables, markdown_tables
 from .model import ParsedTable, fit_row, format_value, make_header, records_table
 from .text_formats import read_csv, read_json
@@ -220,27 +220,27 @@ def tables_from_markdown(text: str, *, name: str) -> list[ParsedTable]:
 # --------------------------------------------------------------------------- files
 
 
-def _read_markup(path: Path, parse: Callable[..., list[ParsedTable]], hint: str) -> list[ParsedTable]:
-    data = path.read_bytes()
-    encoding = text_encoding(data[:HEAD_BYTES], path, what="a text table")
-    try:
-        text = data.decode(encoding.stream_codec)
-    except UnicodeDecodeError as e:
-        raise decode_error(path, encoding, f"byte offset {e.start}") from e
+def _read_markup(path: Path, parse: Callable[..., list[ParsedTable]], hint: str, *,
+                 html: bool) -> list[ParsedTable]:
+    data = read_content(path)
+    declared = declared_encoding(data[:HEAD_BYTES], html=True) if html else None
+    text, _ = decode_text(data, path, declared=declared)
     tables = parse(text, name=str(path))
     if not tables:
         raise IngestError(path, f"no table found; {hint}")
     return tables
 
 
-def read_tables(path: str | Path) -> list[ParsedTable]:
+def read_tables(path: str | Path, *, format: str | None = None) -> list[ParsedTable]:
     """Parse every table in a ``.csv``, ``.tsv``, ``.xlsx``, ``.json`` (array of objects),
     ``.md``/``.markdown`` (pipe tables) or ``.html``/``.htm`` (``<table>`` elements) file.
 
     CSV/TSV/XLSX/JSON files are validated by one streaming pass here and streamed again by
     :meth:`ParsedTable.batches`. Titles: caption, heading or sheet name, else the file stem; a
     repeated title gets " (2)". Raises :class:`IngestError` naming the path and what to do when the
-    file is missing, empty, of an unsupported type, undecodable, corrupt, or holds no table.
+    file is missing, empty, of an unsupported type, undecodable, corrupt, or holds no table. Text formats
+    may be gzip-compressed (``.csv.gz``); ``format`` (``csv``, ``tsv``, ``xlsx``, ``json``, ``markdown``,
+    ``html``) overrides the extension.
     """
     p = Path(path)
     check_file(p, empty="add a table to it or leave it out.")
@@ -249,13 +249,14 @@ def read_tables(path: str | Path) -> list[ParsedTable]:
         "tsv": read_csv,
         "xlsx": read_xlsx,
         "json": read_json,
-        "markdown": lambda q: _read_markup(q, tables_from_markdown, "a Markdown table needs a header row, "
-                                           "a separator line such as | --- | --- |, and at least one row."),
+        "markdown": lambda q: _read_markup(q, tables_from_markdown, "a Markdown table needs a header row, a "
+                                           "separator line such as | --- | --- |, and at least one row.",
+                                           html=False),
         "html": lambda q: _read_markup(q, tables_from_html, "an HTML table needs a <table> element with "
-                                       "at least one data row besides its header."),
+                                       "at least one data row besides its header.", html=True),
     }
-    fmt = TABLE_FORMATS.get(p.suffix.lower())
-    if fmt is None:
+    fmt = format or TABLE_FORMATS.get(Path(p.name.lower().removesuffix(".gz")).suffix)
+    if fmt not in readers:
         advice = " Re-save .xls workbooks as .xlsx." if p.suffix.lower() in (".xls", ".ods") else ""
         raise IngestError(p, f"unsupported extension {p.suffix or '(none)'!r} for tables; supported: "
                              f"{', '.join(sorted(TABLE_FORMATS))}.{advice}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IngestError
-from ..files import HEAD_BYTES, TextEncoding, check_unchanged, decode_error, file_signature, text_encoding
+from ..files import GZIP_ERRORS, TextEncoding, check_unchanged, decode_error, file_encoding, file_signature, gzip_error, open_text
 from .model import (
     ParsedTable,
     fit_row,
@@ -39,8 +39,12 @@ _DELIMITERS = (",", ";", "\t", "|")
 
 
 def _encoding(path: Path) -> TextEncoding:
-    with path.open("rb") as fh:
-        return text_encoding(fh.read(HEAD_BYTES), path, what="a text table")
+    return file_encoding(path, what="a text table")
+
+
+def _stem(path: Path) -> str:
+    """``data`` for ``data.csv`` and ``data.csv.gz``."""
+    return Path(path.name.removesuffix(".gz")).stem
 
 
 # --------------------------------------------------------------------------- CSV and TSV
@@ -69,7 +73,7 @@ def _csv_records(path: Path, encoding: TextEncoding, delimiter: str) -> Iterator
     """(line number, trimmed cells) of every record, blank ones included; errors as IngestError."""
     line = 0
     try:
-        with path.open(encoding=encoding.stream_codec, newline="") as fh:
+        with open_text(path, encoding, newline="") as fh:
             reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
             for row in reader:
                 line = reader.line_num
@@ -78,23 +82,27 @@ def _csv_records(path: Path, encoding: TextEncoding, delimiter: str) -> Iterator
         raise decode_error(path, encoding, f"after line {line}") from e
     except csv.Error as e:
         raise IngestError(path, f"is not well-formed CSV after line {line} ({e}); check its quoting.") from e
+    except GZIP_ERRORS as e:
+        raise gzip_error(path, e) from e
 
 
 def read_csv(path: Path) -> list[ParsedTable]:
-    """One table from a CSV or TSV file (delimiter sniffed; UTF-8 with or without BOM, UTF-16/32 with BOM).
+    """One table from a CSV or TSV file, gzip-compressed or not (delimiter sniffed; encoding from a BOM, else
+    UTF-8, else detected: see :func:`~universalrag.ingest.files.file_encoding`).
 
     Rows wider or narrower than the header are cut or padded (``ragged_rows`` counts those that
     lost a filled cell or were padded); columns with a blank header and no value are dropped.
     """
     encoding = _encoding(path)
     try:
-        with path.open(encoding=encoding.stream_codec, newline="") as fh:
+        with open_text(path, encoding, newline="") as fh:
             sample = fh.read(_SAMPLE_CHARS)
     except UnicodeDecodeError as e:
         raise decode_error(path, encoding, "in its first 64 KB") from e
     if len(sample) == _SAMPLE_CHARS and "\n" in sample:
         sample = sample[: sample.rindex("\n")]  # drop a record cut in the middle
-    delimiter = _sniff_delimiter(sample, "\t" if path.suffix.lower() == ".tsv" else ",")
+    tsv = path.name.lower().removesuffix(".gz").endswith(".tsv")
+    delimiter = _sniff_delimiter(sample, "\t" if tsv else ",")
     signature = file_signature(path)
 
     first: list[str] | None = None
@@ -136,12 +144,12 @@ def read_csv(path: Path) -> list[ParsedTable]:
             yield cells if len(keep) == width else [cells[i] for i in keep]
 
     metadata = {
-        "format": "tsv" if path.suffix.lower() == ".tsv" else "csv", "source": path.name,
+        "format": "tsv" if tsv else "csv", "source": path.name,
         "index_in_file": 0, "row_count": rows, "column_count": len(header), "delimiter": delimiter,
         "encoding": encoding.stream_codec, "header_synthesized": synthesized, "ragged_rows": ragged,
         "blank_rows_skipped": blank, "empty_columns_dropped": width - len(keep),
     }
-    return [ParsedTable(path.stem, header, metadata, row_source=row_source)]
+    return [ParsedTable(_stem(path), header, metadata, row_source=row_source)]
 
 
 # --------------------------------------------------------------------------- JSON records
@@ -225,10 +233,12 @@ class _JsonArray:
 
 def _json_items(path: Path, encoding: TextEncoding) -> Iterator[Any]:
     try:
-        with path.open(encoding=encoding.stream_codec) as fh:
+        with open_text(path, encoding) as fh:
             yield from _JsonArray(fh, path)
     except UnicodeDecodeError as e:
         raise decode_error(path, encoding, "somewhere in the file") from e
+    except GZIP_ERRORS as e:
+        raise gzip_error(path, e) from e
 
 
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
@@ -258,7 +268,7 @@ def read_json(path: Path) -> list[ParsedTable]:
         for item in _json_items(path, encoding):
             yield [format_value(item.get(k)) for k in order]
 
-    table = records_table(order, count, row_source, title=path.stem, name=path, source=path.name,
+    table = records_table(order, count, row_source, title=_stem(path), name=path, source=path.name,
                            fmt="json")
     table.metadata["encoding"] = encoding.stream_codec
     return [table]

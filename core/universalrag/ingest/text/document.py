@@ -1,4 +1,4 @@
-"""Text inputs (.txt, Markdown, HTML) → clean plain text → ~100-word passages and embedding windows.
+"""Text inputs (plain text, Markdown, HTML, reStructuredText, code, JSON documents) → clean plain text.
 
 Pure functions: no database, no embedding. The clean text keeps paragraphs separated by one blank
 line and collapses other whitespace (code blocks keep their line breaks), so passage offsets and
@@ -15,20 +15,22 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IngestError
-from ..files import HEAD_BYTES, check_file, decode_error, read_error, text_encoding
+from ..files import HEAD_BYTES, check_file, declared_encoding, decode_text, read_content
+from .plain import extract_code, extract_json, extract_rst, extract_txt
 
 __all__ = ["TEXT_FORMATS", "TextDocument", "parse_text", "read_text_file"]
 
 #: File extension → format name understood by :func:`parse_text`.
 TEXT_FORMATS: dict[str, str] = {
-    ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html",
+    ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".xhtml": "html",
+    ".rst": "rst",
 }
-_FORMAT_ALIASES = {"txt": "txt", "text": "txt", "md": "md", "markdown": "md", "html": "html", "htm": "html"}
+_FORMAT_ALIASES = {"txt": "txt", "text": "txt", "md": "md", "markdown": "md", "html": "html", "htm": "html",
+                   "rst": "rst", "code": "code", "json": "json"}
 
 #: Share of control characters (other than tab, newline, carriage return, form feed) above which
 #: decoded "text" is judged binary.
 _MAX_CONTROL_SHARE = 0.05
-_BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,44 +50,54 @@ class TextDocument:
 # --------------------------------------------------------------------------- reading and decoding
 
 
-def read_text_file(path: str | Path) -> TextDocument:
-    """Read a ``.txt``, ``.md``/``.markdown`` or ``.html``/``.htm`` file into a :class:`TextDocument`.
+def read_text_file(path: str | Path, *, format: str | None = None) -> TextDocument:
+    """Read a text document (plain text, Markdown, HTML, reStructuredText, source code, a JSON document;
+    gzip-compressed or not) into a :class:`TextDocument`.
 
-    Raises :class:`IngestError` naming the path and what to do when the path is missing, is a
-    folder, has an unsupported extension, is empty, is binary, or is not UTF-8/UTF-16 text.
+    ``format`` (one of :data:`TEXT_FORMATS`' values, ``"code"`` or ``"json"``) skips detection; without it the
+    content decides, then the extension (:func:`universalrag.ingest.detect.detect`). Raises
+    :class:`IngestError` naming the path and what to do when the path is missing, is a folder, is not a text
+    document, is empty, is binary, or is text in no encoding that can be detected.
     """
+    from ..detect import detect, unsupported_error
+
     p = Path(path)
     check_file(p)
-    fmt = TEXT_FORMATS.get(p.suffix.lower())
-    if fmt is None:
-        supported = ", ".join(sorted(TEXT_FORMATS))
-        raise IngestError(
-            p,
-            f"unsupported extension {p.suffix or '(none)'!r} for a text document; supported: {supported}. "
-            "Convert the file to one of these, or rename it if it already is plain text, Markdown or HTML.",
-        )
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise read_error(p, e) from e
-    return parse_text(data, format=fmt, name=str(p))
+    if format is None:
+        found = detect(p)
+        format = found.format if found.kind == "text" else TEXT_FORMATS.get(p.suffix.lower())
+        if format is None and found.kind is None:
+            raise unsupported_error(p, found)
+        if format is None:
+            raise IngestError(p, f"is {'an' if found.kind == 'image' else 'a'} {found.kind} file, not a text "
+                                 "document; ingest it with the pipeline (universalrag ingest), which sends each "
+                                 "kind to its corpora.")
+    return parse_text(read_content(p), format=format, name=str(p))
 
 
 def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
-    """Decode and clean ``data`` given as ``format`` (``"txt"``, ``"md"`` or ``"html"``).
+    """Decode and clean ``data`` given as ``format`` (``"txt"``, ``"md"``, ``"html"``, ``"rst"``, ``"code"``
+    or ``"json"``).
 
-    ``name`` is used in error messages and, through its stem, as the fallback title.
+    ``name`` is used in error messages and, through its stem, as the fallback title. HTML is decoded in
+    the encoding it declares (``<meta charset>``, XML declaration) when its bytes fit it; other text is
+    UTF-8, UTF-16/32 with a byte-order mark, or the encoding charset-normalizer detects.
     """
     fmt = _FORMAT_ALIASES.get(format.lower().lstrip("."))
     if fmt is None:
-        raise IngestError(name, f"unknown text format {format!r}; use 'txt', 'md' or 'html'.")
+        raise IngestError(name, f"unknown text format {format!r}; use 'txt', 'md', 'html', 'rst', 'code' or "
+                                "'json'.")
     if not data:
         raise IngestError(name, "the file is empty (0 bytes); add text to it or leave it out.")
-    raw, encoding = _decode(data, name)
+    raw, encoding = _decode(data, name, html=fmt == "html")
     raw = raw.replace("\r\n", "\n").replace("\r", "\n")
     if not raw.strip():
         raise IngestError(name, "the file contains only whitespace; add text to it or leave it out.")
-    title, text, extra = _EXTRACTORS[fmt](raw)
+    try:
+        title, text, extra = _EXTRACTORS[fmt](raw)
+    except ValueError as e:  # a JSON document that does not parse
+        raise IngestError(name, f"is not valid JSON ({e}); fix it, for example by checking it with "
+                                "`python -m json.tool`.") from e
     if not text:
         raise IngestError(name, f"no readable text is left after removing the {fmt.upper()} markup.")
     metadata: dict[str, Any] = {
@@ -96,24 +108,19 @@ def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
         "char_count": len(text),
         "word_count": len(text.split()),
     }
+    stem = Path(name).name.removesuffix(".gz") if fmt in ("code", "json") else Path(name.removesuffix(".gz")).stem
     return TextDocument(
-        title=title or Path(name).stem,
+        title=title or stem,
         text=text,
         format=fmt,
         metadata=metadata,
     )
 
 
-def _decode(data: bytes, name: str) -> tuple[str, str]:
-    """Decode UTF-8 (BOM optional) or UTF-16/32 with a BOM; reject binary data with a clear reason."""
-    encoding = text_encoding(data[:HEAD_BYTES], name)
-    try:
-        text = data[len(encoding.bom):].decode(encoding.name)
-    except UnicodeDecodeError as e:
-        offset = len(encoding.bom) + e.start
-        raise decode_error(name, encoding, f"byte 0x{data[offset:offset + 1].hex().upper()} at byte offset "
-                                           f"{offset}") from e
-    text = text.lstrip("\ufeff")
+def _decode(data: bytes, name: str, *, html: bool) -> tuple[str, str]:
+    """Decode with :func:`~universalrag.ingest.files.decode_text`; reject binary data with a clear reason."""
+    declared = declared_encoding(data[:HEAD_BYTES], html=True) if html else None
+    text, encoding = decode_text(data, name, declared=declared)
     control = sum(1 for ch in text[:65536] if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r\f\v")
     if control and control > _MAX_CONTROL_SHARE * min(len(text), 65536):
         raise IngestError(
@@ -135,16 +142,6 @@ def _join_paragraphs(paragraphs: list[str]) -> str:
     return "\n\n".join(p for p in paragraphs if p)
 
 
-def _extract_txt(raw: str) -> tuple[str, str, dict[str, Any]]:
-    """Paragraphs are separated by blank lines; hard-wrapped lines inside one are joined."""
-    paragraphs = [_collapse(p) for p in _BLANK_LINE.split(raw)]
-    text = _join_paragraphs(paragraphs)
-    first = text.split("\n\n", 1)[0] if text else ""
-    # A short first line without closing punctuation reads as a title ("Kestrel Point Lighthouse").
-    title = first if first and len(first.split()) <= 14 and first[-1] not in ".!?:;," else ""
-    return title, text, {}
-
-
 _DROP_TAGS = frozenset({
     "script", "style", "noscript", "template", "svg", "head", "title", "iframe", "object", "canvas",
 })
@@ -159,9 +156,11 @@ _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
 def _extract_html(raw: str) -> tuple[str, str, dict[str, Any]]:
-    """Visible text of an HTML page; block elements become paragraph breaks."""
+    """Visible main text of an HTML page: block elements become paragraph breaks; layout tables read as
+    blocks and navigation is left out (:mod:`~universalrag.ingest.html_clean`), unless nothing else is left."""
     from bs4 import BeautifulSoup
-    from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+
+    from ..html_clean import remove_navigation, unwrap_layout_tables
 
     soup = BeautifulSoup(raw, "html.parser")
     title_tag = next((t for t in soup.find_all("title") if not t.find_parent("svg")), None)
@@ -171,6 +170,21 @@ def _extract_html(raw: str) -> tuple[str, str, dict[str, Any]]:
         for img in soup.find_all("img")
         if img.get("src") or img.get("alt")
     ]
+    first_h1 = next((_collapse(h.get_text()) for h in soup.find_all("h1")), "")
+    layout = unwrap_layout_tables(soup)
+    navigation = remove_navigation(soup)
+    headings, text = _visible_text(soup)
+    if not text:
+        headings, text = _visible_text(BeautifulSoup(raw, "html.parser"))
+        navigation = 0
+    extra = {"headings": headings, "images": images, "layout_tables": layout, "navigation_removed": navigation}
+    return page_title or first_h1, text, extra
+
+
+def _visible_text(soup: Any) -> tuple[list[str], str]:
+    """(headings, paragraphs joined by blank lines) of a parsed page."""
+    from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
+
     headings: list[str] = []
     paragraphs: list[str] = []
     current: list[str] = []
@@ -211,9 +225,7 @@ def _extract_html(raw: str) -> tuple[str, str, dict[str, Any]]:
             stack.append(("close", node))  # a space after each cell keeps cells apart
         stack.extend(("open", child) for child in reversed(list(node.children)))
     flush()
-    first_h1 = next((_collapse(h.get_text()) for h in soup.find_all("h1")), "")
-    extra = {"headings": headings, "images": images}
-    return page_title or first_h1, _join_paragraphs(paragraphs), extra
+    return headings, _join_paragraphs(paragraphs)
 
 
 def _pre_text(code: str) -> str:
@@ -242,7 +254,10 @@ def _extract_markdown(raw: str) -> tuple[str, str, dict[str, Any]]:
 
 
 _EXTRACTORS: dict[str, Callable[[str], tuple[str, str, dict[str, Any]]]] = {
-    "txt": _extract_txt,
+    "txt": extract_txt,
     "md": _extract_markdown,
     "html": _extract_html,
+    "rst": extract_rst,
+    "code": extract_code,
+    "json": extract_json,
 }

@@ -1,0 +1,191 @@
+"""HTML boilerplate that is not content: layout tables and navigation.
+
+Shared by the text reader (paragraphs) and the table reader (data tables), on a BeautifulSoup tree:
+
+- :func:`unwrap_layout_tables` turns tables used for page layout into plain blocks (``<div>``), so their
+  cells read as paragraphs and never become "data tables". A table is layout when it says so
+  (``role="presentation"``/``"none"``) or, when it has no header cell (``<th>``/``<thead>``), when it nests
+  another table, holds block content (headings, lists, forms, several paragraphs in a cell), is mostly
+  links, or is a single row or column of text. Tables with header cells are data unless they say otherwise
+  or nearly all their words are links (an index).
+- :func:`remove_navigation` drops navigation: ``<nav>``, ARIA landmarks (``navigation``, ``banner``,
+  ``contentinfo``, ``search``), ``<aside>``, page-level ``<header>``/``<footer>``, elements whose class or id
+  names a menu, breadcrumb, sidebar, navigation bar, header or footer (Texinfo's ``div.header`` and
+  ``div.nav-panel`` with "Previous: … Up: … Next: …"), skip links, and blocks that are mostly links
+  (tables of contents, link lists).
+
+These are the heuristics main-content extractors use (link density, landmarks, layout-table signals), kept
+small and deterministic. The caller keeps the unpruned text when pruning would leave nothing.
+
+Why not trafilatura (Apache-2.0, the best-known extractor): measured on Debian's Texinfo and libxslt manuals
+and on ``tests/data/html/texinfo_tides.html``, trafilatura 2.0 kept the "Previous: … Up: …" header and the
+"Main Menu" layout table (as a Markdown table mixing menu and data), dropped the section heading, and brings
+about 68 MB of dependencies (lxml, dateparser, babel, justext, courlan, htmldate) into the core install.
+Tuned for news articles, it does not fit manuals.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["is_layout_table", "link_density", "remove_navigation", "unwrap_layout_tables"]
+
+_NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menubar", "menu"})
+_LAYOUT_ROLES = frozenset({"presentation", "none"})
+#: Class or id words of navigation and page chrome (matched as whole words, case-insensitive).
+_NAV_WORDS = re.compile(
+    r"(?:^|[\s_-])(?:nav|navbar|navigation|nav-panel|breadcrumbs?|menu|menubar|sidebar|sidenav|header|footer|"
+    r"skip|skiplink|skip-link|topbar|toolbar|pager|pagination|crumbs)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
+_TABLE_NAV_WORDS = re.compile(r"(?:^|[\s_-])(?:index|navigation|toc|contents)(?:$|[\s_-])", re.IGNORECASE)
+_BLOCK_CONTENT = ["h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "form", "pre", "blockquote"]
+_LINK_BLOCKS = ["ul", "ol", "dl", "p", "div", "td", "section", "menu"]
+#: A block whose link text is at least this share of its text (and has this many links) is navigation.
+_LINK_SHARE = 0.6
+_MIN_LINKS = 2
+#: A table with header cells is still navigation (an index, a link directory) when nearly all its words are links.
+_INDEX_LINK_SHARE = 0.8
+#: An element named like page chrome is kept when it is this long or holds a main heading (a wrapper, not a bar).
+_MAX_CHROME_WORDS = 200
+
+
+#: Per element: (words, words inside links, links), computed for the whole tree in one pass.
+_Stats = dict[int, tuple[int, int, int]]
+_NO_TEXT = frozenset({"script", "style", "template", "noscript", "head", "title"})
+
+
+def _stats(root: Any) -> _Stats:
+    """Words, link words and links of every element under ``root`` (one post-order walk, no re-counting)."""
+    from bs4.element import NavigableString, PreformattedString, Tag
+
+    stats: _Stats = {}
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if not done:
+            stack.append((node, True))
+            stack.extend((c, False) for c in node.children if isinstance(c, Tag) and c.name not in _NO_TEXT)
+            continue
+        words = link_words = links = 0
+        for child in node.children:
+            if isinstance(child, Tag):
+                w, lw, n = stats.get(id(child), (0, 0, 0))
+                words, link_words, links = words + w, link_words + lw, links + n
+            elif isinstance(child, NavigableString) and not isinstance(child, PreformattedString):
+                words += len(child.split())
+        if node.name == "a":
+            link_words, links = words, links + 1
+        stats[id(node)] = (words, link_words, links)
+    return stats
+
+
+def _words(node: Any, stats: _Stats | None = None) -> int:
+    return (stats or _stats(node)).get(id(node), (0, 0, 0))[0]
+
+
+def link_density(node: Any, stats: _Stats | None = None) -> tuple[float, int]:
+    """(share of the node's words that sit inside links, number of links); ``stats`` from one walk of the
+    page saves counting again."""
+    words, link_words, links = (stats or _stats(node)).get(id(node), (0, 0, 0))
+    return (link_words / words if words else 0.0), links
+
+
+def _marks(node: Any) -> str:
+    """Class, id and (old tables') summary of an element, where pages name their chrome."""
+    classes = node.get("class") or []
+    return " ".join([*(classes if isinstance(classes, list) else [classes]), str(node.get("id") or ""),
+                     str(node.get("summary") or "")])
+
+
+def _own(node: Any, name: str | list[str]) -> list[Any]:
+    """Descendants named ``name`` that belong to ``node`` itself, not to a table nested in it."""
+    return [d for d in node.find_all(name) if d.find_parent("table") is node]
+
+
+def is_layout_table(table: Any, stats: _Stats | None = None) -> bool:
+    """True when ``table`` lays out a page rather than holding data (see the module docstring)."""
+    if str(table.get("role") or "").lower() in _LAYOUT_ROLES:
+        return True
+    marks = _marks(table)
+    if _NAV_WORDS.search(marks) or _TABLE_NAV_WORDS.search(marks):
+        return True  # DocBook's summary="Header navigation table", Texinfo's class="index-cp" and "menu"
+    has_header = bool(_own(table, "th")) or bool(_own(table, "thead"))
+    share, links = link_density(table, stats)
+    if has_header:
+        return links >= 2 * _MIN_LINKS and share >= _INDEX_LINK_SHARE  # an index or link directory
+    if table.find("table") is not None:
+        return True
+    cells = _own(table, "td")
+    if not cells:
+        return False
+    if any(cell.find(_BLOCK_CONTENT) is not None or len(cell.find_all("p")) > 1 for cell in cells):
+        return True
+    if links >= _MIN_LINKS and share >= _LINK_SHARE:
+        return True
+    rows = [tr for tr in _own(table, "tr")]
+    widths = [len([c for c in tr.find_all(["td", "th"]) if c.find_parent("tr") is tr]) for tr in rows]
+    return len(rows) <= 1 or max(widths, default=0) <= 1
+
+
+def unwrap_layout_tables(soup: Any) -> int:
+    """Rename every layout table (and its rows and cells) to ``div`` so its cells read as blocks; return how
+    many there were. Decided for all tables first, so a nested data table is judged on its own."""
+    stats = _stats(soup)
+    layout = [t for t in soup.find_all("table") if is_layout_table(t, stats)]
+    for table in layout:
+        for part in [*_own(table, ["tr", "td", "th", "tbody", "thead", "tfoot"])]:
+            part.name = "div"
+        for caption in _own(table, "caption"):
+            caption.name = "div"
+        table.name = "div"
+    return len(layout)
+
+
+def _is_navigation(node: Any, stats: _Stats) -> bool:
+    if node.name == "nav" or str(node.get("role") or "").lower() in _NAV_ROLES:
+        return True
+    if node.name == "aside":
+        return True
+    if node.name in ("header", "footer"):  # page-level bars, not an article's own header with its title
+        return node.find_parent(["article", "main", "section"]) is None and node.find("h1") is None
+    if node.name in ("body", "html", "main", "article"):
+        return False
+    if _NAV_WORDS.search(_marks(node)):
+        return node.find(["h1", "h2"]) is None and _words(node, stats) <= _MAX_CHROME_WORDS
+    if node.name == "a":
+        href, text = str(node.get("href") or ""), node.get_text(" ").strip()
+        # skip links ("Skip to content") and permalink marks after headings (Sphinx's "¶")
+        return href.startswith("#") and ("skip" in text.lower() or text in ("¶", "#", "§", "🔗"))
+    return False
+
+
+def _prune(nodes: list[Any], remove: Callable[[Any], bool]) -> int:
+    """Decompose the ``nodes`` (in document order) that ``remove`` picks, skipping those inside one already
+    picked; return how many were removed."""
+    picked: set[int] = set()
+    chosen = []
+    for node in nodes:
+        if any(id(parent) in picked for parent in node.parents):
+            continue
+        if remove(node):
+            picked.add(id(node))
+            chosen.append(node)
+    for node in chosen:
+        node.decompose()
+    return len(chosen)
+
+
+def remove_navigation(soup: Any) -> int:
+    """Remove navigation and link-list blocks from ``soup`` (see the module docstring); return how many."""
+    stats = _stats(soup)
+    removed = _prune(soup.find_all(True), lambda node: _is_navigation(node, stats))
+    stats = _stats(soup)  # counted again without what was just removed
+
+    def link_list(node: Any) -> bool:
+        share, links = link_density(node, stats)
+        return links >= _MIN_LINKS and share >= _LINK_SHARE and node.find(["h1", "h2", "h3", "pre"]) is None
+
+    return removed + _prune(soup.find_all(_LINK_BLOCKS), link_list)

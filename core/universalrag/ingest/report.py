@@ -1,0 +1,59 @@
+"""What an ingestion run did: one outcome per input, and the report that gathers them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["FileOutcome", "IngestReport"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileOutcome:
+    """What happened to one input: ``added``, ``replaced``, ``unchanged``, ``failed`` (with ``error``) or
+    ``skipped`` (found in a folder but not a kind that is ingested, with ``reason``)."""
+
+    path: str
+    status: str
+    kind: str | None = None
+    corpora: tuple[str, ...] = ()
+    rows: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """Every input's outcome, in order."""
+
+    outcomes: list[FileOutcome] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        """How many inputs ended with ``status``."""
+        return sum(1 for o in self.outcomes if o.status == status)
+
+    @property
+    def failed(self) -> list[FileOutcome]:
+        """The inputs that could not be ingested."""
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def skipped(self) -> list[FileOutcome]:
+        """The files a folder walk found that are not ingested (each with its ``reason``)."""
+        return [o for o in self.outcomes if o.status == "skipped"]
+
+    @property
+    def ok(self) -> bool:
+        """True when no input failed (skipped files do not count)."""
+        return not self.failed
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready summary."""
+        return {
+            "added": self.count("added"),
+            "replaced": self.count("replaced"),
+            "unchanged": self.count("unchanged"),
+            "failed": [{"path": o.path, "error": o.error} for o in self.failed],
+            "skipped": [{"path": o.path, "reason": o.reason} for o in self.skipped],
+            "rows": {c: sum(o.rows.get(c, 0) for o in self.outcomes)
+                     for c in sorted({c for o in self.outcomes for c in o.rows})},
+        }
