@@ -94,8 +94,8 @@ def test_every_block_runs(cli_env: dict[str, str], schema: str, tmp_path: Path,
         elif lang == "sql":
             engine = sa.create_engine(cli_env["UNIVERSALRAG_DATABASE_URL"].replace("postgresql://",
                                                                                    "postgresql+psycopg://", 1))
-            with engine.begin() as conn:
-                conn.exec_driver_sql("SELECT 1")  # the schema exists once the Python block has run
+            with engine.begin() as conn:  # the README's own tables go into the test's schema, dropped after it
+                conn.execute(sa.text("SELECT set_config('search_path', :path, true)"), {"path": f"{schema}, public"})
                 for statement in filter(None, (s.strip() for s in body.split(";"))):
                     conn.exec_driver_sql(statement.replace("universalrag.", f"{schema}.") + ";")
             engine.dispose()
