@@ -19,6 +19,7 @@ from typing import Any
 
 from ...errors import IngestError, MissingDependencyError
 from .assemble import FigureItem, Item, PageAssembler, TextItem
+from .base import BaseReader
 from .layout import HeadingStyle, Line, group_lines, reading_order, strip_running_lines
 from .model import BBox, DocumentInfo, DocumentOptions, Figure, Page
 from .ocr import ocr_available, ocr_lines
@@ -58,25 +59,16 @@ def _to_top_left(bounds: tuple[float, float, float, float], height: float) -> BB
     return (left, height - top, right, height - bottom)
 
 
-class PdfReader:
+class PdfReader(BaseReader):
     """Reads one PDF file page by page; use as a context manager (``with PdfReader(path) as r: r.pages()``)."""
 
     format = "pdf"
 
     def __init__(self, path: str | Path, *, options: DocumentOptions | None = None) -> None:
-        self.path = Path(path)
-        self.options = options or DocumentOptions()
+        super().__init__(path, options=options)
         self._doc: Any = None
-        self._info: DocumentInfo | None = None
 
     # ------------------------------------------------------------------ opening and validation
-
-    def __enter__(self) -> PdfReader:
-        self.open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def open(self) -> DocumentInfo:
         """Open and check the file; raises :class:`IngestError` when it is not a readable PDF."""
@@ -121,13 +113,6 @@ class PdfReader:
         if self._doc is not None:
             self._doc.close()
             self._doc = None
-
-    @property
-    def info(self) -> DocumentInfo:
-        """What the file says about itself (after :meth:`open`)."""
-        if self._info is None:
-            raise RuntimeError("Call open() (or use the reader as a context manager) first.")
-        return self._info
 
     # ------------------------------------------------------------------ pages
 

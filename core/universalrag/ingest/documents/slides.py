@@ -9,14 +9,14 @@ text, and the speaker notes become a ``notes`` block at the end of the slide.
 from __future__ import annotations
 
 import io
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import IngestError, MissingDependencyError
+from ...errors import MissingDependencyError
 from ...media import import_pil
 from .assemble import FigureItem, Item, PageAssembler, TableItem, TextItem
+from .base import BaseReader, open_office_package
 from .cells import clean_rows, header_rows
 from .model import BBox, Block, BlockKind, DocumentInfo, DocumentOptions, Figure, Page
 from .ooxml_text import paragraph_text
@@ -41,23 +41,14 @@ def _frame_text(shape: Any) -> str:
     return "\n".join(line for line in lines if line)
 
 
-class SlidesReader:
+class SlidesReader(BaseReader):
     """Reads one .pptx file; use as a context manager (``with SlidesReader(path) as r: r.pages()``)."""
 
     format = "pptx"
 
     def __init__(self, path: str | Path, *, options: DocumentOptions | None = None) -> None:
-        self.path = Path(path)
-        self.options = options or DocumentOptions()
+        super().__init__(path, options=options)
         self._prs: Any = None
-        self._info: DocumentInfo | None = None
-
-    def __enter__(self) -> SlidesReader:
-        self.open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def open(self) -> DocumentInfo:
         """Open and check the file; raises :class:`IngestError` when it is not a readable .pptx."""
@@ -66,15 +57,8 @@ class SlidesReader:
             from pptx.exc import PackageNotFoundError
         except ImportError as e:
             raise MissingDependencyError("python-pptx", "documents", feature="PowerPoint files") from e
-        try:
-            self._prs = pptx.Presentation(str(self.path))
-        except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
-            raise IngestError(self.path, f"is not a readable PowerPoint (.pptx) file ({e}); open and re-save it in "
-                                         "PowerPoint or LibreOffice.") from e
-        except Exception as e:
-            if type(e).__module__.startswith("lxml"):
-                raise IngestError(self.path, f"is damaged: its XML cannot be parsed ({e}); re-save it.") from e
-            raise
+        self._prs = open_office_package(self.path, pptx.Presentation, not_a_package=PackageNotFoundError,
+                                        kind="PowerPoint (.pptx)")
         props = self._prs.core_properties
         meta = {k: v for k, v in (("author", props.author), ("subject", props.subject)) if v}
         self._info = DocumentInfo("pptx", (props.title or "").strip() or self.path.stem, len(self._prs.slides), meta)
@@ -83,13 +67,6 @@ class SlidesReader:
     def close(self) -> None:
         """Drop the parsed presentation."""
         self._prs = None
-
-    @property
-    def info(self) -> DocumentInfo:
-        """What the file says about itself (after :meth:`open`)."""
-        if self._info is None:
-            raise RuntimeError("Call open() (or use the reader as a context manager) first.")
-        return self._info
 
     def pages(self) -> Iterator[Page]:
         """One page per slide, in order."""

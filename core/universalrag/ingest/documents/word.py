@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ...errors import IngestError, MissingDependencyError
+from ...errors import MissingDependencyError
 from ...media import import_pil
 from .assemble import FigureItem, Item, PageAssembler, TableItem, TextItem
+from .base import BaseReader, open_office_package
 from .cells import clean_rows, header_rows
 from .model import DocumentInfo, DocumentOptions, Figure, Page
 from .ooxml_text import paragraph_text
@@ -48,24 +48,15 @@ def _level(p: Any, style_name: str) -> int:
     return 0
 
 
-class WordReader:
+class WordReader(BaseReader):
     """Reads one .docx file; use as a context manager (``with WordReader(path) as r: r.pages()``)."""
 
     format = "docx"
 
     def __init__(self, path: str | Path, *, options: DocumentOptions | None = None) -> None:
-        self.path = Path(path)
-        self.options = options or DocumentOptions()
+        super().__init__(path, options=options)
         self._doc: Any = None
-        self._info: DocumentInfo | None = None
         self._rendered_breaks = False
-
-    def __enter__(self) -> WordReader:
-        self.open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def open(self) -> DocumentInfo:
         """Open and check the file; raises :class:`IngestError` when it is not a readable .docx."""
@@ -74,15 +65,8 @@ class WordReader:
             from docx.opc.exceptions import PackageNotFoundError
         except ImportError as e:
             raise MissingDependencyError("python-docx", "documents", feature="Word files") from e
-        try:
-            self._doc = docx.Document(str(self.path))
-        except (PackageNotFoundError, zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
-            raise IngestError(self.path, f"is not a readable Word (.docx) file ({e}); open and re-save it in "
-                                         "Word or LibreOffice.") from e
-        except Exception as e:
-            if type(e).__module__.startswith("lxml"):
-                raise IngestError(self.path, f"is damaged: its XML cannot be parsed ({e}); re-save it.") from e
-            raise
+        self._doc = open_office_package(self.path, docx.Document, not_a_package=PackageNotFoundError,
+                                        kind="Word (.docx)")
         body = self._doc.element.body
         self._rendered_breaks = next(body.iter(f"{_W}lastRenderedPageBreak"), None) is not None
         props = self._doc.core_properties
@@ -94,13 +78,6 @@ class WordReader:
     def close(self) -> None:
         """Drop the parsed document."""
         self._doc = None
-
-    @property
-    def info(self) -> DocumentInfo:
-        """What the file says about itself (after :meth:`open`)."""
-        if self._info is None:
-            raise RuntimeError("Call open() (or use the reader as a context manager) first.")
-        return self._info
 
     def _has_pages(self) -> bool:
         body = self._doc.element.body
