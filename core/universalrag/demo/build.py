@@ -5,6 +5,8 @@
 - Markdown documents (``texts/``) → the ``paragraph`` and ``document`` corpora;
 - CSV tables (an observatory's observing log, a glacier's measurements) → ``table``;
 - JPEG photographs from scikit-image's bundled samples, each with a ``<name>.jpg.txt`` caption → ``image``;
+- a PDF report with a captioned table and figure → ``document``, ``paragraph``, ``table`` and ``image``
+  (the ``documents`` extra; made with reportlab);
 - a silent MP4 slideshow of photographs joined by hard cuts, with a ``.srt`` sidecar describing each
   shot → ``video`` (the whole film) and ``clip`` (one clip per shot, when ingested with
   :data:`DEMO_VIDEO_OPTIONS`).
@@ -27,10 +29,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingDependencyError
 from ..ingest.video import VideoOptions
 from ..routing.base import ROUTES
-from .content import PHOTOS, TABLES, VIDEO, Table, VideoSpec
+from .content import PHOTOS, REPORT, TABLES, VIDEO, Report, Table, VideoSpec
 from .media import encode_jpeg, format_srt, sample_photo, write_slideshow
 
 __all__ = [
@@ -71,7 +73,7 @@ class DemoQuestion:
 
 
 def demo_questions() -> list[DemoQuestion]:
-    """The seven demo questions, one per route, in the routers' route order (``none`` first)."""
+    """The demo questions, at least one per route, in the routers' route order (``none`` first)."""
     path = DEMO_DIR / "questions.json"
     try:
         items = json.loads(path.read_text(encoding="utf-8"))
@@ -83,10 +85,10 @@ def demo_questions() -> list[DemoQuestion]:
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ConfigError(f"The demo questions in {str(path)!r} cannot be read ({e}); reinstall universalrag.") from e
     routes = [q.route for q in questions]
-    if sorted(routes) != sorted(ROUTES) or len(routes) != len(ROUTES):
-        raise ConfigError(f"{str(path)!r} must hold exactly one question per route ({', '.join(ROUTES)}); "
+    if set(routes) != set(ROUTES):
+        raise ConfigError(f"{str(path)!r} must hold a question for every route ({', '.join(ROUTES)}); "
                           f"it has {', '.join(routes)}.")
-    return sorted(questions, key=lambda q: ROUTES.index(q.route))
+    return sorted(questions, key=lambda q: ROUTES.index(q.route))  # stable: a route's questions keep their order
 
 
 def video_cues(spec: VideoSpec = VIDEO) -> list[tuple[float, float, str]]:
@@ -106,7 +108,7 @@ def demo_file_names() -> list[str]:
     names = [p.name for p in (DEMO_DIR / "texts").glob("*.md")]
     names += [t.file for t in TABLES]
     names += [n for p in PHOTOS for n in (p.file, f"{p.file}.txt")]
-    names += [VIDEO.file, _srt_name(VIDEO)]
+    names += [VIDEO.file, _srt_name(VIDEO), REPORT.file]
     return sorted(names)
 
 
@@ -120,6 +122,36 @@ def _csv_bytes(table: Table) -> bytes:
     writer.writerow(table.header)
     writer.writerows(table.rows)
     return out.getvalue().encode("utf-8")
+
+
+def _report_bytes(spec: Report) -> bytes:
+    """The report as PDF bytes, identical on every run (reportlab's invariant mode: no dates, fixed ids)."""
+    try:
+        from reportlab.lib import colors
+        from reportlab.lib.pagesizes import A4
+        from reportlab.lib.styles import getSampleStyleSheet
+        from reportlab.platypus import Image, Paragraph, SimpleDocTemplate, Spacer
+        from reportlab.platypus import Table as PdfTable
+        from reportlab.platypus import TableStyle
+    except ImportError as e:
+        raise MissingDependencyError("reportlab", "demo", feature="the demo's PDF report") from e
+    styles = getSampleStyleSheet()
+    story: list[object] = [Paragraph(spec.title, styles["Title"])]
+    for heading, paragraphs in spec.sections:
+        story.append(Paragraph(heading, styles["Heading1"]))
+        story += [Paragraph(text, styles["BodyText"]) for text in paragraphs]
+        if heading.startswith("2 "):
+            table = PdfTable([list(row) for row in spec.table])
+            table.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black),
+                                       ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold")]))
+            story += [Spacer(1, 6), Paragraph(spec.table_caption, styles["BodyText"]), table]
+        if heading.startswith("3 "):
+            photo = io.BytesIO(encode_jpeg(sample_photo(spec.figure_sample), max_side=320))
+            story += [Spacer(1, 6), Image(photo, width=240, height=160),
+                      Paragraph(spec.figure_caption, styles["BodyText"])]
+    out = io.BytesIO()
+    SimpleDocTemplate(out, pagesize=A4, title=spec.title, invariant=1).build(story)
+    return out.getvalue()
 
 
 def _video_bytes(spec: VideoSpec) -> bytes:
@@ -168,6 +200,7 @@ def build_demo_files(target: str | Path) -> list[Path]:
         files[photo.file] = encode_jpeg(sample_photo(photo.sample), max_side=_PHOTO_MAX_SIDE)
         files[f"{photo.file}.txt"] = (photo.caption.strip() + "\n").encode("utf-8")
     files[VIDEO.file] = _video_bytes(VIDEO)
+    files[REPORT.file] = _report_bytes(REPORT)
     files[_srt_name(VIDEO)] = format_srt(video_cues(VIDEO)).encode("utf-8")
     for name, data in files.items():
         _put(folder / name, data)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PHOTOS", "TABLES", "VIDEO", "Photo", "Table", "VideoScene", "VideoSpec"]
+__all__ = ["PHOTOS", "REPORT", "TABLES", "VIDEO", "Photo", "Report", "Table", "VideoScene", "VideoSpec"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,20 @@ class VideoSpec:
     scenes: tuple[VideoScene, ...]
     size: tuple[int, int] = (320, 240)
     fps: int = 24
+
+
+@dataclass(frozen=True)
+class Report:
+    """A short PDF report: title, sections (heading, paragraphs), one captioned table and one captioned figure
+    (a bundled sample photograph) that the text cites."""
+
+    file: str
+    title: str
+    sections: tuple[tuple[str, tuple[str, ...]], ...]
+    table_caption: str
+    table: tuple[tuple[str, ...], ...]
+    figure_sample: str
+    figure_caption: str
 
 
 TABLES: tuple[Table, ...] = (
@@ -139,4 +153,36 @@ VIDEO = VideoSpec(
                    "Before you pack up, check that Chelsea the observatory cat has not climbed into your camera "
                    "bag."),
     ),
+)
+
+
+REPORT = Report(
+    file="carrow_ferry_annual_report_2024.pdf",
+    title="Carrow Ferry Company: Annual Report 2024",
+    sections=(
+        ("1 The year in brief", (
+            "The Carrow Ferry Company runs the crossing between Carrow harbour and Gull Island with one vessel, "
+            "the Kittiwake, built in 1988 and refitted in the winter of 2023.",
+            "Passenger numbers recovered fully in 2024: the ferry carried more people than in any year since the "
+            "company was founded, helped by the observatory's public evenings on the island.",
+        )),
+        ("2 Sailings and passengers", (
+            "Table 1 lists the sailings and passengers of each quarter. Storms cancelled most of the crossings "
+            "lost in the first quarter.",
+        )),
+        ("3 The Kittiwake", (
+            "Figure 1 shows the Kittiwake's new wheelhouse after the refit, with the radar mast moved aft.",
+            "The refit replaced both engines, so the crossing now takes 22 minutes instead of 31.",
+        )),
+    ),
+    table_caption="Table 1: Sailings and passengers by quarter, 2024",
+    table=(
+        ("Quarter", "Sailings", "Cancelled", "Passengers"),
+        ("Q1", "412", "37", "9,840"),
+        ("Q2", "498", "4", "21,305"),
+        ("Q3", "551", "2", "33,912"),
+        ("Q4", "430", "19", "12,076"),
+    ),
+    figure_sample="rocket",
+    figure_caption="Figure 1: The Kittiwake's wheelhouse after the 2023 refit.",
 )
