@@ -4,7 +4,7 @@
 one async client per running event loop); :func:`translate_error` turns an SDK exception into the caller's
 error type with a sentence to act on; :func:`redact` and :func:`redact_url` keep API keys and URL
 credentials out of messages and reprs. The ``openai`` package is an optional extra
-(``pip install 'universalrag[openai]'``), imported on first use. This module imports only
+(``pip install 'universalrag-postgres[openai]'``), imported on first use. This module imports only
 :mod:`universalrag.errors` and :mod:`universalrag.config` (whose :func:`~universalrag.config.redact_url` it
 re-exports), so every layer may use it.
 """

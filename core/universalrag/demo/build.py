@@ -187,7 +187,7 @@ def build_demo_files(target: str | Path) -> list[Path]:
     as the text of their photograph or video rather than as sources of their own, so the list can be
     passed to :func:`~universalrag.ingest.pipeline.ingest_paths` as it is, or ``target`` itself. Files
     already holding the right bytes are not rewritten; other files in ``target`` are left alone. Needs
-    Pillow, scikit-image and PyAV (``pip install 'universalrag[demo]'``); takes about a second.
+    Pillow, scikit-image and PyAV (``pip install 'universalrag-postgres[demo]'``); takes about a second.
     """
     folder = Path(target)
     folder.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """A text embedder for any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, vLLM, Ollama, LM Studio).
 
-The ``openai`` package is an optional extra (``pip install 'universalrag[openai]'``) imported on first use.
+The ``openai`` package is an optional extra (``pip install 'universalrag-postgres[openai]'``) imported on first use.
 The API key is never shown: not in ``repr``, not in error messages, not in logs.
 """
 

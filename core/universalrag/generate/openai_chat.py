@@ -1,6 +1,6 @@
 """A generator for any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, LM Studio).
 
-The ``openai`` package is an optional extra (``pip install 'universalrag[openai]'``) imported on first
+The ``openai`` package is an optional extra (``pip install 'universalrag-postgres[openai]'``) imported on first
 use; the constructor does no I/O. Pictures go as ``image_url`` parts, so evidence with images or frames
 needs a vision-language model. The API key is never shown: not in ``repr``, not in error messages.
 """

@@ -19,11 +19,11 @@ def _require(module: str, package: str, extra: str, feature: str) -> ModuleType:
 
 
 def require_langchain() -> ModuleType:
-    """``langchain_core``, or :class:`MissingDependencyError` pointing at ``universalrag[langchain]``."""
+    """``langchain_core``, or :class:`MissingDependencyError` pointing at ``universalrag-postgres[langchain]``."""
     return _require("langchain_core", "langchain-core", "langchain", "the LangChain integration")
 
 
 def require_langgraph() -> ModuleType:
-    """``langgraph``, or :class:`MissingDependencyError` pointing at ``universalrag[langgraph]``."""
+    """``langgraph``, or :class:`MissingDependencyError` pointing at ``universalrag-postgres[langgraph]``."""
     _require("langchain_core", "langchain-core", "langgraph", "the LangGraph integration")
     return _require("langgraph", "langgraph", "langgraph", "the LangGraph integration")

@@ -239,7 +239,7 @@ _HINTS = {
 
 
 class OpenAIAudioASR:
-    """Transcribes through an OpenAI-compatible ``audio.transcriptions`` endpoint (``universalrag[openai]``).
+    """Transcribes through an OpenAI-compatible ``audio.transcriptions`` endpoint (``universalrag-postgres[openai]``).
 
     The audio is sent as 16 kHz mono WAV pieces of ``chunk_s`` seconds (10 minutes is about 19 MB,
     under OpenAI's 25 MB limit), asking for ``verbose_json`` segments; a server that returns only text

@@ -7,7 +7,7 @@
 - :func:`hits_to_nodes` — core hits as LlamaIndex nodes.
 
 This module only re-exports, lazily: ``llama_index.core`` is imported when a name is first used, and a missing
-``llama-index-core`` raises :class:`~universalrag.errors.MissingDependencyError` naming ``universalrag[llamaindex]``.
+``llama-index-core`` raises :class:`~universalrag.errors.MissingDependencyError` naming ``universalrag-postgres[llamaindex]``.
 """
 
 from __future__ import annotations

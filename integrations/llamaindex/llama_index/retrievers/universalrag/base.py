@@ -1,7 +1,7 @@
 """Hits → LlamaIndex nodes, and the one place that checks llama-index-core is installed.
 
 Importing this module, or any name of the package, without llama-index-core raises
-:class:`~universalrag.errors.MissingDependencyError` naming ``universalrag[llamaindex]``.
+:class:`~universalrag.errors.MissingDependencyError` naming ``universalrag-postgres[llamaindex]``.
 
 A hit becomes a :class:`~llama_index.core.schema.TextNode` whose text is the hit's evidence text as the core
 builds it for language models (a table's matched rows before its Markdown, a clip's transcript with its time
