@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -27,6 +26,8 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "data" / "corpus"
@@ -39,16 +40,6 @@ COMMANDS: dict[str, list[str]] = {
     "search": ["search", QUERY, "-k", "3"],
 }
 
-
-def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo (or the platform's processor string)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> float:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import sys
 import tempfile
@@ -34,18 +33,13 @@ from support.documents import write_table_pdf, write_text_pdf  # noqa: E402
 
 from universalrag.ingest.documents import BlockKind, open_document  # noqa: E402
 
+from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
+
 
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
-
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        return platform.processor()
 
 
 def _stream(path: Path, *, on_page=None) -> tuple[int, float]:  # type: ignore[no-untyped-def]
@@ -126,7 +120,7 @@ def main() -> None:
     args = parser.parse_args()
     text_pages, mixed_pages, tables_n = (40, 15, 20) if args.quick else (200, 60, 60)
     long_pages = 500
-    results: dict[str, object] = {"cpu": _cpu(), "cores": os.cpu_count(), "load_1m": os.getloadavg()[0],
+    results: dict[str, object] = {"cpu": cpu_model(), "cores": os.cpu_count(), "load_1m": os.getloadavg()[0],
                                   "quick": args.quick}
     with tempfile.TemporaryDirectory(prefix="documents-bench-") as tmp:
         folder = Path(tmp)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 import uuid
@@ -27,17 +26,10 @@ from universalrag.config import Settings
 from universalrag.store import Store
 from universalrag.types import Modality, PartBatch, SourceRecord, Unit
 
+from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
+
 DIM = 384
 
-
-def _cpu() -> str:
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def _unit_vectors(rng: np.random.Generator, center: np.ndarray, n: int, spread: float) -> np.ndarray:
@@ -93,7 +85,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = [2000, 10000, 20000] if args.quick else [int(s) for s in args.sizes.split(",")]
     repeat = 5 if args.quick else args.repeat
-    print(f"CPU: {_cpu()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     print(f"{'parts':>7} {'exact ms':>9} {'index ms':>9} {'ratio':>6} {'index top-1 = exact':>20}")
     rng = np.random.default_rng(0)
     for n in sizes:

@@ -36,6 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from machine import cpu_model  # noqa: E402
 from routing_data import BenchQuestion, find_wikitables, prepare_benchmark, tune_examples  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -48,13 +49,7 @@ Strategy = Callable[[BenchQuestion], list[Any]]
 
 def machine() -> dict[str, Any]:
     """CPU model, core count and load average (stated beside every timing)."""
-    model = "unknown"
-    try:
-        model = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                      if ln.startswith("model name")), model)
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()]}
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()]}
 
 
 def make_strategies(rag: Any, *, adapted: Any = None) -> dict[str, Strategy]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import statistics
 import tempfile
@@ -31,6 +30,8 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+
+from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
 _SUBJECTS = ["printer", "VPN", "laptop", "badge", "coffee machine", "parking gate", "mailbox", "phone", "monitor",
              "keyboard", "invoice", "payroll", "projector", "Wi-Fi", "calendar"]
@@ -44,15 +45,6 @@ def _texts(n: int, seed: int) -> list[str]:
     return [f"Ticket {i}: the {rng.choice(_SUBJECTS)} in room {rng.randint(1, 400)} {rng.choice(_PROBLEMS)}; "
             f"reported by {rng.choice(['Ana', 'Bo', 'Chen', 'Dee', 'Eli'])}." for i in range(n)]
 
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 class _Bench:
@@ -154,7 +146,7 @@ def main() -> None:
         home = Path(tempfile.mkdtemp(prefix="universalrag-bench-"))
         url = embedded_url(home)
     bench = _Bench(url, "bench_sync_" + uuid.uuid4().hex[:8])
-    results: dict[str, Any] = {"cpu": _cpu(), "cores": os.cpu_count(), "load_before": os.getloadavg()[0]}
+    results: dict[str, Any] = {"cpu": cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()[0]}
     try:
         bench.setup()
         texts = _texts(args.rows, 0)
