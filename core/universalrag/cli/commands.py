@@ -20,6 +20,7 @@ from .routers import (
     LLMModelOpt,
     LLMUrlOpt,
     ModelDirOpt,
+    NoServerOpt,
     OptionalRouterOpt,
     TauOpt,
     ThresholdOpt,
@@ -31,8 +32,6 @@ from .routers import (
 __all__ = ["register"]
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
-NoServerOpt = typer.Option(False, "--no-server",
-                           help="Run in this process even when `universalrag serve` is running.")
 
 
 def _obj(ctx: typer.Context) -> CliContext:

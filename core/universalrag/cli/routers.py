@@ -39,6 +39,8 @@ LLMUrlOpt = Annotated[str | None, typer.Option("--llm-url", help="OpenAI-compati
 LLMKeyOpt = Annotated[str | None, typer.Option("--llm-key", help="API key for that endpoint (never shown).")]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="LLM request timeout in seconds.")]
 TauOpt = Annotated[float, typer.Option("--tau", help="Ensemble: trust the trained router from this probability.")]
+#: Of the commands `universalrag serve` answers (search, ask, route).
+NoServerOpt = typer.Option(False, "--no-server", help="Run in this process even when `universalrag serve` is running.")
 
 
 def _trained(opts: RouterOptions, settings: Settings, embedder: Any) -> Any:

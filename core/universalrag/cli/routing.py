@@ -22,6 +22,7 @@ from .routers import (
     LLMModelOpt,
     LLMUrlOpt,
     ModelDirOpt,
+    NoServerOpt,
     RouterOpt,
     RouterOptions,
     TauOpt,
@@ -108,8 +109,7 @@ def register(app: typer.Typer) -> None:
         llm_key: LLMKeyOpt = None,
         timeout: TimeoutOpt = 30.0,
         tau: TauOpt = 0.9,
-        no_server: bool = typer.Option(False, "--no-server",
-                                       help="Run in this process even when `universalrag serve` is running."),
+        no_server: bool = NoServerOpt,
     ) -> None:
         """Route a query: which corpora should be searched for it."""
         obj = _obj(ctx)
