@@ -2,8 +2,8 @@
 
 For one :class:`~universalrag.plan.QueryPlan`, :meth:`EvidenceRouting.route`
 
-1. computes the router's prior (on a worker thread) while the query is embedded once and every candidate corpus
-   is searched in parallel for a few hits (the plan keeps them: they are the retrieval of the chosen corpora);
+1. embeds the query once, then searches every candidate corpus in parallel for a few hits (the plan keeps them:
+   they are the retrieval of the chosen corpora) while it computes the router's prior;
 2. turns each probe into features (:mod:`universalrag.routing.features`): best similarity, its margin over the
    probe's lower hits and over the other corpora, lexical overlap, corpus size, similarity to the corpus's
    description and registered example queries;
@@ -108,12 +108,14 @@ class EvidenceRouting:
         return dict(self.router.route(query).scores)
 
     def gather(self, plan: QueryPlan, searcher: Searcher, *, pool: Executor | None = None) -> ProbedQuery:
-        """Probe every candidate corpus and compute the features (the prior runs concurrently)."""
+        """Probe every candidate corpus and compute the features (the prior is computed while the probes run)."""
         started = time.perf_counter()
-        prior_future = pool.submit(self._prior, plan.query) if pool is not None else None
         corpora = self.candidates(searcher, plan)
-        probes = searcher.probe(plan, corpora, pool=pool)
-        prior = prior_future.result() if prior_future is not None else self._prior(plan.query)
+        # The query is embedded first; the router's forward pass then runs in this thread while the probes wait on
+        # the database in the pool's threads (two model forward passes at once would only contend for the cores).
+        futures = searcher.submit_probes(plan, corpora, pool=pool)
+        prior = self._prior(plan.query)
+        probes = {c: f.result() for c, f in futures.items()}
         specs = searcher.store.corpora()
         sizes = self.sizes(searcher)
         query_vector = plan.embedding(searcher.embedder)
