@@ -85,3 +85,38 @@ def test_search_and_routing_sql_follows_the_checklist(settings, minilm, tmp_path
         assert violations(statements) == []
     finally:
         rag.close()
+
+
+def _partition_recipe(schema: str) -> str:
+    from conftest import REPO
+
+    text = (REPO / "docs" / "scaling.md").read_text(encoding="utf-8")
+    section = text.split("## Partitioning one large corpus", 1)[1]
+    block = re.search(r"```sql\n(.*?)```", section, re.S)
+    assert block is not None
+    return block[1].replace("universalrag.", f"{schema}.")
+
+
+def test_the_partitioning_recipe_of_the_docs_keeps_search_results(settings, minilm) -> None:  # type: ignore[no-untyped-def]
+    rag = UniversalRAG(settings=settings, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
+    try:
+        assert rag.ingest([DATA / "corpus" / "apollo_11.txt", DATA / "corpus" / "sourdough_baking.md"]).ok
+        question = "How often should I feed a sourdough starter?"
+        before = [(h.id, round(h.score, 5)) for h in rag.retrieve(question, routes=["paragraph"], k=5)]
+        count = rag.store.counts()["paragraph"]
+        with rag.store.transaction() as conn:
+            conn.connection.driver_connection.execute(_partition_recipe(settings.schema))
+        with rag.store.transaction() as conn:
+            kind = conn.execute(sa.text("SELECT relkind FROM pg_class WHERE oid = CAST(:t AS regclass)"),
+                                {"t": f"{settings.schema}.corpus_paragraph"}).scalar_one()
+        assert kind == "p"  # partitioned
+        assert rag.store.counts()["paragraph"] == count
+        for exact in (True, False):
+            hits = rag.store.search("paragraph", minilm.embed_query(question), k=5, exact=exact)
+            assert [(h.id, round(h.score, 5)) for h in hits] == before
+        # Re-ingesting a changed file still replaces its units through the partitioned table.
+        assert rag.store.delete_source(str(next(iter(
+            s["uri"] for s in rag.store.sources() if s["uri"].endswith("sourdough_baking.md")))))
+        assert rag.store.counts()["paragraph"] < count
+    finally:
+        rag.close()
