@@ -156,9 +156,9 @@ class Settings:
     #: A read-only URL (replica) for searches; writes and the registry use ``database_url``.
     read_database_url: str | None = None
     #: Other servers holding corpora: alias → URL (the registry stores the alias only).
-    servers: Mapping[str, str] = field(default_factory=dict)
+    servers: Mapping[str, str] = field(default_factory=dict, hash=False)
     #: Read-only URLs (replicas) of those servers: alias → URL.
-    read_servers: Mapping[str, str] = field(default_factory=dict)
+    read_servers: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         validate_schema_name(self.schema)

@@ -8,17 +8,32 @@ sends every read and write of the corpus to the member store; the functions here
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from typing import Protocol
 
 import sqlalchemy as sa
 
 from ..errors import InvalidInputError, StoreError
 from ..types import CorpusSpec
+from .schema import Tables
 
-if TYPE_CHECKING:
-    from .store import Store
 
-__all__ = ["create_remote_corpus", "attach_remote_corpus", "mirror_visual_channel"]
+class HomeStore(Protocol):
+    """What these functions use of :class:`universalrag.store.Store` (a protocol: no import cycle)."""
+
+    tables: Tables
+
+    def corpora(self, *, refresh: bool = False) -> dict[str, CorpusSpec]: ...
+    def corpus(self, name: str) -> CorpusSpec: ...
+    def server_of(self, corpus: str) -> str | None: ...
+    def member(self, alias: str) -> HomeStore: ...
+    def ensure_schema(self) -> None: ...
+    def create_corpus(self, spec: CorpusSpec, *, server: str | None = None) -> CorpusSpec: ...
+    def drop_corpus(self, name: str) -> bool: ...
+    def transaction(self, action: str = ..., *, read_only: bool = ...) -> contextlib.AbstractContextManager[sa.Connection]: ...
+
+
+__all__ = ["HomeStore", "create_remote_corpus", "attach_remote_corpus", "mirror_visual_channel"]
 
 
 def _same_space(a: CorpusSpec, b: CorpusSpec) -> bool:
@@ -26,7 +41,7 @@ def _same_space(a: CorpusSpec, b: CorpusSpec) -> bool:
         (b.modality, b.granularity, b.dimension, b.embedder, b.multi_vector, b.parent)
 
 
-def _check_parent(home: Store, spec: CorpusSpec, alias: str) -> None:
+def _check_parent(home: HomeStore, spec: CorpusSpec, alias: str) -> None:
     if spec.parent is None:
         return
     parent_server = home.server_of(spec.parent)
@@ -38,7 +53,7 @@ def _check_parent(home: Store, spec: CorpusSpec, alias: str) -> None:
         )
 
 
-def _insert_row(home: Store, spec: CorpusSpec, alias: str) -> None:
+def _insert_row(home: HomeStore, spec: CorpusSpec, alias: str) -> None:
     c = home.tables.corpora
     with home.transaction(f"register corpus {spec.name!r} on server {alias!r}") as conn:
         conn.execute(sa.insert(c).values(
@@ -50,7 +65,7 @@ def _insert_row(home: Store, spec: CorpusSpec, alias: str) -> None:
         ))
 
 
-def create_remote_corpus(home: Store, spec: CorpusSpec, alias: str) -> CorpusSpec:
+def create_remote_corpus(home: HomeStore, spec: CorpusSpec, alias: str) -> CorpusSpec:
     """Create ``spec`` on the member server ``alias`` (migrating its schema first) and register it at home.
 
     A corpus of that name already on the server is adopted when it has the same shape (modality, granularity,
@@ -81,7 +96,7 @@ def create_remote_corpus(home: Store, spec: CorpusSpec, alias: str) -> CorpusSpe
     return existing or spec
 
 
-def attach_remote_corpus(home: Store, name: str, alias: str) -> CorpusSpec:
+def attach_remote_corpus(home: HomeStore, name: str, alias: str) -> CorpusSpec:
     """Register at home the corpus ``name`` that already exists on server ``alias`` (its spec is read there)."""
     if name in home.corpora(refresh=True):
         raise InvalidInputError(f"A corpus named {name!r} is already registered; choose another name.")
@@ -91,7 +106,7 @@ def attach_remote_corpus(home: Store, name: str, alias: str) -> CorpusSpec:
     return spec
 
 
-def mirror_visual_channel(home: Store, name: str, *, dimension: int, encoder: str) -> None:
+def mirror_visual_channel(home: HomeStore, name: str, *, dimension: int, encoder: str) -> None:
     """Record in the home registry the visual channel just added to the remote corpus ``name``."""
     c = home.tables.corpora
     with home.transaction(f"register the visual channel of corpus {name!r}") as conn:
