@@ -26,7 +26,8 @@ from .filters import Filter
 from .restrict import check_required_filter
 from .schema import Tables
 from .search import SearchRequest, hit_from_row, run_search
-from .servers import ServerPool, member_settings
+from .placement import Placement
+from .servers import ServerPool
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 
 __all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
@@ -57,7 +58,7 @@ class WriteResult:
     rows: Mapping[str, int] = field(default_factory=dict)
 
 
-class Store:
+class Store(Placement):
     """Corpora, sources and units in one Postgres schema.
 
     ``url=None`` starts (or joins) the embedded server under ``settings.home_dir`` on the first call that
@@ -75,7 +76,7 @@ class Store:
         self._url = url if url is not None else self.settings.database_url
         self._read_url = read_url if read_url is not None else self.settings.read_database_url
         self._read_engine: sa.Engine | None = None
-        self._where: dict[str, str] = {}  # remote corpus -> server alias (from the registry)
+        self._where: dict[str, str] = {}  # remote corpus -> server alias (from the registry), see Placement
         self._members: ServerPool[Store] = ServerPool(self._member_store, Store.close)
         self.schema = validate_schema_name(schema or self.settings.schema)
         self.tables = Tables(self.schema)
@@ -156,46 +157,6 @@ class Store:
         with self._translate(action, self._read_url if replica else None), \
                 (self.read_engine if replica else self.engine).begin() as conn:
             yield conn
-
-    # -- servers (docs/scaling.md) ----------------------------------------------------------------------------
-    def _member_store(self, alias: str) -> Store:
-        return Store(schema=self.schema, settings=member_settings(self.settings, alias))
-
-    def member(self, alias: str) -> Store:
-        """The store of the server ``alias`` (from ``settings.servers``), same schema; no I/O until used."""
-        return self._members.get(alias)
-
-    def server_of(self, corpus: str) -> str | None:
-        """The alias of the server holding ``corpus``, ``None`` for this database."""
-        self.corpus(corpus)
-        return self._where.get(corpus)
-
-    def owner(self, corpus: str) -> Store:
-        """The store holding ``corpus``'s table: this one, or the :meth:`member` of its server."""
-        alias = self.server_of(corpus)
-        return self if alias is None else self.member(alias)
-
-    def _owners(self, corpora: Iterable[str]) -> dict[Store, list[str]]:
-        groups: dict[Store, list[str]] = {}
-        for name in corpora:
-            groups.setdefault(self.owner(name), []).append(name)
-        return groups
-
-    def _one_owner(self, corpora: Iterable[str], what: str) -> Store:
-        groups = self._owners(dict.fromkeys(corpora))
-        if len(groups) > 1:
-            where = "; ".join(f"{', '.join(names)} on {self.server_of(names[0]) or 'the home database'}"
-                              for names in groups.values())
-            raise InvalidInputError(f"{what} spans corpora on different servers ({where}); write to the corpora "
-                                    "of one server at a time (ingest with corpus=NAME).")
-        return next(iter(groups), self)
-
-    def _scope_owner(self, scope: str) -> Store:
-        return self.owner(scope) if scope and scope in self.corpora() else self
-
-    def _used_members(self) -> list[Store]:
-        self.corpora()
-        return [self.member(alias) for alias in sorted(set(self._where.values()))]
 
     def ensure_schema(self) -> None:
         """Check pgvector and migrate the schema to the newest revision (no built-in corpora are created)."""
