@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from conftest import DATA
 from support.pg_servers import Servers
 from universalrag.config import Settings, parse_servers
-from universalrag.errors import ConfigError, InvalidInputError
+from universalrag.errors import ConfigError, InvalidInputError, StoreError
 from universalrag.pipeline import UniversalRAG
 from universalrag.store import Store
 from universalrag.types import CorpusSpec
@@ -222,3 +222,31 @@ def test_server_settings_come_from_the_environment_without_showing_passwords(tmp
     assert store.member("eu1").settings.read_database_url == "postgresql://u:s3cret@db1-replica/x"
     assert store.member("eu1").settings.servers == {}
     store.close()
+
+
+def test_routing_goes_on_without_a_server_that_is_down(settings: Settings, minilm, caplog) -> None:  # type: ignore[no-untyped-def]
+    servers = Servers()
+    try:
+        url = servers.start("down1")
+        fed = Settings(database_url=settings.database_url, schema=settings.schema, home=settings.home,
+                       servers={"down1": url})
+        rag = UniversalRAG(settings=fed, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
+        rag.init()
+        rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="down1")
+        assert rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
+        assert rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok
+        assert "baking" in (rag.route(STARTER_QUESTION).evidence or {})
+    finally:
+        servers.close()  # the server holding `baking` stops
+    try:
+        rag.routing.invalidate()
+        with caplog.at_level("WARNING", logger="universalrag.store"):
+            decision = rag.route(STARTER_QUESTION)
+            assert "baking" not in rag.store.nonempty() and "paragraph" in rag.store.nonempty()
+        assert "baking" not in (decision.evidence or {}) and decision.routes
+        assert any("'down1' cannot be reached" in r.getMessage() for r in caplog.records)
+        assert not any(url in r.getMessage() for r in caplog.records)  # the URL only redacted
+        with pytest.raises(StoreError, match="Could not connect"):  # asked for by name: a typed error
+            rag.retrieve(STARTER_QUESTION, routes=["baking"])
+    finally:
+        rag.close()

@@ -8,13 +8,20 @@ refreshed with the registry) and ``_members`` (a :class:`~universalrag.store.ser
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
+import psycopg
+from sqlalchemy import exc as sa_exc
+
 from ..config import Settings
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, StoreError
 from ..types import CorpusSpec
 from .servers import ServerPool, member_settings
+from .translate import sqlstate
+
+_log = logging.getLogger("universalrag.store")
 
 __all__ = ["Placement"]
 
@@ -67,6 +74,17 @@ class Placement:
 
     def _scope_owner(self, scope: str) -> Self:
         return self.owner(scope) if scope and scope in self.corpora() else self
+
+    def skip_unreachable(self, owner: Placement, corpora: Sequence[str], error: StoreError) -> None:
+        """Let routing go on without the corpora of a member server that cannot be reached (logged as a
+        warning); re-raise ``error`` when ``owner`` is this database or the failure is not a connection failure."""
+        code = sqlstate(error)
+        lost = (code is None and isinstance(error.__cause__, (sa_exc.OperationalError, psycopg.OperationalError))) \
+            or (code or "").startswith(("08", "57P"))
+        if owner is self or not lost:
+            raise error
+        _log.warning("Skipping corpora %s: their server %r cannot be reached (%s).", ", ".join(corpora),
+                     self.server_of(corpora[0]), error)
 
     def _used_members(self) -> list[Self]:
         self.corpora()

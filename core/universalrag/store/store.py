@@ -342,13 +342,17 @@ class Store(Placement):
         return {name: out[name] for name in names}
 
     def nonempty(self) -> list[str]:
-        """The corpora that hold at least one unit (an index probe per corpus, not a count), on every server."""
+        """The corpora that hold at least one unit (an index probe per corpus, not a count), on every server
+        (the corpora of a member server that cannot be reached are left out, with a logged warning)."""
         names = list(self.corpora())
         found: set[str] = set()
         for owner, group in self._owners(names).items():
-            with owner.transaction("list non-empty corpora", read_only=True) as conn:
-                found.update(name for name in group if conn.execute(sa.select(sa.exists(
-                    sa.select(sa.literal(1)).select_from(owner.tables.corpus(owner.corpus(name)).units)))).scalar_one())
+            try:
+                with owner.transaction("list non-empty corpora", read_only=True) as conn:
+                    found.update(name for name in group if conn.execute(sa.select(sa.exists(sa.select(
+                        sa.literal(1)).select_from(owner.tables.corpus(owner.corpus(name)).units)))).scalar_one())
+            except StoreError as e:  # a member server that is down: its corpora are left out (logged)
+                self.skip_unreachable(owner, group, e)
         return [name for name in names if name in found]
 
     # -- sources --------------------------------------------------------------------------------------------
