@@ -135,7 +135,7 @@ def test_retrieval_searches_both_servers_at_once(rag: UniversalRAG, fed_settings
                 with psycopg.connect(url, autocommit=True) as probe:
                     waiting[i] = bool(probe.execute(
                         "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                        [f"%{table}%"]).fetchone()[0])  # type: ignore[index]
+                        [f"%{fed_settings.schema}.{table}%"]).fetchone()[0])  # type: ignore[index]
             time.sleep(0.05)
         assert waiting == [True, True]
     finally:
