@@ -66,21 +66,20 @@ def nearest_units(
     """Ids (``unit_id``) and cosine distances of the ``limit`` units nearest to ``vector`` in the text column
     (``embedding``) or, with ``visual``, the visual column; with ``rows``, every column a search returns too.
 
-    Through the column's HNSW index, or with ``exact`` by an exact scan: the distances are computed in a
-    subquery behind ``OFFSET 0``, which the planner keeps as is, so the ordering cannot come from the index (no
-    ``enable_indexscan`` setting to flip, no extra round trip)."""
+    Through the column's HNSW index, or with ``exact`` by an exact scan: the ordering key is ``distance + 0``, an
+    expression the index cannot serve, so the planner scans and sorts (no ``enable_indexscan`` setting to flip, no
+    extra round trip; plain SQL that Citus accepts)."""
     u = tables.units
     column, dimension = ((u.c.visual, tables.spec.visual_dimension) if visual
                          else (u.c.embedding, tables.spec.dimension))
     assert dimension, "nearest_units(visual=True) needs a corpus with a visual channel"
-    distance = column.cosine_distance(query_vector(vector, dimension)).label("distance")
-    stmt = sa.select(u.c.id.label("unit_id"), distance, *(unit_columns(tables) if rows else ()))
+    distance = column.cosine_distance(query_vector(vector, dimension))
+    if exact:
+        distance = distance + sa.literal_column("0")
+    stmt = sa.select(u.c.id.label("unit_id"), distance.label("distance"), *(unit_columns(tables) if rows else ()))
     stmt = stmt.where(column.is_not(None))
     if filter:
         stmt = stmt.where(compile_filter(u.c.metadata, filter))
-    if exact:
-        inner = stmt.offset(sa.literal_column("0")).subquery()
-        return sa.select(inner).order_by(inner.c.distance).limit(_limit(limit))
     return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
 
 

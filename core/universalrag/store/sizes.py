@@ -1,12 +1,12 @@
 """Row estimates of corpus tables without counting them, cached per process for a few seconds.
 
 A search decides per table whether to scan it exactly or through its HNSW index (:mod:`universalrag.store.search`)
-and routing reads corpus sizes as evidence; neither may count rows per query. The estimate is the planner's own
-(``estimate_rel_size``): the density ``pg_class.reltuples / relpages`` kept by ANALYZE and autovacuum, times the
-table's current number of pages (``pg_relation_size``, which follows inserts at once). A table never analysed
-(``reltuples < 0``) or analysed while empty is counted, up to a cap: such tables are new, and mostly small.
-One statement reads every table asked for; results are cached for :data:`TTL_S` seconds per database, schema and
-table (:func:`forget` drops them after a write).
+and routing reads corpus sizes as evidence; neither may count rows per query. The estimate is the larger of the
+cumulative statistics' live-row count (``pg_stat_get_live_tuples``: follows inserts and deletes within about a
+second) and ``pg_class.reltuples`` (kept by ANALYZE and autovacuum; what a read replica has, whose activity
+statistics are its own). Neither takes a lock on the table. A table with neither (never analysed, no statistics
+yet) is counted, up to a cap: such tables are new, and mostly small. One statement reads every table asked for;
+results are cached for :data:`TTL_S` seconds per database, schema and table (:func:`forget` drops them).
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ TTL_S = 10.0
 #: A table without usable statistics is counted up to this many rows (``COUNT_CAP + 1`` means "more").
 COUNT_CAP = 200_000
 
-_PG_CLASS = sa.table("pg_class", sa.column("oid"), sa.column("reltuples"), sa.column("relpages"),
-                     schema="pg_catalog")
-_BLOCK = 8192
+_PG_CLASS = sa.table("pg_class", sa.column("oid"), sa.column("reltuples"), schema="pg_catalog")
 _lock = threading.Lock()
 _cache: dict[tuple[str, str, str], tuple[float, int]] = {}
 
@@ -57,8 +55,8 @@ def table_rows(conn: sa.Connection, tables: Iterable[sa.Table], *, ttl: float | 
     missing = [t for t in tables if t.name not in out]
     if not missing:
         return out
-    selects = [sa.select(sa.literal(t.name).label("name"), _PG_CLASS.c.reltuples, _PG_CLASS.c.relpages,
-                         sa.func.pg_relation_size(_PG_CLASS.c.oid).label("bytes"))
+    selects = [sa.select(sa.literal(t.name).label("name"), _PG_CLASS.c.reltuples,
+                         sa.func.pg_stat_get_live_tuples(_PG_CLASS.c.oid).label("live"))
                .where(_PG_CLASS.c.oid == _regclass(t)) for t in missing]
     rows: Mapping[str, sa.Row[object]] = {r.name: r for r in conn.execute(sa.union_all(*selects))}
     fresh: dict[str, int] = {}
@@ -67,12 +65,10 @@ def table_rows(conn: sa.Connection, tables: Iterable[sa.Table], *, ttl: float | 
         if r is None:  # dropped meanwhile
             fresh[t.name] = 0
             continue
-        pages = int(r.bytes) // _BLOCK
-        if pages == 0:
-            fresh[t.name] = 0
-        elif float(r.reltuples) > 0 and int(r.relpages) > 0:
-            fresh[t.name] = round(float(r.reltuples) / int(r.relpages) * pages)
-        else:  # never analysed, or analysed while empty
+        estimate = max(float(r.reltuples), float(r.live or 0))
+        if estimate > 0:
+            fresh[t.name] = round(estimate)
+        else:  # never analysed and no activity statistics yet (or empty)
             capped = sa.select(sa.literal(1)).select_from(t).limit(sa.literal_column(str(COUNT_CAP + 1))).subquery()
             fresh[t.name] = int(conn.execute(sa.select(sa.func.count()).select_from(capped)).scalar_one())
     with _lock:
