@@ -493,10 +493,10 @@ def test_the_scan_rule_follows_the_stored_index_check(settings, monkeypatch) -> 
         s.write_source(_source("mem://p2"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"q{i}",
                                                   embedding=_vec(rng)) for i in range(400)])
         estimate, deadline = 0, time.monotonic() + 30
-        while not 700 <= estimate <= 900 and time.monotonic() < deadline:  # activity statistics lag ~1 s
+        while estimate < 700 and time.monotonic() < deadline:  # activity statistics lag ~1 s
             time.sleep(0.2)
             with s.transaction() as conn:
                 estimate = sizes.table_rows(conn, [units], ttl=0)[units.name]
-        assert 700 <= estimate <= 900
+        assert 700 <= estimate <= 1600  # the 400 new rows are seen; an estimate, within the rule's factor of 2
     finally:
         s.close()
