@@ -4,6 +4,7 @@ answers from a chat model behind the OpenAI-compatible test server, and the `uni
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import uuid
@@ -13,11 +14,10 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from typer.testing import CliRunner
-
 from conftest import DATA
 from support.media import write_photo
 from support.openai_server import OpenAICompatServer
+from typer.testing import CliRunner
 from universalrag.cli import app
 from universalrag.errors import ConfigError
 from universalrag.eval import (
@@ -165,7 +165,7 @@ def test_the_unified_baseline_shares_one_table_and_one_hnsw_index(kb: Any) -> No
     celtics = index.search(kb.embedder.embed_query("Boston Celtics wins losses conference"), k=5)
     assert coffee[0].corpus == "image" and celtics[0].corpus == "table"
     assert len({h.corpus for h in coffee + celtics}) >= 3
-    assert all(a.score >= b.score for a, b in zip(coffee, coffee[1:]))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(coffee))
     assert index.build().built is False  # unchanged corpora: kept
 
 

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from universalrag.errors import InvalidInputError
 from universalrag.eval import (
     GoldEvidence,

@@ -45,10 +45,12 @@ def plot_report(report: Mapping[str, Any], path: str | Path, *, title: str | Non
         raise InvalidInputError("The report has no strategy or no metric to plot.")
     width = 0.8 / len(strategies)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(metrics) + 0.3 * len(strategies)), 4.2))
+    colours = plt.get_cmap("tab10" if len(strategies) <= 10 else "tab20")
     for i, (name, summary) in enumerate(strategies.items()):
         values = [summary["overall"].get(m, 0.0) for m in metrics]
-        ax.bar([j + i * width for j in range(len(metrics))], values, width, label=name)
-    labels = [f"recall@{report['k']}" if m == "recall" else m.replace("_", " ") for m in metrics]
+        ax.bar([j + i * width for j in range(len(metrics))], values, width, label=name, color=colours(i))
+    names = {"recall": f"recall@{report['k']}", "mrr": "MRR", "f1": "F1", "exact_match": "EM"}
+    labels = [names.get(m, m.replace("_", " ")) for m in metrics]
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(metrics))], labels)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("mean over sources")
