@@ -172,3 +172,19 @@ def test_missing_empty_and_binary_files(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00garbage")
     with pytest.raises(InvalidInputError, match="not UTF-8"):
         read_examples(binary)
+
+
+def test_missing_optional_packages_name_the_eval_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from universalrag.errors import MissingDependencyError
+    from universalrag.eval import check_plot_target
+
+    monkeypatch.setitem(sys.modules, "rouge_score", None)  # import fails as if not installed
+    with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[eval\]"):
+        rouge_l("a", ["a"])
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(MissingDependencyError, match=r"'matplotlib'.*\[eval\]"):
+        check_plot_target(tmp_path / "plot.png")
+    with pytest.raises(InvalidInputError, match="ending in .png"):
+        check_plot_target(tmp_path / "plot.svg")
