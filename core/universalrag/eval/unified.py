@@ -4,6 +4,8 @@
 row per vector of every corpus built by the same text embedder: each unit's own vector and, in multi-vector
 corpora (documents, tables), each part's (chunk, row) vector, tagged with its corpus and unit. One HNSW index
 (cosine) covers the whole table, and a search ranks the units of all corpora together by their best vector.
+Corpora on other servers (``Store.owner``) are copied into it through this process; the rest with one
+``INSERT … SELECT`` per table.
 
 Visual corpora (images, clips, videos) take part through their text channel — the caption, alt text, sidecar,
 transcript or title that ingestion embedded with the text encoder — as the paper's unified baselines embed
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["UnifiedIndex", "UnifiedState"]
 
 _MAX_WINDOW = 20000
+_COPY_BATCH = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,22 +86,45 @@ class UnifiedIndex:
                 out.append(name)
         return out
 
-    def _counts(self, conn: sa.Connection, corpora: Sequence[str]) -> dict[str, tuple[int, int]]:
+    def _counts(self, corpora: Sequence[str]) -> dict[str, tuple[int, int]]:
         out = {}
         for name in corpora:
-            tables = self.store.tables.corpus(self.store.corpus(name))
-            units = int(conn.execute(sa.select(sa.func.count()).select_from(tables.units)).scalar_one())
-            parts = 0 if tables.parts is None else int(
-                conn.execute(sa.select(sa.func.count()).select_from(tables.parts)).scalar_one())
+            owner = self.store.owner(name)  # this database, or the member server holding the corpus
+            tables = owner.tables.corpus(owner.corpus(name))
+            with owner.transaction(f"count the rows of {name!r}") as conn:
+                units = int(conn.execute(sa.select(sa.func.count()).select_from(tables.units)).scalar_one())
+                parts = 0 if tables.parts is None else int(
+                    conn.execute(sa.select(sa.func.count()).select_from(tables.parts)).scalar_one())
             out[name] = (units, parts)
         return out
+
+    def _vectors(self, name: str) -> list[sa.Select[Any]]:
+        """The statements selecting ``(corpus, unit_id, embedding)`` of every vector of corpus ``name`` on the
+        server that holds it: the units' own vectors, then the parts' (multi-vector corpora)."""
+        owner = self.store.owner(name)
+        tables = owner.tables.corpus(owner.corpus(name))
+        u = tables.units
+        out = [sa.select(sa.literal(name, sa.Text), u.c.id, u.c.embedding).where(u.c.embedding.is_not(None))]
+        if tables.parts is not None:
+            p = tables.parts
+            out.append(sa.select(sa.literal(name, sa.Text), p.c.unit_id, p.c.embedding))
+        return out
+
+    def _copy_remote(self, conn: sa.Connection, name: str) -> None:
+        """Copy the vectors of a corpus held by another server into the shared table, in batches."""
+        owner = self.store.owner(name)
+        with owner.transaction(f"read the vectors of {name!r}") as remote:
+            for stmt in self._vectors(name):
+                for batch in remote.execute(stmt).partitions(_COPY_BATCH):
+                    conn.execute(sa.insert(self.table), [
+                        {"corpus": r[0], "unit_id": str(r[1]), "embedding": r[2]} for r in batch])
 
     def build(self, *, rebuild: bool = False) -> UnifiedState:
         """Create and fill the shared table and its HNSW index (in one transaction), unless it already holds the
         current corpora (same row counts) and ``rebuild`` is false."""
         corpora = self.corpora()
+        counts = self._counts(corpora)
         with self.store.transaction("build the unified evaluation index") as conn:
-            counts = self._counts(conn, corpora)
             fingerprint = json.dumps({"embedder": self.embedder.name, "counts": counts}, sort_keys=True)
             inspector = sa.inspect(conn)
             exists = inspector.has_table(self.name, schema=self.table.schema)
@@ -115,14 +141,11 @@ class UnifiedIndex:
             conn.execute(sa.schema.SetTableComment(self.table))
             columns = [self.table.c.corpus, self.table.c.unit_id, self.table.c.embedding]
             for name in corpora:
-                tables = self.store.tables.corpus(self.store.corpus(name))
-                u = tables.units
-                conn.execute(sa.insert(self.table).from_select(
-                    columns, sa.select(sa.literal(name, sa.Text), u.c.id, u.c.embedding).where(u.c.embedding.is_not(None))))
-                if tables.parts is not None:
-                    p = tables.parts
-                    conn.execute(sa.insert(self.table).from_select(
-                        columns, sa.select(sa.literal(name, sa.Text), p.c.unit_id, p.c.embedding)))
+                if self.store.owner(name) is not self.store:
+                    self._copy_remote(conn, name)
+                    continue
+                for stmt in self._vectors(name):  # same database: one INSERT … SELECT per table
+                    conn.execute(sa.insert(self.table).from_select(columns, stmt))
             self.index.create(conn)
             rows = int(conn.execute(sa.select(sa.func.count()).select_from(self.table)).scalar_one())
         self._state = UnifiedState(self.name, counts, rows, built=True)
