@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-
 from conftest import DATA
 from support.pg_servers import Servers
 from universalrag.config import Settings
