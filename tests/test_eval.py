@@ -48,7 +48,7 @@ def kb(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     shutil.copy(DATA / "tables" / "nba_2023.csv", folder / "nba_2023.csv")
     write_photo(folder / "IMG_0042.jpg", name="coffee")
     (folder / "IMG_0042.jpg.txt").write_text(CAPTION, encoding="utf-8")
-    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="ev_" + uuid.uuid4().hex[:12]),
+    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="evalrag_" + uuid.uuid4().hex[:12]),
                        generator=None, visual_encoder=None, log_decisions=False)
     report = rag.ingest([folder])
     assert report.ok, report.failed
