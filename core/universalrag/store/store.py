@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import sqlalchemy as sa
@@ -20,7 +20,7 @@ from ..errors import (
     StoreError,
 )
 from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, Unit
-from . import migrate, queries, writer
+from . import migrate, queries, staging, writer
 from .engine import make_engine
 from .filters import Filter
 from .restrict import check_required_filter
@@ -29,6 +29,8 @@ from .search import SearchRequest, hit_from_row, run_search
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 
 __all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
+
+_T = TypeVar("_T")
 
 MIN_PGVECTOR = (0, 7, 0)
 _ITERATIVE_SCAN = (0, 8, 0)
@@ -101,7 +103,7 @@ class Store:
     def engine(self) -> sa.Engine:
         """The SQLAlchemy engine (created on first use)."""
         if self._engine is None:
-            self._engine = make_engine(self.resolve_url())
+            self._engine = make_engine(self.resolve_url(), connect_timeout=self.settings.connect_timeout)
         return self._engine
 
     def close(self) -> None:
@@ -122,7 +124,26 @@ class Store:
             yield
         except (sa_exc.DBAPIError, psycopg.Error) as e:  # psycopg's own errors come from COPY
             self._specs = None  # a corpus may have been dropped behind our back: re-read the registry next time
+            if isinstance(getattr(e, "orig", e), psycopg.errors.ConnectionTimeout):
+                raise StoreError(
+                    f"Could not {action}: the database at {self.url_redacted} did not answer within "
+                    f"{self.settings.connect_timeout:g} s (UNIVERSALRAG_CONNECT_TIMEOUT); check that the server is "
+                    "running and that UNIVERSALRAG_DATABASE_URL names it."
+                ) from e
             raise store_error(e, action, self.url_redacted) from e
+
+    def _read(self, action: str, fn: Callable[[sa.Connection], _T]) -> _T:
+        """``fn(conn)`` in one read transaction, run once more when the connection died under it (a server
+        restart or failover ends every open connection; the pool's pre-ping then opens a fresh one). Reads
+        only: a write is never repeated behind the caller's back."""
+        try:
+            with self.transaction(action) as conn:
+                return fn(conn)
+        except StoreError as e:
+            if not (isinstance(e.__cause__, sa_exc.DBAPIError) and e.__cause__.connection_invalidated):
+                raise
+        with self.transaction(action) as conn:
+            return fn(conn)
 
     @contextlib.contextmanager
     def transaction(self, action: str = "run a query") -> Iterator[sa.Connection]:
@@ -134,11 +155,14 @@ class Store:
     # -- schema ---------------------------------------------------------------------------------------------
     def server_info(self) -> ServerInfo:
         """PostgreSQL and pgvector versions of the connected server."""
-        with self.transaction() as conn:
+        def read(conn: sa.Connection) -> tuple[Any, Any]:
             postgres = conn.execute(sa.select(sa.func.current_setting("server_version"))).scalar_one()
             vector = conn.execute(
                 sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             ).scalar_one_or_none()
+            return postgres, vector
+
+        postgres, vector = self._read("read the server's version", read)
         return ServerInfo(url=self.url_redacted, postgres=str(postgres), pgvector=vector)
 
     def _check_pgvector(self, conn: sa.Connection) -> None:
@@ -214,12 +238,15 @@ class Store:
         """Every registered corpus by name (read from the registry, cached until ``refresh``)."""
         if self._specs is None or refresh:
             c = self.tables.corpora
-            with self.transaction() as conn:
+
+            def read(conn: sa.Connection) -> Sequence[Any]:
                 if migrate.current_revision(conn, self.schema) is None:
                     raise StoreError(
                         f"The schema {self.schema!r} is not initialised; run `universalrag init` first."
                     )
-                rows = conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
+                return conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
+
+            rows = self._read("read the corpus registry", read)
             self._specs = {
                 r["name"]: CorpusSpec(
                     name=r["name"], modality=r["modality"], granularity=r["granularity"],
@@ -273,13 +300,10 @@ class Store:
     def counts(self) -> dict[str, int]:
         """Rows per corpus."""
         specs = self.corpora(refresh=True)
-        with self.transaction() as conn:
-            return {
-                name: int(conn.execute(
-                    sa.select(sa.func.count()).select_from(self.tables.corpus(spec).units)
-                ).scalar_one())
-                for name, spec in specs.items()
-            }
+        return self._read("count rows", lambda conn: {
+            name: int(conn.execute(sa.select(sa.func.count()).select_from(self.tables.corpus(spec).units)).scalar_one())
+            for name, spec in specs.items()
+        })
 
     def nonempty(self) -> list[str]:
         """The corpora that hold at least one unit (an index probe per corpus, not a count)."""
@@ -293,9 +317,8 @@ class Store:
     def source_state(self, uri: str, *, scope: str = "") -> tuple[str, tuple[str, ...]] | None:
         """``(content_hash, corpora)`` of the stored source ``uri`` in ``scope``, or ``None``."""
         s = self.tables.sources
-        with self.transaction() as conn:
-            row = conn.execute(sa.select(s.c.content_hash, s.c.corpora)
-                               .where(s.c.uri == uri, s.c.scope == scope)).first()
+        row = self._read("read a source", lambda conn: conn.execute(
+            sa.select(s.c.content_hash, s.c.corpora).where(s.c.uri == uri, s.c.scope == scope)).first())
         return None if row is None else (row.content_hash, tuple(row.corpora))
 
     def sources(self) -> list[dict[str, Any]]:
@@ -352,16 +375,66 @@ class Store:
             self._write_part_batches(raw, parts, rows)
         return WriteResult(status="replaced" if old is not None else "added", source_id=source_id, rows=rows)
 
+    def write_staged(self, source: SourceRecord, produce: staging.BatchProducer, *,
+                     on_batch: Callable[[int], None] | None = None) -> WriteResult:
+        """Write a large source in batches that are each committed, then make it visible in one transaction.
+
+        ``produce(source_id, done)`` yields the source's :class:`~universalrag.store.staging.StagedBatch` es
+        after the first ``done``; ``source.corpora`` names every corpus they write to. Batches go to staging
+        tables no search reads; the last step moves them into the corpora and records the source (replacing an
+        older version) atomically, so a source is never half-visible. A run killed part-way leaves its committed
+        batches staged, and the next run with the same content continues after them. Two processes staging the
+        same source take turns (a session advisory lock); the second then finds it unchanged.
+        ``on_batch(n)`` is told after each committed batch.
+        """
+        specs = {name: self.corpus(name) for name in source.corpora}
+        st = staging.StageTables(self.schema)
+        s = self.tables.sources
+        key = sa.func.hashtextextended(source.uri + "\n" + source.scope, 1)
+        with self._translate(f"stage source {source.uri}"), self.engine.connect() as lock:
+            lock.execute(sa.select(sa.func.pg_advisory_lock(key)))
+            lock.commit()
+            try:
+                with self.transaction(f"stage source {source.uri}") as conn:
+                    old = conn.execute(sa.select(s.c.id, s.c.content_hash, s.c.corpora).where(
+                        s.c.uri == source.uri, s.c.scope == source.scope)).first()
+                    if old is not None and old.content_hash == source.content_hash and \
+                            sorted(old.corpora) == sorted(source.corpora):
+                        return WriteResult(status="unchanged", source_id=str(old.id))
+                    stage_id, done = staging.open_stage(conn, st, uri=source.uri, scope=source.scope,
+                                                        content_hash=source.content_hash)
+                for number, batch in enumerate(produce(stage_id, done), start=done + 1):
+                    writer.check_units(batch.units, specs)
+                    for part in batch.parts:
+                        writer.check_part_batch(part, specs[part.corpus])
+                    with self.transaction(f"stage a batch of {source.uri}") as conn:
+                        staging.copy_batch(conn, st, stage_id, batch, number=number)
+                    if on_batch is not None:
+                        on_batch(number)
+                with self.transaction(f"write source {source.uri}") as conn:
+                    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(source.uri, 0))))
+                    old = conn.execute(sa.select(s.c.id).where(s.c.uri == source.uri,
+                                                               s.c.scope == source.scope)).first()
+                    if old is not None:
+                        conn.execute(sa.delete(s).where(s.c.id == old.id))
+                    conn.execute(sa.insert(s).values(
+                        id=stage_id, uri=source.uri, scope=source.scope, content_hash=source.content_hash,
+                        modality=str(source.modality), corpora=list(source.corpora), metadata=dict(source.metadata)))
+                    rows: dict[str, int] = {}
+                    for name in writer.parents_first(list(specs), self.corpora()):
+                        rows.update(staging.move(conn, st, self.tables.corpus(specs[name]), stage_id))
+                    conn.execute(sa.delete(st.stages).where(st.stages.c.id == stage_id))
+            finally:
+                with contextlib.suppress(sa_exc.DBAPIError):  # a lost connection has released the lock already
+                    lock.execute(sa.select(sa.func.pg_advisory_unlock(key)))
+                    lock.commit()
+        return WriteResult(status="replaced" if old is not None else "added", source_id=stage_id, rows=rows)
+
     def _write_part_batches(self, raw: Any, parts: Iterable[PartBatch], rows: dict[str, int]) -> None:
         for batch in parts:
             spec = self.corpus(batch.corpus)
-            tables = self.tables.corpus(spec)
-            if tables.parts is None:
-                raise InvalidInputError(writer.single_vector_message(spec.name))
-            width = batch.vectors.shape[1] if getattr(batch.vectors, "ndim", 0) == 2 else -1
-            if width != spec.dimension or len(batch.vectors) != len(batch.texts):
-                raise DimensionMismatchError(spec.name, spec.dimension, width)
-            n = writer.copy_part_batch(raw, self.schema, tables, batch)
+            writer.check_part_batch(batch, spec)
+            n = writer.copy_part_batch(raw, self.schema, self.tables.corpus(spec), batch)
             rows[f"{spec.name}.parts"] = rows.get(f"{spec.name}.parts", 0) + n
 
     def add_units(self, units: Sequence[Unit]) -> int:
@@ -390,8 +463,8 @@ class Store:
         """Units of ``corpus`` by id, in the order asked (missing ids are left out); ``score`` is 1.0."""
         spec = self.corpus(corpus)
         tables = self.tables.corpus(spec)
-        with self.transaction(f"read units of {corpus!r}") as conn:
-            rows = {str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()}
+        rows = self._read(f"read units of {corpus!r}", lambda conn: {
+            str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()})
         return [hit_from_row(spec, rows[i], 1.0) for i in ids if i in rows]
 
     # -- search ---------------------------------------------------------------------------------------------
@@ -435,7 +508,8 @@ class Store:
             raise DimensionMismatchError(spec.name, spec.visual_dimension, len(visual_vector))
         tables = self.tables.corpus(spec)
         ef = min(max(ef_search or self.settings.ef_search, k), 1000)
-        with self.transaction(f"search corpus {spec.name!r}") as conn:
+
+        def read(conn: sa.Connection) -> list[Hit]:
             iterative = self._supports_iterative_scan(conn)
             conn.execute(queries.set_local("hnsw.ef_search", ef))
             if iterative:
@@ -445,3 +519,5 @@ class Store:
                 lexical_text=lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows, exact=exact,
                 iterative=iterative)
             return run_search(conn, tables, request)
+
+        return self._read(f"search corpus {spec.name!r}", read)
