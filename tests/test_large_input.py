@@ -1,6 +1,7 @@
 """Large sources are committed in resumable batches and are never half-visible (universalrag.ingest.large).
 
-Sizes here are small but cross the batch boundaries (thresholds lowered through IngestOptions); the 200 MB text
+Vectors come from the deterministic HashEmbedder of test_faults_kill (these tests count rows and find exact
+texts; they do not judge retrieval quality). Sizes here are small but cross the batch boundaries (thresholds lowered through IngestOptions); the 200 MB text
 file and the million-row CSV are measured by benchmarks/large_input.py. The interruption is a real exception
 raised between two committed batches; the kill -9 variant is in test_faults_kill.py.
 """
@@ -23,6 +24,8 @@ from universalrag.ingest.large import sampled_rows, text_blocks
 from universalrag.ingest.pipeline import Progress
 from universalrag.ingest.text.passages import split_paragraphs
 from universalrag.ingest.text.plain import extract_txt
+
+from test_faults_kill import HashEmbedder, init_store
 
 WORDS = ("harbour lantern granite meadow orchard falcon copper willow summit canal quarry beacon glacier "
          "tundra prairie lagoon estuary ridge valley basin delta fjord plateau canyon marsh grove").split()
@@ -108,16 +111,16 @@ def test_text_blocks_cut_at_blank_lines_and_lose_nothing(tmp_path: Path) -> None
     assert all(b.startswith("\n\n") or i == 0 for i, b in enumerate(blocks))  # each cut falls on a blank line
 
 
-def test_large_csv_is_staged_in_batches_invisible_until_done_and_resumes(store: Any, minilm: Any,
-                                                                       tmp_path: Path) -> None:
+def test_large_csv_is_staged_in_batches_invisible_until_done_and_resumes(settings: Any, tmp_path: Path) -> None:
+    store = init_store(settings)
     path = write_csv(tmp_path / "readings.csv", 1200)
     opts = IngestOptions(stage_rows=300, table_batch_rows=100, max_embedded_rows=400)
-    embedder = CountingEmbedder(minilm)
+    embedder = CountingEmbedder(HashEmbedder())
     with pytest.raises(Interrupted):
         ingest_paths(store, embedder, [path], options=opts, on_progress=interrupt_after(3))
     middle = counts(store)
     assert middle["stages"] == 1 and middle["sources"] == 0 and middle["table"] == 0 and middle["table.parts"] == 0
-    query = minilm.embed_query("readings: station: station-00002 | region")
+    query = embedder.embed_query("readings: station: station-00002 | region")
     assert store.search("table", query.tolist(), k=5) == []  # staged rows are never searchable
 
     first_embedded = embedder.count
@@ -133,14 +136,15 @@ def test_large_csv_is_staged_in_batches_invisible_until_done_and_resumes(store: 
     assert ingest_paths(store, embedder, [path], options=opts).outcomes[0].status == "unchanged"
 
 
-def test_large_text_is_streamed_in_batches_with_every_passage(store: Any, minilm: Any, tmp_path: Path) -> None:
+def test_large_text_is_streamed_in_batches_with_every_passage(settings: Any, tmp_path: Path) -> None:
+    store, embedder = init_store(settings), HashEmbedder()
     path = write_text(tmp_path / "notes.txt", 120)
     opts = IngestOptions(large_text_bytes=4_000, text_batch_passages=32)
     with pytest.raises(Interrupted):
-        ingest_paths(store, minilm, [path], options=opts, on_progress=interrupt_after(2))
+        ingest_paths(store, embedder, [path], options=opts, on_progress=interrupt_after(2))
     assert counts(store)["paragraph"] == 0
     seen: list[Progress] = []
-    report = ingest_paths(store, minilm, [path], options=opts, on_progress=seen.append)
+    report = ingest_paths(store, embedder, [path], options=opts, on_progress=seen.append)
     assert report.ok and report.outcomes[0].status == "added" and seen[0].done == 3
     expected = split_paragraphs(extract_txt(path.read_text(encoding="utf-8"))[1])
     with store.engine.connect() as conn:
@@ -152,5 +156,5 @@ def test_large_text_is_streamed_in_batches_with_every_passage(store: Any, minilm
     assert {r.parent_id for r in stored} == {doc.id}
     assert doc.metadata["truncated"] is True and doc.metadata["title"] == "Field Notes"
     assert Counter(counts(store)[k] for k in ("document", "sources")) == Counter([1, 1])
-    hits = store.search("paragraph", minilm.embed_query(expected[-1].text).tolist(), k=1)
+    hits = store.search("paragraph", embedder.embed_query(f"Field Notes\n{expected[-1].text}").tolist(), k=1)
     assert hits[0].content == expected[-1].text
