@@ -184,3 +184,35 @@ def test_a_pooled_connection_killed_by_the_server_is_replaced_transparently(stor
         assert conn.execute(sa.select(sa.func.pg_terminate_backend(pid))).scalar_one()
     admin.dispose()
     assert "paragraph" in store.corpora(refresh=True)  # the pooled connection was dead; pre-ping/retry hid it
+
+
+def test_a_read_whose_connection_dies_mid_query_is_run_once_more(store: Any) -> None:
+    """The backend running a read is terminated while the query runs: the caller gets the answer of the retry."""
+    import sqlalchemy as sa
+
+    tag = "faults-retry-" + store.schema
+    attempts: list[int] = []
+
+    def slow_read(conn: sa.Connection) -> int:
+        attempts.append(1)
+        conn.execute(sa.text(f"SET LOCAL application_name = '{tag}'"))
+        return int(conn.execute(sa.text("SELECT 42 FROM pg_sleep(1.5)")).scalar_one())
+
+    admin = sa.create_engine(store.engine.url, poolclass=sa.pool.NullPool)
+
+    def terminate() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with admin.begin() as conn:
+                if conn.execute(sa.text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                        "WHERE application_name = :tag AND query LIKE '%pg_sleep%'"),
+                                {"tag": tag}).scalar_one():
+                    return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=terminate)
+    killer.start()
+    assert store._read("run a slow read", slow_read) == 42
+    killer.join(30)
+    admin.dispose()
+    assert len(attempts) == 2  # the first attempt died with its connection; the second answered

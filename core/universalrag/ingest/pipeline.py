@@ -17,6 +17,7 @@ the other files go on.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "Progress", "ingest_paths",
            "ingest_tables"]
+
+_log = logging.getLogger(__name__)
 
 #: Where a file goes when no corpus is named, by detected kind.
 DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
@@ -298,9 +301,10 @@ def _write(run: _Run, path: Path, kind: str, prepared: Prepared | StagedSource) 
         staged = prepared
 
         def committed(done: int) -> None:
+            progress = Progress(path=str(path), done=done, total=max(done, staged.batches), what=staged.what)
+            _log.info("%s: %d of about %d %s committed", path.name, progress.done, progress.total, progress.what)
             if run.on_progress is not None:
-                run.on_progress(Progress(path=str(path), done=done, total=max(done, staged.batches),
-                                         what=staged.what))
+                run.on_progress(progress)
 
         result = run.store.write_staged(replace(staged.source, scope=run.scope(kind)), staged.produce,
                                         on_batch=committed)
