@@ -158,3 +158,26 @@ def test_large_text_is_streamed_in_batches_with_every_passage(settings: Any, tmp
     assert Counter(counts(store)[k] for k in ("document", "sources")) == Counter([1, 1])
     hits = store.search("paragraph", embedder.embed_query(f"Field Notes\n{expected[-1].text}").tolist(), k=1)
     assert hits[0].content == expected[-1].text
+
+
+def test_a_markup_file_too_large_to_parse_whole_is_refused_and_the_run_goes_on(settings: Any, tmp_path: Path) -> None:
+    store = init_store(settings)
+    big = tmp_path / "big.md"
+    big.write_text("# Big\n\n" + "A harbour lantern on the granite point.\n\n" * 200, encoding="utf-8")
+    small = tmp_path / "small.txt"
+    small.write_text("A short note about the canal quarry.", encoding="utf-8")
+    report = ingest_paths(store, HashEmbedder(), [big, small], options=IngestOptions(max_markup_bytes=4000))
+    assert [o.status for o in report.outcomes] == ["failed", "added"]
+    assert "save its text as a .txt file" in (report.outcomes[0].error or "")
+    assert counts(store)["sources"] == 1
+
+
+def test_deleting_a_source_drops_what_a_crashed_run_left_staged(settings: Any, tmp_path: Path) -> None:
+    store = init_store(settings)
+    path = write_csv(tmp_path / "readings.csv", 400)
+    with pytest.raises(Interrupted):
+        ingest_paths(store, HashEmbedder(), [path], options=IngestOptions(stage_rows=100, table_batch_rows=100),
+                     on_progress=interrupt_after(2))
+    assert counts(store)["stages"] == 1
+    store.delete_source(path.resolve().as_uri())
+    assert counts(store)["stages"] == 0

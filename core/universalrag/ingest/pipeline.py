@@ -79,6 +79,9 @@ class IngestOptions:
     #: ``stage_rows`` rows is committed in batches of ``table_batch_rows``, embedding at most
     #: ``max_embedded_rows`` evenly spaced rows per table.
     large_text_bytes: int = 8 << 20
+    #: Markdown, HTML, reST and code files are parsed whole; above this many bytes they are refused (save the
+    #: text as .txt to have it streamed).
+    max_markup_bytes: int = 64 << 20
     text_batch_passages: int = 512
     stage_rows: int = 20_000
     max_embedded_rows: int = 100_000
@@ -286,8 +289,16 @@ def _classify(run: _Run, path: Path) -> tuple[Detection, str, str]:
 
 
 def _large_text(run: _Run, path: Path) -> bool:
-    """A plain-text file too large to read whole (streamed by :func:`universalrag.ingest.large.staged_text`)."""
-    return run.formats.get(path) == "txt" and path.stat().st_size > run.options.large_text_bytes
+    """A plain-text file too large to read whole (streamed by :func:`universalrag.ingest.large.staged_text`);
+    IngestError for another text format too large to parse whole."""
+    size = path.stat().st_size
+    if run.formats.get(path) == "txt":
+        return size > run.options.large_text_bytes
+    if size > run.options.max_markup_bytes:
+        raise IngestError(path, f"is {size / 1e6:.0f} MB of {run.formats.get(path) or 'marked-up'} text, more than "
+                                f"the {run.options.max_markup_bytes / 1e6:.0f} MB that are parsed whole; save its "
+                                "text as a .txt file, which is streamed in batches, or split it.")
+    return False
 
 
 def _prepare_large_text(run: _Run, path: Path, uri: str, content_hash: str) -> StagedSource:

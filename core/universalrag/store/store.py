@@ -328,11 +328,12 @@ class Store:
             return [dict(r) for r in conn.execute(sa.select(s).order_by(s.c.uri, s.c.scope)).mappings()]
 
     def delete_source(self, uri: str, *, scope: str | None = None) -> bool:
-        """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it;
-        ``False`` when it was not stored."""
-        s = self.tables.sources
+        """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it, with
+        any batches of it a crashed run left staged; ``False`` when it was not stored."""
+        s, st = self.tables.sources, staging.StageTables(self.schema).stages
         where = [s.c.uri == uri] + ([s.c.scope == scope] if scope is not None else [])
         with self.transaction() as conn:
+            conn.execute(sa.delete(st).where(st.c.uri == uri, *([st.c.scope == scope] if scope is not None else [])))
             return conn.execute(sa.delete(s).where(*where)).rowcount > 0
 
     def write_source(self, source: SourceRecord, units: Sequence[Unit], *,
