@@ -141,10 +141,12 @@ def clean(groups: list[Path], database_url: str) -> dict[str, tuple[int, ...]]:
 def test_four_processes_and_eight_query_threads_on_one_server(groups: list[Path], clean: dict[str, tuple[int, ...]],
                                                               settings: Settings, tmp_path: Path) -> None:
     store = init_store(settings)
-    done, queries, errors = run_concurrently(groups, url=settings.database_url, schema=settings.schema,
-                                             home=tmp_path, store=store, tests=Path(__file__).parent)
-    check(store, done, queries, errors, clean)
-    store.close()
+    try:
+        done, queries, errors = run_concurrently(groups, url=settings.database_url, schema=settings.schema,
+                                                 home=tmp_path, store=store, tests=Path(__file__).parent)
+        check(store, done, queries, errors, clean)
+    finally:
+        store.close()
 
 
 def test_four_processes_sharing_one_embedded_server(groups: list[Path], clean: dict[str, tuple[int, ...]]) -> None:

@@ -160,6 +160,14 @@ def orphans(engine: sa.Engine, schema: str) -> int:
             for c in ("document", "paragraph", "table"))
 
 
+@pytest.fixture
+def store(settings: Any) -> Any:
+    """An initialised store for HashEmbedder vectors (this module's own, closed after the test)."""
+    s = init_store(settings)
+    yield s
+    s.close()
+
+
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_folder(tmp_path_factory.mktemp("kill") / "inbox")
@@ -182,9 +190,8 @@ def clean(folder: Path, database_url: str) -> dict[str, tuple[int, ...]]:
 
 @pytest.mark.parametrize("point", ["early", "mid-copy", "mid-file", "in-move"])
 def test_kill_9_leaves_nothing_half_written_and_a_rerun_matches_a_clean_run(
-        point: str, folder: Path, clean: dict[str, tuple[int, ...]], settings: Any, tmp_path: Path) -> None:
+        point: str, folder: Path, clean: dict[str, tuple[int, ...]], store: Any, tmp_path: Path) -> None:
     assert clean["large.csv"][3] == 60 and clean["small.csv"][3] == 50  # the sizes cross the batch boundaries
-    store = init_store(settings)
     marker = tmp_path / "marker"
     cfg = {"tests": str(Path(__file__).parent), "url": store.url, "schema": store.schema, "folder": str(folder), "point": point,
            "marker": str(marker), "options": OPTIONS}
@@ -216,4 +223,3 @@ def test_kill_9_leaves_nothing_half_written_and_a_rerun_matches_a_clean_run(
     assert per_source(store.engine, store.schema) == clean
     with store.engine.connect() as conn:
         assert conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}".stages')).scalar_one() == 0
-    store.close()

@@ -87,6 +87,14 @@ def counts(store: Any) -> dict[str, int]:
     return out
 
 
+@pytest.fixture
+def store(settings: Any) -> Any:
+    """An initialised store for HashEmbedder vectors (this module's own, closed after the test)."""
+    s = init_store(settings)
+    yield s
+    s.close()
+
+
 def interrupt_after(batches: int) -> Any:
     def on_progress(p: Progress) -> None:
         if p.done >= batches:
@@ -111,8 +119,7 @@ def test_text_blocks_cut_at_blank_lines_and_lose_nothing(tmp_path: Path) -> None
     assert all(b.startswith("\n\n") or i == 0 for i, b in enumerate(blocks))  # each cut falls on a blank line
 
 
-def test_large_csv_is_staged_in_batches_invisible_until_done_and_resumes(settings: Any, tmp_path: Path) -> None:
-    store = init_store(settings)
+def test_large_csv_is_staged_in_batches_invisible_until_done_and_resumes(store: Any, tmp_path: Path) -> None:
     path = write_csv(tmp_path / "readings.csv", 1200)
     opts = IngestOptions(stage_rows=300, table_batch_rows=100, max_embedded_rows=400)
     embedder = CountingEmbedder(HashEmbedder())
@@ -136,8 +143,8 @@ def test_large_csv_is_staged_in_batches_invisible_until_done_and_resumes(setting
     assert ingest_paths(store, embedder, [path], options=opts).outcomes[0].status == "unchanged"
 
 
-def test_large_text_is_streamed_in_batches_with_every_passage(settings: Any, tmp_path: Path) -> None:
-    store, embedder = init_store(settings), HashEmbedder()
+def test_large_text_is_streamed_in_batches_with_every_passage(store: Any, tmp_path: Path) -> None:
+    embedder = HashEmbedder()
     path = write_text(tmp_path / "notes.txt", 120)
     opts = IngestOptions(large_text_bytes=4_000, text_batch_passages=32)
     with pytest.raises(Interrupted):
@@ -160,8 +167,7 @@ def test_large_text_is_streamed_in_batches_with_every_passage(settings: Any, tmp
     assert hits[0].content == expected[-1].text
 
 
-def test_a_markup_file_too_large_to_parse_whole_is_refused_and_the_run_goes_on(settings: Any, tmp_path: Path) -> None:
-    store = init_store(settings)
+def test_a_markup_file_too_large_to_parse_whole_is_refused_and_the_run_goes_on(store: Any, tmp_path: Path) -> None:
     big = tmp_path / "big.md"
     big.write_text("# Big\n\n" + "A harbour lantern on the granite point.\n\n" * 200, encoding="utf-8")
     small = tmp_path / "small.txt"
@@ -172,8 +178,7 @@ def test_a_markup_file_too_large_to_parse_whole_is_refused_and_the_run_goes_on(s
     assert counts(store)["sources"] == 1
 
 
-def test_deleting_a_source_drops_what_a_crashed_run_left_staged(settings: Any, tmp_path: Path) -> None:
-    store = init_store(settings)
+def test_deleting_a_source_drops_what_a_crashed_run_left_staged(store: Any, tmp_path: Path) -> None:
     path = write_csv(tmp_path / "readings.csv", 400)
     with pytest.raises(Interrupted):
         ingest_paths(store, HashEmbedder(), [path], options=IngestOptions(stage_rows=100, table_batch_rows=100),

@@ -18,7 +18,8 @@ not committed, without embedding the committed ones again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import contextlib
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,7 +50,7 @@ class StagedSource:
     what: str  # what a batch holds, for progress messages ("passages", "rows")
 
 
-def text_blocks(path: Path, *, block_chars: int = _BLOCK_CHARS) -> Iterator[str]:
+def text_blocks(path: Path, *, block_chars: int = _BLOCK_CHARS) -> Generator[str, None, None]:
     """The decoded text of ``path`` in blocks of about ``block_chars`` characters, each cut after a blank line
     when there is one (else after a line break, else at a space), so paragraphs rarely straddle two blocks."""
     encoding = file_encoding(path)
@@ -95,7 +96,8 @@ def staged_text(path: Path, specs: Sequence[CorpusSpec], embedder: Embedder, *, 
     """A very large plain-text file as a staged source (see the module docstring)."""
     doc_spec = next((s for s in specs if s.granularity is Granularity.DOCUMENT), None)
     passage_specs = [s for s in specs if s.granularity is not Granularity.DOCUMENT]
-    first = next(text_blocks(path, block_chars=min(_BLOCK_CHARS, head_chars * 2)), "")
+    with contextlib.closing(text_blocks(path, block_chars=min(_BLOCK_CHARS, head_chars * 2))) as blocks:
+        first = next(blocks, "")
     head_title, head, _ = extract_txt(first.lstrip("\ufeff"))
     title = head_title or Path(path.name.removesuffix(".gz")).stem
     head = head[:head_chars].rsplit("\n\n", 1)[0] if len(head) > head_chars else head
