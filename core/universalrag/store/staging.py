@@ -10,6 +10,7 @@ continues after its last committed batch.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -19,13 +20,15 @@ import numpy as np
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from psycopg.types.json import Jsonb
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects.postgresql import JSONB, UUID
 
-from ..types import CorpusSpec, PartBatch, Unit
+from ..types import CorpusSpec, PartBatch, SourceRecord, Unit
 from .schema import CorpusTables
-from .writer import copy_rows
+from .writer import check_part_batch, check_units, copy_rows, parents_first
 
-__all__ = ["BatchProducer", "StageTables", "StagedBatch", "copy_batch", "move", "open_stage", "unit_id"]
+__all__ = ["BatchProducer", "StageTables", "StagedBatch", "copy_batch", "move", "open_stage", "unit_id",
+           "write_staged"]
 
 _UNIT_COLUMNS = ("stage_id", "corpus", "id", "parent_id", "content", "uri", "start_s", "end_s", "metadata",
                  "embedding", "visual")
@@ -141,3 +144,50 @@ def move(conn: sa.Connection, st: StageTables, tables: CorpusTables, stage_id: s
         if parts:
             rows[f"{spec.name}.parts"] = parts
     return rows
+
+
+def write_staged(store: Any, source: SourceRecord, produce: BatchProducer, *,
+                 on_batch: Callable[[int], None] | None = None) -> tuple[str, str, dict[str, int]]:
+    """``(status, source id, rows)`` of writing a large source with ``store`` (a
+    :class:`~universalrag.store.Store`, which calls this; see :meth:`~universalrag.store.Store.write_staged`)."""
+    specs = {name: store.corpus(name) for name in source.corpora}
+    st = StageTables(store.schema)
+    s = store.tables.sources
+    mine = (s.c.uri == source.uri, s.c.scope == source.scope)
+    key = sa.func.hashtextextended(source.uri + "\n" + source.scope, 1)
+    with store.connection(f"stage source {source.uri}") as lock:
+        lock.execute(sa.select(sa.func.pg_advisory_lock(key)))
+        lock.commit()
+        try:
+            with store.transaction(f"stage source {source.uri}") as conn:
+                old = conn.execute(sa.select(s.c.id, s.c.content_hash, s.c.corpora).where(*mine)).first()
+                if old is not None and old.content_hash == source.content_hash and \
+                        sorted(old.corpora) == sorted(source.corpora):
+                    return "unchanged", str(old.id), {}
+                stage_id, done = open_stage(conn, st, uri=source.uri, scope=source.scope,
+                                            content_hash=source.content_hash)
+            for number, batch in enumerate(produce(stage_id, done), start=done + 1):
+                check_units(batch.units, specs)
+                for part in batch.parts:
+                    check_part_batch(part, specs[part.corpus])
+                with store.transaction(f"stage a batch of {source.uri}") as conn:
+                    copy_batch(conn, st, stage_id, batch, number=number)
+                if on_batch is not None:
+                    on_batch(number)
+            with store.transaction(f"write source {source.uri}") as conn:
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(source.uri, 0))))
+                old = conn.execute(sa.select(s.c.id).where(*mine)).first()
+                if old is not None:
+                    conn.execute(sa.delete(s).where(s.c.id == old.id))
+                conn.execute(sa.insert(s).values(
+                    id=stage_id, uri=source.uri, scope=source.scope, content_hash=source.content_hash,
+                    modality=str(source.modality), corpora=list(source.corpora), metadata=dict(source.metadata)))
+                rows: dict[str, int] = {}
+                for name in parents_first(list(specs), store.corpora()):
+                    rows.update(move(conn, st, store.tables.corpus(specs[name]), stage_id))
+                conn.execute(sa.delete(st.stages).where(st.stages.c.id == stage_id))
+        finally:
+            with contextlib.suppress(sa_exc.DBAPIError):  # a lost connection has released the lock already
+                lock.execute(sa.select(sa.func.pg_advisory_unlock(key)))
+                lock.commit()
+    return ("replaced" if old is not None else "added"), stage_id, rows

@@ -388,48 +388,15 @@ class Store:
         same source take turns (a session advisory lock); the second then finds it unchanged.
         ``on_batch(n)`` is told after each committed batch.
         """
-        specs = {name: self.corpus(name) for name in source.corpora}
-        st = staging.StageTables(self.schema)
-        s = self.tables.sources
-        key = sa.func.hashtextextended(source.uri + "\n" + source.scope, 1)
-        with self._translate(f"stage source {source.uri}"), self.engine.connect() as lock:
-            lock.execute(sa.select(sa.func.pg_advisory_lock(key)))
-            lock.commit()
-            try:
-                with self.transaction(f"stage source {source.uri}") as conn:
-                    old = conn.execute(sa.select(s.c.id, s.c.content_hash, s.c.corpora).where(
-                        s.c.uri == source.uri, s.c.scope == source.scope)).first()
-                    if old is not None and old.content_hash == source.content_hash and \
-                            sorted(old.corpora) == sorted(source.corpora):
-                        return WriteResult(status="unchanged", source_id=str(old.id))
-                    stage_id, done = staging.open_stage(conn, st, uri=source.uri, scope=source.scope,
-                                                        content_hash=source.content_hash)
-                for number, batch in enumerate(produce(stage_id, done), start=done + 1):
-                    writer.check_units(batch.units, specs)
-                    for part in batch.parts:
-                        writer.check_part_batch(part, specs[part.corpus])
-                    with self.transaction(f"stage a batch of {source.uri}") as conn:
-                        staging.copy_batch(conn, st, stage_id, batch, number=number)
-                    if on_batch is not None:
-                        on_batch(number)
-                with self.transaction(f"write source {source.uri}") as conn:
-                    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(source.uri, 0))))
-                    old = conn.execute(sa.select(s.c.id).where(s.c.uri == source.uri,
-                                                               s.c.scope == source.scope)).first()
-                    if old is not None:
-                        conn.execute(sa.delete(s).where(s.c.id == old.id))
-                    conn.execute(sa.insert(s).values(
-                        id=stage_id, uri=source.uri, scope=source.scope, content_hash=source.content_hash,
-                        modality=str(source.modality), corpora=list(source.corpora), metadata=dict(source.metadata)))
-                    rows: dict[str, int] = {}
-                    for name in writer.parents_first(list(specs), self.corpora()):
-                        rows.update(staging.move(conn, st, self.tables.corpus(specs[name]), stage_id))
-                    conn.execute(sa.delete(st.stages).where(st.stages.c.id == stage_id))
-            finally:
-                with contextlib.suppress(sa_exc.DBAPIError):  # a lost connection has released the lock already
-                    lock.execute(sa.select(sa.func.pg_advisory_unlock(key)))
-                    lock.commit()
-        return WriteResult(status="replaced" if old is not None else "added", source_id=stage_id, rows=rows)
+        status, source_id, rows = staging.write_staged(self, source, produce, on_batch=on_batch)
+        return WriteResult(status=status, source_id=source_id, rows=rows)
+
+    @contextlib.contextmanager
+    def connection(self, action: str = "run a query") -> Iterator[sa.Connection]:
+        """A pooled connection outside any transaction (for session-level advisory locks); driver errors become
+        :class:`StoreError` saying what ``action`` failed. Commit what you run on it."""
+        with self._translate(action), self.engine.connect() as conn:
+            yield conn
 
     def _write_part_batches(self, raw: Any, parts: Iterable[PartBatch], rows: dict[str, int]) -> None:
         for batch in parts:
