@@ -137,7 +137,8 @@ def make_folder(root: Path) -> Path:
 
 
 def per_source(engine: sa.Engine, schema: str) -> dict[str, tuple[int, ...]]:
-    """uri → (documents, paragraphs, tables, table parts, document parts) for every stored source."""
+    """uri → (documents, paragraphs, tables, table parts, document parts, whole table rows) for every stored
+    source."""
     q = sa.text(f"""
         SELECT s.uri,
           (SELECT count(*) FROM "{schema}".corpus_document u WHERE u.source_id = s.id),
@@ -146,7 +147,8 @@ def per_source(engine: sa.Engine, schema: str) -> dict[str, tuple[int, ...]]:
           (SELECT count(*) FROM "{schema}".corpus_table_parts p JOIN "{schema}".corpus_table u ON u.id = p.unit_id
             WHERE u.source_id = s.id),
           (SELECT count(*) FROM "{schema}".corpus_document_parts p
-            JOIN "{schema}".corpus_document u ON u.id = p.unit_id WHERE u.source_id = s.id)
+            JOIN "{schema}".corpus_document u ON u.id = p.unit_id WHERE u.source_id = s.id),
+          (SELECT count(*) FROM "{schema}".table_rows r WHERE r.source_id = s.id)
         FROM "{schema}".sources s""")
     with engine.connect() as conn:
         return {Path(r[0]).name: tuple(r[1:]) for r in conn.execute(q)}
@@ -192,6 +194,7 @@ def clean(folder: Path, database_url: str) -> dict[str, tuple[int, ...]]:
 def test_kill_9_leaves_nothing_half_written_and_a_rerun_matches_a_clean_run(
         point: str, folder: Path, clean: dict[str, tuple[int, ...]], store: Any, tmp_path: Path) -> None:
     assert clean["large.csv"][3] == 60 and clean["small.csv"][3] == 50  # the sizes cross the batch boundaries
+    assert clean["large.csv"][5] == 250 and clean["small.csv"][5] == 0  # the sampled table keeps every row
     marker = tmp_path / "marker"
     cfg = {"tests": str(Path(__file__).parent), "url": store.url, "schema": store.schema, "folder": str(folder), "point": point,
            "marker": str(marker), "options": OPTIONS}

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
+from universalrag.errors import InvalidInputError
 from universalrag.ingest import IngestOptions, ingest_paths
 from universalrag.ingest.large import sampled_rows, text_blocks
 from universalrag.ingest.pipeline import Progress
@@ -83,6 +84,7 @@ def counts(store: Any) -> dict[str, int]:
         for name in ("document", "table"):
             out[f"{name}.parts"] = conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}".corpus_{name}_parts')).scalar_one()
         out["sources"] = conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}".sources')).scalar_one()
+        out["table_rows"] = conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}".table_rows')).scalar_one()
         out["stages"] = conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}".stages')).scalar_one()
     return out
 
@@ -139,7 +141,14 @@ def test_large_csv_is_staged_in_batches_invisible_until_done_and_resumes(store: 
     final = counts(store)
     assert final["stages"] == 0 and final["sources"] == 1 and final["table"] == 1 and final["table.parts"] == 400
     hit = store.search("table", query.tolist(), k=1)[0]
-    assert hit.metadata["row_count"] == 1200 and hit.metadata["embedded_rows"] == 400
+    assert hit.metadata["row_count"] == 1200 and hit.metadata["embedded_rows"] == 400 and hit.metadata["rows_kept"]
+    assert final["table_rows"] == 1200  # every row stays queryable, embedded or not
+    assert not sampled_rows(1200, 400)(7)
+    row = store.table_rows(hit.id, where={"station": "station-00007"})
+    assert len(row) == 1 and row[0]["row"] == 7 and row[0]["cells"]["station"] == "station-00007"
+    assert [r["row"] for r in store.table_rows(hit.id, limit=3)] == [0, 1, 2]
+    with pytest.raises(InvalidInputError):
+        store.table_rows("1; DROP TABLE x")
     assert ingest_paths(store, embedder, [path], options=opts).outcomes[0].status == "unchanged"
 
 

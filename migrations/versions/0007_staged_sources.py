@@ -11,6 +11,10 @@ The last step moves the staged rows into the corpus tables and records the sourc
 process killed before that leaves the stage behind, and the next ingestion of the same content continues
 after its last committed batch (a changed file starts a new stage). Vectors are stored without a fixed
 dimension here; they are cast to the corpus's dimension when moved.
+
+A table too large to embed every row (only an evenly spaced sample becomes parts) keeps every row in
+``table_rows`` (cells as JSONB keyed by column, GIN-indexed for containment filters), staged in ``staged_rows``
+the same way and deleted with its source.
 """
 
 from __future__ import annotations
@@ -55,9 +59,27 @@ CREATE TABLE {s}.staged_parts (
     embedding vector NOT NULL,
     PRIMARY KEY (stage_id, unit_id, ord)
 );
+CREATE TABLE {s}.staged_rows (
+    stage_id  uuid NOT NULL REFERENCES {s}.stages (id) ON DELETE CASCADE,
+    unit_id   uuid NOT NULL,
+    ord       integer NOT NULL,
+    cells     jsonb NOT NULL,
+    PRIMARY KEY (stage_id, unit_id, ord)
+);
+CREATE TABLE {s}.table_rows (
+    source_id uuid NOT NULL REFERENCES {s}.sources (id) ON DELETE CASCADE,
+    unit_id   uuid NOT NULL,
+    ord       integer NOT NULL,
+    cells     jsonb NOT NULL,
+    PRIMARY KEY (unit_id, ord)
+);
+CREATE INDEX table_rows_source_idx ON {s}.table_rows (source_id);
+CREATE INDEX table_rows_cells_gin ON {s}.table_rows USING gin (cells jsonb_path_ops);
 """
 
 _DOWNGRADE = """
+DROP TABLE {s}.table_rows;
+DROP TABLE {s}.staged_rows;
 DROP TABLE {s}.staged_parts;
 DROP TABLE {s}.staged_units;
 DROP TABLE {s}.stages;

@@ -181,34 +181,42 @@ def staged_table(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embe
             vectors = embedder.embed(contents)
             yield StagedBatch(units=[
                 Unit(id=i, corpus=spec.name, content=c, uri=uri, embedding=v.tolist(),
-                     metadata={**t.metadata, "title": t.title, "columns": list(t.header), "embedded_rows": kept})
+                     metadata={**t.metadata, "title": t.title, "columns": list(t.header), "embedded_rows": kept,
+                               "rows_kept": kept < count})
                 for t, i, c, v, kept in zip(tables, ids, contents, vectors, embedded, strict=True)])
         number = 1
         for table, tid, count, kept in zip(tables, ids, counts, embedded, strict=True):
             keep = sampled_rows(count, max_embedded_rows)
+            whole = kept < count  # a sampled table keeps every row in table_rows
             rows: list[list[str]] = []
+            raw: list[tuple[str, int, dict[str, str]]] = []
             start = 0
 
-            def batch(rows: list[list[str]], start: int, table: ParsedTable = table, tid: str = tid) -> StagedBatch:
+            def batch(rows: list[list[str]], raw: list[tuple[str, int, dict[str, str]]], start: int,
+                      table: ParsedTable = table, tid: str = tid) -> StagedBatch:
+                if not rows:
+                    return StagedBatch(rows=raw)
                 texts = [serialize_row(table.header, row) for row in rows]
                 vectors = embedder.embed([f"{table.title}: {t}" for t in texts])
                 return StagedBatch(parts=[PartBatch(corpus=spec.name, unit_id=tid, start=start, texts=texts,
-                                                    vectors=vectors)])
+                                                    vectors=vectors)], rows=raw)
 
             for i, row in enumerate(table.rows()):
+                if whole and number + 1 > done:
+                    raw.append((tid, i, dict(zip(table.header, row))))
                 if not keep(i):
                     continue
                 rows.append(row)
                 if len(rows) == batch_rows:
                     number += 1
                     if number > done:
-                        yield batch(rows, start)
+                        yield batch(rows, raw, start)
                     start += len(rows)
-                    rows = []
-            if rows:
+                    rows, raw = [], []
+            if rows or raw:
                 number += 1
                 if number > done:
-                    yield batch(rows, start)
+                    yield batch(rows, raw, start)
 
     total = 1 + sum(-(-k // batch_rows) for k in embedded)
     source = SourceRecord(uri=uri, content_hash=content_hash, modality=Modality.TABLE, corpora=(spec.name,),

@@ -27,8 +27,8 @@ from ..types import CorpusSpec, PartBatch, SourceRecord, Unit
 from .schema import CorpusTables
 from .writer import check_part_batch, check_units, copy_rows, parents_first
 
-__all__ = ["BatchProducer", "StageTables", "StagedBatch", "copy_batch", "move", "open_stage", "unit_id",
-           "write_staged"]
+__all__ = ["BatchProducer", "StageTables", "StagedBatch", "copy_batch", "move", "move_rows", "open_stage",
+           "rows_query", "unit_id", "write_staged"]
 
 _UNIT_COLUMNS = ("stage_id", "corpus", "id", "parent_id", "content", "uri", "start_s", "end_s", "metadata",
                  "embedding", "visual")
@@ -43,6 +43,8 @@ class StagedBatch:
 
     units: Sequence[Unit] = ()
     parts: Sequence[PartBatch] = ()
+    #: ``(unit id, row number, {column: cell})`` of table rows kept whole in ``table_rows`` (see migration 0007).
+    rows: Sequence[tuple[str, int, dict[str, str]]] = ()
 
 
 #: ``produce(source_id, done)`` yields the source's batches after the first ``done`` ones, identically on every
@@ -78,6 +80,16 @@ class StageTables:
             sa.Column("stage_id", UUID(as_uuid=False)), sa.Column("corpus", sa.Text),
             sa.Column("unit_id", UUID(as_uuid=False)), sa.Column("ord", sa.Integer), sa.Column("content", sa.Text),
             sa.Column("embedding", Vector()),
+        )
+        self.rows = sa.Table(
+            "staged_rows", md,
+            sa.Column("stage_id", UUID(as_uuid=False)), sa.Column("unit_id", UUID(as_uuid=False)),
+            sa.Column("ord", sa.Integer), sa.Column("cells", JSONB),
+        )
+        self.table_rows = sa.Table(
+            "table_rows", md,
+            sa.Column("source_id", UUID(as_uuid=False)), sa.Column("unit_id", UUID(as_uuid=False)),
+            sa.Column("ord", sa.Integer), sa.Column("cells", JSONB),
         )
 
 
@@ -116,6 +128,9 @@ def copy_batch(conn: sa.Connection, st: StageTables, stage_id: str, batch: Stage
         n += copy_rows(raw, schema, "staged_parts", _PART_COLUMNS, _PART_TYPES, (
             (sid, part.corpus, pid, part.start + i, text, vectors[i]) for i, text in enumerate(part.texts)
         ))
+    n += copy_rows(raw, schema, "staged_rows", ("stage_id", "unit_id", "ord", "cells"),
+                   ["uuid", "uuid", "int4", "jsonb"],
+                   ((sid, uuid.UUID(uid), ord_, Jsonb(cells)) for uid, ord_, cells in batch.rows))
     conn.execute(sa.update(st.stages).where(st.stages.c.id == stage_id).values(batches=number))
     return n
 
@@ -144,6 +159,26 @@ def move(conn: sa.Connection, st: StageTables, tables: CorpusTables, stage_id: s
         if parts:
             rows[f"{spec.name}.parts"] = parts
     return rows
+
+
+def move_rows(conn: sa.Connection, st: StageTables, stage_id: str) -> int:
+    """Copy the stage's whole table rows into ``table_rows`` under source ``stage_id``; returns how many."""
+    mine = st.rows.c.stage_id == stage_id
+    count = int(conn.execute(sa.select(sa.func.count()).select_from(st.rows).where(mine)).scalar_one())
+    if count:
+        conn.execute(sa.insert(st.table_rows).from_select(
+            ["source_id", "unit_id", "ord", "cells"],
+            sa.select(st.rows.c.stage_id, st.rows.c.unit_id, st.rows.c.ord, st.rows.c.cells).where(mine)))
+    return count
+
+
+def rows_query(st: StageTables, unit_id: str, where: dict[str, str], limit: int) -> sa.Select[Any]:
+    """The stored rows of table unit ``unit_id`` whose cells equal ``where`` (column → text), in file order."""
+    t = st.table_rows
+    query = sa.select(t.c.ord, t.c.cells).where(t.c.unit_id == unit_id)
+    if where:
+        query = query.where(t.c.cells.contains(where))
+    return query.order_by(t.c.ord).limit(limit)
 
 
 def write_staged(store: Any, source: SourceRecord, produce: BatchProducer, *,
@@ -185,6 +220,8 @@ def write_staged(store: Any, source: SourceRecord, produce: BatchProducer, *,
                 rows: dict[str, int] = {}
                 for name in parents_first(list(specs), store.corpora()):
                     rows.update(move(conn, st, store.tables.corpus(specs[name]), stage_id))
+                if whole := move_rows(conn, st, stage_id):
+                    rows["table_rows"] = whole
                 conn.execute(sa.delete(st.stages).where(st.stages.c.id == stage_id))
         finally:
             with contextlib.suppress(sa_exc.DBAPIError):  # a lost connection has released the lock already

@@ -391,6 +391,22 @@ class Store:
         status, source_id, rows = staging.write_staged(self, source, produce, on_batch=on_batch)
         return WriteResult(status=status, source_id=source_id, rows=rows)
 
+    def table_rows(self, unit_id: str, *, where: Mapping[str, str] | None = None,
+                   limit: int = 100) -> list[dict[str, Any]]:
+        """Rows of a large table kept whole beside its embedded sample (``metadata["rows_kept"]`` on the table
+        unit): ``{"row": n, "cells": {column: text}}`` in file order, only those whose cells equal ``where``."""
+        if not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError(f"limit must be a whole number of at least 1, got {limit!r}.")
+        if where is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in where.items()):
+            raise InvalidInputError("where maps column names to cell texts, both strings.")
+        try:
+            unit = str(uuid.UUID(str(unit_id)))
+        except ValueError:
+            raise InvalidInputError(f"{unit_id!r} is not a unit id (a UUID such as a table hit's id).") from None
+        query = staging.rows_query(staging.StageTables(self.schema), unit, dict(where or {}), limit)
+        return self._read("read table rows", lambda conn: [
+            {"row": r.ord, "cells": dict(r.cells)} for r in conn.execute(query)])
+
     @contextlib.contextmanager
     def connection(self, action: str = "run a query") -> Iterator[sa.Connection]:
         """A pooled connection outside any transaction (for session-level advisory locks); driver errors become
