@@ -10,7 +10,8 @@ Policy, in numbers an :class:`~universalrag.ingest.pipeline.IngestOptions` can c
 - A table with more than ``stage_rows`` rows (all tables of the file together) is committed in batches of
   ``table_batch_rows`` rows. At most ``max_embedded_rows`` rows per table are embedded as its parts: an evenly
   spaced sample (every row when the table is smaller), so a million-row CSV costs a bounded embedding time.
-  The table unit records ``row_count`` and ``embedded_rows``; the file itself stays the complete record.
+  The table unit records ``row_count`` and ``embedded_rows``. A sampled table keeps every row whole in
+  ``table_rows`` (``rows_kept`` in the unit's metadata), read with ``Store.table_rows(unit_id, where=…)``.
 
 Unit ids come from the stage id and the unit's position, so a resumed run rebuilds exactly the batches it had
 not committed, without embedding the committed ones again.
