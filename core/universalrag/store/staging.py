@@ -1,4 +1,4 @@
-"""Large sources in resumable batches: the staging tables of migration 0007 and the SQL that fills and empties
+"""Large sources in resumable batches: the staging tables of migration 0009 and the SQL that fills and empties
 them. :meth:`universalrag.store.Store.write_staged` drives it.
 
 A stage is the half-written state of one source (uri and scope): its batches are committed one by one into
@@ -43,7 +43,7 @@ class StagedBatch:
 
     units: Sequence[Unit] = ()
     parts: Sequence[PartBatch] = ()
-    #: ``(unit id, row number, {column: cell})`` of table rows kept whole in ``table_rows`` (see migration 0007).
+    #: ``(unit id, row number, {column: cell})`` of table rows kept whole in ``table_rows`` (see migration 0009).
     rows: Sequence[tuple[str, int, dict[str, str]]] = ()
 
 

@@ -1,7 +1,7 @@
 """Staging tables: large sources are committed in resumable batches and become visible all at once.
 
-Revision ID: 0007
-Revises: 0005
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-26
 
 A very large source (a 200 MB text file, a million-row CSV) is written batch by batch into ``staged_units`` and
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from universalrag.migrations._sql import execute as _execute
 
-revision = "0007"
-down_revision = "0005"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
