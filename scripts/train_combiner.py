@@ -170,7 +170,10 @@ def main() -> None:
     parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
     parser.add_argument("--out", type=Path, default=None, help="Default: the shipped combiner.json.")
     parser.add_argument("--l2", type=float, default=1.0)
-    parser.add_argument("--synth", type=int, default=40, help="Synthetic queries per corpus (0: none).")
+    parser.add_argument("--synth", type=int, default=50, help="Synthetic queries per corpus (0: none).")
+    parser.add_argument("--synth-holdout", type=float, default=0.0, help="Share of the synthetic queries held out "
+                        "(default none: they are training material; the held-out figures are the written and "
+                        "crowd questions).")
     parser.add_argument("--schema", default=None, help="Schema to build in (reused when it already holds the "
                         "knowledge base: nothing is ingested again).")
     parser.add_argument("--keep", action="store_true", help="Keep the schema afterwards (for --schema).")
@@ -207,7 +210,7 @@ def main() -> None:
             if any(h.id == item.unit_id for h in plan.probes.get(item.corpus, ())):  # retrieval-aware label
                 kept += 1
                 query = TrainingQuery(probed.pairs, probed.prior_none, frozenset({item.corpus}), "synth")
-                (held if _held_out(item.query, 0.3) else train).append(query)
+                (held if _held_out(item.query, args.synth_holdout) else train).append(query)
         print(f"features for {len(rows)} questions and {len(synth)} synthetic ones ({kept} kept: their unit is in "
               f"their corpus's probe) in {time.perf_counter() - started:.0f} s (train {len(train)}, held out "
               f"{len(held)})", flush=True)
@@ -221,6 +224,7 @@ def main() -> None:
         }
         info = {
             "trained_by": "scripts/train_combiner.py", "wikitables_pages": len(tune), "synth_per_corpus": args.synth,
+            "synth_holdout": args.synth_holdout,
             "split": "wikitables tune pages (CRC-32, as benchmarks/routing_data.py)",
             "train_questions": dict(counts), "heldout_questions": dict(Counter(q.source for q in held)),
             "heldout": {k: {m: round(v, 4) for m, v in f.items()} for k, f in figures.items()},
