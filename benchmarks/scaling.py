@@ -15,7 +15,8 @@ shared-index baseline of the UniversalRAG paper. Each query is a perturbed copy 
 Recall@10 is the share of the exact top 10 (numpy over the same vectors) that the HNSW searches return, in the
 routed corpora and in the unified one. Searches alternate routed / unified so load drift hits both alike; p50
 over the queries. Goal: routed <= unified from 100k units on; recall >= 0.95.
-``--quick``: 10k and 40k units, 40 queries (1M units take hours to load here: give ``--sizes`` explicitly).
+``--quick``: 6k and 30k units, 30 queries. 1M units: give ``--sizes``; loading them takes about an hour on a
+busy 2-core machine and ~8 GB of disk.
 """
 
 from __future__ import annotations
@@ -99,10 +100,10 @@ def plot(sizes: list[int], rows: list[dict[str, float]], path) -> None:  # type:
 def main() -> None:
     ap = bench.parser(__doc__)
     ap.add_argument("--sizes", help="total units per step, comma-separated (default 10000,100000)")
-    ap.add_argument("--queries", type=int, help="timed queries per size (default 100; --quick: 40)")
+    ap.add_argument("--queries", type=int, help="timed queries per size (default 100; --quick: 30)")
     args = ap.parse_args()
-    sizes = [int(s) for s in (args.sizes or ("10000,40000" if args.quick else "10000,100000")).split(",")]
-    n_queries = args.queries or (40 if args.quick else 100)
+    sizes = [int(s) for s in (args.sizes or ("6000,30000" if args.quick else "10000,100000")).split(",")]
+    n_queries = args.queries or (30 if args.quick else 100)
     bench.log(bench.machine_line())
     bench.log(f"{'units':>9} {'load s':>7} {'routed':>8} {'routed idx':>10} {'unified':>8} "
               f"{'recall routed':>13} {'recall unified':>14}   (p50 ms, k = {K})")
