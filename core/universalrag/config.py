@@ -47,6 +47,8 @@ ENV_VARS: dict[str, str] = {
     "(default 0.8, as in the UniversalRAG paper).",
     "UNIVERSALRAG_VIDEO_VISUAL_WEIGHT": "Weight of the pooled-frame similarity of clips and videos against their "
     "transcript similarity (default 0.4: VideoRAG found a text weight of 0.5-0.7 best).",
+    "UNIVERSALRAG_CONNECT_TIMEOUT": "Seconds to wait for the database to accept a connection (and answer its "
+    "handshake) before failing with an error naming the host and port (default 5).",
     "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger).",
     "UNIVERSALRAG_LLM_MODEL": "Chat model for answers and for the LLM router, e.g. gpt-4o-mini or a local model "
     "name. Unset: `ask`/`query` return the evidence without an answer.",
@@ -141,6 +143,8 @@ class Settings:
     embed_dimensions: int | None = None
     device: str | None = None
     ef_search: int = 100
+    #: Seconds a new database connection may take (TCP connect plus the server's handshake).
+    connect_timeout: float = 5.0
     #: A search scans a corpus's table exactly (no index) when it holds at most this many rows (where an exact scan
     #: costs about what an index search does); 0: never.
     exact_search_rows: int = 5000
@@ -177,6 +181,8 @@ class Settings:
                               "(or leave UNIVERSALRAG_ASR empty to turn speech recognition off).")
         if self.ef_search < 1:
             raise ConfigError(f"ef_search must be positive, got {self.ef_search}.")
+        if not self.connect_timeout > 0:
+            raise ConfigError(f"connect_timeout must be a positive number of seconds, got {self.connect_timeout}.")
         if self.exact_search_rows < 0:
             raise ConfigError(f"exact_search_rows must be 0 or more, got {self.exact_search_rows}.")
         if self.exact_max_rows < 0:
@@ -249,6 +255,7 @@ class Settings:
             embed_dimensions=get_int("UNIVERSALRAG_EMBED_DIMENSIONS"),
             device=get("UNIVERSALRAG_DEVICE"),
             ef_search=get_int("UNIVERSALRAG_EF_SEARCH"),
+            connect_timeout=get_float("UNIVERSALRAG_CONNECT_TIMEOUT"),
             visual_encoder=get("UNIVERSALRAG_VISUAL_ENCODER"),
             visual_weight=get_float("UNIVERSALRAG_VISUAL_WEIGHT"),
             video_visual_weight=get_float("UNIVERSALRAG_VIDEO_VISUAL_WEIGHT"),

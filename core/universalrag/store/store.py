@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import sqlalchemy as sa
@@ -20,7 +20,7 @@ from ..errors import (
     StoreError,
 )
 from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, Unit
-from . import federation, index_check, migrate, queries, writer
+from . import federation, index_check, migrate, queries, staging, writer
 from .engine import make_engine
 from .filters import Filter
 from .restrict import check_required_filter
@@ -31,6 +31,8 @@ from .servers import ServerPool
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 
 __all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
+
+_T = TypeVar("_T")
 
 MIN_PGVECTOR = (0, 7, 0)
 _ITERATIVE_SCAN = (0, 8, 0)
@@ -112,7 +114,7 @@ class Store(Placement):
     def engine(self) -> sa.Engine:
         """The SQLAlchemy engine (created on first use)."""
         if self._engine is None:
-            self._engine = make_engine(self.resolve_url())
+            self._engine = make_engine(self.resolve_url(), connect_timeout=self.settings.connect_timeout)
         return self._engine
 
     @property
@@ -121,7 +123,7 @@ class Store(Placement):
         if self._read_url is None:
             return self.engine
         if self._read_engine is None:
-            self._read_engine = make_engine(self._read_url)
+            self._read_engine = make_engine(self._read_url, connect_timeout=self.settings.connect_timeout)
         return self._read_engine
 
     def close(self) -> None:
@@ -146,7 +148,27 @@ class Store(Placement):
             yield
         except (sa_exc.DBAPIError, psycopg.Error) as e:  # psycopg's own errors come from COPY
             self._specs = None  # a corpus may have been dropped behind our back: re-read the registry next time
-            raise store_error(e, action, redact_url(url) if url else self.url_redacted) from e
+            shown = redact_url(url) if url else self.url_redacted
+            if isinstance(getattr(e, "orig", e), psycopg.errors.ConnectionTimeout):
+                raise StoreError(
+                    f"Could not {action}: the database at {shown} did not answer within "
+                    f"{self.settings.connect_timeout:g} s (UNIVERSALRAG_CONNECT_TIMEOUT); check that the server is "
+                    "running and that UNIVERSALRAG_DATABASE_URL names it."
+                ) from e
+            raise store_error(e, action, shown) from e
+
+    def _read(self, action: str, fn: Callable[[sa.Connection], _T], *, read_only: bool = False) -> _T:
+        """``fn(conn)`` in one read transaction, run once more when the connection died under it (a server
+        restart or failover ends every open connection; the pool's pre-ping then opens a fresh one). Reads
+        only: a write is never repeated behind the caller's back. ``read_only`` as for :meth:`transaction`."""
+        try:
+            with self.transaction(action, read_only=read_only) as conn:
+                return fn(conn)
+        except StoreError as e:
+            if not (isinstance(e.__cause__, sa_exc.DBAPIError) and e.__cause__.connection_invalidated):
+                raise
+        with self.transaction(action, read_only=read_only) as conn:
+            return fn(conn)
 
     @contextlib.contextmanager
     def transaction(self, action: str = "run a query", *, read_only: bool = False) -> Iterator[sa.Connection]:
@@ -178,11 +200,14 @@ class Store(Placement):
     # -- schema ---------------------------------------------------------------------------------------------
     def server_info(self) -> ServerInfo:
         """PostgreSQL and pgvector versions of the connected server."""
-        with self.transaction() as conn:
+        def read(conn: sa.Connection) -> tuple[Any, Any]:
             postgres = conn.execute(sa.select(sa.func.current_setting("server_version"))).scalar_one()
             vector = conn.execute(
                 sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             ).scalar_one_or_none()
+            return postgres, vector
+
+        postgres, vector = self._read("read the server's version", read)
         return ServerInfo(url=self.url_redacted, postgres=str(postgres), pgvector=vector)
 
     def _check_pgvector(self, conn: sa.Connection) -> None:
@@ -245,12 +270,15 @@ class Store(Placement):
         """Every registered corpus by name (read from the registry, cached until ``refresh``)."""
         if self._specs is None or refresh:
             c = self.tables.corpora
-            with self.transaction() as conn:
+
+            def read(conn: sa.Connection) -> Sequence[Any]:
                 if migrate.current_revision(conn, self.schema) is None:
                     raise StoreError(
                         f"The schema {self.schema!r} is not initialised; run `universalrag init` first."
                     )
-                rows = conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
+                return conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
+
+            rows = self._read("read the corpus registry", read)
             self._where = {r["name"]: r["server"] for r in rows if r["server"] is not None}
             self._specs = {
                 r["name"]: CorpusSpec(
@@ -335,10 +363,9 @@ class Store(Placement):
         names = list(self.corpora(refresh=True))
         out: dict[str, int] = {}
         for owner, group in self._owners(names).items():
-            with owner.transaction("count units", read_only=True) as conn:
-                out.update({name: int(conn.execute(
-                    sa.select(sa.func.count()).select_from(owner.tables.corpus(owner.corpus(name)).units)
-                ).scalar_one()) for name in group})
+            out.update(owner._read("count units", lambda conn, owner=owner, group=group: {name: int(conn.execute(
+                sa.select(sa.func.count()).select_from(owner.tables.corpus(owner.corpus(name)).units)
+            ).scalar_one()) for name in group}, read_only=True))
         return {name: out[name] for name in names}
 
     def nonempty(self) -> list[str]:
@@ -363,9 +390,8 @@ class Store(Placement):
         if owner is not self:
             return owner.source_state(uri, scope=scope)
         s = self.tables.sources
-        with self.transaction() as conn:
-            row = conn.execute(sa.select(s.c.content_hash, s.c.corpora)
-                               .where(s.c.uri == uri, s.c.scope == scope)).first()
+        row = self._read("read a source", lambda conn: conn.execute(
+            sa.select(s.c.content_hash, s.c.corpora).where(s.c.uri == uri, s.c.scope == scope)).first())
         return None if row is None else (row.content_hash, tuple(row.corpora))
 
     def sources(self) -> list[dict[str, Any]]:
@@ -379,14 +405,15 @@ class Store(Placement):
         return sorted(rows, key=lambda r: (r["uri"], r["scope"]))
 
     def delete_source(self, uri: str, *, scope: str | None = None) -> bool:
-        """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it;
-        ``False`` when it was not stored."""
+        """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it, with
+        any batches of it a crashed run left staged; ``False`` when it was not stored."""
         if scope is not None and self._scope_owner(scope) is not self:
             return self._scope_owner(scope).delete_source(uri, scope=scope)
         remote = [m.delete_source(uri, scope=scope) for m in self._used_members()] if scope is None else []
-        s = self.tables.sources
+        s, st = self.tables.sources, staging.StageTables(self.schema).stages
         where = [s.c.uri == uri] + ([s.c.scope == scope] if scope is not None else [])
         with self.transaction() as conn:
+            conn.execute(sa.delete(st).where(st.c.uri == uri, *([st.c.scope == scope] if scope is not None else [])))
             return conn.execute(sa.delete(s).where(*where)).rowcount > 0 or any(remote)
 
     def write_source(self, source: SourceRecord, units: Sequence[Unit], *,
@@ -432,16 +459,52 @@ class Store(Placement):
             self._write_part_batches(raw, parts, rows)
         return WriteResult(status="replaced" if old is not None else "added", source_id=source_id, rows=rows)
 
+    def write_staged(self, source: SourceRecord, produce: staging.BatchProducer, *,
+                     on_batch: Callable[[int], None] | None = None) -> WriteResult:
+        """Write a large source in batches that are each committed, then make it visible in one transaction.
+
+        ``produce(source_id, done)`` yields the source's :class:`~universalrag.store.staging.StagedBatch` es
+        after the first ``done``; ``source.corpora`` names every corpus they write to. Batches go to staging
+        tables no search reads; the last step moves them into the corpora and records the source (replacing an
+        older version) atomically, so a source is never half-visible. A run killed part-way leaves its committed
+        batches staged, and the next run with the same content continues after them. Two processes staging the
+        same source take turns (a session advisory lock); the second then finds it unchanged.
+        ``on_batch(n)`` is told after each committed batch.
+        """
+        owner = self._one_owner(list(source.corpora), f"The source {source.uri}")
+        if owner is not self:
+            return owner.write_staged(source, produce, on_batch=on_batch)
+        status, source_id, rows = staging.write_staged(self, source, produce, on_batch=on_batch)
+        return WriteResult(status=status, source_id=source_id, rows=rows)
+
+    def table_rows(self, unit_id: str, *, where: Mapping[str, str] | None = None,
+                   limit: int = 100) -> list[dict[str, Any]]:
+        """Rows of a large table kept whole beside its embedded sample (``metadata["rows_kept"]`` on the table
+        unit): ``{"row": n, "cells": {column: text}}`` in file order, only those whose cells equal ``where``."""
+        if not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError(f"limit must be a whole number of at least 1, got {limit!r}.")
+        if where is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in where.items()):
+            raise InvalidInputError("where maps column names to cell texts, both strings.")
+        try:
+            unit = str(uuid.UUID(str(unit_id)))
+        except ValueError:
+            raise InvalidInputError(f"{unit_id!r} is not a unit id (a UUID such as a table hit's id).") from None
+        query = staging.rows_query(staging.StageTables(self.schema), unit, dict(where or {}), limit)
+        return self._read("read table rows", lambda conn: [
+            {"row": r.ord, "cells": dict(r.cells)} for r in conn.execute(query)])
+
+    @contextlib.contextmanager
+    def connection(self, action: str = "run a query") -> Iterator[sa.Connection]:
+        """A pooled connection outside any transaction (for session-level advisory locks); driver errors become
+        :class:`StoreError` saying what ``action`` failed. Commit what you run on it."""
+        with self._translate(action), self.engine.connect() as conn:
+            yield conn
+
     def _write_part_batches(self, raw: Any, parts: Iterable[PartBatch], rows: dict[str, int]) -> None:
         for batch in parts:
             spec = self.corpus(batch.corpus)
-            tables = self.tables.corpus(spec)
-            if tables.parts is None:
-                raise InvalidInputError(writer.single_vector_message(spec.name))
-            width = batch.vectors.shape[1] if getattr(batch.vectors, "ndim", 0) == 2 else -1
-            if width != spec.dimension or len(batch.vectors) != len(batch.texts):
-                raise DimensionMismatchError(spec.name, spec.dimension, width)
-            n = writer.copy_part_batch(raw, self.schema, tables, batch)
+            writer.check_part_batch(batch, spec)
+            n = writer.copy_part_batch(raw, self.schema, self.tables.corpus(spec), batch)
             rows[f"{spec.name}.parts"] = rows.get(f"{spec.name}.parts", 0) + n
 
     def add_units(self, units: Sequence[Unit]) -> int:
@@ -477,8 +540,8 @@ class Store(Placement):
             return self.owner(corpus).get_units(corpus, ids)
         spec = self.corpus(corpus)
         tables = self.tables.corpus(spec)
-        with self.transaction(f"read units of {corpus!r}", read_only=True) as conn:
-            rows = {str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()}
+        rows = self._read(f"read units of {corpus!r}", lambda conn: {
+            str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()}, read_only=True)
         return [hit_from_row(spec, rows[i], 1.0) for i in ids if i in rows]
 
     # -- search ---------------------------------------------------------------------------------------------
@@ -529,7 +592,8 @@ class Store(Placement):
             raise DimensionMismatchError(spec.name, spec.visual_dimension, len(visual_vector))
         tables = self.tables.corpus(spec)
         ef = min(max(ef_search or self.settings.ef_search, k), 1000)
-        with self.transaction(f"search corpus {spec.name!r}", read_only=True) as conn:
+
+        def read(conn: sa.Connection) -> list[Hit]:
             request = SearchRequest(
                 vector=vector, k=k, filter=filter, visual_vector=visual_vector, visual_weight=visual_weight,
                 lexical_text=lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows,
@@ -537,3 +601,5 @@ class Store(Placement):
                 iterative=self._supports_iterative_scan(conn),
                 on_unchecked=lambda: index_check.check_in_background(self, spec.name))
             return run_search(conn, tables, request)
+
+        return self._read(f"search corpus {spec.name!r}", read, read_only=True)
