@@ -131,13 +131,13 @@ def profile(rag: Any, questions: list[str], rounds: int) -> None:
         "query embedding": rag.embedder.embed_query,
         "router prior (forward pass)": rag.router.route,
     }
-    vector = rag.embedder.embed_query(questions[0]).tolist()
+    vectors = {q: rag.embedder.embed_query(q) for q in questions}  # each question its own vector (and pages)
     for corpus in corpora:
-        steps[f"search {corpus} alone (k=5)"] = lambda _q, c=corpus: rag.store.search(c, vector, k=5)
+        steps[f"search {corpus} alone (k=5)"] = lambda q, c=corpus: rag.store.search(c, vectors[q].tolist(), k=5)
 
     def probes(q: str) -> None:
         plan = rag.plan(q)
-        plan.embeddings[rag.embedder.name] = vector
+        plan.embeddings[rag.embedder.name] = vectors[q]
         searcher.probe(plan, corpora, pool=pool)
 
     steps[f"{len(corpora)} probes in parallel"] = probes
