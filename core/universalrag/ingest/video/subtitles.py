@@ -14,7 +14,7 @@ from typing import Any
 
 from ...errors import IngestError
 from ...media import import_av, ratio
-from ..files import bom_encoding, read_error
+from ..files import bom_encoding, inside, read_error
 from .cues import Cue, clean_cue_text
 
 __all__ = ["SIDECAR_EXTENSIONS", "parse_subtitles", "read_embedded_cues", "read_sidecar", "sidecar_paths"]
@@ -61,7 +61,8 @@ def sidecar_paths(path: str | Path) -> list[Path]:
 
     Matched beside the video: ``<stem>.srt``, ``<stem>.vtt``, ``<name>.srt`` (``talk.mp4.srt``), then
     language-tagged ones (``<stem>.en.srt``, ``<stem>.pt-BR.forced.vtt``) with English first, others
-    in name order. A folder walker should skip these files rather than ingest them on their own.
+    in name order. A folder walker should skip these files rather than ingest them on their own. A subtitle
+    file that is a symbolic link leading out of the video's folder is ignored: it is never read.
     """
     video = Path(path)
     folder = video.parent
@@ -73,7 +74,7 @@ def sidecar_paths(path: str | Path) -> list[Path]:
     ranked = []
     for name in names:
         rank = _sidecar_rank(video, folder / name)
-        if rank is not None:
+        if rank is not None and inside(folder / name, folder):
             ranked.append((rank, folder / name))
     return [p for _rank, p in sorted(ranked)]
 
