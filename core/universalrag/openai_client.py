@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from .config import redact_url
 from .errors import InvalidInputError, MissingDependencyError, UniversalRAGError
 
-__all__ = ["PLACEHOLDER_KEY", "OpenAIClients", "redact", "redact_url", "translate_error"]
+__all__ = ["PLACEHOLDER_KEY", "OpenAIClients", "redact", "redact_url", "scrub_chain", "translate_error"]
 
 #: The key sent to a ``base_url`` when no key is configured anywhere (local servers expect one).
 PLACEHOLDER_KEY = "not-needed"
@@ -153,6 +153,7 @@ def translate_error(
         kind = _STATUS_KINDS.get(status, "server" if status >= 500 else "status")
     else:
         kind = "other"
+    scrub_chain(e, secrets)
     if kind == "auth":
         detail = "the endpoint refused the API key."
     elif kind == "timeout" and timeout is not None:
@@ -162,6 +163,38 @@ def translate_error(
     hint = (hints or {}).get(kind) or _DEFAULT_HINTS[kind]
     code = f" (HTTP {status})" if status is not None else ""
     return error_type(f"{what} to {redact_url(base_url) or 'the OpenAI API'} failed{code}: {detail} {hint}")
+
+
+def scrub_chain(error: BaseException, secrets: Iterable[str | None] = ()) -> None:
+    """Redact ``error`` and every exception chained to it (``__cause__``, ``__context__``) in place: their
+    arguments, the SDK's ``message`` and ``body``, so that the key a server echoes in its error body appears in
+    no traceback (``--debug``, ``traceback.format_exc()``, ``logging.exception``) of the translated error."""
+    keys = [s for s in secrets if s]
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.args = tuple(_scrubbed(a, keys) for a in current.args)
+        for attribute in ("message", "body"):
+            if hasattr(current, attribute):
+                try:
+                    setattr(current, attribute, _scrubbed(getattr(current, attribute), keys))
+                except AttributeError:  # a read-only property
+                    pass
+        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+
+
+def _scrubbed(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact(value, secrets, limit=len(value) + 3)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrubbed(v, secrets) for v in value)
+    return value
 
 
 def redact(text: str, secrets: Iterable[str | None] = (), *, limit: int = 300) -> str:
