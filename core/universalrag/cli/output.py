@@ -7,6 +7,7 @@ labels and snippets are shortened; for a pipe every line is printed whole.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +36,19 @@ def similarity(hit: Hit) -> float:
 
 
 def hit_dict(hit: Hit, rank: int) -> dict[str, Any]:
-    """A hit as JSON with its rank in the (fused) list and its readable similarity beside the raw score."""
-    return {"rank": rank, "similarity": round(similarity(hit), 6), **hit.to_dict()}
+    """A hit as JSON with its rank in the (fused) list and its readable similarity beside the raw score; a score
+    that is not a finite number (NaN, infinity) is ``null``, so the output stays valid JSON."""
+    return _finite({"rank": rank, "similarity": round(similarity(hit), 6), **hit.to_dict()})
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _span(hit: Hit) -> str:

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..errors import ConfigError
 from .context import CliContext, Output
+from .query_input import QueryArg, QueryFileOpt, read_query
 from .routers import (
     LLMKeyOpt,
     LLMModelOpt,
@@ -96,7 +97,8 @@ def register(app: typer.Typer) -> None:
     @app.command("route")
     def route(
         ctx: typer.Context,
-        query: str = typer.Argument(..., help="The question to route."),
+        query: QueryArg = None,
+        query_file: QueryFileOpt = None,
         bound: bool = typer.Option(False, "--bound", help="Choose only among the database's corpora that hold "
                                    "rows (plus none)."),
         router: RouterOpt = "trained",
@@ -111,8 +113,10 @@ def register(app: typer.Typer) -> None:
         tau: TauOpt = 0.9,
         no_server: bool = NoServerOpt,
     ) -> None:
-        """Route a query: which corpora should be searched for it."""
+        """Route a query: which corpora should be searched for it (the argument, '-' for standard input, or
+        --query-file)."""
         obj = _obj(ctx)
+        query = read_query(query, query_file, served=obj.served)
         opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
         chosen = _csv(candidates)
         if bound:

@@ -25,6 +25,7 @@ from .engine import make_engine
 from .filters import Filter
 from .restrict import check_required_filter
 from .schema import Tables
+from .vectors import check_matrix, check_vector
 from .search import SearchRequest, hit_from_row, run_search
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 
@@ -361,6 +362,7 @@ class Store:
             width = batch.vectors.shape[1] if getattr(batch.vectors, "ndim", 0) == 2 else -1
             if width != spec.dimension or len(batch.vectors) != len(batch.texts):
                 raise DimensionMismatchError(spec.name, spec.dimension, width)
+            check_matrix(spec.name, batch.vectors, spec.dimension)
             n = writer.copy_part_batch(raw, self.schema, tables, batch)
             rows[f"{spec.name}.parts"] = rows.get(f"{spec.name}.parts", 0) + n
 
@@ -429,10 +431,9 @@ class Store:
             visual_weight = self.settings.visual_weight_for(spec.modality)
         if not 0.0 <= visual_weight <= 1.0:
             raise InvalidInputError(f"visual_weight must be between 0 and 1, got {visual_weight}.")
-        if len(vector) != spec.dimension:
-            raise DimensionMismatchError(spec.name, spec.dimension, len(vector))
-        if visual_vector is not None and spec.visual_dimension and len(visual_vector) != spec.visual_dimension:
-            raise DimensionMismatchError(spec.name, spec.visual_dimension, len(visual_vector))
+        check_vector(spec.name, vector, spec.dimension)  # numbers, finite, not all zeros, right dimension
+        if visual_vector is not None and spec.visual_dimension:
+            check_vector(spec.name, visual_vector, spec.visual_dimension, what="visual query vector")
         tables = self.tables.corpus(spec)
         ef = min(max(ef_search or self.settings.ef_search, k), 1000)
         with self.transaction(f"search corpus {spec.name!r}") as conn:
