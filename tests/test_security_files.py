@@ -222,3 +222,17 @@ def test_hidden_os_error_never_leaks_content(tmp_path: Path) -> None:
 
     with pytest.raises(IngestError, match="p.jpg.txt"):
         read_image(tmp_path / "p.jpg")
+
+
+def test_a_broken_subtitle_file_is_named_in_the_videos_failure(store: Store, minilm, tmp_path: Path) -> None:
+    folder = tmp_path / "talks"
+    folder.mkdir()
+    write_video(folder / "talk.mp4", [(photo("astronaut"), 1.0), (photo("coffee"), 1.0)])
+    (folder / "talk.srt").write_text("these are speaker notes, not subtitles\n", "utf-8")
+    (folder / "notes.txt").write_text("The harbour opens at dawn.", "utf-8")
+    report = ingest_paths(store, minilm, [folder], options=IngestOptions(video=VIDEO_OPTIONS))
+    by_name = {Path(o.path).name: o for o in report.outcomes}
+    assert by_name["notes.txt"].status == "added"
+    failed = by_name["talk.mp4"]
+    assert failed.status == "failed" and "'talk.srt'" in (failed.error or "")
+    assert store.counts()["video"] == 0

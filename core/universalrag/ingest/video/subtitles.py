@@ -14,7 +14,7 @@ from typing import Any
 
 from ...errors import IngestError
 from ...media import import_av, ratio
-from ..files import bom_encoding, inside, read_error
+from ..files import bom_encoding, inside
 from .cues import Cue, clean_cue_text
 
 __all__ = ["SIDECAR_EXTENSIONS", "parse_subtitles", "read_embedded_cues", "read_sidecar", "sidecar_paths"]
@@ -136,9 +136,10 @@ def parse_subtitles(text: str, *, name: str = "<subtitles>") -> list[Cue]:
             continue
         cues.append(Cue(start, end, joined))
     if not cues and text.strip() and not any(_TIMING.match(line) for line in text.splitlines()):
+        which = f"the subtitle file {Path(name).name!r}" if name != "<subtitles>" else "the subtitles"
         raise IngestError(
             name,
-            "no subtitle cues found: expected SubRip or WebVTT timing lines such as "
+            f"no subtitle cues found in {which}: expected SubRip or WebVTT timing lines such as "
             "'00:00:01,000 --> 00:00:04,000'; fix or remove the file.",
         )
     cues.sort(key=lambda c: (c.start_s, c.end_s))
@@ -160,8 +161,9 @@ def read_sidecar(path: str | Path) -> list[Cue]:
     p = Path(path)
     try:
         data = p.read_bytes()
-    except OSError as e:
-        raise read_error(p, e) from e
+    except OSError as e:  # the video's outcome shows the reason: it names the subtitle file
+        raise IngestError(p, f"the subtitle file {p.name!r} could not be read ({e.strerror or e}); check its "
+                             "permissions, or remove it.") from e
     return parse_subtitles(_decode(data), name=str(p))
 
 
