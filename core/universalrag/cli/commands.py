@@ -14,7 +14,7 @@ from rich.text import Text
 from ..errors import ConfigError, GenerationError, UniversalRAGError
 from .context import CliContext
 from .interrupt import StopAfterCurrent
-from .output import IngestProgress, hit_dict, print_decision, print_hits, print_report
+from .output import IngestProgress, hit_dict, print_decision, print_hits, print_report, warnings_shown
 from .query_input import QueryArg, QueryFileOpt, read_query
 from .routers import (
     LLMKeyOpt,
@@ -194,12 +194,13 @@ def search(
     obj.ensure_initialised()
     opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, obj.settings.llm_timeout, tau)
     rag = _rag(obj, router, opts, hybrid=hybrid)
-    if corpus:
-        decision, routes = None, [corpus]
-        hits = rag.retrieve(query, k=k, routes=routes, filter=filters)
-    else:  # one probe of every corpus decides and is the retrieval; a search never comes back empty-handed
-        decision, hits = rag.search(query, k=k, filter=filters)
-        routes = list(decision.routes)
+    with warnings_shown(obj.output):
+        if corpus:
+            decision, routes = None, [corpus]
+            hits = rag.retrieve(query, k=k, routes=routes, filter=filters)
+        else:  # one probe of every corpus decides and is the retrieval; a search never comes back empty-handed
+            decision, hits = rag.search(query, k=k, filter=filters)
+            routes = list(decision.routes)
     if as_json:
         obj.output.json([hit_dict(h, i) for i, h in enumerate(hits, 1)])
         return
@@ -235,7 +236,8 @@ def ask(
     filters = _parse_filter(filter)
     obj.ensure_initialised()
     opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, obj.settings.llm_timeout, tau)
-    answer, failure = _answer(_rag(obj, router, opts, hybrid=hybrid), question, k=k, filter=filters)
+    with warnings_shown(obj.output):
+        answer, failure = _answer(_rag(obj, router, opts, hybrid=hybrid), question, k=k, filter=filters)
     out = obj.output
     if as_json:
         data = answer.to_dict()

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from ..errors import ConfigError
 from .context import CliContext, Output
+from .output import warnings_shown
 from .query_input import QueryArg, QueryFileOpt, read_query
 from .routers import (
     LLMKeyOpt,
@@ -125,7 +126,8 @@ def register(app: typer.Typer) -> None:
             obj.ensure_initialised()
             available = routing_candidates(obj.store)
             chosen = [c for c in available if chosen is None or c in chosen]
-        decision = router_for(obj, router, opts).route(query, candidates=chosen)
+        with warnings_shown(obj.output):
+            decision = router_for(obj, router, opts).route(query, candidates=chosen)
         out = obj.output
         if as_json:
             out.line(json.dumps({"query": query, **decision.to_dict()}, ensure_ascii=False))
