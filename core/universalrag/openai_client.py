@@ -17,8 +17,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Awaitable
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 

@@ -23,9 +23,9 @@ from .routers import (
     ModelDirOpt,
     NoServerOpt,
     OptionalRouterOpt,
+    RouterOptions,
     TauOpt,
     ThresholdOpt,
-    RouterOptions,
     router_for,
 )
 

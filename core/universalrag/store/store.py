@@ -25,9 +25,9 @@ from .engine import make_engine
 from .filters import Filter
 from .restrict import check_required_filter
 from .schema import Tables
-from .vectors import check_matrix, check_vector
 from .search import SearchRequest, hit_from_row, run_search
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
+from .vectors import check_matrix, check_vector
 
 __all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
 
