@@ -166,9 +166,9 @@ def test_queries_from_stdin_and_files(kb_env: dict[str, str], tmp_path: Path) ->
     result = runner.invoke(app, ["search", "--query-file", str(big), "--no-server"], env=kb_env)
     assert result.exit_code == 1 and "longer than 1 MB" in result.stderr
     result = runner.invoke(app, ["search", "--no-server"], env=kb_env)
-    assert result.exit_code == 1 and "No query" in result.stderr
+    assert result.exit_code == 2 and "Missing argument" in result.stderr
     result = runner.invoke(app, ["search", "x", "--query-file", str(query_file), "--no-server"], env=kb_env)
-    assert result.exit_code == 1 and "not both" in result.stderr
+    assert result.exit_code == 2 and "not both" in result.stderr
     binary = tmp_path / "bin.txt"
     binary.write_bytes(b"\xff\xfe\x00\x81 query")
     result = runner.invoke(app, ["route", "--query-file", str(binary), "--no-server"], env=kb_env)

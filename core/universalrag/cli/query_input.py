@@ -48,15 +48,18 @@ def _read(source: str | Path, *, served: bool) -> str:
 
 def read_query(argument: str | None, query_file: Path | None, *, served: bool = False) -> str:
     """The query: ``argument``, or standard input when it is ``-``, or the content of ``query_file``.
-    :class:`ConfigError` when both or neither are given, or when the text is empty or unreadable."""
+    A usage error (exit code 2) when both or neither are given; :class:`ConfigError` when the text is empty,
+    too long or unreadable."""
     if query_file is not None and argument is not None:
-        raise ConfigError("Give the query either as an argument or with --query-file, not both.")
+        raise typer.BadParameter("give the query either as an argument or with --query-file, not both.",
+                                 param_hint="'QUERY' / '--query-file'")
     if query_file is not None:
         text = _read(query_file, served=served)
     elif argument == "-":
         text = _read("-", served=served)
     elif argument is None:
-        raise ConfigError("No query: pass it as an argument, '-' to read standard input, or --query-file PATH.")
+        raise typer.BadParameter("Missing argument: pass the query as an argument, '-' to read standard input, "
+                                 "or --query-file PATH.", param_hint="'QUERY'")
     else:
         text = argument
     if not text.strip():
