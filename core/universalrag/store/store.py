@@ -20,12 +20,14 @@ from ..errors import (
     StoreError,
 )
 from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, Unit
-from . import migrate, queries, writer
+from . import federation, migrate, queries, writer
 from .engine import make_engine
 from .filters import Filter
 from .restrict import check_required_filter
 from .schema import Tables
 from .search import SearchRequest, hit_from_row, run_search
+from .placement import Placement
+from .servers import ServerPool
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 from .vectors import check_matrix, check_vector
 
@@ -57,17 +59,26 @@ class WriteResult:
     rows: Mapping[str, int] = field(default_factory=dict)
 
 
-class Store:
+class Store(Placement):
     """Corpora, sources and units in one Postgres schema.
 
     ``url=None`` starts (or joins) the embedded server under ``settings.home_dir`` on the first call that
     needs the database (or :meth:`resolve_url`). The constructor does no I/O; nor does any property.
+
+    Scale-out (docs/scaling.md): with ``read_url`` (default ``settings.read_database_url``, a replica) searches
+    and unit reads go there while writes and the registry stay on the primary. A corpus created with
+    ``create_corpus(spec, server="alias")`` lives on another server (``settings.servers``); every method sends
+    that corpus's reads and writes to the :meth:`member` store of its server, so callers see one store.
     """
 
     def __init__(self, url: str | None = None, *, schema: str | None = None, settings: Settings | None = None,
-                 engine: sa.Engine | None = None) -> None:
+                 engine: sa.Engine | None = None, read_url: str | None = None) -> None:
         self.settings = settings or Settings.from_env()
         self._url = url if url is not None else self.settings.database_url
+        self._read_url = read_url if read_url is not None else self.settings.read_database_url
+        self._read_engine: sa.Engine | None = None
+        self._where: dict[str, str] = {}  # remote corpus -> server alias (from the registry), see Placement
+        self._members: ServerPool[Store] = ServerPool(self._member_store, Store.close)
         self.schema = validate_schema_name(schema or self.settings.schema)
         self.tables = Tables(self.schema)
         self._engine = engine
@@ -105,8 +116,21 @@ class Store:
             self._engine = make_engine(self.resolve_url())
         return self._engine
 
+    @property
+    def read_engine(self) -> sa.Engine:
+        """The engine for searches: the read-only URL's (a replica) when one is configured, else :attr:`engine`."""
+        if self._read_url is None:
+            return self.engine
+        if self._read_engine is None:
+            self._read_engine = make_engine(self._read_url)
+        return self._read_engine
+
     def close(self) -> None:
         """Release pooled connections (the embedded server stops when the last process using it exits)."""
+        self._members.close()
+        if self._read_engine is not None:
+            self._read_engine.dispose()
+            self._read_engine = None
         if self._engine is not None and self._owns_engine:
             self._engine.dispose()
             self._engine = None
@@ -118,19 +142,39 @@ class Store:
         self.close()
 
     @contextlib.contextmanager
-    def _translate(self, action: str) -> Iterator[None]:
+    def _translate(self, action: str, url: str | None = None) -> Iterator[None]:
         try:
             yield
         except (sa_exc.DBAPIError, psycopg.Error) as e:  # psycopg's own errors come from COPY
             self._specs = None  # a corpus may have been dropped behind our back: re-read the registry next time
-            raise store_error(e, action, self.url_redacted) from e
+            raise store_error(e, action, redact_url(url) if url else self.url_redacted) from e
 
     @contextlib.contextmanager
-    def transaction(self, action: str = "run a query") -> Iterator[sa.Connection]:
+    def transaction(self, action: str = "run a query", *, read_only: bool = False) -> Iterator[sa.Connection]:
         """A connection inside one transaction (committed on success, rolled back on error); driver errors
-        become :class:`StoreError` saying what ``action`` failed."""
-        with self._translate(action), self.engine.begin() as conn:
+        become :class:`StoreError` saying what ``action`` failed. ``read_only=True`` runs it on the read URL
+        (a replica) when one is configured: only for statements that write nothing."""
+        replica = read_only and self._read_url is not None
+        with self._translate(action, self._read_url if replica else None), \
+                (self.read_engine if replica else self.engine).begin() as conn:
             yield conn
+
+    def ensure_schema(self) -> None:
+        """Check pgvector and migrate the schema to the newest revision (no built-in corpora are created)."""
+        with self.transaction() as conn:
+            self._check_pgvector(conn)
+        try:
+            with self.transaction("migrate the schema") as conn:
+                migrate.upgrade(conn, self.schema)
+        except StoreError as e:
+            if sqlstate(e) == INSUFFICIENT_PRIVILEGE:
+                raise StoreError(
+                    f"{e} This database user lacks a privilege the schema needs: creating the pgvector extension "
+                    "takes a superuser (ask one to run `CREATE EXTENSION vector;` in this database), creating the "
+                    "schema takes CREATE on the database. Then run `universalrag init` again."
+                ) from e
+            raise
+        self._engine_register_vector()
 
     # -- schema ---------------------------------------------------------------------------------------------
     def server_info(self) -> ServerInfo:
@@ -162,20 +206,7 @@ class Store:
 
         Idempotent. Returns the names of the corpora it created.
         """
-        with self.transaction() as conn:
-            self._check_pgvector(conn)
-        try:
-            with self.transaction("migrate the schema") as conn:
-                migrate.upgrade(conn, self.schema)
-        except StoreError as e:
-            if sqlstate(e) == INSUFFICIENT_PRIVILEGE:
-                raise StoreError(
-                    f"{e} This database user lacks a privilege the schema needs: creating the pgvector extension "
-                    "takes a superuser (ask one to run `CREATE EXTENSION vector;` in this database), creating the "
-                    "schema takes CREATE on the database. Then run `universalrag init` again."
-                ) from e
-            raise
-        self._engine_register_vector()
+        self.ensure_schema()
         created = []
         existing = self.corpora(refresh=True)
         parents_first = sorted(BUILTIN_CORPORA, key=lambda c: c[3] is not None)
@@ -221,6 +252,7 @@ class Store:
                         f"The schema {self.schema!r} is not initialised; run `universalrag init` first."
                     )
                 rows = conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
+            self._where = {r["name"]: r["server"] for r in rows if r["server"] is not None}
             self._specs = {
                 r["name"]: CorpusSpec(
                     name=r["name"], modality=r["modality"], granularity=r["granularity"],
@@ -240,8 +272,20 @@ class Store:
             raise CorpusNotFoundError(name, list(self.corpora()))
         return spec
 
-    def create_corpus(self, spec: CorpusSpec) -> CorpusSpec:
-        """Create a corpus (its table and indexes) through the schema's ``create_corpus`` SQL function."""
+    def create_corpus(self, spec: CorpusSpec, *, server: str | None = None) -> CorpusSpec:
+        """Create a corpus (its table and indexes) through the schema's ``create_corpus`` SQL function.
+
+        ``server``: the alias (``settings.servers``) of the PostgreSQL server that holds the corpus; it is
+        created there (an identical corpus already there is adopted) and registered here under that alias.
+        """
+        if server is not None:
+            try:
+                return federation.create_remote_corpus(self, spec, server)
+            finally:
+                self._specs = None
+        if spec.parent is not None and self.server_of(spec.parent) is not None:
+            raise InvalidInputError(f"Corpus {spec.name!r} must live on server {self.server_of(spec.parent)!r} "
+                                    f"with its parent {spec.parent!r}; pass server= to create_corpus.")
         fn = getattr(sa.func, self.schema).create_corpus
         call = fn(spec.name, str(spec.modality), str(spec.granularity), spec.dimension, spec.description,
                   spec.embedder, spec.parent, spec.multi_vector, spec.builtin,
@@ -252,8 +296,18 @@ class Store:
         self._specs = None
         return spec
 
+    def attach_corpus(self, name: str, *, server: str) -> CorpusSpec:
+        """Register here the corpus ``name`` that already exists on server ``server`` (e.g. made by another
+        deployment); its spec is read from that server's registry."""
+        try:
+            return federation.attach_remote_corpus(self, name, server)
+        finally:
+            self._specs = None
+
     def drop_corpus(self, name: str) -> bool:
-        """Drop a corpus and its rows; ``False`` when it did not exist."""
+        """Drop a corpus and its rows (on its server, when remote); ``False`` when it did not exist."""
+        if name in self.corpora(refresh=True) and self.server_of(name) is not None:
+            self.owner(name).drop_corpus(name)
         fn = getattr(sa.func, self.schema).drop_corpus
         with self.transaction(f"drop corpus {name!r}") as conn:
             dropped = bool(conn.execute(sa.select(fn(name))).scalar_one())
@@ -265,6 +319,12 @@ class Store:
 
         Idempotent for the same encoder and dimension (returns ``False``); another encoder is refused.
         """
+        owner = self.owner(name)
+        if owner is not self:
+            added = owner.add_visual_channel(name, dimension=dimension, encoder=encoder)
+            federation.mirror_visual_channel(self, name, dimension=dimension, encoder=encoder)
+            self._specs = None
+            return added
         fn = getattr(sa.func, self.schema).add_visual_channel
         with self.transaction(f"add a visual channel to corpus {name!r}") as conn:
             added = bool(conn.execute(sa.select(fn(name, int(dimension), encoder))).scalar_one())
@@ -273,26 +333,36 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         """Rows per corpus."""
-        specs = self.corpora(refresh=True)
-        with self.transaction() as conn:
-            return {
-                name: int(conn.execute(
-                    sa.select(sa.func.count()).select_from(self.tables.corpus(spec).units)
-                ).scalar_one())
-                for name, spec in specs.items()
-            }
+        names = list(self.corpora(refresh=True))
+        out: dict[str, int] = {}
+        for owner, group in self._owners(names).items():
+            with owner.transaction("count units", read_only=True) as conn:
+                out.update({name: int(conn.execute(
+                    sa.select(sa.func.count()).select_from(owner.tables.corpus(owner.corpus(name)).units)
+                ).scalar_one()) for name in group})
+        return {name: out[name] for name in names}
 
     def nonempty(self) -> list[str]:
-        """The corpora that hold at least one unit (an index probe per corpus, not a count)."""
-        specs = self.corpora()
-        with self.transaction("list non-empty corpora") as conn:
-            return [name for name, spec in specs.items() if conn.execute(
-                sa.select(sa.exists(sa.select(sa.literal(1)).select_from(self.tables.corpus(spec).units)))
-            ).scalar_one()]
+        """The corpora that hold at least one unit (an index probe per corpus, not a count), on every server
+        (the corpora of a member server that cannot be reached are left out, with a logged warning)."""
+        names = list(self.corpora())
+        found: set[str] = set()
+        for owner, group in self._owners(names).items():
+            try:
+                with owner.transaction("list non-empty corpora", read_only=True) as conn:
+                    found.update(name for name in group if conn.execute(sa.select(sa.exists(sa.select(
+                        sa.literal(1)).select_from(owner.tables.corpus(owner.corpus(name)).units)))).scalar_one())
+            except StoreError as e:  # a member server that is down: its corpora are left out (logged)
+                self.skip_unreachable(owner, group, e)
+        return [name for name in names if name in found]
 
     # -- sources --------------------------------------------------------------------------------------------
     def source_state(self, uri: str, *, scope: str = "") -> tuple[str, tuple[str, ...]] | None:
-        """``(content_hash, corpora)`` of the stored source ``uri`` in ``scope``, or ``None``."""
+        """``(content_hash, corpora)`` of the stored source ``uri`` in ``scope``, or ``None`` (a scope naming a
+        remote corpus is looked up on that corpus's server, where its sources live)."""
+        owner = self._scope_owner(scope)
+        if owner is not self:
+            return owner.source_state(uri, scope=scope)
         s = self.tables.sources
         with self.transaction() as conn:
             row = conn.execute(sa.select(s.c.content_hash, s.c.corpora)
@@ -300,18 +370,25 @@ class Store:
         return None if row is None else (row.content_hash, tuple(row.corpora))
 
     def sources(self) -> list[dict[str, Any]]:
-        """Every stored source (uri, scope, hash, modality, corpora, metadata, ingested_at)."""
+        """Every stored source (uri, scope, hash, modality, corpora, metadata, ingested_at), here and on the
+        servers of remote corpora."""
         s = self.tables.sources
         with self.transaction() as conn:
-            return [dict(r) for r in conn.execute(sa.select(s).order_by(s.c.uri, s.c.scope)).mappings()]
+            rows = [dict(r) for r in conn.execute(sa.select(s).order_by(s.c.uri, s.c.scope)).mappings()]
+        for member in self._used_members():
+            rows.extend(member.sources())
+        return sorted(rows, key=lambda r: (r["uri"], r["scope"]))
 
     def delete_source(self, uri: str, *, scope: str | None = None) -> bool:
         """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it;
         ``False`` when it was not stored."""
+        if scope is not None and self._scope_owner(scope) is not self:
+            return self._scope_owner(scope).delete_source(uri, scope=scope)
+        remote = [m.delete_source(uri, scope=scope) for m in self._used_members()] if scope is None else []
         s = self.tables.sources
         where = [s.c.uri == uri] + ([s.c.scope == scope] if scope is not None else [])
         with self.transaction() as conn:
-            return conn.execute(sa.delete(s).where(*where)).rowcount > 0
+            return conn.execute(sa.delete(s).where(*where)).rowcount > 0 or any(remote)
 
     def write_source(self, source: SourceRecord, units: Sequence[Unit], *,
                      parts: Iterable[PartBatch] = ()) -> WriteResult:
@@ -321,8 +398,11 @@ class Store:
         units of the same file in another scope. Unchanged (same hash, same corpora) → nothing written. Changed → the old units are deleted and the
         new ones written, atomically. Any failure leaves the database as it was. ``parts`` streams the parts
         of multi-vector units (a large table's rows) in batches, consumed inside the transaction, so memory
-        stays bounded by one batch.
+        stays bounded by one batch. The source is written on the server of its corpora (they must share one).
         """
+        owner = self._one_owner([*source.corpora, *(u.corpus for u in units)], f"The source {source.uri}")
+        if owner is not self:
+            return owner.write_source(source, units, parts=parts)
         specs = {u.corpus: self.corpus(u.corpus) for u in units}
         by_corpus = writer.check_units(units, specs)
         s = self.tables.sources
@@ -369,6 +449,9 @@ class Store:
     def add_units(self, units: Sequence[Unit]) -> int:
         """Write units that belong to no ingested source (e.g. texts added through a LangChain VectorStore), in
         one transaction; a unit whose id exists is replaced. Returns the number of units written."""
+        owner = self._one_owner((u.corpus for u in units), "These units")
+        if owner is not self:
+            return owner.add_units(units)
         specs = {u.corpus: self.corpus(u.corpus) for u in units}
         by_corpus = writer.check_units(units, specs)
         with self.transaction("add units") as conn:
@@ -384,15 +467,19 @@ class Store:
 
     def delete_units(self, corpus: str, ids: Sequence[str]) -> int:
         """Delete units of ``corpus`` by id (their parts and children go with them); returns how many."""
+        if self.owner(corpus) is not self:
+            return self.owner(corpus).delete_units(corpus, ids)
         tables = self.tables.corpus(self.corpus(corpus))
         with self.transaction(f"delete units of {corpus!r}") as conn:
             return int(conn.execute(sa.delete(tables.units).where(tables.units.c.id.in_(list(ids)))).rowcount)
 
     def get_units(self, corpus: str, ids: Sequence[str]) -> list[Hit]:
         """Units of ``corpus`` by id, in the order asked (missing ids are left out); ``score`` is 1.0."""
+        if self.owner(corpus) is not self:
+            return self.owner(corpus).get_units(corpus, ids)
         spec = self.corpus(corpus)
         tables = self.tables.corpus(spec)
-        with self.transaction(f"read units of {corpus!r}") as conn:
+        with self.transaction(f"read units of {corpus!r}", read_only=True) as conn:
             rows = {str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()}
         return [hit_from_row(spec, rows[i], 1.0) for i in ids if i in rows]
 
@@ -425,6 +512,10 @@ class Store:
         """
         if not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a whole number of at least 1, got {k!r}.")
+        owner = self.owner(corpus)
+        if owner is not self:  # a corpus on another server: searched there (its registry, its settings)
+            return owner.search(corpus, vector, k=k, filter=filter, ef_search=ef_search, visual_vector=visual_vector,
+                                visual_weight=visual_weight, lexical_text=lexical_text, exact=exact)
         spec = self.corpus(corpus)
         check_required_filter(spec, filter)  # row-level restriction of attached tables (store/restrict.py)
         if visual_weight is None:
@@ -436,7 +527,7 @@ class Store:
             check_vector(spec.name, visual_vector, spec.visual_dimension, what="visual query vector")
         tables = self.tables.corpus(spec)
         ef = min(max(ef_search or self.settings.ef_search, k), 1000)
-        with self.transaction(f"search corpus {spec.name!r}") as conn:
+        with self.transaction(f"search corpus {spec.name!r}", read_only=True) as conn:
             iterative = self._supports_iterative_scan(conn)
             conn.execute(queries.set_local("hnsw.ef_search", ef))
             if iterative:
