@@ -1,4 +1,4 @@
-"""The SQL functions of the schema do not depend on the caller's ``search_path`` (migration 0006).
+"""The SQL functions of the schema do not depend on the caller's ``search_path`` (migration 0009).
 
 Real PostgreSQL + pgvector: a session whose path holds only the corpus schema (no pgvector schema) creates a
 corpus and adds a visual channel; the functions carry their own path with ``pg_temp`` last.
@@ -38,11 +38,11 @@ def test_functions_carry_their_own_search_path_with_pg_temp_last(store: Store) -
 
 
 def test_downgrade_and_upgrade_again(store: Store) -> None:
-    store.downgrade("0005")
+    store.downgrade("0008")
     with store.engine.connect() as conn:
         config = conn.execute(sa.text(
             "SELECT p.proconfig FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
             "WHERE n.nspname = :s AND p.proname = 'create_corpus'"), {"s": store.schema}).scalar_one()
     assert config is None
     store.migrate()
-    assert store.revision() == "0006"
+    assert store.revision() == "0009"

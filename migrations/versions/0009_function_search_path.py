@@ -1,7 +1,7 @@
 """The corpus functions resolve ``vector`` and its operator classes in pgvector's own schema, not the caller's.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0009
+Revises: 0008
 Create Date: 2026-11-26
 
 ``create_corpus`` and ``add_visual_channel`` build ``vector(n)`` columns and ``vector_cosine_ops`` indexes in
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from universalrag.migrations._sql import execute as _execute
 
-revision = "0006"
-down_revision = "0005"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
