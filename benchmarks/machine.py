@@ -1,10 +1,24 @@
-"""What every benchmark states beside its timings: the CPU model (imported by the scripts in this folder, which
-run with it on ``sys.path``)."""
+"""What every benchmark in this folder shares: the machine line (CPU model, cores, load), the command-line options
+every script takes, a throw-away schema on the embedded (or given) PostgreSQL, percentiles, the PNG and the final
+JSON line. The scripts import it with ``benchmarks/`` on ``sys.path`` (``python benchmarks/x.py`` puts it there).
+"""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import json
+import os
 import platform
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = REPO / "benchmarks" / "out"
 
 
 def cpu_model() -> str:
@@ -16,3 +30,201 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
+
+
+def load() -> float:
+    """The one-minute load average (what is stated beside every timing: these machines are shared)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def machine_line() -> str:
+    """``CPU: <model>, <n> cores, load average <1, 5, 15 min>``."""
+    one, five, fifteen = os.getloadavg()
+    return f"CPU: {cpu_model()}, {os.cpu_count()} cores, load average {one:.1f} / {five:.1f} / {fifteen:.1f}"
+
+
+def log(*parts: object) -> None:
+    """Progress and figures on stdout, flushed (the last stdout line is the JSON summary)."""
+    print(*parts, flush=True)
+
+
+def parser(doc: str | None) -> argparse.ArgumentParser:
+    """An argument parser with the options every benchmark takes: ``--quick``, ``--database-url``, ``--out``."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes: finishes within about two minutes")
+    ap.add_argument("--database-url", help="PostgreSQL URL (default: UNIVERSALRAG_DATABASE_URL, else embedded)")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the JSON and PNG (default %(default)s)")
+    return ap
+
+
+@contextlib.contextmanager
+def scratch_store(database_url: str | None, prefix: str) -> Iterator[Any]:
+    """A :class:`~universalrag.store.Store` on a fresh schema ``bench_<prefix>_<random>`` (not initialised),
+    dropped with everything in it on exit. ``database_url=None``: ``UNIVERSALRAG_DATABASE_URL``, else the
+    embedded server."""
+    import sqlalchemy as sa
+    from universalrag.config import Settings
+    from universalrag.store import Store
+
+    settings = Settings.from_env()
+    if database_url:
+        settings = settings.with_(database_url=database_url)
+    schema = f"bench_{prefix}_{uuid.uuid4().hex[:8]}"
+    store = Store(settings=settings.with_(schema=schema))
+    try:
+        yield store
+    finally:
+        with store.engine.begin() as conn:
+            conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))
+        store.close()
+
+
+def timed(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[float, Any]:
+    """``(seconds, result)`` of one call ``fn(*args, **kwargs)``."""
+    started = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return time.perf_counter() - started, result
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100, linear interpolation) of ``values``."""
+    import numpy as np
+
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else float("nan")
+
+
+def recall(found: Sequence[str], truth: Sequence[str]) -> float:
+    """The share of ``truth`` (the exact top-k) that ``found`` holds."""
+    return len(set(found) & set(truth)) / len(truth) if truth else 1.0
+
+
+def figure(ncols: int = 1, *, size: tuple[float, float] = (6.4, 4.2)) -> tuple[Any, Any]:
+    """A matplotlib figure and its axes, drawn off-screen (the ``Agg`` backend)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(1, ncols, figsize=size)
+
+
+def save_png(fig: Any, path: Path, *, title: str) -> Path:
+    """Write ``fig`` with ``title`` and the machine line as its heading, then close it."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(f"{title}\n{machine_line()}", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def finish(name: str, result: dict[str, Any], out: Path) -> None:
+    """Write ``<out>/<name>.json`` and print the summary as the last stdout line (one JSON object, with the CPU
+    and the load at the end of the run)."""
+    summary = {**result, "cpu": cpu_model(), "cores": os.cpu_count(), "load": load(),
+               "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    sys.stdout.flush()
+    print(json.dumps(summary, separators=(",", ":")), flush=True)
+
+
+def analyze(store: Any, *corpora: str) -> None:
+    """``ANALYZE`` the unit tables of ``corpora`` (fresh planner statistics after a bulk load)."""
+    from psycopg import sql
+    from universalrag.store.schema import unit_table_name
+
+    with store.transaction("analyze") as conn:
+        raw = conn.connection.driver_connection
+        for name in corpora:
+            raw.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(store.schema),
+                                                        sql.Identifier(unit_table_name(name))))
+
+
+@contextlib.contextmanager
+def index_after_load(store: Any, *corpora: str) -> Iterator[None]:
+    """Drop the HNSW indexes of ``corpora``'s unit tables for a bulk load and build them again, with the same
+    definitions (``pg_get_indexdef``), afterwards: one index build is several times faster than inserting
+    every row into the graph, which matters for the large synthetic corpora only."""
+    from psycopg import sql
+    from universalrag.store.schema import unit_table_name
+
+    tables = [unit_table_name(c) for c in corpora]
+    with store.transaction("read index definitions") as conn:
+        raw = conn.connection.driver_connection
+        defs = raw.execute(
+            "SELECT i.indexname, i.indexdef FROM pg_indexes i WHERE i.schemaname = %s AND i.tablename = ANY(%s) "
+            "AND i.indexdef ILIKE '%% USING hnsw %%'", (store.schema, tables)).fetchall()
+        for name, _ in defs:
+            raw.execute(sql.SQL("DROP INDEX {}.{}").format(sql.Identifier(store.schema), sql.Identifier(name)))
+    yield
+    with store.transaction("build HNSW indexes") as conn:
+        raw = conn.connection.driver_connection
+        raw.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        for _, definition in defs:
+            raw.execute(definition)  # the server's own rendering of the index it had
+    analyze(store, *corpora)
+
+
+def unit_rows(v: Any) -> Any:
+    """``v`` (a vector or a matrix of row vectors) scaled to unit length, float32."""
+    import numpy as np
+
+    return (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(np.float32)
+
+
+def synthetic_vectors(rng: Any, n: int, *, dim: int = 384, topics: int = 12) -> Any:
+    """``n`` unit vectors the way text embeddings cluster: ``topics`` topics around one base direction, units
+    spread around their topic (cosine to it about 0.6), shape ``(n, dim)``."""
+    base = unit_rows(rng.normal(size=dim))
+    centers = unit_rows(base + unit_rows(rng.normal(size=(topics, dim))))
+    return unit_rows(centers[rng.integers(0, topics, size=n)] + 1.2 * unit_rows(rng.normal(size=(n, dim))))
+
+
+def near(rng: Any, x: Any, spread: float = 0.5) -> Any:
+    """A query near the stored vector ``x`` (unit length)."""
+    return unit_rows(x + spread * unit_rows(rng.normal(size=x.shape[-1])))
+
+
+def load_synthetic(store: Any, corpora: dict[str, tuple[list[str], Any]], *,
+                   metadata: Callable[[int], dict[str, Any]] | None = None) -> None:
+    """Initialise ``store`` and write synthetic corpora: ``{name: (ids, vectors)}``, one single-vector text
+    corpus each (embedder ``bench``), ``metadata(i)`` on unit ``i``; HNSW indexes built after the load."""
+    from universalrag.types import CorpusSpec, Granularity, Modality, SourceRecord, Unit
+
+    dim = next(iter(corpora.values()))[1].shape[1]
+    store.init(embedder="bench", dimension=dim)
+    for name in corpora:
+        store.create_corpus(CorpusSpec(name=name, modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
+                                       description=f"synthetic corpus {name}", dimension=dim, embedder="bench"))
+    with index_after_load(store, *corpora):
+        for name, (ids, vectors) in corpora.items():
+            for start in range(0, len(vectors), 5000):
+                stop = min(start + 5000, len(vectors))
+                units = [Unit(id=ids[i], corpus=name, content=f"{name} unit {i}", embedding=vectors[i],
+                              metadata=metadata(i) if metadata else {}) for i in range(start, stop)]
+                store.write_source(SourceRecord(uri=f"bench://{name}/{start}", content_hash="h",
+                                                modality=Modality.TEXT, corpora=(name,)), units)
+
+
+def new_ids(n: int) -> list[str]:
+    """``n`` fresh unit ids."""
+    return [str(uuid.uuid4()) for _ in range(n)]
+
+
+def synthetic_setup(doc: str | None, *, units: tuple[int, int], queries: tuple[int, int],
+                    seed: int) -> tuple[argparse.Namespace, Any, int, Any]:
+    """Parse the options of a benchmark over one synthetic corpus (``--units``, ``--queries``: defaults given as
+    ``(full, quick)``), print the machine line and draw the vectors: ``(args, vectors, n_queries, rng)``."""
+    import numpy as np
+
+    ap = parser(doc)
+    ap.add_argument("--units", type=int, help=f"units in the corpus (default {units[0]}; --quick {units[1]})")
+    ap.add_argument("--queries", type=int, help=f"queries (default {queries[0]}; --quick {queries[1]})")
+    args = ap.parse_args()
+    n = args.units or units[args.quick]
+    log(machine_line())
+    rng = np.random.default_rng(seed)
+    return args, synthetic_vectors(rng, n), args.queries or queries[args.quick], rng

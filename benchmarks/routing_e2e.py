@@ -9,7 +9,8 @@ strategy it measures the share of answerable questions whose gold is in the top 
 questions: the gold unit), false ``none`` on answerable questions, correct ``none`` on arithmetic and chit-chat,
 and route + retrieve latency. Strategies:
 
-- ``routed``        the library default, ``UniversalRAG.retrieve(query)`` (whatever router it ships);
+- ``routed``        the library default, ``UniversalRAG.retrieve(query)`` with the shipped router and combiner
+                    (also when the schema holds a combiner adapted by an earlier ``--adapt`` run);
 - ``trained``       the shipped TrainedRouter's decision → ``retrieve(routes=...)``;
 - ``all_fused``     every non-empty corpus searched, fused by reciprocal rank;
 - ``oracle``        the gold corpus only (``none`` for unanswerable questions);
@@ -268,6 +269,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """The whole benchmark; returns the summary that :func:`main` prints as its last line."""
     from universalrag.config import Settings
     from universalrag.pipeline import UniversalRAG
+    from universalrag.routing.combiner import Combiner
 
     args = parse_args(argv)
 
@@ -275,7 +277,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(message, file=sys.stderr, flush=True)
 
     settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema)
-    rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None)
+    rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, combiner=Combiner.default())
     work = args.out / f"e2e_{args.schema}"
     questions, notes = prepare_benchmark(rag, work, quick=args.quick, pages=args.pages, wikitables=args.wikitables, log=log)
     asked = _cap([q for q in questions if args.split == "all" or q.split == args.split], args.max_questions)

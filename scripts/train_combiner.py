@@ -13,7 +13,12 @@ What it trains on, all ingested into one fresh schema as a user would (folders, 
 - a user-defined corpus (``handbook``, registered with a description and example queries) holding a web
   engineering note, so that the description and example features and user corpora are learned too;
 - questions that need no retrieval: the ``none`` rows of ``../shared/data/routing/train.jsonl`` (MMLU), the
-  project's bundled ``none`` queries and the hand-written chit-chat and arithmetic ones.
+  project's bundled ``none`` queries and the hand-written chit-chat and arithmetic ones;
+- synthetic queries written from the knowledge base's own units (:func:`universalrag.routing.synth.synthesize_queries`,
+  ``--synth`` per corpus) with **retrieval-aware labels**: a query is labelled with the corpus it was written
+  from only when that corpus's probe finds the unit it was written from (otherwise it teaches nothing true and
+  is left out). They teach the granularity choice (a passage or the whole text, a scene or the whole video)
+  that the hand-written questions, labelled "text" or by modality, cannot.
 
 Every question is routed through the live probe path (prior + one probe per corpus) to get its features. A fixed
 part is held out (the Wikipedia questions of ``report`` pages; 30 % of the other questions, by hash) and the
@@ -127,6 +132,13 @@ def _ingested_pages(shared: Path, n: int) -> list[str]:
     return sorted(pages, key=lambda p: hashlib.sha1(p.encode()).hexdigest())[:n]
 
 
+def synthetic(rag, per_corpus: int) -> list:  # type: ignore[no-untyped-def]
+    """Queries written from the knowledge base's units by templates (``per_corpus`` per corpus, fixed seed)."""
+    from universalrag.routing.synth import synthesize_queries
+
+    return synthesize_queries(rag.store, per_corpus=per_corpus, seed=0) if per_corpus > 0 else []
+
+
 def prior_only(q) -> str:  # type: ignore[no-untyped-def]
     """The trained router alone: ``none`` when its ``none`` probability beats every corpus's, else the corpus with
     the highest prior."""
@@ -158,6 +170,10 @@ def main() -> None:
     parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
     parser.add_argument("--out", type=Path, default=None, help="Default: the shipped combiner.json.")
     parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--synth", type=int, default=50, help="Synthetic queries per corpus (0: none).")
+    parser.add_argument("--synth-holdout", type=float, default=0.0, help="Share of the synthetic queries held out "
+                        "(default none: they are training material; the held-out figures are the written and "
+                        "crowd questions).")
     parser.add_argument("--schema", default=None, help="Schema to build in (reused when it already holds the "
                         "knowledge base: nothing is ingested again).")
     parser.add_argument("--keep", action="store_true", help="Keep the schema afterwards (for --schema).")
@@ -180,14 +196,24 @@ def main() -> None:
         else:
             build(rag, work, tune, shared)
         rows = questions(set(tune), shared, args.per_page)
+        synth = synthetic(rag, args.synth)
         searcher, routing, pool = rag.searcher, rag.routing, rag.executor()
         train, held = [], []
         started = time.perf_counter()
         for query, gold, source, is_held in rows:
             probed = routing.gather(rag.plan(query), searcher, pool=pool)
             (held if is_held else train).append(TrainingQuery(probed.pairs, probed.prior_none, gold, source))
-        print(f"features for {len(rows)} questions in {time.perf_counter() - started:.0f} s "
-              f"(train {len(train)}, held out {len(held)})", flush=True)
+        kept = 0
+        for item in synth:
+            plan = rag.plan(item.query)
+            probed = routing.gather(plan, searcher, pool=pool)
+            if any(h.id == item.unit_id for h in plan.probes.get(item.corpus, ())):  # retrieval-aware label
+                kept += 1
+                query = TrainingQuery(probed.pairs, probed.prior_none, frozenset({item.corpus}), "synth")
+                (held if _held_out(item.query, args.synth_holdout) else train).append(query)
+        print(f"features for {len(rows)} questions and {len(synth)} synthetic ones ({kept} kept: their unit is in "
+              f"their corpus's probe) in {time.perf_counter() - started:.0f} s (train {len(train)}, held out "
+              f"{len(held)})", flush=True)
         counts = Counter(q.source for q in train)
         combiner = train_combiner(train, l2=args.l2, info={})
         print("held-out figures:")
@@ -197,7 +223,9 @@ def main() -> None:
             "best_similarity": report("best sim", held, lambda q: max(q.pairs, key=lambda c: q.pairs[c]["best"])),
         }
         info = {
-            "trained_by": "scripts/train_combiner.py", "wikitables_pages": len(tune), "split": "wikitables tune pages (CRC-32, as benchmarks/routing_data.py)",
+            "trained_by": "scripts/train_combiner.py", "wikitables_pages": len(tune), "synth_per_corpus": args.synth,
+            "synth_holdout": args.synth_holdout,
+            "split": "wikitables tune pages (CRC-32, as benchmarks/routing_data.py)",
             "train_questions": dict(counts), "heldout_questions": dict(Counter(q.source for q in held)),
             "heldout": {k: {m: round(v, 4) for m, v in f.items()} for k, f in figures.items()},
         }

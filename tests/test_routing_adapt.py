@@ -12,7 +12,8 @@ import pytest
 from universalrag.config import Settings
 from universalrag.pipeline import UniversalRAG
 from universalrag.routing.combiner import Combiner, Logistic
-from universalrag.routing.features import PAIR_FEATURES, QUERY_FEATURES
+from universalrag.adapt import Example, labelled_evidence
+from universalrag.routing.features import QUERY_FEATURES
 
 from test_routing_evidence import write_reference
 
@@ -42,7 +43,7 @@ def prior_only_combiner() -> Combiner:
     def model(base: Logistic, features: tuple[str, ...], weights: dict[str, float]) -> Logistic:
         return Logistic(features, np.array([weights.get(f, 0.0) for f in features]), 0.0, base.mean, base.scale)
 
-    return Combiner(model(shipped.corpus_model, PAIR_FEATURES, {"prior_logit": 3.0}),
+    return Combiner(model(shipped.corpus_model, shipped.corpus_model.features, {"prior_logit": 3.0}),
                     model(shipped.answerable_model, QUERY_FEATURES, {"prior_none_logit": -3.0}),
                     {"trained_by": "test: prior only"})
 
@@ -75,3 +76,19 @@ def test_adapt_fixes_what_the_prior_gets_wrong_and_is_used_by_default(settings_w
     assert fresh.route("how many moons does saturn have").primary == "table"
     assert fresh.route("What is 9 times 7?").primary == "none"
     fresh.close()
+
+
+def test_a_query_written_from_a_unit_is_kept_only_when_its_corpus_finds_the_unit(settings_with_content: Settings,
+                                                                                 minilm) -> None:  # type: ignore[no-untyped-def]
+    """Retrieval-aware labels: a synthesised query names the unit it was written from; its label trains only
+    when the labelled corpus's probe finds that unit (what retrieval can deliver, not what the template meant)."""
+    with UniversalRAG(settings=settings_with_content, embedder=minilm, generator=None, visual_encoder=None) as rag:
+        query = "when does a finally clause run"
+        found = rag.retrieve(query, routes=["paragraph"], k=5)
+        assert found
+        examples = [Example(query, "paragraph", "synth", unit_id=found[0].id),
+                    Example(query, "paragraph", "synth", unit_id="not-a-unit-of-this-corpus"),
+                    Example(query, "paragraph", "handwritten")]
+        kept = labelled_evidence(rag, examples)
+        assert [q.source for q in kept] == ["synth", "handwritten"]
+        assert all(q.gold == frozenset({"paragraph"}) for q in kept)

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from universalrag.errors import ConfigError, RoutingError
 from universalrag.routing.combiner import (
+    CORPUS_FEATURES,
     Combiner,
+    Logistic,
     TrainingQuery,
     combiner_accuracy,
     fit_logistic,
@@ -103,9 +105,11 @@ def test_json_round_trip_and_bad_files(tmp_path: Path) -> None:
 
 def test_the_shipped_combiner_says_what_trained_it() -> None:
     shipped = Combiner.default()
-    assert shipped.corpus_model.features == PAIR_FEATURES
+    assert shipped.corpus_model.features == CORPUS_FEATURES and "prior_none" not in CORPUS_FEATURES
     info = shipped.info
     assert info["split"].startswith("wikitables tune pages") and info["train_questions"]["wikitables"] > 0
+    # Synthetic queries over the training knowledge base's own units, labelled by retrieval, trained it too.
+    assert info["synth_per_corpus"] > 0 and info["train_questions"]["synth"] > 0
     held = info["heldout"]
     assert held["combiner"]["accuracy"] > held["prior_only"]["accuracy"]
 
@@ -116,3 +120,44 @@ def test_lexical_overlap_reads_matched_rows_and_ignores_stop_words() -> None:
     row = Hit(corpus="table", id="t", score=0.5, content="planet,moons", matched_parts=((5, "Saturn,146", 0.6),))
     assert lexical_overlap(terms, [row]) == 1.0
     assert lexical_overlap(terms, []) == 0.0
+
+
+def _probe(corpus: str, granularity: str, prior: float, scores: list[float], text: str) -> ProbeEvidence:
+    hits = tuple(Hit(corpus=corpus, id=f"{corpus}{i}", score=s, content=text) for i, s in enumerate(scores))
+    return ProbeEvidence(corpus, granularity, prior, hits, size=100)
+
+
+def test_sibling_features_compare_the_granularities_of_one_modality() -> None:
+    probes = [_probe("paragraph", "paragraph", 0.2, [0.7, 0.4], "saturn has 146 moons"),
+              _probe("document", "document", 0.6, [0.5, 0.45], "the planets of the solar system"),
+              _probe("table", "table", 0.1, [0.3], "planet,moons")]
+    pairs = pair_features("how many moons does saturn have", probes, prior_none=0.1)
+    assert pairs["paragraph"]["sib_best"] == pytest.approx(0.2)
+    assert pairs["document"]["sib_best"] == pytest.approx(-0.2)
+    assert pairs["paragraph"]["sib_prior"] < 0 < pairs["document"]["sib_prior"]  # the prior prefers the document
+    assert pairs["paragraph"]["sib_lexical"] == pytest.approx(1.0)
+    assert pairs["table"]["sib_best"] == pairs["table"]["sib_prior"] == 0.0  # no sibling granularity
+
+
+def test_the_corpus_model_leaves_none_to_the_answerable_model() -> None:
+    combiner = train_combiner(_dataset(6, 200))
+    rng = np.random.default_rng(7)
+    query = _query(rng, gold="paragraph", misleading_prior=False)
+    confident_none = {c: {**f, "prior_none": 0.99} for c, f in query.pairs.items()}
+    assert combiner.corpus_probabilities(confident_none) == combiner.corpus_probabilities(query.pairs)
+
+
+def test_every_likely_corpus_is_searched_even_both_granularities_of_one_modality() -> None:
+    """The combiner does not drop a likely sibling granularity: a passage and the whole text both above one half
+    are both searched (their probes are already there); an unlikely corpus is not."""
+    one = np.ones(1)
+    corpus = Logistic(("best",), np.array([20.0]), -10.0, np.zeros(1), one)  # p >= 0.5 from similarity 0.5 up
+    answerable = Logistic(("best_similarity",), np.array([20.0]), -10.0, np.zeros(1), one)
+    combiner = Combiner(corpus, answerable)
+    probes = [_probe("paragraph", "paragraph", 0.3, [0.8, 0.3], "saturn has 146 moons"),
+              _probe("document", "document", 0.3, [0.7, 0.2], "the planets of the solar system"),
+              _probe("table", "table", 0.3, [0.2, 0.1], "planet,moons")]
+    pairs = pair_features("how many moons does saturn have", probes, prior_none=0.1)
+    decision = combiner.decide(pairs, prior_none=0.1)
+    assert decision.routes == ("paragraph", "document") and not decision.none
+    assert decision.scores["table"] < 0.5

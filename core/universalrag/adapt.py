@@ -49,11 +49,13 @@ __all__ = ["AdaptReport", "Example", "RoutingHost", "adapt_router", "as_example"
 
 @dataclass(frozen=True)
 class Example:
-    """A labelled query: the corpus that answers it (or ``"none"``)."""
+    """A labelled query: the corpus that answers it (or ``"none"``) and, when known, the unit it was written from
+    (``unit_id``: the label is then kept only when that corpus's probe finds the unit)."""
 
     query: str
     corpus: str
     source: str = ""
+    unit_id: str | None = None
 
 
 #: What :func:`adapt_router` accepts per example: an :class:`Example`, a ``(query, corpus)`` pair, or any object
@@ -69,7 +71,9 @@ def as_example(item: ExampleLike) -> Example:
         return Example(item[0], item[1])
     query, corpus = getattr(item, "query", None), getattr(item, "corpus", None)
     if isinstance(query, str) and isinstance(corpus, str):
-        return Example(query, corpus, str(getattr(item, "style", "") or getattr(item, "source", "") or ""))
+        unit = getattr(item, "unit_id", None)
+        return Example(query, corpus, str(getattr(item, "style", "") or getattr(item, "source", "") or ""),
+                       unit if isinstance(unit, str) else None)
     raise RoutingError(f"An example must be (query, corpus) or have .query and .corpus, got {item!r}.")
 
 
@@ -94,14 +98,18 @@ class AdaptReport:
 def labelled_evidence(rag: RoutingHost, examples: Iterable[ExampleLike], *,
                       progress: Callable[[int, int], None] | None = None) -> list[TrainingQuery]:
     """Each example routed through the live probe path: its features per corpus, its prior and its gold corpus.
-    Examples whose corpus is not a candidate of this database are skipped."""
+    Examples whose corpus is not a candidate of this database are skipped, and so are examples written from a unit
+    (``unit_id``, as synthesised queries are) whose corpus's probe does not find that unit: the label is what
+    retrieval can deliver, not what the template intended."""
     items = [as_example(e) for e in examples]
     searcher, routing, pool = rag.searcher, rag.routing, rag.executor()
     out: list[TrainingQuery] = []
     for i, ex in enumerate(items, 1):
-        probed = routing.gather(rag.plan(ex.query), searcher, pool=pool)
+        plan = rag.plan(ex.query)
+        probed = routing.gather(plan, searcher, pool=pool)
         gold = frozenset() if ex.corpus == NO_RETRIEVAL else frozenset({ex.corpus})
-        if not gold or gold & set(probed.pairs):
+        found = ex.unit_id is None or any(h.id == ex.unit_id for h in plan.probes.get(ex.corpus, ()))
+        if (not gold or gold & set(probed.pairs)) and found:
             out.append(TrainingQuery(probed.pairs, probed.prior_none, gold, ex.source))
         if progress is not None:
             progress(i, len(items))

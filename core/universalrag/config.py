@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ConfigError
 
-__all__ = ["ASR_ENGINES", "Settings", "ENV_VARS", "redact_url", "validate_schema_name"]
+__all__ = ["ASR_ENGINES", "Settings", "ENV_VARS", "parse_servers", "redact_url", "validate_schema_name",
+           "validate_server_alias"]
 
 #: Speech recognisers ``UNIVERSALRAG_ASR`` can name (built by ``universalrag.ingest.video.asr_from_settings``).
 ASR_ENGINES: tuple[str, ...] = ("openai", "faster-whisper", "whisper")
@@ -23,6 +24,11 @@ ASR_ENGINES: tuple[str, ...] = ("openai", "faster-whisper", "whisper")
 ENV_VARS: dict[str, str] = {
     "UNIVERSALRAG_DATABASE_URL": "PostgreSQL URL (any server with pgvector >= 0.7). Unset: an embedded "
     "PostgreSQL is started on a data directory under UNIVERSALRAG_HOME.",
+    "UNIVERSALRAG_READ_DATABASE_URL": "A read-only URL (a streaming replica of UNIVERSALRAG_DATABASE_URL) for "
+    "searches; writes and the corpus registry stay on the primary. See docs/scaling.md.",
+    "UNIVERSALRAG_SERVERS": "Other PostgreSQL servers that hold corpora, as 'alias=URL;alias2=URL2'. The registry "
+    "stores only the alias (never a password); a corpus created with server='alias' lives there. See docs/scaling.md.",
+    "UNIVERSALRAG_READ_SERVERS": "Read-only URLs (replicas) of those servers, as 'alias=URL;...' (optional).",
     "UNIVERSALRAG_HOME": "Where the embedded server keeps its data. Default: the user's data directory "
     "(for example ~/.local/share/universalrag).",
     "UNIVERSALRAG_SCHEMA": "The Postgres schema holding the registry, sources and corpus tables. "
@@ -41,6 +47,8 @@ ENV_VARS: dict[str, str] = {
     "(default 0.8, as in the UniversalRAG paper).",
     "UNIVERSALRAG_VIDEO_VISUAL_WEIGHT": "Weight of the pooled-frame similarity of clips and videos against their "
     "transcript similarity (default 0.4: VideoRAG found a text weight of 0.5-0.7 best).",
+    "UNIVERSALRAG_CONNECT_TIMEOUT": "Seconds to wait for the database to accept a connection (and answer its "
+    "handshake) before failing with an error naming the host and port (default 5).",
     "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger).",
     "UNIVERSALRAG_LLM_MODEL": "Chat model for answers and for the LLM router, e.g. gpt-4o-mini or a local model "
     "name. Unset: `ask`/`query` return the evidence without an answer.",
@@ -56,6 +64,7 @@ ENV_VARS: dict[str, str] = {
 }
 
 _SCHEMA_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_ALIAS_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
 
 def validate_schema_name(name: str) -> str:
@@ -66,6 +75,34 @@ def validate_schema_name(name: str) -> str:
             "not starting with a digit or 'pg_'."
         )
     return name
+
+
+def validate_server_alias(alias: str) -> str:
+    """Return ``alias`` if it is a valid server alias (what the registry stores instead of a URL), else raise
+    ``ConfigError``."""
+    if not isinstance(alias, str) or not _ALIAS_PATTERN.fullmatch(alias):
+        raise ConfigError(
+            f"Invalid server alias {alias!r}: use up to 63 lowercase letters, digits, '_' or '-', starting with a "
+            "letter (for example 'eu1')."
+        )
+    return alias
+
+
+def parse_servers(text: str, *, variable: str = "UNIVERSALRAG_SERVERS") -> dict[str, str]:
+    """``'alias=URL;alias2=URL2'`` as a mapping (empty entries are ignored). Errors name ``variable`` and never
+    show a URL (it may hold a password)."""
+    servers: dict[str, str] = {}
+    for i, entry in enumerate(part.strip() for part in text.split(";")):
+        if not entry:
+            continue
+        alias, sep, url = (p.strip() for p in entry.partition("="))
+        if not sep or not url:
+            raise ConfigError(f"{variable}: entry {i + 1} is not 'alias=postgresql://...'; separate entries with ';'.")
+        validate_server_alias(alias)
+        if alias in servers:
+            raise ConfigError(f"{variable}: the alias {alias!r} is given twice.")
+        servers[alias] = url
+    return servers
 
 
 def redact_url(url: str | None) -> str | None:
@@ -106,6 +143,8 @@ class Settings:
     embed_dimensions: int | None = None
     device: str | None = None
     ef_search: int = 100
+    #: Seconds a new database connection may take (TCP connect plus the server's handshake).
+    connect_timeout: float = 5.0
     #: A search scans a corpus's table exactly (no index) when it holds at most this many rows; 0: never.
     exact_search_rows: int = 20000
     visual_encoder: str | None = None
@@ -118,14 +157,28 @@ class Settings:
     asr_model: str | None = None
     asr_base_url: str | None = None
     asr_api_key: str | None = None
+    #: A read-only URL (replica) for searches; writes and the registry use ``database_url``.
+    read_database_url: str | None = None
+    #: Other servers holding corpora: alias → URL (the registry stores the alias only).
+    servers: Mapping[str, str] = field(default_factory=dict, hash=False)
+    #: Read-only URLs (replicas) of those servers: alias → URL.
+    read_servers: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         validate_schema_name(self.schema)
+        for alias in (*self.servers, *self.read_servers):
+            validate_server_alias(alias)
+        unknown = sorted(set(self.read_servers) - set(self.servers))
+        if unknown:
+            raise ConfigError(f"Read URLs are given for unknown server alias(es) {unknown}; add them to "
+                              "UNIVERSALRAG_SERVERS first.")
         if self.asr and self.asr not in ASR_ENGINES:
             raise ConfigError(f"Unknown ASR engine {self.asr!r}; choose one of: {', '.join(ASR_ENGINES)} "
                               "(or leave UNIVERSALRAG_ASR empty to turn speech recognition off).")
         if self.ef_search < 1:
             raise ConfigError(f"ef_search must be positive, got {self.ef_search}.")
+        if not self.connect_timeout > 0:
+            raise ConfigError(f"connect_timeout must be a positive number of seconds, got {self.connect_timeout}.")
         if self.exact_search_rows < 0:
             raise ConfigError(f"exact_search_rows must be 0 or more, got {self.exact_search_rows}.")
         for name in ("visual_weight", "video_visual_weight"):
@@ -134,9 +187,10 @@ class Settings:
 
     def __repr__(self) -> str:  # never show secrets
         url = redact_url(self.database_url) if self.database_url else None
+        read = redact_url(self.read_database_url) if self.read_database_url else None
         key = "***" if self.embed_api_key else None
         return (
-            f"Settings(database_url={url!r}, home={self.home!r}, schema={self.schema!r}, "
+            f"Settings(database_url={url!r}, read_database_url={read!r}, servers={sorted(self.servers)!r}, home={self.home!r}, schema={self.schema!r}, "
             f"embedder={self.embedder!r}, embed_base_url={self.embed_base_url!r}, embed_api_key={key!r}, "
             f"device={self.device!r}, ef_search={self.ef_search}, visual_encoder={self.visual_encoder!r}, "
             f"visual_weight={self.visual_weight}, llm_model={self.llm_model!r}, llm_base_url={self.llm_base_url!r}, "
@@ -183,6 +237,10 @@ class Settings:
         home = get("UNIVERSALRAG_HOME")
         values = dict(
             database_url=get("UNIVERSALRAG_DATABASE_URL"),
+            read_database_url=get("UNIVERSALRAG_READ_DATABASE_URL"),
+            servers=parse_servers(get("UNIVERSALRAG_SERVERS") or "") or None,
+            read_servers=parse_servers(get("UNIVERSALRAG_READ_SERVERS") or "",
+                                       variable="UNIVERSALRAG_READ_SERVERS") or None,
             home=Path(home).expanduser() if home else None,
             schema=get("UNIVERSALRAG_SCHEMA"),
             embedder=get("UNIVERSALRAG_EMBEDDER"),
@@ -191,6 +249,7 @@ class Settings:
             embed_dimensions=get_int("UNIVERSALRAG_EMBED_DIMENSIONS"),
             device=get("UNIVERSALRAG_DEVICE"),
             ef_search=get_int("UNIVERSALRAG_EF_SEARCH"),
+            connect_timeout=get_float("UNIVERSALRAG_CONNECT_TIMEOUT"),
             visual_encoder=get("UNIVERSALRAG_VISUAL_ENCODER"),
             visual_weight=get_float("UNIVERSALRAG_VISUAL_WEIGHT"),
             video_visual_weight=get_float("UNIVERSALRAG_VIDEO_VISUAL_WEIGHT"),

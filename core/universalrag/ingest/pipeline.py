@@ -17,6 +17,7 @@ the other files go on.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +33,8 @@ from ..types import CorpusSpec, Granularity, Modality, PartBatch, Unit
 from .companions import alt_texts, sidecar_files
 from .detect import Detection, detect, iter_files, unsupported_error
 from .files import check_file, hash_file
-from .report import FileOutcome, IngestReport
+from .large import StagedSource, staged_table, staged_text
+from .report import FileOutcome, IngestReport, Progress
 from .text.document import TextDocument
 from .units import Prepared, TextPlan, image_units, plan_text_units, source_record, table_units, video_units
 from .video.planning import VideoOptions
@@ -42,7 +44,10 @@ if TYPE_CHECKING:
     from .documents import DocumentOptions
     from .tables.model import ParsedTable
 
-__all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "ingest_paths", "ingest_tables"]
+__all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "Progress", "ingest_paths",
+           "ingest_tables"]
+
+_log = logging.getLogger(__name__)
 
 #: Where a file goes when no corpus is named, by detected kind.
 DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
@@ -69,6 +74,17 @@ class IngestOptions:
     table_batch_rows: int = 1024
     captions: dict[str, str] = field(default_factory=dict)  # file path → caption for images
     documents: DocumentOptions | None = None  # OCR and picture settings for PDF, Word and PowerPoint files
+    #: Large sources (see :mod:`universalrag.ingest.large`): a plain-text file above this many bytes is streamed
+    #: and committed in batches of ``text_batch_passages`` passages; a table file with more than
+    #: ``stage_rows`` rows is committed in batches of ``table_batch_rows``, embedding at most
+    #: ``max_embedded_rows`` evenly spaced rows per table.
+    large_text_bytes: int = 8 << 20
+    #: Markdown, HTML, reST and code files are parsed whole; above this many bytes they are refused (save the
+    #: text as .txt to have it streamed).
+    max_markup_bytes: int = 64 << 20
+    text_batch_passages: int = 512
+    stage_rows: int = 20_000
+    max_embedded_rows: int = 100_000
 
     @classmethod
     def from_settings(cls, settings: Settings, *, visual_encoder: VisualEncoder | None = None,
@@ -96,6 +112,7 @@ class _Run:
     alts: dict[Path, str] = field(default_factory=dict)
     parsed: dict[Path, TextDocument] = field(default_factory=dict)  # pages already read this run
     formats: dict[Path, str | None] = field(default_factory=dict)  # reader format detected per file
+    on_progress: Callable[[Progress], None] | None = None
 
     def spec(self, name: str, kind: str) -> CorpusSpec:
         spec = self.store.corpus(name)
@@ -172,13 +189,18 @@ def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[F
             yield _failed(path, e)
 
 
-def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared | StagedSource:
     from .tables.read import read_tables
 
     tables = read_tables(path, format=run.formats.get(path))
     spec = run.spec(run.targets("table")[0], "table")
     if spec.granularity is not Granularity.TABLE and not spec.multi_vector:
         raise ConfigError(f"Corpus {spec.name!r} cannot hold tables: create it with --multi-vector.")
+    opts = run.options
+    if sum(int(t.metadata.get("row_count", 0)) for t in tables) > opts.stage_rows:
+        return staged_table(tables, spec, run.embedder, uri=uri, content_hash=content_hash,
+                            metadata={"tables": len(tables), "path": path.name}, batch_rows=opts.table_batch_rows,
+                            max_embedded_rows=opts.max_embedded_rows)
     units, parts = table_units(tables, spec, run.embedder, uri=uri, batch_rows=run.options.table_batch_rows)
     meta = {"tables": len(tables), "path": path.name}
     return Prepared(source_record(uri, content_hash, Modality.TABLE, units, metadata=meta), units, parts)
@@ -234,7 +256,7 @@ def _prepare_document(run: _Run, path: Path, uri: str, content_hash: str) -> Pre
 
 
 #: Kind → how a file of that kind becomes units (text files are batched by :func:`_text_group`).
-_HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared]] = {
+_HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared | StagedSource]] = {
     "table": _prepare_table,
     "image": _prepare_image,
     "video": _prepare_video,
@@ -266,7 +288,39 @@ def _classify(run: _Run, path: Path) -> tuple[Detection, str, str]:
     return found, path.resolve().as_uri(), hash_file(path)
 
 
-def _write(run: _Run, path: Path, kind: str, prepared: Prepared) -> FileOutcome:
+def _large_text(run: _Run, path: Path) -> bool:
+    """A plain-text file too large to read whole (streamed by :func:`universalrag.ingest.large.staged_text`);
+    IngestError for another text format too large to parse whole."""
+    size = path.stat().st_size
+    if run.formats.get(path) == "txt":
+        return size > run.options.large_text_bytes
+    if size > run.options.max_markup_bytes:
+        raise IngestError(path, f"is {size / 1e6:.0f} MB of {run.formats.get(path) or 'marked-up'} text, more than "
+                                f"the {run.options.max_markup_bytes / 1e6:.0f} MB that are parsed whole; save its "
+                                "text as a .txt file, which is streamed in batches, or split it.")
+    return False
+
+
+def _prepare_large_text(run: _Run, path: Path, uri: str, content_hash: str) -> StagedSource:
+    specs = [run.spec(n, "text") for n in run.targets("text")]
+    return staged_text(path, specs, run.embedder, uri=uri, content_hash=content_hash,
+                       batch_passages=run.options.text_batch_passages)
+
+
+def _write(run: _Run, path: Path, kind: str, prepared: Prepared | StagedSource) -> FileOutcome:
+    if isinstance(prepared, StagedSource):
+        staged = prepared
+
+        def committed(done: int) -> None:
+            progress = Progress(path=str(path), done=done, total=max(done, staged.batches), what=staged.what)
+            _log.info("%s: %d of about %d %s committed", path.name, progress.done, progress.total, progress.what)
+            if run.on_progress is not None:
+                run.on_progress(progress)
+
+        result = run.store.write_staged(replace(staged.source, scope=run.scope(kind)), staged.produce,
+                                        on_batch=committed)
+        return FileOutcome(path=str(path), status=result.status, kind=kind, corpora=staged.source.corpora,
+                           rows=dict(result.rows))
     result = run.store.write_source(replace(prepared.source, scope=run.scope(kind)), prepared.units,
                                     parts=prepared.parts)
     return FileOutcome(path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora,
@@ -312,6 +366,7 @@ def ingest_paths(
     options: IngestOptions | None = None,
     on_file: Callable[[FileOutcome], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
     strict: bool = False,
 ) -> IngestReport:
     """Ingest files and folders (walked recursively) into their corpora; see the module docstring.
@@ -320,10 +375,13 @@ def ingest_paths(
     ``strict`` they fail instead (and so does the run). A path given explicitly that is not ingested fails.
 
     ``corpus`` sends every file to that corpus instead of the defaults of its kind. ``on_start`` is told how
-    many files were found, ``on_file`` each outcome as it happens (for progress bars). Caption and subtitle
+    many files were found, ``on_file`` each outcome as it happens (for progress bars), ``on_progress`` each
+    committed batch of a large source (:mod:`universalrag.ingest.large`). Caption and subtitle
     sidecars found next to images and videos are used as their text, not ingested on their own.
     """
-    run = _Run(store=store, embedder=embedder, options=options or IngestOptions(), corpus=corpus)
+    run = _Run(store=store, embedder=embedder, options=options or IngestOptions(), corpus=corpus,
+               on_progress=on_progress)
+    store.corpora()  # fail fast (StoreError) when the database cannot be reached
     if corpus is not None:
         store.corpus(corpus)  # fail fast on an unknown corpus
     files = list(iter_files([Path(p) for p in paths]))
@@ -357,6 +415,8 @@ def ingest_paths(
             elif _unchanged(run, kind, uri, content_hash):
                 run.parsed.pop(path, None)
                 outcome = FileOutcome(path=str(path), status="unchanged", kind=kind)
+            elif kind == "text" and _large_text(run, path):
+                outcome = _write(run, path, kind, _prepare_large_text(run, path, uri, content_hash))
             elif kind == "text":
                 pending.append((path, uri, content_hash))
                 if len(pending) >= _TEXT_GROUP_FILES:

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["FileOutcome", "IngestReport"]
+__all__ = ["FileOutcome", "IngestReport", "Progress"]
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far a large source has got: ``done`` of about ``total`` batches committed (``what`` they hold).
+    Committed batches survive a crash; the next run of the same file continues after them."""
+
+    path: str
+    done: int
+    total: int
+    what: str
 
 
 @dataclass(frozen=True, slots=True)

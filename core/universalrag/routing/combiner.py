@@ -2,17 +2,23 @@
 
 Two logistic regressions, stored as JSON:
 
-- **corpus model** — one row per (query, candidate corpus) pair (:data:`~.features.PAIR_FEATURES`): the
-  probability that this corpus holds what answers the query;
+- **corpus model** — one row per (query, candidate corpus) pair (:data:`CORPUS_FEATURES`): the probability
+  that this corpus holds what answers the query. It does not read the prior's ``none`` probability: whether
+  the question needs retrieval at all is the answerable model's question (counting the prior's ``none`` in both
+  models made strong evidence lose to a confident ``none`` prior twice);
 - **answerable model** — one row per query (:data:`~.features.QUERY_FEATURES`): the probability that any
   corpus answers it at all.
 
 The decision (:meth:`Combiner.decide`): ``none`` only when the prior says so (its ``none`` probability is above
 every corpus's) *and* the answerable model finds no strong evidence (below one half); otherwise every corpus
-whose probability reaches one half is searched, best first (at least the best one), with the exclusive pairs
-of :func:`~.base.apply_exclusions`. One half is the decision boundary of a calibrated probability, not a tuned
-threshold: the weights are what is learned, by :func:`train_combiner` (Newton's method, L2 penalty pulling
-towards a base model's weights when adapting).
+whose probability reaches one half is searched, best first (at least the best one). One half is the decision
+boundary of a calibrated probability, not a tuned threshold. Unlike a router that reads the question alone, the
+combiner does not apply the paper's exclusive pairs (:data:`~.base.EXCLUSIVE_PAIRS`: a passage *or* the whole
+document, a scene *or* the whole video): when the evidence makes both granularities likely, both are searched —
+their probes are already there — and the fused top hits hold the best of each (on the routing benchmark's tune
+split this found the gold for more questions than keeping only the likelier granularity). The weights are
+what is learned, by :func:`train_combiner` (Newton's method, L2 penalty pulling towards a base model's weights
+when adapting).
 """
 
 from __future__ import annotations
@@ -28,11 +34,11 @@ import numpy as np
 
 from ..errors import ConfigError, RoutingError
 from ..types import NO_RETRIEVAL
-from .base import apply_exclusions
 from .features import PAIR_FEATURES, QUERY_FEATURES, query_features
 
 __all__ = [
     "COMBINER_FORMAT",
+    "CORPUS_FEATURES",
     "DEFAULT_COMBINER",
     "Combiner",
     "CombinedDecision",
@@ -45,6 +51,9 @@ __all__ = [
 
 #: Version tag of the JSON format.
 COMBINER_FORMAT = "universalrag-combiner/1"
+
+#: The pair features the corpus model is trained on (every :data:`~.features.PAIR_FEATURES` but ``prior_none``).
+CORPUS_FEATURES: tuple[str, ...] = tuple(f for f in PAIR_FEATURES if f != "prior_none")
 
 #: The shipped combiner (trained by ``scripts/train_combiner.py``).
 DEFAULT_COMBINER = Path(__file__).resolve().parent / "combiner.json"
@@ -210,7 +219,7 @@ class Combiner:
         if concluded_none and allow_none:
             return CombinedDecision((NO_RETRIEVAL,), scores, answerable, True, ranked[0])
         chosen = [c for c in ranked if probs[c] >= 0.5] or ranked[:1]
-        return CombinedDecision(apply_exclusions(chosen), scores, answerable, concluded_none, ranked[0])
+        return CombinedDecision(tuple(chosen), scores, answerable, concluded_none, ranked[0])
 
     # -- storage -------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -267,7 +276,7 @@ def train_combiner(queries: Sequence[TrainingQuery], *, base: Combiner | None = 
             weights.append(1.0)
     if not rows or not any(labels):
         raise RoutingError("Training the combiner needs examples whose gold corpus is among the candidates.")
-    corpus = fit_logistic(rows, labels, features=PAIR_FEATURES, l2=l2,
+    corpus = fit_logistic(rows, labels, features=CORPUS_FEATURES, l2=l2,
                           base=base.corpus_model if base else None, sample_weight=weights)
     qrows, qlabels = [], []
     for q in queries:

@@ -20,6 +20,7 @@ __all__ = [
     "GRANULARITIES",
     "PAIR_FEATURES",
     "QUERY_FEATURES",
+    "SIBLINGS",
     "ProbeEvidence",
     "hit_similarity",
     "lexical_overlap",
@@ -37,8 +38,13 @@ PAIR_FEATURES: tuple[str, ...] = (
     "prior", "prior_logit", "prior_none", "prior_top",
     "best", "margin", "rel_best", "second_rel",
     "lexical", "rel_lexical", "log_size", "description", "examples", "empty",
+    "sib_prior", "sib_best", "sib_lexical",
     *(f"is_{g}" for g in GRANULARITIES),
 )
+
+#: Granularities of one modality that answer different questions (a passage or the whole text, a scene or the
+#: whole video): the ``sib_*`` features compare a corpus with the candidates of its sibling granularity.
+SIBLINGS: dict[str, str] = {"paragraph": "document", "document": "paragraph", "clip": "video", "video": "clip"}
 
 #: Features of one query (for "does any corpus answer it?"), in column order.
 QUERY_FEATURES: tuple[str, ...] = (
@@ -147,6 +153,9 @@ def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: fl
         row["second_rel"] = row["best"] - ranked[1] if len(ranked) > 1 else row["rel_best"]
         row["rel_lexical"] = row["lexical"] - max((o["lexical"] for o in others), default=row["lexical"])
         row["prior_top"] = 1.0 if probe.prior >= top_prior else 0.0
+        siblings = [raw[o.corpus] for o in probes if o.granularity == SIBLINGS.get(probe.granularity)]
+        for feature, source in (("sib_prior", "prior_logit"), ("sib_best", "best"), ("sib_lexical", "lexical")):
+            row[feature] = row[source] - max(o[source] for o in siblings) if siblings else 0.0
         if not probe.hits:
             row["rel_best"] = row["second_rel"] = -1.0
     return {name: {f: row[f] for f in PAIR_FEATURES} for name, row in raw.items()}

@@ -200,6 +200,8 @@ def _table(unit: Hit, rows: Sequence[str], rng: random.Random) -> Candidates:
             continue
         entity, key = keys[0]
         others = [(c, v) for c, v in cells if c != entity]
+        if not others:  # every cell under the entity's column name (a table whose header repeats one name)
+            continue
         col, val = others[rng.randrange(len(others))]
         nums = [c for c, v in cells if _number(v) and not _YEAR_CELL.fullmatch(v) and c != entity] or [col]
         num = nums[rng.randrange(len(nums))]

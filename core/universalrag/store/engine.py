@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import psycopg
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -25,9 +27,17 @@ def normalise_url(url: str | URL) -> URL:
     return parsed.set(drivername="postgresql+psycopg")
 
 
-def make_engine(url: str | URL, *, pool_size: int = 5) -> sa.Engine:
-    """An engine whose connections know pgvector's types (for binary COPY) once the extension exists."""
-    engine = sa.create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=True)
+def make_engine(url: str | URL, *, pool_size: int = 5, connect_timeout: float | None = None) -> sa.Engine:
+    """An engine whose connections know pgvector's types (for binary COPY) once the extension exists.
+
+    Pooled connections are pinged before use, so a server restart costs one failed checkout, not a stale
+    connection per pool slot. ``connect_timeout`` (seconds, whole seconds upwards, at least 2 as in libpq)
+    bounds how long opening a connection may take, the server's handshake included: an address that accepts
+    but never answers fails within it instead of hanging.
+    """
+    connect_args = {} if connect_timeout is None else {"connect_timeout": max(2, math.ceil(connect_timeout))}
+    engine = sa.create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=True,
+                              connect_args=connect_args)
 
     @sa.event.listens_for(engine, "connect")
     def _register_vector(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]

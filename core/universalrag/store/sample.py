@@ -46,6 +46,7 @@ def sample_units(store: Store, corpus: str, n: int, *, seed: int = 0) -> list[Hi
     Raises :class:`~universalrag.errors.CorpusNotFoundError` for an unknown corpus.
     """
     n = _limit(n)
+    store = store.owner(corpus)  # the server holding the corpus (docs/scaling.md)
     spec = store.corpus(corpus)
     if n == 0:
         return []
@@ -61,6 +62,7 @@ def sample_parts(store: Store, corpus: str, unit_id: str, n: int, *, seed: int =
     corpus, as ``(index, text)`` in a pseudo-random order fixed by ``seed``; ``[]`` for a corpus that stores
     one vector per unit."""
     n = _limit(n)
+    store = store.owner(corpus)  # the server holding the corpus (docs/scaling.md)
     spec = store.corpus(corpus)
     tables = store.tables.corpus(spec)
     if tables.parts is None or n == 0:
@@ -74,6 +76,7 @@ def sample_parts(store: Store, corpus: str, unit_id: str, n: int, *, seed: int =
 
 def count_units(store: Store, corpus: str) -> int:
     """How many units ``corpus`` holds."""
+    store = store.owner(corpus)  # the server holding the corpus (docs/scaling.md)
     spec = store.corpus(corpus)
     units = store.tables.corpus(spec).units
     with store.transaction(f"count units of {corpus!r}") as conn:
@@ -82,6 +85,7 @@ def count_units(store: Store, corpus: str) -> int:
 
 def units_of_source(store: Store, corpus: str, uri: str) -> list[Hit]:
     """Every unit of ``corpus`` made from the source ``uri`` (e.g. a file's paragraphs), in insertion order."""
+    store = store.owner(corpus)  # the server holding the corpus (docs/scaling.md)
     spec = store.corpus(corpus)
     tables = store.tables.corpus(spec)
     u = tables.units

@@ -58,6 +58,7 @@ class Tables:
             sa.Column("created_at", sa.DateTime(timezone=True)),
             sa.Column("visual_encoder", sa.Text),
             sa.Column("visual_dimension", sa.Integer),
+            sa.Column("server", sa.Text),  # migration 0008: NULL here, else the alias of the server holding it
         )
         self.sources = sa.Table(
             "sources",

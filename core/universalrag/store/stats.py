@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
+from ..errors import StoreError
 from .store import Store
 
 __all__ = ["corpus_sizes"]
@@ -16,10 +17,25 @@ _PG_CLASS = sa.table("pg_class", sa.column("oid"), sa.column("reltuples"), schem
 
 def corpus_sizes(store: Store, corpora: Sequence[str]) -> dict[str, int]:
     """Units per corpus: ``pg_class.reltuples`` (kept by ANALYZE/autovacuum, no scan), or an exact count for a
-    table never analysed or estimated below 50,000 rows (where counting is cheap)."""
+    table never analysed or estimated below 50,000 rows (where counting is cheap). Each corpus is counted on its
+    server; the corpora of a member server that cannot be reached count as 0 (not routed to; logged)."""
+    out: dict[str, int] = {}
+    groups: dict[Store, list[str]] = {}
+    for name in corpora:  # a corpus on another server is counted there (docs/scaling.md)
+        groups.setdefault(store.owner(name), []).append(name)
+    for owner, names in groups.items():
+        try:
+            out.update(_sizes(owner, names))
+        except StoreError as e:  # a member server that is down: its corpora count as empty (logged)
+            store.skip_unreachable(owner, names, e)
+            out.update(dict.fromkeys(names, 0))
+    return {name: out[name] for name in corpora}
+
+
+def _sizes(store: Store, corpora: Sequence[str]) -> dict[str, int]:
     specs = {name: store.corpus(name) for name in corpora}
     out: dict[str, int] = {}
-    with store.transaction("read corpus sizes") as conn:
+    with store.transaction("read corpus sizes", read_only=True) as conn:
         for name, spec in specs.items():
             table = store.tables.corpus(spec).units
             regclass = sa.func.to_regclass(sa.func.format(

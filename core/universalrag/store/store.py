@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 import sqlalchemy as sa
@@ -20,15 +20,19 @@ from ..errors import (
     StoreError,
 )
 from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, Unit
-from . import migrate, queries, writer
+from . import federation, migrate, queries, staging, writer
 from .engine import make_engine
 from .filters import Filter
 from .restrict import check_required_filter
 from .schema import Tables
 from .search import SearchRequest, hit_from_row, run_search
+from .placement import Placement
+from .servers import ServerPool
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 
 __all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
+
+_T = TypeVar("_T")
 
 MIN_PGVECTOR = (0, 7, 0)
 _ITERATIVE_SCAN = (0, 8, 0)
@@ -56,17 +60,26 @@ class WriteResult:
     rows: Mapping[str, int] = field(default_factory=dict)
 
 
-class Store:
+class Store(Placement):
     """Corpora, sources and units in one Postgres schema.
 
     ``url=None`` starts (or joins) the embedded server under ``settings.home_dir`` on the first call that
     needs the database (or :meth:`resolve_url`). The constructor does no I/O; nor does any property.
+
+    Scale-out (docs/scaling.md): with ``read_url`` (default ``settings.read_database_url``, a replica) searches
+    and unit reads go there while writes and the registry stay on the primary. A corpus created with
+    ``create_corpus(spec, server="alias")`` lives on another server (``settings.servers``); every method sends
+    that corpus's reads and writes to the :meth:`member` store of its server, so callers see one store.
     """
 
     def __init__(self, url: str | None = None, *, schema: str | None = None, settings: Settings | None = None,
-                 engine: sa.Engine | None = None) -> None:
+                 engine: sa.Engine | None = None, read_url: str | None = None) -> None:
         self.settings = settings or Settings.from_env()
         self._url = url if url is not None else self.settings.database_url
+        self._read_url = read_url if read_url is not None else self.settings.read_database_url
+        self._read_engine: sa.Engine | None = None
+        self._where: dict[str, str] = {}  # remote corpus -> server alias (from the registry), see Placement
+        self._members: ServerPool[Store] = ServerPool(self._member_store, Store.close)
         self.schema = validate_schema_name(schema or self.settings.schema)
         self.tables = Tables(self.schema)
         self._engine = engine
@@ -101,11 +114,24 @@ class Store:
     def engine(self) -> sa.Engine:
         """The SQLAlchemy engine (created on first use)."""
         if self._engine is None:
-            self._engine = make_engine(self.resolve_url())
+            self._engine = make_engine(self.resolve_url(), connect_timeout=self.settings.connect_timeout)
         return self._engine
+
+    @property
+    def read_engine(self) -> sa.Engine:
+        """The engine for searches: the read-only URL's (a replica) when one is configured, else :attr:`engine`."""
+        if self._read_url is None:
+            return self.engine
+        if self._read_engine is None:
+            self._read_engine = make_engine(self._read_url, connect_timeout=self.settings.connect_timeout)
+        return self._read_engine
 
     def close(self) -> None:
         """Release pooled connections (the embedded server stops when the last process using it exits)."""
+        self._members.close()
+        if self._read_engine is not None:
+            self._read_engine.dispose()
+            self._read_engine = None
         if self._engine is not None and self._owns_engine:
             self._engine.dispose()
             self._engine = None
@@ -117,28 +143,71 @@ class Store:
         self.close()
 
     @contextlib.contextmanager
-    def _translate(self, action: str) -> Iterator[None]:
+    def _translate(self, action: str, url: str | None = None) -> Iterator[None]:
         try:
             yield
         except (sa_exc.DBAPIError, psycopg.Error) as e:  # psycopg's own errors come from COPY
             self._specs = None  # a corpus may have been dropped behind our back: re-read the registry next time
-            raise store_error(e, action, self.url_redacted) from e
+            shown = redact_url(url) if url else self.url_redacted
+            if isinstance(getattr(e, "orig", e), psycopg.errors.ConnectionTimeout):
+                raise StoreError(
+                    f"Could not {action}: the database at {shown} did not answer within "
+                    f"{self.settings.connect_timeout:g} s (UNIVERSALRAG_CONNECT_TIMEOUT); check that the server is "
+                    "running and that UNIVERSALRAG_DATABASE_URL names it."
+                ) from e
+            raise store_error(e, action, shown) from e
+
+    def _read(self, action: str, fn: Callable[[sa.Connection], _T], *, read_only: bool = False) -> _T:
+        """``fn(conn)`` in one read transaction, run once more when the connection died under it (a server
+        restart or failover ends every open connection; the pool's pre-ping then opens a fresh one). Reads
+        only: a write is never repeated behind the caller's back. ``read_only`` as for :meth:`transaction`."""
+        try:
+            with self.transaction(action, read_only=read_only) as conn:
+                return fn(conn)
+        except StoreError as e:
+            if not (isinstance(e.__cause__, sa_exc.DBAPIError) and e.__cause__.connection_invalidated):
+                raise
+        with self.transaction(action, read_only=read_only) as conn:
+            return fn(conn)
 
     @contextlib.contextmanager
-    def transaction(self, action: str = "run a query") -> Iterator[sa.Connection]:
+    def transaction(self, action: str = "run a query", *, read_only: bool = False) -> Iterator[sa.Connection]:
         """A connection inside one transaction (committed on success, rolled back on error); driver errors
-        become :class:`StoreError` saying what ``action`` failed."""
-        with self._translate(action), self.engine.begin() as conn:
+        become :class:`StoreError` saying what ``action`` failed. ``read_only=True`` runs it on the read URL
+        (a replica) when one is configured: only for statements that write nothing."""
+        replica = read_only and self._read_url is not None
+        with self._translate(action, self._read_url if replica else None), \
+                (self.read_engine if replica else self.engine).begin() as conn:
             yield conn
+
+    def ensure_schema(self) -> None:
+        """Check pgvector and migrate the schema to the newest revision (no built-in corpora are created)."""
+        with self.transaction() as conn:
+            self._check_pgvector(conn)
+        try:
+            with self.transaction("migrate the schema") as conn:
+                migrate.upgrade(conn, self.schema)
+        except StoreError as e:
+            if sqlstate(e) == INSUFFICIENT_PRIVILEGE:
+                raise StoreError(
+                    f"{e} This database user lacks a privilege the schema needs: creating the pgvector extension "
+                    "takes a superuser (ask one to run `CREATE EXTENSION vector;` in this database), creating the "
+                    "schema takes CREATE on the database. Then run `universalrag init` again."
+                ) from e
+            raise
+        self._engine_register_vector()
 
     # -- schema ---------------------------------------------------------------------------------------------
     def server_info(self) -> ServerInfo:
         """PostgreSQL and pgvector versions of the connected server."""
-        with self.transaction() as conn:
+        def read(conn: sa.Connection) -> tuple[Any, Any]:
             postgres = conn.execute(sa.select(sa.func.current_setting("server_version"))).scalar_one()
             vector = conn.execute(
                 sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             ).scalar_one_or_none()
+            return postgres, vector
+
+        postgres, vector = self._read("read the server's version", read)
         return ServerInfo(url=self.url_redacted, postgres=str(postgres), pgvector=vector)
 
     def _check_pgvector(self, conn: sa.Connection) -> None:
@@ -161,20 +230,7 @@ class Store:
 
         Idempotent. Returns the names of the corpora it created.
         """
-        with self.transaction() as conn:
-            self._check_pgvector(conn)
-        try:
-            with self.transaction("migrate the schema") as conn:
-                migrate.upgrade(conn, self.schema)
-        except StoreError as e:
-            if sqlstate(e) == INSUFFICIENT_PRIVILEGE:
-                raise StoreError(
-                    f"{e} This database user lacks a privilege the schema needs: creating the pgvector extension "
-                    "takes a superuser (ask one to run `CREATE EXTENSION vector;` in this database), creating the "
-                    "schema takes CREATE on the database. Then run `universalrag init` again."
-                ) from e
-            raise
-        self._engine_register_vector()
+        self.ensure_schema()
         created = []
         existing = self.corpora(refresh=True)
         parents_first = sorted(BUILTIN_CORPORA, key=lambda c: c[3] is not None)
@@ -214,12 +270,16 @@ class Store:
         """Every registered corpus by name (read from the registry, cached until ``refresh``)."""
         if self._specs is None or refresh:
             c = self.tables.corpora
-            with self.transaction() as conn:
+
+            def read(conn: sa.Connection) -> Sequence[Any]:
                 if migrate.current_revision(conn, self.schema) is None:
                     raise StoreError(
                         f"The schema {self.schema!r} is not initialised; run `universalrag init` first."
                     )
-                rows = conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
+                return conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
+
+            rows = self._read("read the corpus registry", read)
+            self._where = {r["name"]: r["server"] for r in rows if r["server"] is not None}
             self._specs = {
                 r["name"]: CorpusSpec(
                     name=r["name"], modality=r["modality"], granularity=r["granularity"],
@@ -239,8 +299,20 @@ class Store:
             raise CorpusNotFoundError(name, list(self.corpora()))
         return spec
 
-    def create_corpus(self, spec: CorpusSpec) -> CorpusSpec:
-        """Create a corpus (its table and indexes) through the schema's ``create_corpus`` SQL function."""
+    def create_corpus(self, spec: CorpusSpec, *, server: str | None = None) -> CorpusSpec:
+        """Create a corpus (its table and indexes) through the schema's ``create_corpus`` SQL function.
+
+        ``server``: the alias (``settings.servers``) of the PostgreSQL server that holds the corpus; it is
+        created there (an identical corpus already there is adopted) and registered here under that alias.
+        """
+        if server is not None:
+            try:
+                return federation.create_remote_corpus(self, spec, server)
+            finally:
+                self._specs = None
+        if spec.parent is not None and self.server_of(spec.parent) is not None:
+            raise InvalidInputError(f"Corpus {spec.name!r} must live on server {self.server_of(spec.parent)!r} "
+                                    f"with its parent {spec.parent!r}; pass server= to create_corpus.")
         fn = getattr(sa.func, self.schema).create_corpus
         call = fn(spec.name, str(spec.modality), str(spec.granularity), spec.dimension, spec.description,
                   spec.embedder, spec.parent, spec.multi_vector, spec.builtin,
@@ -251,8 +323,18 @@ class Store:
         self._specs = None
         return spec
 
+    def attach_corpus(self, name: str, *, server: str) -> CorpusSpec:
+        """Register here the corpus ``name`` that already exists on server ``server`` (e.g. made by another
+        deployment); its spec is read from that server's registry."""
+        try:
+            return federation.attach_remote_corpus(self, name, server)
+        finally:
+            self._specs = None
+
     def drop_corpus(self, name: str) -> bool:
-        """Drop a corpus and its rows; ``False`` when it did not exist."""
+        """Drop a corpus and its rows (on its server, when remote); ``False`` when it did not exist."""
+        if name in self.corpora(refresh=True) and self.server_of(name) is not None:
+            self.owner(name).drop_corpus(name)
         fn = getattr(sa.func, self.schema).drop_corpus
         with self.transaction(f"drop corpus {name!r}") as conn:
             dropped = bool(conn.execute(sa.select(fn(name))).scalar_one())
@@ -264,6 +346,12 @@ class Store:
 
         Idempotent for the same encoder and dimension (returns ``False``); another encoder is refused.
         """
+        owner = self.owner(name)
+        if owner is not self:
+            added = owner.add_visual_channel(name, dimension=dimension, encoder=encoder)
+            federation.mirror_visual_channel(self, name, dimension=dimension, encoder=encoder)
+            self._specs = None
+            return added
         fn = getattr(sa.func, self.schema).add_visual_channel
         with self.transaction(f"add a visual channel to corpus {name!r}") as conn:
             added = bool(conn.execute(sa.select(fn(name, int(dimension), encoder))).scalar_one())
@@ -272,45 +360,61 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         """Rows per corpus."""
-        specs = self.corpora(refresh=True)
-        with self.transaction() as conn:
-            return {
-                name: int(conn.execute(
-                    sa.select(sa.func.count()).select_from(self.tables.corpus(spec).units)
-                ).scalar_one())
-                for name, spec in specs.items()
-            }
+        names = list(self.corpora(refresh=True))
+        out: dict[str, int] = {}
+        for owner, group in self._owners(names).items():
+            out.update(owner._read("count units", lambda conn, owner=owner, group=group: {name: int(conn.execute(
+                sa.select(sa.func.count()).select_from(owner.tables.corpus(owner.corpus(name)).units)
+            ).scalar_one()) for name in group}, read_only=True))
+        return {name: out[name] for name in names}
 
     def nonempty(self) -> list[str]:
-        """The corpora that hold at least one unit (an index probe per corpus, not a count)."""
-        specs = self.corpora()
-        with self.transaction("list non-empty corpora") as conn:
-            return [name for name, spec in specs.items() if conn.execute(
-                sa.select(sa.exists(sa.select(sa.literal(1)).select_from(self.tables.corpus(spec).units)))
-            ).scalar_one()]
+        """The corpora that hold at least one unit (an index probe per corpus, not a count), on every server
+        (the corpora of a member server that cannot be reached are left out, with a logged warning)."""
+        names = list(self.corpora())
+        found: set[str] = set()
+        for owner, group in self._owners(names).items():
+            try:
+                with owner.transaction("list non-empty corpora", read_only=True) as conn:
+                    found.update(name for name in group if conn.execute(sa.select(sa.exists(sa.select(
+                        sa.literal(1)).select_from(owner.tables.corpus(owner.corpus(name)).units)))).scalar_one())
+            except StoreError as e:  # a member server that is down: its corpora are left out (logged)
+                self.skip_unreachable(owner, group, e)
+        return [name for name in names if name in found]
 
     # -- sources --------------------------------------------------------------------------------------------
     def source_state(self, uri: str, *, scope: str = "") -> tuple[str, tuple[str, ...]] | None:
-        """``(content_hash, corpora)`` of the stored source ``uri`` in ``scope``, or ``None``."""
+        """``(content_hash, corpora)`` of the stored source ``uri`` in ``scope``, or ``None`` (a scope naming a
+        remote corpus is looked up on that corpus's server, where its sources live)."""
+        owner = self._scope_owner(scope)
+        if owner is not self:
+            return owner.source_state(uri, scope=scope)
         s = self.tables.sources
-        with self.transaction() as conn:
-            row = conn.execute(sa.select(s.c.content_hash, s.c.corpora)
-                               .where(s.c.uri == uri, s.c.scope == scope)).first()
+        row = self._read("read a source", lambda conn: conn.execute(
+            sa.select(s.c.content_hash, s.c.corpora).where(s.c.uri == uri, s.c.scope == scope)).first())
         return None if row is None else (row.content_hash, tuple(row.corpora))
 
     def sources(self) -> list[dict[str, Any]]:
-        """Every stored source (uri, scope, hash, modality, corpora, metadata, ingested_at)."""
+        """Every stored source (uri, scope, hash, modality, corpora, metadata, ingested_at), here and on the
+        servers of remote corpora."""
         s = self.tables.sources
         with self.transaction() as conn:
-            return [dict(r) for r in conn.execute(sa.select(s).order_by(s.c.uri, s.c.scope)).mappings()]
+            rows = [dict(r) for r in conn.execute(sa.select(s).order_by(s.c.uri, s.c.scope)).mappings()]
+        for member in self._used_members():
+            rows.extend(member.sources())
+        return sorted(rows, key=lambda r: (r["uri"], r["scope"]))
 
     def delete_source(self, uri: str, *, scope: str | None = None) -> bool:
-        """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it;
-        ``False`` when it was not stored."""
-        s = self.tables.sources
+        """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it, with
+        any batches of it a crashed run left staged; ``False`` when it was not stored."""
+        if scope is not None and self._scope_owner(scope) is not self:
+            return self._scope_owner(scope).delete_source(uri, scope=scope)
+        remote = [m.delete_source(uri, scope=scope) for m in self._used_members()] if scope is None else []
+        s, st = self.tables.sources, staging.StageTables(self.schema).stages
         where = [s.c.uri == uri] + ([s.c.scope == scope] if scope is not None else [])
         with self.transaction() as conn:
-            return conn.execute(sa.delete(s).where(*where)).rowcount > 0
+            conn.execute(sa.delete(st).where(st.c.uri == uri, *([st.c.scope == scope] if scope is not None else [])))
+            return conn.execute(sa.delete(s).where(*where)).rowcount > 0 or any(remote)
 
     def write_source(self, source: SourceRecord, units: Sequence[Unit], *,
                      parts: Iterable[PartBatch] = ()) -> WriteResult:
@@ -320,8 +424,11 @@ class Store:
         units of the same file in another scope. Unchanged (same hash, same corpora) → nothing written. Changed → the old units are deleted and the
         new ones written, atomically. Any failure leaves the database as it was. ``parts`` streams the parts
         of multi-vector units (a large table's rows) in batches, consumed inside the transaction, so memory
-        stays bounded by one batch.
+        stays bounded by one batch. The source is written on the server of its corpora (they must share one).
         """
+        owner = self._one_owner([*source.corpora, *(u.corpus for u in units)], f"The source {source.uri}")
+        if owner is not self:
+            return owner.write_source(source, units, parts=parts)
         specs = {u.corpus: self.corpus(u.corpus) for u in units}
         by_corpus = writer.check_units(units, specs)
         s = self.tables.sources
@@ -352,21 +459,60 @@ class Store:
             self._write_part_batches(raw, parts, rows)
         return WriteResult(status="replaced" if old is not None else "added", source_id=source_id, rows=rows)
 
+    def write_staged(self, source: SourceRecord, produce: staging.BatchProducer, *,
+                     on_batch: Callable[[int], None] | None = None) -> WriteResult:
+        """Write a large source in batches that are each committed, then make it visible in one transaction.
+
+        ``produce(source_id, done)`` yields the source's :class:`~universalrag.store.staging.StagedBatch` es
+        after the first ``done``; ``source.corpora`` names every corpus they write to. Batches go to staging
+        tables no search reads; the last step moves them into the corpora and records the source (replacing an
+        older version) atomically, so a source is never half-visible. A run killed part-way leaves its committed
+        batches staged, and the next run with the same content continues after them. Two processes staging the
+        same source take turns (a session advisory lock); the second then finds it unchanged.
+        ``on_batch(n)`` is told after each committed batch.
+        """
+        owner = self._one_owner(list(source.corpora), f"The source {source.uri}")
+        if owner is not self:
+            return owner.write_staged(source, produce, on_batch=on_batch)
+        status, source_id, rows = staging.write_staged(self, source, produce, on_batch=on_batch)
+        return WriteResult(status=status, source_id=source_id, rows=rows)
+
+    def table_rows(self, unit_id: str, *, where: Mapping[str, str] | None = None,
+                   limit: int = 100) -> list[dict[str, Any]]:
+        """Rows of a large table kept whole beside its embedded sample (``metadata["rows_kept"]`` on the table
+        unit): ``{"row": n, "cells": {column: text}}`` in file order, only those whose cells equal ``where``."""
+        if not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError(f"limit must be a whole number of at least 1, got {limit!r}.")
+        if where is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in where.items()):
+            raise InvalidInputError("where maps column names to cell texts, both strings.")
+        try:
+            unit = str(uuid.UUID(str(unit_id)))
+        except ValueError:
+            raise InvalidInputError(f"{unit_id!r} is not a unit id (a UUID such as a table hit's id).") from None
+        query = staging.rows_query(staging.StageTables(self.schema), unit, dict(where or {}), limit)
+        return self._read("read table rows", lambda conn: [
+            {"row": r.ord, "cells": dict(r.cells)} for r in conn.execute(query)])
+
+    @contextlib.contextmanager
+    def connection(self, action: str = "run a query") -> Iterator[sa.Connection]:
+        """A pooled connection outside any transaction (for session-level advisory locks); driver errors become
+        :class:`StoreError` saying what ``action`` failed. Commit what you run on it."""
+        with self._translate(action), self.engine.connect() as conn:
+            yield conn
+
     def _write_part_batches(self, raw: Any, parts: Iterable[PartBatch], rows: dict[str, int]) -> None:
         for batch in parts:
             spec = self.corpus(batch.corpus)
-            tables = self.tables.corpus(spec)
-            if tables.parts is None:
-                raise InvalidInputError(writer.single_vector_message(spec.name))
-            width = batch.vectors.shape[1] if getattr(batch.vectors, "ndim", 0) == 2 else -1
-            if width != spec.dimension or len(batch.vectors) != len(batch.texts):
-                raise DimensionMismatchError(spec.name, spec.dimension, width)
-            n = writer.copy_part_batch(raw, self.schema, tables, batch)
+            writer.check_part_batch(batch, spec)
+            n = writer.copy_part_batch(raw, self.schema, self.tables.corpus(spec), batch)
             rows[f"{spec.name}.parts"] = rows.get(f"{spec.name}.parts", 0) + n
 
     def add_units(self, units: Sequence[Unit]) -> int:
         """Write units that belong to no ingested source (e.g. texts added through a LangChain VectorStore), in
         one transaction; a unit whose id exists is replaced. Returns the number of units written."""
+        owner = self._one_owner((u.corpus for u in units), "These units")
+        if owner is not self:
+            return owner.add_units(units)
         specs = {u.corpus: self.corpus(u.corpus) for u in units}
         by_corpus = writer.check_units(units, specs)
         with self.transaction("add units") as conn:
@@ -382,16 +528,20 @@ class Store:
 
     def delete_units(self, corpus: str, ids: Sequence[str]) -> int:
         """Delete units of ``corpus`` by id (their parts and children go with them); returns how many."""
+        if self.owner(corpus) is not self:
+            return self.owner(corpus).delete_units(corpus, ids)
         tables = self.tables.corpus(self.corpus(corpus))
         with self.transaction(f"delete units of {corpus!r}") as conn:
             return int(conn.execute(sa.delete(tables.units).where(tables.units.c.id.in_(list(ids)))).rowcount)
 
     def get_units(self, corpus: str, ids: Sequence[str]) -> list[Hit]:
         """Units of ``corpus`` by id, in the order asked (missing ids are left out); ``score`` is 1.0."""
+        if self.owner(corpus) is not self:
+            return self.owner(corpus).get_units(corpus, ids)
         spec = self.corpus(corpus)
         tables = self.tables.corpus(spec)
-        with self.transaction(f"read units of {corpus!r}") as conn:
-            rows = {str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()}
+        rows = self._read(f"read units of {corpus!r}", lambda conn: {
+            str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()}, read_only=True)
         return [hit_from_row(spec, rows[i], 1.0) for i in ids if i in rows]
 
     # -- search ---------------------------------------------------------------------------------------------
@@ -423,6 +573,10 @@ class Store:
         """
         if not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a whole number of at least 1, got {k!r}.")
+        owner = self.owner(corpus)
+        if owner is not self:  # a corpus on another server: searched there (its registry, its settings)
+            return owner.search(corpus, vector, k=k, filter=filter, ef_search=ef_search, visual_vector=visual_vector,
+                                visual_weight=visual_weight, lexical_text=lexical_text, exact=exact)
         spec = self.corpus(corpus)
         check_required_filter(spec, filter)  # row-level restriction of attached tables (store/restrict.py)
         if visual_weight is None:
@@ -435,7 +589,8 @@ class Store:
             raise DimensionMismatchError(spec.name, spec.visual_dimension, len(visual_vector))
         tables = self.tables.corpus(spec)
         ef = min(max(ef_search or self.settings.ef_search, k), 1000)
-        with self.transaction(f"search corpus {spec.name!r}") as conn:
+
+        def read(conn: sa.Connection) -> list[Hit]:
             iterative = self._supports_iterative_scan(conn)
             conn.execute(queries.set_local("hnsw.ef_search", ef))
             if iterative:
@@ -445,3 +600,5 @@ class Store:
                 lexical_text=lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows, exact=exact,
                 iterative=iterative)
             return run_search(conn, tables, request)
+
+        return self._read(f"search corpus {spec.name!r}", read, read_only=True)

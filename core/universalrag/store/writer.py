@@ -13,7 +13,8 @@ from ..errors import DimensionMismatchError, InvalidInputError
 from ..types import CorpusSpec, PartBatch, Unit
 from .schema import CorpusTables, parts_table_name, unit_table_name
 
-__all__ = ["copy_units", "copy_parts", "copy_part_batch", "check_units", "parents_first"]
+__all__ = ["copy_rows", "copy_units", "copy_parts", "copy_part_batch", "check_part_batch", "check_units",
+           "parents_first"]
 
 _UNIT_COLUMNS = ("id", "source_id", "parent_id", "content", "uri", "start_s", "end_s", "metadata", "embedding")
 _UNIT_TYPES = ["uuid", "uuid", "uuid", "text", "text", "float8", "float8", "jsonb", "vector"]
@@ -21,8 +22,9 @@ _PART_COLUMNS = ("unit_id", "ord", "content", "embedding")
 _PART_TYPES = ["uuid", "int4", "text", "vector"]
 
 
-def _copy(raw: Any, schema: str, table: str, columns: Sequence[str], types: list[str],
-          rows: Iterable[Sequence[Any]]) -> int:
+def copy_rows(raw: Any, schema: str, table: str, columns: Sequence[str], types: list[str],
+              rows: Iterable[Sequence[Any]]) -> int:
+    """Binary COPY of ``rows`` into ``schema.table`` (identifiers quoted by psycopg); returns the row count."""
     statement = sql.SQL("COPY {}.{} ({}) FROM STDIN (FORMAT BINARY)").format(
         sql.Identifier(schema), sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
     )
@@ -53,7 +55,7 @@ def copy_units(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit
     )
     columns = _UNIT_COLUMNS + (("visual",) if visual else ())
     types = _UNIT_TYPES + (["vector"] if visual else [])
-    return _copy(raw, schema, unit_table_name(tables.spec.name), columns, types, rows)
+    return copy_rows(raw, schema, unit_table_name(tables.spec.name), columns, types, rows)
 
 
 def copy_parts(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit]) -> int:
@@ -63,7 +65,7 @@ def copy_parts(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit
         for u in units
         for i, (text, vec) in enumerate(zip(u.parts, u.part_embeddings, strict=True))
     )
-    return _copy(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
+    return copy_rows(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
 
 
 def copy_part_batch(raw: Any, schema: str, tables: CorpusTables, batch: PartBatch) -> int:
@@ -71,7 +73,16 @@ def copy_part_batch(raw: Any, schema: str, tables: CorpusTables, batch: PartBatc
     unit_id = _uuid(batch.unit_id)
     vectors = np.asarray(batch.vectors, dtype=np.float32)
     rows = ((unit_id, batch.start + i, text, vectors[i]) for i, text in enumerate(batch.texts))
-    return _copy(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
+    return copy_rows(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
+
+
+def check_part_batch(batch: PartBatch, spec: CorpusSpec) -> None:
+    """Refuse a batch of parts for a single-vector corpus, or whose vectors do not fit the corpus."""
+    if not spec.multi_vector:
+        raise InvalidInputError(single_vector_message(spec.name))
+    width = batch.vectors.shape[1] if getattr(batch.vectors, "ndim", 0) == 2 else -1
+    if width != spec.dimension or len(batch.vectors) != len(batch.texts):
+        raise DimensionMismatchError(spec.name, spec.dimension, width)
 
 
 def check_units(units: Sequence[Unit], specs: Mapping[str, CorpusSpec]) -> dict[str, list[Unit]]:

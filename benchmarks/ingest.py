@@ -1,0 +1,225 @@
+"""Text ingestion throughput against the raw encoder and against two peer libraries: same texts, same encoder
+(the bundled MiniLM), same server, one run.
+
+    python benchmarks/ingest.py [--quick] [--copies 6] [--table-rows 20000] [--no-peers]
+
+1. universalrag: ``ingest_paths`` on ``--copies`` copies of the 7-file test corpus (Markdown, text, HTML with
+   tables) into a fresh schema (parse, split, embed, COPY, HNSW indexes maintained, one transaction per file),
+   the encoder wrapped to record every text it is given (chunks, paragraphs, rows of the tables in the HTML
+   pages). Those texts are what every other contender embeds. It runs first and again last (into another
+   fresh schema); the mean of the two counts.
+2. Raw encoder: ``embed(texts)`` in one call, before and after the peers (the mean is the baseline, to even
+   out a machine whose load drifts). Every contender starts with the encoder warmed up on the corpus's text.
+3. langchain-postgres ``PGVectorStore``, as its documentation shows: ``PGEngine.from_connection_string``,
+   ``init_vectorstore_table``, ``PGVectorStore.create_sync``, ``add_texts``, then ``apply_vector_index(HNSWIndex())``
+   (our tables have HNSW indexes too); the encoder through ``langchain_universalrag.UniversalRAGEmbeddings``.
+4. llama-index-vector-stores-postgres ``PGVectorStore``, as its documentation shows: ``from_params(...,
+   hnsw_kwargs=...)``, ``StorageContext.from_defaults(vector_store=...)``, ``VectorStoreIndex(nodes, ...)`` with
+   one ``TextNode`` per text; the encoder through a ``BaseEmbedding`` subclass (LlamaIndex's documented way to
+   bring an embedding model; its default ``embed_batch_size`` of 10 applies).
+
+rows/s = texts embedded and stored per second. Ratios: ours against the raw encoder (goal >= 0.9) and against
+each peer (goal >= 3). The peers are the ``bench`` extra; without them their ratios are null.
+With ``--table-rows N`` it also ingests an N-row CSV and prints rows/s and the peak Python memory (tracemalloc).
+"""
+
+from __future__ import annotations
+
+import csv
+import tempfile
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from machine import REPO, figure, finish, log, machine_line, parser, save_png, scratch_store, timed
+
+DIM = 384
+
+
+def make_corpus(folder: Path, copies: int, n_files: int | None = None) -> list[Path]:
+    """``copies`` copies of the test corpus (its first ``n_files`` files), each file made unique by one line."""
+    files = []
+    for i in range(copies):
+        for src in sorted((REPO / "tests" / "data" / "corpus").iterdir())[:n_files]:
+            dst = folder / f"{src.stem}_{i}{src.suffix}"
+            text = src.read_text(encoding="utf-8")
+            dst.write_text(text.replace("</body>", f"<p>Copy {i}.</p></body>") if src.suffix == ".html"
+                           else text + f"\n\nCopy {i}.\n", encoding="utf-8")
+            files.append(dst)
+    return files
+
+
+class Recording:
+    """Delegates to an embedder and records the texts it embeds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.texts = inner, []
+        self.name, self.dimension = inner.name, inner.dimension
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+    def embed_query(self, text):  # type: ignore[no-untyped-def]
+        return self.inner.embed_query(text)
+
+
+def run_langchain(url: str, schema: str, embedder: Any, texts: list[str]) -> None:
+    """langchain-postgres v2 as documented: engine, table, store, ``add_texts``, HNSW index."""
+    from langchain_postgres import PGEngine, PGVectorStore
+    from langchain_postgres.v2.indexes import HNSWIndex
+    from langchain_universalrag import UniversalRAGEmbeddings
+    from sqlalchemy.engine import make_url
+
+    psycopg_url = make_url(url).set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    engine = PGEngine.from_connection_string(url=psycopg_url)  # its pool ends with the process
+    engine.init_vectorstore_table(table_name="lc_bench", vector_size=DIM, schema_name=schema)
+    store = PGVectorStore.create_sync(engine=engine, table_name="lc_bench", schema_name=schema,
+                                      embedding_service=UniversalRAGEmbeddings(embedder))
+    store.add_texts(texts)
+    store.apply_vector_index(HNSWIndex())
+
+
+def llama_embedding(embedder: Any) -> Any:
+    """The embedder as a LlamaIndex ``BaseEmbedding`` (the documented custom-embedding pattern)."""
+    from llama_index.core.embeddings import BaseEmbedding
+
+    class MiniLM(BaseEmbedding):
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return embedder.embed_query(query).tolist()
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return embedder.embed([text])[0].tolist()
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return embedder.embed(texts).tolist()
+
+    return MiniLM(model_name=embedder.name)
+
+
+def run_llamaindex(url: str, schema: str, embedder: Any, texts: list[str]) -> None:
+    """llama-index-vector-stores-postgres as documented: store with HNSW, storage context, index over nodes."""
+    from llama_index.core import StorageContext, VectorStoreIndex
+    from llama_index.core.schema import TextNode
+    from llama_index.vector_stores.postgres import PGVectorStore
+    from sqlalchemy.engine import make_url
+
+    base = make_url(url)
+    store = PGVectorStore.from_params(
+        connection_string=base.set(drivername="postgresql+psycopg2").render_as_string(hide_password=False),
+        async_connection_string=base.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False),
+        schema_name=schema, table_name="li_bench", embed_dim=DIM,
+        hnsw_kwargs={"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 40,
+                     "hnsw_dist_method": "vector_cosine_ops"})
+    storage_context = StorageContext.from_defaults(vector_store=store)
+    VectorStoreIndex([TextNode(text=t) for t in texts], storage_context=storage_context,
+                     embed_model=llama_embedding(embedder))
+
+
+PEER_TABLES = {"langchain_postgres": "lc_bench", "llamaindex": "data_li_bench"}  # LlamaIndex prefixes "data_"
+
+
+def stored_rows(store: Any, table: str) -> int:
+    """Rows in ``table`` of the store's schema (what a peer wrote)."""
+    from psycopg import sql
+
+    with store.transaction("count a peer's rows") as conn:
+        raw = conn.connection.driver_connection
+        query = sql.SQL("SELECT count(*) FROM {}.{}").format(sql.Identifier(store.schema), sql.Identifier(table))
+        return int(raw.execute(query).fetchone()[0])
+
+
+def table_rows(store: Any, embedder: Any, tmp: Path, n: int) -> None:
+    """Ingest an ``n``-row CSV; print rows/s and the peak Python memory."""
+    from universalrag.ingest.pipeline import ingest_paths
+
+    path = tmp / "big.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "city", "product", "quantity", "price", "note"])
+        for i in range(n):
+            w.writerow([i, f"city {i % 97}", f"product {i % 31}", i % 13, f"{(i % 500) / 7:.2f}", f"order number {i}"])
+    tracemalloc.start()
+    seconds, report = timed(ingest_paths, store, embedder, [path])
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    assert report.ok, report.failed
+    log(f"table       : {n / seconds:8.1f} rows/s ({seconds:.1f} s), peak Python memory {peak:.1f} MiB, "
+        f"size on disk {path.stat().st_size / 2**20:.1f} MiB")
+
+
+def main() -> None:
+    ap = parser(__doc__)
+    ap.add_argument("--copies", type=int, help="copies of the 7-file test corpus (default 6; --quick 1)")
+    ap.add_argument("--files", type=int, help="use only the first N files of the test corpus")
+    ap.add_argument("--table-rows", type=int, default=0, help="also ingest a CSV of this many rows")
+    ap.add_argument("--no-peers", action="store_true", help="skip langchain-postgres and LlamaIndex")
+    args = ap.parse_args()
+    copies = args.copies or (1 if args.quick else 6)
+    log(machine_line())
+    from universalrag.embed import bundled_minilm
+    from universalrag.ingest.pipeline import ingest_paths
+
+    embedder = bundled_minilm()
+    peers = {} if args.no_peers else {"langchain_postgres": run_langchain, "llamaindex": run_llamaindex}
+    seconds: dict[str, float | None] = {}
+    stored: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "corpus"
+        folder.mkdir()
+        files = make_corpus(folder, copies, args.files)
+        # warm-up on real text of every length, so that no contender pays the first large batches
+        embedder.embed([p for f in files[:7] for p in f.read_text(encoding="utf-8").split("\n\n") if p.strip()][:32])
+        with scratch_store(args.database_url, "ingest") as store, scratch_store(args.database_url, "ingest2") as again:
+            store.init(embedder=embedder.name, dimension=embedder.dimension)
+            again.init(embedder=embedder.name, dimension=embedder.dimension)
+            recording = Recording(embedder)  # one list.extend per batch: no measurable cost
+            ours_first, report = timed(ingest_paths, store, recording, [folder])
+            assert report.ok, report
+            texts = recording.texts
+            log(f"files: {len(files)}, texts embedded per contender: {len(texts)}")
+            raw_before, _ = timed(embedder.embed, texts)
+            url = store.resolve_url()
+            for name, run in peers.items():
+                try:
+                    seconds[name], _ = timed(run, url, store.schema, embedder, texts)
+                    stored[name] = stored_rows(store, PEER_TABLES[name])
+                except ImportError as e:
+                    log(f"{name}: not installed ({e.name}); install the bench extra")
+                    seconds[name] = None
+            raw_after, _ = timed(embedder.embed, texts)
+            ours_again, report = timed(ingest_paths, again, embedder, [folder])  # first and last: drift evens out
+            assert report.ok, report
+            if args.table_rows:
+                table_rows(store, embedder, Path(tmp), args.table_rows)
+    seconds["universalrag"] = (ours_first + ours_again) / 2
+    seconds["raw encoder"] = (raw_before + raw_after) / 2
+    rates = {k: (len(texts) / v if v else None) for k, v in seconds.items()}
+    ours = rates["universalrag"]
+    log(f"raw encoder      : {rates['raw encoder']:8.1f} texts/s ({raw_before:.2f} s, then {raw_after:.2f} s)")
+    log(f"universalrag runs: {ours_first:.2f} s first, {ours_again:.2f} s last")
+    for name in ("universalrag", *peers):
+        if rates.get(name):
+            log(f"{name:17}: {rates[name]:8.1f} texts/s ({seconds[name]:.2f} s); universalrag / it = "
+                f"{ours / rates[name]:.2f}")
+    ratio = {name: (round(ours / rates[name], 3) if rates.get(name) else None) for name in peers}
+    log(f"ratio vs raw encoder: {ours / rates['raw encoder']:.3f} (goal >= 0.9); vs peers: {ratio} (goal >= 3)")
+    log(machine_line())
+    fig, ax = figure(size=(6.4, 4))
+    shown = {k: v for k, v in rates.items() if v}
+    ax.bar(list(shown), list(shown.values()), color=["C0" if k == "universalrag" else "C7" for k in shown])
+    ax.set_ylabel("texts embedded and stored per second")
+    ax.tick_params(axis="x", labelsize=8)
+    save_png(fig, args.out / "ingest.png", title=f"Ingestion, {len(texts)} texts, bundled MiniLM, same server")
+    finish("ingest", {"rows_per_s": round(ours, 2), "ratio_vs_encoder": round(ours / rates["raw encoder"], 3),
+                      "ratio_vs_langchain_postgres": ratio.get("langchain_postgres"),
+                      "ratio_vs_llamaindex": ratio.get("llamaindex"),
+                      "rows_per_s_by_contender": {k: (round(v, 2) if v else None) for k, v in rates.items()},
+                      "texts": len(texts), "stored_by_peer": stored, "files": len(files)}, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""What the library's search call costs on top of the SQL it runs.
+
+    python benchmarks/overhead.py [--quick] [--units 50000] [--queries 300]
+
+One corpus of N synthetic 384-d units (more than ``Settings.exact_search_rows``: searches use its HNSW index).
+Per query vector, k = 10:
+
+* ``library``: ``Store.search(corpus, vector, k=10)``, the public call (vector given: the encoder's time is the
+  same for any caller and is left out);
+* ``raw SQL``: the very statements that call sent to the server (captured with SQLAlchemy's
+  ``before_cursor_execute`` event in an untimed call for the same vector), replayed on a plain psycopg
+  connection in one transaction;
+* ``one statement``: what a hand-written pgvector query does — ``SET LOCAL hnsw.ef_search`` and one SELECT of
+  the same columns ``ORDER BY embedding <=> q LIMIT 10``.
+
+The three alternate per query (load drift hits all alike); p50 of each. ``ratio_vs_raw_sql`` = library p50 /
+raw SQL p50 (goal <= 1.2); ``ratio_vs_one_statement`` the same against the hand-written query.
+"""
+
+from __future__ import annotations
+
+import machine as bench
+import numpy as np
+import psycopg
+import sqlalchemy as sa
+from psycopg import sql
+from universalrag.store.schema import unit_table_name
+
+DIM, K, CORPUS = 384, 10, "overhead"
+
+
+def load(store, vectors: np.ndarray) -> None:  # type: ignore[no-untyped-def]
+    bench.load_synthetic(store, {CORPUS: (bench.new_ids(len(vectors)), vectors)}, metadata=lambda i: {"n": i})
+
+
+def capture(store, vector: list[float]) -> list[tuple[str, object]]:  # type: ignore[no-untyped-def]
+    """The statements (with driver-ready parameters) one ``Store.search`` sends, in order."""
+    sent: list[tuple[str, object]] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        sent.append((statement, parameters))
+
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        store.search(CORPUS, vector, k=K)
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", record)
+    return [(s, p) for s, p in sent if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK"))]
+
+
+def replay(conn: psycopg.Connection, statements: list[tuple[str, object]]) -> int:
+    """Run ``statements`` in one transaction, fetching every row; returns the rows of the last one."""
+    rows = 0
+    with conn.transaction():
+        for statement, params in statements:
+            rows = len(conn.execute(statement, params).fetchall())  # type: ignore[arg-type]
+    return rows
+
+
+def one_statement(schema: str) -> sql.Composed:
+    """A hand-written nearest-units query returning the columns a hit needs."""
+    return sql.SQL(
+        "SELECT id, source_id, parent_id, content, uri, start_s, end_s, metadata, 1 - (embedding <=> %s::vector) "
+        "FROM {}.{} ORDER BY embedding <=> %s::vector LIMIT {}"
+    ).format(sql.Identifier(schema), sql.Identifier(unit_table_name(CORPUS)), sql.Literal(K))
+
+
+def run_one(conn: psycopg.Connection, query: sql.Composed, ef_search: int, text_vector: str) -> int:
+    with conn.transaction():
+        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
+        return len(conn.execute(query, (text_vector, text_vector)).fetchall())
+
+
+def main() -> None:
+    args, vectors, n_queries, rng = bench.synthetic_setup(__doc__, units=(50_000, 25_000), queries=(300, 100), seed=2)
+    n = len(vectors)
+    lib_ms, raw_ms, one_ms = [], [], []
+    with bench.scratch_store(args.database_url, "overhead") as store:
+        load_s, _ = bench.timed(load, store, vectors)
+        bench.log(f"{n} units loaded in {load_s:.0f} s")
+        ef = store.settings.ef_search
+        with psycopg.connect(store.resolve_url()) as conn:
+            hand = one_statement(store.schema)
+            statements = []
+            for i in range(n_queries + 10):
+                q = bench.near(rng, vectors[rng.integers(n)]).tolist()
+                statements = capture(store, q)
+                text_vector = "[" + ",".join(map(repr, q)) + "]"
+                t_lib, hits = bench.timed(store.search, CORPUS, q, k=K)
+                t_raw, rows = bench.timed(replay, conn, statements)
+                t_one, rows_one = bench.timed(run_one, conn, hand, ef, text_vector)
+                assert len(hits) == rows == rows_one == K, (len(hits), rows, rows_one)
+                if i >= 10:  # warm-up: caches, prepared statements
+                    lib_ms.append(t_lib * 1000)
+                    raw_ms.append(t_raw * 1000)
+                    one_ms.append(t_one * 1000)
+        bench.log(f"statements per search call: {len(statements)}")
+        for statement, _ in statements:
+            bench.log("   " + " ".join(statement.split())[:150])
+    lib, raw, one = (bench.percentile(v, 50) for v in (lib_ms, raw_ms, one_ms))
+    bench.log(f"library search p50 {lib:.2f} ms (p95 {bench.percentile(lib_ms, 95):.2f}); its raw SQL p50 {raw:.2f} ms "
+              f"(p95 {bench.percentile(raw_ms, 95):.2f}); one hand-written statement p50 {one:.2f} ms")
+    bench.log(f"ratio library / raw SQL: {lib / raw:.2f} (goal <= 1.2); library / one statement: {lib / one:.2f}")
+    bench.log(bench.machine_line())
+    fig, ax = bench.figure(size=(6.4, 4))
+    ax.boxplot([lib_ms, raw_ms, one_ms], showfliers=False)
+    ax.set_xticks([1, 2, 3], ["Store.search", "its SQL, replayed", "one hand-written\nstatement"])
+    ax.set_ylabel(f"ms per search (k = {K}, {n} units, HNSW)")
+    bench.save_png(fig, args.out / "overhead.png", title="Search call overhead over the SQL it runs")
+    bench.finish("overhead", {"ratio_vs_raw_sql": round(lib / raw, 3), "ratio_vs_one_statement": round(lib / one, 3),
+                        "library_p50_ms": round(lib, 3), "raw_sql_p50_ms": round(raw, 3),
+                        "one_statement_p50_ms": round(one, 3), "statements": len(statements), "units": n,
+                        "queries": n_queries}, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Routed against unified search as the corpora grow: latency, and HNSW recall@10 against exact search.
+
+    python benchmarks/scaling.py [--quick] [--sizes 10000,100000,1000000] [--queries 100]
+
+For each total size N, six corpora of N/6 synthetic units each (384-d unit vectors: every corpus has its own
+base direction, topics around it, units around the topics) and one ``unified`` corpus holding all N units — the
+shared-index baseline of the UniversalRAG paper. Each query is a perturbed copy of a stored unit of one corpus.
+
+* routed: ``Store.search`` of that one corpus (what runs after the router picked it; the router's own time is
+  measured by ``routing.py`` and not counted here), k = 10, library defaults — a corpus of at most
+  ``Settings.exact_search_rows`` units is scanned exactly, a larger one goes through its HNSW index;
+* routed, index: the same with ``exact=False`` (always the HNSW index);
+* unified: ``Store.search`` of the unified corpus, k = 10, library defaults.
+
+Recall@10 is the share of the exact top 10 (numpy over the same vectors) that the HNSW searches return, in the
+routed corpora and in the unified one. Searches alternate routed / unified so load drift hits both alike; p50
+over the queries. Goal: routed <= unified from 100k units on; recall >= 0.95.
+``--quick``: 6k and 30k units, 30 queries. 1M units: give ``--sizes``; loading them takes about an hour on a
+busy 2-core machine and ~8 GB of disk.
+"""
+
+from __future__ import annotations
+
+import machine as bench
+import numpy as np
+
+DIM = 384
+CORPORA = [f"s{i}" for i in range(6)]
+K = 10
+CHUNK = 5000
+
+
+def make_vectors(rng: np.random.Generator, per_corpus: int) -> dict[str, np.ndarray]:
+    """Per corpus ``per_corpus`` unit vectors, topics around the corpus's own base direction."""
+    return {name: bench.synthetic_vectors(rng, per_corpus, dim=DIM) for name in CORPORA}
+
+
+def load_corpora(store, vectors: dict[str, np.ndarray]) -> dict[str, list[str]]:  # type: ignore[no-untyped-def]
+    """The six corpora and the unified one holding all their units (same ids); returns the ids per corpus."""
+    ids = {name: bench.new_ids(len(v)) for name, v in vectors.items()}
+    unified = ([i for name in CORPORA for i in ids[name]], np.concatenate([vectors[name] for name in CORPORA]))
+    bench.load_synthetic(store, {**{name: (ids[name], vectors[name]) for name in CORPORA}, "unified": unified})
+    return ids
+
+
+def exact_top(matrix: np.ndarray, ids: list[str], q: np.ndarray) -> list[str]:
+    """The ids of the K vectors of ``matrix`` nearest to ``q`` by cosine (vectors are unit length)."""
+    sims = matrix @ q
+    top = np.argpartition(-sims, K)[:K]
+    return [ids[i] for i in top[np.argsort(-sims[top])]]
+
+
+def measure(store, vectors, ids, rng, n_queries: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Latencies (p50 ms) and recalls over ``n_queries`` queries, routed and unified interleaved."""
+    all_ids = [i for name in CORPORA for i in ids[name]]
+    all_vecs = np.concatenate([vectors[name] for name in CORPORA])
+    routed, routed_index, unified, r_recall, u_recall = [], [], [], [], []
+    for n in range(n_queries + 5):
+        name = CORPORA[n % len(CORPORA)]
+        x = vectors[name][rng.integers(len(vectors[name]))]
+        q = bench.near(rng, x)
+        ql = q.tolist()
+        t_routed, _ = bench.timed(store.search, name, ql, k=K)
+        t_unified, _ = bench.timed(store.search, "unified", ql, k=K)
+        t_index, r_hits = bench.timed(store.search, name, ql, k=K, exact=False)
+        u_index = store.search("unified", ql, k=K, exact=False)
+        if n < 5:  # warm-up: caches and connections
+            continue
+        routed.append(t_routed * 1000)
+        unified.append(t_unified * 1000)
+        routed_index.append(t_index * 1000)
+        r_recall.append(bench.recall([h.id for h in r_hits], exact_top(vectors[name], ids[name], q)))
+        u_recall.append(bench.recall([h.id for h in u_index], exact_top(all_vecs, all_ids, q)))
+    return {"routed_ms": bench.percentile(routed, 50), "routed_index_ms": bench.percentile(routed_index, 50),
+            "unified_ms": bench.percentile(unified, 50), "routed_p95_ms": bench.percentile(routed, 95),
+            "unified_p95_ms": bench.percentile(unified, 95), "recall_routed": float(np.mean(r_recall)),
+            "recall_unified": float(np.mean(u_recall))}
+
+
+def plot(sizes: list[int], rows: list[dict[str, float]], path) -> None:  # type: ignore[no-untyped-def]
+    fig, (ax, ax2) = bench.figure(2, size=(10, 4))
+    for key, label in (("routed_ms", "routed (library default)"), ("routed_index_ms", "routed, HNSW index"),
+                       ("unified_ms", "unified (one shared table)")):
+        ax.plot(sizes, [r[key] for r in rows], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("units in total")
+    ax.set_ylabel("p50 search latency, ms (k = 10)")
+    ax.legend(fontsize=8)
+    for key, label in (("recall_routed", "routed corpus"), ("recall_unified", "unified table")):
+        ax2.plot(sizes, [r[key] for r in rows], marker="o", label=label)
+    ax2.axhline(0.95, color="grey", linestyle=":", label="goal 0.95")
+    ax2.set_xscale("log")
+    ax2.set_ylim(0.5, 1.01)
+    ax2.set_xlabel("units in total")
+    ax2.set_ylabel("HNSW recall@10 vs exact")
+    ax2.legend(fontsize=8)
+    bench.save_png(fig, path, title="Routed vs unified search as corpora grow (synthetic 384-d units)")
+
+
+def main() -> None:
+    ap = bench.parser(__doc__)
+    ap.add_argument("--sizes", help="total units per step, comma-separated (default 10000,100000)")
+    ap.add_argument("--queries", type=int, help="timed queries per size (default 100; --quick: 30)")
+    args = ap.parse_args()
+    sizes = [int(s) for s in (args.sizes or ("6000,30000" if args.quick else "10000,100000")).split(",")]
+    n_queries = args.queries or (30 if args.quick else 100)
+    bench.log(bench.machine_line())
+    bench.log(f"{'units':>9} {'load s':>7} {'routed':>8} {'routed idx':>10} {'unified':>8} "
+              f"{'recall routed':>13} {'recall unified':>14}   (p50 ms, k = {K})")
+    rng = np.random.default_rng(0)
+    rows = []
+    for size in sizes:
+        with bench.scratch_store(args.database_url, "scaling") as store:
+            vectors = make_vectors(rng, size // len(CORPORA))
+            load_s, ids = bench.timed(load_corpora, store, vectors)
+            row = measure(store, vectors, ids, rng, n_queries)
+        rows.append(row)
+        bench.log(f"{size:>9} {load_s:>7.0f} {row['routed_ms']:>8.1f} {row['routed_index_ms']:>10.1f} "
+                  f"{row['unified_ms']:>8.1f} {row['recall_routed']:>13.3f} {row['recall_unified']:>14.3f}   "
+                  f"({bench.machine_line().split(', ', 2)[2]})")
+    plot(sizes, rows, args.out / "scaling.png")
+    goal = all(r["routed_ms"] <= r["unified_ms"] for s, r in zip(sizes, rows) if s >= 100_000)
+    bench.log(f"goal routed <= unified from 100k: {'met' if goal else 'NOT met'} "
+              f"(sizes >= 100k measured: {[s for s in sizes if s >= 100_000] or 'none'}); recall goal >= 0.95: "
+              f"{'met' if min(min(r['recall_routed'], r['recall_unified']) for r in rows) >= 0.95 else 'NOT met'}")
+    bench.finish("scaling", {
+        "sizes": sizes, "routed_ms": [round(r["routed_ms"], 2) for r in rows],
+        "unified_ms": [round(r["unified_ms"], 2) for r in rows],
+        "routed_index_ms": [round(r["routed_index_ms"], 2) for r in rows],
+        "recall_at_10": [round(r["recall_routed"], 4) for r in rows],
+        "recall_at_10_unified": [round(r["recall_unified"], 4) for r in rows],
+        "queries": n_queries,
+    }, args.out)
+
+
+if __name__ == "__main__":
+    main()

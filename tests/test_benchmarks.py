@@ -1,0 +1,91 @@
+"""Every benchmark script runs end to end at a small size: it ends with one JSON line holding its keys with sane
+values, and writes its JSON and PNG. Speed goals are not asserted (they belong to the scripts' output, with the
+load stated); what is asserted could fail: recalls, the filtered search's gain from the iterative scan, cut
+detection, the number of texts every ingest contender stored."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow
+
+
+def run_benchmark(script: str, args: list[str], database_url: str, out: Path) -> dict[str, Any]:
+    """Run ``benchmarks/<script>`` with ``args``; returns its last stdout line, parsed, after checking the files."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / script), *args, "--database-url", database_url, "--out", str(out)],
+        check=False, capture_output=True, text=True, timeout=420, cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert any(line.startswith("CPU: ") and "load average" in line for line in lines), "machine line missing"
+    summary = json.loads(lines[-1])
+    name = script.removesuffix(".py")
+    assert json.loads((out / f"{name}.json").read_text()) == summary
+    assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert summary["cores"] >= 1 and summary["load"] >= 0 and summary["cpu"]
+    return summary
+
+
+def positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def test_scaling(database_url: str, tmp_path: Path) -> None:
+    r = run_benchmark("scaling.py", ["--sizes", "2400,9600", "--queries", "12"], database_url, tmp_path)
+    assert r["sizes"] == [2400, 9600]
+    for key in ("routed_ms", "unified_ms", "routed_index_ms", "recall_at_10", "recall_at_10_unified"):
+        assert len(r[key]) == 2, key
+    assert all(positive(v) for v in r["routed_ms"] + r["unified_ms"] + r["routed_index_ms"])
+    assert all(0.9 <= v <= 1.0 for v in r["recall_at_10"] + r["recall_at_10_unified"])
+
+
+def test_filtered(database_url: str, tmp_path: Path) -> None:
+    r = run_benchmark("filtered.py", ["--units", "21000", "--queries", "8"], database_url, tmp_path)
+    assert 0.0 <= r["recall_plain"] <= 1.0
+    # through the HNSW index, a 1 % filter leaves the plain scan few rows; the iterative scan finds them
+    assert r["recall_iterative"] >= 0.9
+    assert r["recall_iterative"] > r["recall_plain"]
+    assert set(r["planner"]) == set(r["hnsw_forced"]) == {"range", "equality"}
+    assert all(r["planner"][form]["recall_iterative"] >= 0.9 for form in r["planner"])
+
+
+def test_overhead(database_url: str, tmp_path: Path) -> None:
+    r = run_benchmark("overhead.py", ["--units", "21000", "--queries", "30"], database_url, tmp_path)
+    assert positive(r["ratio_vs_raw_sql"]) and positive(r["ratio_vs_one_statement"])
+    assert r["statements"] >= 2  # index settings and the search itself, at least
+    assert r["ratio_vs_raw_sql"] == pytest.approx(r["library_p50_ms"] / r["raw_sql_p50_ms"], rel=0.01)
+
+
+def test_ingest(database_url: str, tmp_path: Path) -> None:
+    r = run_benchmark("ingest.py", ["--quick", "--files", "2"], database_url, tmp_path)
+    assert r["texts"] > 10 and r["files"] == 2
+    assert positive(r["rows_per_s"]) and 0 < r["ratio_vs_encoder"] < 5
+    peers = {"ratio_vs_langchain_postgres": "langchain_postgres", "ratio_vs_llamaindex": "llama_index.vector_stores"}
+    for key, module in peers.items():
+        installed = importlib.util.find_spec(module.split(".")[0]) is not None and (
+            "." not in module or importlib.util.find_spec(module) is not None)
+        assert positive(r[key]) if installed else r[key] is None, (key, r[key])
+    for peer, rows in r["stored_by_peer"].items():
+        assert rows == r["texts"], (peer, rows)  # every contender stored every text
+
+
+def test_video(database_url: str, tmp_path: Path) -> None:
+    pytest.importorskip("av")
+    pytest.importorskip("scenedetect")
+    pytest.importorskip("skimage")
+    r = run_benchmark("video.py", ["--seconds", "10", "--repeat", "1"], database_url, tmp_path)
+    assert positive(r["x_realtime_360p"]) and positive(r["x_realtime_720p"])
+    for label in ("360p", "720p"):
+        assert r["details"][label]["clips"] >= 2
+        assert r["details"][label]["max_cut_error_ms"] < 250
