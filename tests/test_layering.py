@@ -44,6 +44,7 @@ RANK: dict[str, int] = {
     "pipeline": 8,
     "sync": 9,
     "demo": 9,
+    "eval": 9,
     "serve": 10,
     "cli": 11,
 }
