@@ -198,9 +198,12 @@ class CliContext:
         return self.session.store(self.settings)
 
     def ensure_initialised(self) -> list[str]:
-        """Create the schema and the built-in corpora on first use (``init`` is never a required first step);
-        returns the corpora created. An initialised schema costs one query and no pipeline."""
-        if self.store.revision() is None:
+        """Create the schema and the built-in corpora on first use, and upgrade a schema an older version of
+        the library made (``init`` is never a required first step); returns the corpora created. An up-to-date
+        schema costs one query and no pipeline."""
+        from ..store import migrate
+
+        if not migrate.is_current(self.store.revision()):
             return self.rag.init()
         return []
 

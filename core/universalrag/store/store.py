@@ -273,9 +273,16 @@ class Store(Placement):
             c = self.tables.corpora
 
             def read(conn: sa.Connection) -> Sequence[Any]:
-                if migrate.current_revision(conn, self.schema) is None:
+                revision = migrate.current_revision(conn, self.schema)
+                if revision is None:
                     raise StoreError(
                         f"The schema {self.schema!r} is not initialised; run `universalrag init` first."
+                    )
+                if not migrate.is_current(revision):
+                    raise StoreError(
+                        f"The schema {self.schema!r} is at revision {revision}, this version of universalrag uses "
+                        f"{migrate.SHIPPED_HEAD}; run `universalrag init` (or UniversalRAG.init()) to upgrade it — "
+                        "upgrading keeps every corpus and source."
                     )
                 return conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
 
