@@ -3,14 +3,19 @@
     python benchmarks/cli_latency.py [--quick] [--runs N] [--exe PATH]
 
 * cold: every run is a fresh process that does its own work in-process (``--no-server`` where the command
-  supports it): imports, encoder and router loading, one query.
+  supports it): imports, encoder and router loading, one query. Query encoding and routing run on the
+  NumPy backend (the default on a CPU).
+* cold torch: the same with ``UNIVERSALRAG_INFERENCE=torch`` — the torch + transformers path that every cold
+  command took before the NumPy backend: the baseline, measured in the same run, round robin with the rest.
 * warm: the same commands while ``universalrag serve`` runs (started by this script on a Unix socket in a
   temporary ``UNIVERSALRAG_HOME``): the client forwards ``search``/``route``/``ask`` to the loaded server.
   ``--help`` and ``status`` never use the server; their warm figure is the same process again.
 
 The database is ``UNIVERSALRAG_DATABASE_URL`` with a fresh schema (dropped at the end) when set, else the
 embedded server in the temporary home. Three small text files from ``tests/data/corpus`` are ingested first.
-Prints a table (median and min of each), the CPU model and the load average, and ends with one JSON line.
+Prints a table (median and min of the wall time, and the median CPU time — user + system of the process,
+less sensitive to other load than the wall time), the CPU model and the load average, and ends with one
+JSON line.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,14 +48,16 @@ COMMANDS: dict[str, list[str]] = {
 
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
-    """Seconds one subprocess run takes; raises when it fails."""
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall-clock and CPU seconds (user + system) of one subprocess run; raises when it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def supports(exe: str, command: str, env: dict[str, str]) -> bool:
@@ -57,13 +65,24 @@ def supports(exe: str, command: str, env: dict[str, str]) -> bool:
     return subprocess.run([exe, command, "--help"], env=env, capture_output=True).returncode == 0
 
 
-def measure(exe: str, env: dict[str, str], runs: int, *, in_process_flag: bool) -> dict[str, list[float]]:
-    """Each command ``runs`` times, round robin (so a load spike hits every command alike)."""
-    out: dict[str, list[float]] = {name: [] for name in COMMANDS}
+#: Modes measured round robin: name → (extra environment, whether route/search run in-process).
+MODES: dict[str, tuple[dict[str, str], bool]] = {
+    "cold": ({}, True),
+    "cold torch": ({"UNIVERSALRAG_INFERENCE": "torch"}, True),
+}
+
+
+def measure(exe: str, env: dict[str, str], runs: int, modes: dict[str, tuple[dict[str, str], bool]],
+            ) -> dict[str, dict[str, list[tuple[float, float]]]]:
+    """Each command in each mode ``runs`` times, round robin (so a load spike hits every command alike)."""
+    out: dict[str, dict[str, list[tuple[float, float]]]] = {m: {n: [] for n in COMMANDS} for m in modes}
     for _ in range(runs):
         for name, args in COMMANDS.items():
-            extra = ["--no-server"] if in_process_flag and name in ("route", "search") else []
-            out[name].append(timed([exe, *args, *extra], env))
+            for mode, (extra_env, in_process) in modes.items():
+                if mode != "cold" and name in ("--help", "status"):
+                    continue  # they load no model and never use the server: one figure is enough
+                extra = ["--no-server"] if in_process and name in ("route", "search") else []
+                out[mode][name].append(timed([exe, *args, *extra], {**env, **extra_env}))
     return out
 
 
@@ -100,15 +119,15 @@ def main() -> None:
     try:
         timed([args.exe, "ingest", *(str(CORPUS / f) for f in FILES)], env)
         has_serve = supports(args.exe, "serve", env)
-        cold = measure(args.exe, env, runs, in_process_flag=has_serve)
-        warm: dict[str, list[float]] | None = None
+        modes = {m: (e, has_serve and flag) for m, (e, flag) in MODES.items()}
+        results = measure(args.exe, env, runs, modes)
         serve_start = None
         if has_serve:
             started = time.perf_counter()
             server = start_server(args.exe, env, home)
             serve_start = time.perf_counter() - started
             timed([args.exe, *COMMANDS["search"]], env)  # the first request of a fresh server
-            warm = measure(args.exe, env, runs, in_process_flag=False)
+            results.update(measure(args.exe, env, runs, {"warm": ({}, False)}))
     finally:
         if server is not None:
             server.terminate()
@@ -123,23 +142,31 @@ def main() -> None:
             engine.dispose()
         shutil.rmtree(home, ignore_errors=True)
 
-    def med(values: list[float] | None) -> float | None:
-        return round(statistics.median(values), 3) if values else None
+    def med(values: list[tuple[float, float]], part: int = 0) -> float | None:
+        return round(statistics.median(v[part] for v in values), 3) if values else None
 
     print(f"CPU {cpu_model()} x{os.cpu_count()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"{runs} runs each; database {'URL' if 'UNIVERSALRAG_DATABASE_URL' in env else 'embedded'}")
-    print(f"{'command':<10} {'cold median':>12} {'cold min':>9} {'warm median':>12} {'warm min':>9}")
+    print(f"{'command':<10} {'mode':<11} {'wall median':>12} {'wall min':>9} {'CPU median':>11}")
     for name in COMMANDS:
-        w = warm[name] if warm else None
-        print(f"{name:<10} {med(cold[name]):>11.3f}s {min(cold[name]):>8.3f}s "
-              + (f"{med(w):>11.3f}s {min(w):>8.3f}s" if w else f"{'-':>12} {'-':>9}"))
+        for mode, values in results.items():
+            if values[name]:
+                print(f"{name:<10} {mode:<11} {med(values[name]):>11.3f}s {min(v[0] for v in values[name]):>8.3f}s "
+                      f"{med(values[name], 1):>10.3f}s")
+    for name in ("route", "search"):
+        new, old_ = results["cold"][name], results["cold torch"][name]
+        if new and old_:
+            print(f"{name}: cold NumPy path {med(new):.2f} s vs torch path {med(old_):.2f} s "
+                  f"({med(old_) / med(new):.1f}x faster; CPU {med(old_, 1) / med(new, 1):.1f}x less)")
     if serve_start is not None:
         print(f"serve: ready {serve_start:.2f} s after start")
     print(json.dumps({
         "benchmark": "cli_latency", "cpu": cpu_model(), "cores": os.cpu_count(),
         "load_average": [round(x, 2) for x in os.getloadavg()], "runs": runs,
-        "cold_median_s": {n: med(v) for n, v in cold.items()},
-        "warm_median_s": {n: med(v) for n, v in warm.items()} if warm else None,
+        **{f"{mode.replace(' ', '_')}_median_s": {n: med(v) for n, v in values.items() if v}
+           for mode, values in results.items()},
+        **{f"{mode.replace(' ', '_')}_cpu_median_s": {n: med(v, 1) for n, v in values.items() if v}
+           for mode, values in results.items()},
         "serve_ready_s": round(serve_start, 2) if serve_start is not None else None,
     }))
 

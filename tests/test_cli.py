@@ -244,6 +244,31 @@ def test_status_initialises_a_fresh_schema(cli_env: dict[str, str]) -> None:
     assert {c["name"] for c in json.loads(out)["corpora"]} >= {"paragraph", "document"}
 
 
+def test_a_schema_made_by_an_older_version_is_upgraded_on_first_use(cli_env: dict[str, str],
+                                                                     tmp_path: Path) -> None:
+    """A user upgrades the library over a schema an older version made (revision 0005, before the ``server``
+    column): Python says how to upgrade, the CLI upgrades it on first use and keeps what was ingested."""
+    from universalrag import Settings, UniversalRAG
+    from universalrag.errors import StoreError
+    from universalrag.store import Store, migrate
+
+    (tmp_path / "kept.txt").write_text("The lighthouse keeper logs the fog horn hours every night.\n",
+                                       encoding="utf-8")
+    code, _, err = run(cli_env, "ingest", str(tmp_path / "kept.txt"))
+    assert code == 0, err
+    settings = Settings.from_env(cli_env)
+    with Store(settings=settings) as store:
+        store.downgrade("0005")
+        assert store.revision() == "0005"
+    with UniversalRAG(settings=settings) as rag, pytest.raises(StoreError, match="universalrag init"):
+        rag.search("fog horn", routes=["paragraph"])
+    code, out, err = run(cli_env, "search", "fog horn hours", "-c", "paragraph", "--json")
+    assert code == 0, err
+    assert "lighthouse keeper" in json.loads(out)[0]["content"]
+    with Store(settings=settings) as store:
+        assert store.revision() == migrate.SHIPPED_HEAD
+
+
 def test_piped_output_is_whole_lines(cli_env: dict[str, str], tmp_path: Path) -> None:
     deep = tmp_path / ("a_rather_long_folder_name_for_testing_output_" * 2) / "nested_again_and_again"
     deep.mkdir(parents=True)

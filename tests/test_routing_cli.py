@@ -63,9 +63,10 @@ def test_route_llm_over_local_server(app: typer.Typer) -> None:
             app,
             ["route", "q", "--router", "llm", "--llm-model", "m", "--llm-url", srv.base_url, "--llm-key", "sk-hidden"],
         )
-    assert res.exit_code == 1
-    assert "HTTP 500" in res.output and "Traceback" not in res.output and "sk-hidden" not in res.output
-    assert len(res.output.strip().splitlines()) == 1
+    # a failing model: the trained router decides instead, and the CLI says so (issue 15)
+    assert res.exit_code == 0, res.output
+    assert "llm->trained" in res.output and "HTTP 500" in res.output
+    assert "Traceback" not in res.output and "sk-hidden" not in res.output
 
 
 def test_eval_json_has_exactly_the_specified_keys(app: typer.Typer, tmp_path: Path) -> None:

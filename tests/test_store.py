@@ -51,6 +51,7 @@ def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-
     assert sorted(created) == sorted(name for name, *_ in BUILTIN_CORPORA)
     newest = max(p.name[:4] for p in (REPO / "migrations" / "versions").glob("0*.py"))
     assert store.revision() == migrate.head_revision() == newest  # one line of revisions, the newest on top
+    assert migrate.SHIPPED_HEAD == newest and migrate.is_current(store.revision())
     with store.engine.connect() as conn:
         tables = _tables(conn, settings.schema)
     assert {"corpora", "sources", "alembic_version", "corpus_paragraph", "corpus_document",

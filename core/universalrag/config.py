@@ -54,6 +54,8 @@ ENV_VARS: dict[str, str] = {
     "name. Unset: `ask`/`query` return the evidence without an answer.",
     "UNIVERSALRAG_LLM_BASE_URL": "Base URL of the OpenAI-compatible chat endpoint (vLLM, Ollama, LM Studio, OpenAI).",
     "UNIVERSALRAG_LLM_API_KEY": "API key for that endpoint; falls back to OPENAI_API_KEY. Never logged.",
+    "UNIVERSALRAG_LLM_TIMEOUT": "Seconds one answer or one LLM routing decision may take in all, retries "
+    "included (default 60). On timeout `ask` shows the evidence and says what happened.",
     "UNIVERSALRAG_ASR": "Speech recognition for videos without subtitles: 'openai' (an OpenAI-compatible "
     "/v1/audio/transcriptions endpoint), 'faster-whisper' or 'whisper' (local models). Unset: off.",
     "UNIVERSALRAG_ASR_MODEL": "The ASR model: a name for 'openai' (default whisper-1), a local model folder or "
@@ -157,6 +159,8 @@ class Settings:
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: str | None = None
+    #: Seconds a chat request may take in all, retries included (``UNIVERSALRAG_LLM_TIMEOUT``).
+    llm_timeout: float = 60.0
     asr: str | None = None
     asr_model: str | None = None
     asr_base_url: str | None = None
@@ -183,6 +187,9 @@ class Settings:
             raise ConfigError(f"ef_search must be positive, got {self.ef_search}.")
         if not self.connect_timeout > 0:
             raise ConfigError(f"connect_timeout must be a positive number of seconds, got {self.connect_timeout}.")
+        if not 0 < self.llm_timeout <= 3600:
+            raise ConfigError(f"llm_timeout must be between 0 and 3600 seconds, got {self.llm_timeout} "
+                              "(UNIVERSALRAG_LLM_TIMEOUT).")
         if self.exact_search_rows < 0:
             raise ConfigError(f"exact_search_rows must be 0 or more, got {self.exact_search_rows}.")
         if self.exact_max_rows < 0:
@@ -262,6 +269,7 @@ class Settings:
             llm_model=get("UNIVERSALRAG_LLM_MODEL"),
             llm_base_url=get("UNIVERSALRAG_LLM_BASE_URL"),
             llm_api_key=get("UNIVERSALRAG_LLM_API_KEY") or get("OPENAI_API_KEY"),
+            llm_timeout=get_float("UNIVERSALRAG_LLM_TIMEOUT"),
             asr=get("UNIVERSALRAG_ASR"),
             asr_model=get("UNIVERSALRAG_ASR_MODEL"),
             asr_base_url=get("UNIVERSALRAG_ASR_BASE_URL"),

@@ -12,10 +12,12 @@ re-exports), so every layer may use it.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -28,6 +30,10 @@ __all__ = ["PLACEHOLDER_KEY", "OpenAIClients", "redact", "redact_url", "translat
 PLACEHOLDER_KEY = "not-needed"
 
 _E = TypeVar("_E", bound=UniversalRAGError)
+_R = TypeVar("_R")
+
+#: HTTP statuses worth another attempt (as the SDK retries them).
+_RETRY_STATUSES = frozenset({408, 409, 429})
 
 _STATUS_PREFIX = re.compile(r"^Error code: \d+ - ")
 _KEYLIKE = re.compile(r"\b(?:sk|pk|key)[-_][A-Za-z0-9_*\-]{6,}|\S*\*{3,}\S*")
@@ -104,6 +110,58 @@ class OpenAIClients:
                 self._async = (loop, self._make("AsyncOpenAI"))
             return self._async[1]
 
+    @property
+    def timeout(self) -> float:
+        """Seconds that one call may take in all, its retries included."""
+        return float(self._options["timeout"])
+
+    def call(self, request: Callable[[Any], _R]) -> _R:
+        """``request(client)`` retried up to ``max_retries`` times on connection errors, timeouts, 408/409/429
+        and 5xx, with every attempt and pause inside one deadline of ``timeout`` seconds: a hung server costs
+        ``timeout``, not ``timeout`` per attempt. Errors are the SDK's (translate them with
+        :func:`translate_error`)."""
+        deadline = time.monotonic() + self.timeout
+        attempt = 0
+        while True:
+            client = self.sync().with_options(timeout=max(deadline - time.monotonic(), 0.001), max_retries=0)
+            try:
+                return request(client)
+            except Exception as e:
+                attempt += 1
+                pause = self._pause(e, attempt, deadline)
+                if pause is None:
+                    raise
+            time.sleep(pause)
+
+    async def acall(self, request: Callable[[Any], Awaitable[_R]]) -> _R:
+        """Async twin of :meth:`call` (the async client of the running event loop)."""
+        deadline = time.monotonic() + self.timeout
+        attempt = 0
+        while True:
+            client = self.async_().with_options(timeout=max(deadline - time.monotonic(), 0.001), max_retries=0)
+            try:
+                return await request(client)
+            except Exception as e:
+                attempt += 1
+                pause = self._pause(e, attempt, deadline)
+                if pause is None:
+                    raise
+            await asyncio.sleep(pause)
+
+    def _pause(self, error: Exception, attempt: int, deadline: float) -> float | None:
+        """Seconds to wait before the next attempt, or None when ``error`` is final (not retryable, no retries
+        left, or no time left for another attempt)."""
+        openai = sys.modules.get("openai")
+        if openai is None or attempt > self._options["max_retries"]:
+            return None
+        status = getattr(error, "status_code", None) if isinstance(error, openai.APIStatusError) else None
+        retryable = (isinstance(error, openai.APIConnectionError)  # timeouts included
+                     or (status is not None and (status in _RETRY_STATUSES or status >= 500)))
+        pause = min(0.5 * 2 ** (attempt - 1), 8.0)
+        if not retryable or time.monotonic() + pause + 0.05 >= deadline:
+            return None
+        return pause
+
     def _make(self, cls_name: str) -> Any:
         openai = _import_openai(self._feature)
         cls = getattr(openai, cls_name)
@@ -139,6 +197,10 @@ def translate_error(
     URL's credentials never appear; on 401/403 the server's text is left out, as it may echo the key.
     """
     openai = sys.modules.get("openai")
+    where = redact_url(base_url) or "the OpenAI API"
+    if isinstance(e, json.JSONDecodeError):  # the SDK parses the body itself: a cut-off or non-JSON answer
+        return error_type(f"{what} to {where} failed: the endpoint answered with malformed JSON ({e}). "
+                          "Check that the base URL points at an OpenAI-compatible /v1 and that the server is healthy.")
     if openai is None or not isinstance(e, openai.OpenAIError):
         return None
     if hints and not hints.keys() <= _DEFAULT_HINTS.keys():
@@ -153,6 +215,7 @@ def translate_error(
         kind = _STATUS_KINDS.get(status, "server" if status >= 500 else "status")
     else:
         kind = "other"
+    _scrub_chain(e, secrets)
     if kind == "auth":
         detail = "the endpoint refused the API key."
     elif kind == "timeout" and timeout is not None:
@@ -161,7 +224,39 @@ def translate_error(
         detail = _sentence(redact(_message(e), secrets))
     hint = (hints or {}).get(kind) or _DEFAULT_HINTS[kind]
     code = f" (HTTP {status})" if status is not None else ""
-    return error_type(f"{what} to {redact_url(base_url) or 'the OpenAI API'} failed{code}: {detail} {hint}")
+    return error_type(f"{what} to {where} failed{code}: {detail} {hint}")
+
+
+def _scrub_chain(error: BaseException, secrets: Iterable[str | None] = ()) -> None:
+    """Redact ``error`` and every exception chained to it (``__cause__``, ``__context__``) in place: their
+    arguments, the SDK's ``message`` and ``body``, so that the key a server echoes in its error body appears in
+    no traceback (``--debug``, ``traceback.format_exc()``, ``logging.exception``) of the translated error."""
+    keys = [s for s in secrets if s]
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        current.args = tuple(_scrubbed(a, keys) for a in current.args)
+        for attribute in ("message", "body"):
+            if hasattr(current, attribute):
+                try:
+                    setattr(current, attribute, _scrubbed(getattr(current, attribute), keys))
+                except AttributeError:  # a read-only property
+                    pass
+        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+
+
+def _scrubbed(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return redact(value, secrets, limit=len(value) + 3)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_scrubbed(v, secrets) for v in value)
+    return value
 
 
 def redact(text: str, secrets: Iterable[str | None] = (), *, limit: int = 300) -> str:

@@ -11,10 +11,11 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from ..errors import ConfigError, UniversalRAGError
+from ..errors import ConfigError, GenerationError, UniversalRAGError
 from .context import CliContext
 from .interrupt import StopAfterCurrent
-from .output import IngestProgress, hit_dict, print_decision, print_hits, print_report
+from .output import IngestProgress, hit_dict, print_decision, print_hits, print_report, warnings_shown
+from .query_input import QueryArg, QueryFileOpt, read_query
 from .routers import (
     LLMKeyOpt,
     LLMModelOpt,
@@ -22,16 +23,18 @@ from .routers import (
     ModelDirOpt,
     NoServerOpt,
     OptionalRouterOpt,
+    RouterOptions,
     TauOpt,
     ThresholdOpt,
-    TimeoutOpt,
-    RouterOptions,
     router_for,
 )
 
 __all__ = ["register"]
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+LLMTimeoutOpt = typer.Option(None, "--timeout", min=0.1, max=3600,
+                             help="Seconds each language-model call may take in all, retries included "
+                                  "(default: UNIVERSALRAG_LLM_TIMEOUT, else 60).")
 
 
 def _obj(ctx: typer.Context) -> CliContext:
@@ -165,7 +168,8 @@ def _rag(obj: CliContext, router: str | None, opts: RouterOptions, *, hybrid: bo
 
 def search(
     ctx: typer.Context,
-    query: str = typer.Argument(..., help="What to look for."),
+    query: QueryArg = None,
+    query_file: QueryFileOpt = None,
     corpus: str | None = typer.Option(None, "--corpus", "-c", help="Search this corpus (default: let the "
                                       "router choose)."),
     k: int = typer.Option(5, "-k", "--k", min=1, max=1000, help="How many results (per corpus)."),
@@ -178,22 +182,25 @@ def search(
     llm_model: LLMModelOpt = None,
     llm_url: LLMUrlOpt = None,
     llm_key: LLMKeyOpt = None,
-    timeout: TimeoutOpt = 30.0,
+    timeout: float | None = LLMTimeoutOpt,
     tau: TauOpt = 0.9,
     no_server: bool = NoServerOpt,
 ) -> None:
-    """Search one corpus, or route the query and search the corpora the router picks (no generation)."""
-    obj = _obj(ctx)
+    """Search one corpus, or route the query and search the corpora the router picks (no generation).
+    The query is the argument, standard input with '-', or a file with --query-file."""
+    obj = _with_timeout(_obj(ctx), timeout)
+    query = read_query(query, query_file, served=obj.served)
     filters = _parse_filter(filter)
     obj.ensure_initialised()
-    opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
+    opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, obj.settings.llm_timeout, tau)
     rag = _rag(obj, router, opts, hybrid=hybrid)
-    if corpus:
-        decision, routes = None, [corpus]
-        hits = rag.retrieve(query, k=k, routes=routes, filter=filters)
-    else:  # one probe of every corpus decides and is the retrieval; a search never comes back empty-handed
-        decision, hits = rag.search(query, k=k, filter=filters)
-        routes = list(decision.routes)
+    with warnings_shown(obj.output):
+        if corpus:
+            decision, routes = None, [corpus]
+            hits = rag.retrieve(query, k=k, routes=routes, filter=filters)
+        else:  # one probe of every corpus decides and is the retrieval; a search never comes back empty-handed
+            decision, hits = rag.search(query, k=k, filter=filters)
+            routes = list(decision.routes)
     if as_json:
         obj.output.json([hit_dict(h, i) for i, h in enumerate(hits, 1)])
         return
@@ -204,7 +211,8 @@ def search(
 
 def ask(
     ctx: typer.Context,
-    question: str = typer.Argument(..., help="The question."),
+    question: QueryArg = None,
+    query_file: QueryFileOpt = None,
     router: OptionalRouterOpt = None,
     k: int = typer.Option(5, "-k", "--k", min=1, max=100, help="Evidence per corpus."),
     filter: str | None = typer.Option(None, "--filter", help="Metadata filter as JSON."),
@@ -216,25 +224,31 @@ def ask(
     llm_model: LLMModelOpt = None,
     llm_url: LLMUrlOpt = None,
     llm_key: LLMKeyOpt = None,
-    timeout: TimeoutOpt = 30.0,
+    timeout: float | None = LLMTimeoutOpt,
     tau: TauOpt = 0.9,
     no_server: bool = NoServerOpt,
 ) -> None:
     """Answer a question: route, retrieve, and generate with the configured chat model (evidence only when
-    none is configured)."""
-    obj = _obj(ctx)
+    none is configured, or when the model fails or times out: then a warning says what happened). The
+    question is the argument, standard input with '-', or a file with --query-file."""
+    obj = _with_timeout(_obj(ctx), timeout)
+    question = read_query(question, query_file, served=obj.served)
     filters = _parse_filter(filter)
     obj.ensure_initialised()
-    opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
-    answer = _rag(obj, router, opts, hybrid=hybrid).query(question, k=k, filter=filters)
+    opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, obj.settings.llm_timeout, tau)
+    with warnings_shown(obj.output):
+        answer, failure = _answer(_rag(obj, router, opts, hybrid=hybrid), question, k=k, filter=filters)
     out = obj.output
     if as_json:
         data = answer.to_dict()
-        out.json({**data, "hits": [hit_dict(h, i) for i, h in enumerate(answer.hits, 1)]})
+        out.json({**data, "hits": [hit_dict(h, i) for i, h in enumerate(answer.hits, 1)],
+                  **({"warning": failure} if failure else {})})
         return
     print_decision(out, answer.decision)
     print_hits(out, answer.hits, title="evidence")
-    if answer.text is None:
+    if failure is not None:
+        out.error(f"no answer, only the evidence above: {failure}", label="warning")
+    elif answer.text is None:
         out.print("\n[yellow]No language model is configured, so this is the evidence only.[/] Set "
                   "UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL / UNIVERSALRAG_LLM_API_KEY for a "
                   "server such as vLLM, Ollama or OpenAI) to get an answer.", soft_wrap=True)
@@ -242,6 +256,28 @@ def ask(
         out.print(Text.assemble("\n", ("answer", "bold"), f" {answer.text}"), soft_wrap=True)
         if answer.citations:
             out.print(Text(f"cites: {', '.join(answer.citations)}", style="dim"))
+
+
+def _with_timeout(obj: CliContext, timeout: float | None) -> CliContext:
+    """The context with ``--timeout`` as the language-model timeout (routers and answers), when given."""
+    return obj if timeout is None else obj.with_settings(obj.settings.with_(llm_timeout=timeout))
+
+
+def _answer(rag: Any, question: str, *, k: int, filter: dict[str, Any] | None) -> tuple[Any, str | None]:
+    """Route, retrieve and generate; when the model fails (HTTP error, malformed reply, timeout), the answer is
+    the evidence alone and the second value says why."""
+    from ..evidence import build_evidence
+    from ..types import Answer
+
+    decision, hits = rag.search(question, k=k, filter=filter, allow_none=True)
+    generator = rag.generator
+    if generator is None:
+        return Answer(text=None, decision=decision, hits=tuple(hits)), None
+    try:
+        generation = generator.generate(question, build_evidence(hits, budget=rag.budget))
+    except GenerationError as e:
+        return Answer(text=None, decision=decision, hits=tuple(hits)), str(e)
+    return Answer(text=generation.text, decision=decision, hits=tuple(hits), citations=generation.citations), None
 
 
 sources_app = typer.Typer(help="List or delete ingested sources.", no_args_is_help=True, rich_markup_mode=None)

@@ -3,8 +3,9 @@
 * :class:`Output` — the two consoles. On a terminal, rich formatting and progress bars; otherwise (a pipe, a
   file, the ``serve`` client's captured streams) whole lines, never cropped or wrapped. User content is always
   printed literally (:func:`rich.markup.escape` / :class:`rich.text.Text`), never read as markup.
-* :class:`Session` — what outlives one command: one :class:`UniversalRAG` per settings and the routers built
-  by name. A one-shot process has one session per command; ``universalrag serve`` keeps one for its whole life,
+* :class:`Session` — what outlives one command: one :class:`Store` and one :class:`UniversalRAG` per settings
+  and the routers built by name. Commands that only read the database (``status``, ``sources``, ``corpus``)
+  use the store alone and never import the pipeline, the encoders or the routers. A one-shot process has one session per command; ``universalrag serve`` keeps one for its whole life,
   which is what makes a served query fast.
 * :class:`CliContext` — settings + output + session for the running command (``ctx.obj``).
 """
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..pipeline import UniversalRAG
+    from ..store import Store
 
 __all__ = ["CliContext", "Invocation", "Output", "Session"]
 
@@ -99,9 +101,19 @@ class Session:
     configuration; routers built by the registry, by name and options. Constructing it does no I/O."""
 
     def __init__(self) -> None:
+        self._stores: dict[Settings, Store] = {}
         self._rags: dict[Settings, UniversalRAG] = {}
         self._variants: dict[tuple[Settings, Hashable], UniversalRAG] = {}
         self._routers: dict[Hashable, Any] = {}
+
+    def store(self, settings: Settings) -> Store:
+        """The :class:`Store` for ``settings`` (no connection until used); :meth:`rag` uses the same one."""
+        store = self._stores.get(settings)
+        if store is None:
+            from ..store import Store
+
+            store = self._stores[settings] = Store(settings=settings)
+        return store
 
     def rag(self, settings: Settings) -> UniversalRAG:
         """The :class:`UniversalRAG` for ``settings`` (its default router, built on first use)."""
@@ -109,11 +121,13 @@ class Session:
         if rag is None:
             from ..pipeline import UniversalRAG
 
+            store = self.store(settings)
             donor = next((r for s, r in self._rags.items() if _encoder_key(s) == _encoder_key(settings)), None)
             if donor is not None:
-                rag = UniversalRAG(settings=settings, embedder=donor.embedder, visual_encoder=donor.visual_encoder)
+                rag = UniversalRAG(settings=settings, store=store, embedder=donor.embedder,
+                                   visual_encoder=donor.visual_encoder)
             else:
-                rag = UniversalRAG(settings=settings, embedder=_shared_text_encoder(settings))
+                rag = UniversalRAG(settings=settings, store=store, embedder=_shared_text_encoder(settings))
             self._rags[settings] = rag
         return rag
 
@@ -139,8 +153,12 @@ class Session:
     def close(self) -> None:
         """Release every database connection."""
         for rag in self._rags.values():
-            rag.close()
+            rag.close()  # closes its store too
+        for settings, store in self._stores.items():
+            if settings not in self._rags:
+                store.close()
         self._rags.clear()
+        self._stores.clear()
         self._variants.clear()
 
 
@@ -175,14 +193,17 @@ class CliContext:
         return self.session.rag(self.settings)
 
     @property
-    def store(self) -> Any:
-        """The corpus store of :attr:`rag`."""
-        return self.rag.store
+    def store(self) -> Store:
+        """The corpus store for these settings (the same one :attr:`rag` uses; building it loads no model)."""
+        return self.session.store(self.settings)
 
     def ensure_initialised(self) -> list[str]:
-        """Create the schema and the built-in corpora on first use (``init`` is never a required first step);
-        returns the corpora created."""
-        if self.rag.store.revision() is None:
+        """Create the schema and the built-in corpora on first use, and upgrade a schema an older version of
+        the library made (``init`` is never a required first step); returns the corpora created. An up-to-date
+        schema costs one query and no pipeline."""
+        from ..store import migrate
+
+        if not migrate.is_current(self.store.revision()):
             return self.rag.init()
         return []
 

@@ -19,8 +19,9 @@ def main(argv: list[str] | None = None) -> None:
     from .protocol import SERVED_COMMANDS, command_of
 
     if command_of(args) in {*SERVED_COMMANDS, "serve"}:
-        # one query at a time: one torch thread answers as fast on an idle machine and 10-50x faster on a busy
-        # one (threads waiting for a core they do not get); OMP_NUM_THREADS set by the user wins
+        # one query at a time: one BLAS/torch thread answers as fast on an idle machine and 10-50x faster on a
+        # busy one (threads spinning for a core they do not get); OpenBLAS reads it when NumPy is first imported,
+        # which is after this line; OMP_NUM_THREADS set by the user wins
         os.environ.setdefault("OMP_NUM_THREADS", "1")
     code = forward(args)
     if code is not None:

@@ -7,7 +7,10 @@ labels and snippets are shortened; for a pipe every line is printed whole.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
@@ -19,7 +22,7 @@ if TYPE_CHECKING:
     from ..ingest import FileOutcome, IngestReport
 
 __all__ = ["IngestProgress", "hit_dict", "print_decision", "print_hits", "print_report", "similarity",
-           "skipped_reasons", "snippet"]
+           "skipped_reasons", "snippet", "warnings_shown"]
 
 
 def snippet(text: str, width: int | None = 220) -> str:
@@ -35,8 +38,41 @@ def similarity(hit: Hit) -> float:
 
 
 def hit_dict(hit: Hit, rank: int) -> dict[str, Any]:
-    """A hit as JSON with its rank in the (fused) list and its readable similarity beside the raw score."""
-    return {"rank": rank, "similarity": round(similarity(hit), 6), **hit.to_dict()}
+    """A hit as JSON with its rank in the (fused) list and its readable similarity beside the raw score; a score
+    that is not a finite number (NaN, infinity) is ``null``, so the output stays valid JSON."""
+    return _finite({"rank": rank, "similarity": round(similarity(hit), 6), **hit.to_dict()})
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+class _WarningLine(logging.Handler):
+    def __init__(self, out: Output) -> None:
+        super().__init__(logging.WARNING)
+        self.out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.out.error(record.getMessage(), label="warning")
+
+
+@contextmanager
+def warnings_shown(out: Output) -> Iterator[None]:
+    """While the block runs, the library's warnings (a router that fell back, an answer cut at max_tokens) are
+    printed on stderr as ``warning: ...`` lines, so the command says what happened."""
+    handler = _WarningLine(out)
+    logger = logging.getLogger("universalrag")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 def _span(hit: Hit) -> str:

@@ -58,7 +58,8 @@ def _llm(opts: RouterOptions, settings: Settings, embedder: Any) -> Any:
         raise ConfigError("The LLM router needs a chat model: pass --llm-model (and --llm-url for a local server) "
                           "or set UNIVERSALRAG_LLM_MODEL.")
     return LLMRouter(model, base_url=opts.llm_url or settings.llm_base_url,
-                     api_key=opts.llm_key or settings.llm_api_key, timeout=opts.timeout)
+                     api_key=opts.llm_key or settings.llm_api_key, timeout=opts.timeout,
+                     fallback=_trained(opts, settings, embedder))  # a failing or hung model: the trained router
 
 
 def _ensemble(opts: RouterOptions, settings: Settings, embedder: Any) -> Any:

@@ -17,6 +17,8 @@ from rich.text import Text
 
 from ..errors import ConfigError
 from .context import CliContext, Output
+from .output import warnings_shown
+from .query_input import QueryArg, QueryFileOpt, read_query
 from .routers import (
     LLMKeyOpt,
     LLMModelOpt,
@@ -96,7 +98,8 @@ def register(app: typer.Typer) -> None:
     @app.command("route")
     def route(
         ctx: typer.Context,
-        query: str = typer.Argument(..., help="The question to route."),
+        query: QueryArg = None,
+        query_file: QueryFileOpt = None,
         bound: bool = typer.Option(False, "--bound", help="Choose only among the database's corpora that hold "
                                    "rows (plus none)."),
         router: RouterOpt = "trained",
@@ -111,8 +114,10 @@ def register(app: typer.Typer) -> None:
         tau: TauOpt = 0.9,
         no_server: bool = NoServerOpt,
     ) -> None:
-        """Route a query: which corpora should be searched for it."""
+        """Route a query: which corpora should be searched for it (the argument, '-' for standard input, or
+        --query-file)."""
         obj = _obj(ctx)
+        query = read_query(query, query_file, served=obj.served)
         opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
         chosen = _csv(candidates)
         if bound:
@@ -121,7 +126,8 @@ def register(app: typer.Typer) -> None:
             obj.ensure_initialised()
             available = routing_candidates(obj.store)
             chosen = [c for c in available if chosen is None or c in chosen]
-        decision = router_for(obj, router, opts).route(query, candidates=chosen)
+        with warnings_shown(obj.output):
+            decision = router_for(obj, router, opts).route(query, candidates=chosen)
         out = obj.output
         if as_json:
             out.line(json.dumps({"query": query, **decision.to_dict()}, ensure_ascii=False))

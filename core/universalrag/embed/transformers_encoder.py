@@ -1,7 +1,10 @@
 """A text embedder for any local transformers encoder directory (mean pooling, L2-normalised).
 
-torch and transformers are imported inside methods so that ``import universalrag`` stays fast; the model
-is loaded on first use, under a lock, and never downloaded (``local_files_only=True``).
+Two backends compute the same vectors. On the CPU, a BERT directory with ``model.safetensors`` and
+``tokenizer.json`` (the bundled MiniLM is one) runs with NumPy (:mod:`.numpy_bert`): no torch import, which
+is what makes a cold ``universalrag search`` fast. Other models, GPUs, and ``UNIVERSALRAG_INFERENCE=torch``
+use torch and transformers, imported on first use. Either way the model is loaded on first use, under a
+lock, and never downloaded (``local_files_only=True``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 from ..errors import ConfigError, EmbeddingError
 from .base import check_texts
 from .devices import resolve_device, to_device
+from .numpy_bert import NumpyBert, inference_backend, numpy_supported
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
@@ -29,6 +33,9 @@ MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 #: config.json keys that hold the width of the last hidden state, by model family.
 _WIDTH_KEYS = ("hidden_size", "d_model", "dim", "n_embd", "embed_dim")
+
+#: Present when an NVIDIA driver is loaded: then ``device=None`` means CUDA, which only torch serves.
+_NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
                  "pytorch_model.bin.index.json")
@@ -58,6 +65,16 @@ def _width_from_config(path: Path) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
+
+
+def _tokenizer_max_length(path: Path) -> int | None:
+    """``model_max_length`` from tokenizer_config.json (what transformers' tokenizer would truncate to)."""
+    try:
+        config = json.loads((path / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = config.get("model_max_length") if isinstance(config, dict) else None
+    return value if isinstance(value, int) and 0 < value < 1_000_000 else None
 
 
 class TransformersEmbedder:
@@ -93,6 +110,7 @@ class TransformersEmbedder:
         self._model: Any = None
         self._tokenizer: Any = None
         self._device: torch.device | None = None
+        self._numpy: NumpyBert | None = None
         self._token_limit = max_length
 
     @classmethod
@@ -111,7 +129,26 @@ class TransformersEmbedder:
 
     def __repr__(self) -> str:
         return (f"TransformersEmbedder(name={self._name!r}, path={str(self._path)!r}, "
-                f"device={self._device_arg!r}, loaded={self._model is not None})")
+                f"device={self._device_arg!r}, loaded={self.loaded})")
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory."""
+        return self._model is not None or self._numpy is not None
+
+    @property
+    def backend(self) -> str:
+        """``"numpy"`` or ``"torch"``: what computes the vectors (decided without loading the model)."""
+        if self._numpy is not None:
+            return "numpy"
+        if self._model is not None:
+            return "torch"
+        return "numpy" if self._numpy_serves() else "torch"
+
+    def _numpy_serves(self) -> bool:
+        device = (self._device_arg or "").strip().lower()
+        on_cpu = device == "cpu" or (not device and not _NVIDIA_DRIVER.exists())
+        return on_cpu and inference_backend() == "numpy" and numpy_supported(self._path)
 
     @property
     def name(self) -> str:
@@ -130,23 +167,26 @@ class TransformersEmbedder:
             width = _width_from_config(check_model_dir(self._path))
             if width is None:  # unusual config: ask the loaded model
                 self._ensure_loaded()
-                width = int(self._model.config.hidden_size)
+                width = self._dimension if self._model is None else int(self._model.config.hidden_size)
             self._dimension = width
         return self._dimension
 
     @property
     def device(self) -> str:
-        """The torch device the model runs on (loads the model)."""
+        """The device the model runs on (loads the model); ``cpu`` for the NumPy backend."""
         self._ensure_loaded()
-        return str(self._device)
+        return "cpu" if self._numpy is not None else str(self._device)
 
     def _ensure_loaded(self) -> None:
-        if self._model is not None:
+        if self.loaded:
             return
         with self._load_lock:
-            if self._model is not None:
+            if self.loaded:
                 return
             path = check_model_dir(self._path)
+            if self._numpy_serves():
+                self._load_numpy(path)
+                return
             from transformers import AutoModel, AutoTokenizer
 
             device = resolve_device(self._device_arg)
@@ -177,8 +217,27 @@ class TransformersEmbedder:
             self._dimension = int(model.config.hidden_size)
             self._model = model  # last: other threads test this without the lock
 
+    def _load_numpy(self, path: Path) -> None:
+        bert = NumpyBert.load(path)
+        limit = min(self.max_length, bert.max_positions)
+        tok_max = _tokenizer_max_length(path)
+        if tok_max is not None:
+            limit = min(limit, tok_max)
+        self._token_limit = limit
+        self._dimension = bert.hidden_size
+        self._numpy = bert  # last: other threads test this without the lock
+
+    def _embed_batch_numpy(self, texts: list[str]) -> np.ndarray:
+        assert self._numpy is not None
+        with self._tokenizer_lock:
+            ids, mask = self._numpy.tokenize(texts, max_length=self._token_limit)
+        pooled = self._numpy.mean_pooled(ids, mask)
+        norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
+        return (pooled / norms).astype(np.float32, copy=False)
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        if self._numpy is not None:
+            return self._embed_batch_numpy(texts)
         import torch
 
         with self._tokenizer_lock:
@@ -207,7 +266,7 @@ class TransformersEmbedder:
                 out[idx] = self._embed_batch([items[i] for i in idx])
             except RuntimeError as e:  # out of memory, device errors
                 raise EmbeddingError(
-                    f"Embedding with {self._name!r} on {self._device} failed: {e}. Try a smaller "
+                    f"Embedding with {self._name!r} on {self._device or 'cpu'} failed: {e}. Try a smaller "
                     "batch_size or max_length, or another device."
                 ) from e
         return out

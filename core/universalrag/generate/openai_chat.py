@@ -44,8 +44,10 @@ class OpenAIChatGenerator:
 
     ``base_url`` points at another server (for example ``http://localhost:11434/v1``); with a ``base_url``
     and no key, a placeholder key is sent, as local servers expect. ``system_prompt`` replaces
-    :data:`~universalrag.generate.prompt.DEFAULT_SYSTEM_PROMPT`. ``max_retries`` is the SDK's retry count
-    for connection errors, 408/409/429 and 5xx. Failures raise :class:`GenerationError`.
+    :data:`~universalrag.generate.prompt.DEFAULT_SYSTEM_PROMPT`. ``max_retries`` is the retry count for
+    connection errors, timeouts, 408/409/429 and 5xx; ``timeout`` bounds one answer in all, retries included
+    (default: ``UNIVERSALRAG_LLM_TIMEOUT`` through :meth:`from_settings`). Failures raise
+    :class:`GenerationError`.
     """
 
     def __init__(
@@ -91,7 +93,8 @@ class OpenAIChatGenerator:
         no model is configured (set ``UNIVERSALRAG_LLM_MODEL``). ``overrides`` go to the constructor."""
         if not settings.llm_model:
             return None
-        kwargs: dict[str, Any] = {"base_url": settings.llm_base_url, "api_key": settings.llm_api_key}
+        kwargs: dict[str, Any] = {"base_url": settings.llm_base_url, "api_key": settings.llm_api_key,
+                                  "timeout": settings.llm_timeout}
         kwargs.update(overrides)
         return cls(settings.llm_model, **kwargs)
 
@@ -157,9 +160,8 @@ class OpenAIChatGenerator:
         """Answer ``query`` from ``evidence`` (empty: from the model alone), citing evidence ids."""
         question, items = check_inputs(query, evidence)
         params = self._params(question, items)
-        client = self._openai.sync()
         try:
-            response = client.chat.completions.create(**params)
+            response = self._openai.call(lambda client: client.chat.completions.create(**params))
         except Exception as e:  # SDK errors are translated, anything else re-raised
             if (error := self._translate(e, items)) is None:
                 raise
@@ -170,9 +172,8 @@ class OpenAIChatGenerator:
         """Async twin of :meth:`generate`, using the SDK's async client (one per event loop)."""
         question, items = check_inputs(query, evidence)
         params = self._params(question, items)
-        client = self._openai.async_()
         try:
-            response = await client.chat.completions.create(**params)
+            response = await self._openai.acall(lambda client: client.chat.completions.create(**params))
         except Exception as e:  # SDK errors are translated, anything else re-raised
             if (error := self._translate(e, items)) is None:
                 raise

@@ -9,7 +9,9 @@ One home for these rules, shared by every reader (text, tables, images, videos) 
 - :func:`text_encoding`, :func:`file_encoding` and :func:`decode_text` find a text file's encoding (byte-order
   mark, then a declared charset, then UTF-8, then charset-normalizer's detection) and refuse binary data;
   :func:`decode_error` words a decoding failure;
-- :func:`file_signature` and :func:`check_unchanged` notice a file that changed after it was parsed.
+- :func:`file_signature` and :func:`check_unchanged` notice a file that changed after it was parsed;
+- :func:`inside` tells whether a companion file (a sidecar, a referenced image) stays inside a folder once its
+  symbolic links are followed, so that no file outside what the user named is ever read.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = [
     "file_signature",
     "gzip_error",
     "hash_file",
+    "inside",
     "is_gzip",
     "open_bytes",
     "open_text",
@@ -75,6 +78,20 @@ def check_file(path: Path, *, empty: str | None = None) -> None:
             raise read_error(path, e) from e
         if size == 0:
             raise IngestError(path, f"the file is empty (0 bytes); {empty}")
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """True when ``path``, with every symbolic link followed, is a file inside ``folder`` (also followed).
+
+    A link that leaves the folder (``photo.jpg.txt -> /etc/passwd``), a ``..`` that climbs out of it, a
+    symlink loop and a dangling link are all False: companions of a file are read only from where the file is.
+    """
+    try:
+        target = path.resolve(strict=True)
+        root = folder.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing, dangling or a loop
+        return False
+    return target.is_relative_to(root) and target.is_file()
 
 
 def hash_file(path: Path) -> str:

@@ -165,13 +165,13 @@ def _is_navigation(node: Any, stats: _Stats) -> bool:
 def _prune(nodes: list[Any], remove: Callable[[Any], bool]) -> int:
     """Decompose the ``nodes`` (in document order) that ``remove`` picks, skipping those inside one already
     picked; return how many were removed."""
-    picked: set[int] = set()
+    within: set[int] = set()  # the nodes inside one already picked (picked subtrees are disjoint: linear)
     chosen = []
     for node in nodes:
-        if any(id(parent) in picked for parent in node.parents):
+        if id(node) in within:
             continue
         if remove(node):
-            picked.add(id(node))
+            within.update(id(d) for d in node.descendants)
             chosen.append(node)
     for node in chosen:
         node.decompose()

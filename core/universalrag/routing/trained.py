@@ -5,7 +5,9 @@ An artefact holds only what training changed, on top of the bundled all-MiniLM-L
     config.json         labels, max_length, head shape, default threshold, how it was trained, its metrics
     model.safetensors   the trained tensors (transformer layers that were fine-tuned, the head) in float16
 
-The default artefact ships inside the package (``routing/artefact``) and loads offline.
+The default artefact ships inside the package (``routing/artefact``) and loads offline. Inference runs with
+NumPy (:class:`~.encoder.NumpyRouterNet`, no torch import) when the base encoder is a BERT directory it
+supports — the bundled MiniLM is — and with torch otherwise or when ``UNIVERSALRAG_INFERENCE=torch``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..embed.numpy_bert import inference_backend, numpy_supported
 from ..errors import ConfigError, RoutingError
 from .base import DEFAULT_THRESHOLD, ScoringRouter
-from .encoder import BASE_MODEL_NAME, RouterNet, load_base, set_threads, tokenize
+from .encoder import BASE_MODEL_NAME, NumpyRouterNet, RouterNet, base_model_path, load_base, set_threads, tokenize
 
 __all__ = [
     "ARTEFACT_FORMAT",
@@ -85,7 +88,8 @@ class TrainedRouter(ScoringRouter):
 
     ``path`` is an artefact directory (see the module docstring); ``base_path`` the base encoder directory
     (default: the bundled MiniLM). Nothing is read until the first query (or :meth:`load`).
-    ``threshold`` defaults to the artefact's (0.8). ``num_threads`` sets torch's thread count on load.
+    ``threshold`` defaults to the artefact's (0.8). ``num_threads`` sets torch's thread count on load (the
+    NumPy backend leaves threads to BLAS). :attr:`backend` says which backend runs.
     """
 
     def __init__(
@@ -113,6 +117,7 @@ class TrainedRouter(ScoringRouter):
         self._num_threads = num_threads
         self._lock = threading.Lock()
         self._net: Any = None
+        self._numpy: NumpyRouterNet | None = None
         self._tokenizer: Any = None
         self._config: dict[str, Any] | None = None
 
@@ -122,7 +127,22 @@ class TrainedRouter(ScoringRouter):
         return cls(DEFAULT_ARTEFACT, **kwargs)
 
     def __repr__(self) -> str:
-        return f"TrainedRouter(path={str(self._path)!r}, threshold={self.threshold}, loaded={self._net is not None})"
+        return f"TrainedRouter(path={str(self._path)!r}, threshold={self.threshold}, loaded={self.loaded})"
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the network is in memory."""
+        return self._net is not None or self._numpy is not None
+
+    @property
+    def backend(self) -> str:
+        """``"numpy"`` or ``"torch"``: what runs the network (decided without loading it)."""
+        if self._numpy is not None:
+            return "numpy"
+        if self._net is not None:
+            return "torch"
+        base = self._base_path if self._base_path is not None else base_model_path()
+        return "numpy" if inference_backend() == "numpy" and numpy_supported(base) else "torch"
 
     @property
     def path(self) -> Path:
@@ -145,12 +165,22 @@ class TrainedRouter(ScoringRouter):
 
     def load(self) -> TrainedRouter:
         """Load the encoder and the trained weights now (otherwise done on first use); returns ``self``."""
-        if self._net is not None:
+        if self.loaded:
             return self
         with self._lock:
-            if self._net is None:
-                self._net, self._tokenizer = self._build()
+            if not self.loaded:
+                if self.backend == "numpy":
+                    self._numpy = self._build_numpy()
+                else:
+                    self._net, self._tokenizer = self._build()
         return self
+
+    def _build_numpy(self) -> NumpyRouterNet:
+        config = self.config
+        return NumpyRouterNet.load(self._path / _WEIGHTS, base_path=self._base_path,
+                                   hidden=int(config.get("head_hidden", 0)),
+                                   max_length=int(config.get("max_length", 64)),
+                                   base_config=config.get("base_config", {}))
 
     def _build(self) -> tuple[Any, Any]:
         import torch
@@ -195,9 +225,15 @@ class TrainedRouter(ScoringRouter):
     def probabilities(self, queries: Sequence[str]) -> Any:
         """Sigmoid probabilities as a NumPy array of shape ``(len(queries), len(routes))``."""
         import numpy as np
-        import torch
 
         self.load()
+        if self._numpy is not None:
+            with self._lock:  # the tokenizer is not safe to call concurrently
+                parts = [self._numpy.probabilities(list(queries[s : s + self.batch_size]))
+                         for s in range(0, len(queries), self.batch_size)]
+            return np.concatenate(parts) if parts else np.zeros((0, len(self.routes)), dtype=np.float32)
+        import torch
+
         max_length = int(self.config.get("max_length", 64))
         out = []
         with torch.inference_mode():

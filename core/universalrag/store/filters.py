@@ -18,6 +18,7 @@ Values are always bound parameters; field names are validated and used only insi
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable, Mapping
 
@@ -64,6 +65,10 @@ def _text(column: sa.ColumnElement[Any], path: tuple[str, ...]) -> sa.ColumnElem
 def _scalar(op: str, value: Any) -> Any:
     if not isinstance(value, _Scalar) or value is None:
         raise FilterError(f"Operator {op} needs a string, number or boolean, got {type(value).__name__}.")
+    if isinstance(value, str) and "\x00" in value:
+        raise FilterError(f"The value of {op} holds a NUL character, which Postgres text cannot hold; remove it.")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise FilterError(f"Operator {op} needs a finite number, got {value}.")
     return value
 
 
@@ -118,6 +123,7 @@ def _like(case_insensitive: bool) -> Callable[..., sa.ColumnElement[bool]]:
     def build(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
         if not isinstance(value, str):
             raise FilterError(f"Operator {op} needs a string pattern.")
+        _scalar(op, value)
         text = _text(column, path)
         return text.ilike(value) if case_insensitive else text.like(value)
 
@@ -157,8 +163,44 @@ def _field_condition(column: sa.ColumnElement[Any], field: str, condition: Any) 
     return sa.and_(*clauses)
 
 
+#: Deepest nesting of ``$and``/``$or``/``$not`` accepted (real filters use a handful of levels).
+MAX_DEPTH = 32
+#: Most conditions in one filter (each becomes a clause of the SQL statement).
+MAX_CONDITIONS = 1000
+
+
 def compile_filter(column: sa.ColumnElement[Any], filter: Filter) -> sa.ColumnElement[bool]:
-    """Compile ``filter`` (see the module docstring) to a boolean SQL expression over the JSONB ``column``."""
+    """Compile ``filter`` (see the module docstring) to a boolean SQL expression over the JSONB ``column``.
+
+    :class:`FilterError` for a malformed filter, one nested deeper than :data:`MAX_DEPTH` or holding more than
+    :data:`MAX_CONDITIONS` conditions (checked before anything is built, so a hostile filter costs nothing)."""
+    _check_size(filter)
+    return _compile(column, filter)
+
+
+def _check_size(filter: Any) -> None:
+    """FilterError when ``filter`` nests too deep or holds too many conditions (walked without recursion)."""
+    pending: list[tuple[Any, int]] = [(filter, 1)]
+    conditions = 0
+    while pending:
+        node, depth = pending.pop()
+        if depth > MAX_DEPTH:
+            raise FilterError(f"The filter nests $and/$or/$not more than {MAX_DEPTH} levels deep; flatten it "
+                              "(several keys in one object are AND-ed, $in takes a list of values).")
+        if not isinstance(node, Mapping):
+            continue
+        for key, value in node.items():
+            conditions += 1
+            if conditions > MAX_CONDITIONS:
+                raise FilterError(f"The filter holds more than {MAX_CONDITIONS} conditions; use $in with a list "
+                                  "of values, or narrow it.")
+            if key in ("$and", "$or") and isinstance(value, (list, tuple)):
+                pending += [(f, depth + 1) for f in value]
+            elif key == "$not":
+                pending.append((value, depth + 1))
+
+
+def _compile(column: sa.ColumnElement[Any], filter: Filter) -> sa.ColumnElement[bool]:
     if not isinstance(filter, Mapping):
         raise FilterError(f"A filter must be a mapping, got {type(filter).__name__}.")
     clauses: list[sa.ColumnElement[bool]] = []
@@ -166,10 +208,10 @@ def compile_filter(column: sa.ColumnElement[Any], filter: Filter) -> sa.ColumnEl
         if key in ("$and", "$or"):
             if not isinstance(value, (list, tuple)) or not value:
                 raise FilterError(f"{key} needs a non-empty list of filters.")
-            parts = [compile_filter(column, f) for f in value]
+            parts = [_compile(column, f) for f in value]
             clauses.append(sa.and_(*parts) if key == "$and" else sa.or_(*parts))
         elif key == "$not":
-            clauses.append(sa.not_(compile_filter(column, value)))
+            clauses.append(sa.not_(_compile(column, value)))
         elif isinstance(key, str) and key.startswith("$"):
             raise FilterError(f"Unknown top-level filter operator {key!r}; use $and, $or or $not.")
         else:

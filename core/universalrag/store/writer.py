@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 from ..errors import DimensionMismatchError, InvalidInputError
 from ..types import CorpusSpec, PartBatch, Unit
 from .schema import CorpusTables, parts_table_name, unit_table_name
+from .vectors import check_matrix, check_vector
 
 __all__ = ["copy_rows", "copy_units", "copy_parts", "copy_part_batch", "check_part_batch", "check_units",
            "parents_first"]
@@ -83,23 +84,23 @@ def check_part_batch(batch: PartBatch, spec: CorpusSpec) -> None:
     width = batch.vectors.shape[1] if getattr(batch.vectors, "ndim", 0) == 2 else -1
     if width != spec.dimension or len(batch.vectors) != len(batch.texts):
         raise DimensionMismatchError(spec.name, spec.dimension, width)
+    check_matrix(spec.name, batch.vectors, spec.dimension)
 
 
 def check_units(units: Sequence[Unit], specs: Mapping[str, CorpusSpec]) -> dict[str, list[Unit]]:
-    """Units grouped by corpus, after checking every vector's dimension against its corpus (nothing is
-    written when one is wrong)."""
+    """Units grouped by corpus, after checking every vector (finite, not all zeros, of its corpus's dimension:
+    nothing is written when one is wrong)."""
     by_corpus: dict[str, list[Unit]] = {}
     for unit in units:
         spec = specs[unit.corpus]
         for vec in ([unit.embedding] if unit.embedding is not None else []) + list(unit.part_embeddings):
-            if len(vec) != spec.dimension:
-                raise DimensionMismatchError(spec.name, spec.dimension, len(vec))
+            check_vector(spec.name, vec, spec.dimension, what=f"vector of unit {unit.id!r}")
         if unit.visual_embedding is not None:
             if not spec.visual_dimension:
                 raise InvalidInputError(f"Corpus {spec.name!r} has no visual channel; add one before writing "
                                         "visual embeddings (Store.add_visual_channel).")
-            if len(unit.visual_embedding) != spec.visual_dimension:
-                raise DimensionMismatchError(spec.name, spec.visual_dimension, len(unit.visual_embedding))
+            check_vector(spec.name, unit.visual_embedding, spec.visual_dimension,
+                         what=f"visual vector of unit {unit.id!r}")
         if len(unit.parts) != len(unit.part_embeddings):
             raise InvalidInputError(f"Unit {unit.id}: {len(unit.parts)} parts but {len(unit.part_embeddings)} "
                                     "vectors; give one vector per part.")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IngestError
+from ..files import inside
 
 __all__ = ["DESCRIPTION_SOURCES", "Description", "describe", "filename_words", "read_exif", "sidecar_paths"]
 
@@ -92,12 +93,14 @@ def sidecar_paths(path: str | Path) -> list[Path]:
 
     Text sidecars are ``photo.jpg.txt`` and ``photo.txt``; JSON sidecars are ``photo.jpg.json`` and
     ``photo.json`` when they hold an object (a JSON array is a table, not a sidecar). A folder walker
-    skips these so that a caption is not also ingested as a text document.
+    skips these so that a caption is not also ingested as a text document. A sidecar that is a symbolic link
+    leading out of the image's folder is ignored: it is never read.
     """
     p = Path(path)
     names = [p.with_name(p.name + ".txt"), p.with_suffix(".txt"), p.with_name(p.name + ".json"),
              p.with_suffix(".json")]
-    return [s for s in names if s != p and s.is_file() and (s.suffix == ".txt" or _is_json_object(s))]
+    return [s for s in names
+            if s != p and inside(s, p.parent) and (s.suffix == ".txt" or _is_json_object(s))]
 
 
 def _read_sidecar(image: Path, sidecar: Path) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...errors import IngestError
 from ...media import import_av, ratio
-from ..files import bom_encoding, read_error
+from ..files import bom_encoding, inside
 from .cues import Cue, clean_cue_text
 
 __all__ = ["SIDECAR_EXTENSIONS", "parse_subtitles", "read_embedded_cues", "read_sidecar", "sidecar_paths"]
@@ -61,7 +61,8 @@ def sidecar_paths(path: str | Path) -> list[Path]:
 
     Matched beside the video: ``<stem>.srt``, ``<stem>.vtt``, ``<name>.srt`` (``talk.mp4.srt``), then
     language-tagged ones (``<stem>.en.srt``, ``<stem>.pt-BR.forced.vtt``) with English first, others
-    in name order. A folder walker should skip these files rather than ingest them on their own.
+    in name order. A folder walker should skip these files rather than ingest them on their own. A subtitle
+    file that is a symbolic link leading out of the video's folder is ignored: it is never read.
     """
     video = Path(path)
     folder = video.parent
@@ -73,7 +74,7 @@ def sidecar_paths(path: str | Path) -> list[Path]:
     ranked = []
     for name in names:
         rank = _sidecar_rank(video, folder / name)
-        if rank is not None:
+        if rank is not None and inside(folder / name, folder):
             ranked.append((rank, folder / name))
     return [p for _rank, p in sorted(ranked)]
 
@@ -135,9 +136,10 @@ def parse_subtitles(text: str, *, name: str = "<subtitles>") -> list[Cue]:
             continue
         cues.append(Cue(start, end, joined))
     if not cues and text.strip() and not any(_TIMING.match(line) for line in text.splitlines()):
+        which = f"the subtitle file {Path(name).name!r}" if name != "<subtitles>" else "the subtitles"
         raise IngestError(
             name,
-            "no subtitle cues found: expected SubRip or WebVTT timing lines such as "
+            f"no subtitle cues found in {which}: expected SubRip or WebVTT timing lines such as "
             "'00:00:01,000 --> 00:00:04,000'; fix or remove the file.",
         )
     cues.sort(key=lambda c: (c.start_s, c.end_s))
@@ -159,8 +161,9 @@ def read_sidecar(path: str | Path) -> list[Cue]:
     p = Path(path)
     try:
         data = p.read_bytes()
-    except OSError as e:
-        raise read_error(p, e) from e
+    except OSError as e:  # the video's outcome shows the reason: it names the subtitle file
+        raise IngestError(p, f"the subtitle file {p.name!r} could not be read ({e.strerror or e}); check its "
+                             "permissions, or remove it.") from e
     return parse_subtitles(_decode(data), name=str(p))
 
 

@@ -1,0 +1,57 @@
+"""Vectors checked before they reach SQL: numbers only, finite, of the corpus's dimension, not all zeros.
+
+pgvector refuses NaN and infinity with a driver error, and a zero vector has no cosine distance (it gives NaN
+scores, which are not valid JSON). Every public path that accepts vectors (``Store.search``, ``Store.add_units``,
+``Store.write_source``, the LangChain VectorStore) goes through :func:`check_vector` first, so a bad vector is a
+typed error with a sentence, and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import DimensionMismatchError, InvalidInputError
+
+__all__ = ["check_matrix", "check_vector"]
+
+
+def check_vector(corpus: str, vector: Sequence[float] | Any, dimension: int, *, what: str = "query vector") -> None:
+    """Raise :class:`InvalidInputError` unless ``vector`` is a flat sequence of finite numbers, not all zero, and
+    :class:`~universalrag.errors.DimensionMismatchError` unless it has ``dimension`` values."""
+    try:
+        array = np.asarray(vector)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"The {what} for corpus {corpus!r} is not a list of numbers ({e}).") from None
+    if array.dtype.kind not in "fiu" or array.ndim != 1:
+        raise InvalidInputError(f"The {what} for corpus {corpus!r} must be a flat list of numbers, got "
+                                f"{'a nested list' if array.ndim > 1 else array.dtype.name + ' values'}.")
+    if len(array) != dimension:
+        raise DimensionMismatchError(corpus, dimension, len(array))
+    _check_values(corpus, array.astype(np.float64, copy=False), what)
+
+
+def check_matrix(corpus: str, vectors: Any, dimension: int, *, what: str = "part vectors") -> None:
+    """:func:`check_vector` for every row of a 2-D array at once."""
+    array = np.asarray(vectors)
+    if array.ndim != 2 or array.dtype.kind not in "fiu":
+        raise InvalidInputError(f"The {what} for corpus {corpus!r} must be a 2-D array of numbers.")
+    if array.shape[1] != dimension:
+        raise DimensionMismatchError(corpus, dimension, array.shape[1])
+    finite = np.isfinite(array).all(axis=1)
+    nonzero = array.any(axis=1)
+    for row in np.flatnonzero(~(finite & nonzero))[:1]:  # vectorised; the first bad row is reported
+        _check_values(corpus, array[row].astype(np.float64, copy=False), what)
+
+
+def _check_values(corpus: str, array: np.ndarray, what: str) -> None:
+    finite = np.isfinite(array)
+    if not finite.all():
+        position = int(np.argmin(finite))
+        raise InvalidInputError(f"The {what} for corpus {corpus!r} holds {array[position]} at position {position}; "
+                                "vectors must be finite numbers. Check the embedder's output.")
+    if not array.any():
+        raise InvalidInputError(f"The {what} for corpus {corpus!r} is all zeros, which has no cosine similarity to "
+                                "anything; check the embedder (an empty text or a failed request can give one).")

@@ -1,0 +1,238 @@
+"""Hostile and broken input through every public path: typed errors with a sentence, nothing stored, no SQL
+in any message, no NaN in JSON.
+
+Real PostgreSQL + pgvector, the real MiniLM encoder, the real LangChain VectorStore and LlamaIndex retriever.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+from universalrag import UniversalRAG
+from universalrag.errors import (
+    CorpusNotFoundError,
+    DimensionMismatchError,
+    FilterError,
+    InvalidInputError,
+    StoreError,
+    UniversalRAGError,
+)
+from universalrag.store import Store
+from universalrag.types import Unit
+
+SQL_WORDS = ("SELECT ", "INSERT ", "[SQL:", "jsonb_", "FROM t_", "DELETE ")
+HOSTILE_CORPUS_NAMES = ["x'; DROP TABLE corpora; --", 'a"b', "a\\b", "a\x00b", "../etc", "Robert'); --", "ÄÖ",
+                        "a b", "", "a" * 200, "corpora", "pg_catalog.pg_class"]
+
+
+def _deep(depth: int, op: str = "$and") -> dict:
+    node: dict = {"lang": "en"}
+    for _ in range(depth):
+        node = {op: [node]}
+    return node
+
+
+HOSTILE_FILTERS = [
+    {"la'ng": "en"},
+    {'la"ng': "en"},
+    {"la\\ng": "en"},
+    {"la\x00ng": "en"},
+    {"lang": {"$regex": ".*"}},
+    {"lang": {"$eq": {"$ne": 1}}},
+    {"$where": "1=1"},
+    {"lang": {"$in": []}},
+    {"lang": object()},
+    {"a.b.c.d.e.f.g.h.i.j": 1},
+    _deep(2_000),
+    _deep(2_000, "$or"),
+    {"$not": _deep(5_000)},
+]
+HOSTILE_VALUES = [{"lang": "en'; DROP TABLE x; --"}, {"lang": "a\\'b"}, {"lang": {"$ilike": "%'%"}},
+                  {"lang": "nul\x00byte"}, {"lang": {"$in": ["a\x00", "b"]}}]
+
+
+@pytest.fixture
+def loaded(store: Store, minilm) -> Store:  # type: ignore[no-untyped-def]
+    texts = ["Kestrel Point lighthouse was first lit in 1889.", "Sourdough needs a ripe starter and time."]
+    vectors = minilm.embed(texts)
+    store.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content=t, embedding=v.tolist(), metadata={"lang": "en"})
+                     for i, (t, v) in enumerate(zip(texts, vectors))])
+    return store
+
+
+def _clean(error: BaseException) -> None:
+    message = str(error)
+    assert message and not any(w in message for w in SQL_WORDS), message
+    assert "Traceback" not in message and "RecursionError" not in message
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf", "short", "long", "zero", "text"])
+def test_bad_query_vectors_are_refused_by_the_store(loaded: Store, bad: str) -> None:
+    vector = np.full(384, 0.01).tolist()
+    if bad in ("nan", "inf", "-inf"):
+        vector[17] = float(bad)
+    elif bad == "short":
+        vector = vector[:100]
+    elif bad == "long":
+        vector = vector + [0.1]
+    elif bad == "zero":
+        vector = [0.0] * 384
+    else:
+        vector = ["0.1"] * 384  # type: ignore[list-item]
+    with pytest.raises((InvalidInputError, DimensionMismatchError)) as info:
+        loaded.search("paragraph", vector, k=2)
+    _clean(info.value)
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "short"])
+def test_bad_unit_vectors_store_nothing(loaded: Store, bad: str) -> None:
+    vector = np.full(384, 0.02).tolist()
+    if bad == "short":
+        vector = vector[:10]
+    else:
+        vector[3] = float(bad)
+    before = loaded.counts()["paragraph"]
+    with pytest.raises((InvalidInputError, DimensionMismatchError)) as info:
+        loaded.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content="fine",
+                               embedding=np.full(384, 0.1).tolist()),
+                          Unit(id=str(uuid.uuid4()), corpus="paragraph", content="broken", embedding=vector)])
+    _clean(info.value)
+    assert loaded.counts()["paragraph"] == before  # the good unit of the batch was not written either
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_FILTERS, ids=range(len(HOSTILE_FILTERS)))
+def test_hostile_filters_are_refused_with_a_typed_error(loaded: Store, minilm, hostile: dict) -> None:
+    vector = minilm.embed(["lighthouse"])[0].tolist()
+    with pytest.raises(FilterError) as info:
+        loaded.search("paragraph", vector, k=2, filter=hostile)
+    _clean(info.value)
+
+
+@pytest.mark.parametrize("hostile", HOSTILE_VALUES, ids=range(len(HOSTILE_VALUES)))
+def test_hostile_filter_values_are_bound_parameters(loaded: Store, minilm, hostile: dict) -> None:
+    vector = minilm.embed(["lighthouse"])[0].tolist()
+    try:
+        hits = loaded.search("paragraph", vector, k=2, filter=hostile)
+    except UniversalRAGError as e:  # NUL bytes cannot be stored in Postgres text: refused, typed
+        _clean(e)
+        assert isinstance(e, FilterError)
+    else:
+        assert hits == []  # matched literally, nothing executed
+    assert loaded.counts()["paragraph"] == 2
+
+
+@pytest.mark.parametrize("name", HOSTILE_CORPUS_NAMES, ids=range(len(HOSTILE_CORPUS_NAMES)))
+def test_hostile_corpus_names_in_python_and_sql(loaded: Store, minilm, name: str) -> None:
+    from universalrag.types import CorpusSpec, Granularity, Modality
+
+    with pytest.raises(UniversalRAGError) as info:
+        loaded.search(name, [0.1] * 384, k=1)
+    _clean(info.value)
+    if name != "corpora":
+        with pytest.raises((InvalidInputError, StoreError)) as created:
+            loaded.create_corpus(CorpusSpec(name=name, modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
+                                            dimension=384, embedder="m"))
+        _clean(created.value)
+    tables_before = _tables(loaded)
+    with loaded.engine.connect() as conn:  # straight to the SQL function, as a database user could
+        try:
+            with conn.begin():
+                conn.execute(sa.text(f"SET LOCAL search_path TO {loaded.schema}, public"))
+                conn.execute(sa.text("SELECT create_corpus(:n, 'text', 'paragraph', '', 'm', 8)"), {"n": name})
+        except sa.exc.DBAPIError:
+            pass  # refused by the function
+    assert _tables(loaded) - tables_before <= {f"corpus_{name}"} if name.isidentifier() and name.islower() else \
+        _tables(loaded) == tables_before
+    assert "corpora" in _tables(loaded)
+
+
+def _tables(store: Store) -> set[str]:
+    with store.engine.connect() as conn:
+        return {r[0] for r in conn.execute(sa.text("SELECT tablename FROM pg_tables WHERE schemaname = :s"),
+                                           {"s": store.schema})}
+
+
+def test_unknown_corpus_is_typed(loaded: Store) -> None:
+    with pytest.raises(CorpusNotFoundError, match="No corpus named 'nope'"):
+        loaded.search("nope", [0.1] * 384)
+
+
+def test_long_queries_are_bounded_or_refused(loaded: Store, minilm, settings) -> None:  # type: ignore[no-untyped-def]
+    rag = UniversalRAG(settings=settings, store=loaded, embedder=minilm, generator=None)
+    huge = ("lighthouse keeper's log, entry " * 40_000)[:1_000_000]  # 1 MB
+    for hybrid in (False, True):
+        rag.hybrid = hybrid
+        for call in (lambda: rag.search(huge, k=2)[1], lambda: rag.route(huge).routes):
+            try:
+                result = call()
+            except UniversalRAGError as e:
+                _clean(e)
+                assert "max_stack_depth" not in str(e) and "shorten it" in str(e)
+            else:
+                assert all(math.isfinite(h.score) for h in result) if result and hasattr(result[0], "score") \
+                    else result
+
+
+def test_hybrid_query_of_many_words_says_so(loaded: Store, minilm, settings) -> None:  # type: ignore[no-untyped-def]
+    rag = UniversalRAG(settings=settings, store=loaded, embedder=minilm, generator=None, hybrid=True)
+    words = " ".join(f"w{i}" for i in range(200_000))
+    try:
+        hits = rag.retrieve(words, k=2, routes=["paragraph"])
+    except UniversalRAGError as e:
+        _clean(e)
+        assert "max_stack_depth" not in str(e) and "query" in str(e).lower()
+    else:
+        assert all(math.isfinite(h.score) for h in hits)
+
+
+def test_langchain_vectorstore_refuses_bad_vectors_and_filters(loaded: Store, minilm) -> None:
+    from langchain_universalrag import UniversalRAGVectorStore
+
+    vs = UniversalRAGVectorStore(corpus="paragraph", store=loaded, embedding=minilm)
+    good = minilm.embed(["lighthouse"])[0].tolist()
+    for bad in ([math.nan] * 384, [math.inf] + good[1:], good[:5], [0.0] * 384):
+        with pytest.raises((InvalidInputError, DimensionMismatchError)) as info:
+            vs.similarity_search_by_vector(bad, k=1)
+        _clean(info.value)
+    for hostile in HOSTILE_FILTERS[:5] + [_deep(2_000)]:
+        with pytest.raises(FilterError) as info:
+            vs.similarity_search("lighthouse", k=1, filter=hostile)
+        _clean(info.value)
+
+    class NaNEmbeddings:
+        name, dimension = minilm.name, 384
+
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            return np.full((len(texts), 384), np.nan, dtype=np.float32)
+
+    broken = UniversalRAGVectorStore(corpus="paragraph", store=loaded, embedding=NaNEmbeddings())
+    with pytest.raises(InvalidInputError):
+        broken.add_texts(["poisoned"])
+    assert loaded.counts()["paragraph"] == 2
+
+
+def test_llamaindex_retriever_refuses_hostile_filters(loaded: Store, minilm, settings) -> None:  # type: ignore[no-untyped-def]
+    from llama_index.retrievers.universalrag import UniversalRAGRetriever
+
+    rag = UniversalRAG(settings=settings, store=loaded, embedder=minilm, generator=None)
+    for hostile in HOSTILE_FILTERS[:5] + [_deep(2_000)]:
+        retriever = UniversalRAGRetriever(rag=rag, routes=["paragraph"], filter=hostile)
+        with pytest.raises(FilterError) as info:
+            retriever.retrieve("lighthouse")
+        _clean(info.value)
+    assert UniversalRAGRetriever(rag=rag, routes=["paragraph"], filter={"lang": "en"}).retrieve("lighthouse")
+
+
+def test_json_output_never_holds_nan(loaded: Store) -> None:
+    from universalrag.cli.output import hit_dict
+    from universalrag.types import Hit, Modality
+
+    hit = Hit(id="x", corpus="paragraph", modality=Modality.TEXT, content="c", score=math.nan,
+              channel_scores={"similarity": math.inf})
+    text = json.dumps(hit_dict(hit, 1), allow_nan=False)  # raises on NaN/inf
+    assert json.loads(text)["similarity"] is None
