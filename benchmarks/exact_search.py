@@ -1,14 +1,16 @@
 """Exact scan vs HNSW index for a multi-vector corpus: latency and recall by the size of its parts table.
 
-Chooses ``Settings.exact_search_rows``, the size up to which a search scans a table exactly (issue 11: on tables of
-near-identical numeric rows, the HNSW graph search missed an exact match). For each size N, writes N parts of
+Informs ``Settings.exact_search_rows`` (the size up to which a search scans a table exactly) and shows what the
+index check (``universalrag.store.index_check``) measures on such data (issue 11: on tables of near-identical
+numeric rows, the HNSW graph search missed an exact match). For each size N, writes N parts of
 384 dimensions (tables of rows that differ a little around a few directions, plus one rare "text" table),
 then times ``Store.search(k=5)`` with ``exact=True`` and ``exact=False`` (median of ``--repeat`` runs, random
 queries near the rows) and counts how often the index's top unit is the exact scan's.
 
 Run: ``python benchmarks/exact_search.py [--quick] [--sizes 5000,20000,50000]`` with
 ``UNIVERSALRAG_DATABASE_URL`` set (or the embedded server). Prints the CPU, the load, and per size the two
-latencies, their ratio and the index's top-1 agreement with the exact scan.
+latencies, their ratio, the index's top-1 agreement with the exact scan, the index check's recall and the path
+the default rule then takes.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import sqlalchemy as sa
 
 from universalrag.config import Settings
 from universalrag.store import Store
+from universalrag.store.index_check import check_index
+from universalrag.store.scan_rule import scan_exactly
 from universalrag.types import Modality, PartBatch, SourceRecord, Unit
 
 from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
@@ -86,7 +90,8 @@ def main() -> None:
     sizes = [2000, 10000, 20000] if args.quick else [int(s) for s in args.sizes.split(",")]
     repeat = 5 if args.quick else args.repeat
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'parts':>7} {'exact ms':>9} {'index ms':>9} {'ratio':>6} {'index top-1 = exact':>20}")
+    print(f"{'parts':>7} {'exact ms':>9} {'index ms':>9} {'ratio':>6} {'index top-1 = exact':>20} "
+          f"{'check recall':>13} {'rule':>6}")
     rng = np.random.default_rng(0)
     for n in sizes:
         schema = f"bench_exact_{uuid.uuid4().hex[:8]}"
@@ -95,7 +100,11 @@ def main() -> None:
             store.init(embedder="bench", dimension=DIM)
             rare = fill(store, n, rng)
             exact, index, agree = measure(store, rare, rng, repeat)
-            print(f"{n:>7} {exact:>9.1f} {index:>9.1f} {exact / index:>6.1f} {agree:>19.0%}")
+            check = check_index(store, "table", queries=12)
+            rule = scan_exactly(check.rows, store.corpus("table").metadata, exact_rows=store.settings.exact_search_rows,
+                                exact_max_rows=store.settings.exact_max_rows)
+            print(f"{n:>7} {exact:>9.1f} {index:>9.1f} {exact / index:>6.1f} {agree:>19.0%} {check.recall:>13.0%} "
+                  f"{'exact' if rule else 'index':>6}")
         finally:
             with store.engine.begin() as conn:
                 conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))

@@ -1,10 +1,21 @@
-"""Route + retrieve latency of evidence-aware routing over six corpora (the demo knowledge base), beside the
-trained router alone and "search every corpus and fuse", in the same run.
+"""Route + retrieve latency of evidence-aware routing, beside the trained router alone and "search every corpus and
+fuse", in the same run — over the demo knowledge base, or over ``--units`` synthetic units in six corpora.
 
     python benchmarks/routing_latency.py [--quick] [--database-url URL]
+    python benchmarks/routing_latency.py --units 100000 [--schema routebench_lat_100k] [--check] [--profile]
 
-Prints p50/p95 in milliseconds per mode, the CPU model and the load average. The 100k-unit target run is
-``benchmarks/routing_e2e.py``'s.
+With ``--units`` the six corpora are filled as ``routing_e2e.py``'s latency part fills them (its
+``LATENCY_CORPORA`` shares, random unit vectors, two parts per multi-vector unit) in ``--schema`` (kept, and
+topped up, between runs), and a fourth mode repeats evidence routing with the exact-scan threshold of before
+(``exact_search_rows`` 20,000: every corpus of this layout but ``paragraph`` scanned exactly), so the effect of the
+search rule is measured in the same run. ``--check`` runs the index check (``universalrag.store.index_check``)
+of each corpus first; ``--profile`` prints where one routed query's time goes (query embedding, router prior,
+each corpus's search alone, all probes in parallel).
+
+Prints p50/p95 in milliseconds per mode and its ratio to the trained router alone, the CPU time a query costs
+(this process's threads plus its database backends, read from ``/proc``: nearly independent of the load; on 2
+cores the wall time at rest cannot be below half of it), the CPU model and the load average (before and after:
+on a shared machine every wall-clock figure depends on it).
 """
 
 from __future__ import annotations
@@ -12,12 +23,17 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from machine import cpu_model  # noqa: E402
 
 QUESTIONS = [
     "How many clear nights were there in March 2024?", "What colour are Chelsea's eyes?",
@@ -26,59 +42,203 @@ QUESTIONS = [
     "What is 15% of 240?", "how long should roasted coffee beans rest", "show me the rocket at dusk",
     "can I renew library books online", "hello there", "Which month had the most meteors?",
 ]
+#: The corpora of the synthetic layout and their shares of the units (as ``routing_e2e.py``'s latency part).
+LATENCY_CORPORA = {"paragraph": 0.40, "document": 0.10, "table": 0.15, "image": 0.15, "clip": 0.15, "video": 0.05}
+#: The exact-scan threshold before the index check existed.
+OLD_EXACT_ROWS = 20_000
 
 
-
-def _percentiles(values: list[float]) -> str:
+def _percentiles(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    return f"p50 {statistics.median(ordered):6.1f} ms  p95 {p95:6.1f} ms"
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def fill_synthetic(rag: Any, units: int, *, seed: int = 0, log: Callable[[str], None] = print) -> None:
+    """Top up the six corpora of :data:`LATENCY_CORPORA` to ``units`` units in all (random unit vectors; two
+    parts per unit of a multi-vector corpus)."""
+    import numpy as np
+
+    from universalrag.types import Unit
+
+    rag.init()
+    counts = rag.store.counts()
+    rng = np.random.default_rng(seed)
+    dim = rag.embedder.dimension
+    started = time.perf_counter()
+    for corpus, share in LATENCY_CORPORA.items():
+        want = int(units * share) - counts.get(corpus, 0)
+        multi = rag.store.corpus(corpus).multi_vector
+        while want > 0:
+            n = min(want, 2000)
+            vecs = rng.standard_normal((n * (3 if multi else 1), dim)).astype(np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            batch = [Unit(id=str(uuid.uuid4()), corpus=corpus, content=f"synthetic {corpus} unit", embedding=v,
+                          parts=("part one", "part two") if multi else (),
+                          part_embeddings=vecs[n + 2 * i: n + 2 * i + 2].tolist() if multi else ())
+                     for i, v in enumerate(vecs[:n].tolist())]
+            rag.store.add_units(batch)
+            want -= n
+    if time.perf_counter() - started > 1:
+        log(f"filled the synthetic corpora in {time.perf_counter() - started:.0f} s")
+
+
+class BackendCPU:
+    """CPU time (ms) of the database backends serving an engine's connections, read from ``/proc`` (the embedded
+    server runs on this machine): with this process's CPU time, what a query costs whatever the load."""
+
+    def __init__(self) -> None:
+        self.pids: set[int] = set()
+
+    def watch(self, engine: Any) -> None:
+        """Record the backend of every connection ``engine`` opens from now on."""
+        import sqlalchemy as sa
+
+        def connected(dbapi_connection: Any, _record: Any) -> None:
+            with dbapi_connection.cursor() as cur:
+                cur.execute("SELECT pg_backend_pid()")
+                self.pids.add(int(cur.fetchone()[0]))
+
+        sa.event.listen(engine, "connect", connected)
+
+    def ms(self) -> float:
+        """CPU milliseconds of the watched backends so far (those still running)."""
+        total = 0
+        tick = os.sysconf("SC_CLK_TCK")
+        for pid in list(self.pids):
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        return total * 1000 / tick
+
+
+def _time(fn: Callable[[str], Any], questions: list[str], rounds: int) -> list[float]:
+    out = []
+    for _ in range(rounds):
+        for q in questions:
+            started = time.perf_counter()
+            fn(q)
+            out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def profile(rag: Any, questions: list[str], rounds: int) -> None:
+    """Where one routed query's time goes, each step timed alone (medians)."""
+    searcher, pool = rag.searcher, rag.executor()
+    corpora = rag.routing.candidates(searcher, rag.plan(questions[0]))
+    steps: dict[str, Callable[[str], Any]] = {
+        "query embedding": rag.embedder.embed_query,
+        "router prior (forward pass)": rag.router.route,
+    }
+    vectors = {q: rag.embedder.embed_query(q) for q in questions}  # each question its own vector (and pages)
+    for corpus in corpora:
+        steps[f"search {corpus} alone (k=5)"] = lambda q, c=corpus: rag.store.search(c, vectors[q].tolist(), k=5)
+
+    def probes(q: str) -> None:
+        plan = rag.plan(q)
+        plan.embeddings[rag.embedder.name] = vectors[q]
+        searcher.probe(plan, corpora, pool=pool)
+
+    steps[f"{len(corpora)} probes in parallel"] = probes
+    steps["route + retrieve"] = lambda q: rag.retrieve(q)
+    print("where the time goes (median ms, each step alone):")
+    for name, fn in steps.items():
+        print(f"  {name:<34} {statistics.median(_time(fn, questions, rounds)):7.1f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 rounds instead of 10.")
     parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
+    parser.add_argument("--units", type=int, help="synthetic units over six corpora instead of the demo")
+    parser.add_argument("--schema", help="schema of the synthetic corpora (default routing_latency_<units>)")
+    parser.add_argument("--check", action="store_true", help="run each corpus's index check first")
+    parser.add_argument("--profile", action="store_true", help="print where one routed query's time goes")
     args = parser.parse_args()
 
     from universalrag.config import Settings
-    from universalrag.demo import DEMO_VIDEO_OPTIONS, build_demo_files
-    from universalrag.ingest.pipeline import IngestOptions
     from universalrag.pipeline import UniversalRAG
     from universalrag.routing import TrainedRouter
 
-    settings = Settings(database_url=args.database_url, schema="lat_" + uuid.uuid4().hex[:8])
+    synthetic = args.units is not None
+    schema = args.schema or (f"routing_latency_{args.units}" if synthetic else "lat_" + uuid.uuid4().hex[:8])
+    settings = Settings.from_env().with_(database_url=args.database_url, schema=schema)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)
+    backends = BackendCPU()
+    backends.watch(rag.store.engine)
+    rag.embedder.embed_query("warm up")  # load both models before threads use them
+    rag.router.route("warm up")
+    others: list[UniversalRAG] = []
     try:
-        folder = Path(tempfile.mkdtemp(prefix="latency-")) / "demo"
-        build_demo_files(folder)
-        assert rag.ingest([folder], options=IngestOptions(video=DEMO_VIDEO_OPTIONS)).ok
-        corpora = rag.store.nonempty()
-        router_only = UniversalRAG(settings=settings, store=rag.store, embedder=rag.embedder, generator=None,
-                                   visual_encoder=None, router=TrainedRouter.default(), log_decisions=False)
-        modes = {
+        if synthetic:
+            fill_synthetic(rag, args.units)
+            corpora = list(LATENCY_CORPORA)
+        else:
+            from universalrag.demo import DEMO_VIDEO_OPTIONS, build_demo_files
+            from universalrag.ingest.pipeline import IngestOptions
+
+            folder = Path(tempfile.mkdtemp(prefix="latency-")) / "demo"
+            build_demo_files(folder)
+            assert rag.ingest([folder], options=IngestOptions(video=DEMO_VIDEO_OPTIONS)).ok
+            corpora = rag.store.nonempty()
+        if args.check:
+            from universalrag.store.index_check import check_index
+
+            for corpus in corpora:
+                c = check_index(rag.store, corpus)
+                print(f"index check {corpus}: {c.rows} rows searched, recall {c.recall:.2f} over {c.queries} queries")
+
+        def variant(**kwargs: Any) -> UniversalRAG:
+            other = UniversalRAG(settings=settings, store=rag.store, embedder=rag.embedder, generator=None,
+                                 visual_encoder=None, log_decisions=False, **kwargs)
+            others.append(other)
+            return other
+
+        router_only = variant(router=TrainedRouter.default())
+        router_only.router.route("warm up")
+        modes: dict[str, Callable[[str], Any]] = {
             "evidence routing (route+retrieve)": lambda q: rag.search(q, allow_none=True),
             "trained router alone (route+retrieve)": lambda q: router_only.search(q, allow_none=True),
             "search all corpora + fuse": lambda q: rag.retrieve(q, routes=corpora),
         }
-        for fn in modes.values():  # warm up: models loaded, caches filled
+        if synthetic:
+            old = UniversalRAG(settings=settings.with_(exact_search_rows=OLD_EXACT_ROWS), embedder=rag.embedder,
+                               router=rag.router, combiner=rag.combiner, generator=None, visual_encoder=None, log_decisions=False)
+            others.append(old)
+            backends.watch(old.store.engine)
+            modes[f"evidence routing, exact <= {OLD_EXACT_ROWS} rows"] = lambda q: old.search(q, allow_none=True)
+        for fn in modes.values():  # warm up: caches filled
             fn(QUESTIONS[0])
         rounds = 3 if args.quick else 10
-        timings: dict[str, list[float]] = {name: [] for name in modes}
-        for _ in range(rounds):
+        load_before = os.getloadavg()[0]
+        timings = {name: [] for name in modes}  # type: dict[str, list[float]]
+        cpu = {name: 0.0 for name in modes}
+        for _ in range(rounds):  # modes interleaved: they see the same load
             for question in QUESTIONS:
                 for name, fn in modes.items():
+                    cpu_before = time.process_time() * 1000 + backends.ms()
                     started = time.perf_counter()
                     fn(question)
                     timings[name].append((time.perf_counter() - started) * 1000)
-        print(f"CPU: {cpu_model()} ({os.cpu_count()} logical), load average {os.getloadavg()[0]:.1f}")
-        print(f"{len(corpora)} corpora: {', '.join(corpora)}; {len(QUESTIONS)} questions x {rounds} rounds")
+                    cpu[name] += time.process_time() * 1000 + backends.ms() - cpu_before
+        print(f"CPU: {cpu_model()} ({os.cpu_count()} logical), load average {load_before:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after")
+        units = sum(rag.store.counts()[c] for c in corpora)
+        print(f"{len(corpora)} corpora, {units} units: {', '.join(corpora)}; {len(QUESTIONS)} questions x {rounds} "
+              "rounds")
         base = statistics.median(timings["trained router alone (route+retrieve)"])
         for name, values in timings.items():
-            print(f"{name:<40} {_percentiles(values)}  ({statistics.median(values) / base:.2f}x router alone)")
-        router_only.close()
+            p50, p95 = _percentiles(values)
+            print(f"{name:<40} p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  ({p50 / base:.2f}x router alone)  "
+                  f"CPU {cpu[name] / len(values):5.1f} ms/query")
+        if args.profile:
+            profile(rag, QUESTIONS, rounds)
     finally:
-        rag.store.downgrade("base")
+        for other in others:
+            other.close()
+        if not synthetic:
+            rag.store.downgrade("base")
         rag.close()
 
 

@@ -103,3 +103,38 @@ def test_without_the_iterative_scan_the_index_returns_at_most_ef_search_rows(
         conn.execute(queries.set_local("hnsw.iterative_scan", "relaxed_order"))
         widened = conn.execute(stmt).all()
     assert len(capped) == 40 and len(widened) == 160
+
+
+def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large(  # type: ignore[no-untyped-def]
+        tables_store: Store, minilm) -> None:
+    """Issue 10's rule: a parts table above ``Settings.exact_search_rows`` goes through the HNSW index unless the
+    index check, measured on the corpus's own rows, found the index unreliable. With the threshold lowered below
+    this table's 2,000 rows, the stored check decides — and whichever way it decides, every query still gets the
+    exact scan's best table first with a best row as good as the exact scan's (the Jammy row for the report's
+    query)."""
+    from universalrag.store.index_check import SCORE_TOLERANCE, check_index
+    from universalrag.store.scan_rule import scan_exactly, stored_check
+
+    check = check_index(tables_store, "table", queries=16)
+    stored = stored_check(tables_store.corpus("table").metadata)
+    assert stored is not None and stored["rows"] == check.rows and check.rows > 2000 and check.queries == 16
+    assert 0.0 <= check.recall <= 1.0
+    small = Store(settings=tables_store.settings.with_(exact_search_rows=500))
+    try:
+        metadata = small.corpus("table").metadata
+        assert stored_check(metadata) == stored  # read back from the registry by another Store
+        exact_path = scan_exactly(check.rows, metadata, exact_rows=500, exact_max_rows=small.settings.exact_max_rows)
+        assert exact_path == (not check.reliable)
+        for text, expected in [(QUERY, "ubuntu.csv"), ("Debian Bookworm release date", "debian.csv"),
+                               ("Noble Numbat end of life", "ubuntu.csv"), ("petal width of setosa", "iris.csv"),
+                               ("median house value by latitude and longitude", "california_housing.csv")]:
+            query = minilm.embed_query(text).tolist()
+            exact = small.search("table", query, k=3, exact=True)
+            hits = small.search("table", query, k=3)
+            assert _name(hits[0]) == expected, text
+            assert hits[0].id == exact[0].id, text
+            assert hits[0].matched_parts[0][2] >= exact[0].matched_parts[0][2] - SCORE_TOLERANCE, text
+        jammy = small.search("table", minilm.embed_query(QUERY).tolist(), k=5)
+        assert "Jammy Jellyfish" in jammy[0].matched_parts[0][1]
+    finally:
+        small.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import numpy as np
@@ -400,3 +401,103 @@ def test_driver_errors_are_told_apart_by_sqlstate(small: Store) -> None:
         with small.transaction("read a table") as conn:
             conn.execute(sa.text(f"SELECT 1 FROM {small.schema}.corpus_missing"))
     assert sqlstate(info.value) == UNDEFINED_TABLE
+
+
+def _statements(store: Store) -> list[str]:
+    """Every SQL statement ``store`` sends from now on (appended to the returned list)."""
+    seen: list[str] = []
+    sa.event.listen(store.engine, "before_cursor_execute", lambda _c, _cur, statement, *_a: seen.append(statement))
+    return seen
+
+
+def test_a_search_counts_nothing_and_takes_few_statements(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 10: table sizes come from cached statistics (no COUNT per query); the index settings are one
+    statement, an exact scan needs no setting flipped, and a single-vector corpus gets its rows with its
+    distances — two statements for a paragraph search, four for a multi-vector one (search, rows, part texts)."""
+    from universalrag.store import index_check, sizes
+
+    monkeypatch.setattr(sizes, "TTL_S", 3600.0)  # a loaded machine must not expire the cache mid-test
+    unchecked: list[str] = []  # the background index check, recorded instead of run (it would reset the cache)
+    monkeypatch.setattr(index_check, "check_in_background", lambda _store, corpus: unchecked.append(corpus))
+    s = Store(settings=settings.with_(exact_search_rows=100))
+    s.init(embedder="test-encoder", dimension=DIM)
+    try:
+        rng = np.random.default_rng(11)
+        s.write_source(_source("mem://p"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}",
+                                                 embedding=_vec(rng)) for i in range(300)])
+        s.write_source(_source("mem://d", corpora=("document",)), [
+            Unit(id=str(uuid.uuid4()), corpus="document", content=f"d{i}", embedding=_vec(rng),
+                 parts=[f"d{i} c{j}" for j in range(3)], part_embeddings=[_vec(rng) for _ in range(3)])
+            for i in range(10)])  # 30 parts: below the threshold, scanned exactly
+        query = _vec(rng)
+        expected = s.search("paragraph", query, k=5, exact=True)
+        s.search("paragraph", query, k=5)  # sizes read once, then cached
+        s.search("document", query, k=3)
+        seen = _statements(s)
+        hits = s.search("paragraph", query, k=5)
+        assert [h.id for h in hits] == [h.id for h in expected]  # 300 rows through the index: the same five
+        paragraph, seen[:] = list(seen), []
+        docs = s.search("document", query, k=3)
+        assert len(docs) == 3 and docs[0].matched_parts
+        document = list(seen)
+    finally:
+        s.close()
+    for statements in (paragraph, document):
+        text = " ".join(statements).lower()
+        assert "count(" not in text and "enable_indexscan" not in text and "pg_class" not in text
+    assert len(paragraph) == 2 and "+ 0" not in paragraph[1]  # 300 rows > 100: the index
+    assert len(document) == 4 and "row_number" in document[1].lower()  # 30 parts <= 100: exact
+    assert set(unchecked) == {"paragraph"}  # above the threshold and never checked: a check is asked for
+
+
+def test_the_scan_rule_follows_the_stored_index_check(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Above ``exact_search_rows`` a table goes through the index, unless its stored check (measured at about
+    this size) found the index unreliable, and then only up to ``exact_max_rows``; a real check is stored."""
+    from universalrag.store import index_check, sizes
+    from universalrag.store.index_check import check_index
+    from universalrag.store.scan_rule import CHECK_KEY, needs_check, scan_exactly
+
+    monkeypatch.setattr(index_check, "check_in_background", lambda *_a: False)  # the test sets the checks itself
+
+    s = Store(settings=settings.with_(exact_search_rows=100, exact_max_rows=1000))
+    s.init(embedder="test-encoder", dimension=DIM)
+    try:
+        rng = np.random.default_rng(12)
+        s.write_source(_source("mem://p"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}",
+                                                 embedding=_vec(rng)) for i in range(400)])
+        check = check_index(s, "paragraph", queries=12)
+        assert check.rows == 400 and check.queries == 12 and 0.0 <= check.recall <= 1.0
+        assert s.corpus("paragraph").metadata[CHECK_KEY]["rows"] == 400
+
+        def path(metadata: dict) -> str:  # type: ignore[type-arg]
+            c = s.tables.corpora
+            with s.transaction() as conn:
+                conn.execute(sa.update(c).where(c.c.name == "paragraph").values(metadata=metadata))
+            s.corpora(refresh=True)
+            seen = _statements(s)
+            s.search("paragraph", _vec(rng), k=5)
+            return "exact" if "+ 0" in seen[-1] else "index"
+
+        assert path({}) == "index"  # never checked: the index
+        assert path({CHECK_KEY: {"rows": 400, "recall": 0.5, "queries": 12}}) == "exact"  # unreliable index
+        assert path({CHECK_KEY: {"rows": 100, "recall": 0.5, "queries": 12}}) == "index"  # measured at 1/4 the size
+        assert needs_check({CHECK_KEY: {"rows": 100, "recall": 0.5}}, 400)
+        assert not scan_exactly(2000, {CHECK_KEY: {"rows": 2000, "recall": 0.5}}, exact_rows=100, exact_max_rows=1000)
+        assert scan_exactly(50, {}, exact_rows=100, exact_max_rows=1000)
+        assert path({CHECK_KEY: check.as_dict()}) == ("index" if check.reliable else "exact")
+        # sizes: a table never analysed is counted; after ANALYZE, new rows are seen through the activity statistics
+        sizes.forget(s.schema)
+        with s.transaction() as conn:
+            units = s.tables.corpus(s.corpus("paragraph")).units
+            assert sizes.table_rows(conn, [units])[units.name] == 400
+            conn.execute(sa.text(f"ANALYZE {s.schema}.{units.name}"))
+        s.write_source(_source("mem://p2"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"q{i}",
+                                                  embedding=_vec(rng)) for i in range(400)])
+        estimate, deadline = 0, time.monotonic() + 30
+        while estimate < 700 and time.monotonic() < deadline:  # activity statistics lag ~1 s
+            time.sleep(0.2)
+            with s.transaction() as conn:
+                estimate = sizes.table_rows(conn, [units], ttl=0)[units.name]
+        assert 700 <= estimate <= 1600  # the 400 new rows are seen; an estimate, within the rule's factor of 2
+    finally:
+        s.close()

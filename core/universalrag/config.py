@@ -147,8 +147,12 @@ class Settings:
     ef_search: int = 100
     #: Seconds a new database connection may take (TCP connect plus the server's handshake).
     connect_timeout: float = 5.0
-    #: A search scans a corpus's table exactly (no index) when it holds at most this many rows; 0: never.
-    exact_search_rows: int = 20000
+    #: A search scans a corpus's table exactly (no index) when it holds at most this many rows (where an exact scan
+    #: costs about what an index search does); 0: never.
+    exact_search_rows: int = 5000
+    #: A larger table is scanned exactly only when its stored index check found the index unreliable (see
+    #: :mod:`universalrag.store.scan_rule`), and only up to this many rows.
+    exact_max_rows: int = 100_000
     visual_encoder: str | None = None
     visual_weight: float = 0.8
     video_visual_weight: float = 0.4
@@ -188,6 +192,8 @@ class Settings:
                               "(UNIVERSALRAG_LLM_TIMEOUT).")
         if self.exact_search_rows < 0:
             raise ConfigError(f"exact_search_rows must be 0 or more, got {self.exact_search_rows}.")
+        if self.exact_max_rows < 0:
+            raise ConfigError(f"exact_max_rows must be 0 or more, got {self.exact_max_rows}.")
         for name in ("visual_weight", "video_visual_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}.")

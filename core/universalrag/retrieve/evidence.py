@@ -2,8 +2,8 @@
 
 For one :class:`~universalrag.plan.QueryPlan`, :meth:`EvidenceRouting.route`
 
-1. computes the router's prior (on a worker thread) while the query is embedded once and every candidate corpus
-   is searched in parallel for a few hits (the plan keeps them: they are the retrieval of the chosen corpora);
+1. embeds the query once and computes the router's prior, then searches every candidate corpus in parallel for a
+   few hits (the plan keeps them: they are the retrieval of the chosen corpora);
 2. turns each probe into features (:mod:`universalrag.routing.features`): best similarity, its margin over the
    probe's lower hits and over the other corpora, lexical overlap, corpus size, similarity to the corpus's
    description and registered example queries;
@@ -108,12 +108,16 @@ class EvidenceRouting:
         return dict(self.router.route(query).scores)
 
     def gather(self, plan: QueryPlan, searcher: Searcher, *, pool: Executor | None = None) -> ProbedQuery:
-        """Probe every candidate corpus and compute the features (the prior runs concurrently)."""
+        """Compute the prior, probe every candidate corpus and compute the features."""
         started = time.perf_counter()
-        prior_future = pool.submit(self._prior, plan.query) if pool is not None else None
         corpora = self.candidates(searcher, plan)
+        # The query embedding and the router's forward pass run first, one after the other in this thread, then the
+        # probes in parallel. Overlapping a forward pass with the probes' threads made it 5x slower (its many small
+        # torch operations each wait for the GIL the probes' Python code holds), and two forward passes at once
+        # only contend for the cores.
+        plan.embedding(searcher.embedder)
+        prior = self._prior(plan.query)
         probes = searcher.probe(plan, corpora, pool=pool)
-        prior = prior_future.result() if prior_future is not None else self._prior(plan.query)
         specs = searcher.store.corpora()
         sizes = self.sizes(searcher)
         query_vector = plan.embedding(searcher.embedder)

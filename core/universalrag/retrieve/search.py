@@ -8,7 +8,7 @@ query once per model and searches each corpus once. :meth:`Searcher.probe` searc
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,12 +71,24 @@ class Searcher:
     def probe(self, plan: QueryPlan, corpora: Sequence[str], *, pool: Executor | None = None) -> dict[str, list[Hit]]:
         """Search every corpus in ``corpora`` for ``plan.probe_k`` hits, in parallel on ``pool``; returns the hits
         per corpus (also kept in ``plan.probes``)."""
+        return {c: f.result() for c, f in self.submit_probes(plan, corpora, pool=pool).items()}
+
+    def submit_probes(self, plan: QueryPlan, corpora: Sequence[str], *,
+                      pool: Executor | None = None) -> dict[str, Future[list[Hit]]]:
+        """Start the probes of :meth:`probe` on ``pool`` and return at once (the query is embedded first, in this
+        thread): the caller works meanwhile, e.g. computes the router's prior. Without a pool they run here."""
         plan.embedding(self.embedder)  # once, before the threads start
         names = [c for c in dict.fromkeys(corpora) if c != NO_RETRIEVAL]
-        if pool is None or len(names) <= 1:
-            return {c: self.search(plan, c, k=plan.probe_k) for c in names}
-        futures = {c: pool.submit(self.search, plan, c, k=plan.probe_k) for c in names}
-        return {c: f.result() for c, f in futures.items()}
+        if pool is None:
+            return {c: _done(self.search, plan, c, k=plan.probe_k) for c in names}
+        return {c: pool.submit(self.search, plan, c, k=plan.probe_k) for c in names}
+
+
+def _done(fn: Callable[..., list[Hit]], *args: object, **kwargs: object) -> Future[list[Hit]]:
+    """``fn(*args, **kwargs)`` run now, as a finished future (an error is raised at once)."""
+    future: Future[list[Hit]] = Future()
+    future.set_result(fn(*args, **kwargs))
+    return future
 
 
 def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, k: int = 5,

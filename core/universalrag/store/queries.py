@@ -7,7 +7,8 @@ true)`` (the function form of ``SET LOCAL``) inside the query's transaction.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
@@ -19,12 +20,12 @@ from .schema import CorpusTables
 __all__ = [
     "query_vector",
     "set_local",
+    "set_locals",
     "nearest_units",
     "nearest_parts",
     "best_parts_exact",
     "part_texts",
     "units_with_similarity",
-    "count_upto",
     "search_lexical",
     "units_by_id",
     "unit_columns",
@@ -41,6 +42,12 @@ def set_local(name: str, value: str | int) -> sa.Select[Any]:
     return sa.select(sa.func.set_config(sa.literal(name), sa.literal(str(value)), sa.true()))
 
 
+def set_locals(values: Mapping[str, str | int]) -> sa.Select[Any]:
+    """Several transaction-local settings in one statement (one round trip)."""
+    return sa.select(*(sa.func.set_config(sa.literal(name), sa.literal(str(value)), sa.true()).label(f"s{i}")
+                       for i, (name, value) in enumerate(values.items())))
+
+
 def _limit(n: int) -> sa.ColumnElement[Any]:
     # Rendered as a literal (some distributed planners refuse a parameterised LIMIT); n is an int by contract.
     return sa.literal_column(str(int(n)))
@@ -54,16 +61,23 @@ def unit_columns(tables: CorpusTables) -> list[sa.ColumnElement[Any]]:
 
 def nearest_units(
     tables: CorpusTables, vector: Sequence[float], *, limit: int, filter: Filter | None = None,
-    visual: bool = False,
+    visual: bool = False, exact: bool = False, rows: bool = False,
 ) -> sa.Select[Any]:
-    """Ids and cosine distances of the ``limit`` units nearest to ``vector`` in the text column (``embedding``)
-    or, with ``visual``, the visual column; through the column's HNSW index unless index scans are off."""
+    """Ids (``unit_id``) and cosine distances of the ``limit`` units nearest to ``vector`` in the text column
+    (``embedding``) or, with ``visual``, the visual column; with ``rows``, every column a search returns too.
+
+    Through the column's HNSW index, or with ``exact`` by an exact scan: the ordering key is ``distance + 0``, an
+    expression the index cannot serve, so the planner scans and sorts (no ``enable_indexscan`` setting to flip, no
+    extra round trip; plain SQL that Citus accepts)."""
     u = tables.units
     column, dimension = ((u.c.visual, tables.spec.visual_dimension) if visual
                          else (u.c.embedding, tables.spec.dimension))
     assert dimension, "nearest_units(visual=True) needs a corpus with a visual channel"
-    distance = column.cosine_distance(query_vector(vector, dimension)).label("distance")
-    stmt = sa.select(u.c.id.label("unit_id"), distance).where(column.is_not(None))
+    distance = column.cosine_distance(query_vector(vector, dimension))
+    if exact:
+        distance = distance + sa.literal_column("0")
+    stmt = sa.select(u.c.id.label("unit_id"), distance.label("distance"), *(unit_columns(tables) if rows else ()))
+    stmt = stmt.where(column.is_not(None))
     if filter:
         stmt = stmt.where(compile_filter(u.c.metadata, filter))
     return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
@@ -126,12 +140,6 @@ def units_with_similarity(
         visual_q = query_vector(visual_vector, tables.spec.visual_dimension, name="visual_vector")
         columns.append((1 - u.c.visual.cosine_distance(visual_q)).label("visual_sim"))
     return sa.select(*columns).where(u.c.id.in_(list(ids)))
-
-
-def count_upto(table: sa.Table, cap: int) -> sa.Select[Any]:
-    """The table's row count, counting no further than ``cap + 1`` (cheap on a large table)."""
-    capped = sa.select(sa.literal(1).label("one")).select_from(table).limit(_limit(cap + 1)).subquery()
-    return sa.select(sa.func.count()).select_from(capped)
 
 
 def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filter | None = None,

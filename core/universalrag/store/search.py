@@ -10,15 +10,17 @@ candidate is scored the same way, whichever channel found it (:func:`_combine`):
   parts are returned as ``matched_parts``;
 - with lexical text (hybrid search), the dense ranking and the full-text ranking are fused by reciprocal rank.
 
-When the searched table is small (:attr:`SearchRequest.exact_rows`), the channel scans it exactly; above that
-it goes through the HNSW index with the iterative scan on (pgvector 0.8+), and a multi-vector corpus widens
-its window of parts until it holds ``k`` distinct units.
+Whether a channel scans its table exactly or goes through the HNSW index (iterative scan on, pgvector 0.8+)
+is :mod:`universalrag.store.scan_rule`'s decision, from row estimates cached by :mod:`universalrag.store.sizes`
+(nothing is counted per query); a multi-vector corpus's index search widens its window of parts until it holds
+``k`` distinct units. Round trips are few: the index settings are one statement, an exact scan is a statement
+shape the planner cannot serve from the index (no settings to flip), and a single-vector corpus without other
+channels gets its rows with its distances.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +30,9 @@ from ..fusion import rrf_scores, weighted
 from ..types import CorpusSpec, Hit
 from . import queries
 from .filters import Filter
+from .scan_rule import needs_check, scan_exactly
 from .schema import CorpusTables
+from .sizes import table_rows
 
 __all__ = ["PARTS_PER_HIT", "MIN_PART_WINDOW", "MAX_PART_WINDOW", "SearchRequest", "run_search", "hit_from_row"]
 
@@ -47,9 +51,11 @@ class SearchRequest:
     """What to search for in one corpus, and how.
 
     ``visual_vector`` is the query in the corpus's visual space (ignored when the corpus has none);
-    ``lexical_text`` turns on hybrid search. A channel whose table holds at most ``exact_rows`` rows is scanned
-    exactly (``exact=True``: always, ``False``: never). ``iterative`` says the server has pgvector's iterative
-    index scan (0.8+).
+    ``lexical_text`` turns on hybrid search. ``exact_rows`` and ``exact_max_rows`` are the thresholds of
+    :func:`~universalrag.store.scan_rule.scan_exactly` (``exact=True``: always scan exactly, ``False``: never).
+    ``iterative`` says the server has pgvector's iterative index scan (0.8+); ``ef_search`` is the narrowest
+    search beam. ``on_unchecked`` is called when the searched table would be scanned exactly if its index check
+    said so, but has no check measured at about its size (the store then runs one in the background).
     """
 
     vector: Sequence[float]
@@ -60,8 +66,10 @@ class SearchRequest:
     lexical_text: str | None = None
     ef_search: int = 100
     exact_rows: int = 0
+    exact_max_rows: int = 0
     exact: bool | None = None
     iterative: bool = True
+    on_unchecked: Callable[[], None] | None = None
 
 
 @dataclass(slots=True)
@@ -77,35 +85,66 @@ def run_search(conn: sa.Connection, tables: CorpusTables, request: SearchRequest
     spec = tables.spec
     visual = request.visual_vector is not None and bool(spec.visual_dimension)
     window = max(4 * request.k, 40) if visual or request.lexical_text else request.k
+    exact = _exact_tables(conn, tables, request, visual=visual)
+    multi = tables.parts is not None
+    ef = request.ef_search if not multi else min(max(request.ef_search, _first_part_window(window)), _MAX_EF_SEARCH)
+    conn.execute(queries.set_locals({"hnsw.ef_search": ef,
+                                     **({"hnsw.iterative_scan": "relaxed_order"} if request.iterative else {})}))
     candidates: dict[str, _Candidate] = {}
-    units_exact = _exact(conn, tables.units, request) if visual or tables.parts is None else False
-    if tables.parts is not None:
-        for uid, parts in _text_by_parts(conn, tables, request, window).items():
+    alone = not visual and not request.lexical_text and not multi  # the rows come with their distances
+    if multi:
+        for uid, parts in _text_by_parts(conn, tables, request, window, exact=exact["parts"], ef=ef).items():
             candidates[uid] = _Candidate(text=parts[0][1], parts=parts)
     else:
-        with _scan(conn, exact=units_exact):
-            for r in conn.execute(queries.nearest_units(tables, request.vector, limit=window,
-                                                        filter=request.filter)):
-                candidates[str(r.unit_id)] = _Candidate(text=1.0 - float(r.distance))
+        for r in conn.execute(queries.nearest_units(tables, request.vector, limit=window, filter=request.filter,
+                                                    exact=exact["units"], rows=alone)).mappings():
+            candidates[str(r["unit_id"])] = _Candidate(text=1.0 - float(r["distance"]), row=r if alone else None)
     if visual:
         assert request.visual_vector is not None
-        with _scan(conn, exact=units_exact):
-            for r in conn.execute(queries.nearest_units(tables, request.visual_vector, limit=window,
-                                                        filter=request.filter, visual=True)):
-                candidates.setdefault(str(r.unit_id), _Candidate()).visual = 1.0 - float(r.distance)
+        for r in conn.execute(queries.nearest_units(tables, request.visual_vector, limit=window,
+                                                    filter=request.filter, visual=True, exact=exact["units"])):
+            candidates.setdefault(str(r.unit_id), _Candidate()).visual = 1.0 - float(r.distance)
     lexical: list[str] = []
     if request.lexical_text:
         for r in conn.execute(queries.search_lexical(tables, request.lexical_text, limit=window,
                                                      filter=request.filter)).mappings():
             lexical.append(str(r["id"]))
             candidates.setdefault(str(r["id"]), _Candidate()).row = r
-    _complete(conn, tables, request, candidates, visual=visual)
+    if not alone:
+        _complete(conn, tables, request, candidates, visual=visual)
     ranked = _combine(candidates, lexical if request.lexical_text else None, visual=visual,
                       visual_weight=request.visual_weight)[: request.k]
     texts = _part_texts(conn, tables, [(uid, c) for uid, _, c, _ in ranked])
     return [hit_from_row(spec, c.row, score, channels=channels,  # type: ignore[arg-type]
                          parts=tuple((o, texts.get((uid, o), ""), s) for o, s in c.parts))
             for uid, score, c, channels in ranked]
+
+
+def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequest, *,
+                  visual: bool) -> dict[str, bool]:
+    """Whether each searched table (``units``, ``parts``) is scanned exactly (:mod:`~.scan_rule`)."""
+    multi = tables.parts is not None
+    if request.exact is not None:
+        return {"units": request.exact, "parts": request.exact}
+    searched = [t for t, used in ((tables.units, visual or not multi), (tables.parts, multi)) if used and t is not None]
+    rows = table_rows(conn, searched)
+    metadata = tables.spec.metadata
+
+    def rule(table: sa.Table | None, *, checked: bool) -> bool:
+        if table is None or table.name not in rows:
+            return False
+        n = rows[table.name]
+        if (checked and request.on_unchecked is not None and request.exact_rows < n <= request.exact_max_rows
+                and needs_check(metadata, n)):
+            request.on_unchecked()
+        return scan_exactly(n, metadata, exact_rows=request.exact_rows, exact_max_rows=request.exact_max_rows,
+                            checked=checked)
+
+    return {"units": rule(tables.units, checked=not multi), "parts": rule(tables.parts, checked=True)}
+
+
+def _first_part_window(k: int) -> int:
+    return max(8 * k, MIN_PART_WINDOW)
 
 
 def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *, visual: bool,
@@ -137,20 +176,23 @@ def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *,
     return out
 
 
-def _text_by_parts(conn: sa.Connection, tables: CorpusTables, request: SearchRequest,
-                   k: int) -> dict[str, tuple[tuple[int, float], ...]]:
-    """The ``k`` units whose best parts are nearest, each with its best :data:`PARTS_PER_HIT` parts."""
+def _text_by_parts(conn: sa.Connection, tables: CorpusTables, request: SearchRequest, k: int, *, exact: bool,
+                   ef: int) -> dict[str, tuple[tuple[int, float], ...]]:
+    """The ``k`` units whose best parts are nearest, each with its best :data:`PARTS_PER_HIT` parts (``ef``: the
+    beam already set for the first window)."""
     assert tables.parts is not None
-    if _exact(conn, tables.parts, request):
-        with _scan(conn, exact=True):
-            rows = conn.execute(queries.best_parts_exact(tables, request.vector, per_unit=PARTS_PER_HIT,
-                                                         limit=PARTS_PER_HIT * k, filter=request.filter)).all()
+    if exact:
+        rows = conn.execute(queries.best_parts_exact(tables, request.vector, per_unit=PARTS_PER_HIT,
+                                                     limit=PARTS_PER_HIT * k, filter=request.filter)).all()
         return _group(rows, k)
-    limit = max(8 * k, MIN_PART_WINDOW)
+    limit = _first_part_window(k)
     while True:
         # The search beam is at least as wide as the window: without the iterative scan the index returns at most
         # ef_search rows, and with it a narrow beam stays among near-identical rows (issue 11).
-        conn.execute(queries.set_local("hnsw.ef_search", min(max(request.ef_search, limit), _MAX_EF_SEARCH)))
+        wanted = min(max(request.ef_search, limit), _MAX_EF_SEARCH)
+        if wanted != ef:
+            conn.execute(queries.set_locals({"hnsw.ef_search": wanted}))
+            ef = wanted
         rows = conn.execute(queries.nearest_parts(tables, request.vector, limit=limit, filter=request.filter)).all()
         grouped = _group(rows, k)
         exhausted = len(rows) < limit or (not request.iterative and limit >= _MAX_EF_SEARCH)
@@ -202,26 +244,6 @@ def _part_texts(conn: sa.Connection, tables: CorpusTables,
     if not keys or tables.parts is None:
         return {}
     return {(str(r.unit_id), int(r.ord)): r.content for r in conn.execute(queries.part_texts(tables, keys))}
-
-
-def _exact(conn: sa.Connection, table: sa.Table, request: SearchRequest) -> bool:
-    """Whether to scan ``table`` exactly: as asked, else when it holds at most ``exact_rows`` rows."""
-    if request.exact is not None:
-        return request.exact
-    if request.exact_rows < 1:
-        return False
-    return int(conn.execute(queries.count_upto(table, request.exact_rows)).scalar_one()) <= request.exact_rows
-
-
-@contextlib.contextmanager
-def _scan(conn: sa.Connection, *, exact: bool) -> Iterator[None]:
-    """Index scans off (the planner scans the table and sorts: exact results) for the statements inside."""
-    if not exact:
-        yield
-        return
-    conn.execute(queries.set_local("enable_indexscan", "off"))
-    yield  # on an error the transaction is rolled back, and the setting with it
-    conn.execute(queries.set_local("enable_indexscan", "on"))
 
 
 def hit_from_row(spec: CorpusSpec, row: Mapping[str, Any], score: float, *,

@@ -20,7 +20,7 @@ from ..errors import (
     StoreError,
 )
 from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, Unit
-from . import federation, migrate, queries, staging, writer
+from . import federation, index_check, migrate, queries, staging, writer
 from .engine import make_engine
 from .filters import Filter
 from .restrict import check_required_filter
@@ -575,9 +575,12 @@ class Store(Placement):
         in every corpus kind (see :mod:`universalrag.store.search`).
 
         A channel whose table (the unit table, or a multi-vector corpus's parts table) holds at most
-        ``settings.exact_search_rows`` rows is scanned exactly; larger ones go through the HNSW index with
-        pgvector's iterative scan (0.8+), so filters and grouping parts by unit still return ``k`` units when
-        they exist. ``exact=True`` always scans exactly, ``exact=False`` always uses the index.
+        ``settings.exact_search_rows`` rows is scanned exactly; a larger one goes through the HNSW index with
+        pgvector's iterative scan (0.8+), so filters and grouping parts by unit still return ``k`` units when they
+        exist — unless the corpus's index check (:func:`universalrag.store.index_check.check_index`, run in the
+        background the first time such a table is searched) found the index unreliable on its data: then up to
+        ``settings.exact_max_rows`` rows are scanned exactly (see :mod:`universalrag.store.scan_rule`).
+        ``exact=True`` always scans exactly, ``exact=False`` always uses the index.
         """
         if not isinstance(k, int) or k < 1:
             raise InvalidInputError(f"k must be a whole number of at least 1, got {k!r}.")
@@ -598,14 +601,12 @@ class Store(Placement):
         ef = min(max(ef_search or self.settings.ef_search, k), 1000)
 
         def read(conn: sa.Connection) -> list[Hit]:
-            iterative = self._supports_iterative_scan(conn)
-            conn.execute(queries.set_local("hnsw.ef_search", ef))
-            if iterative:
-                conn.execute(queries.set_local("hnsw.iterative_scan", "relaxed_order"))
             request = SearchRequest(
                 vector=vector, k=k, filter=filter, visual_vector=visual_vector, visual_weight=visual_weight,
-                lexical_text=lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows, exact=exact,
-                iterative=iterative)
+                lexical_text=lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows,
+                exact_max_rows=self.settings.exact_max_rows, exact=exact,
+                iterative=self._supports_iterative_scan(conn),
+                on_unchecked=lambda: index_check.check_in_background(self, spec.name))
             return run_search(conn, tables, request)
 
         return self._read(f"search corpus {spec.name!r}", read, read_only=True)

@@ -1,0 +1,177 @@
+"""Does a corpus's HNSW index find what an exact scan finds, on this corpus's own data? Measured once, stored.
+
+Issue 11: a table corpus of numeric CSVs holds thousands of near-identical row vectors, and the HNSW graph search
+lost an exact match among them. Whether an index is reliable depends on the data, so it is measured:
+:func:`check_index` takes query vectors from the corpus itself — a part (row, chunk) of each unit in turn, units in
+a seeded pseudo-random order so that a small unit counts as much as a large one, each moved away from its source
+by random noise (cosine ≈ 0.7, the distance of a real question to its answer) — and searches the table both ways.
+A query counts as found when the index's best unit is the exact scan's, with a best part as good (within
+:data:`SCORE_TOLERANCE`: near-identical rows tie). The share found is the table's recall; below
+:data:`MIN_RECALL` the search scans that table exactly (up to ``Settings.exact_max_rows``).
+
+The result is stored in the corpus's registry metadata under
+:data:`~universalrag.store.scan_rule.CHECK_KEY` (``{"rows", "recall", "queries"}``), with the row count it was
+measured at; :func:`~universalrag.store.scan_rule.needs_check` says when the table has grown or shrunk too much
+since (a factor of 2) for it to hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import sqlalchemy as sa
+
+from ..errors import StoreError
+from .scan_rule import CHECK_KEY, MIN_RECALL
+from .search import SearchRequest, run_search
+from .sizes import forget, table_rows
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from ..config import Settings
+    from ..types import CorpusSpec
+    from .schema import Tables
+
+
+class Store(Protocol):
+    """What the check uses of a :class:`~universalrag.store.Store` (which imports this module)."""
+
+    settings: Settings
+    schema: str
+    tables: Tables
+
+    @property
+    def url_redacted(self) -> str | None: ...
+
+    def corpus(self, name: str) -> CorpusSpec: ...
+
+    def corpora(self, *, refresh: bool = False) -> dict[str, CorpusSpec]: ...
+
+    def transaction(self, action: str = ...) -> AbstractContextManager[sa.Connection]: ...
+
+_log = logging.getLogger(__name__)
+_started: dict[tuple[str, str, str], float] = {}
+_started_lock = threading.Lock()
+
+__all__ = ["SCORE_TOLERANCE", "RETRY_S", "IndexCheck", "check_index", "check_in_background"]
+
+#: Two best parts whose similarities differ by less than this are equally good (near-identical rows).
+SCORE_TOLERANCE = 0.005
+#: A corpus whose background check was started is not checked again in the background for this long (seconds).
+RETRY_S = 600.0
+_NOISE = 1.0  # |noise| / |vector|: cosine(query, source) = 1 / sqrt(1 + 1) ≈ 0.71
+
+
+@dataclass(frozen=True, slots=True)
+class IndexCheck:
+    """The recall of one corpus's index search against the exact scan, at ``rows`` rows of the searched table."""
+
+    corpus: str
+    rows: int
+    recall: float
+    queries: int
+
+    @property
+    def reliable(self) -> bool:
+        """Whether the index found (nearly) every exact best hit."""
+        return self.recall >= MIN_RECALL
+
+    def as_dict(self) -> dict[str, Any]:
+        """What is stored in the corpus's metadata."""
+        return {"rows": self.rows, "recall": round(self.recall, 4), "queries": self.queries}
+
+
+def _query_vectors(conn: sa.Connection, table: sa.Table, n: int, *, seed: int) -> np.ndarray:
+    """``n`` vectors of ``table`` (a parts table: one part of each unit in turn), in a seeded order."""
+    key = sa.cast(table.c.unit_id if "unit_id" in table.c else table.c.id, sa.Text)
+    if "unit_id" in table.c:
+        turn = sa.func.row_number().over(partition_by=table.c.unit_id,
+                                         order_by=sa.func.md5(sa.cast(table.c.ord, sa.Text).concat(f":{seed}")))
+        inner = sa.select(table.c.embedding, turn.label("turn"),
+                          sa.func.md5(key.concat(f":{seed}")).label("mix")).subquery()
+        stmt = sa.select(inner.c.embedding).order_by(inner.c.turn, inner.c.mix)
+    else:
+        stmt = sa.select(table.c.embedding).where(table.c.embedding.is_not(None)).order_by(
+            sa.func.md5(key.concat(f":{seed}")))
+    rows = conn.execute(stmt.limit(sa.literal_column(str(int(n))))).scalars().all()
+    return np.asarray([np.asarray(v, dtype=np.float32) for v in rows], dtype=np.float32)
+
+
+def _noisy(vectors: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    noise = rng.standard_normal(unit.shape).astype(np.float32)
+    noise -= (noise * unit).sum(axis=1, keepdims=True) * unit  # orthogonal to the source
+    noise /= np.maximum(np.linalg.norm(noise, axis=1, keepdims=True), 1e-12)
+    q = unit + _NOISE * noise
+    return q / np.linalg.norm(q, axis=1, keepdims=True)
+
+
+def _found(exact: list[Any], index: list[Any]) -> bool:
+    if not exact:
+        return True
+    if not index or index[0].id != exact[0].id:
+        return False
+    if not exact[0].matched_parts:
+        return True
+    best = exact[0].matched_parts[0]
+    got = index[0].matched_parts[0] if index[0].matched_parts else None
+    return got is not None and (got[0] == best[0] or got[2] >= best[2] - SCORE_TOLERANCE)
+
+
+def check_index(store: Store, corpus: str, *, queries: int = 24, k: int = 5, seed: int = 0,
+                save: bool = True) -> IndexCheck:
+    """Measure the recall of ``corpus``'s index search against an exact scan (see the module docstring) and,
+    with ``save``, store it in the corpus's metadata, where searches read it."""
+    spec = store.corpus(corpus)
+    tables = store.tables.corpus(spec)
+    searched = tables.parts if tables.parts is not None else tables.units
+    ef = store.settings.ef_search
+    with store.transaction(f"check the index of corpus {corpus!r}") as conn:
+        rows = table_rows(conn, [searched], ttl=0.0)[searched.name]
+        vectors = _query_vectors(conn, searched, queries, seed=seed)
+        found = 0
+        for q in _noisy(vectors, np.random.default_rng(seed)) if len(vectors) else ():
+            request = SearchRequest(vector=q.tolist(), k=k, visual_weight=0.0, ef_search=ef)
+            exact = run_search(conn, tables, replace(request, exact=True))
+            index = run_search(conn, tables, replace(request, exact=False))
+            found += _found(exact, index)
+    check = IndexCheck(corpus=corpus, rows=rows, recall=found / len(vectors) if len(vectors) else 1.0,
+                       queries=len(vectors))
+    if save:
+        c = store.tables.corpora
+        with store.transaction(f"store the index check of corpus {corpus!r}") as conn:
+            conn.execute(sa.update(c).where(c.c.name == corpus).values(
+                metadata=c.c.metadata.op("||")(sa.cast(sa.literal({CHECK_KEY: check.as_dict()}, c.c.metadata.type),
+                                                       c.c.metadata.type))))
+        store.corpora(refresh=True)
+        forget(store.schema)
+    return check
+
+
+def check_in_background(store: Store, corpus: str) -> bool:
+    """Run :func:`check_index` for ``corpus`` on a daemon thread (best effort: a failure is logged, and the
+    search rule keeps using the index meanwhile); at most once per :data:`RETRY_S` per database, schema and
+    corpus. Returns whether a check was started."""
+    key = (store.url_redacted or "", store.schema, corpus)
+    now = time.monotonic()
+    with _started_lock:
+        if now - _started.get(key, -RETRY_S) < RETRY_S:
+            return False
+        _started[key] = now
+
+    def run() -> None:
+        try:
+            check = check_index(store, corpus)
+        except StoreError as e:  # the schema was dropped, the store closed, the server went away...
+            _log.warning("The index check of corpus %r did not run: %s", corpus, e)
+        else:
+            _log.info("Index check of corpus %r: recall %.2f at %d rows.", corpus, check.recall, check.rows)
+
+    threading.Thread(target=run, name=f"universalrag-index-check-{corpus}", daemon=True).start()
+    return True

@@ -1,0 +1,52 @@
+"""The rule that decides, per searched table, between an exact scan and the HNSW index.
+
+- A table of at most ``exact_rows`` rows (``Settings.exact_search_rows``) is scanned exactly: there an exact scan
+  costs about what an index search costs, and it is always right.
+- A larger table goes through its HNSW index (iterative scan, a beam of at least ``ef_search``), unless the
+  corpus's stored index check (:mod:`universalrag.store.index_check`, measured on the corpus's own data at about
+  this size) found the index unreliable — e.g. the parts table of numeric CSVs, thousands of near-identical row
+  vectors (issue 11) — and the table holds at most ``exact_max_rows`` rows (``Settings.exact_max_rows``), beyond
+  which an exact scan is too slow to be the default.
+
+Row counts are estimates read from the planner's statistics (:mod:`universalrag.store.sizes`), never counted per
+query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["CHECK_KEY", "MIN_RECALL", "stored_check", "needs_check", "scan_exactly"]
+
+#: The key of a corpus's stored index check in its registry metadata.
+CHECK_KEY = "index_check"
+#: Below this recall (share of check queries whose exact best hit the index found), the index is unreliable.
+MIN_RECALL = 0.95
+
+
+def stored_check(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The stored index check in a corpus's registry ``metadata`` (``{"rows", "recall", ...}``), or ``None``."""
+    check = metadata.get(CHECK_KEY)
+    return check if isinstance(check, Mapping) and "rows" in check and "recall" in check else None
+
+
+def needs_check(metadata: Mapping[str, Any], rows: int) -> bool:
+    """Whether the stored check is missing or was measured at less than half or more than twice ``rows`` rows."""
+    check = stored_check(metadata)
+    if check is None:
+        return True
+    measured = max(int(check["rows"]), 1)
+    return not measured / 2 <= rows <= measured * 2
+
+
+def scan_exactly(rows: int, metadata: Mapping[str, Any], *, exact_rows: int, exact_max_rows: int,
+                 checked: bool = True) -> bool:
+    """Whether a table of ``rows`` rows of a corpus with registry ``metadata`` is scanned exactly (see the module
+    docstring); ``checked=False`` for a table the index check does not cover (a visual column)."""
+    if rows <= exact_rows:
+        return True
+    if not checked or rows > exact_max_rows:
+        return False
+    check = stored_check(metadata)
+    return check is not None and not needs_check(metadata, rows) and float(check["recall"]) < MIN_RECALL

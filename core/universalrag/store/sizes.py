@@ -1,0 +1,85 @@
+"""Row estimates of corpus tables without counting them, cached per process for a few seconds.
+
+A search decides per table whether to scan it exactly or through its HNSW index (:mod:`universalrag.store.search`)
+and routing reads corpus sizes as evidence; neither may count rows per query. The estimate is the larger of the
+cumulative statistics' live-row count (``pg_stat_get_live_tuples``: follows inserts and deletes within about a
+second) and ``pg_class.reltuples`` (kept by ANALYZE and autovacuum; what a read replica has, whose activity
+statistics are its own). Neither takes a lock on the table. A table with neither (never analysed, no statistics
+yet) is counted, up to a cap: such tables are new, and mostly small. One statement reads every table asked for;
+results are cached for :data:`TTL_S` seconds per database, schema and table (:func:`forget` drops them).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+
+import sqlalchemy as sa
+
+__all__ = ["TTL_S", "COUNT_CAP", "table_rows", "forget"]
+
+#: How long an estimate is reused (seconds).
+TTL_S = 10.0
+#: A table without usable statistics is counted up to this many rows (``COUNT_CAP + 1`` means "more").
+COUNT_CAP = 200_000
+
+_PG_CLASS = sa.table("pg_class", sa.column("oid"), sa.column("reltuples"), schema="pg_catalog")
+_lock = threading.Lock()
+_cache: dict[tuple[str, str, str], tuple[float, int]] = {}
+
+
+def _database(conn: sa.Connection) -> str:
+    return conn.engine.url.render_as_string(hide_password=True)
+
+
+def _regclass(table: sa.Table) -> sa.ColumnElement[object]:
+    """``to_regclass('schema.table')`` with both names quoted by the server (``format('%I.%I')``)."""
+    text = sa.func.format(sa.cast(sa.literal("%I.%I"), sa.Text), sa.cast(sa.literal(table.schema or "public"), sa.Text),
+                          sa.cast(sa.literal(table.name), sa.Text))
+    return sa.func.to_regclass(text)
+
+
+def table_rows(conn: sa.Connection, tables: Iterable[sa.Table], *, ttl: float | None = None) -> dict[str, int]:
+    """Estimated rows of each table, by table name (see the module docstring); cached for ``ttl`` seconds
+    (default :data:`TTL_S`; 0: read now)."""
+    ttl = TTL_S if ttl is None else ttl
+    tables = list(tables)
+    database, now = _database(conn), time.monotonic()
+    out: dict[str, int] = {}
+    with _lock:
+        for t in tables:
+            hit = _cache.get((database, t.schema or "", t.name))
+            if hit is not None and now - hit[0] < ttl:
+                out[t.name] = hit[1]
+    missing = [t for t in tables if t.name not in out]
+    if not missing:
+        return out
+    selects = [sa.select(sa.literal(t.name).label("name"), _PG_CLASS.c.reltuples,
+                         sa.func.pg_stat_get_live_tuples(_PG_CLASS.c.oid).label("live"))
+               .where(_PG_CLASS.c.oid == _regclass(t)) for t in missing]
+    rows: Mapping[str, sa.Row[object]] = {r.name: r for r in conn.execute(sa.union_all(*selects))}
+    fresh: dict[str, int] = {}
+    for t in missing:
+        r = rows.get(t.name)
+        if r is None:  # dropped meanwhile
+            fresh[t.name] = 0
+            continue
+        estimate = max(float(r.reltuples), float(r.live or 0))
+        if estimate > 0:
+            fresh[t.name] = round(estimate)
+        else:  # never analysed and no activity statistics yet (or empty)
+            capped = sa.select(sa.literal(1)).select_from(t).limit(sa.literal_column(str(COUNT_CAP + 1))).subquery()
+            fresh[t.name] = int(conn.execute(sa.select(sa.func.count()).select_from(capped)).scalar_one())
+    with _lock:
+        for name, n in fresh.items():
+            table = next(t for t in missing if t.name == name)
+            _cache[(database, table.schema or "", name)] = (now, n)
+    return {**out, **fresh}
+
+
+def forget(schema: str | None = None) -> None:
+    """Drop cached estimates (of one schema, or all): the next search or size reading asks the server."""
+    with _lock:
+        for key in [k for k in _cache if schema is None or k[1] == schema]:
+            del _cache[key]
