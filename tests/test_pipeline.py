@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,9 +43,13 @@ def test_routes_override_the_router_and_fuse_several_corpora(rag: UniversalRAG) 
     hits = rag.retrieve("Quarry Lions wins and the lighthouse keepers", k=3, routes=["table", "paragraph"])
     corpora = [h.corpus for h in hits]
     assert set(corpora) == {"table", "paragraph"} and len(hits) == 2 + 3  # two tables exist, k=3 paragraphs
-    assert {corpora[0], corpora[1]} == {"table", "paragraph"}  # reciprocal rank fusion interleaves the lists
-    assert all("similarity" in h.channel_scores for h in hits)
+    # both corpora share the MiniLM space, so they merge by similarity, as one shared index would rank them
+    assert all(h.score == h.channel_scores["similarity"] for h in hits)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    by_rank = UniversalRAG(store=rag.store, embedder=rag.embedder, router=rag.router, fusion="rrf")
+    ranked = by_rank.retrieve("Quarry Lions wins and the lighthouse keepers", k=3, routes=["table", "paragraph"])
+    assert {ranked[0].corpus, ranked[1].corpus} == {"table", "paragraph"}  # reciprocal rank interleaves the lists
+    assert {h.id for h in ranked} == {h.id for h in hits}
     with pytest.raises(CorpusNotFoundError):
         rag.retrieve("x", routes=["nope"])
 
@@ -56,6 +61,12 @@ def test_fusion_methods() -> None:
     minmax = fuse([a, b], method="minmax")
     assert [h.score for h in minmax][:2] == [1.0, 1.0] and minmax[-1].score == 0.0
     assert fuse([a, []]) == a  # one ranking: unchanged
+    one_space = fuse([a, b], spaces=["minilm/384", "minilm/384"])  # auto: comparable scores merge by similarity
+    assert [h.id for h in one_space] == ["a0", "a1", "a2", "b0", "b1"]
+    assert [h.id for h in fuse([a, b], spaces=["minilm/384", "clip/512"])][:2] == ["a0", "b0"]  # two spaces: rrf
+    weighted_b = [replace(h, channel_scores={"text": 0.1, "visual": 0.5}) for h in b]
+    assert [h.id for h in fuse([a, weighted_b], spaces=["m", "m"])][:2] == ["a0", "b0"]  # visual weighting: rrf
+    assert [h.id for h in fuse([a, b], method="similarity")] == ["a0", "a1", "a2", "b0", "b1"]
     with pytest.raises(ConfigError):
         fuse([a, b], method="borda")
 

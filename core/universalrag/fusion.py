@@ -1,5 +1,6 @@
 """Score fusion, in one place: the weighted text/visual sum of one unit's channels, reciprocal rank fusion
-of several rankings, and min-max normalisation of several corpora's scores.
+of several rankings, min-max normalisation of several corpora's scores, and a plain merge by similarity for
+corpora that share one embedding space.
 
 A low layer: it knows hits and ids, never the store. ``store/search.py`` combines a corpus's channels with
 :func:`weighted` and :func:`rrf_scores`; the pipeline merges corpora with :func:`fuse`.
@@ -14,7 +15,7 @@ from typing import TypeVar
 from .errors import ConfigError
 from .types import Hit
 
-__all__ = ["RRF_K", "FUSIONS", "fuse", "minmax", "rrf", "rrf_scores", "weighted"]
+__all__ = ["RRF_K", "FUSIONS", "comparable", "fuse", "minmax", "rrf", "rrf_scores", "similarity", "weighted"]
 
 #: Reciprocal rank fusion constant (Cormack et al.): an item's fused score is the sum of 1 / (RRF_K + rank).
 RRF_K = 60
@@ -60,16 +61,43 @@ def minmax(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
     return sorted(out, key=lambda h: -h.score)
 
 
-#: How the hits of several corpora are merged into one ranking.
-FUSIONS: dict[str, Callable[[Sequence[Sequence[Hit]]], list[Hit]]] = {"rrf": rrf, "minmax": minmax}
+def similarity(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
+    """Hits of several corpora in one ranking by their own similarity, as one shared index would rank them
+    (meaningful only when the scores are comparable: see :func:`comparable`)."""
+    merged = [replace(h, channel_scores={**h.channel_scores, "similarity": h.score}) for hits in per_corpus
+              for h in hits]
+    return sorted(merged, key=lambda h: -h.score)
 
 
-def fuse(per_corpus: Sequence[Sequence[Hit]], *, method: str = "rrf") -> list[Hit]:
-    """One ranking from several corpora's rankings: reciprocal rank fusion (default) or min-max normalised
-    scores. A single ranking is returned unchanged."""
+def comparable(per_corpus: Sequence[Sequence[Hit]], spaces: Sequence[str]) -> bool:
+    """Whether the scores of these rankings can be compared directly: every corpus embedded in one space
+    (``spaces``: each ranking's embedder) and every score a plain cosine similarity in it (no visual
+    weighting, no rank-fused lexical channel, which put scores on other scales)."""
+    if len(set(spaces)) > 1:
+        return False
+    return all(not (h.channel_scores.keys() & {"visual", "lexical", "dense"}) for hits in per_corpus for h in hits)
+
+
+#: How the hits of several corpora are merged into one ranking (``auto``: by similarity where the corpora share
+#: one embedding space, else by reciprocal rank).
+FUSIONS: dict[str, Callable[[Sequence[Sequence[Hit]]], list[Hit]] | None] = {
+    "auto": None, "rrf": rrf, "minmax": minmax, "similarity": similarity}
+
+
+def fuse(per_corpus: Sequence[Sequence[Hit]], *, method: str = "auto", spaces: Sequence[str] | None = None) -> list[Hit]:
+    """One ranking from several corpora's rankings. ``auto`` (default) merges by similarity when the scores
+    are :func:`comparable` (``spaces`` names each ranking's embedding space; unknown spaces count as different)
+    and by reciprocal rank otherwise; ``rrf``, ``minmax`` and ``similarity`` force one method. A single
+    ranking is returned unchanged."""
     if method not in FUSIONS:
         raise ConfigError(f"Unknown fusion {method!r}; choose one of {', '.join(FUSIONS)}.")
-    lists = [list(h) for h in per_corpus if h]
+    kept = [(list(h), space) for h, space in zip(per_corpus, spaces or [None] * len(per_corpus)) if h]
+    lists = [hits for hits, _ in kept]
     if len(lists) <= 1:
         return lists[0] if lists else []
-    return FUSIONS[method](lists)
+    if method == "auto":
+        known = [space for _, space in kept if space is not None]
+        method = "similarity" if len(known) == len(kept) and comparable(lists, known) else "rrf"
+    chosen = FUSIONS[method]
+    assert chosen is not None
+    return chosen(lists)

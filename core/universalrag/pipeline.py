@@ -21,7 +21,7 @@ from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_pa
 from .plan import QueryPlan
 from .retrieve import EvidenceRouting, Searcher
 from .store import Filter, Store
-from .types import NO_RETRIEVAL, Answer, Hit, RouteDecision
+from .types import NO_RETRIEVAL, Answer, CorpusSpec, Hit, RouteDecision
 
 if TYPE_CHECKING:
     from .adapt import AdaptReport, Example
@@ -52,7 +52,7 @@ class UniversalRAG:
                  settings: Settings | None = None, store: Store | None = None, embedder: Embedder | None = None,
                  router: Router | None = None, combiner: Combiner | None = _UNSET,
                  generator: Generator | None = _UNSET, visual_encoder: VisualEncoder | None = _UNSET, k: int = 5,
-                 fusion: str = "rrf", hybrid: bool = False, budget: EvidenceBudget = EvidenceBudget(),
+                 fusion: str = "auto", hybrid: bool = False, budget: EvidenceBudget = EvidenceBudget(),
                  max_workers: int = 4, log_decisions: bool = True, log_query_text: bool = False) -> None:
         base = settings or Settings.from_env()
         self.settings = base.with_(database_url=database_url, schema=schema)
@@ -224,7 +224,8 @@ class UniversalRAG:
         """The fused hits of the chosen corpora (``routes`` overrides the router); ``none`` searches nothing.
 
         Each corpus gives its own top ``k`` in its own embedding space (the routing probe's hits when it was
-        probed, else a search in a worker thread); the rankings are fused (reciprocal rank fusion by default).
+        probed, else a search in a worker thread); the rankings are fused: by similarity where the corpora
+        share one embedding space (as one shared index would rank them), by reciprocal rank otherwise.
         ``filters`` is a deprecated spelling of ``filter``.
         """
         filter = _filter_arg(filter, filters)
@@ -246,7 +247,8 @@ class UniversalRAG:
             return searcher.search(plan, corpora[0], k=k)
         pool = self.executor()
         per_corpus = [f.result() for f in [pool.submit(searcher.search, plan, c, k=k) for c in corpora]]
-        return fuse(per_corpus, method=self.fusion)
+        spaces = [_space(self.store.corpus(name)) for name in corpora]
+        return fuse(per_corpus, method=self.fusion, spaces=spaces)
 
     def search(self, query: str | QueryPlan, *, k: int | None = None, filter: Filter | None = None,
                routes: Sequence[str] | None = None, allow_none: bool = False) -> tuple[RouteDecision, list[Hit]]:
@@ -346,6 +348,11 @@ class UniversalRAG:
     async def aquery(self, query: str, **kwargs: Any) -> Answer:
         """Async twin of :meth:`query`."""
         return await asyncio.to_thread(self.query, query, **kwargs)
+
+
+def _space(spec: CorpusSpec) -> str:
+    """The embedding space of a corpus's text vectors: its embedder and dimension."""
+    return f"{spec.embedder}/{spec.dimension}"
 
 
 def _filter_arg(filter: Filter | None, filters: Filter | None) -> Filter | None:
