@@ -12,7 +12,9 @@ and route + retrieve latency. Strategies:
 - ``routed``        the library default, ``UniversalRAG.retrieve(query)`` with the shipped router and combiner
                     (also when the schema holds a combiner adapted by an earlier ``--adapt`` run);
 - ``trained``       the shipped TrainedRouter's decision → ``retrieve(routes=...)``;
-- ``all_fused``     every non-empty corpus searched, fused by reciprocal rank;
+- ``all_fused``     every non-empty corpus searched, fused the library's default way (by similarity where the
+                    corpora share one embedding space, else by reciprocal rank);
+- ``all_rrf``       the same searches fused by reciprocal rank (the earlier default);
 - ``oracle``        the gold corpus only (``none`` for unanswerable questions);
 - ``descriptions``  similarity to the corpus descriptions (LlamaIndex's EmbeddingSingleSelector idea);
 - ``adapted``       with ``--adapt``, when ``UniversalRAG.adapt_router`` exists: routed after adapting on the
@@ -57,6 +59,7 @@ def make_strategies(rag: Any, *, adapted: Any = None) -> dict[str, Strategy]:
     """The strategies by name; each maps a question to its top-``K`` hits (``[]`` means "none")."""
     from universalrag.retrieve import routing_candidates
     from universalrag.routing import ROUTE_DESCRIPTIONS, ExampleRouter, TrainedRouter
+    from universalrag.fusion import fuse
     from universalrag.types import NO_RETRIEVAL
 
     corpora = rag.store.nonempty()
@@ -75,6 +78,7 @@ def make_strategies(rag: Any, *, adapted: Any = None) -> dict[str, Strategy]:
         "routed": lambda q: rag.retrieve(q.query, k=K),
         "trained": by(trained),
         "all_fused": lambda q: rag.retrieve(q.query, k=K, routes=corpora),
+        "all_rrf": lambda q: fuse([rag.retrieve(q.query, k=K, routes=[c]) for c in corpora], method="rrf"),
         "oracle": lambda q: rag.retrieve(q.query, k=K, routes=[q.corpus]),
         "descriptions": by(descriptions),
     }
