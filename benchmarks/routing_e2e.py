@@ -41,12 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import cpu_model  # noqa: E402
 from routing_data import BenchQuestion, find_wikitables, prepare_benchmark, tune_examples  # noqa: E402
+from routing_latency import LATENCY_CORPORA, fill_synthetic  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 K = 5
 TARGETS = {"vs_oracle": -3.0, "vs_fused": 5.0, "false_none": 0.02, "correct_none": 0.90}
-LATENCY_CORPORA = {"paragraph": 0.40, "document": 0.10, "table": 0.15, "image": 0.15, "clip": 0.15, "video": 0.05}
-
 Strategy = Callable[[BenchQuestion], list[Any]]
 
 
@@ -57,9 +56,9 @@ def machine() -> dict[str, Any]:
 
 def make_strategies(rag: Any, *, adapted: Any = None) -> dict[str, Strategy]:
     """The strategies by name; each maps a question to its top-``K`` hits (``[]`` means "none")."""
+    from universalrag.fusion import fuse
     from universalrag.retrieve import routing_candidates
     from universalrag.routing import ROUTE_DESCRIPTIONS, ExampleRouter, TrainedRouter
-    from universalrag.fusion import fuse
     from universalrag.types import NO_RETRIEVAL
 
     corpora = rag.store.nonempty()
@@ -126,33 +125,10 @@ def latency_part(settings: Any, embedder: Any, *, schema: str, units: int, queri
                  log: Callable[[str], None]) -> dict[str, Any]:
     """Route + retrieve p50 with ``units`` synthetic units over six corpora (vectors written through the Store),
     beside searching all six and fusing, in the same run."""
-    import uuid
-
-    import numpy as np
     from universalrag.pipeline import UniversalRAG
-    from universalrag.types import Unit
 
     rag = UniversalRAG(settings=settings.with_(schema=schema), embedder=embedder, generator=None, visual_encoder=None)
-    rag.init()
-    counts = rag.store.counts()
-    rng = np.random.default_rng(seed)
-    start = time.perf_counter()
-    for corpus, share in LATENCY_CORPORA.items():
-        want = int(units * share) - counts.get(corpus, 0)
-        multi = rag.store.corpus(corpus).multi_vector
-        while want > 0:
-            n = min(want, 2000)
-            vecs = rng.standard_normal((n * (3 if multi else 1), embedder.dimension)).astype(np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            batch = [Unit(id=str(uuid.uuid4()), corpus=corpus, content=f"synthetic {corpus} unit", embedding=v,
-                          parts=("part one", "part two") if multi else (),
-                          part_embeddings=vecs[n + 2 * i: n + 2 * i + 2].tolist() if multi else ())
-                     for i, v in enumerate(vecs[:n].tolist())]
-            rag.store.add_units(batch)
-            want -= n
-    fill_s = time.perf_counter() - start
-    if fill_s > 1:
-        log(f"latency corpora filled in {fill_s:.0f} s")
+    fill_synthetic(rag, units, seed=seed, log=log)
     corpora = list(LATENCY_CORPORA)
     out: dict[str, Any] = {"units": sum(rag.store.counts()[c] for c in corpora), "corpora": len(corpora),
                            "queries": len(queries)}

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 REPO = Path(__file__).resolve().parents[1]
-STRATEGIES = {"routed", "trained", "all_fused", "oracle", "descriptions"}
+STRATEGIES = {"routed", "trained", "all_fused", "all_rrf", "oracle", "descriptions"}
 METRICS = {"hit5", "unit5", "per_source", "false_none", "correct_none", "p50_ms", "p95_ms"}
 
 
@@ -51,7 +51,7 @@ def test_quick_benchmark_reports_every_strategy(database_url: str, schema: str, 
         assert metrics["n_answerable"] > 0 and metrics["n_unanswerable"] > 0
     # the strategies really differ where they must: the oracle never retrieves for none, fusion always does
     assert results["oracle"]["correct_none"] == 1.0 and results["oracle"]["false_none"] == 0.0
-    assert results["all_fused"]["correct_none"] == 0.0
+    assert results["all_fused"]["correct_none"] == 0.0 and results["all_rrf"]["correct_none"] == 0.0
     assert results["oracle"]["hit5"] > 0
     assert {"demo", "pyref", "photos", "videos", "none"} <= set(summary["questions"])
     assert set(summary["targets"]) == {"routed_vs_oracle_points", "routed_vs_all_fused_points", "false_none",

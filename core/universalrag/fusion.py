@@ -15,7 +15,7 @@ from typing import TypeVar
 from .errors import ConfigError
 from .types import Hit
 
-__all__ = ["RRF_K", "FUSIONS", "comparable", "fuse", "minmax", "rrf", "rrf_scores", "similarity", "weighted"]
+__all__ = ["FUSIONS", "RRF_K", "comparable", "fuse", "minmax", "rrf", "rrf_scores", "similarity", "weighted"]
 
 #: Reciprocal rank fusion constant (Cormack et al.): an item's fused score is the sum of 1 / (RRF_K + rank).
 RRF_K = 60

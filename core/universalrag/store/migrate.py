@@ -6,7 +6,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-__all__ = ["SHIPPED_HEAD", "upgrade", "downgrade", "current_revision", "head_revision", "is_current"]
+__all__ = ["SHIPPED_HEAD", "current_revision", "downgrade", "head_revision", "is_current", "upgrade"]
 
 #: The newest revision in ``migrations/versions`` (``tests/test_store.py`` checks it against Alembic's head). Kept
 #: as a constant so that a command can tell "up to date" with one query, without importing Alembic.
