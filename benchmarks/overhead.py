@@ -19,6 +19,8 @@ raw SQL p50 (goal <= 1.2); ``ratio_vs_one_statement`` the same against the hand-
 
 from __future__ import annotations
 
+import threading
+
 import machine as bench
 import numpy as np
 import psycopg
@@ -36,15 +38,20 @@ def load(store, vectors: np.ndarray) -> None:  # type: ignore[no-untyped-def]
 def capture(store, vector: list[float]) -> list[tuple[str, object]]:  # type: ignore[no-untyped-def]
     """The statements (with driver-ready parameters) one ``Store.search`` sends, in order."""
     sent: list[tuple[str, object]] = []
+    caller = threading.get_ident()  # not the statements of the library's background index check
 
     def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
-        sent.append((statement, parameters))
+        if threading.get_ident() == caller:
+            sent.append((statement, parameters))
 
-    sa.event.listen(store.engine, "before_cursor_execute", record)
+    engines = {id(e): e for e in (store.engine, store.read_engine)}.values()  # reads may use the read URL
+    for engine in engines:
+        sa.event.listen(engine, "before_cursor_execute", record)
     try:
         store.search(CORPUS, vector, k=K)
     finally:
-        sa.event.remove(store.engine, "before_cursor_execute", record)
+        for engine in engines:
+            sa.event.remove(engine, "before_cursor_execute", record)
     return [(s, p) for s, p in sent if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK"))]
 
 
