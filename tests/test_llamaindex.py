@@ -105,11 +105,12 @@ def test_retriever_returns_nodes_of_the_routed_corpus(rag: UniversalRAG, questio
                                                       node_type: type, expected: str) -> None:
     nodes = UniversalRAGRetriever(rag=rag, similarity_top_k=2).retrieve(question)
     top = nodes[0]
-    assert type(top.node) is node_type and set(_corpora(nodes)) == {corpus}
+    meta = top.metadata
+    # the routed corpus answers first; a sibling granularity the combiner also found likely may follow
+    assert type(top.node) is node_type and _corpora(nodes)[0] == corpus and set(_corpora(nodes)) <= set(meta["routes"])
     assert expected in top.node.get_content() or any(expected in p["text"] for p in top.metadata.get(
         "matched_parts", []))
-    meta = top.metadata
-    assert meta["routes"] == [corpus] and meta["route_decision"]["router"] == "evidence(trained)"
+    assert meta["routes"][0] == corpus and meta["route_decision"]["router"] == "evidence(trained)"
     assert meta["route_decision"]["scores"][corpus] > 0.5
     assert meta["uri"].startswith("file://") and top.node.node_id == meta["unit_id"]
     assert top.score == pytest.approx(meta["score"]) and top.score > 0
@@ -197,7 +198,7 @@ def test_query_engine_async_with_a_llamaindex_llm(rag: UniversalRAG) -> None:
         return await asyncio.gather(engine.aquery(CLIP_Q), engine.aquery(NONE_Q))
 
     clip, direct = asyncio.run(main())
-    assert "Chelsea" in str(clip) and _corpora(clip.source_nodes) == ["clip"]
+    assert "Chelsea" in str(clip) and _corpora(clip.source_nodes)[0] == "clip"
     assert str(direct) == NONE_Q and direct.source_nodes == []
 
 
@@ -223,8 +224,8 @@ def test_query_engine_retrieval_only(rag: UniversalRAG) -> None:
     text = str(response)
     assert text.startswith("No language model is configured") and "UNIVERSALRAG_LLM_MODEL" in text
     assert "[paragraph 1]" in text and "evidence found in paragraph" in text
-    assert _corpora(response.source_nodes) == ["paragraph", "paragraph"]
-    assert response.metadata["answered_by"] is None and response.metadata["routes"] == ["paragraph"]
+    assert _corpora(response.source_nodes)[0] == "paragraph"
+    assert response.metadata["answered_by"] is None and response.metadata["routes"][0] == "paragraph"
     none = asyncio.run(engine.aquery(NONE_Q))
     assert "needs no retrieval" in str(none) and none.source_nodes == []
 

@@ -84,7 +84,8 @@ FUSIONS: dict[str, Callable[[Sequence[Sequence[Hit]]], list[Hit]] | None] = {
     "auto": None, "rrf": rrf, "minmax": minmax, "similarity": similarity}
 
 
-def fuse(per_corpus: Sequence[Sequence[Hit]], *, method: str = "auto", spaces: Sequence[str] | None = None) -> list[Hit]:
+def fuse(per_corpus: Sequence[Sequence[Hit]], *, method: str = "auto",
+         spaces: Sequence[str] | None = None) -> list[Hit]:
     """One ranking from several corpora's rankings. ``auto`` (default) merges by similarity when the scores
     are :func:`comparable` (``spaces`` names each ranking's embedding space; unknown spaces count as different)
     and by reciprocal rank otherwise; ``rrf``, ``minmax`` and ``similarity`` force one method. A single
