@@ -43,21 +43,24 @@ _THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 _blas_lock = threading.Lock()
 _blas_users = 0
 _blas_limiter: Any = None
+_blas_controller: Any = None  # threadpoolctl's scan of the loaded BLAS libraries, done once (it reads /proc)
 
 
 @contextlib.contextmanager
 def blas_threads() -> Iterator[None]:
     """Run the body with BLAS on one thread (restored after the last concurrent user leaves), unless the
     user chose a thread count through ``OPENBLAS_NUM_THREADS``/``OMP_NUM_THREADS``."""
-    global _blas_users, _blas_limiter
+    global _blas_users, _blas_limiter, _blas_controller
     if any(os.environ.get(v) for v in _THREAD_VARS):
         yield
         return
     with _blas_lock:
         if _blas_users == 0:
-            from threadpoolctl import threadpool_limits
+            if _blas_controller is None:
+                from threadpoolctl import ThreadpoolController
 
-            _blas_limiter = threadpool_limits(limits=1, user_api="blas")
+                _blas_controller = ThreadpoolController()
+            _blas_limiter = _blas_controller.limit(limits=1, user_api="blas")
         _blas_users += 1
     try:
         yield
