@@ -154,10 +154,13 @@ def test_demo_routes_each_question_to_the_corpus_that_answers_it(cli_env: dict[s
         if item.route == "none":
             assert answer["hits"] == []
             continue
-        top = answer["hits"][0]
+        # every hit comes from a chosen corpus; where a sibling granularity was chosen too (a paragraph beside the
+        # document), hits merge by similarity, so the routed corpus's best hit may come second
+        assert {h["corpus"] for h in answer["hits"]} <= set(answer["routes"]), (item.question, answer["routes"])
+        top = next(h for h in answer["hits"] if h["corpus"] == item.route)
         # a figure of a PDF is stored as a picture of its own; its metadata names the PDF it came from
         origin = str(top["metadata"].get("source") or top["uri"])
-        assert top["corpus"] == item.route and origin.endswith(item.source), (item.question, top)
+        assert origin.endswith(item.source), (item.question, top)
         texts = [top["content"]] + [p["text"] for p in top.get("matched_parts", [])]
         assert any(item.answer_phrase in t for t in texts) or item.route == "document", (item.question, top)
         if item.route == "clip":

@@ -173,3 +173,20 @@ def test_queries_from_stdin_and_files(kb_env: dict[str, str], tmp_path: Path) ->
     binary.write_bytes(b"\xff\xfe\x00\x81 query")
     result = runner.invoke(app, ["route", "--query-file", str(binary), "--no-server"], env=kb_env)
     assert result.exit_code == 1 and "not UTF-8" in result.stderr
+
+
+def test_query_on_a_failing_model_returns_the_evidence_and_the_reason(rag) -> None:  # type: ignore[no-untyped-def]
+    """The Python API behaves like ``ask``: a model answering HTTP 500 gives an answer without text, with the
+    evidence and a warning naming what happened, instead of an exception that throws the evidence away."""
+    from universalrag.generate import OpenAIChatGenerator
+    from universalrag.pipeline import UniversalRAG
+
+    with HostileServer("echo500") as server:
+        generator = OpenAIChatGenerator("m", base_url=server.base_url, api_key="sk-test-not-a-secret", timeout=5)
+        answering = UniversalRAG(store=rag.store, embedder=rag.embedder, router=rag.router, generator=generator,
+                                 visual_encoder=None)
+        answer = answering.query("Who designed the Kestrel Point lighthouse?", k=2)
+    assert answer.text is None and answer.warning and "500" in answer.warning
+    assert answer.hits and "Agnes Ferrow" in answer.hits[0].content
+    assert answer.to_dict()["warning"] == answer.warning and "generate" in answer.timings
+    assert "sk-test-not-a-secret" not in answer.warning

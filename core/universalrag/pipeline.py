@@ -4,6 +4,7 @@ generate. Sync methods with async twins; every part is injected or built from se
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import warnings
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Settings
 from .decision_log import DecisionLog, query_hash
-from .errors import ConfigError, RoutingError
+from .errors import ConfigError, GenerationError, RoutingError
 from .evidence import EvidenceBudget, build_evidence
 from .fusion import FUSIONS, fuse
 from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_paths
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FUSIONS", "UniversalRAG", "fuse"]
 
+_log = logging.getLogger(__name__)
 _UNSET: Any = object()
 
 
@@ -261,7 +263,9 @@ class UniversalRAG:
     def query(self, query: str, *, k: int | None = None, routes: Sequence[str] | None = None,
               filter: Filter | None = None, filters: Filter | None = None) -> Answer:
         """Route, retrieve and generate. Without a generator, ``Answer.text`` is ``None`` and the evidence is
-        returned; with the ``none`` route, the model answers from its own knowledge."""
+        returned; when the model fails (HTTP error, timeout including retries, malformed reply), too, with
+        ``Answer.warning`` saying why (and a logged warning). With the ``none`` route, the model answers from its
+        own knowledge."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
         plan = self.plan(query, k=k, filter=_filter_arg(filter, filters), routes=routes)
@@ -277,7 +281,12 @@ class UniversalRAG:
         evidence = build_evidence(hits, budget=self.budget)
         timings["evidence"] = (time.perf_counter() - mark) * 1000
         mark = time.perf_counter()
-        generation = generator.generate(query, evidence)
+        try:
+            generation = generator.generate(query, evidence)
+        except GenerationError as e:  # the model failed: the evidence is still worth returning, with the reason
+            timings["generate"] = (time.perf_counter() - mark) * 1000
+            _log.warning("No answer from the language model, returning the evidence only: %s", e)
+            return Answer(text=None, decision=decision, hits=tuple(hits), timings=timings, warning=str(e))
         timings["generate"] = (time.perf_counter() - mark) * 1000
         return Answer(text=generation.text, decision=decision, hits=tuple(hits), citations=generation.citations,
                       timings=timings)

@@ -313,14 +313,18 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What a query returns: the answer (``None`` when no language model is configured), the routing
-    decision, the evidence hits, the evidence ids the answer cites, and timings in milliseconds per stage."""
+    """What a query returns: the answer (``None`` when no language model is configured, or when it failed:
+    then ``warning`` says why), the routing decision, the evidence hits, the evidence ids the answer cites, and
+    timings in milliseconds per stage."""
 
     text: str | None
     decision: RouteDecision
     hits: tuple[Hit, ...] = ()
     citations: tuple[str, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
+    #: Why there is no answer although a language model is configured (it failed, timed out or answered
+    #: malformed output); the hits are the evidence it would have been given.
+    warning: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (the shape of ``universalrag ask --json``)."""
@@ -331,4 +335,5 @@ class Answer:
             "hits": [h.to_dict() for h in self.hits],
             "citations": list(self.citations),
             "timings_ms": {k: round(float(v), 2) for k, v in self.timings.items()},
+            **({"warning": self.warning} if self.warning is not None else {}),
         }

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.text import Text
 
-from ..errors import ConfigError, GenerationError, UniversalRAGError
+from ..errors import ConfigError, UniversalRAGError
 from .context import CliContext
 from .interrupt import StopAfterCurrent
 from .output import IngestProgress, hit_dict, print_decision, print_hits, print_report, warnings_shown
@@ -241,8 +241,7 @@ def ask(
     out = obj.output
     if as_json:
         data = answer.to_dict()
-        out.json({**data, "hits": [hit_dict(h, i) for i, h in enumerate(answer.hits, 1)],
-                  **({"warning": failure} if failure else {})})
+        out.json({**data, "hits": [hit_dict(h, i) for i, h in enumerate(answer.hits, 1)]})
         return
     print_decision(out, answer.decision)
     print_hits(out, answer.hits, title="evidence")
@@ -266,18 +265,8 @@ def _with_timeout(obj: CliContext, timeout: float | None) -> CliContext:
 def _answer(rag: Any, question: str, *, k: int, filter: dict[str, Any] | None) -> tuple[Any, str | None]:
     """Route, retrieve and generate; when the model fails (HTTP error, malformed reply, timeout), the answer is
     the evidence alone and the second value says why."""
-    from ..evidence import build_evidence
-    from ..types import Answer
-
-    decision, hits = rag.search(question, k=k, filter=filter, allow_none=True)
-    generator = rag.generator
-    if generator is None:
-        return Answer(text=None, decision=decision, hits=tuple(hits)), None
-    try:
-        generation = generator.generate(question, build_evidence(hits, budget=rag.budget))
-    except GenerationError as e:
-        return Answer(text=None, decision=decision, hits=tuple(hits)), str(e)
-    return Answer(text=generation.text, decision=decision, hits=tuple(hits), citations=generation.citations), None
+    answer = rag.query(question, k=k, filter=filter)
+    return answer, answer.warning
 
 
 sources_app = typer.Typer(help="List or delete ingested sources.", no_args_is_help=True, rich_markup_mode=None)
