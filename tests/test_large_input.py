@@ -195,3 +195,24 @@ def test_deleting_a_source_drops_what_a_crashed_run_left_staged(store: Any, tmp_
     assert counts(store)["stages"] == 1
     store.delete_source(path.resolve().as_uri())
     assert counts(store)["stages"] == 0
+
+
+def test_the_cli_shows_each_committed_batch_of_a_large_source(store: Any, tmp_path: Path) -> None:
+    """What the ``ingest`` command shows while a large table is staged: a whole line per committed batch when
+    its output is piped (beside the progress bar on a terminal), fed by the pipeline's ``on_progress``."""
+    import io
+
+    from universalrag.cli.context import Output
+    from universalrag.cli.output import IngestProgress
+
+    path = tmp_path / "big.csv"
+    path.write_text("n,word\n" + "".join(f"{i},w{i}\n" for i in range(350)), encoding="utf-8")
+    stdout = io.StringIO()
+    progress = IngestProgress(Output(terminal=False, stdout=stdout, stderr=io.StringIO()))
+    with progress:
+        ingest_paths(store, HashEmbedder(), [path], options=IngestOptions(stage_rows=100, table_batch_rows=100),
+                     on_start=progress.on_start, on_file=progress.on_file, on_progress=progress.on_batch)
+    lines = stdout.getvalue().splitlines()
+    batches = [line for line in lines if "batches of" in line]
+    assert len(batches) >= 4 and all(line.startswith(str(path)) for line in batches), lines
+    assert lines[-1] == f"added: {path}"  # the file's outcome comes after its batches

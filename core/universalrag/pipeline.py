@@ -19,6 +19,7 @@ from .errors import ConfigError, GenerationError, RoutingError
 from .evidence import EvidenceBudget, build_evidence
 from .fusion import FUSIONS, fuse
 from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_paths
+from .ingest.report import Progress
 from .plan import QueryPlan
 from .retrieve import EvidenceRouting, Searcher
 from .store import Filter, Store
@@ -183,15 +184,17 @@ class UniversalRAG:
     # -- the steps ---------------------------------------------------------------------------------------
     def ingest(self, paths: Sequence[str | Path], *, corpus: str | None = None,
                options: IngestOptions | None = None, on_file: Callable[[FileOutcome], None] | None = None,
-               on_start: Callable[[int], None] | None = None, strict: bool = False) -> IngestReport:
-        """Ingest files and folders into their corpora (see :func:`universalrag.ingest_paths`; ``strict`` fails
-        the files a folder holds that are not ingested, instead of skipping them)."""
+               on_start: Callable[[int], None] | None = None, on_progress: Callable[[Progress], None] | None = None,
+               strict: bool = False) -> IngestReport:
+        """Ingest files and folders into their corpora (see :func:`universalrag.ingest_paths`; ``on_progress``
+        hears of each committed batch of a large source; ``strict`` fails the files a folder holds that are not
+        ingested, instead of skipping them)."""
         if not self._initialised:
             self.init()
         opts = options or IngestOptions.from_settings(self.settings, visual_encoder=self.visual_encoder)
         try:
             return ingest_paths(self.store, self.embedder, paths, corpus=corpus, options=opts, on_file=on_file,
-                                on_start=on_start, strict=strict)
+                                on_start=on_start, on_progress=on_progress, strict=strict)
         finally:
             if self._routing is not None:
                 self._routing.invalidate()

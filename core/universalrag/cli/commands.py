@@ -128,7 +128,7 @@ def ingest(
     try:
         with StopAfterCurrent(obj.output) as stop, progress:
             report = rag.ingest(paths, corpus=corpus, options=options, on_start=progress.on_start, on_file=on_file,
-                                strict=strict)
+                                on_progress=progress.on_batch, strict=strict)
     except KeyboardInterrupt:
         obj.output.error(progress.interrupted_message(rolled_back=stop.forced), label="interrupted")
         raise typer.Exit(130) from None

@@ -20,6 +20,7 @@ from .context import Output
 
 if TYPE_CHECKING:
     from ..ingest import FileOutcome, IngestReport
+    from ..ingest.report import Progress as BatchProgress
 
 __all__ = ["IngestProgress", "hit_dict", "print_decision", "print_hits", "print_report", "similarity",
            "skipped_reasons", "snippet", "warnings_shown"]
@@ -178,6 +179,14 @@ class IngestProgress:
         self.total = total
         if self._progress is not None:
             self._task = self._progress.add_task("", total=total, last="")
+
+    def on_batch(self, progress: BatchProgress) -> None:
+        """Called after each committed batch of a large source: shown beside the bar, or as a whole line."""
+        text = f"{progress.path}: {progress.done}/{progress.total} batches of {progress.what} committed"
+        if self._progress is not None:
+            self._progress.update(self._task, last=text)
+        elif not self.quiet:
+            self.out.line(text)
 
     def on_file(self, outcome: FileOutcome) -> None:
         """Called after each input (its transaction is committed, or rolled back when it failed)."""
