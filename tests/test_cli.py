@@ -313,20 +313,41 @@ def test_fused_hits_show_their_similarity_and_rank(cli_env: dict[str, str], tmp_
     code, out, _ = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), str(missions), "--json")
     assert code == 0 and json.loads(out)["rows"].get("table")
     question = "When did the Apollo 11 crew land on the Moon?"
-    # a tiny threshold makes the router pick several corpora, whose rankings are fused
+    # a tiny threshold makes the router pick several corpora; both use the bundled encoder, so their hits merge
+    # by similarity (one scale): the score shown is each corpus's own similarity, the order follows it
     args = ("search", question, "--router", "trained", "--threshold", "0.0001", "-k", "3")
     code, out, err = run(cli_env, *args, "--json")
     assert code == 0, err
     hits = json.loads(out)
     assert len({h["corpus"] for h in hits}) >= 2
     assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
-    assert all(h["score"] < 0.05 for h in hits)  # the fused (reciprocal-rank) score
+    assert [h["similarity"] for h in hits] == sorted((h["similarity"] for h in hits), reverse=True)
     own = {h["id"]: h["score"] for c in {h["corpus"] for h in hits}
            for h in json.loads(run(cli_env, "search", question, "-c", c, "-k", "3", "--json")[1])}
     assert all(abs(h["similarity"] - own[h["id"]]) < 1e-6 and h["similarity"] > 0.2 for h in hits)
+    assert all(abs(h["score"] - h["similarity"]) < 1e-6 for h in hits)
     code, out, _ = run(cli_env, *args)
     first = next(ln for ln in out.splitlines() if ln.strip().startswith("1. "))
-    assert first.split()[1] == f"{hits[0]['similarity']:.3f}" and "fused score" in first
+    assert first.split()[1] == f"{hits[0]['similarity']:.3f}" and "fused score" not in first
+
+
+def test_rank_fused_hits_show_their_similarity_beside_the_fused_score() -> None:
+    """Where corpora are on different scales, the order is reciprocal rank: the line shows the similarity a
+    person can read and the rank-based score beside it."""
+    import io
+
+    from universalrag.cli.context import Output
+    from universalrag.cli.output import print_hits
+    from universalrag.fusion import fuse
+    from universalrag.types import Hit
+
+    text = [Hit(corpus="paragraph", id="p1", score=0.61, content="a passage")]
+    images = [Hit(corpus="image", id="i1", score=0.27, content="a photo", channel_scores={"visual": 0.3})]
+    hits = fuse([text, images], spaces=["minilm/384", "clip/512"])
+    stdout = io.StringIO()
+    print_hits(Output(terminal=False, stdout=stdout, stderr=io.StringIO()), hits)
+    first = next(ln for ln in stdout.getvalue().splitlines() if ln.strip().startswith("1. "))
+    assert first.split()[1] == "0.610" and "fused score 0.0164" in first
 
 
 def test_ingest_accepts_an_asr_choice(cli_env: dict[str, str]) -> None:

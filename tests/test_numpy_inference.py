@@ -58,7 +58,7 @@ def _passages() -> list[str]:
 
 def test_backend_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(INFERENCE_ENV, raising=False)
-    assert inference_backend() == "numpy"
+    assert inference_backend() == "auto"
     assert numpy_supported(base_model_path())
     assert TransformersEmbedder.bundled_minilm(device="cpu").backend == "numpy"
     assert TransformersEmbedder.bundled_minilm(device="cuda").backend == "torch"  # GPUs stay with torch
@@ -77,7 +77,7 @@ def test_backend_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 def test_numpy_encoder_matches_torch_on_real_queries_and_passages(queries: list[str],
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     texts = queries + _passages()
-    monkeypatch.delenv(INFERENCE_ENV, raising=False)
+    monkeypatch.setenv(INFERENCE_ENV, "numpy")  # NumPy for every call, bulk ones too
     fast = TransformersEmbedder.bundled_minilm(device="cpu")
     got = fast.embed(texts)
     assert fast.backend == "numpy" and fast.loaded
@@ -159,3 +159,23 @@ def test_cold_command_imports_no_torch(command: list[str], cli_env: dict[str, st
     assert report["code"] == 0, proc.stderr
     assert report["heavy"] == [], f"the cold {command[0]} imported {report['heavy']}"
     assert proc.stdout.count("\n") > 1  # it printed its answer before the report
+
+
+def test_auto_embeds_queries_with_numpy_and_bulk_with_torch(queries: list[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default: a query or a small batch never loads torch; an ingest-sized call loads it and gives the same
+    vectors (torch's kernels are faster for batches, its import is repaid)."""
+    from universalrag.embed.transformers_encoder import BULK_TEXTS
+
+    monkeypatch.delenv(INFERENCE_ENV, raising=False)
+    auto = TransformersEmbedder.bundled_minilm(device="cpu")
+    small = auto.embed(queries[:3])
+    assert auto.backend == "numpy" and auto._model is None  # noqa: SLF001 - which models are loaded
+    bulk = auto.embed(queries[:BULK_TEXTS])
+    assert auto._model is not None and auto._numpy is not None  # noqa: SLF001
+    assert float((small * bulk[:3]).sum(axis=1).min()) >= 0.9999  # the same vectors either way
+    assert np.allclose(auto.embed_query(queries[0]), small[0], atol=1e-6)  # queries stay on NumPy
+    monkeypatch.setenv(INFERENCE_ENV, "numpy")
+    numpy_only = TransformersEmbedder.bundled_minilm(device="cpu")
+    numpy_only.embed(queries[:BULK_TEXTS])
+    assert numpy_only._model is None  # noqa: SLF001

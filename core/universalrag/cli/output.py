@@ -90,7 +90,8 @@ def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None) ->
     if not hits:
         out.print("  (no results)")
         return
-    fused = any("similarity" in h.channel_scores for h in hits)
+    # rank-based fusion (corpora on different scales) gives scores a person cannot read: show both then
+    fused = any("similarity" in h.channel_scores and h.score != h.channel_scores["similarity"] for h in hits)
     for rank, hit in enumerate(hits, 1):
         label = snippet(str(hit.metadata.get("title") or hit.uri or hit.id), label_width)
         line = Text.assemble(f"  {rank}. ", (f"{similarity(hit):.3f}", "cyan"), " ", (hit.corpus, "magenta"),

@@ -73,10 +73,12 @@ def blas_threads() -> Iterator[None]:
 
 
 def inference_backend() -> str:
-    """``"numpy"`` or ``"torch"``: which backend CPU inference uses (``UNIVERSALRAG_INFERENCE``, default numpy)."""
-    value = os.environ.get(INFERENCE_ENV, "numpy").strip().lower() or "numpy"
-    if value not in ("numpy", "torch"):
-        raise ConfigError(f"{INFERENCE_ENV}={value!r} is not a backend; use 'numpy' (default) or 'torch'.")
+    """Which backend CPU inference uses (``UNIVERSALRAG_INFERENCE``): ``"auto"`` (default: NumPy for queries and
+    small batches, torch for bulk embedding, where its kernels are faster and its import cost is repaid),
+    ``"numpy"`` (never import torch) or ``"torch"``."""
+    value = os.environ.get(INFERENCE_ENV, "auto").strip().lower() or "auto"
+    if value not in ("auto", "numpy", "torch"):
+        raise ConfigError(f"{INFERENCE_ENV}={value!r} is not a backend; use 'auto' (default), 'numpy' or 'torch'.")
     return value
 
 

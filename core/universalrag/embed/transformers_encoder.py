@@ -1,18 +1,21 @@
 """A text embedder for any local transformers encoder directory (mean pooling, L2-normalised).
 
 Two backends compute the same vectors. On the CPU, a BERT directory with ``model.safetensors`` and
-``tokenizer.json`` (the bundled MiniLM is one) runs with NumPy (:mod:`.numpy_bert`): no torch import, which
-is what makes a cold ``universalrag search`` fast. Other models, GPUs, and ``UNIVERSALRAG_INFERENCE=torch``
-use torch and transformers, imported on first use. Either way the model is loaded on first use, under a
-lock, and never downloaded (``local_files_only=True``).
+``tokenizer.json`` (the bundled MiniLM is one) runs queries and small batches with NumPy (:mod:`.numpy_bert`):
+no torch import, which is what makes a cold ``universalrag search`` fast. A bulk call (ingestion: at least
+:data:`BULK_TEXTS` texts) switches to torch when it is installed, whose kernels embed passages faster and repay
+its import; ``UNIVERSALRAG_INFERENCE=numpy`` keeps NumPy throughout, ``=torch`` uses torch throughout. Other
+models and GPUs use torch and transformers, imported on first use. Either way a model is loaded on first use,
+under a lock, and never downloaded (``local_files_only=True``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +29,14 @@ from .numpy_bert import NumpyBert, inference_backend, numpy_supported
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-__all__ = ["MINILM_NAME", "TransformersEmbedder", "bundled_minilm", "check_model_dir"]
+__all__ = ["BULK_TEXTS", "MINILM_NAME", "TransformersEmbedder", "bundled_minilm", "check_model_dir",
+           "quiet_transformers"]
 
 #: The name under which the bundled all-MiniLM-L6-v2 is registered with corpora.
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+#: From this many texts in one call, ``UNIVERSALRAG_INFERENCE=auto`` embeds with torch (when installed).
+BULK_TEXTS = 64
 
 #: config.json keys that hold the width of the last hidden state, by model family.
 _WIDTH_KEYS = ("hidden_size", "d_model", "dim", "n_embd", "embed_dim")
@@ -39,6 +46,20 @@ _NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
                  "pytorch_model.bin.index.json")
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Silence transformers' weight-loading progress bar for the duration of a load."""
+    from transformers.utils import logging as hf_logging
+
+    was_disabled = hf_logging.is_progress_bar_enabled() is False
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            hf_logging.enable_progress_bar()
 
 
 def check_model_dir(path: Path) -> Path:
@@ -138,7 +159,8 @@ class TransformersEmbedder:
 
     @property
     def backend(self) -> str:
-        """``"numpy"`` or ``"torch"``: what computes the vectors (decided without loading the model)."""
+        """``"numpy"`` or ``"torch"``: what computes query vectors (decided without loading the model; bulk
+        calls may use torch, see :meth:`embed`)."""
         if self._numpy is not None:
             return "numpy"
         if self._model is not None:
@@ -148,7 +170,16 @@ class TransformersEmbedder:
     def _numpy_serves(self) -> bool:
         device = (self._device_arg or "").strip().lower()
         on_cpu = device == "cpu" or (not device and not _NVIDIA_DRIVER.exists())
-        return on_cpu and inference_backend() == "numpy" and numpy_supported(self._path)
+        return on_cpu and inference_backend() != "torch" and numpy_supported(self._path)
+
+    def _bulk_with_torch(self, n: int) -> bool:
+        """Whether a call of ``n`` texts goes to torch although NumPy serves this model (``auto``, torch
+        installed)."""
+        if n < BULK_TEXTS or inference_backend() != "auto":
+            return False
+        import importlib.util
+
+        return importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None
 
     @property
     def name(self) -> str:
@@ -177,45 +208,51 @@ class TransformersEmbedder:
         self._ensure_loaded()
         return "cpu" if self._numpy is not None else str(self._device)
 
-    def _ensure_loaded(self) -> None:
-        if self.loaded:
+    def _ensure_loaded(self, *, torch_model: bool = False) -> None:
+        """Load the model for the backend that serves it (``torch_model``: the torch model, for bulk calls)."""
+        if (self._model is not None) if torch_model else self.loaded:
             return
         with self._load_lock:
-            if self.loaded:
+            if (self._model is not None) if torch_model else self.loaded:
                 return
             path = check_model_dir(self._path)
-            if self._numpy_serves():
+            if self._numpy_serves() and not torch_model:
                 self._load_numpy(path)
                 return
-            from transformers import AutoModel, AutoTokenizer
+            self._load_torch(path)
 
-            device = resolve_device(self._device_arg)
-            try:
+    def _load_torch(self, path: Path) -> None:
+        """Load tokenizer and model with transformers, on the resolved device (called under the load lock)."""
+        from transformers import AutoModel, AutoTokenizer
+
+        device = resolve_device(self._device_arg)
+        try:
+            with quiet_transformers():
                 tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
                 model = AutoModel.from_pretrained(str(path), local_files_only=True)
-            except (OSError, ValueError, KeyError) as e:
-                if not any((path / f).is_file() for f in _WEIGHT_FILES):
-                    raise ConfigError(
-                        f"Embedding model path {str(path)!r} has no weights: expected model.safetensors or "
-                        "pytorch_model.bin next to config.json."
-                    ) from e
+        except (OSError, ValueError, KeyError) as e:
+            if not any((path / f).is_file() for f in _WEIGHT_FILES):
                 raise ConfigError(
-                    f"Cannot load a transformers encoder from {str(path)!r}: {e}. Expected a directory "
-                    "with config.json, tokenizer files and weights, as written by save_pretrained()."
+                    f"Embedding model path {str(path)!r} has no weights: expected model.safetensors or "
+                    "pytorch_model.bin next to config.json."
                 ) from e
-            model = to_device(model, device, what="embedding model")
-            limit = self.max_length
-            positions = getattr(model.config, "max_position_embeddings", None)
-            if isinstance(positions, int) and positions > 0:
-                limit = min(limit, positions)
-            tok_max = getattr(tokenizer, "model_max_length", None)
-            if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
-                limit = min(limit, tok_max)
-            self._token_limit = limit
-            self._tokenizer = tokenizer
-            self._device = device
-            self._dimension = int(model.config.hidden_size)
-            self._model = model  # last: other threads test this without the lock
+            raise ConfigError(
+                f"Cannot load a transformers encoder from {str(path)!r}: {e}. Expected a directory "
+                "with config.json, tokenizer files and weights, as written by save_pretrained()."
+            ) from e
+        model = to_device(model, device, what="embedding model")
+        limit = self.max_length
+        positions = getattr(model.config, "max_position_embeddings", None)
+        if isinstance(positions, int) and positions > 0:
+            limit = min(limit, positions)
+        tok_max = getattr(tokenizer, "model_max_length", None)
+        if isinstance(tok_max, int) and 0 < tok_max < 1_000_000:
+            limit = min(limit, tok_max)
+        self._token_limit = limit
+        self._tokenizer = tokenizer
+        self._device = device
+        self._dimension = int(model.config.hidden_size)
+        self._model = model  # last: other threads test this without the lock
 
     def _load_numpy(self, path: Path) -> None:
         bert = NumpyBert.load(path)
@@ -235,8 +272,8 @@ class TransformersEmbedder:
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
         return (pooled / norms).astype(np.float32, copy=False)
 
-    def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        if self._numpy is not None:
+    def _embed_batch(self, texts: list[str], *, bulk: bool = False) -> np.ndarray:
+        if self._numpy is not None and not (bulk and self._model is not None):
             return self._embed_batch_numpy(texts)
         import torch
 
@@ -257,13 +294,14 @@ class TransformersEmbedder:
         items = check_texts(texts)
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        self._ensure_loaded()
+        bulk = self._numpy_serves() and self._bulk_with_torch(len(items))
+        self._ensure_loaded(torch_model=bulk)
         order = sorted(range(len(items)), key=lambda i: len(items[i]), reverse=True)
         out = np.empty((len(items), self.dimension), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
             idx = order[start:start + self.batch_size]
             try:
-                out[idx] = self._embed_batch([items[i] for i in idx])
+                out[idx] = self._embed_batch([items[i] for i in idx], bulk=bulk)
             except RuntimeError as e:  # out of memory, device errors
                 raise EmbeddingError(
                     f"Embedding with {self._name!r} on {self._device or 'cpu'} failed: {e}. Try a smaller "

