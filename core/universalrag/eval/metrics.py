@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import MissingDependencyError
+from ..routing.metrics import percentile
 from ..types import NO_RETRIEVAL, Hit
 from .data import GoldEvidence
 
@@ -105,17 +106,6 @@ def routes_match(chosen: Iterable[str], gold: Iterable[str]) -> bool:
         return frozenset(named) if named else frozenset({NO_RETRIEVAL})
 
     return norm(chosen) == norm(gold)
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile (0–100) with linear interpolation; 0.0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def average_by_source(rows: Iterable[tuple[str, Mapping[str, float | None]]]) -> dict[str, Any]:
