@@ -69,6 +69,8 @@ def test_fusion_methods() -> None:
     assert [h.id for h in fuse([a, b], method="similarity")] == ["a0", "a1", "a2", "b0", "b1"]
     with pytest.raises(ConfigError):
         fuse([a, b], method="borda")
+    with pytest.raises(ConfigError, match="one each"):
+        fuse([a, b], spaces=["minilm/384"])
 
 
 def test_hybrid_search_fuses_full_text_ranking(rag: UniversalRAG) -> None:

@@ -92,6 +92,8 @@ def fuse(per_corpus: Sequence[Sequence[Hit]], *, method: str = "auto",
     ranking is returned unchanged."""
     if method not in FUSIONS:
         raise ConfigError(f"Unknown fusion {method!r}; choose one of {', '.join(FUSIONS)}.")
+    if spaces is not None and len(spaces) != len(per_corpus):
+        raise ConfigError(f"fuse() got {len(per_corpus)} rankings but {len(spaces)} embedding spaces; give one each.")
     kept = [(list(h), space) for h, space in zip(per_corpus, spaces or [None] * len(per_corpus)) if h]
     lists = [hits for hits, _ in kept]
     if len(lists) <= 1:
