@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import psycopg
@@ -15,19 +14,19 @@ from sqlalchemy import exc as sa_exc
 from ..config import Settings, redact_url, validate_schema_name
 from ..errors import (
     CorpusNotFoundError,
-    DimensionMismatchError,
     InvalidInputError,
     StoreError,
 )
-from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, PartBatch, SourceRecord, Unit
-from . import federation, index_check, migrate, queries, staging, writer
+from ..types import BUILTIN_CORPORA, CorpusSpec, Hit
+from . import federation, index_check, migrate, queries
 from .engine import make_engine
 from .filters import Filter
+from .placement import Placement
 from .restrict import check_required_filter
 from .schema import Tables
 from .search import SearchRequest, hit_from_row, run_search
-from .placement import Placement
 from .servers import ServerPool
+from .sources import Sources, WriteResult
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 from .vectors import check_vector
 
@@ -52,16 +51,7 @@ class ServerInfo:
     pgvector: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """The outcome of writing one source: ``added``, ``replaced`` or ``unchanged``, with rows per corpus."""
-
-    status: str
-    source_id: str
-    rows: Mapping[str, int] = field(default_factory=dict)
-
-
-class Store(Placement):
+class Store(Placement, Sources):
     """Corpora, sources and units in one Postgres schema.
 
     ``url=None`` starts (or joins) the embedded server under ``settings.home_dir`` on the first call that
@@ -390,157 +380,12 @@ class Store(Placement):
                 self.skip_unreachable(owner, group, e)
         return [name for name in names if name in found]
 
-    # -- sources --------------------------------------------------------------------------------------------
-    def source_state(self, uri: str, *, scope: str = "") -> tuple[str, tuple[str, ...]] | None:
-        """``(content_hash, corpora)`` of the stored source ``uri`` in ``scope``, or ``None`` (a scope naming a
-        remote corpus is looked up on that corpus's server, where its sources live)."""
-        owner = self._scope_owner(scope)
-        if owner is not self:
-            return owner.source_state(uri, scope=scope)
-        s = self.tables.sources
-        row = self._read("read a source", lambda conn: conn.execute(
-            sa.select(s.c.content_hash, s.c.corpora).where(s.c.uri == uri, s.c.scope == scope)).first())
-        return None if row is None else (row.content_hash, tuple(row.corpora))
-
-    def sources(self) -> list[dict[str, Any]]:
-        """Every stored source (uri, scope, hash, modality, corpora, metadata, ingested_at), here and on the
-        servers of remote corpora."""
-        s = self.tables.sources
-        with self.transaction() as conn:
-            rows = [dict(r) for r in conn.execute(sa.select(s).order_by(s.c.uri, s.c.scope)).mappings()]
-        for member in self._used_members():
-            rows.extend(member.sources())
-        return sorted(rows, key=lambda r: (r["uri"], r["scope"]))
-
-    def delete_source(self, uri: str, *, scope: str | None = None) -> bool:
-        """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it, with
-        any batches of it a crashed run left staged; ``False`` when it was not stored."""
-        if scope is not None and self._scope_owner(scope) is not self:
-            return self._scope_owner(scope).delete_source(uri, scope=scope)
-        remote = [m.delete_source(uri, scope=scope) for m in self._used_members()] if scope is None else []
-        s, st = self.tables.sources, staging.StageTables(self.schema).stages
-        where = [s.c.uri == uri] + ([s.c.scope == scope] if scope is not None else [])
-        with self.transaction() as conn:
-            conn.execute(sa.delete(st).where(st.c.uri == uri, *([st.c.scope == scope] if scope is not None else [])))
-            return conn.execute(sa.delete(s).where(*where)).rowcount > 0 or any(remote)
-
-    def write_source(self, source: SourceRecord, units: Sequence[Unit], *,
-                     parts: Iterable[PartBatch] = ()) -> WriteResult:
-        """Write one source and its units in one transaction.
-
-        A source is identified by its uri and scope (:class:`SourceRecord`): writing one never touches the
-        units of the same file in another scope. Unchanged (same hash, same corpora) → nothing written. Changed → the old units are deleted and the
-        new ones written, atomically. Any failure leaves the database as it was. ``parts`` streams the parts
-        of multi-vector units (a large table's rows) in batches, consumed inside the transaction, so memory
-        stays bounded by one batch. The source is written on the server of its corpora (they must share one).
-        """
-        owner = self._one_owner([*source.corpora, *(u.corpus for u in units)], f"The source {source.uri}")
-        if owner is not self:
-            return owner.write_source(source, units, parts=parts)
-        specs = {u.corpus: self.corpus(u.corpus) for u in units}
-        by_corpus = writer.check_units(units, specs)
-        s = self.tables.sources
-        with self.transaction(f"write source {source.uri}") as conn:
-            conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(source.uri, 0))))
-            old = conn.execute(
-                sa.select(s.c.id, s.c.content_hash, s.c.corpora).where(s.c.uri == source.uri,
-                                                                      s.c.scope == source.scope)
-            ).first()
-            if old is not None and old.content_hash == source.content_hash and \
-                    sorted(old.corpora) == sorted(source.corpora):
-                return WriteResult(status="unchanged", source_id=str(old.id))
-            if old is not None:
-                conn.execute(sa.delete(s).where(s.c.id == old.id))
-            source_id = source.id or str(uuid.uuid4())
-            conn.execute(sa.insert(s).values(
-                id=source_id, uri=source.uri, scope=source.scope, content_hash=source.content_hash,
-                modality=str(source.modality),
-                corpora=list(source.corpora), metadata=dict(source.metadata),
-            ))
-            raw = conn.connection.driver_connection
-            rows: dict[str, int] = {}
-            for name in writer.parents_first(list(by_corpus), self.corpora()):
-                tables = self.tables.corpus(self.corpus(name))
-                rows[name] = writer.copy_units(raw, self.schema, tables, by_corpus[name], source_id=source_id)
-                if tables.parts is not None:
-                    writer.copy_parts(raw, self.schema, tables, by_corpus[name])
-            self._write_part_batches(raw, parts, rows)
-        return WriteResult(status="replaced" if old is not None else "added", source_id=source_id, rows=rows)
-
-    def write_staged(self, source: SourceRecord, produce: staging.BatchProducer, *,
-                     on_batch: Callable[[int], None] | None = None) -> WriteResult:
-        """Write a large source in batches that are each committed, then make it visible in one transaction.
-
-        ``produce(source_id, done)`` yields the source's :class:`~universalrag.store.staging.StagedBatch` es
-        after the first ``done``; ``source.corpora`` names every corpus they write to. Batches go to staging
-        tables no search reads; the last step moves them into the corpora and records the source (replacing an
-        older version) atomically, so a source is never half-visible. A run killed part-way leaves its committed
-        batches staged, and the next run with the same content continues after them. Two processes staging the
-        same source take turns (a session advisory lock); the second then finds it unchanged.
-        ``on_batch(n)`` is told after each committed batch.
-        """
-        owner = self._one_owner(list(source.corpora), f"The source {source.uri}")
-        if owner is not self:
-            return owner.write_staged(source, produce, on_batch=on_batch)
-        status, source_id, rows = staging.write_staged(self, source, produce, on_batch=on_batch)
-        return WriteResult(status=status, source_id=source_id, rows=rows)
-
-    def table_rows(self, unit_id: str, *, where: Mapping[str, str] | None = None,
-                   limit: int = 100) -> list[dict[str, Any]]:
-        """Rows of a large table kept whole beside its embedded sample (``metadata["rows_kept"]`` on the table
-        unit): ``{"row": n, "cells": {column: text}}`` in file order, only those whose cells equal ``where``."""
-        if not isinstance(limit, int) or limit < 1:
-            raise InvalidInputError(f"limit must be a whole number of at least 1, got {limit!r}.")
-        if where is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in where.items()):
-            raise InvalidInputError("where maps column names to cell texts, both strings.")
-        try:
-            unit = str(uuid.UUID(str(unit_id)))
-        except ValueError:
-            raise InvalidInputError(f"{unit_id!r} is not a unit id (a UUID such as a table hit's id).") from None
-        query = staging.rows_query(staging.StageTables(self.schema), unit, dict(where or {}), limit)
-        return self._read("read table rows", lambda conn: [
-            {"row": r.ord, "cells": dict(r.cells)} for r in conn.execute(query)])
-
     @contextlib.contextmanager
     def connection(self, action: str = "run a query") -> Iterator[sa.Connection]:
         """A pooled connection outside any transaction (for session-level advisory locks); driver errors become
         :class:`StoreError` saying what ``action`` failed. Commit what you run on it."""
         with self._translate(action), self.engine.connect() as conn:
             yield conn
-
-    def _write_part_batches(self, raw: Any, parts: Iterable[PartBatch], rows: dict[str, int]) -> None:
-        for batch in parts:
-            spec = self.corpus(batch.corpus)
-            writer.check_part_batch(batch, spec)
-            n = writer.copy_part_batch(raw, self.schema, self.tables.corpus(spec), batch)
-            rows[f"{spec.name}.parts"] = rows.get(f"{spec.name}.parts", 0) + n
-
-    def add_units(self, units: Sequence[Unit]) -> int:
-        """Write units that belong to no ingested source (e.g. texts added through a LangChain VectorStore), in
-        one transaction; a unit whose id exists is replaced. Returns the number of units written."""
-        owner = self._one_owner((u.corpus for u in units), "These units")
-        if owner is not self:
-            return owner.add_units(units)
-        specs = {u.corpus: self.corpus(u.corpus) for u in units}
-        by_corpus = writer.check_units(units, specs)
-        with self.transaction("add units") as conn:
-            raw = conn.connection.driver_connection
-            for name in writer.parents_first(list(by_corpus), self.corpora()):
-                tables = self.tables.corpus(specs[name])
-                ids = [u.id for u in by_corpus[name]]
-                conn.execute(sa.delete(tables.units).where(tables.units.c.id.in_(ids)))
-                writer.copy_units(raw, self.schema, tables, by_corpus[name], source_id=None)
-                if tables.parts is not None:
-                    writer.copy_parts(raw, self.schema, tables, by_corpus[name])
-        return len(units)
-
-    def delete_units(self, corpus: str, ids: Sequence[str]) -> int:
-        """Delete units of ``corpus`` by id (their parts and children go with them); returns how many."""
-        if self.owner(corpus) is not self:
-            return self.owner(corpus).delete_units(corpus, ids)
-        tables = self.tables.corpus(self.corpus(corpus))
-        with self.transaction(f"delete units of {corpus!r}") as conn:
-            return int(conn.execute(sa.delete(tables.units).where(tables.units.c.id.in_(list(ids)))).rowcount)
 
     def get_units(self, corpus: str, ids: Sequence[str]) -> list[Hit]:
         """Units of ``corpus`` by id, in the order asked (missing ids are left out); ``score`` is 1.0."""
