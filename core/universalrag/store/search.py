@@ -34,7 +34,8 @@ from .scan_rule import needs_check, scan_exactly
 from .schema import CorpusTables
 from .sizes import table_rows
 
-__all__ = ["PARTS_PER_HIT", "MIN_PART_WINDOW", "MAX_PART_WINDOW", "SearchRequest", "run_search", "hit_from_row"]
+__all__ = ["PARTS_PER_HIT", "MIN_DISTINCT_UNITS", "MIN_PART_WINDOW", "MAX_PART_WINDOW", "SearchRequest", "run_search",
+           "hit_from_row"]
 
 #: How many matched parts a hit of a multi-vector corpus reports (best first).
 PARTS_PER_HIT = 5
@@ -143,6 +144,12 @@ def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequ
     return {"units": rule(tables.units, checked=not multi), "parts": rule(tables.parts, checked=True)}
 
 
+#: An index search of parts widens its window until it holds this many distinct units (or ``k``, if more): a
+#: window that holds the parts of one or two units only is the sign of a beam stuck among near-identical rows
+#: (thousands of numeric table rows), where the best unit may lie outside it (issue 11).
+MIN_DISTINCT_UNITS = 3
+
+
 def _first_part_window(k: int) -> int:
     return max(8 * k, MIN_PART_WINDOW)
 
@@ -194,10 +201,10 @@ def _text_by_parts(conn: sa.Connection, tables: CorpusTables, request: SearchReq
             conn.execute(queries.set_locals({"hnsw.ef_search": wanted}))
             ef = wanted
         rows = conn.execute(queries.nearest_parts(tables, request.vector, limit=limit, filter=request.filter)).all()
-        grouped = _group(rows, k)
+        grouped = _group(rows, max(k, MIN_DISTINCT_UNITS))
         exhausted = len(rows) < limit or (not request.iterative and limit >= _MAX_EF_SEARCH)
-        if len(grouped) >= k or exhausted or limit >= MAX_PART_WINDOW:
-            return grouped
+        if len(grouped) >= max(k, MIN_DISTINCT_UNITS) or exhausted or limit >= MAX_PART_WINDOW:
+            return dict(list(grouped.items())[:k])  # best first
         limit = min(limit * 4, MAX_PART_WINDOW)
 
 
