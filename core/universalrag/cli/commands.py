@@ -237,7 +237,7 @@ def ask(
     obj.ensure_initialised()
     opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, obj.settings.llm_timeout, tau)
     with warnings_shown(obj.output):
-        answer, failure = _answer(_rag(obj, router, opts, hybrid=hybrid), question, k=k, filter=filters)
+        answer = _rag(obj, router, opts, hybrid=hybrid).query(question, k=k, filter=filters)
     out = obj.output
     if as_json:
         data = answer.to_dict()
@@ -245,8 +245,8 @@ def ask(
         return
     print_decision(out, answer.decision)
     print_hits(out, answer.hits, title="evidence")
-    if failure is not None:
-        out.error(f"no answer, only the evidence above: {failure}", label="warning")
+    if answer.warning is not None:  # the model failed: the evidence stands, with the reason
+        out.error(f"no answer, only the evidence above: {answer.warning}", label="warning")
     elif answer.text is None:
         out.print("\n[yellow]No language model is configured, so this is the evidence only.[/] Set "
                   "UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL / UNIVERSALRAG_LLM_API_KEY for a "
@@ -260,13 +260,6 @@ def ask(
 def _with_timeout(obj: CliContext, timeout: float | None) -> CliContext:
     """The context with ``--timeout`` as the language-model timeout (routers and answers), when given."""
     return obj if timeout is None else obj.with_settings(obj.settings.with_(llm_timeout=timeout))
-
-
-def _answer(rag: Any, question: str, *, k: int, filter: dict[str, Any] | None) -> tuple[Any, str | None]:
-    """Route, retrieve and generate; when the model fails (HTTP error, malformed reply, timeout), the answer is
-    the evidence alone and the second value says why."""
-    answer = rag.query(question, k=k, filter=filter)
-    return answer, answer.warning
 
 
 sources_app = typer.Typer(help="List or delete ingested sources.", no_args_is_help=True, rich_markup_mode=None)
