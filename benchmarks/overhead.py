@@ -7,11 +7,16 @@ Per query vector, k = 10:
 
 * ``library``: ``Store.search(corpus, vector, k=10)``, the public call (vector given: the encoder's time is the
   same for any caller and is left out);
-* ``raw SQL``: the very statements that call sent to the server (captured with SQLAlchemy's
-  ``before_cursor_execute`` event in an untimed call for the same vector), replayed on a plain psycopg
-  connection in one transaction;
-* ``one statement``: what a hand-written pgvector query does — ``SET LOCAL hnsw.ef_search`` and one SELECT of
-  the same columns ``ORDER BY embedding <=> q LIMIT 10``.
+* ``raw SQL``: the very statements that call sent to the server, with the very parameters (the query vector as
+  a numpy array, which pgvector's psycopg adapter sends in binary), captured with SQLAlchemy's
+  ``before_cursor_execute`` event in an untimed call for the same vector (while the listener is registered the
+  library sends its statements through SQLAlchemy so that it sees them; the timed calls, without listeners, send
+  the same text and parameters straight to psycopg), replayed on a plain psycopg connection with pgvector's
+  types registered, in the transaction mode the library used (autocommit: no BEGIN/COMMIT; otherwise one
+  transaction);
+* ``one statement``: what a hand-written pgvector query does (pgvector-python's README: ``register_vector``, a
+  numpy query vector) — ``SET LOCAL hnsw.ef_search`` and one SELECT of the same columns
+  ``ORDER BY embedding <=> q LIMIT 10`` in a transaction.
 
 The three alternate per query (load drift hits all alike); p50 of each. ``ratio_vs_raw_sql`` = library p50 /
 raw SQL p50 (goal <= 1.2); ``ratio_vs_one_statement`` the same against the hand-written query.
@@ -19,12 +24,14 @@ raw SQL p50 (goal <= 1.2); ``ratio_vs_one_statement`` the same against the hand-
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import machine as bench
 import numpy as np
 import psycopg
 import sqlalchemy as sa
+from pgvector.psycopg import register_vector
 from psycopg import sql
 from universalrag.store.schema import unit_table_name
 
@@ -35,14 +42,17 @@ def load(store, vectors: np.ndarray) -> None:  # type: ignore[no-untyped-def]
     bench.load_synthetic(store, {CORPUS: (bench.new_ids(len(vectors)), vectors)}, metadata=lambda i: {"n": i})
 
 
-def capture(store, vector: list[float]) -> list[tuple[str, object]]:  # type: ignore[no-untyped-def]
-    """The statements (with driver-ready parameters) one ``Store.search`` sends, in order."""
+def capture(store, vector: list[float]) -> tuple[list[tuple[str, object]], bool]:  # type: ignore[no-untyped-def]
+    """The statements (with driver-ready parameters) one ``Store.search`` sends, in order, and whether it sent
+    them in autocommit mode."""
     sent: list[tuple[str, object]] = []
+    modes: set[bool] = set()
     caller = threading.get_ident()  # not the statements of the library's background index check
 
     def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
         if threading.get_ident() == caller:
             sent.append((statement, parameters))
+            modes.add(bool(cursor.connection.autocommit))
 
     engines = {id(e): e for e in (store.engine, store.read_engine)}.values()  # reads may use the read URL
     for engine in engines:
@@ -52,13 +62,17 @@ def capture(store, vector: list[float]) -> list[tuple[str, object]]:  # type: ig
     finally:
         for engine in engines:
             sa.event.remove(engine, "before_cursor_execute", record)
-    return [(s, p) for s, p in sent if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK"))]
+    assert len(modes) == 1, modes
+    return [(s, p) for s, p in sent if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK"))], \
+        modes.pop()
 
 
-def replay(conn: psycopg.Connection, statements: list[tuple[str, object]]) -> int:
-    """Run ``statements`` in one transaction, fetching every row; returns the rows of the last one."""
+def replay(conn: psycopg.Connection, statements: list[tuple[str, object]], autocommit: bool) -> int:
+    """Run ``statements`` as the library did (autocommit, or in one transaction), fetching every row; returns the
+    rows of the last one."""
     rows = 0
-    with conn.transaction():
+    conn.autocommit = autocommit
+    with contextlib.nullcontext() if autocommit else conn.transaction():
         for statement, params in statements:
             rows = len(conn.execute(statement, params).fetchall())  # type: ignore[arg-type]
     return rows
@@ -72,10 +86,11 @@ def one_statement(schema: str) -> sql.Composed:
     ).format(sql.Identifier(schema), sql.Identifier(unit_table_name(CORPUS)), sql.Literal(K))
 
 
-def run_one(conn: psycopg.Connection, query: sql.Composed, ef_search: int, text_vector: str) -> int:
+def run_one(conn: psycopg.Connection, query: sql.Composed, ef_search: int, vector: np.ndarray) -> int:
+    conn.autocommit = False
     with conn.transaction():
         conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
-        return len(conn.execute(query, (text_vector, text_vector)).fetchall())
+        return len(conn.execute(query, (vector, vector)).fetchall())
 
 
 def main() -> None:
@@ -87,21 +102,23 @@ def main() -> None:
         bench.log(f"{n} units loaded in {load_s:.0f} s")
         ef = store.settings.ef_search
         with psycopg.connect(store.resolve_url()) as conn:
+            register_vector(conn)
+            conn.commit()
             hand = one_statement(store.schema)
-            statements = []
+            statements, autocommit = [], False
             for i in range(n_queries + 10):
-                q = bench.near(rng, vectors[rng.integers(n)]).tolist()
-                statements = capture(store, q)
-                text_vector = "[" + ",".join(map(repr, q)) + "]"
+                q_array = bench.near(rng, vectors[rng.integers(n)]).astype(np.float32)
+                q = q_array.tolist()
+                statements, autocommit = capture(store, q)
                 t_lib, hits = bench.timed(store.search, CORPUS, q, k=K)
-                t_raw, rows = bench.timed(replay, conn, statements)
-                t_one, rows_one = bench.timed(run_one, conn, hand, ef, text_vector)
+                t_raw, rows = bench.timed(replay, conn, statements, autocommit)
+                t_one, rows_one = bench.timed(run_one, conn, hand, ef, q_array)
                 assert len(hits) == rows == rows_one == K, (len(hits), rows, rows_one)
                 if i >= 10:  # warm-up: caches, prepared statements
                     lib_ms.append(t_lib * 1000)
                     raw_ms.append(t_raw * 1000)
                     one_ms.append(t_one * 1000)
-        bench.log(f"statements per search call: {len(statements)}")
+        bench.log(f"statements per search call: {len(statements)} ({'autocommit' if autocommit else 'in a transaction'})")
         for statement, _ in statements:
             bench.log("   " + " ".join(statement.split())[:150])
     lib, raw, one = (bench.percentile(v, 50) for v in (lib_ms, raw_ms, one_ms))
@@ -116,7 +133,7 @@ def main() -> None:
     bench.save_png(fig, args.out / "overhead.png", title="Search call overhead over the SQL it runs")
     bench.finish("overhead", {"ratio_vs_raw_sql": round(lib / raw, 3), "ratio_vs_one_statement": round(lib / one, 3),
                         "library_p50_ms": round(lib, 3), "raw_sql_p50_ms": round(raw, 3),
-                        "one_statement_p50_ms": round(one, 3), "statements": len(statements), "units": n,
+                        "one_statement_p50_ms": round(one, 3), "statements": len(statements), "autocommit": autocommit, "units": n,
                         "queries": n_queries}, args.out)
 
 

@@ -445,8 +445,10 @@ def test_a_search_counts_nothing_and_takes_few_statements(settings, monkeypatch)
     for statements in (paragraph, document):
         text = " ".join(statements).lower()
         assert "count(" not in text and "enable_indexscan" not in text and "pg_class" not in text
-    assert len(paragraph) == 2 and "+ 0" not in paragraph[1]  # 300 rows > 100: the index
-    assert len(document) == 4 and "row_number" in document[1].lower()  # 30 parts <= 100: exact
+    # 300 rows > 100: the index, its settings inside the one statement (no BEGIN/COMMIT: autocommit)
+    assert len(paragraph) == 1 and "+ 0" not in paragraph[0] and "set_config" in paragraph[0]
+    # 30 parts <= 100: exact (no index settings), then the units' rows, then the matched parts' texts
+    assert len(document) == 3 and "row_number" in document[0].lower() and "set_config" not in document[0]
     assert set(unchecked) == {"paragraph"}  # above the threshold and never checked: a check is asked for
 
 

@@ -2,13 +2,14 @@
 
 :class:`Searcher` binds the store and the encoders; :meth:`Searcher.search` searches one corpus for a
 :class:`~universalrag.plan.QueryPlan`, reusing the plan's embeddings and probe hits, so one request embeds the
-query once per model and searches each corpus once. :meth:`Searcher.probe` searches several corpora in parallel.
+query once per model and searches each corpus once. :meth:`Searcher.probe` searches several corpora together
+(one round trip per step on one connection per server).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError
 from ..plan import QueryPlan
 from ..store import Filter, Store
+from ..store.search import CorpusQuery
 from ..types import NO_RETRIEVAL, CorpusSpec, Hit, Modality
 
 if TYPE_CHECKING:
@@ -51,6 +53,15 @@ class Searcher:
             )
         return plan.visual_vector(encoder).tolist()
 
+    def _query(self, plan: QueryPlan, corpus: str, k: int) -> CorpusQuery:
+        """The store query for ``corpus`` (``k`` hits) in the plan's terms: its embeddings, filter and hybrid flag."""
+        spec = self.store.corpus(corpus)
+        check_embedder(spec, self.embedder)
+        weight = self.visual_weight(spec.modality) if self.visual_weight is not None else None
+        return CorpusQuery(corpus, plan.embedding(self.embedder), k=k, filter=plan.filter,
+                           visual_vector=self._visual_vector(spec, plan), visual_weight=weight,
+                           lexical_text=plan.query if plan.hybrid else None)
+
     def search(self, plan: QueryPlan, corpus: str, *, k: int | None = None) -> list[Hit]:
         """The ``k`` (default ``plan.k``) best units of ``corpus`` for the plan's query: the plan's probe hits
         when the corpus was probed deep enough, else one search (recorded in the plan)."""
@@ -58,37 +69,28 @@ class Searcher:
         cached = plan.probed(corpus, k)
         if cached is not None:
             return cached
-        spec = self.store.corpus(corpus)
-        check_embedder(spec, self.embedder)
-        depth = max(k, plan.probe_k)
-        weight = self.visual_weight(spec.modality) if self.visual_weight is not None else None
-        hits = self.store.search(corpus, plan.embedding(self.embedder), k=depth, filter=plan.filter,
-                                 visual_vector=self._visual_vector(spec, plan), visual_weight=weight,
-                                 lexical_text=plan.query if plan.hybrid else None)
+        hits = self.store.search_many([self._query(plan, corpus, max(k, plan.probe_k))])[0]
         plan.add_probe(corpus, hits)
         return hits[:k]
 
     def probe(self, plan: QueryPlan, corpora: Sequence[str], *, pool: Executor | None = None) -> dict[str, list[Hit]]:
-        """Search every corpus in ``corpora`` for ``plan.probe_k`` hits, in parallel on ``pool``; returns the hits
-        per corpus (also kept in ``plan.probes``)."""
-        return {c: f.result() for c, f in self.submit_probes(plan, corpora, pool=pool).items()}
+        """Search every corpus in ``corpora`` for ``plan.probe_k`` hits; returns the hits per corpus (also kept in
+        ``plan.probes``; a corpus the plan already holds deep enough is not searched again).
 
-    def submit_probes(self, plan: QueryPlan, corpora: Sequence[str], *,
-                      pool: Executor | None = None) -> dict[str, Future[list[Hit]]]:
-        """Start the probes of :meth:`probe` on ``pool`` and return at once (the query is embedded first, in this
-        thread): the caller works meanwhile, e.g. computes the router's prior. Without a pool they run here."""
-        plan.embedding(self.embedder)  # once, before the threads start
+        One :meth:`Store.search_many <universalrag.store.Store.search_many>` call: the corpora of one server are
+        searched together on one connection, one round trip per step of their searches (a plain corpus search is
+        one step), and corpora on other servers in parallel threads. ``pool`` is not used any more (threads per
+        corpus gained nothing on two cores and cost a connection each); it is accepted for callers that pass one.
+        """
+        del pool
+        plan.embedding(self.embedder)  # once, before anything else
         names = [c for c in dict.fromkeys(corpora) if c != NO_RETRIEVAL]
-        if pool is None:
-            return {c: _done(self.search, plan, c, k=plan.probe_k) for c in names}
-        return {c: pool.submit(self.search, plan, c, k=plan.probe_k) for c in names}
-
-
-def _done(fn: Callable[..., list[Hit]], *args: object, **kwargs: object) -> Future[list[Hit]]:
-    """``fn(*args, **kwargs)`` run now, as a finished future (an error is raised at once)."""
-    future: Future[list[Hit]] = Future()
-    future.set_result(fn(*args, **kwargs))
-    return future
+        todo = [c for c in names if plan.probed(c, plan.probe_k) is None]
+        if todo:
+            found = self.store.search_many([self._query(plan, c, plan.probe_k) for c in todo])
+            for corpus, hits in zip(todo, found):
+                plan.add_probe(corpus, hits)
+        return {c: plan.probed(c, plan.probe_k) or [] for c in names}
 
 
 def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, k: int = 5,

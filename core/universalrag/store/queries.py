@@ -2,7 +2,10 @@
 
 Plain SQL that Citus and read replicas accept: the query vector is cast explicitly
 (``CAST(:q AS VECTOR(384))``), LIMIT is a literal, and index settings are applied with ``set_config(...,
-true)`` (the function form of ``SET LOCAL``) inside the query's transaction.
+true)`` (the function form of ``SET LOCAL``) inside the query's transaction — by :func:`with_settings`, inside
+the search statement itself, so a search through the index is one statement and one round trip. Lists of ids
+are array parameters (``= ANY(CAST(:ids AS UUID[]))``), so a statement's text does not depend on how many ids
+it carries and can be prepared once.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
-from sqlalchemy.dialects.postgresql import REGCONFIG
+from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, UUID
 
 from .filters import Filter, compile_filter
 from .schema import CorpusTables
@@ -21,6 +24,7 @@ __all__ = [
     "query_vector",
     "set_local",
     "set_locals",
+    "with_settings",
     "nearest_units",
     "nearest_parts",
     "best_parts_exact",
@@ -46,6 +50,25 @@ def set_locals(values: Mapping[str, str | int]) -> sa.Select[Any]:
     """Several transaction-local settings in one statement (one round trip)."""
     return sa.select(*(sa.func.set_config(sa.literal(name), sa.literal(str(value)), sa.true()).label(f"s{i}")
                        for i, (name, value) in enumerate(values.items())))
+
+
+def with_settings(stmt: sa.Select[Any], values: Mapping[str, str | int]) -> sa.Select[Any]:
+    """``stmt`` applying ``values`` transaction-locally before it reads a row: the ``set_config`` calls are an
+    uncorrelated sub-select in a condition that holds no column, which PostgreSQL evaluates once, as a one-time
+    filter, before the scan below it starts (pgvector reads ``hnsw.*`` when the index scan begins). One statement
+    instead of two; in autocommit mode the statement is its own transaction, so nothing outlives it. The settings'
+    values are literals: the statement's text names them, so a prepared statement keeps them. ``set_config`` is
+    parallel-unsafe, so a statement carrying it runs without parallel workers (an index scan uses none)."""
+    calls = [sa.func.set_config(sa.literal(name), sa.literal(str(value)), sa.true()) for name, value in values.items()]
+    joined = calls[0]
+    for call in calls[1:]:
+        joined = joined.op("||")(call)
+    return stmt.where(sa.select(joined).scalar_subquery().is_not(None))
+
+
+def _ids(name: str, ids: Sequence[str]) -> sa.ColumnElement[Any]:
+    """A list of unit ids as one array parameter (``CAST(:name AS UUID[])``)."""
+    return sa.cast(sa.bindparam(name, [str(i) for i in ids], type_=ARRAY(sa.Text)), ARRAY(UUID(as_uuid=False)))
 
 
 def _limit(n: int) -> sa.ColumnElement[Any]:
@@ -114,17 +137,21 @@ def best_parts_exact(
     if filter:
         inner = inner.join(u, u.c.id == p.c.unit_id).where(compile_filter(u.c.metadata, filter))
     if unit_ids is not None:
-        inner = inner.where(p.c.unit_id.in_(list(unit_ids)))
+        inner = inner.where(p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids)))
     ranked = inner.subquery()
     return (sa.select(ranked.c.unit_id, ranked.c.ord, ranked.c.distance)
             .where(ranked.c.rn <= per_unit).order_by(ranked.c.distance).limit(_limit(limit)))
 
 
 def part_texts(tables: CorpusTables, keys: Sequence[tuple[str, int]]) -> sa.Select[Any]:
-    """``(unit_id, ord, content)`` of the parts with these keys."""
+    """``(unit_id, ord, content)`` of the parts with these keys (two array parameters, unnested together)."""
     assert tables.parts is not None, "part_texts needs a multi-vector corpus"
     p = tables.parts
-    return sa.select(p.c.unit_id, p.c.ord, p.c.content).where(sa.tuple_(p.c.unit_id, p.c.ord).in_(list(keys)))
+    wanted = sa.func.unnest(_ids("part_units", [k[0] for k in keys]),
+                            sa.cast(sa.bindparam("part_ords", [int(k[1]) for k in keys], type_=ARRAY(sa.Integer)),
+                                    ARRAY(sa.Integer))).table_valued("unit_id", "ord").render_derived()
+    return sa.select(p.c.unit_id, p.c.ord, p.c.content).join(
+        wanted, sa.and_(p.c.unit_id == wanted.c.unit_id, p.c.ord == wanted.c.ord))
 
 
 def units_with_similarity(
@@ -139,7 +166,7 @@ def units_with_similarity(
         assert tables.spec.visual_dimension, "a visual similarity needs a corpus with a visual channel"
         visual_q = query_vector(visual_vector, tables.spec.visual_dimension, name="visual_vector")
         columns.append((1 - u.c.visual.cosine_distance(visual_q)).label("visual_sim"))
-    return sa.select(*columns).where(u.c.id.in_(list(ids)))
+    return sa.select(*columns).where(u.c.id == sa.any_(_ids("unit_ids", ids)))
 
 
 def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filter | None = None,

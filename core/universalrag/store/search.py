@@ -13,9 +13,13 @@ candidate is scored the same way, whichever channel found it (:func:`_combine`):
 Whether a channel scans its table exactly or goes through the HNSW index (iterative scan on, pgvector 0.8+)
 is :mod:`universalrag.store.scan_rule`'s decision, from row estimates cached by :mod:`universalrag.store.sizes`
 (nothing is counted per query); a multi-vector corpus's index search widens its window of parts until it holds
-``k`` distinct units. Round trips are few: the index settings are one statement, an exact scan is a statement
-shape the planner cannot serve from the index (no settings to flip), and a single-vector corpus without other
-channels gets its rows with its distances.
+``k`` distinct units, and a filtered index search widens its beam (:data:`FILTERED_BEAM`) and its window.
+
+Round trips are few. A search is a generator of statements (:mod:`universalrag.store.batch`): each statement
+through the index carries its own settings (:func:`~universalrag.store.queries.with_settings`), an exact scan is a
+statement shape the planner cannot serve from the index (no settings to flip), and a single-vector corpus without
+other channels gets its rows with its distances — one statement in all. :func:`run_searches` sends the statements
+of several corpora's searches together, one round trip per step.
 """
 
 from __future__ import annotations
@@ -29,13 +33,15 @@ import sqlalchemy as sa
 from ..fusion import rrf_scores, weighted
 from ..types import CorpusSpec, Hit
 from . import queries
+from .batch import Raw, Search, Step, compiled, run_steps, vector_parameter
+from .engine import has_binary_vectors
 from .filters import Filter
 from .scan_rule import needs_check, scan_exactly
 from .schema import CorpusTables
 from .sizes import table_rows
 
-__all__ = ["PARTS_PER_HIT", "MIN_DISTINCT_UNITS", "MIN_PART_WINDOW", "MAX_PART_WINDOW", "SearchRequest", "run_search",
-           "hit_from_row"]
+__all__ = ["PARTS_PER_HIT", "MIN_DISTINCT_UNITS", "MIN_PART_WINDOW", "MAX_PART_WINDOW", "FILTERED_BEAM",
+           "FILTERED_WINDOW", "CorpusQuery", "SearchRequest", "run_search", "run_searches", "hit_from_row"]
 
 #: How many matched parts a hit of a multi-vector corpus reports (best first).
 PARTS_PER_HIT = 5
@@ -43,6 +49,10 @@ PARTS_PER_HIT = 5
 MIN_PART_WINDOW = 100
 #: The widest window of parts an index search asks for (pgvector's default ``hnsw.max_scan_tuples``).
 MAX_PART_WINDOW = 20000
+#: A filtered search through the index uses a beam this many times ``ef_search`` ...
+FILTERED_BEAM = 4
+#: ... and fetches at least this many rows, of which it keeps the best ``k``.
+FILTERED_WINDOW = 40
 #: pgvector's largest ``hnsw.ef_search``.
 _MAX_EF_SEARCH = 1000
 
@@ -73,6 +83,22 @@ class SearchRequest:
     on_unchecked: Callable[[], None] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CorpusQuery:
+    """One corpus search of :meth:`Store.search_many <universalrag.store.Store.search_many>`: the arguments of
+    :meth:`Store.search <universalrag.store.Store.search>`, corpus first."""
+
+    corpus: str
+    vector: Sequence[float]
+    k: int = 5
+    filter: Filter | None = None
+    ef_search: int | None = None
+    visual_vector: Sequence[float] | None = None
+    visual_weight: float | None = None
+    lexical_text: str | None = None
+    exact: bool | None = None
+
+
 @dataclass(slots=True)
 class _Candidate:
     text: float | None = None  # text-space similarity (best part for multi-vector corpora)
@@ -82,43 +108,104 @@ class _Candidate:
 
 
 def run_search(conn: sa.Connection, tables: CorpusTables, request: SearchRequest) -> list[Hit]:
-    """The ``k`` best hits of one corpus for ``request`` (index settings are applied here, transaction-local)."""
+    """The ``k`` best hits of one corpus for ``request`` (index settings are applied by each statement)."""
+    return run_searches(conn, [(tables, request)])[0]
+
+
+def run_searches(conn: sa.Connection, jobs: Sequence[tuple[CorpusTables, SearchRequest]]) -> list[list[Hit]]:
+    """The hits of several corpus searches on one connection: at each step, the next statement of every search
+    goes to the server in one round trip (:func:`~universalrag.store.batch.run_steps`)."""
+    undecided = [t for tables, request in jobs if request.exact is None
+                 for t in (tables.units, tables.parts) if t is not None]
+    if len(jobs) > 1 and undecided:
+        table_rows(conn, undecided)  # one statement for every table; each search below reads the cache
+    sql = _Sql(conn.dialect, has_binary_vectors(conn))
+    searches = []
+    for tables, request in jobs:
+        visual = request.visual_vector is not None and bool(tables.spec.visual_dimension)
+        searches.append(_search(sql, tables, request, _exact_tables(conn, tables, request, visual=visual),
+                                visual=visual))
+    return run_steps(conn, searches)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sql:
+    """Driver-ready statements for one connection: compiled once per shape, vectors in binary when it can."""
+
+    dialect: sa.Dialect
+    binary: bool
+
+    def raw(self, key: tuple[Any, ...], build: Callable[[], sa.ClauseElement], **values: Any) -> Raw:
+        text, params = compiled(self.dialect, key, build)
+        for name in ("query_vector", "visual_vector"):
+            if values.get(name) is not None:
+                values[name] = vector_parameter(values[name], binary=self.binary)
+        return Raw(text, {**params, **values})
+
+
+def _settings(request: SearchRequest, ef: int) -> dict[str, str | int]:
+    return {"hnsw.ef_search": ef, **({"hnsw.iterative_scan": "relaxed_order"} if request.iterative else {})}
+
+
+def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict[str, bool], *,
+            visual: bool) -> Search[list[Hit]]:
+    """One corpus search as a sequence of statements (see the module docstring)."""
     spec = tables.spec
-    visual = request.visual_vector is not None and bool(spec.visual_dimension)
     window = max(4 * request.k, 40) if visual or request.lexical_text else request.k
-    exact = _exact_tables(conn, tables, request, visual=visual)
     multi = tables.parts is not None
     ef = request.ef_search if not multi else min(max(request.ef_search, _first_part_window(window)), _MAX_EF_SEARCH)
-    conn.execute(queries.set_locals({"hnsw.ef_search": ef,
-                                     **({"hnsw.iterative_scan": "relaxed_order"} if request.iterative else {})}))
+    if request.filter and not exact["units" if not multi else "parts"]:
+        # A filtered search through the index widens its beam and its window (the best k of a wider window,
+        # re-sorted here): with relaxed order and a selective filter the first k rows the index yields miss some.
+        ef = min(max(ef, request.ef_search * FILTERED_BEAM), _MAX_EF_SEARCH)
+        window = max(window, FILTERED_WINDOW)
     candidates: dict[str, _Candidate] = {}
     alone = not visual and not request.lexical_text and not multi  # the rows come with their distances
     if multi:
-        for uid, parts in _text_by_parts(conn, tables, request, window, exact=exact["parts"], ef=ef).items():
+        by_parts = yield from _text_by_parts(sql, tables, request, window, exact=exact["parts"], ef=ef)
+        for uid, parts in by_parts.items():
             candidates[uid] = _Candidate(text=parts[0][1], parts=parts)
     else:
-        for r in conn.execute(queries.nearest_units(tables, request.vector, limit=window, filter=request.filter,
-                                                    exact=exact["units"], rows=alone)).mappings():
+        rows = yield _nearest_units(sql, tables, request, request.vector, limit=window, exact=exact["units"],
+                                    rows=alone, ef=ef)
+        for r in rows:
             candidates[str(r["unit_id"])] = _Candidate(text=1.0 - float(r["distance"]), row=r if alone else None)
     if visual:
         assert request.visual_vector is not None
-        for r in conn.execute(queries.nearest_units(tables, request.visual_vector, limit=window,
-                                                    filter=request.filter, visual=True, exact=exact["units"])):
-            candidates.setdefault(str(r.unit_id), _Candidate()).visual = 1.0 - float(r.distance)
+        rows = yield _nearest_units(sql, tables, request, request.visual_vector, limit=window,
+                                    exact=exact["units"], visual=True, ef=ef)
+        for r in rows:
+            candidates.setdefault(str(r["unit_id"]), _Candidate()).visual = 1.0 - float(r["distance"])
     lexical: list[str] = []
     if request.lexical_text:
-        for r in conn.execute(queries.search_lexical(tables, request.lexical_text, limit=window,
-                                                     filter=request.filter)).mappings():
+        rows = yield queries.search_lexical(tables, request.lexical_text, limit=window, filter=request.filter)
+        for r in rows:
             lexical.append(str(r["id"]))
             candidates.setdefault(str(r["id"]), _Candidate()).row = r
     if not alone:
-        _complete(conn, tables, request, candidates, visual=visual)
+        yield from _complete(sql, tables, request, candidates, visual=visual)
     ranked = _combine(candidates, lexical if request.lexical_text else None, visual=visual,
                       visual_weight=request.visual_weight)[: request.k]
-    texts = _part_texts(conn, tables, [(uid, c) for uid, _, c, _ in ranked])
+    texts = yield from _part_texts(sql, tables, [(uid, c) for uid, _, c, _ in ranked])
     return [hit_from_row(spec, c.row, score, channels=channels,  # type: ignore[arg-type]
                          parts=tuple((o, texts.get((uid, o), ""), s) for o, s in c.parts))
             for uid, score, c, channels in ranked]
+
+
+def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vector: Sequence[float], *, limit: int,
+                   exact: bool, ef: int, visual: bool = False, rows: bool = False) -> Step:
+    """The nearest-units statement of a channel, carrying its index settings unless it scans exactly."""
+    settings = {} if exact else _settings(request, ef)
+
+    def build(v: Sequence[float] = vector, flt: Filter | None = None) -> sa.Select[Any]:
+        stmt = queries.nearest_units(tables, v, limit=limit, filter=flt, visual=visual, exact=exact, rows=rows)
+        return queries.with_settings(stmt, settings) if settings else stmt
+
+    if request.filter:  # its parameters need SQLAlchemy's processing: not cached
+        return build(flt=request.filter)
+    dimension = tables.spec.visual_dimension if visual else tables.spec.dimension
+    key = ("units", tables.units.fullname, dimension, limit, visual, exact, rows, tuple(settings.items()))
+    return sql.raw(key, build, query_vector=vector)
 
 
 def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequest, *,
@@ -183,24 +270,31 @@ def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *,
     return out
 
 
-def _text_by_parts(conn: sa.Connection, tables: CorpusTables, request: SearchRequest, k: int, *, exact: bool,
-                   ef: int) -> dict[str, tuple[tuple[int, float], ...]]:
+def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: int, *, exact: bool,
+                   ef: int) -> Search[dict[str, tuple[tuple[int, float], ...]]]:
     """The ``k`` units whose best parts are nearest, each with its best :data:`PARTS_PER_HIT` parts (``ef``: the
-    beam already set for the first window)."""
+    narrowest beam)."""
     assert tables.parts is not None
     if exact:
-        rows = conn.execute(queries.best_parts_exact(tables, request.vector, per_unit=PARTS_PER_HIT,
-                                                     limit=PARTS_PER_HIT * k, filter=request.filter)).all()
+        rows = yield _best_parts_exact(sql, tables, request, per_unit=PARTS_PER_HIT, limit=PARTS_PER_HIT * k,
+                                       flt=request.filter)
         return _group(rows, k)
     limit = _first_part_window(k)
     while True:
         # The search beam is at least as wide as the window: without the iterative scan the index returns at most
         # ef_search rows, and with it a narrow beam stays among near-identical rows (issue 11).
-        wanted = min(max(request.ef_search, limit), _MAX_EF_SEARCH)
-        if wanted != ef:
-            conn.execute(queries.set_locals({"hnsw.ef_search": wanted}))
-            ef = wanted
-        rows = conn.execute(queries.nearest_parts(tables, request.vector, limit=limit, filter=request.filter)).all()
+        wanted = min(max(ef, limit), _MAX_EF_SEARCH)
+        settings = _settings(request, wanted)
+
+        def build(flt: Filter | None = None, limit: int = limit, settings: dict[str, str | int] = settings) -> Any:
+            return queries.with_settings(queries.nearest_parts(tables, request.vector, limit=limit, filter=flt),
+                                         settings)
+
+        if request.filter:
+            rows = yield build(request.filter)
+        else:
+            key = ("parts", tables.parts.fullname, tables.spec.dimension, limit, tuple(settings.items()))
+            rows = yield sql.raw(key, build, query_vector=request.vector)
         grouped = _group(rows, max(k, MIN_DISTINCT_UNITS))
         exhausted = len(rows) < limit or (not request.iterative and limit >= _MAX_EF_SEARCH)
         if len(grouped) >= max(k, MIN_DISTINCT_UNITS) or exhausted or limit >= MAX_PART_WINDOW:
@@ -208,21 +302,38 @@ def _text_by_parts(conn: sa.Connection, tables: CorpusTables, request: SearchReq
         limit = min(limit * 4, MAX_PART_WINDOW)
 
 
-def _group(rows: Sequence[Any], k: int) -> dict[str, tuple[tuple[int, float], ...]]:
+def _best_parts_exact(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, per_unit: int, limit: int,
+                      flt: Filter | None = None, unit_ids: Sequence[str] | None = None) -> Step:
+    def build(f: Filter | None = None) -> Any:
+        return queries.best_parts_exact(tables, request.vector, per_unit=per_unit, limit=limit, filter=f,
+                                        unit_ids=unit_ids)
+
+    if flt:
+        return build(flt)
+    assert tables.parts is not None
+    key = ("best_parts", tables.parts.fullname, tables.spec.dimension, per_unit, limit, unit_ids is not None)
+    return sql.raw(key, build, query_vector=request.vector,
+                   **({"unit_ids": [str(u) for u in unit_ids]} if unit_ids is not None else {}))
+
+
+def _group(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, tuple[tuple[int, float], ...]]:
     best: dict[str, list[tuple[int, float]]] = {}
     for r in rows:
-        best.setdefault(str(r.unit_id), []).append((int(r.ord), 1.0 - float(r.distance)))
+        best.setdefault(str(r["unit_id"]), []).append((int(r["ord"]), 1.0 - float(r["distance"])))
     ranked = sorted(best.items(), key=lambda kv: -max(s for _, s in kv[1]))[:k]
     return {uid: tuple(sorted(parts, key=lambda p: -p[1])[:PARTS_PER_HIT]) for uid, parts in ranked}
 
 
-def _complete(conn: sa.Connection, tables: CorpusTables, request: SearchRequest,
-              candidates: dict[str, _Candidate], *, visual: bool) -> None:
+def _complete(sql: _Sql, tables: CorpusTables, request: SearchRequest, candidates: dict[str, _Candidate], *,
+              visual: bool) -> Search[None]:
     """Fill in each candidate's row and the similarities its channels did not give it (exact, for it alone)."""
     if not candidates:
         return
-    rows = conn.execute(queries.units_with_similarity(
-        tables, list(candidates), request.vector, request.visual_vector if visual else None)).mappings().all()
+    visual_vector = request.visual_vector if visual else None
+    key = ("similarity", tables.units.fullname, tables.spec.dimension, tables.spec.visual_dimension if visual else 0)
+    rows = yield sql.raw(key, lambda: queries.units_with_similarity(tables, list(candidates), request.vector,
+                                                                    visual_vector),
+                         unit_ids=list(candidates), query_vector=request.vector, visual_vector=visual_vector)
     for r in rows:
         c = candidates[str(r["id"])]
         c.row = {**r, **(c.row or {})}
@@ -233,9 +344,8 @@ def _complete(conn: sa.Connection, tables: CorpusTables, request: SearchRequest,
     if tables.parts is not None:
         need = [uid for uid, c in candidates.items() if not c.parts and c.row is not None]
         if need:
-            found = _group(conn.execute(queries.best_parts_exact(
-                tables, request.vector, per_unit=PARTS_PER_HIT, limit=PARTS_PER_HIT * len(need),
-                unit_ids=need)).all(), len(need))
+            found = _group((yield _best_parts_exact(sql, tables, request, per_unit=PARTS_PER_HIT,
+                                                    limit=PARTS_PER_HIT * len(need), unit_ids=need)), len(need))
             for uid in need:
                 c = candidates[uid]
                 c.parts = found.get(uid, ())
@@ -245,12 +355,14 @@ def _complete(conn: sa.Connection, tables: CorpusTables, request: SearchRequest,
                     c.text = float(c.row["text_sim"])
 
 
-def _part_texts(conn: sa.Connection, tables: CorpusTables,
-                hits: Sequence[tuple[str, _Candidate]]) -> dict[tuple[str, int], str]:
+def _part_texts(sql: _Sql, tables: CorpusTables,
+                hits: Sequence[tuple[str, _Candidate]]) -> Search[dict[tuple[str, int], str]]:
     keys = [(uid, o) for uid, c in hits for o, _ in c.parts]
     if not keys or tables.parts is None:
         return {}
-    return {(str(r.unit_id), int(r.ord)): r.content for r in conn.execute(queries.part_texts(tables, keys))}
+    rows = yield sql.raw(("part_texts", tables.parts.fullname), lambda: queries.part_texts(tables, keys),
+                         part_units=[k[0] for k in keys], part_ords=[k[1] for k in keys])
+    return {(str(r["unit_id"]), int(r["ord"])): r["content"] for r in rows}
 
 
 def hit_from_row(spec: CorpusSpec, row: Mapping[str, Any], score: float, *,

@@ -19,18 +19,18 @@ from ..errors import (
 )
 from ..types import BUILTIN_CORPORA, CorpusSpec, Hit
 from . import federation, index_check, migrate, queries
-from .engine import make_engine
+from .engine import autocommit, make_engine, trust_recent_connections
 from .filters import Filter
 from .placement import Placement
 from .restrict import check_required_filter
 from .schema import Tables
-from .search import SearchRequest, hit_from_row, run_search
+from .search import CorpusQuery, SearchRequest, hit_from_row, run_searches
 from .servers import ServerPool
 from .sources import Sources, WriteResult
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 from .vectors import check_vector
 
-__all__ = ["MIN_PGVECTOR", "ServerInfo", "Store", "WriteResult"]
+__all__ = ["MIN_PGVECTOR", "CorpusQuery", "ServerInfo", "Store", "WriteResult"]
 
 _T = TypeVar("_T")
 
@@ -426,32 +426,85 @@ class Store(Placement, Sources):
         background the first time such a table is searched) found the index unreliable on its data: then up to
         ``settings.exact_max_rows`` rows are scanned exactly (see :mod:`universalrag.store.scan_rule`).
         ``exact=True`` always scans exactly, ``exact=False`` always uses the index.
+
+        A plain search of a single-vector corpus is one statement and one round trip (its index settings inside
+        it); :meth:`search_many` searches several corpora with one round trip per step.
         """
-        if not isinstance(k, int) or k < 1:
-            raise InvalidInputError(f"k must be a whole number of at least 1, got {k!r}.")
-        owner = self.owner(corpus)
-        if owner is not self:  # a corpus on another server: searched there (its registry, its settings)
-            return owner.search(corpus, vector, k=k, filter=filter, ef_search=ef_search, visual_vector=visual_vector,
-                                visual_weight=visual_weight, lexical_text=lexical_text, exact=exact)
-        spec = self.corpus(corpus)
-        check_required_filter(spec, filter)  # row-level restriction of attached tables (store/restrict.py)
-        if visual_weight is None:
-            visual_weight = self.settings.visual_weight_for(spec.modality)
-        if not 0.0 <= visual_weight <= 1.0:
-            raise InvalidInputError(f"visual_weight must be between 0 and 1, got {visual_weight}.")
-        check_vector(spec.name, vector, spec.dimension)  # numbers, finite, not all zeros, right dimension
-        if visual_vector is not None and spec.visual_dimension:
-            check_vector(spec.name, visual_vector, spec.visual_dimension, what="visual query vector")
-        tables = self.tables.corpus(spec)
-        ef = min(max(ef_search or self.settings.ef_search, k), 1000)
+        return self.search_many([CorpusQuery(corpus, vector, k=k, filter=filter, ef_search=ef_search,
+                                             visual_vector=visual_vector, visual_weight=visual_weight,
+                                             lexical_text=lexical_text, exact=exact)])[0]
 
-        def read(conn: sa.Connection) -> list[Hit]:
-            request = SearchRequest(
-                vector=vector, k=k, filter=filter, visual_vector=visual_vector, visual_weight=visual_weight,
-                lexical_text=lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows,
-                exact_max_rows=self.settings.exact_max_rows, exact=exact,
-                iterative=self._supports_iterative_scan(conn),
-                on_unchecked=lambda: index_check.check_in_background(self, spec.name))
-            return run_search(conn, tables, request)
+    def search_many(self, queries: Sequence[CorpusQuery]) -> list[list[Hit]]:
+        """The hits of every query (each a :meth:`search` of one corpus), in order. The corpora of this server are
+        searched together on one connection — at each step the next statement of every search goes to the server
+        in one round trip (psycopg's pipeline mode) — while corpora on other servers (``create_corpus(...,
+        server=)``) are searched on theirs at the same time, in threads."""
+        if not queries:
+            return []
+        groups: dict[int, tuple[Store, list[int]]] = {}
+        for i, q in enumerate(queries):
+            if not isinstance(q.k, int) or q.k < 1:
+                raise InvalidInputError(f"k must be a whole number of at least 1, got {q.k!r}.")
+            owner = self.owner(q.corpus)
+            groups.setdefault(id(owner), (owner, []))[1].append(i)
+        out: list[list[Hit]] = [[] for _ in queries]
+        local = groups.pop(id(self), None)
+        remote = list(groups.values())
+        with contextlib.ExitStack() as stack:
+            futures = []
+            if remote:
+                from concurrent.futures import ThreadPoolExecutor
 
-        return self._read(f"search corpus {spec.name!r}", read, read_only=True)
+                pool = stack.enter_context(ThreadPoolExecutor(len(remote), thread_name_prefix="universalrag-search"))
+                futures = [(idx, pool.submit(owner.search_many, [queries[i] for i in idx])) for owner, idx in remote]
+            if local is not None:
+                for i, hits in zip(local[1], self._search_here([queries[i] for i in local[1]])):
+                    out[i] = hits
+            for idx, future in futures:
+                for i, hits in zip(idx, future.result()):
+                    out[i] = hits
+        return out
+
+    def _search_here(self, queries: Sequence[CorpusQuery]) -> list[list[Hit]]:
+        """:meth:`search_many` of corpora that live on this server (validated first: nothing is sent for bad input)."""
+        jobs = []
+        for q in queries:
+            spec = self.corpus(q.corpus)
+            check_required_filter(spec, q.filter)  # row-level restriction of attached tables (store/restrict.py)
+            weight = self.settings.visual_weight_for(spec.modality) if q.visual_weight is None else q.visual_weight
+            if not 0.0 <= weight <= 1.0:
+                raise InvalidInputError(f"visual_weight must be between 0 and 1, got {weight}.")
+            check_vector(spec.name, q.vector, spec.dimension)  # numbers, finite, not all zeros, right dimension
+            if q.visual_vector is not None and spec.visual_dimension:
+                check_vector(spec.name, q.visual_vector, spec.visual_dimension, what="visual query vector")
+            jobs.append((spec, self.tables.corpus(spec), weight, min(max(q.ef_search or self.settings.ef_search, q.k),
+                                                                     1000)))
+        names = ", ".join(repr(spec.name) for spec, *_ in jobs)
+
+        def read(conn: sa.Connection) -> list[list[Hit]]:
+            iterative = self._supports_iterative_scan(conn)
+            return run_searches(conn, [(tables, SearchRequest(
+                vector=q.vector, k=q.k, filter=q.filter, visual_vector=q.visual_vector, visual_weight=weight,
+                lexical_text=q.lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows,
+                exact_max_rows=self.settings.exact_max_rows, exact=q.exact, iterative=iterative,
+                on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name)))
+                for q, (spec, tables, weight, ef) in zip(queries, jobs)])
+
+        return self._search_read(f"search corpus{'es' if len(jobs) > 1 else ''} {names}", read)
+
+    def _search_read(self, action: str, fn: Callable[[sa.Connection], _T]) -> _T:
+        """``fn(conn)`` on a pooled connection in autocommit mode — a search's statements carry their own index
+        settings, so no BEGIN/COMMIT round trips — handed out without a ping when it was used moments ago
+        (:func:`~universalrag.store.engine.trust_recent_connections`); run once more when the connection died
+        under it (a server restart), as :meth:`_read` does. On the read URL (a replica) when one is configured."""
+        url = self._read_url
+        for attempt in (1, 2):
+            try:
+                with trust_recent_connections(), self._translate(action, url), self.read_engine.connect() as conn, \
+                        autocommit(conn):
+                    return fn(conn)
+            except StoreError as e:
+                cause = e.__cause__
+                if attempt == 2 or not (isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated):
+                    raise
+        raise AssertionError("unreachable")
