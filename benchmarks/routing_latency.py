@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from machine import cpu_model  # noqa: E402
+from machine import cpu_model
 
 QUESTIONS = [
     "How many clear nights were there in March 2024?", "What colour are Chelsea's eyes?",
@@ -57,7 +57,6 @@ def fill_synthetic(rag: Any, units: int, *, seed: int = 0, log: Callable[[str], 
     """Top up the six corpora of :data:`LATENCY_CORPORA` to ``units`` units in all (random unit vectors; two
     parts per unit of a multi-vector corpus)."""
     import numpy as np
-
     from universalrag.types import Unit
 
     rag.init()
@@ -125,7 +124,7 @@ def _time(fn: Callable[[str], Any], questions: list[str], rounds: int) -> list[f
 
 def profile(rag: Any, questions: list[str], rounds: int) -> None:
     """Where one routed query's time goes, each step timed alone (medians)."""
-    searcher, pool = rag.searcher, rag.executor()
+    searcher = rag.searcher
     corpora = rag.routing.candidates(searcher, rag.plan(questions[0]))
     steps: dict[str, Callable[[str], Any]] = {
         "query embedding": rag.embedder.embed_query,
@@ -138,9 +137,9 @@ def profile(rag: Any, questions: list[str], rounds: int) -> None:
     def probes(q: str) -> None:
         plan = rag.plan(q)
         plan.embeddings[rag.embedder.name] = vectors[q]
-        searcher.probe(plan, corpora, pool=pool)
+        searcher.probe(plan, corpora)  # one connection, the statements of all corpora sent together per step
 
-    steps[f"{len(corpora)} probes in parallel"] = probes
+    steps[f"{len(corpora)} probes together (search_many)"] = probes
     steps["route + retrieve"] = lambda q: rag.retrieve(q)
     print("where the time goes (median ms, each step alone):")
     for name, fn in steps.items():

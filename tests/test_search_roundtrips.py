@@ -5,6 +5,7 @@ through the index finds at least what the earlier statement found, on real text 
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 import uuid
@@ -16,9 +17,9 @@ import numpy as np
 import psycopg
 import pytest
 import sqlalchemy as sa
-
 from conftest import REPO
-from universalrag.store import Store, engine as engine_module, queries
+from universalrag.store import Store, queries
+from universalrag.store import engine as engine_module
 from universalrag.store.search import CorpusQuery
 from universalrag.types import SourceRecord, Unit
 
@@ -55,7 +56,7 @@ def _traced(settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> t
             if not connection.closed:
                 connection.pgconn.untrace()
                 start(connection, handle)
-        return sum(len(re.findall(r"^B\t\d+\tReadyForQuery", p.read_text(), re.M)) for _, p, _ in traced)
+        return sum(len(re.findall(r"^B\t\d+\tReadyForQuery", p.read_text(), re.MULTILINE)) for _, p, _ in traced)
 
     return store, round_trips
 
@@ -77,7 +78,7 @@ def filled(store: Store) -> Store:
             tables = store.tables.corpus(store.corpus(corpus))
             for table in (tables.units, tables.parts):
                 if table is not None:
-                    conn.execute(sa.text(f'ANALYZE "{table.schema}"."{table.name}"'))  # noqa: S608 - test's own names
+                    conn.execute(sa.text(f'ANALYZE "{table.schema}"."{table.name}"'))
     return store
 
 
@@ -128,7 +129,7 @@ def _sentences() -> list[str]:
     text = " ".join(p.read_text(encoding="utf-8") for p in sorted((REPO / "tests" / "data" / "corpus").iterdir()))
     text = re.sub(r"<[^>]+>|[#*_`|]", " ", text)
     sentences = [" ".join(s.split()) for s in re.split(r"(?<=[.!?])\s+", text) if len(s.split()) >= 5]
-    return (sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]  # and overlapping pairs, triples
+    return (sentences + [f"{a} {b}" for a, b in itertools.pairwise(sentences)]  # and overlapping pairs, triples
             + [f"{a} {b} {c}" for a, b, c in zip(sentences, sentences[1:], sentences[2:])])
 
 

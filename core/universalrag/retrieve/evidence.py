@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from ..plan import QueryPlan
-from .search import Searcher
 from ..routing.base import ROUTES, Router
 from ..routing.combiner import Combiner
 from ..routing.features import ProbeEvidence, pair_features, prior_route
 from ..store.stats import corpus_sizes
 from ..types import NO_RETRIEVAL, CorpusSpec, RouteDecision
+from .search import Searcher
 
 __all__ = ["EvidenceRouting", "ProbedQuery"]
 
@@ -40,7 +40,7 @@ __all__ = ["EvidenceRouting", "ProbedQuery"]
 class ProbedQuery:
     """The evidence gathered for one query: the prior, the features per corpus, the probe hits (in the plan)."""
 
-    __slots__ = ("plan", "prior", "pairs", "prior_none", "latency_ms")
+    __slots__ = ("latency_ms", "pairs", "plan", "prior", "prior_none")
 
     def __init__(self, plan: QueryPlan, prior: Mapping[str, float], pairs: dict[str, dict[str, float]],
                  prior_none: float, latency_ms: float) -> None:

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from psycopg.rows import dict_row
 from sqlalchemy import exc as sa_exc
 
-__all__ = ["Raw", "Step", "Search", "compiled", "vector_parameter", "run_steps"]
+__all__ = ["Raw", "Search", "Step", "compiled", "run_steps", "vector_parameter"]
 
 _T = TypeVar("_T")
 

@@ -21,18 +21,18 @@ from .filters import Filter, compile_filter
 from .schema import CorpusTables
 
 __all__ = [
+    "best_parts_exact",
+    "nearest_parts",
+    "nearest_units",
+    "part_texts",
     "query_vector",
+    "search_lexical",
     "set_local",
     "set_locals",
-    "with_settings",
-    "nearest_units",
-    "nearest_parts",
-    "best_parts_exact",
-    "part_texts",
-    "units_with_similarity",
-    "search_lexical",
-    "units_by_id",
     "unit_columns",
+    "units_by_id",
+    "units_with_similarity",
+    "with_settings",
 ]
 
 

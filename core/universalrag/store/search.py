@@ -40,8 +40,19 @@ from .scan_rule import needs_check, scan_exactly
 from .schema import CorpusTables
 from .sizes import table_rows
 
-__all__ = ["PARTS_PER_HIT", "MIN_DISTINCT_UNITS", "MIN_PART_WINDOW", "MAX_PART_WINDOW", "FILTERED_BEAM",
-           "FILTERED_WINDOW", "CorpusQuery", "SearchRequest", "run_search", "run_searches", "hit_from_row"]
+__all__ = [
+    "FILTERED_BEAM",
+    "FILTERED_WINDOW",
+    "MAX_PART_WINDOW",
+    "MIN_DISTINCT_UNITS",
+    "MIN_PART_WINDOW",
+    "PARTS_PER_HIT",
+    "CorpusQuery",
+    "SearchRequest",
+    "hit_from_row",
+    "run_search",
+    "run_searches",
+]
 
 #: How many matched parts a hit of a multi-vector corpus reports (best first).
 PARTS_PER_HIT = 5

@@ -18,24 +18,21 @@ from ..errors import (
     StoreError,
 )
 from ..types import BUILTIN_CORPORA, CorpusSpec, Hit
-from . import federation, index_check, migrate, queries
-from .engine import autocommit, make_engine, trust_recent_connections
-from .filters import Filter
+from . import federation, migrate, queries
+from .engine import make_engine
 from .placement import Placement
-from .restrict import check_required_filter
 from .schema import Tables
-from .search import CorpusQuery, SearchRequest, hit_from_row, run_searches
+from .search import CorpusQuery, hit_from_row
+from .searching import Searching
 from .servers import ServerPool
 from .sources import Sources, WriteResult
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
-from .vectors import check_vector
 
 __all__ = ["MIN_PGVECTOR", "CorpusQuery", "ServerInfo", "Store", "WriteResult"]
 
 _T = TypeVar("_T")
 
 MIN_PGVECTOR = (0, 7, 0)
-_ITERATIVE_SCAN = (0, 8, 0)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -51,7 +48,7 @@ class ServerInfo:
     pgvector: str | None
 
 
-class Store(Placement, Sources):
+class Store(Placement, Sources, Searching):
     """Corpora, sources and units in one Postgres schema.
 
     ``url=None`` starts (or joins) the embedded server under ``settings.home_dir`` on the first call that
@@ -396,115 +393,3 @@ class Store(Placement, Sources):
         rows = self._read(f"read units of {corpus!r}", lambda conn: {
             str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()}, read_only=True)
         return [hit_from_row(spec, rows[i], 1.0) for i in ids if i in rows]
-
-    # -- search ---------------------------------------------------------------------------------------------
-    def _supports_iterative_scan(self, conn: sa.Connection) -> bool:
-        if self._pgvector is None:
-            version = conn.execute(
-                sa.text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-            ).scalar_one_or_none()
-            self._pgvector = _version_tuple(version or "0")
-        return self._pgvector >= _ITERATIVE_SCAN
-
-    def search(self, corpus: str, vector: Sequence[float], *, k: int = 5, filter: Filter | None = None,
-               ef_search: int | None = None, visual_vector: Sequence[float] | None = None,
-               visual_weight: float | None = None, lexical_text: str | None = None,
-               exact: bool | None = None) -> list[Hit]:
-        """The ``k`` units of ``corpus`` nearest to ``vector`` by cosine similarity (``score`` = 1 − distance).
-
-        Multi-vector corpora rank a unit by its best part and report its best parts as ``matched_parts``.
-        With ``visual_vector`` (the query in the corpus's visual space), the score fuses both channels:
-        ``visual_weight · visual + (1 − visual_weight) · text`` (default: ``settings.visual_weight_for`` the
-        corpus's modality). With ``lexical_text`` (hybrid search), that ranking is fused with Postgres full-text
-        ranking by reciprocal rank, and ``score`` becomes the fused score. Every channel combines the same way
-        in every corpus kind (see :mod:`universalrag.store.search`).
-
-        A channel whose table (the unit table, or a multi-vector corpus's parts table) holds at most
-        ``settings.exact_search_rows`` rows is scanned exactly; a larger one goes through the HNSW index with
-        pgvector's iterative scan (0.8+), so filters and grouping parts by unit still return ``k`` units when they
-        exist — unless the corpus's index check (:func:`universalrag.store.index_check.check_index`, run in the
-        background the first time such a table is searched) found the index unreliable on its data: then up to
-        ``settings.exact_max_rows`` rows are scanned exactly (see :mod:`universalrag.store.scan_rule`).
-        ``exact=True`` always scans exactly, ``exact=False`` always uses the index.
-
-        A plain search of a single-vector corpus is one statement and one round trip (its index settings inside
-        it); :meth:`search_many` searches several corpora with one round trip per step.
-        """
-        return self.search_many([CorpusQuery(corpus, vector, k=k, filter=filter, ef_search=ef_search,
-                                             visual_vector=visual_vector, visual_weight=visual_weight,
-                                             lexical_text=lexical_text, exact=exact)])[0]
-
-    def search_many(self, queries: Sequence[CorpusQuery]) -> list[list[Hit]]:
-        """The hits of every query (each a :meth:`search` of one corpus), in order. The corpora of this server are
-        searched together on one connection — at each step the next statement of every search goes to the server
-        in one round trip (psycopg's pipeline mode) — while corpora on other servers (``create_corpus(...,
-        server=)``) are searched on theirs at the same time, in threads."""
-        if not queries:
-            return []
-        groups: dict[int, tuple[Store, list[int]]] = {}
-        for i, q in enumerate(queries):
-            if not isinstance(q.k, int) or q.k < 1:
-                raise InvalidInputError(f"k must be a whole number of at least 1, got {q.k!r}.")
-            owner = self.owner(q.corpus)
-            groups.setdefault(id(owner), (owner, []))[1].append(i)
-        out: list[list[Hit]] = [[] for _ in queries]
-        local = groups.pop(id(self), None)
-        remote = list(groups.values())
-        with contextlib.ExitStack() as stack:
-            futures = []
-            if remote:
-                from concurrent.futures import ThreadPoolExecutor
-
-                pool = stack.enter_context(ThreadPoolExecutor(len(remote), thread_name_prefix="universalrag-search"))
-                futures = [(idx, pool.submit(owner.search_many, [queries[i] for i in idx])) for owner, idx in remote]
-            if local is not None:
-                for i, hits in zip(local[1], self._search_here([queries[i] for i in local[1]])):
-                    out[i] = hits
-            for idx, future in futures:
-                for i, hits in zip(idx, future.result()):
-                    out[i] = hits
-        return out
-
-    def _search_here(self, queries: Sequence[CorpusQuery]) -> list[list[Hit]]:
-        """:meth:`search_many` of corpora that live on this server (validated first: nothing is sent for bad input)."""
-        jobs = []
-        for q in queries:
-            spec = self.corpus(q.corpus)
-            check_required_filter(spec, q.filter)  # row-level restriction of attached tables (store/restrict.py)
-            weight = self.settings.visual_weight_for(spec.modality) if q.visual_weight is None else q.visual_weight
-            if not 0.0 <= weight <= 1.0:
-                raise InvalidInputError(f"visual_weight must be between 0 and 1, got {weight}.")
-            check_vector(spec.name, q.vector, spec.dimension)  # numbers, finite, not all zeros, right dimension
-            if q.visual_vector is not None and spec.visual_dimension:
-                check_vector(spec.name, q.visual_vector, spec.visual_dimension, what="visual query vector")
-            jobs.append((spec, self.tables.corpus(spec), weight, min(max(q.ef_search or self.settings.ef_search, q.k),
-                                                                     1000)))
-        names = ", ".join(repr(spec.name) for spec, *_ in jobs)
-
-        def read(conn: sa.Connection) -> list[list[Hit]]:
-            iterative = self._supports_iterative_scan(conn)
-            return run_searches(conn, [(tables, SearchRequest(
-                vector=q.vector, k=q.k, filter=q.filter, visual_vector=q.visual_vector, visual_weight=weight,
-                lexical_text=q.lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows,
-                exact_max_rows=self.settings.exact_max_rows, exact=q.exact, iterative=iterative,
-                on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name)))
-                for q, (spec, tables, weight, ef) in zip(queries, jobs)])
-
-        return self._search_read(f"search corpus{'es' if len(jobs) > 1 else ''} {names}", read)
-
-    def _search_read(self, action: str, fn: Callable[[sa.Connection], _T]) -> _T:
-        """``fn(conn)`` on a pooled connection in autocommit mode — a search's statements carry their own index
-        settings, so no BEGIN/COMMIT round trips — handed out without a ping when it was used moments ago
-        (:func:`~universalrag.store.engine.trust_recent_connections`); run once more when the connection died
-        under it (a server restart), as :meth:`_read` does. On the read URL (a replica) when one is configured."""
-        url = self._read_url
-        for attempt in (1, 2):
-            try:
-                with trust_recent_connections(), self._translate(action, url), self.read_engine.connect() as conn, \
-                        autocommit(conn):
-                    return fn(conn)
-            except StoreError as e:
-                cause = e.__cause__
-                if attempt == 2 or not (isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated):
-                    raise
-        raise AssertionError("unreachable")
