@@ -154,8 +154,11 @@ class _Sql:
         return Raw(text, {**params, **values})
 
 
-def _settings(request: SearchRequest, ef: int) -> dict[str, str | int]:
-    return {"hnsw.ef_search": ef, **({"hnsw.iterative_scan": "relaxed_order"} if request.iterative else {})}
+def _settings(request: SearchRequest, ef: int, *, iterative: bool = True) -> dict[str, str | int]:
+    """The index settings of a statement; the iterative scan only where it can matter (``iterative``): a filter,
+    grouping parts by unit, or more rows wanted than the beam holds. Elsewhere it changes no result and costs time."""
+    scan = {"hnsw.iterative_scan": "relaxed_order"} if request.iterative and iterative else {}
+    return {"hnsw.ef_search": ef, **scan}
 
 
 def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict[str, bool], *,
@@ -206,7 +209,7 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
 def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vector: Sequence[float], *, limit: int,
                    exact: bool, ef: int, visual: bool = False, rows: bool = False) -> Step:
     """The nearest-units statement of a channel, carrying its index settings unless it scans exactly."""
-    settings = {} if exact else _settings(request, ef)
+    settings = {} if exact else _settings(request, ef, iterative=bool(request.filter) or limit > ef)
 
     def build(v: Sequence[float] = vector, flt: Filter | None = None) -> sa.Select[Any]:
         stmt = queries.nearest_units(tables, v, limit=limit, filter=flt, visual=visual, exact=exact, rows=rows)
