@@ -93,9 +93,7 @@ class BackendCPU:
         import sqlalchemy as sa
 
         def connected(dbapi_connection: Any, _record: Any) -> None:
-            with dbapi_connection.cursor() as cur:
-                cur.execute("SELECT pg_backend_pid()")
-                self.pids.add(int(cur.fetchone()[0]))
+            self.pids.add(int(dbapi_connection.info.backend_pid))  # libpq knows it: no query, no transaction left open
 
         sa.event.listen(engine, "connect", connected)
 

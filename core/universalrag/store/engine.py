@@ -47,6 +47,8 @@ def autocommit(conn: sa.Connection) -> Iterator[sa.Connection]:
     meanwhile are in autocommit too (its rollback at the end finds no transaction and sends nothing)."""
     driver = conn.connection.driver_connection
     assert isinstance(driver, psycopg.Connection)
+    if driver.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        driver.commit()  # a "connect" listener's query left its transaction open: end it as SQLAlchemy would
     driver.autocommit = True
     try:
         yield conn
