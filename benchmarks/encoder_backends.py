@@ -93,7 +93,6 @@ def main() -> None:
     threads = str(args.threads or 1)
     env = {**os.environ, "OMP_NUM_THREADS": threads, "UNIVERSALRAG_ONNX_THREADS": threads}
     cold = {b: cold_load(b, runs, env) for b in BACKENDS}
-    texts = passages(count)
     warm = {}
     for backend in BACKENDS:  # in a child each, so that one backend's threads do not linger in the other
         code = ("import json,sys; sys.path.insert(0, sys.argv[1]); import encoder_backends as b; "

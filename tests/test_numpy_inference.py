@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from support.inference_texts import corpus_passages, routing_queries
 from universalrag.embed import TransformersEmbedder
 from universalrag.embed.numpy_bert import INFERENCE_ENV, NumpyBert, inference_backend, numpy_supported
@@ -95,7 +94,6 @@ def test_numpy_tokenisation_equals_the_transformers_tokenizer(queries: list[str]
 
 def test_router_artefact_with_foreign_tensors_is_a_config_error(tmp_path: Path) -> None:
     from safetensors.numpy import save_file
-
     from universalrag.routing.trained import DEFAULT_ARTEFACT
 
     config = json.loads((DEFAULT_ARTEFACT / "config.json").read_text())
@@ -148,12 +146,12 @@ def test_auto_embeds_queries_light_and_bulk_with_torch(queries: list[str], onnx:
         monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
     auto = TransformersEmbedder.bundled_minilm(device="cpu")
     small = auto.embed(queries[:3])
-    assert auto.backend == ("onnx" if onnx else "numpy") and auto._model is None  # noqa: SLF001 - loaded models
+    assert auto.backend == ("onnx" if onnx else "numpy") and auto._model is None
     bulk = auto.embed(queries[:BULK_TEXTS])
-    assert auto._model is not None and auto._numpy is not None  # noqa: SLF001
+    assert auto._model is not None and auto._numpy is not None
     assert float((small * bulk[:3]).sum(axis=1).min()) >= 0.9999  # the same vectors either way
     assert np.allclose(auto.embed_query(queries[0]), small[0], atol=1e-6)  # queries stay on the light backend
     monkeypatch.setenv(INFERENCE_ENV, "numpy")
     numpy_only = TransformersEmbedder.bundled_minilm(device="cpu")
     numpy_only.embed(queries[:BULK_TEXTS])
-    assert numpy_only._model is None  # noqa: SLF001
+    assert numpy_only._model is None

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from support.inference_texts import corpus_passages, routing_queries
 from universalrag.embed import TransformersEmbedder
 from universalrag.embed.numpy_bert import INFERENCE_ENV
@@ -57,7 +56,7 @@ def test_onnx_encoder_matches_torch(queries: list[str], torch_vectors: np.ndarra
     monkeypatch.setenv(INFERENCE_ENV, "onnx")  # ONNX Runtime for every call, bulk ones too
     fast = TransformersEmbedder.bundled_minilm(device="cpu")
     got = fast.embed(texts)
-    assert fast.backend == "onnx" and fast._model is None  # noqa: SLF001 - torch never loaded
+    assert fast.backend == "onnx" and fast._model is None
     assert got.dtype == np.float32 and got.shape == torch_vectors.shape == (len(texts), 384)
     cosine = (got * torch_vectors).sum(axis=1)
     assert cosine.min() >= 0.9999, f"worst cosine {cosine.min():.6f} for {texts[int(cosine.argmin())]!r}"

