@@ -138,3 +138,17 @@ def test_onnx_rejects_a_directory_it_cannot_run(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "roberta", "hidden_size": 8}))
     with pytest.raises(ConfigError, match="UNIVERSALRAG_INFERENCE=torch"):
         OnnxBert.load(tmp_path)
+
+
+def test_onnx_backend_is_safe_to_share_between_threads(queries: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv(INFERENCE_ENV, "onnx")
+    embedder, router = TransformersEmbedder.bundled_minilm(device="cpu"), TrainedRouter.default()
+    texts = queries[:24]
+    vectors, probabilities = embedder.embed(texts), router.probabilities(texts)
+    with ThreadPoolExecutor(max_workers=6) as pool:  # one session and one tokenizer each, called from six threads
+        got_vectors = list(pool.map(embedder.embed_query, texts))
+        got_probabilities = list(pool.map(lambda q: router.probabilities([q])[0], texts))
+    np.testing.assert_allclose(np.stack(got_vectors), vectors, atol=1e-5)
+    np.testing.assert_allclose(np.stack(got_probabilities), probabilities, atol=1e-5)
