@@ -37,7 +37,8 @@ class CorpusSyncStatus:
 
 
 def sync_status(store: Store) -> list[CorpusSyncStatus]:
-    """The sync state of every corpus attached to a table or fed by ``add_text``/``add_image``/``add_file``.
+    """The sync state of every corpus attached to a table or fed by ``add_text``/``add_image``/``add_file``,
+    on this database and on the servers of remote corpora (each keeps its own queue).
 
     An empty list when the schema predates the sync migration.
     """
@@ -48,7 +49,10 @@ def sync_status(store: Store) -> list[CorpusSyncStatus]:
         if not sa.inspect(conn).has_table("sync_queue", schema=store.schema):
             return []
         rows = conn.execute(sa.select(view).order_by(view.c.corpus)).mappings().all()
-    return [CorpusSyncStatus(corpus=r["corpus"], source=r["source"], backlog=int(r["backlog"]),
+    here = [CorpusSyncStatus(corpus=r["corpus"], source=r["source"], backlog=int(r["backlog"]),
                              in_progress=int(r["in_progress"]), retrying=int(r["retrying"]),
                              failed=int(r["failed"]), lag_s=r["lag"].total_seconds(), last_error=r["last_error"])
             for r in rows]
+    aliases = sorted({a for a in map(store.server_of, store.corpora()) if a in store.settings.servers})
+    remote = [status for alias in aliases for status in sync_status(store.member(alias))]
+    return sorted(here + remote, key=lambda status: status.corpus)
