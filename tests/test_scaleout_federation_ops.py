@@ -9,18 +9,22 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import psycopg
+import pytest
 from psycopg import sql
-from support.federation import fed_settings, rag, remote_url  # noqa: F401 (fixtures)
+from support.federation import BAKING, fed_settings, rag, remote_url  # noqa: F401 (fixtures)
+from support.pg_servers import Servers
 from support.sync import app_sql, queue_count
 from typer.testing import CliRunner
 from universalrag.cli import app
 from universalrag.config import Settings
 from universalrag.ingest import IngestOptions
 from universalrag.pipeline import UniversalRAG
-from universalrag.sync import Worker, sync_status
+from universalrag.store import Store
+from universalrag.sync import Worker, WorkerOptions, sync_status
 
 runner = CliRunner()
 
@@ -130,12 +134,48 @@ def test_the_sync_worker_serves_the_queue_of_a_member_server(rag: UniversalRAG, 
     assert "baking" not in {s.corpus for s in sync_status(store)}  # nothing queued and no attached table
 
 
-def test_a_worker_for_one_home_corpus_does_not_touch_other_servers(rag: UniversalRAG) -> None:  # noqa: F811
-    with Worker(rag.store, embedder=rag.embedder, options=None) as everything:
+def test_a_worker_for_home_corpora_needs_no_other_server(rag: UniversalRAG, fed_settings: Settings,  # noqa: F811
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    with Worker(rag.store, embedder=rag.embedder) as everything:
         assert set(everything.members()) == {"eu1"}
-    from universalrag.sync import WorkerOptions
-
     with Worker(rag.store, embedder=rag.embedder, options=WorkerOptions(corpora=("paragraph",))) as home:
         assert home.members() == {}
         assert home.drain().claimed == 0
+    # a process that was not told where eu1 is syncs the home corpora and says what it leaves out
+    bare = Store(settings=Settings(database_url=fed_settings.database_url, schema=fed_settings.schema))
+    try:
+        with caplog.at_level("WARNING", logger="universalrag.sync.worker"), \
+                Worker(bare, embedder=rag.embedder) as worker:
+            assert worker.members() == {}
+            assert worker.drain().claimed == 0
+        assert any("'eu1' is not in UNIVERSALRAG_SERVERS" in r.getMessage() for r in caplog.records)
+    finally:
+        bare.close()
 
+
+def test_the_worker_goes_on_when_a_member_server_is_down(settings: Settings, minilm,  # type: ignore[no-untyped-def]
+                                                        caplog: pytest.LogCaptureFixture) -> None:
+    servers = Servers()
+    try:
+        fed = Settings(database_url=settings.database_url, schema=settings.schema, home=settings.home,
+                       servers={"down1": servers.start("down1")})
+        rag = UniversalRAG(settings=fed, embedder=minilm, generator=None, visual_encoder=None)
+        rag.init()
+        rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="down1")
+    finally:
+        servers.close()  # the server holding `baking` stops
+    try:
+        home = app_sql(settings.database_url or "")
+        home.execute(sql.SQL("SELECT {}.add_text('paragraph', 'The harbour lights are lit at dusk.')").format(
+            sql.Identifier(settings.schema)))
+        home.close()
+        with caplog.at_level("WARNING", logger="universalrag.store"), \
+                Worker(rag.store, embedder=minilm, options=WorkerOptions(batch_size=8)) as worker:
+            start = time.monotonic()
+            total = worker.drain()
+            assert time.monotonic() - start < 60  # connect timeouts, not a hang
+        assert total.written == 1  # the home queue was served
+        assert any(e.startswith("server down1:") for e in total.errors), total.errors
+        assert any("'down1' cannot be reached" in r.getMessage() for r in caplog.records)
+    finally:
+        rag.close()
