@@ -177,5 +177,9 @@ def test_the_worker_goes_on_when_a_member_server_is_down(settings: Settings, min
         assert total.written == 1  # the home queue was served
         assert any(e.startswith("server down1:") for e in total.errors), total.errors
         assert any("'down1' cannot be reached" in r.getMessage() for r in caplog.records)
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="universalrag.store"):
+            assert "baking" not in {s.corpus for s in sync_status(rag.store)}  # the status goes on too
+        assert any("'down1' cannot be reached" in r.getMessage() for r in caplog.records)
     finally:
         rag.close()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from ..errors import StoreError
 from ..store import Store
 
 __all__ = ["CorpusSyncStatus", "sync_status"]
@@ -38,7 +39,8 @@ class CorpusSyncStatus:
 
 def sync_status(store: Store) -> list[CorpusSyncStatus]:
     """The sync state of every corpus attached to a table or fed by ``add_text``/``add_image``/``add_file``,
-    on this database and on the servers of remote corpora (each keeps its own queue).
+    on this database and on the servers of remote corpora (each keeps its own queue; a server that cannot be
+    reached is left out with a warning).
 
     An empty list when the schema predates the sync migration.
     """
@@ -53,6 +55,12 @@ def sync_status(store: Store) -> list[CorpusSyncStatus]:
                              in_progress=int(r["in_progress"]), retrying=int(r["retrying"]),
                              failed=int(r["failed"]), lag_s=r["lag"].total_seconds(), last_error=r["last_error"])
             for r in rows]
-    aliases = sorted({a for a in map(store.server_of, store.corpora()) if a in store.settings.servers})
-    remote = [status for alias in aliases for status in sync_status(store.member(alias))]
-    return sorted(here + remote, key=lambda status: status.corpus)
+    for alias, names in store.remote_corpora().items():
+        if alias not in store.settings.servers:
+            continue  # not configured here: the worker says so; the status shows what it can reach
+        member = store.member(alias)
+        try:
+            here += sync_status(member)
+        except StoreError as e:  # a server that is down leaves its corpora out, with a warning
+            store.skip_unreachable(member, names, e)
+    return sorted(here, key=lambda status: status.corpus)

@@ -172,14 +172,8 @@ class Worker:
         ``options.corpora``, a server the settings do not name is left out with a warning (name the corpus to
         get the ``ConfigError`` that says how to configure it)."""
         if self._members is None:
-            wanted = self.options.corpora or tuple(self.store.corpora())
-            by_alias: dict[str, list[str]] = {}
-            for name in wanted:
-                alias = self.store.server_of(name)
-                if alias is not None:
-                    by_alias.setdefault(alias, []).append(name)
             members: dict[str, Worker] = {}
-            for alias, names in sorted(by_alias.items()):
+            for alias, names in self.store.remote_corpora(self.options.corpora or None).items():
                 if not self.options.corpora and alias not in self.store.settings.servers:
                     log.warning("not syncing corpora %s: their server %r is not in UNIVERSALRAG_SERVERS",
                                 ", ".join(names), alias)
