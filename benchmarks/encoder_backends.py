@@ -1,4 +1,4 @@
-"""The bundled MiniLM on the CPU: NumPy backend vs torch backend, in one run.
+"""The bundled MiniLM on the CPU: ONNX Runtime vs NumPy vs torch backends, in one run.
 
     python benchmarks/encoder_backends.py [--quick] [--threads N]
 
@@ -24,6 +24,7 @@ from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "data" / "corpus"
 QUERY = "When did the Apollo 11 crew land on the Moon?"
+BACKENDS = ("onnx", "numpy", "torch")
 
 _LOAD = """
 import time, sys
@@ -85,15 +86,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 runs and 64 passages.")
     parser.add_argument("--threads", type=int, default=None,
-                        help="OMP_NUM_THREADS for both backends (default: as the CLI sets it for queries, 1).")
+                        help="OMP_NUM_THREADS and UNIVERSALRAG_ONNX_THREADS for every backend (default: as the CLI "
+                             "runs queries, 1).")
     args = parser.parse_args()
     runs, count = (3, 64) if args.quick else (5, 256)
     threads = str(args.threads or 1)
-    env = {**os.environ, "OMP_NUM_THREADS": threads}
-    cold = {b: cold_load(b, runs, env) for b in ("numpy", "torch")}
-    texts = passages(count)
+    env = {**os.environ, "OMP_NUM_THREADS": threads, "UNIVERSALRAG_ONNX_THREADS": threads}
+    cold = {b: cold_load(b, runs, env) for b in BACKENDS}
     warm = {}
-    for backend in ("numpy", "torch"):  # in a child each, so that one backend's threads do not linger in the other
+    for backend in BACKENDS:  # in a child each, so that one backend's threads do not linger in the other
         code = ("import json,sys; sys.path.insert(0, sys.argv[1]); import encoder_backends as b; "
                 f"print(json.dumps(b.in_process({backend!r}, b.passages({count}), {runs})))")
         out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent)], env=env, capture_output=True,
@@ -102,7 +103,7 @@ def main() -> None:
     print(f"CPU {cpu_model()} x{os.cpu_count()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"{runs} runs; {count} passages of ~120 words; OMP_NUM_THREADS={threads}")
     print(f"{'backend':<8} {'cold encoder':>13} {'cold router':>12} {'query':>9} {'route':>9} {'passages/s':>11}")
-    for b in ("numpy", "torch"):
+    for b in BACKENDS:
         print(f"{b:<8} {cold[b][0]:>12.2f}s {cold[b][1]:>11.2f}s {warm[b]['query_ms']:>7.1f}ms "
               f"{warm[b]['route_ms']:>7.1f}ms {warm[b]['passages_per_s']:>11.1f}")
     print(json.dumps({"benchmark": "encoder_backends", "cpu": cpu_model(), "cores": os.cpu_count(),

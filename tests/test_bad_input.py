@@ -236,3 +236,51 @@ def test_json_output_never_holds_nan(loaded: Store) -> None:
               channel_scores={"similarity": math.inf})
     text = json.dumps(hit_dict(hit, 1), allow_nan=False)  # raises on NaN/inf
     assert json.loads(text)["similarity"] is None
+
+
+def _adapter_calls(rag: UniversalRAG) -> dict[str, object]:
+    """Every adapter entry point that takes a query, as ``name → call(query)``."""
+    from langchain_universalrag import CorpusRetriever, create_corpus_tools
+    from langchain_universalrag import UniversalRAGRetriever as LangChainRetriever
+    from langchain_universalrag.graph import make_retrieve_node, make_route_edge, make_route_node
+    from llama_index.retrievers.universalrag import UniversalRAGQueryEngine, UniversalRAGRetriever
+
+    tool = create_corpus_tools(rag, ["paragraph"], k=2)[0]
+    return {
+        "langchain retriever": lambda q: LangChainRetriever(rag=rag, k=2).invoke(q),
+        "langchain corpus retriever": lambda q: CorpusRetriever(rag=rag, corpus="paragraph", k=2).invoke(q),
+        "langchain tool": lambda q: tool.invoke({"query": q}),
+        "langgraph route node": lambda q: make_route_node(rag).invoke({"question": q}),
+        "langgraph route edge": lambda q: make_route_edge(rag).invoke({"question": q}),
+        "langgraph retrieve node": lambda q: make_retrieve_node(rag, "paragraph", k=2).invoke({"question": q}),
+        "llamaindex retriever": lambda q: UniversalRAGRetriever(rag=rag, similarity_top_k=2).retrieve(q),
+        "llamaindex query engine": lambda q: UniversalRAGQueryEngine(rag=rag, similarity_top_k=2).query(q),
+    }
+
+
+@pytest.mark.parametrize("hybrid", [False, True], ids=["dense", "hybrid"])
+def test_long_queries_through_the_adapters_are_bounded_or_refused(loaded: Store, minilm, settings,  # type: ignore[no-untyped-def]
+                                                                  hybrid: bool) -> None:
+    import time
+
+    rag = UniversalRAG(settings=settings, store=loaded, embedder=minilm, generator=None, hybrid=hybrid)
+    huge = ("lighthouse keeper's log, entry " * 40_000)[:1_000_000]  # 1 MB
+    outcomes: dict[str, str] = {}
+    for name, call in _adapter_calls(rag).items():
+        start = time.monotonic()
+        try:
+            result = call(huge)  # type: ignore[operator]
+        except UniversalRAGError as e:
+            _clean(e)
+            assert "max_stack_depth" not in str(e) and "shorten it" in str(e), (name, str(e))
+            outcomes[name] = "refused"
+        else:
+            assert result and str(result), name  # documents, nodes, a state update, a route, a tool's text
+            outcomes[name] = "answered"
+        assert time.monotonic() - start < 120, name  # a bound against a hang, not a speed target
+    try:  # the adapters do what the core does with the same query (dense: answered; hybrid: refused)
+        rag.search(huge, k=2)
+        core = "answered"
+    except UniversalRAGError:
+        core = "refused"
+    assert set(outcomes.values()) == {core}, (core, outcomes)

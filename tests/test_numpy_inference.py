@@ -12,34 +12,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conftest import DATA
+from support.inference_texts import corpus_passages, routing_queries
 from universalrag.embed import TransformersEmbedder
 from universalrag.embed.numpy_bert import INFERENCE_ENV, NumpyBert, inference_backend, numpy_supported
 from universalrag.errors import ConfigError
 from universalrag.routing import TrainedRouter
 from universalrag.routing.encoder import base_model_path
 
-REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn", "scipy")
-
-
-def _routing_data() -> Path | None:
-    """The shared routing data (read at run time, never copied): beside the checkout or at /work/shared."""
-    for root in (REPO.parent, REPO.parent.parent, Path("/work")):
-        file = root / "shared" / "data" / "routing" / "train.jsonl"
-        if file.is_file():
-            return file
-    return None
 
 
 @pytest.fixture(scope="module")
 def queries() -> list[str]:
-    file = _routing_data()
-    if file is None:
+    rows = routing_queries()
+    if rows is None:
         pytest.skip("shared routing data (shared/data/routing/train.jsonl) not found")
-    rows = [json.loads(line)["query"] for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return rows[::10]  # ~310 real queries of every route and source
+    return rows  # ~310 real queries of every route and source
 
 
 @pytest.fixture
@@ -48,17 +36,14 @@ def torch_backend(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _passages() -> list[str]:
-    texts = []
-    for file in sorted((DATA / "corpus").glob("*.txt")) + sorted((DATA / "corpus").glob("*.md")):
-        words = file.read_text(encoding="utf-8").split()
-        texts += [" ".join(words[i:i + 120]) for i in range(0, len(words), 120)]
-    texts.append(" ".join(["lighthouse"] * 600))  # longer than the 256-token limit: truncated alike
-    return texts
+    # the last is longer than the 256-token limit: truncated alike
+    return [*corpus_passages(), " ".join(["lighthouse"] * 600)]
 
 
 def test_backend_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(INFERENCE_ENV, raising=False)
-    assert inference_backend() == "auto"
+    assert inference_backend() == "auto"  # auto's choice between ONNX and NumPy: tests/test_onnx_inference.py
+    monkeypatch.setenv(INFERENCE_ENV, "numpy")
     assert numpy_supported(base_model_path())
     assert TransformersEmbedder.bundled_minilm(device="cpu").backend == "numpy"
     assert TransformersEmbedder.bundled_minilm(device="cuda").backend == "torch"  # GPUs stay with torch
@@ -69,7 +54,7 @@ def test_backend_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
     monkeypatch.setenv(INFERENCE_ENV, "torch")
     assert TransformersEmbedder.bundled_minilm(device="cpu").backend == "torch"
     assert TrainedRouter.default().backend == "torch"
-    monkeypatch.setenv(INFERENCE_ENV, "onnx")
+    monkeypatch.setenv(INFERENCE_ENV, "tensorflow")
     with pytest.raises(ConfigError, match="UNIVERSALRAG_INFERENCE"):
         inference_backend()
 
@@ -104,24 +89,11 @@ def test_numpy_tokenisation_equals_the_transformers_tokenizer(queries: list[str]
         assert np.array_equal(ids, enc["input_ids"]) and np.array_equal(mask, enc["attention_mask"])
 
 
-def test_numpy_router_matches_torch_on_real_queries(queries: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(INFERENCE_ENV, raising=False)
-    fast = TrainedRouter.default()
-    got = fast.probabilities(queries)
-    assert fast.backend == "numpy"
-    monkeypatch.setenv(INFERENCE_ENV, "torch")
-    reference = TrainedRouter.default()
-    want = reference.probabilities(queries)
-    assert reference.backend == "torch"
-    assert got.shape == want.shape == (len(queries), len(fast.routes))
-    assert np.abs(got - want).max() <= 1e-4
-    assert np.array_equal(got.argmax(axis=1), want.argmax(axis=1))
-    assert [fast.route(q).routes for q in queries[:40]] == [reference.route(q).routes for q in queries[:40]]
+# the NumPy router against torch: tests/test_onnx_inference.py::test_light_router_matches_torch[numpy]
 
 
 def test_router_artefact_with_foreign_tensors_is_a_config_error(tmp_path: Path) -> None:
     from safetensors.numpy import save_file
-
     from universalrag.routing.trained import DEFAULT_ARTEFACT
 
     config = json.loads((DEFAULT_ARTEFACT / "config.json").read_text())
@@ -161,21 +133,25 @@ def test_cold_command_imports_no_torch(command: list[str], cli_env: dict[str, st
     assert proc.stdout.count("\n") > 1  # it printed its answer before the report
 
 
-def test_auto_embeds_queries_with_numpy_and_bulk_with_torch(queries: list[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default: a query or a small batch never loads torch; an ingest-sized call loads it and gives the same
-    vectors (torch's kernels are faster for batches, its import is repaid)."""
+@pytest.mark.parametrize("onnx", [True, False], ids=["onnx-installed", "onnx-missing"])
+def test_auto_embeds_queries_light_and_bulk_with_torch(queries: list[str], onnx: bool,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default: a query or a small batch never loads torch (ONNX Runtime serves it, NumPy when ONNX Runtime
+    does not import); an ingest-sized call loads torch and gives the same vectors (torch's kernels are faster
+    for batches, its import is repaid)."""
     from universalrag.embed.transformers_encoder import BULK_TEXTS
 
     monkeypatch.delenv(INFERENCE_ENV, raising=False)
+    if not onnx:
+        monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
     auto = TransformersEmbedder.bundled_minilm(device="cpu")
     small = auto.embed(queries[:3])
-    assert auto.backend == "numpy" and auto._model is None  # noqa: SLF001 - which models are loaded
+    assert auto.backend == ("onnx" if onnx else "numpy") and auto._model is None
     bulk = auto.embed(queries[:BULK_TEXTS])
-    assert auto._model is not None and auto._numpy is not None  # noqa: SLF001
+    assert auto._model is not None and auto._numpy is not None
     assert float((small * bulk[:3]).sum(axis=1).min()) >= 0.9999  # the same vectors either way
-    assert np.allclose(auto.embed_query(queries[0]), small[0], atol=1e-6)  # queries stay on NumPy
+    assert np.allclose(auto.embed_query(queries[0]), small[0], atol=1e-6)  # queries stay on the light backend
     monkeypatch.setenv(INFERENCE_ENV, "numpy")
     numpy_only = TransformersEmbedder.bundled_minilm(device="cpu")
     numpy_only.embed(queries[:BULK_TEXTS])
-    assert numpy_only._model is None  # noqa: SLF001
+    assert numpy_only._model is None

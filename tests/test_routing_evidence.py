@@ -218,7 +218,7 @@ def test_a_request_embeds_the_query_once_and_searches_each_corpus_once(ref_rag: 
 
 
 # -- real Wikipedia pages with crowd-written questions (the test half of the split) -----------------------------
-WIKITABLES = Path(__file__).resolve().parents[3] / "shared" / "data" / "wikitables"
+WIKITABLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitables"
 WIKI_PAGES = ("Panellinios B.C..html", "2010_11 UAB Blazers men's basketball team.html")
 
 

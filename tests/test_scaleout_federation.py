@@ -5,56 +5,20 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import uuid
 import time
-from collections.abc import Iterator
+import uuid
 from pathlib import Path
 
 import psycopg
 import pytest
-import sqlalchemy as sa
-
 from conftest import DATA
+from support.federation import BAKING, STARTER_QUESTION, fed_settings, rag, remote_url  # noqa: F401 (fixtures)
 from support.pg_servers import Servers
 from universalrag.config import Settings, parse_servers
 from universalrag.errors import ConfigError, InvalidInputError, StoreError
 from universalrag.pipeline import UniversalRAG
 from universalrag.store import Store
 from universalrag.types import CorpusSpec
-
-BAKING = CorpusSpec(
-    name="baking", modality="text", granularity="paragraph",  # type: ignore[arg-type]
-    description="Home baking notes: bread, sourdough starters, dough, ovens",
-    metadata={"examples": ["How long should sourdough dough rise before baking?", "How do I feed my starter?"]},
-)
-STARTER_QUESTION = "How often should I feed a sourdough starter kept in the fridge?"
-
-
-@pytest.fixture(scope="module")
-def remote_url() -> Iterator[str]:
-    servers = Servers()
-    try:
-        yield servers.start("eu1")
-    finally:
-        servers.close()
-
-
-@pytest.fixture
-def fed_settings(settings: Settings, remote_url: str) -> Settings:
-    return Settings(database_url=settings.database_url, schema=settings.schema, home=settings.home,
-                    servers={"eu1": remote_url})
-
-
-@pytest.fixture
-def rag(fed_settings: Settings, minilm) -> Iterator[UniversalRAG]:  # type: ignore[no-untyped-def]
-    rag = UniversalRAG(settings=fed_settings, embedder=minilm, generator=None, visual_encoder=None)
-    rag.init()
-    rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="eu1")
-    yield rag
-    rag.close()
-    with psycopg.connect(fed_settings.servers["eu1"], autocommit=True) as conn:  # the remote schema goes too
-        conn.execute(psycopg.sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
-            psycopg.sql.Identifier(fed_settings.schema)))
 
 
 def _tables(url: str, schema: str) -> set[str]:
@@ -188,9 +152,8 @@ def test_remote_corpora_are_refused_clearly(rag: UniversalRAG, fed_settings: Set
 
 
 def test_a_source_cannot_span_servers(rag: UniversalRAG, minilm) -> None:  # type: ignore[no-untyped-def]
-    from universalrag.types import SourceRecord, Unit
-
     import numpy as np
+    from universalrag.types import SourceRecord, Unit
 
     vector = np.asarray(minilm.embed(["bread"])[0], dtype=np.float32)
     units = [Unit(id=str(uuid.uuid4()), corpus="baking", content="bread", embedding=vector),

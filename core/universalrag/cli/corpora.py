@@ -21,20 +21,22 @@ def _obj(ctx: typer.Context) -> CliContext:
 @corpora_app.command("list")
 def corpora_list(ctx: typer.Context,
                  as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Every registered corpus with its row count."""
+    """Every registered corpus with its row count and its server (``null``/none: the home database)."""
     obj = _obj(ctx)
     obj.ensure_initialised()
     store = obj.store
     specs, counts = store.corpora(refresh=True), store.counts()
     rows = [{"name": s.name, "modality": str(s.modality), "granularity": str(s.granularity), "rows": counts[s.name],
              "dimension": s.dimension, "embedder": s.embedder, "parent": s.parent, "builtin": s.builtin,
-             "description": s.description} for s in specs.values()]
+             "server": store.server_of(s.name), "description": s.description} for s in specs.values()]
     if as_json:
         obj.output.json(rows)
         return
     for r in rows:
+        where = f", on server {r['server']}" if r["server"] else ""
         obj.output.print(Text.assemble((r["name"], "bold"), f" ({r['modality']}/{r['granularity']}, {r['rows']} rows"
-                                       f"{', built in' if r['builtin'] else ''}): {r['description']}"), soft_wrap=True)
+                                       f"{', built in' if r['builtin'] else ''}{where}): {r['description']}"),
+                         soft_wrap=True)
 
 
 @corpora_app.command("create")
@@ -49,8 +51,10 @@ def corpora_create(
     multi_vector: bool = typer.Option(False, "--multi-vector", help="Several vectors per unit (chunks, rows)."),
     example: list[str] = typer.Option([], "--example", help="A question this corpus answers (repeatable): the "
                                       "router sends similar questions here."),
+    server: str | None = typer.Option(None, "--server", help="Create it on this member server (an alias of "
+                                      "UNIVERSALRAG_SERVERS) instead of the home database."),
 ) -> None:
-    """Create a user-defined corpus for the configured embedder."""
+    """Create a user-defined corpus for the configured embedder (on the home database, or on --server)."""
     obj = _obj(ctx)
     obj.ensure_initialised()
     embedder = obj.rag.embedder
@@ -60,8 +64,9 @@ def corpora_create(
                           multi_vector=multi_vector, metadata={"examples": list(example)} if example else {})
     except ValueError as e:  # the spec's own validation of what the user typed (name rule, dimension)
         raise ConfigError(str(e)) from None
-    obj.store.create_corpus(spec)
-    obj.output.print(Text(f"created corpus {name} ({modality}/{granularity}, {embedder.dimension} dimensions)"))
+    obj.store.create_corpus(spec, server=server)
+    where = f" on server {server}" if server else ""
+    obj.output.print(Text(f"created corpus {name}{where} ({modality}/{granularity}, {embedder.dimension} dimensions)"))
 
 
 @corpora_app.command("drop")

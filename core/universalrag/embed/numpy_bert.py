@@ -30,9 +30,10 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["INFERENCE_ENV", "BertWeights", "NumpyBert", "blas_threads", "inference_backend", "numpy_supported"]
+__all__ = ["INFERENCE_ENV", "BertWeights", "NumpyBert", "blas_threads", "inference_backend", "numpy_supported",
+           "read_bert_config", "tokenize_batch"]
 
-#: Environment variable choosing the CPU inference backend: ``numpy`` (default) or ``torch``.
+#: Environment variable choosing the CPU inference backend: ``auto`` (default), ``onnx``, ``numpy`` or ``torch``.
 INFERENCE_ENV = "UNIVERSALRAG_INFERENCE"
 
 _WEIGHTS = "model.safetensors"
@@ -73,16 +74,19 @@ def blas_threads() -> Iterator[None]:
 
 
 def inference_backend() -> str:
-    """Which backend CPU inference uses (``UNIVERSALRAG_INFERENCE``): ``"auto"`` (default: NumPy for queries and
-    small batches, torch for bulk embedding, where its kernels are faster and its import cost is repaid),
-    ``"numpy"`` (never import torch) or ``"torch"``."""
+    """Which backend CPU inference uses (``UNIVERSALRAG_INFERENCE``): ``"auto"`` (default: ONNX Runtime for
+    queries and small batches when it is installed, else NumPy; torch for bulk embedding, where its kernels are
+    faster and its import cost is repaid), ``"onnx"`` (ONNX Runtime throughout), ``"numpy"`` (NumPy throughout,
+    never import torch) or ``"torch"``. ``auto`` is resolved by :func:`.onnx_bert.query_backend`."""
     value = os.environ.get(INFERENCE_ENV, "auto").strip().lower() or "auto"
-    if value not in ("auto", "numpy", "torch"):
-        raise ConfigError(f"{INFERENCE_ENV}={value!r} is not a backend; use 'auto' (default), 'numpy' or 'torch'.")
+    if value not in ("auto", "onnx", "numpy", "torch"):
+        raise ConfigError(f"{INFERENCE_ENV}={value!r} is not a backend; use 'auto' (default), 'onnx', 'numpy' "
+                          "or 'torch'.")
     return value
 
 
-def _read_config(directory: Path) -> dict[str, Any]:
+def read_bert_config(directory: Path) -> dict[str, Any]:
+    """``directory/config.json`` as a dict; a :class:`ConfigError` says what is wrong with it."""
     try:
         config = json.loads((directory / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -99,7 +103,7 @@ def numpy_supported(directory: str | Path) -> bool:
     if not ((path / _WEIGHTS).is_file() and (path / _TOKENIZER).is_file() and (path / "config.json").is_file()):
         return False
     try:
-        config = _read_config(path)
+        config = read_bert_config(path)
     except ConfigError:
         return False
     return (config.get("model_type") == "bert" and config.get("hidden_act", "gelu") == "gelu"
@@ -147,6 +151,23 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     np.exp(x, out=x)
     x /= x.sum(axis=-1, keepdims=True)
     return x
+
+
+def tokenize_batch(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(input_ids, attention_mask)`` as int64 arrays padded to the longest text, truncated to ``max_length``
+    tokens (special tokens included), as a transformers fast tokenizer does; ``tokenizer`` is a
+    ``tokenizers.Tokenizer`` (not safe to call concurrently: callers serialise)."""
+    truncation = tokenizer.truncation
+    if truncation is None or truncation.get("max_length") != max_length:
+        tokenizer.enable_truncation(max_length)  # room is kept for [CLS] and [SEP]
+    rows = [enc.ids for enc in tokenizer.encode_batch(list(texts))]
+    width = max((len(r) for r in rows), default=0)
+    ids = np.zeros((len(rows), width), dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = row
+        mask[i, : len(row)] = 1
+    return ids, mask
 
 
 @dataclass(frozen=True)
@@ -258,7 +279,7 @@ class NumpyBert:
         weights = BertWeights.read(path / _WEIGHTS)
         if overrides:
             weights = weights.with_overrides(overrides)
-        return cls(_read_config(path), weights, tokenizer=cls.load_tokenizer(path))
+        return cls(read_bert_config(path), weights, tokenizer=cls.load_tokenizer(path))
 
     @staticmethod
     def load_tokenizer(directory: str | Path) -> Any:
@@ -272,24 +293,13 @@ class NumpyBert:
             raise ConfigError(f"Cannot read {str(file)!r}: {e}.") from e
         tokenizer.no_padding()
         return tokenizer
-        return cls(_read_config(path), weights, tokenizer=tokenizer)
 
     def tokenize(self, texts: Sequence[str], *, max_length: int) -> tuple[np.ndarray, np.ndarray]:
         """``(input_ids, attention_mask)`` as int64 arrays padded to the longest text, truncated to
         ``max_length`` tokens (special tokens included), as a transformers fast tokenizer does."""
         if self.tokenizer is None:
             raise ConfigError("This NumpyBert was built without a tokenizer.")
-        truncation = self.tokenizer.truncation
-        if truncation is None or truncation.get("max_length") != max_length:
-            self.tokenizer.enable_truncation(max_length)  # room is kept for [CLS] and [SEP]
-        rows = [enc.ids for enc in self.tokenizer.encode_batch(list(texts))]
-        width = max((len(r) for r in rows), default=0)
-        ids = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = row
-            mask[i, : len(row)] = 1
-        return ids, mask
+        return tokenize_batch(self.tokenizer, texts, max_length=max_length)
 
     def hidden_states(self, input_ids: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
         """The last hidden states, float32 of shape ``(batch, length, hidden)``."""

@@ -52,7 +52,9 @@ class OpenAIEmbedder:
     :meth:`resolve_dimension` asks the endpoint once (and any embedding call learns it), and until then
     :attr:`dimension` raises :class:`ConfigError` instead of calling the network. ``base_url`` points at another
     server (for example ``http://localhost:11434/v1``); with a ``base_url`` and no key anywhere, a placeholder key
-    is sent, as local servers expect. Texts are sent ``batch_size`` at a time. Clients are created on first use; the constructor does no I/O.
+    is sent, as local servers expect. Texts are sent ``batch_size`` at a time. ``timeout`` bounds each request
+    (one batch) with its retries included: a hung or failing endpoint costs ``timeout``, not ``timeout`` per
+    attempt. Clients are created on first use; the constructor does no I/O.
     """
 
     def __init__(
@@ -159,9 +161,9 @@ class OpenAIEmbedder:
                 self._dimension = int(width)
 
     def _request(self, batch: list[str]) -> np.ndarray:
-        client = self._openai.sync()
-        try:
-            response = client.embeddings.create(**self._params(batch))
+        params = self._params(batch)
+        try:  # every attempt and pause inside one deadline of ``timeout`` seconds
+            response = self._openai.call(lambda client: client.embeddings.create(**params))
         except Exception as e:  # SDK errors are translated, anything else re-raised
             if (error := self._translate(e)) is None:
                 raise
@@ -169,9 +171,9 @@ class OpenAIEmbedder:
         return self._parse(response, len(batch))
 
     async def _arequest(self, batch: list[str]) -> np.ndarray:
-        client = self._openai.async_()
+        params = self._params(batch)
         try:
-            response = await client.embeddings.create(**self._params(batch))
+            response = await self._openai.acall(lambda client: client.embeddings.create(**params))
         except Exception as e:  # SDK errors are translated, anything else re-raised
             if (error := self._translate(e)) is None:
                 raise

@@ -1,11 +1,12 @@
 """A text embedder for any local transformers encoder directory (mean pooling, L2-normalised).
 
-Two backends compute the same vectors. On the CPU, a BERT directory with ``model.safetensors`` and
-``tokenizer.json`` (the bundled MiniLM is one) runs queries and small batches with NumPy (:mod:`.numpy_bert`):
-no torch import, which is what makes a cold ``universalrag search`` fast. A bulk call (ingestion: at least
-:data:`BULK_TEXTS` texts) switches to torch when it is installed, whose kernels embed passages faster and repay
-its import; ``UNIVERSALRAG_INFERENCE=numpy`` keeps NumPy throughout, ``=torch`` uses torch throughout. Other
-models and GPUs use torch and transformers, imported on first use. Either way a model is loaded on first use,
+Three backends compute the same vectors. On the CPU, a BERT directory with ``model.safetensors`` and
+``tokenizer.json`` (the bundled MiniLM is one) runs queries and small batches with ONNX Runtime
+(:mod:`.onnx_bert`) when it is installed, else with NumPy (:mod:`.numpy_bert`): no torch import, which is what
+makes a cold ``universalrag search`` fast. A bulk call (ingestion: at least :data:`BULK_TEXTS` texts) switches
+to torch when it is installed, whose kernels embed passages faster and repay its import;
+``UNIVERSALRAG_INFERENCE=onnx`` or ``=numpy`` keeps that backend throughout, ``=torch`` uses torch throughout.
+Other models and GPUs use torch and transformers, imported on first use. Either way a model is loaded on first use,
 under a lock, and never downloaded (``local_files_only=True``).
 """
 
@@ -25,6 +26,7 @@ from ..errors import ConfigError, EmbeddingError
 from .base import check_texts
 from .devices import resolve_device, to_device
 from .numpy_bert import NumpyBert, inference_backend, numpy_supported
+from .onnx_bert import OnnxBert, query_backend
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
@@ -131,7 +133,7 @@ class TransformersEmbedder:
         self._model: Any = None
         self._tokenizer: Any = None
         self._device: torch.device | None = None
-        self._numpy: NumpyBert | None = None
+        self._numpy: NumpyBert | OnnxBert | None = None  # the light backend (NumPy or ONNX Runtime), if it serves
         self._token_limit = max_length
 
     @classmethod
@@ -159,15 +161,16 @@ class TransformersEmbedder:
 
     @property
     def backend(self) -> str:
-        """``"numpy"`` or ``"torch"``: what computes query vectors (decided without loading the model; bulk
-        calls may use torch, see :meth:`embed`)."""
+        """``"onnx"``, ``"numpy"`` or ``"torch"``: what computes query vectors (decided without loading the
+        model; bulk calls may use torch, see :meth:`embed`)."""
         if self._numpy is not None:
-            return "numpy"
+            return "onnx" if isinstance(self._numpy, OnnxBert) else "numpy"
         if self._model is not None:
             return "torch"
-        return "numpy" if self._numpy_serves() else "torch"
+        return query_backend() if self._numpy_serves() else "torch"
 
     def _numpy_serves(self) -> bool:
+        """Whether a light backend (ONNX Runtime or NumPy, see :func:`.onnx_bert.query_backend`) serves queries."""
         device = (self._device_arg or "").strip().lower()
         on_cpu = device == "cpu" or (not device and not _NVIDIA_DRIVER.exists())
         return on_cpu and inference_backend() != "torch" and numpy_supported(self._path)
@@ -204,7 +207,7 @@ class TransformersEmbedder:
 
     @property
     def device(self) -> str:
-        """The device the model runs on (loads the model); ``cpu`` for the NumPy backend."""
+        """The device the model runs on (loads the model); ``cpu`` for the ONNX and NumPy backends."""
         self._ensure_loaded()
         return "cpu" if self._numpy is not None else str(self._device)
 
@@ -255,7 +258,7 @@ class TransformersEmbedder:
         self._model = model  # last: other threads test this without the lock
 
     def _load_numpy(self, path: Path) -> None:
-        bert = NumpyBert.load(path)
+        bert = OnnxBert.load(path) if query_backend() == "onnx" else NumpyBert.load(path)
         limit = min(self.max_length, bert.max_positions)
         tok_max = _tokenizer_max_length(path)
         if tok_max is not None:

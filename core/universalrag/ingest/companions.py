@@ -1,16 +1,19 @@
 """Files that describe other files of the same run: alt text of local images in HTML pages, and the caption
-and subtitle sidecars of images and videos (used as their text, not ingested on their own)."""
+and subtitle sidecars of images and videos (used as their text, not ingested on their own). What a source is
+made of, its own bytes and these companions, is its :func:`fingerprint`."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import IngestError
 from .detect import IMAGE_EXTENSIONS, VIDEO_EXTENSIONS
+from .files import hash_file
 from .text.document import TextDocument
 
-__all__ = ["alt_texts", "sidecar_files"]
+__all__ = ["alt_texts", "companion_files", "fingerprint", "sidecar_files"]
 
 
 def alt_texts(files: Sequence[Path], parsed: dict[Path, TextDocument]) -> dict[Path, str]:
@@ -46,16 +49,41 @@ def alt_texts(files: Sequence[Path], parsed: dict[Path, TextDocument]) -> dict[P
     return alts
 
 
-def sidecar_files(files: Sequence[Path]) -> set[Path]:
-    """Caption and subtitle files that belong to an image or video in the same run."""
+def companion_files(path: Path) -> list[Path]:
+    """The sidecar files read with the image or video at ``path`` (caption and JSON files of an image, subtitle
+    files of a video), in the order they are used; none for other files. Links out of the folder are left out."""
     from .images.descriptions import sidecar_paths as image_sidecars
     from .video.subtitles import sidecar_paths as video_sidecars
 
-    found: set[Path] = set()
-    for f in files:
-        suffix = f.suffix.lower()
-        if suffix in IMAGE_EXTENSIONS:
-            found.update(p.resolve() for p in image_sidecars(f))
-        elif suffix in VIDEO_EXTENSIONS:
-            found.update(p.resolve() for p in video_sidecars(f))
-    return found
+    suffix = path.suffix.lower()
+    if suffix in IMAGE_EXTENSIONS:
+        return image_sidecars(path)
+    if suffix in VIDEO_EXTENSIONS:
+        return video_sidecars(path)
+    return []
+
+
+def sidecar_files(files: Sequence[Path]) -> set[Path]:
+    """Caption and subtitle files that belong to an image or video in the same run."""
+    return {p.resolve() for f in files for p in companion_files(f)}
+
+
+def fingerprint(path: Path, content_hash: str, *, texts: Sequence[str | None] = ()) -> str:
+    """The identity of the source at ``path`` for idempotent ingestion, so that a re-ingest sees every change.
+
+    ``content_hash`` (the SHA-256 of the file's own bytes) when nothing else is read with the file; otherwise
+    the SHA-256 of it, the name and SHA-256 of each of its :func:`companion_files` and the ``texts`` given
+    with it (an alt text from an HTML page of the run, a caption option). Editing only a video's ``.srt`` or an
+    image's caption file therefore changes the source, which is then replaced. IngestError (naming the
+    sidecar) when a companion cannot be read.
+    """
+    companions = companion_files(path)
+    given = [t for t in texts if t]
+    if not companions and not given:
+        return content_hash
+    digest = hashlib.sha256(f"universalrag-source-v1\0{content_hash}\0".encode())
+    for companion in companions:
+        digest.update(f"file\0{companion.name}\0{hash_file(companion)}\0".encode())
+    for text in given:
+        digest.update(b"text\0" + text.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()

@@ -30,7 +30,7 @@ from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..store import Store
 from ..types import CorpusSpec, Granularity, Modality, PartBatch, Unit
-from .companions import alt_texts, sidecar_files
+from .companions import alt_texts, fingerprint, sidecar_files
 from .detect import Detection, detect, iter_files, unsupported_error
 from .files import check_file, hash_file
 from .large import StagedSource, staged_table, staged_text
@@ -279,13 +279,15 @@ def _failed(path: Path, error: UniversalRAGError) -> FileOutcome:
 
 def _classify(run: _Run, path: Path) -> tuple[Detection, str, str]:
     """(what the file is, uri, content hash); uri and hash are empty when it is not ingested. IngestError
-    when it cannot be read at all."""
+    when it cannot be read at all. The hash of an image or video covers its sidecars and the texts given
+    with it (:func:`~universalrag.ingest.companions.fingerprint`), so editing only those replaces the source."""
     check_file(path)
     found = detect(path)
     if found.kind is None:
         return found, "", ""
     run.formats[path] = found.format
-    return found, path.resolve().as_uri(), hash_file(path)
+    texts = (run.options.captions.get(str(path)), run.alts.get(path.resolve()))
+    return found, path.resolve().as_uri(), fingerprint(path, hash_file(path), texts=texts)
 
 
 def _large_text(run: _Run, path: Path) -> bool:

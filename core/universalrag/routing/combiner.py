@@ -11,8 +11,12 @@ Two logistic regressions, stored as JSON:
 
 The decision (:meth:`Combiner.decide`): ``none`` only when the prior says so (its ``none`` probability is above
 every corpus's) *and* the answerable model finds no strong evidence (below one half); otherwise every corpus
-whose probability reaches one half is searched, best first (at least the best one). One half is the decision
-boundary of a calibrated probability, not a tuned threshold. Unlike a router that reads the question alone, the
+whose probability reaches one half is searched, best first (at least the best one), and while the chance that
+one of the searched corpora holds the answer (``1 - prod(1 - p)``) stays below :data:`COVERAGE`, the next
+likeliest is added, up to :data:`MAX_ROUTES` corpora (:func:`covering`). One half is the decision boundary of a
+calibrated probability; the coverage and the cap were chosen on the tune split of the routing benchmark (a
+crowd-written table question whose table and paragraph corpora stand at 0.37 and 0.40 is no longer answered from
+paragraphs alone), and they cost no search: every candidate corpus was probed already. Unlike a router that reads the question alone, the
 combiner does not apply the paper's exclusive pairs (:data:`~.base.EXCLUSIVE_PAIRS`: a passage *or* the whole
 document, a scene *or* the whole video): when the evidence makes both granularities likely, both are searched —
 their probes are already there — and the fused top hits hold the best of each (on the routing benchmark's tune
@@ -38,6 +42,9 @@ from .features import PAIR_FEATURES, QUERY_FEATURES, query_features
 
 __all__ = [
     "COMBINER_FORMAT",
+    "COVERAGE",
+    "MAX_ROUTES",
+    "covering",
     "CORPUS_FEATURES",
     "DEFAULT_COMBINER",
     "Combiner",
@@ -58,6 +65,27 @@ CORPUS_FEATURES: tuple[str, ...] = tuple(f for f in PAIR_FEATURES if f != "prior
 #: The shipped combiner (trained by ``scripts/train_combiner.py``).
 DEFAULT_COMBINER = Path(__file__).resolve().parent / "combiner.json"
 
+
+#: The decision searches corpora, likeliest first, until one of them holds the answer with this probability...
+COVERAGE = 0.8
+#: ... or this many corpora are searched (every corpus reaching one half is searched in any case).
+MAX_ROUTES = 3
+
+
+def covering(probs: Mapping[str, float], *, ranked: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The corpora to search from each corpus's probability of holding the answer (``ranked``: the corpora by
+    falling probability, computed when not given): every corpus of at least one half, at least the best one, then
+    the next likeliest while ``1 - prod(1 - p)`` over the chosen stays below :data:`COVERAGE` and fewer than
+    :data:`MAX_ROUTES` are chosen."""
+    order = list(ranked) if ranked is not None else sorted(probs, key=lambda c: -probs[c])
+    chosen = [c for c in order if probs[c] >= 0.5] or order[:1]
+    missed = float(np.prod([1.0 - probs[c] for c in chosen]))
+    for name in order[len(chosen):]:
+        if 1.0 - missed >= COVERAGE or len(chosen) >= MAX_ROUTES:
+            break
+        chosen.append(name)
+        missed *= 1.0 - probs[name]
+    return tuple(chosen)
 
 @dataclass(frozen=True)
 class Logistic:
@@ -218,8 +246,7 @@ class Combiner:
         concluded_none = prior_none >= top_prior and answerable < 0.5
         if concluded_none and allow_none:
             return CombinedDecision((NO_RETRIEVAL,), scores, answerable, True, ranked[0])
-        chosen = [c for c in ranked if probs[c] >= 0.5] or ranked[:1]
-        return CombinedDecision(tuple(chosen), scores, answerable, concluded_none, ranked[0])
+        return CombinedDecision(covering(probs, ranked=ranked), scores, answerable, concluded_none, ranked[0])
 
     # -- storage -------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

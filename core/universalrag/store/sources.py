@@ -145,10 +145,14 @@ class Sources:
         status, source_id, rows = staging.write_staged(self, source, produce, on_batch=on_batch)
         return WriteResult(status=status, source_id=source_id, rows=rows)
 
-    def table_rows(self, unit_id: str, *, where: Mapping[str, str] | None = None,
-                   limit: int = 100) -> list[dict[str, Any]]:
+    def table_rows(self, unit_id: str, *, where: Mapping[str, str] | None = None, limit: int = 100,
+                   corpus: str | None = None) -> list[dict[str, Any]]:
         """Rows of a large table kept whole beside its embedded sample (``metadata["rows_kept"]`` on the table
-        unit): ``{"row": n, "cells": {column: text}}`` in file order, only those whose cells equal ``where``."""
+        unit): ``{"row": n, "cells": {column: text}}`` in file order, only those whose cells equal ``where``.
+
+        The rows live on the server of the table's corpus: ``corpus`` (a hit's ``corpus``) reads them there;
+        without it, this database is read first and, when it holds no matching row, the servers of remote
+        corpora in turn (a unit id is unique, so its rows are on one server)."""
         if not isinstance(limit, int) or limit < 1:
             raise InvalidInputError(f"limit must be a whole number of at least 1, got {limit!r}.")
         if where is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in where.items()):
@@ -157,7 +161,16 @@ class Sources:
             unit = str(uuid.UUID(str(unit_id)))
         except ValueError:
             raise InvalidInputError(f"{unit_id!r} is not a unit id (a UUID such as a table hit's id).") from None
-        query = staging.rows_query(staging.StageTables(self.schema), unit, dict(where or {}), limit)
+        if corpus is not None:
+            return self.owner(corpus)._local_table_rows(unit, dict(where or {}), limit)
+        rows = self._local_table_rows(unit, dict(where or {}), limit)
+        for member in self._used_members() if not rows else ():
+            if rows := member._local_table_rows(unit, dict(where or {}), limit):
+                break
+        return rows
+
+    def _local_table_rows(self, unit: str, where: dict[str, str], limit: int) -> list[dict[str, Any]]:
+        query = staging.rows_query(staging.StageTables(self.schema), unit, where, limit)
         return self._read("read table rows", lambda conn: [
             {"row": r.ord, "cells": dict(r.cells)} for r in conn.execute(query)])
 

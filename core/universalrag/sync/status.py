@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from ..errors import StoreError
 from ..store import Store
 
 __all__ = ["CorpusSyncStatus", "sync_status"]
@@ -37,7 +38,9 @@ class CorpusSyncStatus:
 
 
 def sync_status(store: Store) -> list[CorpusSyncStatus]:
-    """The sync state of every corpus attached to a table or fed by ``add_text``/``add_image``/``add_file``.
+    """The sync state of every corpus attached to a table or fed by ``add_text``/``add_image``/``add_file``,
+    on this database and on the servers of remote corpora (each keeps its own queue; a server that cannot be
+    reached is left out with a warning).
 
     An empty list when the schema predates the sync migration.
     """
@@ -48,7 +51,16 @@ def sync_status(store: Store) -> list[CorpusSyncStatus]:
         if not sa.inspect(conn).has_table("sync_queue", schema=store.schema):
             return []
         rows = conn.execute(sa.select(view).order_by(view.c.corpus)).mappings().all()
-    return [CorpusSyncStatus(corpus=r["corpus"], source=r["source"], backlog=int(r["backlog"]),
+    here = [CorpusSyncStatus(corpus=r["corpus"], source=r["source"], backlog=int(r["backlog"]),
                              in_progress=int(r["in_progress"]), retrying=int(r["retrying"]),
                              failed=int(r["failed"]), lag_s=r["lag"].total_seconds(), last_error=r["last_error"])
             for r in rows]
+    for alias, names in store.remote_corpora().items():
+        if alias not in store.settings.servers:
+            continue  # not configured here: the worker says so; the status shows what it can reach
+        member = store.member(alias)
+        try:
+            here += sync_status(member)
+        except StoreError as e:  # a server that is down leaves its corpora out, with a warning
+            store.skip_unreachable(member, names, e)
+    return sorted(here, key=lambda status: status.corpus)

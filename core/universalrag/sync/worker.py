@@ -4,6 +4,9 @@ One batch: claim (committed) → read the current source rows → load and embed
 write transaction that, per unit, locks its source row against deletion, deletes the unit's old vectors and
 writes the new ones, and settles the queue. A unit's id is derived from its corpus and source row key, so a
 batch replayed after a crash rewrites the same rows: at-least-once processing, exactly-once effect.
+
+Corpora on other servers (``UNIVERSALRAG_SERVERS``, docs/scaling.md) have their queue on their server: a worker
+of the home store also serves those, through one member worker per server.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +137,8 @@ class Worker:
 
     The constructor does no I/O. Use :meth:`run_batch`, :meth:`drain` (``worker --once``) or :meth:`run`
     (wakes on ``LISTEN universalrag_sync``, polls every ``poll_interval_s`` otherwise). Close it (or use it as a
-    context manager) to give back its claims.
+    context manager) to give back its claims. The queues of corpora on other servers are served too (see
+    :meth:`members`); their notifications do not wake :meth:`run`, which polls them every ``poll_interval_s``.
     """
 
     def __init__(self, store: Store, *, embedder: Embedder, visual_encoder: Any = None,
@@ -147,6 +151,7 @@ class Worker:
                                     video_frames=visual_encoder is not None)
         self._conn: Any = None
         self._checked: set[str] = set()
+        self._members: dict[str, Worker] | None = None
 
     def __enter__(self) -> Worker:
         return self
@@ -157,12 +162,32 @@ class Worker:
     @property
     def conn(self) -> Any:
         """The worker's own autocommit connection (claims and unit locks belong to its session)."""
-        if self._conn is None or self._conn.closed:
+        if self._conn is None or self._conn.closed or self._conn.broken:
             self._conn = connect(self.store.url)
         return self._conn
 
+    def members(self) -> dict[str, Worker]:
+        """By server alias, a worker for the queue of each other server that holds a corpus this worker serves
+        (``options.corpora``, else every registered corpus); built on first use from the registry. Without
+        ``options.corpora``, a server the settings do not name is left out with a warning (name the corpus to
+        get the ``ConfigError`` that says how to configure it)."""
+        if self._members is None:
+            members: dict[str, Worker] = {}
+            for alias, names in self.store.remote_corpora(self.options.corpora or None).items():
+                if not self.options.corpora and alias not in self.store.settings.servers:
+                    log.warning("not syncing corpora %s: their server %r is not in UNIVERSALRAG_SERVERS",
+                                ", ".join(names), alias)
+                    continue
+                members[alias] = Worker(self.store.member(alias), embedder=self.embedder,
+                                        visual_encoder=self.visual_encoder,
+                                        options=replace(self.options, corpora=tuple(names)))
+            self._members = members
+        return self._members
+
     def close(self) -> None:
-        """Give back unfinished claims and close the connection."""
+        """Give back unfinished claims and close the connections (the member workers' too)."""
+        for member in (self._members or {}).values():
+            member.close()
         if self._conn is not None and not self._conn.closed:
             self._release()
             self._conn.close()
@@ -187,7 +212,20 @@ class Worker:
         return spec
 
     def run_batch(self, *, retry_delay_s: float | None = None) -> BatchResult:
-        """Claim, embed and write one batch; returns what it did (``claimed == 0``: the queue had nothing ready)."""
+        """Claim, embed and write one batch here and one on each :meth:`members` server; returns what they did
+        (``claimed == 0``: no queue had anything ready). A member server that cannot be reached is skipped with a
+        warning and a line in ``errors`` (its items wait in its queue); other failures raise."""
+        result = self._run_local_batch(retry_delay_s)
+        for alias, member in self.members().items():
+            try:
+                result.add(member._run_local_batch(retry_delay_s))
+            except StoreError as e:
+                self.store.skip_unreachable(member.store, list(member.options.corpora), e)
+                result.errors.append(f"server {alias}: {e}")
+        return result
+
+    def _run_local_batch(self, retry_delay_s: float | None) -> BatchResult:
+        """One batch of this server's queue."""
         try:
             items = queue.claim(self.conn, self.store.schema, limit=self.options.batch_size,
                                 corpora=self.options.corpora or None, lease_s=self.options.lease_s)

@@ -243,7 +243,9 @@ class OpenAIAudioASR:
 
     The audio is sent as 16 kHz mono WAV pieces of ``chunk_s`` seconds (10 minutes is about 19 MB,
     under OpenAI's 25 MB limit), asking for ``verbose_json`` segments; a server that returns only text
-    gives one cue per piece. ``base_url``/``api_key`` default to the SDK's (``OPENAI_API_KEY``).
+    gives one cue per piece. ``base_url``/``api_key`` default to the SDK's (``OPENAI_API_KEY``). ``timeout``
+    bounds the request of one piece with its retries included (a hung or failing endpoint costs ``timeout``,
+    not ``timeout`` per attempt).
     """
 
     def __init__(self, model: str = "whisper-1", *, base_url: str | None = None, api_key: str | None = None,
@@ -270,7 +272,6 @@ class OpenAIAudioASR:
 
     def transcribe(self, path: Path) -> list[Cue]:
         """Transcribe the audio track of ``path``, piece by piece."""
-        client = self._openai.sync()
         cues: list[Cue] = []
         for offset, samples in iter_audio(path, chunk_s=self.chunk_s):
             params: dict[str, Any] = {
@@ -280,7 +281,8 @@ class OpenAIAudioASR:
             if self.language:
                 params["language"] = self.language
             try:
-                response = client.audio.transcriptions.create(**params)
+                # every attempt and pause inside one deadline of ``timeout`` seconds per piece
+                response = self._openai.call(lambda client, params=params: client.audio.transcriptions.create(**params))
             except Exception as e:  # SDK errors are translated, anything else re-raised
                 error = translate_error(e, error_type=lambda reason: IngestError(path, reason),
                                         what=f"the transcription request for model {self.model!r}",
