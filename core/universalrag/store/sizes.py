@@ -11,6 +11,7 @@ results are cached for :data:`TTL_S` seconds per database, schema and table (:fu
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -30,7 +31,12 @@ _cache: dict[tuple[str, str, str], tuple[float, int]] = {}
 
 
 def _database(conn: sa.Connection) -> str:
-    return conn.engine.url.render_as_string(hide_password=True)
+    return _rendered(conn.engine.url)
+
+
+@functools.lru_cache(maxsize=64)
+def _rendered(url: sa.URL) -> str:  # an engine's URL is immutable; rendering it cost more than the cache lookup
+    return url.render_as_string(hide_password=True)
 
 
 def _regclass(table: sa.Table) -> sa.ColumnElement[object]:
