@@ -81,7 +81,8 @@ def test_search_and_routing_sql_follows_the_checklist(settings, minilm, tmp_path
         rag.store.nonempty()
         searches = [s for s, _ in statements if "<=>" in s]
         assert searches and any("_parts" in s for s in searches)  # multi-vector corpora were searched too
-        assert any("set_config" in s for s, _ in statements)
+        # index searches carry their settings (transaction-local set_config); exact scans need none
+        assert any("set_config" in s for s, _ in statements) == index
         assert violations(statements) == []
     finally:
         rag.close()
