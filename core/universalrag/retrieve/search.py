@@ -77,16 +77,21 @@ class Searcher:
         """Search every corpus in ``corpora`` for ``plan.probe_k`` hits; returns the hits per corpus (also kept in
         ``plan.probes``; a corpus the plan already holds deep enough is not searched again).
 
-        One :meth:`Store.search_many <universalrag.store.Store.search_many>` call: the corpora of one server are
-        searched together on one connection, one round trip per step of their searches (a plain corpus search is
-        one step), and corpora on other servers in parallel threads. ``pool`` is not used any more (threads per
-        corpus gained nothing on two cores and cost a connection each); it is accepted for callers that pass one.
+        With a ``pool`` (evidence routing passes the pipeline's), each corpus is searched on its own connection in
+        parallel: on two idle cores, six corpora of 100k units in all, route + retrieve took 38 ms at p50 this way
+        against 57 ms with the statements of every corpus sent together on one connection (the server then runs
+        them one after another). Without a pool, one :meth:`Store.search_many
+        <universalrag.store.Store.search_many>` call: the corpora of one server on one connection, one round trip
+        per step of their searches, and corpora on other servers in parallel threads.
         """
-        del pool
         plan.embedding(self.embedder)  # once, before anything else
         names = [c for c in dict.fromkeys(corpora) if c != NO_RETRIEVAL]
         todo = [c for c in names if plan.probed(c, plan.probe_k) is None]
-        if todo:
+        if todo and pool is not None and len(todo) > 1:
+            futures = [pool.submit(self.store.search_many, [self._query(plan, c, plan.probe_k)]) for c in todo]
+            for corpus, future in zip(todo, futures):
+                plan.add_probe(corpus, future.result()[0])
+        elif todo:
             found = self.store.search_many([self._query(plan, c, plan.probe_k) for c in todo])
             for corpus, hits in zip(todo, found):
                 plan.add_probe(corpus, hits)
