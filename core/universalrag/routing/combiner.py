@@ -21,9 +21,9 @@ rule; crowd-written table questions 0.645 → 0.693): a table question whose tab
 0.37 and 0.40 was answered from paragraphs alone. It costs no search (every candidate corpus was probed already),
 and it keeps the hits a caller gets to at most ``2 k`` for such questions. Unlike a router that reads the
 question alone, the combiner does not apply the paper's exclusive pairs (:data:`~.base.EXCLUSIVE_PAIRS`: a
-passage *or* the whole document, a scene *or* the whole video): when the evidence makes both granularities likely, both are searched —
-their probes are already there — and the fused top hits hold the best of each (on the routing benchmark's tune
-split this found the gold for more questions than keeping only the likelier granularity). The weights are
+passage *or* the whole document, a scene *or* the whole video): when the evidence makes both granularities
+likely, both are searched — their probes are already there — and the fused top hits hold the best of each (on the
+routing benchmark's tune split this found the gold for more questions than keeping only the likelier granularity). The weights are
 what is learned, by :func:`train_combiner` (Newton's method, L2 penalty pulling towards a base model's weights
 when adapting).
 """
