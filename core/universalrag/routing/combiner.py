@@ -23,9 +23,9 @@ and it keeps the hits a caller gets to at most ``2 k`` for such questions. Unlik
 question alone, the combiner does not apply the paper's exclusive pairs (:data:`~.base.EXCLUSIVE_PAIRS`: a
 passage *or* the whole document, a scene *or* the whole video): when the evidence makes both granularities
 likely, both are searched — their probes are already there — and the fused top hits hold the best of each (on the
-routing benchmark's tune split this found the gold for more questions than keeping only the likelier granularity). The weights are
-what is learned, by :func:`train_combiner` (Newton's method, L2 penalty pulling towards a base model's weights
-when adapting).
+routing benchmark's tune split this found the gold for more questions than keeping only the likelier
+granularity). The weights are what is learned, by :func:`train_combiner` (Newton's method, L2 penalty pulling
+towards a base model's weights when adapting).
 """
 
 from __future__ import annotations
