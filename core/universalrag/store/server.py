@@ -57,10 +57,19 @@ def embedded_url(home: Path) -> str:
                         f"see its log at {log}, or set UNIVERSALRAG_DATABASE_URL to use another server."
                     ) from e
             _servers[pgdata] = server
-            uri = str(server.get_uri())  # type: ignore[attr-defined]
-            size_shared_buffers(uri)
-            return uri
+            if not _sets_shared_buffers(pgdata):  # a file read per start; a connection only the first time
+                size_shared_buffers(str(server.get_uri()))  # type: ignore[attr-defined]
         return str(server.get_uri())  # type: ignore[attr-defined]
+
+
+def _sets_shared_buffers(pgdata: Path) -> bool:
+    """Whether the cluster's ``postgresql.auto.conf`` (what ``ALTER SYSTEM`` writes) sets ``shared_buffers``
+    (``False`` also when it cannot be read: :func:`size_shared_buffers` then asks the server)."""
+    try:
+        text = (pgdata / "postgresql.auto.conf").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(line.split("=", 1)[0].strip() == "shared_buffers" for line in text.splitlines())
 
 
 def shared_buffers_size() -> str:
