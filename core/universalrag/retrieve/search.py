@@ -2,8 +2,8 @@
 
 :class:`Searcher` binds the store and the encoders; :meth:`Searcher.search` searches one corpus for a
 :class:`~universalrag.plan.QueryPlan`, reusing the plan's embeddings and probe hits, so one request embeds the
-query once per model and searches each corpus once. :meth:`Searcher.probe` searches several corpora together
-(one round trip per step on one connection per server).
+query once per model and searches each corpus once. :meth:`Searcher.probe` searches several corpora at once
+(in parallel on a pool, else together in one :meth:`~universalrag.store.Store.search_many` call).
 """
 
 from __future__ import annotations

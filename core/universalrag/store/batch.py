@@ -10,8 +10,9 @@ A statement is either a :class:`Raw` one — SQL text compiled once per shape (:
 driver-ready parameters, which psycopg prepares on the server after a few runs — or any SQLAlchemy statement,
 run through SQLAlchemy one after the other (those whose parameters need SQLAlchemy's processing, e.g. a
 metadata filter). Where listeners of SQLAlchemy's cursor events are registered (logging, tracing), every
-statement goes through SQLAlchemy instead, so they keep seeing all of them. Query vectors go to the server in pgvector's binary format where the connection registered
-pgvector's types (:func:`vector_parameter`), not as 384 numbers written out as text.
+statement goes through SQLAlchemy instead, so they keep seeing all of them. Query vectors go to the server in
+pgvector's binary format where the connection registered pgvector's types (:func:`vector_parameter`), not as 384
+numbers written out as text.
 """
 
 from __future__ import annotations

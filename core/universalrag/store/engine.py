@@ -16,7 +16,8 @@ from sqlalchemy.engine import URL, make_url
 
 from ..errors import ConfigError
 
-__all__ = ["PING_AFTER_S", "autocommit", "has_binary_vectors", "make_engine", "normalise_url", "trust_recent_connections"]
+__all__ = ["PING_AFTER_S", "autocommit", "has_binary_vectors", "make_engine", "normalise_url",
+           "trust_recent_connections"]
 
 #: Searches skip the checkout ping of a connection checked in less than this many seconds ago.
 PING_AFTER_S = 2.0
@@ -29,8 +30,9 @@ _trust_s: ContextVar[float] = ContextVar("universalrag_trust_recent_s", default=
 @contextlib.contextmanager
 def trust_recent_connections(seconds: float | None = None) -> Iterator[None]:
     """Within this block (this thread or task), a pooled connection checked in less than ``seconds`` (default
-    :data:`PING_AFTER_S`) ago is handed out without the ping round trip. For reads that are run once more when their connection turns out dead (the
-    store's search does): a server restart then costs that retry, not a ping per call."""
+    :data:`PING_AFTER_S`) ago is handed out without the ping round trip. For reads that are run once more when
+    their connection turns out dead (the store's search does): a server restart then costs that retry, not a ping
+    per call."""
     token = _trust_s.set(PING_AFTER_S if seconds is None else seconds)
     try:
         yield
@@ -79,9 +81,10 @@ def make_engine(url: str | URL, *, pool_size: int = 5, connect_timeout: float | 
     """An engine whose connections know pgvector's types (for binary COPY) once the extension exists.
 
     Pooled connections are pinged before use, so a server restart costs one failed checkout, not a stale
-    connection per pool slot — except inside :func:`trust_recent_connections` for a connection used moments ago. ``connect_timeout`` (seconds, whole seconds upwards, at least 2 as in libpq)
-    bounds how long opening a connection may take, the server's handshake included: an address that accepts
-    but never answers fails within it instead of hanging.
+    connection per pool slot — except inside :func:`trust_recent_connections` for a connection used moments ago.
+    ``connect_timeout`` (seconds, whole seconds upwards, at least 2 as in libpq) bounds how long opening a
+    connection may take, the server's handshake included: an address that accepts but never answers fails within
+    it instead of hanging.
     """
     connect_args = {} if connect_timeout is None else {"connect_timeout": max(2, math.ceil(connect_timeout))}
     engine = sa.create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=False,
