@@ -6,7 +6,8 @@ lost an exact match among them. Whether an index is reliable depends on the data
 a seeded pseudo-random order so that a small unit counts as much as a large one, each moved away from its source
 by random noise (cosine ≈ 0.7, the distance of a real question to its answer) — and searches the table both ways.
 A query counts as found when the index's best unit is the exact scan's, with a best part as good (within
-:data:`SCORE_TOLERANCE`: near-identical rows tie). The share found is the table's recall; below :data:`MIN_RECALL` the search scans that table exactly (up to ``Settings.exact_max_rows``).
+:data:`SCORE_TOLERANCE`: near-identical rows tie). The share found is the table's recall; below
+:data:`MIN_RECALL` the search scans that table exactly (up to ``Settings.exact_max_rows``).
 
 The result is stored in the corpus's registry metadata under
 :data:`~universalrag.store.scan_rule.CHECK_KEY` (``{"rows", "recall", "queries"}``), with the row count it was
