@@ -14,7 +14,10 @@ shared-index baseline of the UniversalRAG paper. Each query is a perturbed copy 
 
 Before the timed queries, every corpus's index check (``universalrag.store.index_check``) is run to the end, as
 the first searches after a load start it in the background: the timings are the steady state, not a search
-racing the check for the two cores; the checks' recalls are printed. Recall@10 is the share of the exact top 10
+racing the check for the two cores. Each check also tunes the corpus's HNSW beam (the smallest ``ef_search`` from
+the library's default, doubling up to 1000, whose recall reaches 0.95), which every index search of that corpus
+then uses at least; the checks' recalls per beam and the tuned beams are printed and in the JSON
+(``tuned_ef``, ``check_recall``). Recall@10 is the share of the exact top 10
 (numpy over the same vectors) that the HNSW searches return, in the routed corpora and in the unified one. Searches alternate routed / unified so load drift hits both alike; p50
 over the queries. Goal: routed <= unified from 100k units on; recall >= 0.95.
 ``--quick``: 6k and 30k units, 30 queries. 1M units: give ``--sizes``; loading them takes about an hour on a
@@ -52,11 +55,12 @@ def exact_top(matrix: np.ndarray, ids: list[str], q: np.ndarray) -> list[str]:
     return [ids[i] for i in top[np.argsort(-sims[top])]]
 
 
-def run_checks(store) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """Every corpus's index check run to the end (what the default search rule reads): recall per corpus."""
+def run_checks(store) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """Every corpus's index check run to the end (what the default search rule reads, and the beam it tunes):
+    the :class:`~universalrag.store.index_check.IndexCheck` per corpus."""
     from universalrag.store.index_check import check_index
 
-    return {name: check_index(store, name).recall for name in [*CORPORA, "unified"]}
+    return {name: check_index(store, name) for name in [*CORPORA, "unified"]}
 
 
 def measure(store, vectors, ids, rng, n_queries: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -122,10 +126,15 @@ def main() -> None:
         with bench.scratch_store(args.database_url, "scaling") as store:
             vectors = make_vectors(rng, size // len(CORPORA))
             load_s, ids = bench.timed(load_corpora, store, vectors)
-            checks = run_checks(store)
-            bench.log("index checks (recall of the index's best hit against an exact scan): "
-                      + ", ".join(f"{name} {recall:.2f}" for name, recall in checks.items()))
+            check_s, checks = bench.timed(run_checks, store)
+            bench.log(f"index checks ({check_s:.0f} s; recall of the index's best hit against an exact scan, per "
+                      "beam tried -> the tuned ef_search): " + "; ".join(
+                          f"{name} " + " ".join(f"{r:.2f}@{ef}" for ef, r in c.recalls) + f" -> {c.ef_search}"
+                          for name, c in checks.items()))
             row = measure(store, vectors, ids, rng, n_queries)
+            row["tuned_ef"] = {name: c.ef_search for name, c in checks.items()}
+            row["check_recall"] = {name: round(c.recall, 4) for name, c in checks.items()}
+            row["check_s"] = check_s
         rows.append(row)
         bench.log(f"{size:>9} {load_s:>7.0f} {row['routed_ms']:>8.1f} {row['routed_index_ms']:>10.1f} "
                   f"{row['unified_ms']:>8.1f} {row['recall_routed']:>13.3f} {row['recall_unified']:>14.3f}   "
@@ -141,7 +150,8 @@ def main() -> None:
         "routed_index_ms": [round(r["routed_index_ms"], 2) for r in rows],
         "recall_at_10": [round(r["recall_routed"], 4) for r in rows],
         "recall_at_10_unified": [round(r["recall_unified"], 4) for r in rows],
-        "queries": n_queries,
+        "tuned_ef": [r["tuned_ef"] for r in rows], "check_recall": [r["check_recall"] for r in rows],
+        "check_s": [round(r["check_s"], 1) for r in rows], "queries": n_queries,
     }, args.out)
 
 

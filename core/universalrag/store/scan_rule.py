@@ -2,11 +2,16 @@
 
 - A table of at most ``exact_rows`` rows (``Settings.exact_search_rows``) is scanned exactly: there an exact scan
   costs about what an index search costs, and it is always right.
-- A larger table goes through its HNSW index (iterative scan, a beam of at least ``ef_search``), unless the
-  corpus's stored index check (:mod:`universalrag.store.index_check`, measured on the corpus's own data at about
-  this size) found the index unreliable — e.g. the parts table of numeric CSVs, thousands of near-identical row
-  vectors (issue 11) — and the table holds at most ``exact_max_rows`` rows (``Settings.exact_max_rows``), beyond
-  which an exact scan is too slow to be the default.
+- A larger table goes through its HNSW index (iterative scan, a beam of at least ``ef_search`` and at least the
+  beam the corpus's index check tuned: :func:`tuned_ef`), unless the corpus's stored index check
+  (:mod:`universalrag.store.index_check`, measured on the corpus's own data at about this size) found the index
+  unreliable even at the widest beam it tried — e.g. the parts table of numeric CSVs, thousands of near-identical
+  row vectors (issue 11) — and the table holds at most ``exact_max_rows`` rows (``Settings.exact_max_rows``),
+  beyond which an exact scan is too slow to be the default (that table then uses the index at the widest beam).
+
+A check that reaches :data:`MIN_RECALL` at a widened beam makes the index the choice even for a table the exact
+scan could afford (up to ``exact_max_rows``): at 100k synthetic rows an index search at ef_search 1000 still reads
+a few hundred vectors, an exact scan all of them (figures in ``docs/benchmarks.md``, scaling section).
 
 Row counts are estimates read from the planner's statistics (:mod:`universalrag.store.sizes`), never counted per
 query.
@@ -17,18 +22,34 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CHECK_KEY", "MIN_RECALL", "stored_check", "needs_check", "scan_exactly"]
+__all__ = ["CHECK_KEY", "EF_KEY", "MAX_EF_SEARCH", "MIN_RECALL", "stored_check", "needs_check", "scan_exactly",
+           "tuned_ef"]
 
 #: The key of a corpus's stored index check in its registry metadata.
 CHECK_KEY = "index_check"
 #: Below this recall (share of check queries whose exact best hit the index found), the index is unreliable.
 MIN_RECALL = 0.95
+#: The key, inside a stored check, of the beam (``hnsw.ef_search``) its recall was measured at — the smallest that
+#: reached :data:`MIN_RECALL`, or the widest tried. Checks stored before it existed lack it (measured at the
+#: store's ``ef_search``).
+EF_KEY = "ef_search"
+#: pgvector's largest ``hnsw.ef_search``.
+MAX_EF_SEARCH = 1000
 
 
 def stored_check(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The stored index check in a corpus's registry ``metadata`` (``{"rows", "recall", ...}``), or ``None``."""
     check = metadata.get(CHECK_KEY)
     return check if isinstance(check, Mapping) and "rows" in check and "recall" in check else None
+
+
+def tuned_ef(metadata: Mapping[str, Any]) -> int:
+    """The beam the stored check of a corpus with registry ``metadata`` asks index searches to use at least (0:
+    none stored). Used whatever size the check was measured at: a graph grows harder to search, not easier, so
+    a beam tuned on fewer rows is a floor until the next check (run once the size has doubled) raises it."""
+    check = stored_check(metadata)
+    value = check.get(EF_KEY) if check is not None else None
+    return min(int(value), MAX_EF_SEARCH) if isinstance(value, int) and value > 0 else 0
 
 
 def needs_check(metadata: Mapping[str, Any], rows: int) -> bool:

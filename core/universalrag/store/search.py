@@ -36,7 +36,7 @@ from . import queries
 from .batch import Raw, Search, Step, compiled, run_steps, vector_parameter
 from .engine import has_binary_vectors
 from .filters import Filter
-from .scan_rule import needs_check, scan_exactly
+from .scan_rule import needs_check, scan_exactly, tuned_ef
 from .schema import CorpusTables
 from .sizes import table_rows
 
@@ -76,8 +76,9 @@ class SearchRequest:
     ``lexical_text`` turns on hybrid search. ``exact_rows`` and ``exact_max_rows`` are the thresholds of
     :func:`~universalrag.store.scan_rule.scan_exactly` (``exact=True``: always scan exactly, ``False``: never).
     ``iterative`` says the server has pgvector's iterative index scan (0.8+); ``ef_search`` is the narrowest
-    search beam. ``on_unchecked`` is called when the searched table would be scanned exactly if its index check
-    said so, but has no check measured at about its size (the store then runs one in the background).
+    search beam (raised to the beam the corpus's index check tuned, :func:`~.scan_rule.tuned_ef`).
+    ``on_unchecked`` is called when a searched table above ``exact_rows`` rows has no index check measured at about
+    its size (the store then runs one in the background: it decides the scan and tunes the beam).
     """
 
     vector: Sequence[float]
@@ -167,11 +168,12 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     spec = tables.spec
     window = max(4 * request.k, 40) if visual or request.lexical_text else request.k
     multi = tables.parts is not None
-    ef = request.ef_search if not multi else min(max(request.ef_search, _first_part_window(window)), _MAX_EF_SEARCH)
+    beam = max(request.ef_search, tuned_ef(spec.metadata))  # at least the beam the corpus's index check tuned
+    ef = beam if not multi else min(max(beam, _first_part_window(window)), _MAX_EF_SEARCH)
     if request.filter and not exact["units" if not multi else "parts"]:
         # A filtered search through the index widens its beam and its window (the best k of a wider window,
         # re-sorted here): with relaxed order and a selective filter the first k rows the index yields miss some.
-        ef = min(max(ef, request.ef_search * FILTERED_BEAM), _MAX_EF_SEARCH)
+        ef = min(max(ef, beam * FILTERED_BEAM), _MAX_EF_SEARCH)
         window = max(window, FILTERED_WINDOW)
     candidates: dict[str, _Candidate] = {}
     alone = not visual and not request.lexical_text and not multi  # the rows come with their distances
@@ -236,8 +238,8 @@ def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequ
         if table is None or table.name not in rows:
             return False
         n = rows[table.name]
-        if (checked and request.on_unchecked is not None and request.exact_rows < n <= request.exact_max_rows
-                and needs_check(metadata, n)):
+        # Above exact_max_rows too: there the check tunes the index's beam (store/index_check.py).
+        if checked and request.on_unchecked is not None and request.exact_rows < n and needs_check(metadata, n):
             request.on_unchecked()
         return scan_exactly(n, metadata, exact_rows=request.exact_rows, exact_max_rows=request.exact_max_rows,
                             checked=checked)
