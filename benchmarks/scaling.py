@@ -1,6 +1,7 @@
 """Routed against unified search as the corpora grow: latency, and HNSW recall@10 against exact search.
 
     python benchmarks/scaling.py [--quick] [--sizes 10000,100000,1000000] [--queries 100]
+    python benchmarks/scaling.py --beam-vs-exact 100000 [--queries 30]
 
 For each total size N, six corpora of N/6 synthetic units each (384-d unit vectors: every corpus has its own
 base direction, topics around it, units around the topics) and one ``unified`` corpus holding all N units — the
@@ -17,14 +18,18 @@ the first searches after a load start it in the background: the timings are the 
 racing the check for the two cores. Each check also tunes the corpus's HNSW beam (the smallest ``ef_search`` from
 the library's default, doubling up to 1000, whose recall reaches 0.95), which every index search of that corpus
 then uses at least; the checks' recalls per beam and the tuned beams are printed and in the JSON
-(``tuned_ef``, ``check_recall``). Recall@10 is the share of the exact top 10
-(numpy over the same vectors) that the HNSW searches return, in the routed corpora and in the unified one. Searches alternate routed / unified so load drift hits both alike; p50
-over the queries. Goal: routed <= unified from 100k units on; recall >= 0.95.
+(``tuned_ef``, ``check_recall``). Recall@10 is the share of the exact top 10 (numpy over the same vectors) that
+the HNSW searches return, in the routed corpora and in the unified one. Searches alternate routed / unified so
+load drift hits both alike; p50 over the queries. Goal: routed <= unified from 100k units on; recall >= 0.95.
+``--beam-vs-exact ROWS``: one corpus of ROWS units instead, the exact scan against the index at beams 100 to
+1000 (latency and recall@10) — whether a tuned beam beats an exact scan on a table the exact scan could serve.
 ``--quick``: 6k and 30k units, 30 queries. 1M units: give ``--sizes``; loading them takes about an hour on a
 busy 2-core machine and ~8 GB of disk.
 """
 
 from __future__ import annotations
+
+import json
 
 import machine as bench
 import numpy as np
@@ -90,6 +95,29 @@ def measure(store, vectors, ids, rng, n_queries: int) -> dict[str, float]:  # ty
             "recall_unified": float(np.mean(u_recall))}
 
 
+def beam_vs_exact(store, rows: int, rng, n_queries: int) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """One corpus of ``rows`` units (a table the exact scan may serve, up to ``Settings.exact_max_rows``): p50
+    latency and recall@10 of the exact scan against the index at each beam from 100 to 1000, interleaved —
+    whether a tuned index beats an exact scan there."""
+    vectors = {"s0": bench.synthetic_vectors(rng, rows, dim=DIM)}
+    ids = {"s0": bench.new_ids(rows)}
+    bench.load_synthetic(store, {"s0": (ids["s0"], vectors["s0"])})
+    ways: dict[str, dict[str, object]] = {"exact": {"exact": True}}
+    ways.update({f"ef {ef}": {"exact": False, "ef_search": ef} for ef in (100, 200, 400, 800, 1000)})
+    times: dict[str, list[float]] = {way: [] for way in ways}
+    recalls: dict[str, list[float]] = {way: [] for way in ways}
+    for n in range(n_queries + 3):
+        q = bench.near(rng, vectors["s0"][rng.integers(rows)])
+        truth = exact_top(vectors["s0"], ids["s0"], q)
+        for way, kwargs in ways.items():
+            t, hits = bench.timed(store.search, "s0", q.tolist(), k=K, **kwargs)
+            if n >= 3:  # warm-up
+                times[way].append(t * 1000)
+                recalls[way].append(bench.recall([h.id for h in hits], truth))
+    return {way: {"p50_ms": round(bench.percentile(times[way], 50), 2),
+                  "recall_at_10": round(float(np.mean(recalls[way])), 4)} for way in ways}
+
+
 def plot(sizes: list[int], rows: list[dict[str, float]], path) -> None:  # type: ignore[no-untyped-def]
     fig, (ax, ax2) = bench.figure(2, size=(10, 4))
     for key, label in (("routed_ms", "routed (library default)"), ("routed_index_ms", "routed, HNSW index"),
@@ -114,7 +142,19 @@ def main() -> None:
     ap = bench.parser(__doc__)
     ap.add_argument("--sizes", help="total units per step, comma-separated (default 10000,100000)")
     ap.add_argument("--queries", type=int, help="timed queries per size (default 100; --quick: 30)")
+    ap.add_argument("--beam-vs-exact", type=int, metavar="ROWS",
+                    help="instead: one corpus of ROWS units, the exact scan against the index at beams 100-1000")
     args = ap.parse_args()
+    if args.beam_vs_exact:
+        bench.log(bench.machine_line())
+        with bench.scratch_store(args.database_url, "scaling") as store:
+            result = beam_vs_exact(store, args.beam_vs_exact, np.random.default_rng(1), args.queries or 30)
+        for way, r in result.items():
+            bench.log(f"{args.beam_vs_exact} units, {way:>8}: p50 {r['p50_ms']:7.2f} ms, recall@10 "
+                      f"{r['recall_at_10']:.3f}")
+        bench.log(bench.machine_line())
+        print(json.dumps({"rows": args.beam_vs_exact, **result}), flush=True)
+        return
     sizes = [int(s) for s in (args.sizes or ("6000,30000" if args.quick else "10000,100000")).split(",")]
     n_queries = args.queries or (30 if args.quick else 100)
     bench.log(bench.machine_line())

@@ -69,7 +69,8 @@ def _beams_sent(s: Store, **search: Any) -> list[int]:
 
     def record(_conn, _cursor, _statement, parameters, *_a) -> None:  # type: ignore[no-untyped-def]
         values = list(parameters.values()) if isinstance(parameters, dict) else []
-        sent.extend(int(values[i + 1]) for i, v in enumerate(values[:-1]) if isinstance(v, str) and v == "hnsw.ef_search")
+        sent.extend(int(values[i + 1]) for i, v in enumerate(values[:-1])
+                    if isinstance(v, str) and v == "hnsw.ef_search")
 
     sa.event.listen(s.engine, "before_cursor_execute", record)
     try:
@@ -142,7 +143,8 @@ def test_searches_use_the_stored_beam_and_older_checks_still_work(loaded: Store)
     assert tuned_ef({CHECK_KEY: {"rows": 10, "recall": 1.0, EF_KEY: "400"}}) == 0  # not a number: ignored
 
 
-def test_a_table_above_exact_max_rows_is_checked_in_the_background(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_table_above_exact_max_rows_is_checked_in_the_background(  # type: ignore[no-untyped-def]
+        settings, monkeypatch) -> None:
     """The check now tunes the beam, which matters most on the largest tables: a table above ``exact_max_rows``
     without a check at about its size asks for one too (before, only tables the exact scan could serve did)."""
     from universalrag.store import index_check
