@@ -1,7 +1,7 @@
 """Routed against unified search as the corpora grow: latency, and HNSW recall@10 against exact search.
 
     python benchmarks/scaling.py [--quick] [--sizes 10000,100000,1000000] [--queries 100]
-    python benchmarks/scaling.py --beam-vs-exact 100000 [--queries 30]
+    python benchmarks/scaling.py --beam-vs-exact 100000 [--queries 30] [--ef-construction 64,128]
 
 For each total size N, six corpora of N/6 synthetic units each (384-d unit vectors: every corpus has its own
 base direction, topics around it, units around the topics) and one ``unified`` corpus holding all N units — the
@@ -22,7 +22,8 @@ then uses at least; the checks' recalls per beam and the tuned beams are printed
 the HNSW searches return, in the routed corpora and in the unified one. Searches alternate routed / unified so
 load drift hits both alike; p50 over the queries. Goal: routed <= unified from 100k units on; recall >= 0.95.
 ``--beam-vs-exact ROWS``: one corpus of ROWS units instead, the exact scan against the index at beams 100 to
-1000 (latency and recall@10) — whether a tuned beam beats an exact scan on a table the exact scan could serve.
+1000 (latency and recall@10) and its index check per beam — whether a tuned beam beats an exact scan on a table
+the exact scan could serve — for each graph of ``--ef-construction`` (build time too).
 ``--quick``: 6k and 30k units, 30 queries. 1M units: give ``--sizes``; loading them takes about an hour on a
 busy 2-core machine and ~8 GB of disk.
 """
@@ -101,27 +102,56 @@ def measure(store, vectors, ids, rng, n_queries: int) -> dict:  # type: ignore[n
                            for name, v in per_corpus.items() if v["ms"]}}
 
 
-def beam_vs_exact(store, rows: int, rng, n_queries: int) -> dict:  # type: ignore[no-untyped-def,type-arg]
+def rebuild_index(store, corpus: str, ef_construction: int) -> float:  # type: ignore[no-untyped-def]
+    """Build ``corpus``'s HNSW index again with ``m`` = 16 and ``ef_construction`` (the library builds it with
+    pgvector's defaults, 16 and 64); returns the build's seconds."""
+    from psycopg import sql
+    from universalrag.store.schema import unit_table_name
+
+    table = unit_table_name(corpus)
+    with store.transaction("rebuild the HNSW index") as conn:
+        raw = conn.connection.driver_connection
+        raw.execute(sql.SQL("DROP INDEX IF EXISTS {}.{}").format(sql.Identifier(store.schema),
+                                                                   sql.Identifier(f"{table}_hnsw")))
+        raw.execute("SET LOCAL maintenance_work_mem = '1GB'")
+        seconds, _ = bench.timed(raw.execute, sql.SQL(
+            "CREATE INDEX {} ON {}.{} USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = {})"
+        ).format(sql.Identifier(f"{table}_hnsw"), sql.Identifier(store.schema), sql.Identifier(table),
+                 sql.Literal(int(ef_construction))))
+    return seconds
+
+
+def beam_vs_exact(store, rows: int, rng, n_queries: int,  # type: ignore[no-untyped-def]
+                  ef_constructions: list[int]) -> dict:  # type: ignore[type-arg]
     """One corpus of ``rows`` units (a table the exact scan may serve, up to ``Settings.exact_max_rows``): p50
     latency and recall@10 of the exact scan against the index at each beam from 100 to 1000, interleaved —
-    whether a tuned index beats an exact scan there."""
-    vectors = {"s0": bench.synthetic_vectors(rng, rows, dim=DIM)}
-    ids = {"s0": bench.new_ids(rows)}
-    bench.load_synthetic(store, {"s0": (ids["s0"], vectors["s0"])})
+    whether a tuned index beats an exact scan there — and the index check per beam; with the graph built at each
+    of ``ef_constructions`` in turn (its build time too): the other lever when the widest beam is not enough."""
+    from universalrag.store.index_check import check_index
+
+    vectors, ids = bench.synthetic_vectors(rng, rows, dim=DIM), bench.new_ids(rows)
+    bench.load_synthetic(store, {"s0": (ids, vectors)})
     ways: dict[str, dict[str, object]] = {"exact": {"exact": True}}
     ways.update({f"ef {ef}": {"exact": False, "ef_search": ef} for ef in (100, 200, 400, 800, 1000)})
-    times: dict[str, list[float]] = {way: [] for way in ways}
-    recalls: dict[str, list[float]] = {way: [] for way in ways}
-    for n in range(n_queries + 3):
-        q = bench.near(rng, vectors["s0"][rng.integers(rows)])
-        truth = exact_top(vectors["s0"], ids["s0"], q)
-        for way, kwargs in ways.items():
-            t, hits = bench.timed(store.search, "s0", q.tolist(), k=K, **kwargs)
-            if n >= 3:  # warm-up
-                times[way].append(t * 1000)
-                recalls[way].append(bench.recall([h.id for h in hits], truth))
-    return {way: {"p50_ms": round(bench.percentile(times[way], 50), 2),
-                  "recall_at_10": round(float(np.mean(recalls[way])), 4)} for way in ways}
+    queries = [bench.near(rng, vectors[rng.integers(rows)]) for _ in range(n_queries + 3)]
+    truths = [exact_top(vectors, ids, q) for q in queries]
+    out = {}
+    for ef_construction in ef_constructions:
+        build_s = rebuild_index(store, "s0", ef_construction)
+        times: dict[str, list[float]] = {way: [] for way in ways}
+        recalls: dict[str, list[float]] = {way: [] for way in ways}
+        for n, (q, truth) in enumerate(zip(queries, truths)):
+            for way, kwargs in ways.items():
+                t, hits = bench.timed(store.search, "s0", q.tolist(), k=K, **kwargs)
+                if n >= 3:  # warm-up
+                    times[way].append(t * 1000)
+                    recalls[way].append(bench.recall([h.id for h in hits], truth))
+        check = check_index(store, "s0", save=False)
+        out[f"ef_construction {ef_construction}"] = {
+            "build_s": round(build_s, 1), "check": [[ef, round(r, 4)] for ef, r in check.recalls],
+            **{way: {"p50_ms": round(bench.percentile(times[way], 50), 2),
+                     "recall_at_10": round(float(np.mean(recalls[way])), 4)} for way in ways}}
+    return out
 
 
 def plot(sizes: list[int], rows: list[dict[str, float]], path) -> None:  # type: ignore[no-untyped-def]
@@ -150,14 +180,19 @@ def main() -> None:
     ap.add_argument("--queries", type=int, help="timed queries per size (default 100; --quick: 30)")
     ap.add_argument("--beam-vs-exact", type=int, metavar="ROWS",
                     help="instead: one corpus of ROWS units, the exact scan against the index at beams 100-1000")
+    ap.add_argument("--ef-construction", default="64", help="with --beam-vs-exact: graphs to build, e.g. 64,128")
     args = ap.parse_args()
     if args.beam_vs_exact:
         bench.log(bench.machine_line())
         with bench.scratch_store(args.database_url, "scaling") as store:
-            result = beam_vs_exact(store, args.beam_vs_exact, np.random.default_rng(1), args.queries or 30)
-        for way, r in result.items():
-            bench.log(f"{args.beam_vs_exact} units, {way:>8}: p50 {r['p50_ms']:7.2f} ms, recall@10 "
-                      f"{r['recall_at_10']:.3f}")
+            result = beam_vs_exact(store, args.beam_vs_exact, np.random.default_rng(1), args.queries or 30,
+                                   [int(x) for x in args.ef_construction.split(",")])
+        for graph, r in result.items():
+            bench.log(f"{args.beam_vs_exact} units, {graph}: build {r['build_s']:.0f} s; check "
+                      + " ".join(f"{rc:.2f}@{ef}" for ef, rc in r["check"]))
+            for way, w in r.items():
+                if isinstance(w, dict):
+                    bench.log(f"    {way:>8}: p50 {w['p50_ms']:7.2f} ms, recall@10 {w['recall_at_10']:.3f}")
         bench.log(bench.machine_line())
         print(json.dumps({"rows": args.beam_vs_exact, **result}), flush=True)
         return
