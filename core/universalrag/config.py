@@ -54,7 +54,8 @@ ENV_VARS: dict[str, str] = {
     "transcript similarity (default 0.4: VideoRAG found a text weight of 0.5-0.7 best).",
     "UNIVERSALRAG_CONNECT_TIMEOUT": "Seconds to wait for the database to accept a connection (and answer its "
     "handshake) before failing with an error naming the host and port (default 5).",
-    "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger).",
+    "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger, and to the "
+    "beam a corpus's index check tuned for that corpus).",
     "UNIVERSALRAG_LLM_MODEL": "Chat model for answers and for the LLM router, e.g. gpt-4o-mini or a local model "
     "name. Unset: `ask`/`query` return the evidence without an answer.",
     "UNIVERSALRAG_LLM_BASE_URL": "Base URL of the OpenAI-compatible chat endpoint (vLLM, Ollama, LM Studio, OpenAI).",

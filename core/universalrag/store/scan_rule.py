@@ -10,8 +10,8 @@
   beyond which an exact scan is too slow to be the default (that table then uses the index at the widest beam).
 
 A check that reaches :data:`MIN_RECALL` at a widened beam makes the index the choice even for a table the exact
-scan could afford (up to ``exact_max_rows``): at 100k synthetic rows an index search at ef_search 1000 still reads
-a few hundred vectors, an exact scan all of them (figures in ``docs/benchmarks.md``, scaling section).
+scan could afford (up to ``exact_max_rows``): on 100k synthetic rows an index search at ef_search 1000 took 53 ms
+(recall@10 0.97) against 183 ms for the exact scan (``docs/benchmarks.md``, scaling section).
 
 Row counts are estimates read from the planner's statistics (:mod:`universalrag.store.sizes`), never counted per
 query.
