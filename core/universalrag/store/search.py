@@ -259,8 +259,8 @@ def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *,
     """Every candidate scored the same way, best first (ties in candidate order): ``(id, score, candidate, channel
     scores)``."""
     dense: dict[str, float] = {}
-    for uid, c in candidates.items():
-        score = weighted(c.text, c.visual, visual_weight=visual_weight)
+    for uid, c in candidates.items():  # (a text similarity alone is the score as is)
+        score = c.text if c.visual is None else weighted(c.text, c.visual, visual_weight=visual_weight)
         if score is not None:
             dense[uid] = score
     fused = dense if lexical is None else rrf_scores([sorted(dense, key=dense.__getitem__, reverse=True), lexical])

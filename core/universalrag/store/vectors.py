@@ -35,8 +35,8 @@ def check_vector(corpus: str, vector: Sequence[float] | Any, dimension: int, *,
                                 f"{'a nested list' if array.ndim > 1 else array.dtype.name + ' values'}.")
     if len(array) != dimension:
         raise DimensionMismatchError(corpus, dimension, len(array))
-    wide = array.astype(np.float64, copy=False)
-    peak = float(np.abs(wide).max())  # one pass: NaN, infinity, all zeros and too large all show in it
+    wide = array if array.dtype == np.float32 else array.astype(np.float64, copy=False)  # no copy of float32 input
+    peak = float(np.abs(wide).max())  # one pass: NaN, infinity, all zeros and too large values all show in it
     if not 0.0 < peak <= _FLOAT32_MAX:
         _check_values(corpus, wide, what)
         position = int(np.argmax(np.abs(wide)))
