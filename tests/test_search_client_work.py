@@ -12,22 +12,13 @@ from dataclasses import fields
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from test_store import DIM, small  # noqa: F401  (the store fixture: 8-dimensional built-in corpora)
 from universalrag.errors import DimensionMismatchError, InvalidInputError
 from universalrag.store import Store, sizes
 from universalrag.store.engine import SearchConnection, make_engine
 from universalrag.store.search import hit_from_row
 from universalrag.store.vectors import check_vector
 from universalrag.types import CorpusSpec, Granularity, Hit, Modality, SourceRecord, Unit
-
-DIM = 8
-
-
-@pytest.fixture
-def small(settings) -> Store:  # type: ignore[no-untyped-def]
-    s = Store(settings=settings)
-    s.init(embedder="test-encoder", dimension=DIM)
-    yield s
-    s.close()
 
 
 def _unit_vectors(n: int, seed: int = 0) -> np.ndarray:
@@ -75,7 +66,8 @@ def test_hit_from_row_fills_every_field_by_name() -> None:
     assert bare.metadata is not bare.channel_scores
 
 
-def test_a_search_returns_string_ids_and_leaves_its_connection_in_the_pool_out_of_autocommit(small: Store) -> None:
+def test_a_search_returns_string_ids_and_leaves_its_connection_in_the_pool_out_of_autocommit(
+        small: Store) -> None:  # noqa: F811
     vectors = _unit_vectors(40)
     ids = [str(uuid.uuid4()) for _ in vectors]
     small.write_source(SourceRecord(uri="mem://a", content_hash="h", modality=Modality.TEXT,
@@ -96,7 +88,7 @@ def test_a_search_returns_string_ids_and_leaves_its_connection_in_the_pool_out_o
         conn.rollback()
 
 
-def test_search_connection_is_in_autocommit_inside_and_returned_out_of_it(small: Store) -> None:
+def test_search_connection_is_in_autocommit_inside_and_returned_out_of_it(small: Store) -> None:  # noqa: F811
     with SearchConnection(small.engine) as conn:
         driver = conn.connection.driver_connection
         assert driver.autocommit is True
@@ -108,7 +100,8 @@ def test_search_connection_is_in_autocommit_inside_and_returned_out_of_it(small:
     assert driver.autocommit is False
 
 
-def test_row_estimates_are_cached_per_database_shared_by_engines_and_dropped_by_forget(small: Store) -> None:
+def test_row_estimates_are_cached_per_database_shared_by_engines_and_dropped_by_forget(
+        small: Store) -> None:  # noqa: F811
     tables = small.tables.corpus(small.corpus("paragraph"))
     sizes.forget(small.schema)
     other = make_engine(small.resolve_url())
