@@ -21,7 +21,8 @@ Per query vector, k = 10:
 * ``library, list``: the library call with the vector as a Python list (``vector.tolist()``), which it converts
   and checks (informational: the other two sides are handed the array).
 
-The four alternate per query (load drift hits all alike); p50 of each. ``ratio_vs_raw_sql`` = library p50 /
+The four alternate per query, in an order rotated from one query to the next (load drift hits all alike, and no
+side always runs first after the untimed capture); p50 of each. ``ratio_vs_raw_sql`` = library p50 /
 raw SQL p50 (goal <= 1.2); ``ratio_vs_one_statement`` the same against the hand-written query. On a loaded machine
 the wall-clock ratio moves with the server's share of the CPU, so the client's own CPU time per call
 (``time.process_time``, this process only: the server's work is not in it) is reported beside it —
@@ -128,18 +129,22 @@ def main() -> None:
             for i in range(n_queries + 10):
                 q_array = bench.near(rng, vectors[rng.integers(n)]).astype(np.float32)
                 statements, autocommit = capture(store, q_array)
-                t_lib, c_lib, hits = cpu_timed(store.search, CORPUS, q_array, k=K)
-                t_raw, c_raw, rows = cpu_timed(replay, conn, statements, autocommit)
-                t_one, rows_one = bench.timed(run_one, conn, hand, ef, q_array)
-                t_list, list_hits = bench.timed(store.search, CORPUS, q_array.tolist(), k=K)
+                as_list = q_array.tolist()
+                calls = {"library": (store.search, (CORPUS, q_array), {"k": K}),
+                         "raw": (replay, (conn, statements, autocommit), {}),
+                         "one": (run_one, (conn, hand, ef, q_array), {}),
+                         "list": (store.search, (CORPUS, as_list), {"k": K})}
+                order = list(calls)
+                order = order[i % 4:] + order[:i % 4]  # each side in each position as often: no side always runs
+                # right after the untimed capture (measured: a search just after it is slower, whichever side it is)
+                got = {name: cpu_timed(calls[name][0], *calls[name][1], **calls[name][2]) for name in order}
+                hits, rows, rows_one, list_hits = (got[name][2] for name in ("library", "raw", "one", "list"))
                 assert len(hits) == len(list_hits) == rows == rows_one == K, (len(hits), rows, rows_one)
                 if i >= 10:  # warm-up: caches, prepared statements
-                    lib_ms.append(t_lib * 1000)
-                    raw_ms.append(t_raw * 1000)
-                    one_ms.append(t_one * 1000)
-                    list_ms.append(t_list * 1000)
-                    lib_cpu.append(c_lib * 1000)
-                    raw_cpu.append(c_raw * 1000)
+                    for name, wall in (("library", lib_ms), ("raw", raw_ms), ("one", one_ms), ("list", list_ms)):
+                        wall.append(got[name][0] * 1000)
+                    lib_cpu.append(got["library"][1] * 1000)
+                    raw_cpu.append(got["raw"][1] * 1000)
         bench.log(f"statements per search call: {len(statements)} ({'autocommit' if autocommit else 'in a transaction'})")
         for statement, _ in statements:
             bench.log("   " + " ".join(statement.split())[:150])

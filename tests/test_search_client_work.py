@@ -120,3 +120,12 @@ def test_row_estimates_are_cached_per_database_shared_by_engines_and_dropped_by_
             assert sizes.table_rows(conn, [tables.units, tables.units]) == {tables.units.name: 5}
     finally:
         other.dispose()
+
+
+def test_the_pool_hands_out_the_connection_used_last(small: Store) -> None:  # noqa: F811
+    first, second = small.engine.connect(), small.engine.connect()
+    a, b = first.connection.driver_connection, second.connection.driver_connection
+    first.close()
+    second.close()  # b is back last: the next checkout gets it (awake, and recent enough to skip its ping)
+    with small.engine.connect() as conn:
+        assert conn.connection.driver_connection is b and b is not a

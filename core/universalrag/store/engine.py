@@ -122,7 +122,9 @@ def make_engine(url: str | URL, *, pool_size: int = 5, connect_timeout: float | 
     it instead of hanging.
     """
     connect_args = {} if connect_timeout is None else {"connect_timeout": max(2, math.ceil(connect_timeout))}
-    engine = sa.create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=False,
+    # LIFO: the connection handed out is the one used last — the one whose ping a search may skip (used moments
+    # ago) and whose server process is awake; FIFO hands out the one idle longest.
+    engine = sa.create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=False, pool_use_lifo=True,
                               connect_args=connect_args)
 
     @sa.event.listens_for(engine, "connect")
