@@ -2,8 +2,9 @@
 
     python benchmarks/overhead.py [--quick] [--units 50000] [--queries 300]
 
-One corpus of N synthetic 384-d units (more than ``Settings.exact_search_rows``: searches use its HNSW index).
-Per query vector, k = 10:
+One corpus of N synthetic 384-d units (more than ``Settings.exact_search_rows``: searches use its HNSW index —
+unless the corpus's index check, run before timing, finds the index unreliable on these vectors: then every side
+runs the exact scan the library chose; the statement is printed). Per query vector, k = 10:
 
 * ``library``: ``Store.search(corpus, vector, k=10)``, the public call, with the query vector as the encoders
   return it (a float32 numpy array, ``Embedder.embed_query``; the encoder's time is the same for any caller and is
@@ -19,7 +20,7 @@ Per query vector, k = 10:
   numpy query vector) — ``SET LOCAL hnsw.ef_search`` and one SELECT of the same columns
   ``ORDER BY embedding <=> q LIMIT 10`` in a transaction;
 * ``library, list``: the library call with the vector as a Python list (``vector.tolist()``), which it converts
-  and checks (informational: the other two sides are handed the array).
+  and checks (informational: the other sides are handed the array).
 
 The four alternate per query, in an order rotated from one query to the next (load drift hits all alike, and no
 side always runs first after the untimed capture); p50 of each. ``ratio_vs_raw_sql`` = library p50 /
