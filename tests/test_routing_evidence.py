@@ -154,6 +154,28 @@ def test_real_none_questions_skip_retrieval_in_query_but_not_in_agent_tools(ref_
     assert UniversalRAGRetriever(rag=ref_rag, k=2, allow_none=True).invoke(question) == []
 
 
+# Not from the benchmark's questions nor from the combiner's training file: chit-chat, questions to the assistant,
+# arithmetic, time and unit arithmetic — asked of a store that holds real texts and a table full of numbers.
+NO_RETRIEVAL_QUESTIONS = ["alright, talk soon", "what's the weather like", "what's 64 divided by 8?",
+                          "how many hours are there from 8:15 to 13:45", "is 2100 a leap year?",
+                          "good evening! how has your day been?", "convert 12 inches to centimetres"]
+# Questions about what that store holds, terse, chatty and with numbers ("can a tuple be changed..." shares no
+# content word with the text that answers it, which says "immutable": the prior keeps it out of `none`).
+CONTENT_QUESTIONS = ["jupiter moons", "which planet has the longest day?", "hey, what does a finally clause do?",
+                     "how far is neptune from the sun in million km", "can a tuple be changed after it is made",
+                     "descriptor __get__ __set__"]
+
+
+def test_chit_chat_and_arithmetic_go_to_none_while_questions_about_the_content_do_not(ref_rag: UniversalRAG) -> None:
+    for question in NO_RETRIEVAL_QUESTIONS:
+        decision = ref_rag.route(question)
+        assert decision.routes == ("none",), (question, decision.to_dict())
+    for question in CONTENT_QUESTIONS:
+        decision = ref_rag.route(question)
+        assert "none" not in decision.routes and decision.scores["none"] < 0.5, (question, decision.to_dict())
+        assert ref_rag.retrieve(question, k=3)
+
+
 # -- one embedding per model, one search per corpus ----------------------------------------------------------
 class CountingEmbedder:
     """The real MiniLM, counting every text it embeds."""

@@ -8,8 +8,8 @@ For one :class:`~universalrag.plan.QueryPlan`, :meth:`EvidenceRouting.route`
 2. turns each probe into features (:mod:`universalrag.routing.features`): best similarity, its margin over the
    probe's lower hits and over the other corpora, lexical overlap, corpus size, similarity to the corpus's
    description and registered example queries;
-3. lets the learned :class:`~universalrag.routing.combiner.Combiner` decide (``none`` only when the prior says
-   so and no corpus holds strong evidence).
+3. lets the learned :class:`~universalrag.routing.combiner.Combiner` decide (``none`` only when its answerable
+   model, which reads the prior's ``none`` probability as one input, finds no corpus holding strong evidence).
 
 Without a combiner the router's decision is final and nothing is probed.
 """
