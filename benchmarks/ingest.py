@@ -25,6 +25,7 @@
 rows/s = texts embedded and stored per second. Ratios: ours against the raw encoder (goal >= 0.9), against the
 raw torch encoder, and against each peer (goal >= 3). The peers embed with the same encoder object as we do, so
 they get ONNX Runtime's bulk path too. The peers are the ``bench`` extra; without them their ratios are null.
+The recorded texts are written to ``<out>/ingest_texts.json`` (``encoder_backends.py --bulk`` reads them).
 With ``--table-rows N`` it also ingests an N-row CSV and prints rows/s and the peak Python memory (tracemalloc).
 """
 
@@ -32,11 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import os
 import tempfile
 import tracemalloc
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from machine import REPO, figure, finish, log, machine_line, parser, save_png, scratch_store, timed
@@ -210,6 +212,8 @@ def main() -> None:
             assert report.ok, report
             texts = recording.texts
             log(f"files: {len(files)}, texts embedded per contender: {len(texts)}")
+            args.out.mkdir(parents=True, exist_ok=True)  # for encoder_backends.py --bulk: the same texts
+            (args.out / "ingest_texts.json").write_text(json.dumps(texts), encoding="utf-8")
             raw_before, _ = timed(embedder.embed, texts)
             with inference("torch"):
                 torch_before, _ = timed(torch_embedder.embed, texts)

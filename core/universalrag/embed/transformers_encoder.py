@@ -330,15 +330,19 @@ class TransformersEmbedder:
     def _batcher(self, n: int, *, query: bool) -> tuple[Callable[[list[str]], np.ndarray], int]:
         """How a call of ``n`` texts runs a batch, and how many texts go in each; loads what it needs. Passages
         go to the bulk session when the call is bulk, or when it exists and the query session does not (an
-        ingesting process then holds one session); queries never do."""
-        route = self._bulk_route(n)
-        if route == "onnx" and not query and (n >= BULK_TEXTS or (self._bulk is not None and self._numpy is None)):
-            bert = self._bulk_session()
-            return (lambda batch: self._embed_batch_light(bert, batch)), min(self.batch_size, BULK_BATCH)
-        self._ensure_loaded(torch_model=route == "torch")
-        if route == "torch" or self._numpy is None:
-            return self._embed_batch_torch, self.batch_size
+        ingesting process then holds one session); queries take the path they always took."""
+        if not query and (n >= BULK_TEXTS or self._bulk is not None):
+            route = self._bulk_route(n)
+            if route == "onnx" and (n >= BULK_TEXTS or self._numpy is None):
+                bert = self._bulk_session()
+                return (lambda batch: self._embed_batch_light(bert, batch)), min(self.batch_size, BULK_BATCH)
+            if route == "torch":
+                self._ensure_loaded(torch_model=True)
+                return self._embed_batch_torch, self.batch_size
+        self._ensure_loaded()
         light = self._numpy
+        if light is None:
+            return self._embed_batch_torch, self.batch_size
         return (lambda batch: self._embed_batch_light(light, batch)), self.batch_size
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
