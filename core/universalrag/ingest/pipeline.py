@@ -63,9 +63,6 @@ _KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modal
 _TABLES_IN_TEXT = {"md": "markdown", "html": "html"}
 #: Text files embedded together in one batch.
 _TEXT_GROUP_FILES = 64
-#: Texts handed to the encoder in one call while the files before them are written (see :func:`_text_group`):
-#: at least what the bundled encoder treats as a bulk call.
-_EMBED_CHUNK_TEXTS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,60 +157,36 @@ def _text_prepared(run: _Run, path: Path, uri: str, content_hash: str, doc: Text
 
 
 def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[FileOutcome]:
-    """Ingest several text files with few, large embedding calls (the encoder is fastest on large, length-sorted
-    batches); each file is still written in its own transaction and fails on its own.
-
-    Files are parsed in order and handed to the encoder in chunks of at least :data:`_EMBED_CHUNK_TEXTS` texts,
-    on one worker thread: the encoder embeds a chunk while this thread parses the next files and writes the
-    files of the chunks already embedded (ONNX Runtime and torch release the GIL, the database is another
-    process), so parsing and writing hide behind the encoder. An embedding error fails the files of its chunk.
-    """
-    from concurrent.futures import Future, ThreadPoolExecutor
-
+    """Ingest several text files with one embedding batch (the encoder is fastest on large, length-sorted
+    batches); each file is still written in its own transaction and fails on its own."""
     from .text.document import read_text_file
 
-    Planned = tuple[Path, str, str, TextDocument, TextPlan] | FileOutcome
-    chunks: list[tuple[list[Planned], Future[np.ndarray]]] = []
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="universalrag-embed")
+    planned: list[tuple[Path, str, str, TextDocument, TextPlan] | FileOutcome] = []
+    for path, uri, content_hash in group:
+        try:
+            doc = run.parsed.pop(path, None) or read_text_file(path, format=run.formats.get(path))
+            specs = [run.spec(n, "text") for n in run.targets("text")]
+            planned.append((path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri)))
+        except UniversalRAGError as e:
+            planned.append(_failed(path, e))
+    texts = [t for p in planned if not isinstance(p, FileOutcome) for t in p[4].texts]
     try:
-        current: list[Planned] = []
-        for i, (path, uri, content_hash) in enumerate(group):
-            try:
-                doc = run.parsed.pop(path, None) or read_text_file(path, format=run.formats.get(path))
-                specs = [run.spec(n, "text") for n in run.targets("text")]
-                current.append((path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri)))
-            except UniversalRAGError as e:
-                current.append(_failed(path, e))
-            texts = [t for p in current if not isinstance(p, FileOutcome) for t in p[4].texts]
-            if len(texts) >= _EMBED_CHUNK_TEXTS or i == len(group) - 1:  # a few dozen files at most: cheap
-                chunks.append((current, pool.submit(_embed_texts, run.embedder, texts)))
-                current = []
-        for planned, future in chunks:
-            try:
-                vectors = future.result()
-            except UniversalRAGError as e:
-                yield from (p if isinstance(p, FileOutcome) else _failed(p[0], e) for p in planned)
-                continue
-            offset = 0
-            for p in planned:
-                if isinstance(p, FileOutcome):
-                    yield p
-                    continue
-                path, uri, content_hash, doc, plan = p
-                mine = vectors[offset: offset + len(plan.texts)]
-                offset += len(plan.texts)
-                try:
-                    yield _write(run, path, "text", _text_prepared(run, path, uri, content_hash, doc,
-                                                                   plan.build(mine)))
-                except UniversalRAGError as e:
-                    yield _failed(path, e)
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _embed_texts(embedder: Embedder, texts: list[str]) -> np.ndarray:
-    """``embedder.embed(texts)``, or an empty ``(0, dimension)`` array for no texts."""
-    return embedder.embed(texts) if texts else np.zeros((0, embedder.dimension), dtype=np.float32)
+        vectors = run.embedder.embed(texts) if texts else np.zeros((0, run.embedder.dimension))
+    except UniversalRAGError as e:
+        yield from (p if isinstance(p, FileOutcome) else _failed(p[0], e) for p in planned)
+        return
+    offset = 0
+    for p in planned:
+        if isinstance(p, FileOutcome):
+            yield p
+            continue
+        path, uri, content_hash, doc, plan = p
+        mine = vectors[offset: offset + len(plan.texts)]
+        offset += len(plan.texts)
+        try:
+            yield _write(run, path, "text", _text_prepared(run, path, uri, content_hash, doc, plan.build(mine)))
+        except UniversalRAGError as e:
+            yield _failed(path, e)
 
 
 def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared | StagedSource:
