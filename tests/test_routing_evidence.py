@@ -3,6 +3,7 @@ the misroutes of issue 10 as regression tests, and a request embeds the query on
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -153,6 +154,28 @@ def test_real_none_questions_skip_retrieval_in_query_but_not_in_agent_tools(ref_
     assert UniversalRAGRetriever(rag=ref_rag, k=2, allow_none=True).invoke(question) == []
 
 
+# Not from the benchmark's questions nor from the combiner's training file: chit-chat, questions to the assistant,
+# arithmetic, time and unit arithmetic — asked of a store that holds real texts and a table full of numbers.
+NO_RETRIEVAL_QUESTIONS = ["alright, talk soon", "what's the weather like", "what's 64 divided by 8?",
+                          "how many hours are there from 8:15 to 13:45", "is 2100 a leap year?",
+                          "good evening! how has your day been?", "convert 12 inches to centimetres"]
+# Questions about what that store holds, terse, chatty and with numbers ("can a tuple be changed..." shares no
+# content word with the text that answers it, which says "immutable": the prior keeps it out of `none`).
+CONTENT_QUESTIONS = ["jupiter moons", "which planet has the longest day?", "hey, what does a finally clause do?",
+                     "how far is neptune from the sun in million km", "can a tuple be changed after it is made",
+                     "descriptor __get__ __set__"]
+
+
+def test_chit_chat_and_arithmetic_go_to_none_while_questions_about_the_content_do_not(ref_rag: UniversalRAG) -> None:
+    for question in NO_RETRIEVAL_QUESTIONS:
+        decision = ref_rag.route(question)
+        assert decision.routes == ("none",), (question, decision.to_dict())
+    for question in CONTENT_QUESTIONS:
+        decision = ref_rag.route(question)
+        assert "none" not in decision.routes and decision.scores["none"] < 0.5, (question, decision.to_dict())
+        assert ref_rag.retrieve(question, k=3)
+
+
 # -- one embedding per model, one search per corpus ----------------------------------------------------------
 class CountingEmbedder:
     """The real MiniLM, counting every text it embeds."""
@@ -215,6 +238,47 @@ def test_a_request_embeds_the_query_once_and_searches_each_corpus_once(ref_rag: 
             assert set(searched) == nonempty and set(searched.values()) == {1}, searched
     finally:
         del rag.store.search_many
+
+
+class SlowRouter:
+    """The shipped router, 0.3 s slower: long enough to see whether the probes wait for it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.calls = inner, []  # type: tuple[Any, list[tuple[float, float]]]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def route(self, query: str, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        decision = self.inner.route(query, **kwargs)
+        time.sleep(0.3)
+        self.calls.append((started, time.perf_counter()))
+        return decision
+
+
+def test_the_probes_run_while_the_router_computes_its_prior(ref_rag: UniversalRAG) -> None:
+    """Evidence routing sends the probes to the pool before the router's forward pass and collects them after:
+    every corpus search has started (each on its own pooled connection) before the prior is done."""
+    router = SlowRouter(ref_rag.router)
+    rag = UniversalRAG(settings=ref_rag.settings, store=ref_rag.store, embedder=ref_rag.embedder, router=router,
+                       combiner=ref_rag.combiner, generator=None, visual_encoder=None, log_decisions=False)
+    starts: dict[str, float] = {}
+    original = rag.store.search_many
+
+    def timed_search(queries: Any) -> Any:
+        starts.update((q.corpus, time.perf_counter()) for q in queries)
+        return original(queries)
+
+    rag.store.search_many = timed_search  # type: ignore[method-assign]
+    try:
+        decision, hits = rag.search(SATURN_Q)
+        assert hits and len(router.calls) == 1
+        prior_started, prior_done = router.calls[0]
+        assert set(starts) == set(ref_rag.store.nonempty()) and len(starts) > 1
+        assert all(t < prior_done - 0.2 for t in starts.values()), (starts, router.calls)
+    finally:
+        del rag.store.search_many  # the store is the fixture's: not closed here
 
 
 # -- real Wikipedia pages with crowd-written questions (the test half of the split) -----------------------------

@@ -2,13 +2,14 @@
 
 For one :class:`~universalrag.plan.QueryPlan`, :meth:`EvidenceRouting.route`
 
-1. embeds the query once and computes the router's prior, then searches every candidate corpus for a few hits,
-   in parallel, one pooled connection each (the plan keeps the hits: they are the retrieval of the chosen corpora);
+1. embeds the query once and searches every candidate corpus for a few hits, in parallel, one pooled connection
+   each (the plan keeps the hits: they are the retrieval of the chosen corpora), while it computes the router's
+   prior;
 2. turns each probe into features (:mod:`universalrag.routing.features`): best similarity, its margin over the
    probe's lower hits and over the other corpora, lexical overlap, corpus size, similarity to the corpus's
    description and registered example queries;
-3. lets the learned :class:`~universalrag.routing.combiner.Combiner` decide (``none`` only when the prior says
-   so and no corpus holds strong evidence).
+3. lets the learned :class:`~universalrag.routing.combiner.Combiner` decide (``none`` only when its answerable
+   model, which reads the prior's ``none`` probability as one input, finds no corpus holding strong evidence).
 
 Without a combiner the router's decision is final and nothing is probed.
 """
@@ -111,13 +112,16 @@ class EvidenceRouting:
         """Compute the prior, probe every candidate corpus and compute the features."""
         started = time.perf_counter()
         corpora = self.candidates(searcher, plan)
-        # The query embedding and the router's forward pass run first, one after the other in this thread, then the
-        # probes, in parallel on the pool (Searcher.probe: on two cores 38 against 57 ms at p50 for the same probes
-        # sent together on one connection). Overlapping a forward pass with the probes' threads made it 5x slower
-        # (its many small torch operations each wait for the GIL the probes' Python code holds).
+        # The query is embedded first (the probes need it); the probes are then sent to the pool (Searcher.probe: on
+        # two cores 38 against 57 ms at p50 for the same probes sent together on one connection) and the router's
+        # forward pass runs here while the server works. ONNX Runtime releases the GIL for the whole pass: on the
+        # 100k-unit benchmark, interleaved A/B at load 0.8, p50 20.3 ms overlapped against 21.7 ms one after the
+        # other (34.9 / 37.6 at load 3.7). torch's many small operations contend with the probes' threads for the
+        # GIL (p50 206 against 188 ms at load 3, UNIVERSALRAG_INFERENCE=torch), a path kept for training.
         plan.embedding(searcher.embedder)
+        collect = searcher.start_probes(plan, corpora, pool=pool)
         prior = self._prior(plan.query)
-        probes = searcher.probe(plan, corpora, pool=pool)
+        probes = collect()
         specs = searcher.store.corpora()
         sizes = self.sizes(searcher)
         query_vector = plan.embedding(searcher.embedder)

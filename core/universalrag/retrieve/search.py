@@ -84,18 +84,29 @@ class Searcher:
         <universalrag.store.Store.search_many>` call: the corpora of one server on one connection, one round trip
         per step of their searches, and corpora on other servers in parallel threads.
         """
+        return self.start_probes(plan, corpora, pool=pool)()
+
+    def start_probes(self, plan: QueryPlan, corpora: Sequence[str], *,
+                     pool: Executor | None = None) -> Callable[[], dict[str, list[Hit]]]:
+        """:meth:`probe` in two steps: with a ``pool`` the searches are sent to it now and the returned function
+        waits for them; without one they run when it is called. Evidence routing computes the router's prior in
+        between, while the server works."""
         plan.embedding(self.embedder)  # once, before anything else
         names = [c for c in dict.fromkeys(corpora) if c != NO_RETRIEVAL]
         todo = [c for c in names if plan.probed(c, plan.probe_k) is None]
-        if todo and pool is not None and len(todo) > 1:
-            futures = [pool.submit(self.store.search_many, [self._query(plan, c, plan.probe_k)]) for c in todo]
-            for corpus, future in zip(todo, futures):
-                plan.add_probe(corpus, future.result()[0])
-        elif todo:
-            found = self.store.search_many([self._query(plan, c, plan.probe_k) for c in todo])
-            for corpus, hits in zip(todo, found):
-                plan.add_probe(corpus, hits)
-        return {c: plan.probed(c, plan.probe_k) or [] for c in names}
+        queries = [self._query(plan, c, plan.probe_k) for c in todo]
+        futures = [pool.submit(self.store.search_many, [q]) for q in queries] if pool is not None else None
+
+        def collect() -> dict[str, list[Hit]]:
+            if futures is not None:
+                for corpus, future in zip(todo, futures):
+                    plan.add_probe(corpus, future.result()[0])
+            elif queries:
+                for corpus, hits in zip(todo, self.store.search_many(queries)):
+                    plan.add_probe(corpus, hits)
+            return {c: plan.probed(c, plan.probe_k) or [] for c in names}
+
+        return collect
 
 
 def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, k: int = 5,

@@ -14,19 +14,24 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import snowballstemmer
+
 from ..types import NO_RETRIEVAL, Hit, Modality
 
 __all__ = [
     "GRANULARITIES",
     "PAIR_FEATURES",
     "QUERY_FEATURES",
+    "QUERY_ONLY",
     "SIBLINGS",
     "ProbeEvidence",
     "hit_similarity",
     "lexical_overlap",
+    "matched_terms",
     "pair_features",
     "prior_route",
     "query_features",
+    "query_shape",
     "query_terms",
 ]
 
@@ -40,7 +45,12 @@ PAIR_FEATURES: tuple[str, ...] = (
     "lexical", "rel_lexical", "log_size", "description", "examples", "empty",
     "sib_prior", "sib_best", "sib_lexical",
     *(f"is_{g}" for g in GRANULARITIES),
+    "matched", "query_terms", "content_share", "numeric_share",
 )
+
+#: The pair features that describe the query alone (the same in every row of one query): what the ``none``
+#: decision reads besides the evidence, not what tells one corpus from another.
+QUERY_ONLY: tuple[str, ...] = ("query_terms", "content_share", "numeric_share")
 
 #: Granularities of one modality that answer different questions (a passage or the whole text, a scene or the
 #: whole video): the ``sib_*`` features compare a corpus with the candidates of its sibling granularity.
@@ -49,6 +59,7 @@ SIBLINGS: dict[str, str] = {"paragraph": "document", "document": "paragraph", "c
 #: Features of one query (for "does any corpus answer it?"), in column order.
 QUERY_FEATURES: tuple[str, ...] = (
     "prior_none_logit", "best_combined", "best_similarity", "best_lexical", "best_margin", "prior_top_corpus",
+    "prior_none_margin", "best_matched", *QUERY_ONLY,
 )
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -59,12 +70,24 @@ she should so some such than that the their them then there these they this thos
 was we were what when where which while who whom why will with would you your yours tell show give find please know
 many much""".split())
 _TEXT_LIMIT = 3000
+_STEMMER = snowballstemmer.stemmer("english")
 
 
 def query_terms(query: str) -> frozenset[str]:
     """The query's content words: lowercased word tokens that are not stop words (numbers kept)."""
     return frozenset(t for t in (m.group(0).lower() for m in _TOKEN.finditer(query))
                      if t not in _STOP and (len(t) > 2 or t.isdigit()))
+
+
+def query_shape(query: str, terms: frozenset[str] | None = None) -> dict[str, float]:
+    """What the query is made of (:data:`QUERY_ONLY`): how many content words it has (``log1p``), their share of
+    its word tokens, and the share of its word tokens that are numbers. A greeting or a request to the assistant
+    has few content words; arithmetic is mostly numbers; a question about someone's content names things."""
+    terms = query_terms(query) if terms is None else terms
+    tokens = [m.group(0) for m in _TOKEN.finditer(query)]
+    n = max(len(tokens), 1)
+    return {"query_terms": math.log1p(len(terms)), "content_share": len(terms) / n if tokens else 0.0,
+            "numeric_share": sum(t.isdigit() for t in tokens) / n if tokens else 0.0}
 
 
 def _hit_text(hit: Hit) -> str:
@@ -74,13 +97,38 @@ def _hit_text(hit: Hit) -> str:
 
 def lexical_overlap(terms: frozenset[str], hits: Sequence[Hit], *, top: int = 3) -> float:
     """The largest share of ``terms`` found in one of the ``top`` hits (matched parts, text, title)."""
+    return _overlaps(terms, hits, top=top)[0]
+
+
+def matched_terms(terms: frozenset[str], hits: Sequence[Hit], *, top: int = 3) -> int:
+    """The largest number of ``terms`` found in one of the ``top`` hits: as spelled, or by stem (a word of the hit
+    starts with the term's Snowball stem: "tuple" is found in "Tuples", "changed" in "change")."""
+    return _overlaps(terms, hits, top=top)[1]
+
+
+def _overlaps(terms: frozenset[str], hits: Sequence[Hit], *, top: int) -> tuple[float, int]:
+    """:func:`lexical_overlap` and :func:`matched_terms` in one pass over the hits' words (a term found as it is
+    spelled counts; the others are looked for by stem: a word of the hit that starts with it)."""
     if not terms:
-        return 0.0
-    best = 0.0
+        return 0.0, 0
+    stems: dict[str, str] | None = None
+    share, count = 0.0, 0
     for hit in hits[:top]:
         words = {m.group(0).lower() for m in _TOKEN.finditer(_hit_text(hit))}
-        best = max(best, len(terms & words) / len(terms))
-    return best
+        exact = terms & words
+        share = max(share, len(exact) / len(terms))
+        if len(exact) < len(terms):
+            if stems is None:
+                ordered = sorted(terms)
+                stems = dict(zip(ordered, _STEMMER.stemWords(ordered)))
+            by_start: dict[str, list[str]] = {}
+            for term in terms - exact:
+                by_start.setdefault(stems[term][:2], []).append(stems[term])
+            found = {stem for w in words for stem in by_start.get(w[:2], ()) if w.startswith(stem)}
+            count = max(count, len(exact) + len(found))
+        else:
+            count = max(count, len(exact))
+    return share, count
 
 
 def hit_similarity(hit: Hit) -> float:
@@ -128,16 +176,18 @@ def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: fl
                   terms: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
     """Features per corpus for one query (see :data:`PAIR_FEATURES`), keyed by corpus name."""
     terms = query_terms(query) if terms is None else terms
+    shape = query_shape(query, terms)
     raw: dict[str, dict[str, float]] = {}
     for probe in probes:
         sims = sorted((hit_similarity(h) for h in probe.hits), reverse=True)
         best = sims[0] if sims else 0.0
         rest = sims[1:]
         margin = best - (sum(rest) / len(rest)) if rest else 0.0
+        lexical, matched = _overlaps(terms, probe.hits, top=3)
         raw[probe.corpus] = {
             "prior": float(probe.prior), "prior_logit": _logit(probe.prior) / 5.0, "prior_none": float(prior_none),
             "best": best, "margin": margin,
-            "lexical": lexical_overlap(terms, probe.hits),
+            "lexical": lexical, "matched": math.log1p(matched), **shape,
             "log_size": math.log1p(max(probe.size, 0)) / 10.0,
             "description": float(probe.description),
             "examples": float(probe.examples if probe.examples is not None else probe.description),
@@ -164,10 +214,17 @@ def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: fl
 def query_features(pairs: Mapping[str, Mapping[str, float]], combined: Mapping[str, float], *,
                    prior_none: float, prior_top_corpus: float) -> dict[str, float]:
     """The per-query summary the ``none`` model reads (see :data:`QUERY_FEATURES`): the prior's ``none``
-    log-odds, the best combined corpus probability, the best similarity, lexical overlap and margin."""
+    log-odds and its margin over the likeliest corpus's, the best combined corpus probability, the best
+    similarity, lexical overlap (as a share and as a count of the query's content words found in one unit) and
+    margin, and the query's shape (:func:`query_shape`; evidence logged before these features existed lacks it
+    and counts as 0)."""
     rows = [r for name, r in pairs.items() if name != NO_RETRIEVAL]
+    shape = next(iter(rows), {})
     return {
         "prior_none_logit": _logit(prior_none) / 5.0,
+        "prior_none_margin": (_logit(prior_none) - _logit(prior_top_corpus)) / 5.0,
+        "best_matched": max((r.get("matched", 0.0) for r in rows), default=0.0),
+        **{f: float(shape.get(f, 0.0)) for f in QUERY_ONLY},
         "best_combined": max((float(p) for p in combined.values()), default=0.0),
         "best_similarity": max((r["best"] for r in rows), default=0.0),
         "best_lexical": max((r["lexical"] for r in rows), default=0.0),
