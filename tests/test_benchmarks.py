@@ -65,6 +65,7 @@ def test_overhead(database_url: str, tmp_path: Path) -> None:
     assert positive(r["ratio_vs_raw_sql"]) and positive(r["ratio_vs_one_statement"])
     assert r["statements"] == 1 and r["autocommit"] is True  # index settings inside the search statement
     assert r["ratio_vs_raw_sql"] == pytest.approx(r["library_p50_ms"] / r["raw_sql_p50_ms"], rel=0.01)
+    assert positive(r["library_list_p50_ms"]) and positive(r["library_cpu_ms"]) and positive(r["raw_sql_cpu_ms"])
 
 
 def test_ingest(database_url: str, tmp_path: Path) -> None:

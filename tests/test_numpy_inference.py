@@ -134,24 +134,30 @@ def test_cold_command_imports_no_torch(command: list[str], cli_env: dict[str, st
 
 
 @pytest.mark.parametrize("onnx", [True, False], ids=["onnx-installed", "onnx-missing"])
-def test_auto_embeds_queries_light_and_bulk_with_torch(queries: list[str], onnx: bool,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_embeds_queries_light_and_bulk_on_onnx_or_torch(queries: list[str], onnx: bool,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """The default: a query or a small batch never loads torch (ONNX Runtime serves it, NumPy when ONNX Runtime
-    does not import); an ingest-sized call loads torch and gives the same vectors (torch's kernels are faster
-    for batches, its import is repaid)."""
+    does not import); an ingest-sized call runs on ONNX Runtime's bulk session when it is installed, else on torch
+    (faster than NumPy for batches), and gives the same vectors."""
     from universalrag.embed.transformers_encoder import BULK_TEXTS
 
     monkeypatch.delenv(INFERENCE_ENV, raising=False)
     if not onnx:
         monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
     auto = TransformersEmbedder.bundled_minilm(device="cpu")
+    assert auto.bulk_backend == ("onnx" if onnx else "torch")
     small = auto.embed(queries[:3])
     assert auto.backend == ("onnx" if onnx else "numpy") and auto._model is None
     bulk = auto.embed(queries[:BULK_TEXTS])
-    assert auto._model is not None and auto._numpy is not None
+    assert auto._numpy is not None
+    if onnx:
+        assert auto._model is None and auto._bulk is not None
+    else:
+        assert auto._model is not None and auto._bulk is None
     assert float((small * bulk[:3]).sum(axis=1).min()) >= 0.9999  # the same vectors either way
     assert np.allclose(auto.embed_query(queries[0]), small[0], atol=1e-6)  # queries stay on the light backend
     monkeypatch.setenv(INFERENCE_ENV, "numpy")
     numpy_only = TransformersEmbedder.bundled_minilm(device="cpu")
+    assert numpy_only.bulk_backend == "numpy"
     numpy_only.embed(queries[:BULK_TEXTS])
-    assert numpy_only._model is None
+    assert numpy_only._model is None and numpy_only._bulk is None

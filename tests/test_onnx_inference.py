@@ -6,6 +6,7 @@ importable."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import pytest
 from support.inference_texts import corpus_passages, routing_queries
 from universalrag.embed import TransformersEmbedder
 from universalrag.embed.numpy_bert import INFERENCE_ENV
-from universalrag.embed.onnx_bert import ONNX_THREADS_ENV, OnnxBert, onnx_available, query_backend
+from universalrag.embed.onnx_bert import ONNX_THREADS_ENV, OnnxBert, bulk_threads, onnx_available, query_backend
+from universalrag.embed.transformers_encoder import BULK_BATCH, BULK_TEXTS
 from universalrag.errors import ConfigError
 from universalrag.routing import TrainedRouter
 from universalrag.routing.encoder import base_model_path
@@ -132,6 +134,61 @@ def test_onnx_threads_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(ONNX_THREADS_ENV, bad)
         with pytest.raises(ConfigError, match=ONNX_THREADS_ENV):
             OnnxBert.load(path)
+
+
+def test_bulk_embedding_runs_on_its_own_onnx_session(queries: list[str], torch_vectors: np.ndarray,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default for ingestion: a bulk call runs on an ONNX Runtime session with a thread per core, in small
+    length-sorted batches, never loads torch, and gives torch's vectors; later passages of the same process
+    reuse that session, while a query still gets the one-thread session it always had."""
+    monkeypatch.delenv(INFERENCE_ENV, raising=False)
+    monkeypatch.delenv(ONNX_THREADS_ENV, raising=False)
+    texts = queries + corpus_passages()
+    embedder = TransformersEmbedder.bundled_minilm(device="cpu")
+    assert embedder.bulk_backend == "onnx" and len(texts) >= BULK_TEXTS
+    session = embedder._bulk_session()
+    assert session.threads == bulk_threads() == len(os.sched_getaffinity(0))
+    shapes: list[tuple[int, int]] = []
+    run = session.mean_pooled
+
+    def recording(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        shapes.append(ids.shape)
+        return run(ids, mask)
+
+    monkeypatch.setattr(session, "mean_pooled", recording)
+    got = embedder.embed(texts)
+    assert embedder._model is None and embedder._numpy is None  # neither torch nor the query session loaded
+    cosine = (got * torch_vectors).sum(axis=1)
+    assert cosine.min() >= 0.9999, f"worst cosine {cosine.min():.6f} for {texts[int(cosine.argmin())]!r}"
+    assert sum(rows for rows, _ in shapes) == len(texts) and max(rows for rows, _ in shapes) <= BULK_BATCH
+    # longest first: far less padding than the same batches in input order
+    lengths = session.tokenize(texts, max_length=256)[1].sum(axis=1)  # tokens of each text
+    unsorted = sum(int(lengths[i:i + BULK_BATCH].max()) * len(lengths[i:i + BULK_BATCH])
+                   for i in range(0, len(texts), BULK_BATCH))
+    assert sum(rows * width for rows, width in shapes) < 0.9 * unsorted
+
+    shapes.clear()
+    few = embedder.embed(texts[:3])  # passages after a bulk call: the same session, no second one
+    assert len(shapes) == 1 and embedder._numpy is None
+    np.testing.assert_allclose(few, got[:3], atol=1e-5)
+    query = embedder.embed_query(texts[0])  # a query: the one-thread query session, as before
+    assert len(shapes) == 1 and isinstance(embedder._numpy, OnnxBert) and embedder._numpy.threads == 1
+    np.testing.assert_allclose(query, got[0], atol=1e-5)
+
+
+def test_bulk_session_is_the_query_session_on_one_thread(queries: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(INFERENCE_ENV, raising=False)
+    monkeypatch.setenv(ONNX_THREADS_ENV, "1")  # every session on one thread: no need for a second one
+    embedder = TransformersEmbedder.bundled_minilm(device="cpu")
+    first = embedder.embed_query(queries[0])
+    bulk = embedder.embed(queries[:BULK_TEXTS])
+    assert embedder._bulk is embedder._numpy and bulk_threads() == 1
+    np.testing.assert_allclose(bulk[0], first, atol=1e-5)
+    monkeypatch.setenv(ONNX_THREADS_ENV, "3")
+    assert bulk_threads() == 3
+    monkeypatch.setenv(ONNX_THREADS_ENV, "none")
+    with pytest.raises(ConfigError, match=ONNX_THREADS_ENV):
+        bulk_threads()
 
 
 def test_onnx_rejects_a_directory_it_cannot_run(tmp_path: Path) -> None:

@@ -42,10 +42,10 @@ ENV_VARS: dict[str, str] = {
     "UNIVERSALRAG_DEVICE": "torch device for local encoders ('cpu', 'cuda', 'cuda:1'). Default: CUDA when "
     "present, else CPU.",
     "UNIVERSALRAG_INFERENCE": "CPU backend of the bundled encoder's and the trained router's forward passes: 'auto' "
-    "(default: ONNX Runtime for queries, NumPy if it is not installed, torch for bulk embedding), 'onnx', 'numpy' "
-    "or 'torch'.",
-    "UNIVERSALRAG_ONNX_THREADS": "Intra-op threads of each ONNX Runtime session (default 1: a query is too small "
-    "to share out).",
+    "(default: ONNX Runtime for queries and for bulk embedding, the latter on a session with a thread per core; "
+    "without ONNX Runtime, NumPy for queries and torch for bulk), 'onnx', 'numpy' or 'torch'.",
+    "UNIVERSALRAG_ONNX_THREADS": "Intra-op threads of each ONNX Runtime session (default 1 for queries, too "
+    "small to share out; one per core for bulk embedding).",
     "UNIVERSALRAG_VISUAL_ENCODER": "A local CLIP-style model directory (transformers) for the visual channel of "
     "images, clips and videos. Unset: images and videos are searched by their text channel only.",
     "UNIVERSALRAG_VISUAL_WEIGHT": "Weight of an image's visual similarity when fused with its text similarity "

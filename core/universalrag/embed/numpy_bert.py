@@ -74,10 +74,11 @@ def blas_threads() -> Iterator[None]:
 
 
 def inference_backend() -> str:
-    """Which backend CPU inference uses (``UNIVERSALRAG_INFERENCE``): ``"auto"`` (default: ONNX Runtime for
-    queries and small batches when it is installed, else NumPy; torch for bulk embedding, where its kernels are
-    faster and its import cost is repaid), ``"onnx"`` (ONNX Runtime throughout), ``"numpy"`` (NumPy throughout,
-    never import torch) or ``"torch"``. ``auto`` is resolved by :func:`.onnx_bert.query_backend`."""
+    """Which backend CPU inference uses (``UNIVERSALRAG_INFERENCE``): ``"auto"`` (default: ONNX Runtime when it is
+    installed, bulk embedding included, on a session of its own; else NumPy for queries and small batches and
+    torch for bulk embedding, where its kernels beat NumPy's), ``"onnx"`` (ONNX Runtime throughout), ``"numpy"``
+    (NumPy throughout, never import torch) or ``"torch"``. ``auto`` is resolved by
+    :func:`.onnx_bert.query_backend` and, for bulk calls, ``TransformersEmbedder.bulk_backend``."""
     value = os.environ.get(INFERENCE_ENV, "auto").strip().lower() or "auto"
     if value not in ("auto", "onnx", "numpy", "torch"):
         raise ConfigError(f"{INFERENCE_ENV}={value!r} is not a backend; use 'auto' (default), 'onnx', 'numpy' "

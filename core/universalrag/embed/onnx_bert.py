@@ -10,9 +10,10 @@ embeddings, post-norm self-attention layers with exact (erf) GELU, masked mean p
 head. It computes what ``transformers.BertModel`` computes in evaluation mode, in float32 (cosine ≥ 0.9999
 against torch, checked in ``tests/test_onnx_inference.py``).
 
-Sessions run on one intra-op thread unless ``UNIVERSALRAG_ONNX_THREADS`` says otherwise (threads never spin
-while they wait): a query is too small to share out, and on a two-core machine a second thread only competes
-with the database.
+A query's session runs on one intra-op thread unless ``UNIVERSALRAG_ONNX_THREADS`` says otherwise (threads never
+spin while they wait): a query is too small to share out, and on a two-core machine a second thread only competes
+with the database. Bulk embedding (ingestion) gets a session of its own with one thread per core
+(:func:`bulk_threads`), as torch would use: a batch of passages is large enough to share out.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 from ..errors import ConfigError
 from .numpy_bert import INFERENCE_ENV, BertWeights, inference_backend, read_bert_config, tokenize_batch
 
-__all__ = ["ONNX_THREADS_ENV", "OnnxBert", "bert_graph", "onnx_available", "query_backend"]
+__all__ = ["ONNX_THREADS_ENV", "OnnxBert", "bert_graph", "bulk_threads", "onnx_available", "query_backend"]
 
 #: Environment variable: intra-op threads of an ONNX Runtime session (default 1).
 ONNX_THREADS_ENV = "UNIVERSALRAG_ONNX_THREADS"
@@ -192,10 +193,10 @@ def bert_graph(config: Mapping[str, Any], weights: BertWeights, *,
     return model, g.external
 
 
-def _threads() -> int:
+def _threads(default: int = 1) -> int:
     value = os.environ.get(ONNX_THREADS_ENV, "").strip()
     if not value:
-        return 1
+        return default
     try:
         threads = int(value)
     except ValueError:
@@ -205,16 +206,27 @@ def _threads() -> int:
     return threads
 
 
+def bulk_threads() -> int:
+    """Intra-op threads of a bulk-embedding session: ``UNIVERSALRAG_ONNX_THREADS`` when set, else the cores this
+    process may run on."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return _threads(default=max(1, cores))
+
+
 class OnnxBert:
     """A BERT encoder (optionally with a head) in an ONNX Runtime session: token ids in, pooled vectors out.
 
     Build with :meth:`load` (a model directory) or the constructor (a config dict and :class:`BertWeights`);
-    the session is created there. :meth:`mean_pooled` and :meth:`logits` are thread-safe (ONNX Runtime sessions
+    the session is created there, with ``threads`` intra-op threads (default: ``UNIVERSALRAG_ONNX_THREADS``, else
+    1). :meth:`mean_pooled` and :meth:`logits` are thread-safe (ONNX Runtime sessions
     are); the tokenizer is not, so callers serialise :meth:`tokenize`.
     """
 
     def __init__(self, config: Mapping[str, Any], weights: BertWeights, *, tokenizer: Any = None,
-                 head: Sequence[tuple[np.ndarray, np.ndarray]] = ()) -> None:
+                 head: Sequence[tuple[np.ndarray, np.ndarray]] = (), threads: int | None = None) -> None:
         import onnxruntime as ort
 
         self.hidden_size = int(config["hidden_size"])
@@ -223,7 +235,10 @@ class OnnxBert:
         self.has_head = bool(head)
         model, external = bert_graph(config, weights, head=head)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = _threads()
+        if threads is not None and threads < 1:
+            raise ConfigError(f"An ONNX Runtime session needs at least one thread, got {threads}.")
+        self.threads = threads if threads is not None else _threads()
+        options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -238,9 +253,10 @@ class OnnxBert:
 
     @classmethod
     def load(cls, directory: str | Path, *, overrides: Mapping[str, np.ndarray] | None = None,
-             head: Sequence[tuple[np.ndarray, np.ndarray]] = ()) -> OnnxBert:
+             head: Sequence[tuple[np.ndarray, np.ndarray]] = (), threads: int | None = None) -> OnnxBert:
         """The encoder in ``directory`` (see :func:`~.numpy_bert.numpy_supported`: the same directories qualify),
-        its tokenizer from ``tokenizer.json``; ``overrides`` replaces tensors by name, ``head`` adds layers."""
+        its tokenizer from ``tokenizer.json``; ``overrides`` replaces tensors by name, ``head`` adds layers,
+        ``threads`` as in the constructor."""
         from .numpy_bert import NumpyBert, numpy_supported
 
         path = Path(directory)
@@ -250,7 +266,8 @@ class OnnxBert:
         weights = BertWeights.read(path / "model.safetensors")
         if overrides:
             weights = weights.with_overrides(overrides)
-        return cls(read_bert_config(path), weights, tokenizer=NumpyBert.load_tokenizer(path), head=head)
+        return cls(read_bert_config(path), weights, tokenizer=NumpyBert.load_tokenizer(path), head=head,
+                   threads=threads)
 
     def tokenize(self, texts: Sequence[str], *, max_length: int) -> tuple[np.ndarray, np.ndarray]:
         """``(input_ids, attention_mask)`` as :meth:`NumpyBert.tokenize <.numpy_bert.NumpyBert.tokenize>`."""

@@ -3,9 +3,11 @@
 Three backends compute the same vectors. On the CPU, a BERT directory with ``model.safetensors`` and
 ``tokenizer.json`` (the bundled MiniLM is one) runs queries and small batches with ONNX Runtime
 (:mod:`.onnx_bert`) when it is installed, else with NumPy (:mod:`.numpy_bert`): no torch import, which is what
-makes a cold ``universalrag search`` fast. A bulk call (ingestion: at least :data:`BULK_TEXTS` texts) switches
-to torch when it is installed, whose kernels embed passages faster and repay its import;
-``UNIVERSALRAG_INFERENCE=onnx`` or ``=numpy`` keeps that backend throughout, ``=torch`` uses torch throughout.
+makes a cold ``universalrag search`` fast. A bulk call (ingestion: at least :data:`BULK_TEXTS` texts) runs on
+ONNX Runtime too, in a session of its own with a thread per core and in batches of :data:`BULK_BATCH` texts
+(ONNX Runtime embeds passages with ~40 % less CPU than torch, ``benchmarks/encoder_backends.py``, and ingestion
+never pays torch's import); without ONNX Runtime a bulk call goes to torch when it is installed, whose kernels
+beat NumPy's on batches. ``UNIVERSALRAG_INFERENCE=numpy`` keeps NumPy throughout, ``=torch`` uses torch throughout.
 Other models and GPUs use torch and transformers, imported on first use. Either way a model is loaded on first use,
 under a lock, and never downloaded (``local_files_only=True``).
 """
@@ -16,7 +18,7 @@ import asyncio
 import contextlib
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,19 +28,23 @@ from ..errors import ConfigError, EmbeddingError
 from .base import check_texts
 from .devices import resolve_device, to_device
 from .numpy_bert import NumpyBert, inference_backend, numpy_supported
-from .onnx_bert import OnnxBert, query_backend
+from .onnx_bert import OnnxBert, bulk_threads, query_backend
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-__all__ = ["BULK_TEXTS", "MINILM_NAME", "TransformersEmbedder", "bundled_minilm", "check_model_dir",
+__all__ = ["BULK_BATCH", "BULK_TEXTS", "MINILM_NAME", "TransformersEmbedder", "bundled_minilm", "check_model_dir",
            "quiet_transformers"]
 
 #: The name under which the bundled all-MiniLM-L6-v2 is registered with corpora.
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
-#: From this many texts in one call, ``UNIVERSALRAG_INFERENCE=auto`` embeds with torch (when installed).
+#: From this many texts in one call, embedding is bulk: ONNX Runtime's bulk session (or torch, see the module doc).
 BULK_TEXTS = 64
+
+#: Texts per forward pass on ONNX Runtime's bulk session (length-sorted): smaller batches pad less and keep the
+#: activations in cache: 8 took ~35 % less CPU than 64 on the ingest benchmark's passages (4: 5 % less than 8).
+BULK_BATCH = 8
 
 #: config.json keys that hold the width of the last hidden state, by model family.
 _WIDTH_KEYS = ("hidden_size", "d_model", "dim", "n_embd", "embed_dim")
@@ -134,6 +140,7 @@ class TransformersEmbedder:
         self._tokenizer: Any = None
         self._device: torch.device | None = None
         self._numpy: NumpyBert | OnnxBert | None = None  # the light backend (NumPy or ONNX Runtime), if it serves
+        self._bulk: OnnxBert | None = None  # ONNX Runtime's session for bulk calls, one thread per core
         self._token_limit = max_length
 
     @classmethod
@@ -157,12 +164,12 @@ class TransformersEmbedder:
     @property
     def loaded(self) -> bool:
         """Whether the model is in memory."""
-        return self._model is not None or self._numpy is not None
+        return self._model is not None or self._numpy is not None or self._bulk is not None
 
     @property
     def backend(self) -> str:
         """``"onnx"``, ``"numpy"`` or ``"torch"``: what computes query vectors (decided without loading the
-        model; bulk calls may use torch, see :meth:`embed`)."""
+        model; bulk calls may use another, see :attr:`bulk_backend`)."""
         if self._numpy is not None:
             return "onnx" if isinstance(self._numpy, OnnxBert) else "numpy"
         if self._model is not None:
@@ -175,14 +182,25 @@ class TransformersEmbedder:
         on_cpu = device == "cpu" or (not device and not _NVIDIA_DRIVER.exists())
         return on_cpu and inference_backend() != "torch" and numpy_supported(self._path)
 
-    def _bulk_with_torch(self, n: int) -> bool:
-        """Whether a call of ``n`` texts goes to torch although NumPy serves this model (``auto``, torch
-        installed)."""
-        if n < BULK_TEXTS or inference_backend() != "auto":
-            return False
+    @property
+    def bulk_backend(self) -> str:
+        """``"onnx"``, ``"numpy"`` or ``"torch"``: what embeds a bulk call (:data:`BULK_TEXTS` texts or more),
+        decided without loading the model."""
+        return self._bulk_route(BULK_TEXTS)
+
+    def _bulk_route(self, n: int) -> str:
+        """What embeds a call of ``n`` texts: ``"onnx"`` (the bulk session when ``n`` is bulk), ``"numpy"``,
+        ``"torch"`` (the torch model: GPUs, other models, ``=torch``, or a bulk call that NumPy would serve while
+        torch is installed under ``auto``)."""
+        if not self._numpy_serves():
+            return "torch"
+        light = query_backend()
+        if n < BULK_TEXTS or light == "onnx" or inference_backend() != "auto":
+            return light
         import importlib.util
 
-        return importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None
+        torch_there = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers")
+        return "torch" if torch_there else light
 
     @property
     def name(self) -> str:
@@ -212,17 +230,35 @@ class TransformersEmbedder:
         return "cpu" if self._numpy is not None else str(self._device)
 
     def _ensure_loaded(self, *, torch_model: bool = False) -> None:
-        """Load the model for the backend that serves it (``torch_model``: the torch model, for bulk calls)."""
-        if (self._model is not None) if torch_model else self.loaded:
+        """Load the model for the backend that serves queries (``torch_model``: the torch model, for bulk calls)."""
+        if self._model is not None or (self._numpy is not None and not torch_model):
             return
         with self._load_lock:
-            if (self._model is not None) if torch_model else self.loaded:
+            if self._model is not None or (self._numpy is not None and not torch_model):
                 return
             path = check_model_dir(self._path)
             if self._numpy_serves() and not torch_model:
                 self._load_numpy(path)
                 return
             self._load_torch(path)
+
+    def _bulk_session(self) -> OnnxBert:
+        """ONNX Runtime's session for bulk calls (built on first use, under the load lock); the query session
+        itself when that already runs on as many threads."""
+        if self._bulk is not None:
+            return self._bulk
+        with self._load_lock:
+            if self._bulk is None:
+                threads = bulk_threads()
+                if isinstance(self._numpy, OnnxBert) and self._numpy.threads == threads:
+                    self._bulk = self._numpy
+                else:
+                    path = check_model_dir(self._path)
+                    bert = OnnxBert.load(path, threads=threads)
+                    self._token_limit = self._light_limit(path, bert)
+                    self._dimension = bert.hidden_size
+                    self._bulk = bert
+        return self._bulk
 
     def _load_torch(self, path: Path) -> None:
         """Load tokenizer and model with transformers, on the resolved device (called under the load lock)."""
@@ -257,27 +293,26 @@ class TransformersEmbedder:
         self._dimension = int(model.config.hidden_size)
         self._model = model  # last: other threads test this without the lock
 
-    def _load_numpy(self, path: Path) -> None:
-        bert = OnnxBert.load(path) if query_backend() == "onnx" else NumpyBert.load(path)
+    def _light_limit(self, path: Path, bert: NumpyBert | OnnxBert) -> int:
+        """Tokens per text for a light backend: ``max_length``, the positions and the tokenizer's own limit."""
         limit = min(self.max_length, bert.max_positions)
         tok_max = _tokenizer_max_length(path)
-        if tok_max is not None:
-            limit = min(limit, tok_max)
-        self._token_limit = limit
+        return limit if tok_max is None else min(limit, tok_max)
+
+    def _load_numpy(self, path: Path) -> None:
+        bert = OnnxBert.load(path) if query_backend() == "onnx" else NumpyBert.load(path)
+        self._token_limit = self._light_limit(path, bert)
         self._dimension = bert.hidden_size
         self._numpy = bert  # last: other threads test this without the lock
 
-    def _embed_batch_numpy(self, texts: list[str]) -> np.ndarray:
-        assert self._numpy is not None
+    def _embed_batch_light(self, bert: NumpyBert | OnnxBert, texts: list[str]) -> np.ndarray:
         with self._tokenizer_lock:
-            ids, mask = self._numpy.tokenize(texts, max_length=self._token_limit)
-        pooled = self._numpy.mean_pooled(ids, mask)
+            ids, mask = bert.tokenize(texts, max_length=self._token_limit)
+        pooled = bert.mean_pooled(ids, mask)
         norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
         return (pooled / norms).astype(np.float32, copy=False)
 
-    def _embed_batch(self, texts: list[str], *, bulk: bool = False) -> np.ndarray:
-        if self._numpy is not None and not (bulk and self._model is not None):
-            return self._embed_batch_numpy(texts)
+    def _embed_batch_torch(self, texts: list[str]) -> np.ndarray:
         import torch
 
         with self._tokenizer_lock:
@@ -292,19 +327,41 @@ class TransformersEmbedder:
             pooled = torch.nn.functional.normalize(pooled.float(), p=2, dim=1)
         return pooled.cpu().numpy().astype(np.float32, copy=False)
 
+    def _batcher(self, n: int, *, query: bool) -> tuple[Callable[[list[str]], np.ndarray], int]:
+        """How a call of ``n`` texts runs a batch, and how many texts go in each; loads what it needs. Passages
+        go to the bulk session when the call is bulk, or when it exists and the query session does not (an
+        ingesting process then holds one session); queries take the path they always took."""
+        if not query and (n >= BULK_TEXTS or self._bulk is not None):
+            route = self._bulk_route(n)
+            if route == "onnx" and (n >= BULK_TEXTS or self._numpy is None):
+                bert = self._bulk_session()
+                return (lambda batch: self._embed_batch_light(bert, batch)), min(self.batch_size, BULK_BATCH)
+            if route == "torch":
+                self._ensure_loaded(torch_model=True)
+                return self._embed_batch_torch, self.batch_size
+        self._ensure_loaded()
+        light = self._numpy
+        if light is None:
+            return self._embed_batch_torch, self.batch_size
+        return (lambda batch: self._embed_batch_light(light, batch)), self.batch_size
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed a batch of passages; returns float32 of shape ``(len(texts), dimension)``, rows of norm 1."""
-        items = check_texts(texts)
+        """Embed a batch of passages; returns float32 of shape ``(len(texts), dimension)``, rows of norm 1.
+
+        Texts are embedded longest first in batches (less padding), each batch on the backend the call's size
+        picks (:attr:`backend`, :attr:`bulk_backend`)."""
+        return self._embed(check_texts(texts), query=False)
+
+    def _embed(self, items: list[str], *, query: bool) -> np.ndarray:
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        bulk = self._numpy_serves() and self._bulk_with_torch(len(items))
-        self._ensure_loaded(torch_model=bulk)
+        run, size = self._batcher(len(items), query=query)
         order = sorted(range(len(items)), key=lambda i: len(items[i]), reverse=True)
         out = np.empty((len(items), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
+        for start in range(0, len(order), size):
+            idx = order[start:start + size]
             try:
-                out[idx] = self._embed_batch([items[i] for i in idx], bulk=bulk)
+                out[idx] = run([items[i] for i in idx])
             except RuntimeError as e:  # out of memory, device errors
                 raise EmbeddingError(
                     f"Embedding with {self._name!r} on {self._device or 'cpu'} failed: {e}. Try a smaller "
@@ -316,7 +373,7 @@ class TransformersEmbedder:
         """Embed one search query; returns float32 of shape ``(dimension,)``."""
         if not isinstance(text, str):
             raise EmbeddingError(f"embed_query() takes one string, got {type(text).__name__}.")
-        return self.embed([text])[0]
+        return self._embed([text], query=True)[0]
 
     async def aembed(self, texts: Sequence[str]) -> np.ndarray:
         """Async twin of :meth:`embed` (runs in a worker thread)."""

@@ -104,8 +104,10 @@ def _advance(i: int, search: Search[_T], rows: Sequence[Mapping[str, Any]] | Non
 def _execute(conn: sa.Connection, steps: Sequence[Step]) -> list[Sequence[Mapping[str, Any]]]:
     """The rows of every step: SQLAlchemy statements one by one, driver-ready ones on the driver (several in one
     pipeline)."""
-    out: list[Sequence[Mapping[str, Any]] | None] = [None] * len(steps)
     raw = [(i, s) for i, s in enumerate(steps) if isinstance(s, Raw)]
+    if len(raw) == len(steps) and not _observed(conn):  # the common case: every statement straight to the driver
+        return _on_driver(conn, steps)  # type: ignore[arg-type]
+    out: list[Sequence[Mapping[str, Any]] | None] = [None] * len(steps)
     for i, step in enumerate(steps):
         if not isinstance(step, Raw):
             out[i] = conn.execute(step).mappings().all()

@@ -16,7 +16,7 @@ from sqlalchemy.engine import URL, make_url
 
 from ..errors import ConfigError
 
-__all__ = ["PING_AFTER_S", "autocommit", "has_binary_vectors", "make_engine", "normalise_url",
+__all__ = ["PING_AFTER_S", "SearchConnection", "has_binary_vectors", "make_engine", "normalise_url",
            "trust_recent_connections"]
 
 #: Searches skip the checkout ping of a connection checked in less than this many seconds ago.
@@ -25,6 +25,7 @@ _BINARY = "universalrag_pgvector_binary"  # connection info: pgvector's types re
 _LAST_USED = "universalrag_last_used"  # connection info: time.monotonic() of its last check-in
 _FRESH = "universalrag_fresh"  # connection info: just opened, not yet checked out
 _trust_s: ContextVar[float] = ContextVar("universalrag_trust_recent_s", default=0.0)
+_IDLE = psycopg.pq.TransactionStatus.IDLE
 
 
 @contextlib.contextmanager
@@ -40,23 +41,57 @@ def trust_recent_connections(seconds: float | None = None) -> Iterator[None]:
         _trust_s.reset(token)
 
 
-@contextlib.contextmanager
-def autocommit(conn: sa.Connection) -> Iterator[sa.Connection]:
-    """``conn``'s driver connection in autocommit mode within this block: every statement is its own transaction,
-    and no BEGIN/COMMIT round trips. Set on the psycopg connection directly — SQLAlchemy's
-    ``isolation_level="AUTOCOMMIT"`` does the same through its isolation-level machinery, at 0.2 ms of CPU per
-    checkout — and put back before the connection returns to the pool. Statements SQLAlchemy runs on ``conn``
-    meanwhile are in autocommit too (its rollback at the end finds no transaction and sends nothing)."""
+def _enter_autocommit(conn: sa.Connection) -> psycopg.Connection:
+    """``conn``'s driver connection, switched to autocommit: every statement is its own transaction, and no
+    BEGIN/COMMIT round trips. Set on the psycopg connection directly — SQLAlchemy's ``isolation_level="AUTOCOMMIT"``
+    does the same through its isolation-level machinery, at 0.2 ms of CPU per checkout. Statements SQLAlchemy runs
+    on ``conn`` meanwhile are in autocommit too (its rollback at the end finds no transaction and sends nothing)."""
     driver = conn.connection.driver_connection
     assert isinstance(driver, psycopg.Connection)
-    if driver.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+    if driver.pgconn.transaction_status != _IDLE:  # the libpq status as is: no enum built per call
         driver.commit()  # a "connect" listener's query left its transaction open: end it as SQLAlchemy would
     driver.autocommit = True
-    try:
-        yield conn
-    finally:
-        if not driver.closed:
-            driver.autocommit = False
+    return driver
+
+
+class SearchConnection:
+    """``with SearchConnection(engine) as conn``: a pooled connection of ``engine`` in autocommit mode (its
+    statements carry their own settings), handed out without the ping when it was used less than ``trust_s``
+    (default :data:`PING_AFTER_S`) seconds ago, as :func:`trust_recent_connections` does; back in the pool, out of
+    autocommit, after the block. What every search reads through — one plain class, cheaper to enter than the
+    three generator-based context managers it replaces."""
+
+    __slots__ = ("_conn", "_driver", "_engine", "_trust_s")
+
+    def __init__(self, engine: sa.Engine, *, trust_s: float | None = None) -> None:
+        self._engine = engine
+        self._trust_s = PING_AFTER_S if trust_s is None else trust_s
+        self._conn: sa.Connection | None = None
+        self._driver: psycopg.Connection | None = None
+
+    def __enter__(self) -> sa.Connection:
+        token = _trust_s.set(self._trust_s)
+        try:
+            conn = self._engine.connect()
+        finally:
+            _trust_s.reset(token)
+        try:
+            self._driver = _enter_autocommit(conn)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def __exit__(self, *exc: object) -> None:
+        conn, driver = self._conn, self._driver
+        self._conn = self._driver = None
+        try:
+            if driver is not None and not driver.closed:
+                driver.autocommit = False
+        finally:
+            if conn is not None:
+                conn.close()
 
 
 def has_binary_vectors(conn: sa.Connection) -> bool:
@@ -87,7 +122,9 @@ def make_engine(url: str | URL, *, pool_size: int = 5, connect_timeout: float | 
     it instead of hanging.
     """
     connect_args = {} if connect_timeout is None else {"connect_timeout": max(2, math.ceil(connect_timeout))}
-    engine = sa.create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=False,
+    # LIFO: the connection handed out is the one used last — the one whose ping a search may skip (used moments
+    # ago) and whose server process is awake; FIFO hands out the one idle longest.
+    engine = sa.create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=False, pool_use_lifo=True,
                               connect_args=connect_args)
 
     @sa.event.listens_for(engine, "connect")

@@ -29,6 +29,7 @@ __all__ = [
     "search_lexical",
     "set_local",
     "set_locals",
+    "text_id",
     "unit_columns",
     "units_by_id",
     "units_with_similarity",
@@ -76,10 +77,17 @@ def _limit(n: int) -> sa.ColumnElement[Any]:
     return sa.literal_column(str(int(n)))
 
 
+def text_id(column: sa.ColumnElement[Any], name: str | None = None) -> sa.ColumnElement[Any]:
+    """A UUID column as its text (``CAST(id AS TEXT) AS id``): the server writes the text it would send anyway,
+    and the client, which wants strings, builds no ``uuid.UUID`` per value to turn it back into one."""
+    return sa.cast(column, sa.Text).label(name or column.name)  # type: ignore[attr-defined]
+
+
 def unit_columns(tables: CorpusTables) -> list[sa.ColumnElement[Any]]:
-    """The columns a search returns for each unit."""
+    """The columns a search returns for each unit (ids as text, :func:`text_id`)."""
     u = tables.units
-    return [u.c.id, u.c.source_id, u.c.parent_id, u.c.content, u.c.uri, u.c.start_s, u.c.end_s, u.c.metadata]
+    return [text_id(u.c.id), text_id(u.c.source_id), text_id(u.c.parent_id), u.c.content, u.c.uri, u.c.start_s,
+            u.c.end_s, u.c.metadata]
 
 
 def nearest_units(
@@ -99,7 +107,7 @@ def nearest_units(
     distance = column.cosine_distance(query_vector(vector, dimension))
     if exact:
         distance = distance + sa.literal_column("0")
-    stmt = sa.select(u.c.id.label("unit_id"), distance.label("distance"), *(unit_columns(tables) if rows else ()))
+    stmt = sa.select(text_id(u.c.id, "unit_id"), distance.label("distance"), *(unit_columns(tables) if rows else ()))
     stmt = stmt.where(column.is_not(None))
     if filter:
         stmt = stmt.where(compile_filter(u.c.metadata, filter))
@@ -114,7 +122,7 @@ def nearest_parts(
     assert tables.parts is not None, "nearest_parts needs a multi-vector corpus"
     p, u = tables.parts, tables.units
     distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension)).label("distance")
-    stmt = sa.select(p.c.unit_id, p.c.ord, distance)
+    stmt = sa.select(text_id(p.c.unit_id), p.c.ord, distance)
     if filter:
         stmt = stmt.join(u, u.c.id == p.c.unit_id).where(compile_filter(u.c.metadata, filter))
     return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
@@ -139,7 +147,7 @@ def best_parts_exact(
     if unit_ids is not None:
         inner = inner.where(p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids)))
     ranked = inner.subquery()
-    return (sa.select(ranked.c.unit_id, ranked.c.ord, ranked.c.distance)
+    return (sa.select(text_id(ranked.c.unit_id), ranked.c.ord, ranked.c.distance)
             .where(ranked.c.rn <= per_unit).order_by(ranked.c.distance).limit(_limit(limit)))
 
 
@@ -150,7 +158,7 @@ def part_texts(tables: CorpusTables, keys: Sequence[tuple[str, int]]) -> sa.Sele
     wanted = sa.func.unnest(_ids("part_units", [k[0] for k in keys]),
                             sa.cast(sa.bindparam("part_ords", [int(k[1]) for k in keys], type_=ARRAY(sa.Integer)),
                                     ARRAY(sa.Integer))).table_valued("unit_id", "ord").render_derived()
-    return sa.select(p.c.unit_id, p.c.ord, p.c.content).join(
+    return sa.select(text_id(p.c.unit_id), p.c.ord, p.c.content).join(
         wanted, sa.and_(p.c.unit_id == wanted.c.unit_id, p.c.ord == wanted.c.ord))
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import sqlalchemy as sa
@@ -203,9 +204,7 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     ranked = _combine(candidates, lexical if request.lexical_text else None, visual=visual,
                       visual_weight=request.visual_weight)[: request.k]
     texts = yield from _part_texts(sql, tables, [(uid, c) for uid, _, c, _ in ranked])
-    return [hit_from_row(spec, c.row, score, channels=channels,  # type: ignore[arg-type]
-                         parts=tuple((o, texts.get((uid, o), ""), s) for o, s in c.parts))
-            for uid, score, c, channels in ranked]
+    return _hits(spec, ranked, texts)
 
 
 def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vector: Sequence[float], *, limit: int,
@@ -259,14 +258,14 @@ def _first_part_window(k: int) -> int:
 
 def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *, visual: bool,
              visual_weight: float) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
-    """Every candidate scored the same way, best first: ``(id, score, candidate, channel scores)``."""
+    """Every candidate scored the same way, best first (ties in candidate order): ``(id, score, candidate, channel
+    scores)``."""
     dense: dict[str, float] = {}
-    for uid, c in candidates.items():
-        score = weighted(c.text, c.visual, visual_weight=visual_weight)
+    for uid, c in candidates.items():  # (a text similarity alone is the score as is)
+        score = c.text if c.visual is None else weighted(c.text, c.visual, visual_weight=visual_weight)
         if score is not None:
             dense[uid] = score
-    dense_ranking = sorted(dense, key=lambda uid: -dense[uid])
-    fused = rrf_scores([dense_ranking, lexical]) if lexical is not None else dense
+    fused = dense if lexical is None else rrf_scores([sorted(dense, key=dense.__getitem__, reverse=True), lexical])
     lexical_rank = {uid: rank for rank, uid in enumerate(lexical or (), 1)}
     out = []
     for uid, score in fused.items():
@@ -282,8 +281,16 @@ def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *,
             if uid in lexical_rank:
                 channels["lexical"] = float(c.row["rank"]) if "rank" in c.row else 0.0
         out.append((uid, score, c, channels))
-    out.sort(key=lambda t: -t[1])
+    out.sort(key=itemgetter(1), reverse=True)  # stable, like sorting by the negated score
     return out
+
+
+def _hits(spec: CorpusSpec, ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
+          texts: Mapping[tuple[str, int], str]) -> list[Hit]:
+    """The ranked candidates as hits, each with its matched parts' texts (``texts`` by unit id and part)."""
+    return [hit_from_row(spec, c.row, score, channels=channels,  # type: ignore[arg-type]
+                         parts=tuple((o, texts.get((uid, o), ""), s) for o, s in c.parts) if c.parts else ())
+            for uid, score, c, channels in ranked]
 
 
 def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: int, *, exact: bool,
@@ -384,9 +391,8 @@ def _part_texts(sql: _Sql, tables: CorpusTables,
 def hit_from_row(spec: CorpusSpec, row: Mapping[str, Any], score: float, *,
                  parts: tuple[tuple[int, str, float], ...] = (), channels: Mapping[str, float] | None = None) -> Hit:
     """A unit row of ``spec``'s table as a :class:`Hit`."""
-    return Hit(corpus=spec.name, id=str(row["id"]), score=score, content=row["content"], uri=row["uri"],
-               metadata=dict(row["metadata"] or {}), parent_id=str(row["parent_id"]) if row["parent_id"] else None,
-               start_s=row["start_s"], end_s=row["end_s"],
-               source_id=str(row["source_id"]) if row["source_id"] else None,
-               modality=spec.modality, granularity=spec.granularity, matched_parts=parts,
-               channel_scores=dict(channels or {}))
+    parent, source, metadata = row["parent_id"], row["source_id"], row["metadata"]
+    # Positional, in Hit's field order: a dataclass called with keywords builds a dict of them per call.
+    return Hit(spec.name, str(row["id"]), score, row["content"], row["uri"], dict(metadata) if metadata else {},
+               str(parent) if parent else None, row["start_s"], row["end_s"], str(source) if source else None,
+               spec.modality, spec.granularity, parts, dict(channels) if channels else {})

@@ -13,14 +13,15 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from ..config import Settings
-from ..errors import InvalidInputError, StoreError
+from ..errors import InvalidInputError
 from ..types import CorpusSpec, Hit
 from . import index_check
-from .engine import autocommit, trust_recent_connections
+from .engine import SearchConnection
 from .filters import Filter
 from .restrict import check_required_filter
 from .schema import Tables
@@ -31,6 +32,11 @@ __all__ = ["Searching"]
 
 _T = TypeVar("_T")
 _ITERATIVE_SCAN = (0, 8, 0)
+
+
+def _check_k(k: object) -> None:
+    if not isinstance(k, int) or k < 1:
+        raise InvalidInputError(f"k must be a whole number of at least 1, got {k!r}.")
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -84,9 +90,12 @@ class Searching:
         A plain search of a single-vector corpus is one statement and one round trip (its index settings inside
         it); :meth:`search_many` searches several corpora with one round trip per step.
         """
-        return self.search_many([CorpusQuery(corpus, vector, k=k, filter=filter, ef_search=ef_search,
-                                             visual_vector=visual_vector, visual_weight=visual_weight,
-                                             lexical_text=lexical_text, exact=exact)])[0]
+        _check_k(k)
+        query = CorpusQuery(corpus, vector, k=k, filter=filter, ef_search=ef_search, visual_vector=visual_vector,
+                            visual_weight=visual_weight, lexical_text=lexical_text, exact=exact)
+        if self.owner(corpus) is self:  # the common case, without search_many's grouping by server
+            return self._search_here([query])[0]
+        return self.search_many([query])[0]
 
     def search_many(self, queries: Sequence[CorpusQuery]) -> list[list[Hit]]:
         """The hits of every query (each a :meth:`search` of one corpus), in order. The corpora of this server are
@@ -97,8 +106,7 @@ class Searching:
             return []
         groups: dict[int, tuple[Any, list[int]]] = {}
         for i, q in enumerate(queries):
-            if not isinstance(q.k, int) or q.k < 1:
-                raise InvalidInputError(f"k must be a whole number of at least 1, got {q.k!r}.")
+            _check_k(q.k)
             owner = self.owner(q.corpus)
             groups.setdefault(id(owner), (owner, []))[1].append(i)
         out: list[list[Hit]] = [[] for _ in queries]
@@ -128,37 +136,43 @@ class Searching:
             weight = self.settings.visual_weight_for(spec.modality) if q.visual_weight is None else q.visual_weight
             if not 0.0 <= weight <= 1.0:
                 raise InvalidInputError(f"visual_weight must be between 0 and 1, got {weight}.")
-            check_vector(spec.name, q.vector, spec.dimension)  # numbers, finite, not all zeros, right dimension
-            if q.visual_vector is not None and spec.visual_dimension:
-                check_vector(spec.name, q.visual_vector, spec.visual_dimension, what="visual query vector")
+            # numbers, finite, not all zeros, right dimension; converted once, to what the driver sends
+            vector = check_vector(spec.name, q.vector, spec.dimension)
+            visual = q.visual_vector
+            if visual is not None and spec.visual_dimension:
+                visual = check_vector(spec.name, visual, spec.visual_dimension, what="visual query vector")
             jobs.append((spec, self.tables.corpus(spec), weight, min(max(q.ef_search or self.settings.ef_search, q.k),
-                                                                     1000)))
-        names = ", ".join(repr(spec.name) for spec, *_ in jobs)
+                                                                     1000), vector, visual))
 
         def read(conn: sa.Connection) -> list[list[Hit]]:
             iterative = self._supports_iterative_scan(conn)
             return run_searches(conn, [(tables, SearchRequest(
-                vector=q.vector, k=q.k, filter=q.filter, visual_vector=q.visual_vector, visual_weight=weight,
+                vector=vector, k=q.k, filter=q.filter, visual_vector=visual, visual_weight=weight,
                 lexical_text=q.lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows,
                 exact_max_rows=self.settings.exact_max_rows, exact=q.exact, iterative=iterative,
                 on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name)))
-                for q, (spec, tables, weight, ef) in zip(queries, jobs)])
+                for q, (spec, tables, weight, ef, vector, visual) in zip(queries, jobs)])
 
-        return self._search_read(f"search corpus{'es' if len(jobs) > 1 else ''} {names}", read)
+        def action() -> str:  # only written out when an error needs it
+            names = ", ".join(repr(spec.name) for spec, *_ in jobs)
+            return f"search corpus{'es' if len(jobs) > 1 else ''} {names}"
 
-    def _search_read(self, action: str, fn: Callable[[sa.Connection], _T]) -> _T:
+        return self._search_read(action, read)
+
+    def _search_read(self, action: Callable[[], str], fn: Callable[[sa.Connection], _T]) -> _T:
         """``fn(conn)`` on a pooled connection in autocommit mode — a search's statements carry their own index
         settings, so no BEGIN/COMMIT round trips — handed out without a ping when it was used moments ago
-        (:func:`~universalrag.store.engine.trust_recent_connections`); run once more when the connection died
-        under it (a server restart), as :meth:`_read` does. On the read URL (a replica) when one is configured."""
+        (:class:`~universalrag.store.engine.SearchConnection`); run once more when the connection died under it (a
+        server restart), as :meth:`_read` does. On the read URL (a replica) when one is configured. Driver errors
+        become store errors (:meth:`_translate`, entered on the error path only); ``action()`` names what failed."""
         url = self._read_url
         for attempt in (1, 2):
             try:
-                with trust_recent_connections(), self._translate(action, url), self.read_engine.connect() as conn, \
-                        autocommit(conn):
+                with SearchConnection(self.read_engine) as conn:
                     return fn(conn)
-            except StoreError as e:
-                cause = e.__cause__
-                if attempt == 2 or not (isinstance(cause, sa_exc.DBAPIError) and cause.connection_invalidated):
+            except (sa_exc.DBAPIError, psycopg.Error) as e:
+                if attempt == 1 and isinstance(e, sa_exc.DBAPIError) and e.connection_invalidated:
+                    continue  # a dead pooled connection (invalidated, replaced by the pool): once more
+                with self._translate(action(), url):
                     raise
         raise AssertionError("unreachable")

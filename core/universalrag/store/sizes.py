@@ -11,9 +11,9 @@ results are cached for :data:`TTL_S` seconds per database, schema and table (:fu
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Mapping
 
 import sqlalchemy as sa
@@ -28,15 +28,18 @@ COUNT_CAP = 200_000
 _PG_CLASS = sa.table("pg_class", sa.column("oid"), sa.column("reltuples"), schema="pg_catalog")
 _lock = threading.Lock()
 _cache: dict[tuple[str, str, str], tuple[float, int]] = {}
+_databases: weakref.WeakKeyDictionary[sa.Engine, str] = weakref.WeakKeyDictionary()
 
 
 def _database(conn: sa.Connection) -> str:
-    return _rendered(conn.engine.url)
-
-
-@functools.lru_cache(maxsize=64)
-def _rendered(url: sa.URL) -> str:  # an engine's URL is immutable; rendering it cost more than the cache lookup
-    return url.render_as_string(hide_password=True)
+    """The database part of the cache key: the engine's URL (password hidden), rendered once per engine — an
+    engine's URL never changes, and a ``URL`` hashes by rendering itself, so keying a cache by it renders it on
+    every lookup."""
+    engine = conn.engine
+    database = _databases.get(engine)
+    if database is None:
+        database = _databases[engine] = engine.url.render_as_string(hide_password=True)
+    return database
 
 
 def _regclass(table: sa.Table) -> sa.ColumnElement[object]:
@@ -53,12 +56,11 @@ def table_rows(conn: sa.Connection, tables: Iterable[sa.Table], *, ttl: float | 
     tables = list(tables)
     database, now = _database(conn), time.monotonic()
     out: dict[str, int] = {}
-    with _lock:
-        for t in tables:
-            hit = _cache.get((database, t.schema or "", t.name))
-            if hit is not None and now - hit[0] < ttl:
-                out[t.name] = hit[1]
-    missing = [t for t in tables if t.name not in out]
+    for t in tables:  # reads need no lock: a dict lookup is atomic, and entries are replaced whole
+        hit = _cache.get((database, t.schema or "", t.name))
+        if hit is not None and now - hit[0] < ttl:
+            out[t.name] = hit[1]
+    missing = [t for t in tables if t.name not in out] if len(out) < len(tables) else []
     if not missing:
         return out
     selects = [sa.select(sa.literal(t.name).label("name"), _PG_CLASS.c.reltuples,

@@ -17,10 +17,15 @@ from ..errors import DimensionMismatchError, InvalidInputError
 
 __all__ = ["check_matrix", "check_vector"]
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
-def check_vector(corpus: str, vector: Sequence[float] | Any, dimension: int, *, what: str = "query vector") -> None:
-    """Raise :class:`InvalidInputError` unless ``vector`` is a flat sequence of finite numbers, not all zero, and
-    :class:`~universalrag.errors.DimensionMismatchError` unless it has ``dimension`` values."""
+
+def check_vector(corpus: str, vector: Sequence[float] | Any, dimension: int, *,
+                 what: str = "query vector") -> np.ndarray:
+    """Raise :class:`InvalidInputError` unless ``vector`` is a flat sequence of finite numbers, not all zero, each
+    within the range of the 32-bit floats pgvector stores, and :class:`~universalrag.errors.DimensionMismatchError`
+    unless it has ``dimension`` values. Returns it as a float32 array (what pgvector's binary format sends): the
+    list is converted once, for the checks and the query."""
     try:
         array = np.asarray(vector)
     except (TypeError, ValueError) as e:
@@ -30,7 +35,14 @@ def check_vector(corpus: str, vector: Sequence[float] | Any, dimension: int, *, 
                                 f"{'a nested list' if array.ndim > 1 else array.dtype.name + ' values'}.")
     if len(array) != dimension:
         raise DimensionMismatchError(corpus, dimension, len(array))
-    _check_values(corpus, array.astype(np.float64, copy=False), what)
+    wide = array if array.dtype == np.float32 else array.astype(np.float64, copy=False)  # no copy of float32 input
+    peak = float(np.abs(wide).max())  # one pass: NaN, infinity, all zeros and too large values all show in it
+    if not 0.0 < peak <= _FLOAT32_MAX:
+        _check_values(corpus, wide, what)
+        position = int(np.argmax(np.abs(wide)))
+        raise InvalidInputError(f"The {what} for corpus {corpus!r} holds {wide[position]} at position {position}, "
+                                "beyond the 32-bit floats pgvector stores (±3.4e38). Check the embedder's output.")
+    return array.astype(np.float32, copy=False)
 
 
 def check_matrix(corpus: str, vectors: Any, dimension: int, *, what: str = "part vectors") -> None:
