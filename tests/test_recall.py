@@ -117,8 +117,10 @@ def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large( 
     """Issue 10's rule: a parts table above ``Settings.exact_search_rows`` goes through the HNSW index unless the
     index check, measured on the corpus's own rows, found the index unreliable. With the threshold lowered below
     this table's 2,000 rows, the stored check decides — and whichever way it decides, every query still gets the
-    exact scan's best table first, with a best row as good as the exact scan's on the exact path and on at least
-    four of five queries through the index (the Jammy row for the report's query, always)."""
+    exact scan's best table first, with a best row as good as the exact scan's. Through the index that takes the
+    refinement (``store/search.py``, ``_text_by_parts``): the graph search alone, which the check had found
+    reliable on 16 queries, missed in 4 of 14 builds (Debian's 9 rows never reached among 2,000 numeric ones, or
+    a 0.19 Noble Numbat row instead of the 0.57 one)."""
     from universalrag.store.index_check import SCORE_TOLERANCE, check_index
     from universalrag.store.scan_rule import scan_exactly, stored_check
 
@@ -132,7 +134,6 @@ def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large( 
         assert stored_check(metadata) == stored  # read back from the registry by another Store
         exact_path = scan_exactly(check.rows, metadata, exact_rows=500, exact_max_rows=small.settings.exact_max_rows)
         assert exact_path == (not check.reliable)
-        best_row_found = 0
         for text, expected in [(QUERY, "ubuntu.csv"), ("Debian Bookworm release date", "debian.csv"),
                                ("Noble Numbat end of life", "ubuntu.csv"), ("petal width of setosa", "iris.csv"),
                                ("median house value by latitude and longitude", "california_housing.csv")]:
@@ -141,13 +142,7 @@ def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large( 
             hits = small.search("table", query, k=3)
             assert _name(hits[0]) == expected, text
             assert hits[0].id == exact[0].id, text
-            found = hits[0].matched_parts[0][2] >= exact[0].matched_parts[0][2] - SCORE_TOLERANCE
-            assert found or not exact_path, text  # the exact scan always finds the best row
-            best_row_found += found
-        # Through the index (the check found it reliable) the best *row* inside the right table is approximate: a
-        # CI build once returned the Ubuntu table for "Noble Numbat end of life" with a 0.19 row instead of the
-        # 0.57 one. The check measures that miss rate on 16 queries; it cannot promise every query.
-        assert best_row_found >= 4, best_row_found
+            assert hits[0].matched_parts[0][2] >= exact[0].matched_parts[0][2] - SCORE_TOLERANCE, text
         jammy = small.search("table", minilm.embed_query(QUERY).tolist(), k=5)
         assert "Jammy Jellyfish" in jammy[0].matched_parts[0][1]
     finally:

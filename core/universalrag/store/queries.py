@@ -130,11 +130,12 @@ def nearest_parts(
 
 def best_parts_exact(
     tables: CorpusTables, vector: Sequence[float], *, per_unit: int, limit: int, filter: Filter | None = None,
-    unit_ids: Sequence[str] | None = None,
+    unit_ids: Sequence[str] | None = None, near_units: int = 0,
 ) -> sa.Select[Any]:
     """The ``per_unit`` nearest parts of every unit (an exact scan: every part's distance is computed), best
-    first, at most ``limit`` rows; restricted to ``unit_ids`` when given. Because no unit has more than
-    ``per_unit`` rows, ``limit = per_unit · k`` rows always span ``k`` units when there are that many."""
+    first, at most ``limit`` rows; restricted to ``unit_ids`` when given, and then also to the ``near_units``
+    units whose own vectors are nearest (a sub-select). Because no unit has more than ``per_unit`` rows,
+    ``limit = per_unit · k`` rows always span ``k`` units when there are that many."""
     assert tables.parts is not None, "best_parts_exact needs a multi-vector corpus"
     p, u = tables.parts, tables.units
     distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))
@@ -145,7 +146,12 @@ def best_parts_exact(
     if filter:
         inner = inner.join(u, u.c.id == p.c.unit_id).where(compile_filter(u.c.metadata, filter))
     if unit_ids is not None:
-        inner = inner.where(p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids)))
+        wanted = p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids))
+        if near_units:
+            near = sa.select(u.c.id).where(u.c.embedding.is_not(None)).order_by(
+                u.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))).limit(_limit(near_units))
+            wanted = sa.or_(wanted, p.c.unit_id.in_(near.scalar_subquery()))
+        inner = inner.where(wanted)
     ranked = inner.subquery()
     return (sa.select(text_id(ranked.c.unit_id), ranked.c.ord, ranked.c.distance)
             .where(ranked.c.rn <= per_unit).order_by(ranked.c.distance).limit(_limit(limit)))

@@ -179,7 +179,8 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     candidates: dict[str, _Candidate] = {}
     alone = not visual and not request.lexical_text and not multi  # the rows come with their distances
     if multi:
-        by_parts = yield from _text_by_parts(sql, tables, request, window, exact=exact["parts"], ef=ef)
+        by_parts = yield from _text_by_parts(sql, tables, request, window, exact=exact["parts"], ef=ef,
+                                             refine=exact.get("refine", False))
         for uid, parts in by_parts.items():
             candidates[uid] = _Candidate(text=parts[0][1], parts=parts)
     else:
@@ -225,13 +226,18 @@ def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vect
 
 def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequest, *,
                   visual: bool) -> dict[str, bool]:
-    """Whether each searched table (``units``, ``parts``) is scanned exactly (:mod:`~.scan_rule`)."""
+    """Whether each searched table (``units``, ``parts``) is scanned exactly (:mod:`~.scan_rule`), and whether an
+    index search of parts is refined by an exact scan of the units it found (``refine``: a parts table of at most
+    ``exact_max_rows`` rows, where that scan stays small; see :func:`_text_by_parts`)."""
     multi = tables.parts is not None
-    if request.exact is not None:
-        return {"units": request.exact, "parts": request.exact}
+    if request.exact:
+        return {"units": True, "parts": True}
     searched = [t for t, used in ((tables.units, visual or not multi), (tables.parts, multi)) if used and t is not None]
     rows = table_rows(conn, searched)
     metadata = tables.spec.metadata
+    if request.exact is False:  # through the index, refined where the parts table is small enough
+        return {"units": False, "parts": False,
+                "refine": multi and rows.get(tables.parts.name, 0) <= request.exact_max_rows}  # type: ignore[union-attr]
 
     def rule(table: sa.Table | None, *, checked: bool) -> bool:
         if table is None or table.name not in rows:
@@ -243,13 +249,20 @@ def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequ
         return scan_exactly(n, metadata, exact_rows=request.exact_rows, exact_max_rows=request.exact_max_rows,
                             checked=checked)
 
-    return {"units": rule(tables.units, checked=not multi), "parts": rule(tables.parts, checked=True)}
+    parts = rule(tables.parts, checked=True)
+    refine = multi and not parts and rows.get(tables.parts.name, 0) <= request.exact_max_rows  # type: ignore[union-attr]
+    return {"units": rule(tables.units, checked=not multi), "parts": parts, "refine": refine}
 
 
 #: An index search of parts widens its window until it holds this many distinct units (or ``k``, if more): a
 #: window that holds the parts of one or two units only is the sign of a beam stuck among near-identical rows
 #: (thousands of numeric table rows), where the best unit may lie outside it (issue 11).
 MIN_DISTINCT_UNITS = 3
+
+
+#: A refined index search of parts (a parts table of at most ``exact_max_rows`` rows) ranks again, exactly, up to
+#: this many times ``max(k, MIN_DISTINCT_UNITS)`` of the units its window holds (see :func:`_text_by_parts`).
+REFINED_UNITS = 4
 
 
 def _first_part_window(k: int) -> int:
@@ -294,9 +307,13 @@ def _hits(spec: CorpusSpec, ranked: Sequence[tuple[str, float, _Candidate, dict[
 
 
 def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: int, *, exact: bool,
-                   ef: int) -> Search[dict[str, tuple[tuple[int, float], ...]]]:
+                   ef: int, refine: bool = False) -> Search[dict[str, tuple[tuple[int, float], ...]]]:
     """The ``k`` units whose best parts are nearest, each with its best :data:`PARTS_PER_HIT` parts (``ef``: the
-    narrowest beam)."""
+    narrowest beam). With ``refine``, the units the index found (at most :data:`REFINED_UNITS` times ``k``) and
+    the ``k`` units whose own vectors are nearest are ranked again by an exact scan of their parts, one statement:
+    among thousands of near-identical numeric rows the graph search does not always reach the rows of a small
+    table (a CI build returned the Ubuntu table for "Debian Bookworm release date", Debian's 9 rows never
+    visited), nor the best row of the right one (issue 11)."""
     assert tables.parts is not None
     if exact:
         rows = yield _best_parts_exact(sql, tables, request, per_unit=PARTS_PER_HIT, limit=PARTS_PER_HIT * k,
@@ -318,23 +335,30 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
         else:
             key = ("parts", tables.parts.fullname, tables.spec.dimension, limit, tuple(settings.items()))
             rows = yield sql.raw(key, build, query_vector=request.vector)
-        grouped = _group(rows, max(k, MIN_DISTINCT_UNITS))
+        grouped = _group(rows, max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1))
         exhausted = len(rows) < limit or (not request.iterative and limit >= _MAX_EF_SEARCH)
         if len(grouped) >= max(k, MIN_DISTINCT_UNITS) or exhausted or limit >= MAX_PART_WINDOW:
-            return dict(list(grouped.items())[:k])  # best first
+            break
         limit = min(limit * 4, MAX_PART_WINDOW)
+    if refine:
+        units, near = list(grouped), max(k, MIN_DISTINCT_UNITS)
+        grouped = _group((yield _best_parts_exact(sql, tables, request, per_unit=PARTS_PER_HIT,
+                                                  limit=PARTS_PER_HIT * (len(units) + near), flt=request.filter,
+                                                  unit_ids=units, near_units=near)), len(units) + near)
+    return dict(list(grouped.items())[:k])  # best first
 
 
 def _best_parts_exact(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, per_unit: int, limit: int,
-                      flt: Filter | None = None, unit_ids: Sequence[str] | None = None) -> Step:
+                      flt: Filter | None = None, unit_ids: Sequence[str] | None = None, near_units: int = 0) -> Step:
     def build(f: Filter | None = None) -> Any:
         return queries.best_parts_exact(tables, request.vector, per_unit=per_unit, limit=limit, filter=f,
-                                        unit_ids=unit_ids)
+                                        unit_ids=unit_ids, near_units=near_units)
 
     if flt:
         return build(flt)
     assert tables.parts is not None
-    key = ("best_parts", tables.parts.fullname, tables.spec.dimension, per_unit, limit, unit_ids is not None)
+    key = ("best_parts", tables.parts.fullname, tables.spec.dimension, per_unit, limit, unit_ids is not None,
+           near_units)
     return sql.raw(key, build, query_vector=request.vector,
                    **({"unit_ids": [str(u) for u in unit_ids]} if unit_ids is not None else {}))
 
