@@ -265,6 +265,10 @@ MIN_DISTINCT_UNITS = 3
 REFINED_UNITS = 4
 
 
+#: The beam of the units' own index when a refinement adds the nearest units (a safety net beside the window).
+NEAR_UNITS_BEAM = 16
+
+
 def _first_part_window(k: int) -> int:
     return max(8 * k, MIN_PART_WINDOW)
 
@@ -351,8 +355,9 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
 def _best_parts_exact(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, per_unit: int, limit: int,
                       flt: Filter | None = None, unit_ids: Sequence[str] | None = None, near_units: int = 0) -> Step:
     def build(f: Filter | None = None) -> Any:
-        return queries.best_parts_exact(tables, request.vector, per_unit=per_unit, limit=limit, filter=f,
+        stmt = queries.best_parts_exact(tables, request.vector, per_unit=per_unit, limit=limit, filter=f,
                                         unit_ids=unit_ids, near_units=near_units)
+        return queries.with_settings(stmt, {"hnsw.ef_search": NEAR_UNITS_BEAM}) if near_units else stmt
 
     if flt:
         return build(flt)
