@@ -227,17 +227,15 @@ def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vect
 def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequest, *,
                   visual: bool) -> dict[str, bool]:
     """Whether each searched table (``units``, ``parts``) is scanned exactly (:mod:`~.scan_rule`), and whether an
-    index search of parts is refined by an exact scan of the units it found (``refine``: a parts table of at most
-    ``exact_max_rows`` rows, where that scan stays small; see :func:`_text_by_parts`)."""
+    index search of parts is refined by an exact scan of the units it found (``refine``, :func:`_refined`)."""
     multi = tables.parts is not None
     if request.exact:
         return {"units": True, "parts": True}
-    searched = [t for t, used in ((tables.units, visual or not multi), (tables.parts, multi)) if used and t is not None]
+    searched = [t for t in (tables.units, tables.parts) if t is not None]  # the units' size too: see _refined
     rows = table_rows(conn, searched)
     metadata = tables.spec.metadata
-    if request.exact is False:  # through the index, refined where the parts table is small enough
-        return {"units": False, "parts": False,
-                "refine": multi and rows.get(tables.parts.name, 0) <= request.exact_max_rows}  # type: ignore[union-attr]
+    if request.exact is False:  # through the index, refined where that pays
+        return {"units": False, "parts": False, "refine": _refined(tables, rows, request.exact_max_rows)}
 
     def rule(table: sa.Table | None, *, checked: bool) -> bool:
         if table is None or table.name not in rows:
@@ -250,8 +248,20 @@ def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequ
                             checked=checked)
 
     parts = rule(tables.parts, checked=True)
-    refine = multi and not parts and rows.get(tables.parts.name, 0) <= request.exact_max_rows  # type: ignore[union-attr]
-    return {"units": rule(tables.units, checked=not multi), "parts": parts, "refine": refine}
+    return {"units": rule(tables.units, checked=not multi) if visual or not multi else False, "parts": parts,
+            "refine": not parts and _refined(tables, rows, request.exact_max_rows)}
+
+
+def _refined(tables: CorpusTables, rows: Mapping[str, int], exact_max_rows: int) -> bool:
+    """Whether an index search of ``tables``' parts is refined (:func:`_text_by_parts`): where the parts table holds
+    at most ``exact_max_rows`` rows (the exact scan of the found units' parts stays small) and its units have
+    :data:`REFINE_PARTS_PER_UNIT` parts or more on average — units of many parts (table rows, chunks of long
+    files) are where the graph search loses a small unit or a unit's best part; with one or two parts per unit the
+    window of parts is as good as a search of the units."""
+    if tables.parts is None:
+        return False
+    parts, units = rows.get(tables.parts.name, 0), rows.get(tables.units.name, 0)
+    return parts <= exact_max_rows and parts >= REFINE_PARTS_PER_UNIT * max(units, 1)
 
 
 #: An index search of parts widens its window until it holds this many distinct units (or ``k``, if more): a
@@ -265,6 +275,8 @@ MIN_DISTINCT_UNITS = 3
 REFINED_UNITS = 4
 
 
+#: Units of at least this many parts on average have their index searches of parts refined (see :func:`_refined`).
+REFINE_PARTS_PER_UNIT = 4
 #: The beam of the units' own index when a refinement adds the nearest units (a safety net beside the window).
 NEAR_UNITS_BEAM = 16
 
