@@ -74,9 +74,10 @@ def test_the_index_path_finds_it_too(tables_store: Store, minilm,  # type: ignor
     scan and the widening window of parts (until it holds several distinct tables) still put the Ubuntu table
     first for the reported query, at k=3 and at k=1, and mostly agree with an exact scan on the best table for
     queries that each target one table. pgvector builds its graph with random levels, so on thousands of
-    near-identical rows the index is approximate from one build to the next (one of these queries missed in about
-    half of the builds tried): that is why tables up to ``Settings.exact_search_rows`` rows are scanned exactly,
-    and larger ones are checked (``store/index_check.py``)."""
+    near-identical rows the graph search alone is approximate from one build to the next (one of these queries
+    missed in about half of the builds tried): that is why tables up to ``Settings.exact_search_rows`` rows are
+    scanned exactly, larger ones are checked (``store/index_check.py``), and an index search of a table of many
+    rows per unit is refined by an exact scan of the units it found (``store/search.py``)."""
     agree = 0
     for text, expected in [(QUERY, "ubuntu.csv"), ("Debian Bookworm release date", "debian.csv"),
                            ("Noble Numbat end of life", "ubuntu.csv"), ("petal width of setosa", "iris.csv"),
