@@ -27,6 +27,7 @@ from pgvector.sqlalchemy import Vector
 
 from ..errors import InvalidInputError
 from ..store.queries import set_local
+from ..store.scan_rule import MAX_EF_SEARCH
 from ..types import Hit
 
 if TYPE_CHECKING:
@@ -166,7 +167,7 @@ class UnifiedIndex:
         limit = max(8 * k, 100)
         with self.store.transaction("search the unified evaluation index") as conn:
             while True:
-                conn.execute(set_local("hnsw.ef_search", min(max(self.ef_search, limit), 1000)))
+                conn.execute(set_local("hnsw.ef_search", min(max(self.ef_search, limit), MAX_EF_SEARCH)))
                 conn.execute(set_local("hnsw.iterative_scan", "relaxed_order"))
                 rows = conn.execute(sa.select(t.c.corpus, t.c.unit_id, distance.label("distance"))
                                     .order_by(distance).limit(sa.literal_column(str(int(limit))))).all()

@@ -146,13 +146,13 @@ def best_parts_exact(
     if filter:
         inner = inner.join(u, u.c.id == p.c.unit_id).where(compile_filter(u.c.metadata, filter))
     if unit_ids is not None:
-        wanted = p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids))
         if near_units:  # a union of both sets, which the planner joins to the parts' primary key (an OR scans)
             near = sa.select(u.c.id).where(u.c.embedding.is_not(None)).order_by(
                 u.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))).limit(_limit(near_units))
             given = sa.select(sa.func.unnest(_ids("unit_ids", unit_ids)).label("id"))
-            wanted = p.c.unit_id.in_(sa.union(given, sa.select(near.subquery().c.id)))
-        inner = inner.where(wanted)
+            inner = inner.where(p.c.unit_id.in_(sa.union(given, sa.select(near.subquery().c.id))))
+        else:
+            inner = inner.where(p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids)))
     ranked = inner.subquery()
     return (sa.select(text_id(ranked.c.unit_id), ranked.c.ord, ranked.c.distance)
             .where(ranked.c.rn <= per_unit).order_by(ranked.c.distance).limit(_limit(limit)))

@@ -37,7 +37,7 @@ from . import queries
 from .batch import Raw, Search, Step, compiled, run_steps, vector_parameter
 from .engine import has_binary_vectors
 from .filters import Filter
-from .scan_rule import needs_check, scan_exactly, tuned_ef
+from .scan_rule import MAX_EF_SEARCH, needs_check, scan_exactly, tuned_ef
 from .schema import CorpusTables
 from .sizes import table_rows
 
@@ -65,8 +65,6 @@ MAX_PART_WINDOW = 20000
 FILTERED_BEAM = 4
 #: ... and fetches at least this many rows, of which it keeps the best ``k``.
 FILTERED_WINDOW = 40
-#: pgvector's largest ``hnsw.ef_search``.
-_MAX_EF_SEARCH = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,11 +168,11 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     window = max(4 * request.k, 40) if visual or request.lexical_text else request.k
     multi = tables.parts is not None
     beam = max(request.ef_search, tuned_ef(spec.metadata))  # at least the beam the corpus's index check tuned
-    ef = beam if not multi else min(max(beam, _first_part_window(window)), _MAX_EF_SEARCH)
+    ef = beam if not multi else min(max(beam, _first_part_window(window)), MAX_EF_SEARCH)
     if request.filter and not exact["units" if not multi else "parts"]:
         # A filtered search through the index widens its beam and its window (the best k of a wider window,
         # re-sorted here): with relaxed order and a selective filter the first k rows the index yields miss some.
-        ef = min(max(ef, beam * FILTERED_BEAM), _MAX_EF_SEARCH)
+        ef = min(max(ef, beam * FILTERED_BEAM), MAX_EF_SEARCH)
         window = max(window, FILTERED_WINDOW)
     candidates: dict[str, _Candidate] = {}
     alone = not visual and not request.lexical_text and not multi  # the rows come with their distances
@@ -270,13 +268,11 @@ def _refined(tables: CorpusTables, rows: Mapping[str, int], exact_max_rows: int)
 MIN_DISTINCT_UNITS = 3
 
 
-#: A refined index search of parts (a parts table of at most ``exact_max_rows`` rows) ranks again, exactly, up to
-#: this many times ``max(k, MIN_DISTINCT_UNITS)`` of the units its window holds (see :func:`_text_by_parts`).
-REFINED_UNITS = 4
-
-
 #: Units of at least this many parts on average have their index searches of parts refined (see :func:`_refined`).
 REFINE_PARTS_PER_UNIT = 4
+#: A refined index search of parts ranks again, exactly, up to this many times ``max(k, MIN_DISTINCT_UNITS)`` of
+#: the units its window holds (see :func:`_text_by_parts`).
+REFINED_UNITS = 4
 #: The beam of the units' own index when a refinement adds the nearest units (a safety net beside the window).
 NEAR_UNITS_BEAM = 16
 
@@ -339,7 +335,7 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
     while True:
         # The search beam is at least as wide as the window: without the iterative scan the index returns at most
         # ef_search rows, and with it a narrow beam stays among near-identical rows (issue 11).
-        wanted = min(max(ef, limit), _MAX_EF_SEARCH)
+        wanted = min(max(ef, limit), MAX_EF_SEARCH)
         settings = _settings(request, wanted)
 
         def build(flt: Filter | None = None, limit: int = limit, settings: dict[str, str | int] = settings) -> Any:
@@ -352,7 +348,7 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
             key = ("parts", tables.parts.fullname, tables.spec.dimension, limit, tuple(settings.items()))
             rows = yield sql.raw(key, build, query_vector=request.vector)
         grouped = _group(rows, max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1))
-        exhausted = len(rows) < limit or (not request.iterative and limit >= _MAX_EF_SEARCH)
+        exhausted = len(rows) < limit or (not request.iterative and limit >= MAX_EF_SEARCH)
         if len(grouped) >= max(k, MIN_DISTINCT_UNITS) or exhausted or limit >= MAX_PART_WINDOW:
             break
         limit = min(limit * 4, MAX_PART_WINDOW)

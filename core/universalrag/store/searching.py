@@ -24,6 +24,7 @@ from . import index_check
 from .engine import SearchConnection
 from .filters import Filter
 from .restrict import check_required_filter
+from .scan_rule import MAX_EF_SEARCH
 from .schema import Tables
 from .search import CorpusQuery, SearchRequest, run_searches
 from .vectors import check_vector
@@ -142,7 +143,7 @@ class Searching:
             if visual is not None and spec.visual_dimension:
                 visual = check_vector(spec.name, visual, spec.visual_dimension, what="visual query vector")
             jobs.append((spec, self.tables.corpus(spec), weight, min(max(q.ef_search or self.settings.ef_search, q.k),
-                                                                     1000), vector, visual))
+                                                                     MAX_EF_SEARCH), vector, visual))
 
         def read(conn: sa.Connection) -> list[list[Hit]]:
             iterative = self._supports_iterative_scan(conn)
