@@ -18,30 +18,26 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
-from ..config import Settings
-from ..embed.base import Embedder, check_embedder
+from ..embed.base import Embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..store import Store
-from ..types import CorpusSpec, Granularity, Modality, PartBatch, Unit
+from ..types import Granularity, Modality
 from .companions import alt_texts, fingerprint, sidecar_files
 from .detect import Detection, detect, iter_files, unsupported_error
 from .files import check_file, hash_file
 from .large import StagedSource, staged_table, staged_text
 from .report import FileOutcome, IngestReport, Progress
-from .text.document import TextDocument
-from .units import Prepared, TextPlan, image_units, plan_text_units, source_record, table_units, video_units
+from .run import DEFAULT_CORPORA, IngestOptions, IngestRun, failed_outcome
+from .text_group import prepare_text_group
+from .units import Prepared, image_units, source_record, table_units, video_units
 from .video.planning import VideoOptions
 
 if TYPE_CHECKING:
-    from ..embed.visual import VisualEncoder
-    from .documents import DocumentOptions
     from .tables.model import ParsedTable
 
 __all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "Progress", "ingest_paths",
@@ -49,147 +45,11 @@ __all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "P
 
 _log = logging.getLogger(__name__)
 
-#: Where a file goes when no corpus is named, by detected kind.
-DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
-    "text": ("document", "paragraph"),
-    "table": ("table",),
-    "image": ("image",),
-    "video": ("video", "clip"),
-    "document": ("document", "paragraph", "table", "image"),
-}
-_KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO,
-                  "document": Modality.TEXT}
-#: Text formats whose tables also go to the table corpus, and the table reader's name for them.
-_TABLES_IN_TEXT = {"md": "markdown", "html": "html"}
-#: Text files embedded together in one batch.
+#: Text files embedded together in one call.
 _TEXT_GROUP_FILES = 64
 
 
-@dataclass(frozen=True, slots=True)
-class IngestOptions:
-    """How inputs are turned into units."""
-
-    visual_encoder: VisualEncoder | None = None
-    video: VideoOptions | None = None
-    table_batch_rows: int = 1024
-    captions: dict[str, str] = field(default_factory=dict)  # file path → caption for images
-    documents: DocumentOptions | None = None  # OCR and picture settings for PDF, Word and PowerPoint files
-    #: Large sources (see :mod:`universalrag.ingest.large`): a plain-text file above this many bytes is streamed
-    #: and committed in batches of ``text_batch_passages`` passages; a table file with more than
-    #: ``stage_rows`` rows is committed in batches of ``table_batch_rows``, embedding at most
-    #: ``max_embedded_rows`` evenly spaced rows per table.
-    large_text_bytes: int = 8 << 20
-    #: Markdown, HTML, reST and code files are parsed whole; above this many bytes they are refused (save the
-    #: text as .txt to have it streamed).
-    max_markup_bytes: int = 64 << 20
-    text_batch_passages: int = 512
-    stage_rows: int = 20_000
-    max_embedded_rows: int = 100_000
-
-    @classmethod
-    def from_settings(cls, settings: Settings, *, visual_encoder: VisualEncoder | None = None,
-                      video: VideoOptions | None = None, table_batch_rows: int = 1024,
-                      captions: dict[str, str] | None = None,
-                      documents: DocumentOptions | None = None) -> IngestOptions:
-        """Options whose videos are transcribed by the speech recogniser the settings name
-        (``UNIVERSALRAG_ASR``), unless ``video`` brings its own ``asr``. Nothing is loaded yet."""
-        from .video.asr import asr_from_settings
-
-        video = video or VideoOptions()
-        if video.asr is None and settings.asr:
-            video = replace(video, asr=asr_from_settings(settings))
-        return cls(visual_encoder=visual_encoder, video=video, table_batch_rows=table_batch_rows,
-                   captions=dict(captions or {}), documents=documents)
-
-
-@dataclass(slots=True)
-class _Run:
-    store: Store
-    embedder: Embedder
-    options: IngestOptions
-    corpus: str | None
-    checked: set[str] = field(default_factory=set)
-    alts: dict[Path, str] = field(default_factory=dict)
-    parsed: dict[Path, TextDocument] = field(default_factory=dict)  # pages already read this run
-    formats: dict[Path, str | None] = field(default_factory=dict)  # reader format detected per file
-    on_progress: Callable[[Progress], None] | None = None
-
-    def spec(self, name: str, kind: str) -> CorpusSpec:
-        spec = self.store.corpus(name)
-        if name not in self.checked:
-            if spec.modality is not _KIND_MODALITY[kind]:
-                raise ConfigError(f"Corpus {name!r} holds {spec.modality} units; a {kind} file cannot go there. "
-                                  f"Use a {_KIND_MODALITY[kind]} corpus, or leave out --corpus.")
-            check_embedder(spec, self.embedder)
-            visual = self.options.visual_encoder
-            if visual is not None and kind in ("image", "video"):
-                self.store.add_visual_channel(name, dimension=visual.dimension, encoder=visual.name)
-                spec = self.store.corpus(name)
-            self.checked.add(name)
-        return spec
-
-    def targets(self, kind: str) -> tuple[str, ...]:
-        return (self.corpus,) if self.corpus else DEFAULT_CORPORA[kind]
-
-    def scope(self, kind: str) -> str:
-        """The sources' scope: ``""`` for the default corpora of ``kind``, else the corpus named. A file sent to
-        a user corpus is a source of its own, so it never replaces the file's units in the default corpora."""
-        return "" if self.targets(kind) == DEFAULT_CORPORA[kind] else str(self.corpus)
-
-
-def _text_prepared(run: _Run, path: Path, uri: str, content_hash: str, doc: TextDocument,
-                   units: list[Unit]) -> Prepared:
-    """A text source: its document and paragraph units, plus the tables a Markdown or HTML page holds."""
-    from .tables.read import read_tables
-
-    parts: Iterable[PartBatch] = ()
-    if run.corpus is None and doc.format in _TABLES_IN_TEXT and "table" in run.store.corpora():
-        try:
-            tables = read_tables(path, format=_TABLES_IN_TEXT[doc.format])
-        except IngestError:
-            tables = []  # a page without tables is still a good document
-        if tables:
-            table_list, parts = table_units(tables, run.spec("table", "table"), run.embedder, uri=uri,
-                                            batch_rows=run.options.table_batch_rows)
-            units = units + table_list
-    meta = {"title": doc.title, "format": doc.format, "path": path.name}
-    return Prepared(source_record(uri, content_hash, Modality.TEXT, units, metadata=meta), units, parts)
-
-
-def _text_group(run: _Run, group: Sequence[tuple[Path, str, str]]) -> Iterator[FileOutcome]:
-    """Ingest several text files with one embedding batch (the encoder is fastest on large, length-sorted
-    batches); each file is still written in its own transaction and fails on its own."""
-    from .text.document import read_text_file
-
-    planned: list[tuple[Path, str, str, TextDocument, TextPlan] | FileOutcome] = []
-    for path, uri, content_hash in group:
-        try:
-            doc = run.parsed.pop(path, None) or read_text_file(path, format=run.formats.get(path))
-            specs = [run.spec(n, "text") for n in run.targets("text")]
-            planned.append((path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri)))
-        except UniversalRAGError as e:
-            planned.append(_failed(path, e))
-    texts = [t for p in planned if not isinstance(p, FileOutcome) for t in p[4].texts]
-    try:
-        vectors = run.embedder.embed(texts) if texts else np.zeros((0, run.embedder.dimension))
-    except UniversalRAGError as e:
-        yield from (p if isinstance(p, FileOutcome) else _failed(p[0], e) for p in planned)
-        return
-    offset = 0
-    for p in planned:
-        if isinstance(p, FileOutcome):
-            yield p
-            continue
-        path, uri, content_hash, doc, plan = p
-        mine = vectors[offset: offset + len(plan.texts)]
-        offset += len(plan.texts)
-        try:
-            yield _write(run, path, "text", _text_prepared(run, path, uri, content_hash, doc, plan.build(mine)))
-        except UniversalRAGError as e:
-            yield _failed(path, e)
-
-
-def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared | StagedSource:
+def _prepare_table(run: IngestRun, path: Path, uri: str, content_hash: str) -> Prepared | StagedSource:
     from .tables.read import read_tables
 
     tables = read_tables(path, format=run.formats.get(path))
@@ -206,7 +66,7 @@ def _prepare_table(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
     return Prepared(source_record(uri, content_hash, Modality.TABLE, units, metadata=meta), units, parts)
 
 
-def _prepare_image(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+def _prepare_image(run: IngestRun, path: Path, uri: str, content_hash: str) -> Prepared:
     from .images.read import read_image
 
     info = read_image(path, caption=run.options.captions.get(str(path)), alt=run.alts.get(path.resolve()))
@@ -216,7 +76,7 @@ def _prepare_image(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
     return Prepared(source_record(uri, content_hash, Modality.IMAGE, units, metadata={"path": path.name}), units)
 
 
-def _prepare_video(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+def _prepare_video(run: IngestRun, path: Path, uri: str, content_hash: str) -> Prepared:
     from .video.planning import plan_video
 
     plan = plan_video(path, options=run.options.video or VideoOptions())
@@ -229,7 +89,7 @@ def _prepare_video(run: _Run, path: Path, uri: str, content_hash: str) -> Prepar
     return Prepared(source_record(uri, content_hash, Modality.VIDEO, units, metadata=meta), units)
 
 
-def _prepare_document(run: _Run, path: Path, uri: str, content_hash: str) -> Prepared:
+def _prepare_document(run: IngestRun, path: Path, uri: str, content_hash: str) -> Prepared:
     """A PDF, Word or PowerPoint file: its document, passages, tables and figures, each in its own corpus (only
     the text units, in the named corpus, with ``--corpus``)."""
     from .documents.prepare import figure_folder, prepare_document
@@ -255,8 +115,21 @@ def _prepare_document(run: _Run, path: Path, uri: str, content_hash: str) -> Pre
                             visual=visual, options=run.options.documents, batch_rows=run.options.table_batch_rows)
 
 
+def _text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]]) -> Iterator[FileOutcome]:
+    """Ingest several text files with one embedding call (:mod:`universalrag.ingest.text_group`); each file is
+    still written in its own transaction and fails on its own."""
+    for path, prepared in prepare_text_group(run, group):
+        if isinstance(prepared, FileOutcome):
+            yield prepared
+            continue
+        try:
+            yield _write(run, path, "text", prepared)
+        except UniversalRAGError as e:
+            yield failed_outcome(path, e)
+
+
 #: Kind → how a file of that kind becomes units (text files are batched by :func:`_text_group`).
-_HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared | StagedSource]] = {
+_HANDLERS: dict[str, Callable[[IngestRun, Path, str, str], Prepared | StagedSource]] = {
     "table": _prepare_table,
     "image": _prepare_image,
     "video": _prepare_video,
@@ -264,7 +137,7 @@ _HANDLERS: dict[str, Callable[[_Run, Path, str, str], Prepared | StagedSource]] 
 }
 
 
-def _unchanged(run: _Run, kind: str, uri: str, content_hash: str) -> bool:
+def _unchanged(run: IngestRun, kind: str, uri: str, content_hash: str) -> bool:
     state = run.store.source_state(uri, scope=run.scope(kind))
     if state is None or state[0] != content_hash:
         return False
@@ -272,12 +145,7 @@ def _unchanged(run: _Run, kind: str, uri: str, content_hash: str) -> bool:
     return set(state[1]) <= allowed and (run.corpus is None or set(state[1]) == {run.corpus})
 
 
-def _failed(path: Path, error: UniversalRAGError) -> FileOutcome:
-    reason = error.reason if isinstance(error, IngestError) else str(error)
-    return FileOutcome(path=str(path), status="failed", error=reason)
-
-
-def _classify(run: _Run, path: Path) -> tuple[Detection, str, str]:
+def _classify(run: IngestRun, path: Path) -> tuple[Detection, str, str]:
     """(what the file is, uri, content hash); uri and hash are empty when it is not ingested. IngestError
     when it cannot be read at all. The hash of an image or video covers its sidecars and the texts given
     with it (:func:`~universalrag.ingest.companions.fingerprint`), so editing only those replaces the source."""
@@ -290,7 +158,7 @@ def _classify(run: _Run, path: Path) -> tuple[Detection, str, str]:
     return found, path.resolve().as_uri(), fingerprint(path, hash_file(path), texts=texts)
 
 
-def _large_text(run: _Run, path: Path) -> bool:
+def _large_text(run: IngestRun, path: Path) -> bool:
     """A plain-text file too large to read whole (streamed by :func:`universalrag.ingest.large.staged_text`);
     IngestError for another text format too large to parse whole."""
     size = path.stat().st_size
@@ -303,13 +171,13 @@ def _large_text(run: _Run, path: Path) -> bool:
     return False
 
 
-def _prepare_large_text(run: _Run, path: Path, uri: str, content_hash: str) -> StagedSource:
+def _prepare_large_text(run: IngestRun, path: Path, uri: str, content_hash: str) -> StagedSource:
     specs = [run.spec(n, "text") for n in run.targets("text")]
     return staged_text(path, specs, run.embedder, uri=uri, content_hash=content_hash,
                        batch_passages=run.options.text_batch_passages)
 
 
-def _write(run: _Run, path: Path, kind: str, prepared: Prepared | StagedSource) -> FileOutcome:
+def _write(run: IngestRun, path: Path, kind: str, prepared: Prepared | StagedSource) -> FileOutcome:
     if isinstance(prepared, StagedSource):
         staged = prepared
 
@@ -343,7 +211,7 @@ def ingest_tables(
     Idempotent like files: the content hash covers titles, headers and every cell, so the same tables under
     the same ``uri`` change nothing and changed ones replace the old rows in one transaction.
     """
-    run = _Run(store=store, embedder=embedder, options=IngestOptions(table_batch_rows=batch_rows), corpus=corpus)
+    run = IngestRun(store=store, embedder=embedder, options=IngestOptions(table_batch_rows=batch_rows), corpus=corpus)
     digest = hashlib.sha256()
     for table in tables:
         digest.update(repr((table.title, list(table.header))).encode())
@@ -381,7 +249,7 @@ def ingest_paths(
     committed batch of a large source (:mod:`universalrag.ingest.large`). Caption and subtitle
     sidecars found next to images and videos are used as their text, not ingested on their own.
     """
-    run = _Run(store=store, embedder=embedder, options=options or IngestOptions(), corpus=corpus,
+    run = IngestRun(store=store, embedder=embedder, options=options or IngestOptions(), corpus=corpus,
                on_progress=on_progress)
     store.corpora()  # fail fast (StoreError) when the database cannot be reached
     if corpus is not None:
@@ -427,7 +295,7 @@ def ingest_paths(
             else:
                 outcome = _write(run, path, kind, _HANDLERS[kind](run, path, uri, content_hash))
         except UniversalRAGError as e:
-            outcome = _failed(path, e)
+            outcome = failed_outcome(path, e)
         flush()  # keep the outcomes in file order
         emit(outcome)
     flush()

@@ -1,0 +1,121 @@
+"""Text files prepared as a group: each parsed and planned on its own, all embedded in one call, then turned back
+into one :class:`~universalrag.ingest.units.Prepared` source per file. No database writes.
+
+The encoder is fastest on one large batch it sorts by length, so the group's call holds every text of every
+file: chunks of the documents, paragraphs, and the previews and rows of the tables Markdown and HTML pages hold
+(see :mod:`universalrag.ingest.table_plan`). A page whose tables hold more rows than one batch
+(``IngestOptions.table_batch_rows``) streams those rows while it is written, as a table file does. A file that
+cannot be read or planned fails on its own; the others go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import IngestError, UniversalRAGError
+from ..types import Modality, PartBatch
+from .report import FileOutcome
+from .run import IngestRun, failed_outcome
+from .table_plan import TablePlan, plan_table_units
+from .text.document import TextDocument
+from .units import Prepared, TextPlan, plan_text_units, source_record, table_units
+
+if TYPE_CHECKING:
+    from .tables.model import ParsedTable
+
+__all__ = ["TABLES_IN_TEXT", "TextFile", "plan_text_file", "prepare_text_group", "text_prepared"]
+
+#: Text formats whose tables also go to the table corpus, and the table reader's name for them.
+TABLES_IN_TEXT = {"md": "markdown", "html": "html"}
+
+
+@dataclass(slots=True)
+class TextFile:
+    """A text file parsed and planned: the texts it needs embedded, and how their vectors become its units."""
+
+    path: Path
+    uri: str
+    content_hash: str
+    doc: TextDocument
+    text: TextPlan
+    tables: TablePlan | None = None  # the page's tables, embedded in the group's call
+    large_tables: Sequence[ParsedTable] = ()  # more rows than one batch: embedded while written
+
+    @property
+    def texts(self) -> list[str]:
+        """Every text to embed: the document's, then its tables'."""
+        return self.text.texts + (self.tables.texts if self.tables is not None else [])
+
+
+def plan_text_file(run: IngestRun, path: Path, uri: str, content_hash: str) -> TextFile:
+    """Parse a text file (or take the page this run already read) and plan its document and paragraph units,
+    plus the tables of a Markdown or HTML page when the table corpus exists and no corpus is named."""
+    from .tables.read import read_tables
+    from .text.document import read_text_file
+
+    doc = run.parsed.pop(path, None) or read_text_file(path, format=run.formats.get(path))
+    specs = [run.spec(n, "text") for n in run.targets("text")]
+    planned = TextFile(path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri))
+    if run.corpus is None and doc.format in TABLES_IN_TEXT and "table" in run.store.corpora():
+        try:
+            tables = read_tables(path, format=TABLES_IN_TEXT[doc.format])
+        except IngestError:
+            tables = []  # a page without tables is still a good document
+        if sum(int(t.metadata.get("row_count", 0)) for t in tables) > run.options.table_batch_rows:
+            planned.large_tables = tables
+        elif tables:
+            planned.tables = plan_table_units(tables, run.spec("table", "table"), uri=uri)
+    return planned
+
+
+def text_prepared(run: IngestRun, planned: TextFile, vectors: np.ndarray) -> Prepared:
+    """A planned file's source, units and row parts from its vectors (one per text of ``planned.texts``)."""
+    n = len(planned.text.texts)
+    units = planned.text.build(vectors[:n])
+    parts: Iterable[PartBatch] = ()
+    if planned.tables is not None:
+        table_list, parts = planned.tables.build(vectors[n:])
+        units += table_list
+    elif planned.large_tables:
+        table_list, parts = table_units(planned.large_tables, run.spec("table", "table"), run.embedder,
+                                        uri=planned.uri, batch_rows=run.options.table_batch_rows)
+        units += table_list
+    meta = {"title": planned.doc.title, "format": planned.doc.format, "path": planned.path.name}
+    record = source_record(planned.uri, planned.content_hash, Modality.TEXT, units, metadata=meta)
+    return Prepared(record, units, parts)
+
+
+def prepare_text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]],
+                       ) -> Iterator[tuple[Path, Prepared | FileOutcome]]:
+    """``(path, prepared source or failed outcome)`` for each ``(path, uri, content hash)`` of ``group``, in
+    order, after one embedding call for all their texts. A source is built only when asked for, so a caller
+    writing each before taking the next holds one file's units at a time besides the group's vectors."""
+    planned: list[TextFile | FileOutcome] = []
+    for path, uri, content_hash in group:
+        try:
+            planned.append(plan_text_file(run, path, uri, content_hash))
+        except UniversalRAGError as e:
+            planned.append(failed_outcome(path, e))
+    texts = [t for p in planned if isinstance(p, TextFile) for t in p.texts]
+    try:
+        vectors = run.embedder.embed(texts) if texts else np.zeros((0, run.embedder.dimension), dtype=np.float32)
+    except UniversalRAGError as e:
+        for (path, _, _), p in zip(group, planned, strict=True):
+            yield path, p if isinstance(p, FileOutcome) else failed_outcome(path, e)
+        return
+    offset = 0
+    for (path, _, _), p in zip(group, planned, strict=True):
+        if isinstance(p, FileOutcome):
+            yield path, p
+            continue
+        mine = vectors[offset: offset + len(p.texts)]
+        offset += len(p.texts)
+        try:
+            yield path, text_prepared(run, p, mine)
+        except UniversalRAGError as e:
+            yield path, failed_outcome(path, e)
