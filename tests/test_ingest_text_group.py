@@ -180,3 +180,41 @@ def test_a_page_with_more_table_rows_than_a_batch_streams_them(store: Store, min
     assert len(rows) == 10
     hit = search_corpus(store, minilm, "table", "Harbour ferries: Ferry: Evening Star | Departs: 18:05", k=1)[0]
     assert hit.metadata["title"] == "Harbour ferries" and "Evening Star" in hit.matched_parts[0][1]
+
+
+MARKDOWN_TABLES = [
+    "| Team | Wins |\n|---|---|\n| Lakers | 57 |\n",
+    "Team | Wins\n--|--\nLakers | 57\n",
+    "|Team|\n|:-:|\n|Lakers|\n",
+    "Team |\n--- |\nLakers |\n",
+    "> | Team | Wins |\n> | :--- | ---: |\n> | Lakers | 57 |\n",
+    "- item\n\n  | Team | Wins |\n  |------|------|\n  | Lakers | 57 |\n",
+    "Intro.\n\n<TABLE><tr><th>Team</th></tr><tr><td>Lakers</td></tr></TABLE>\n",
+]
+
+
+@pytest.mark.parametrize("text", MARKDOWN_TABLES)
+def test_a_pages_tables_are_found_in_every_table_syntax(tmp_path: Path, text: str) -> None:
+    from universalrag.ingest.tables import read_tables
+    from universalrag.ingest.text_group import page_tables
+
+    page = tmp_path / "page.md"
+    page.write_text("# Scores\n\n" + text, encoding="utf-8")
+    expected = read_tables(page, format="markdown")  # the table reader on the whole file
+    found = page_tables(page, "md")
+    assert [(t.title, t.header, list(t.rows())) for t in found] == \
+        [(t.title, t.header, list(t.rows())) for t in expected]
+    assert found and found[0].header[0] == "Team"
+
+
+def test_pages_without_tables_have_none(tmp_path: Path) -> None:
+    from universalrag.ingest.text_group import page_tables
+
+    (tmp_path / "a.md").write_text("# Notes\n\nA pipe | and a dash - in prose, and `|---|` in code.\n",
+                                   encoding="utf-8")
+    (tmp_path / "b.html").write_text("<html><body><p>No tables | here --</p></body></html>", encoding="utf-8")
+    assert page_tables(tmp_path / "a.md", "md") == [] and page_tables(tmp_path / "b.html", "html") == []
+    # decoded before it is searched: a UTF-16 page's table is found
+    utf16 = "<table><tr><th>Team</th></tr><tr><td>Lakers</td></tr></table>".encode("utf-16-le")
+    (tmp_path / "c.html").write_bytes(b"\xff\xfe" + utf16)
+    assert [list(t.rows()) for t in page_tables(tmp_path / "c.html", "html")] == [[["Lakers"]]]

@@ -10,6 +10,7 @@ cannot be read or planned fails on its own; the others go on.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 
 from ..errors import IngestError, UniversalRAGError
 from ..types import Modality, PartBatch
+from .files import HEAD_BYTES, declared_encoding, decode_text, read_content
 from .report import FileOutcome
 from .run import IngestRun, failed_outcome
 from .table_plan import TablePlan, plan_table_units
@@ -28,10 +30,14 @@ from .units import Prepared, TextPlan, plan_text_units, source_record, table_uni
 if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
-__all__ = ["TABLES_IN_TEXT", "TextFile", "plan_text_file", "prepare_text_group", "text_prepared"]
+__all__ = ["TABLES_IN_TEXT", "TextFile", "page_tables", "plan_text_file", "prepare_text_group", "text_prepared"]
 
-#: Text formats whose tables also go to the table corpus, and the table reader's name for them.
-TABLES_IN_TEXT = {"md": "markdown", "html": "html"}
+#: Text formats whose tables also go to the table corpus.
+TABLES_IN_TEXT = ("md", "html")
+#: What a page holds when it may hold a table: an HTML table, or (Markdown) a pipe beside a run of dashes, which
+#: every delimiter row of a pipe table has (``| --- |``, ``--|--``, ``|:-:|``). Pages without it skip the parse.
+_TABLE_SYNTAX = {"html": re.compile(r"<table", re.IGNORECASE),
+                 "md": re.compile(r"<table|\|[ \t]*:?-|-:?[ \t]*\|", re.IGNORECASE)}
 
 
 @dataclass(slots=True)
@@ -52,20 +58,32 @@ class TextFile:
         return self.text.texts + (self.tables.texts if self.tables is not None else [])
 
 
+def page_tables(path: Path, fmt: str) -> list[ParsedTable]:
+    """The tables of a Markdown (``fmt="md"``) or HTML page, ``[]`` when it has none or they cannot be read: a
+    page without tables is still a good document. A page without table syntax is not parsed for tables."""
+    from .tables.read import tables_from_html, tables_from_markdown
+
+    try:
+        data = read_content(path)
+        text, _ = decode_text(data, path, declared=declared_encoding(data[:HEAD_BYTES], html=True)
+                              if fmt == "html" else None)
+        if not _TABLE_SYNTAX[fmt].search(text):
+            return []
+        return (tables_from_html if fmt == "html" else tables_from_markdown)(text, name=str(path))
+    except IngestError:
+        return []
+
+
 def plan_text_file(run: IngestRun, path: Path, uri: str, content_hash: str) -> TextFile:
     """Parse a text file (or take the page this run already read) and plan its document and paragraph units,
     plus the tables of a Markdown or HTML page when the table corpus exists and no corpus is named."""
-    from .tables.read import read_tables
     from .text.document import read_text_file
 
     doc = run.parsed.pop(path, None) or read_text_file(path, format=run.formats.get(path))
     specs = [run.spec(n, "text") for n in run.targets("text")]
     planned = TextFile(path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri))
     if run.corpus is None and doc.format in TABLES_IN_TEXT and "table" in run.store.corpora():
-        try:
-            tables = read_tables(path, format=TABLES_IN_TEXT[doc.format])
-        except IngestError:
-            tables = []  # a page without tables is still a good document
+        tables = page_tables(path, doc.format)
         if sum(int(t.metadata.get("row_count", 0)) for t in tables) > run.options.table_batch_rows:
             planned.large_tables = tables
         elif tables:
