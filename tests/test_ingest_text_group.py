@@ -218,3 +218,15 @@ def test_pages_without_tables_have_none(tmp_path: Path) -> None:
     utf16 = "<table><tr><th>Team</th></tr><tr><td>Lakers</td></tr></table>".encode("utf-16-le")
     (tmp_path / "c.html").write_bytes(b"\xff\xfe" + utf16)
     assert [list(t.rows()) for t in page_tables(tmp_path / "c.html", "html")] == [[["Lakers"]]]
+
+
+def test_an_encoder_that_returns_too_few_vectors_fails_the_group_and_writes_nothing(store: Store, minilm,
+                                                                                    pages: Path) -> None:
+    class DropsOne(Counting):  # a broken plug-in encoder: one vector short
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            return super().embed(texts)[:-1]
+
+    report = ingest_paths(store, DropsOne(minilm), [pages])
+    assert [o.status for o in report.outcomes] == ["failed"] * 4
+    assert all("one vector per text" in (o.error or "") for o in report.outcomes)
+    assert store.sources() == [] and sum(store.counts().values()) == 0

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import IngestError, UniversalRAGError
+from ..errors import EmbeddingError, IngestError, UniversalRAGError
 from ..types import Modality, PartBatch
 from .files import HEAD_BYTES, declared_encoding, decode_text, read_content
 from .report import FileOutcome
@@ -122,6 +122,9 @@ def prepare_text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]],
     texts = [t for p in planned if isinstance(p, TextFile) for t in p.texts]
     try:
         vectors = run.embedder.embed(texts) if texts else np.zeros((0, run.embedder.dimension), dtype=np.float32)
+        if len(vectors) != len(texts):
+            raise EmbeddingError(f"The encoder {run.embedder.name!r} returned {len(vectors)} vectors for "
+                                 f"{len(texts)} texts; its embed() must return one vector per text, in order.")
     except UniversalRAGError as e:
         for (path, _, _), p in zip(group, planned, strict=True):
             yield path, p if isinstance(p, FileOutcome) else failed_outcome(path, e)
