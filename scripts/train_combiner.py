@@ -27,11 +27,15 @@ Every question is routed through the live probe path (prior + one probe per corp
 part is held out (the Wikipedia questions of ``report`` pages; 30 % of the other questions, by hash) and the
 figures printed are on that part; the shipped weights are the ones trained without it.
 
-The shipped combiner of 2026-11-26 (the ``none`` work) keeps the corpus model of the one before it and refits only
-the answerable model on the written ``none`` questions (``--corpus-model``), so that which corpora an answerable
-question is searched in did not change::
+The shipped combiner (2026-11-26, second version) was trained in full (both models) on 60 pages, whose ``tune``
+pages give 224 crowd-written table questions (the 30 pages of the version before gave 86, and it sent 77 % of the
+held-out table questions to the table corpus, against 93 % now)::
 
-    python scripts/train_combiner.py --pages 30 --per-page 20 --corpus-model <previous combiner.json>
+    python scripts/train_combiner.py --pages 60 --per-page 20
+
+100 pages (392 table questions) were tried too: better on table questions, worse on the Python reference and the
+demo in the tune split of ``benchmarks/routing_e2e.py``, so 60 was kept. ``--corpus-model`` keeps a combiner's
+corpus model and refits only the answerable model (how the ``none`` work of the version before was trained).
 """
 
 from __future__ import annotations

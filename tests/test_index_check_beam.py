@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 import sqlalchemy as sa
-
 from universalrag.store import Store
-from universalrag.store.index_check import beams, check_index
+from universalrag.store.index_check import CHECK_K, SCORE_TOLERANCE, beams, check_index, check_score
 from universalrag.store.scan_rule import CHECK_KEY, EF_KEY, MIN_RECALL, scan_exactly, tuned_ef
-from universalrag.types import Modality, SourceRecord, Unit
+from universalrag.types import Hit, Modality, SourceRecord, Unit
 
 DIM = 48
 ROWS = 3000
@@ -159,3 +158,55 @@ def test_a_table_above_exact_max_rows_is_checked_in_the_background(  # type: ign
         assert asked == ["paragraph"]
     finally:
         s.close()
+
+
+def _hit(i: int, score: float, parts: tuple[tuple[int, str, float], ...] = ()) -> Hit:
+    return Hit(corpus="paragraph", id=f"u{i}", score=score, content="", matched_parts=parts)
+
+
+def test_a_query_of_the_check_scores_its_top_ten_recall_behind_a_strict_best_hit() -> None:
+    """The check's score per query: 0 when the best unit (or its best part) is missed, else 1 — or, for a table too
+    large to scan exactly (``top``), the share of the exact top units the index returned; a unit tied with the
+    exact list's last within the tolerance counts."""
+    exact = [_hit(i, 0.9 - 0.01 * i) for i in range(CHECK_K)]
+    seven = exact[:7] + [_hit(100 + i, 0.5) for i in range(3)]
+    assert check_score(exact, exact, top=True) == 1.0
+    assert check_score(exact, seven, top=True) == pytest.approx(0.7)
+    assert check_score(exact, seven) == 1.0  # a small table: the best hit is what counts
+    assert check_score(exact, exact[1:] + exact[:1], top=True) == 0.0  # the best unit came second: a miss
+    assert check_score(exact, exact[1:] + exact[:1]) == 0.0
+    tied = exact[:-1] + [_hit(200, exact[-1].score - SCORE_TOLERANCE / 2)]
+    assert check_score(exact, tied, top=True) == 1.0
+    rows = [_hit(0, 0.9, ((3, "row 3", 0.9),))]
+    assert check_score(rows, [_hit(0, 0.8, ((5, "row 5", 0.8),))]) == 0.0  # right table, poorer best row
+    assert check_score(rows, [_hit(0, 0.9, ((5, "row 5", 0.9 - SCORE_TOLERANCE / 2),))]) == 1.0  # a tie
+    assert check_score([], []) == 1.0
+
+
+def test_a_table_too_large_to_scan_exactly_is_checked_by_its_top_ten(loaded: Store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The same table, queries and beams, checked as one above ``exact_max_rows`` (the fixture's 1000: no exact
+    scan to fall back on, so each query scores its top-10 recall) and as one below it (the best hit alone): the
+    first scores top-10 recall and never reads higher (both search ``CHECK_K`` units: the same statements)."""
+    from universalrag.store import index_check
+
+    modes: list[bool] = []
+
+    def recording(exact, index, *, top=False):  # type: ignore[no-untyped-def]
+        modes.append(top)
+        return check_score(exact, index, top=top)
+
+    monkeypatch.setattr(index_check, "check_score", recording)
+    checks = {}
+    for limit in (1000, 10_000):
+        s = Store(settings=loaded.settings.with_(ef_search=1, exact_max_rows=limit))
+        try:
+            modes.clear()
+            checks[limit] = check_index(s, "paragraph", k=CHECK_K, save=False)
+        finally:
+            s.close()
+        assert modes and set(modes) == {limit < ROWS}, limit
+    big, small = checks[1000], checks[10_000]
+    at = dict(small.recalls)
+    common = [(ef, r) for ef, r in big.recalls if ef in at]
+    assert common and all(r <= at[ef] + 1e-9 for ef, r in common), (big.recalls, small.recalls)
+    assert big.ef_search >= small.ef_search

@@ -54,8 +54,11 @@ def test_quick_benchmark_reports_every_strategy(database_url: str, schema: str, 
     assert results["all_fused"]["correct_none"] == 0.0 and results["all_rrf"]["correct_none"] == 0.0
     assert results["oracle"]["hit5"] > 0
     assert {"demo", "pyref", "photos", "videos", "none"} <= set(summary["questions"])
-    assert set(summary["targets"]) == {"routed_vs_oracle_points", "routed_vs_all_fused_points", "false_none",
-                                       "correct_none"}
+    assert set(summary["targets"]) == {"routed_vs_oracle_points", "routed_vs_all_fused_points",
+                                       "routed_vs_oracle_points_unit", "routed_vs_all_fused_points_unit",
+                                       "false_none", "correct_none"}
+    unit_gap = summary["targets"]["routed_vs_oracle_points_unit"]["value"]
+    assert unit_gap == round(100 * (results["routed"]["unit5"] - results["oracle"]["unit5"]), 1)
     assert summary["latency"]["units"] == 300 and summary["latency"]["routed_p50_ms"] > 0
     assert (tmp_path / "out" / "routing_e2e.png").stat().st_size > 10_000
     assert summary["machine"]["cores"] >= 1
