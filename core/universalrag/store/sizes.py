@@ -4,9 +4,13 @@ A search decides per table whether to scan it exactly or through its HNSW index 
 and routing reads corpus sizes as evidence; neither may count rows per query. The estimate is the larger of the
 cumulative statistics' live-row count (``pg_stat_get_live_tuples``: follows inserts and deletes within about a
 second) and ``pg_class.reltuples`` (kept by ANALYZE and autovacuum; what a read replica has, whose activity
-statistics are its own). Neither takes a lock on the table. A table with neither (never analysed, no statistics
-yet) is counted, up to a cap: such tables are new, and mostly small. One statement reads every table asked for;
-results are cached for :data:`TTL_S` seconds per database, schema and table (:func:`forget` drops them).
+statistics are its own). Neither takes a lock on the table. A table whose estimate is below :data:`COUNT_BELOW`
+rows — or that has neither (never analysed, no statistics yet) — is counted, up to a cap: counting a small table
+costs about what reading its statistics does, and right after an ingest the statistics lag (a server flushes a
+writer's counts when it goes idle, and ANALYZE runs up to a minute later): the demo's 24-row paragraph table read
+3 rows for its first minute, and routing, which reads corpus sizes, decided differently until it settled. One
+statement reads every table asked for (and one more counts the small ones); results are cached for :data:`TTL_S`
+seconds per database, schema and table (:func:`forget` drops them).
 """
 
 from __future__ import annotations
@@ -18,12 +22,14 @@ from collections.abc import Iterable, Mapping
 
 import sqlalchemy as sa
 
-__all__ = ["TTL_S", "COUNT_CAP", "table_rows", "forget"]
+__all__ = ["COUNT_BELOW", "COUNT_CAP", "TTL_S", "forget", "table_rows"]
 
 #: How long an estimate is reused (seconds).
 TTL_S = 10.0
 #: A table without usable statistics is counted up to this many rows (``COUNT_CAP + 1`` means "more").
 COUNT_CAP = 200_000
+#: A table estimated below this many rows is counted (up to :data:`COUNT_CAP`) instead of trusting the estimate.
+COUNT_BELOW = 10_000
 
 _PG_CLASS = sa.table("pg_class", sa.column("oid"), sa.column("reltuples"), schema="pg_catalog")
 _lock = threading.Lock()
@@ -68,22 +74,34 @@ def table_rows(conn: sa.Connection, tables: Iterable[sa.Table], *, ttl: float | 
                .where(_PG_CLASS.c.oid == _regclass(t)) for t in missing]
     rows: Mapping[str, sa.Row[object]] = {r.name: r for r in conn.execute(sa.union_all(*selects))}
     fresh: dict[str, int] = {}
+    small: list[sa.Table] = []
     for t in missing:
         r = rows.get(t.name)
         if r is None:  # dropped meanwhile
             fresh[t.name] = 0
             continue
         estimate = max(float(r.reltuples), float(r.live or 0))
-        if estimate > 0:
+        if estimate >= COUNT_BELOW:
             fresh[t.name] = round(estimate)
-        else:  # never analysed and no activity statistics yet (or empty)
-            capped = sa.select(sa.literal(1)).select_from(t).limit(sa.literal_column(str(COUNT_CAP + 1))).subquery()
-            fresh[t.name] = int(conn.execute(sa.select(sa.func.count()).select_from(capped)).scalar_one())
+        else:  # small, or never analysed and no activity statistics yet (or empty): counted
+            small.append(t)
+    if small:
+        fresh.update(_counted(conn, small))
     with _lock:
         for name, n in fresh.items():
             table = next(t for t in missing if t.name == name)
             _cache[(database, table.schema or "", name)] = (now, n)
     return {**out, **fresh}
+
+
+def _counted(conn: sa.Connection, tables: list[sa.Table]) -> dict[str, int]:
+    """The rows of ``tables``, each counted up to :data:`COUNT_CAP` + 1, in one statement."""
+    counts = []
+    for t in tables:
+        capped = sa.select(sa.literal(1)).select_from(t).limit(sa.literal_column(str(COUNT_CAP + 1))).subquery()
+        counts.append(sa.select(sa.literal(t.name).label("name"), sa.select(sa.func.count()).select_from(capped)
+                                .scalar_subquery().label("n")))
+    return {r.name: int(r.n) for r in conn.execute(sa.union_all(*counts))}
 
 
 def forget(schema: str | None = None) -> None:
