@@ -157,8 +157,8 @@ def targets(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     r = results["routed"]
     out: dict[str, dict[str, Any]] = {}
     for metric, suffix in (("hit5", ""), ("unit5", "_unit")):
-        for name, other, key in (("oracle", "oracle", "vs_oracle"), ("all_fused", "all_fused", "vs_fused")):
-            gap = round(100 * ((r[metric] or 0) - (results[other][metric] or 0)), 1)
+        for name, key in (("oracle", "vs_oracle"), ("all_fused", "vs_fused")):
+            gap = round(100 * ((r[metric] or 0) - (results[name][metric] or 0)), 1)
             sign = "+" if TARGETS[key] > 0 else ""
             out[f"routed_vs_{name}_points{suffix}"] = {"value": gap, "target": f">= {sign}{TARGETS[key]}",
                                                         "met": gap >= TARGETS[key]}
