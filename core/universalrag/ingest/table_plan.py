@@ -22,7 +22,7 @@ from ..types import CorpusSpec, PartBatch, Unit
 if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
-__all__ = ["TablePlan", "plan_table_units", "table_preview"]
+__all__ = ["TablePlan", "plan_table_units", "table_preview", "table_unit"]
 
 
 def table_preview(table: ParsedTable, *, rows: int = 20, max_chars: int = 6000) -> str:
@@ -36,6 +36,13 @@ def table_preview(table: ParsedTable, *, rows: int = 20, max_chars: int = 6000) 
     if more > 0 and "more rows)" not in content:
         content += f"\n(… {more} more rows)"
     return content
+
+
+def table_unit(table: ParsedTable, spec: CorpusSpec, *, uri: str, preview: str, vector: np.ndarray) -> Unit:
+    """A table's unit in corpus ``spec``: its ``preview`` as content, that preview's ``vector`` as its own, the
+    table's metadata with its title and columns."""
+    return Unit(id=str(uuid.uuid4()), corpus=spec.name, content=preview, uri=uri, embedding=vector.tolist(),
+                metadata={**table.metadata, "title": table.title, "columns": list(table.header)})
 
 
 @dataclass(slots=True)
@@ -68,8 +75,7 @@ def plan_table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, *, uri: st
         parts: list[PartBatch] = []
         offset = len(tables)
         for table, preview, vector, row_texts in zip(tables, previews, vectors[:len(tables)], rows, strict=True):
-            unit = Unit(id=str(uuid.uuid4()), corpus=spec.name, content=preview, uri=uri, embedding=vector.tolist(),
-                        metadata={**table.metadata, "title": table.title, "columns": list(table.header)})
+            unit = table_unit(table, spec, uri=uri, preview=preview, vector=vector)
             units.append(unit)
             if row_texts:
                 parts.append(PartBatch(corpus=spec.name, unit_id=unit.id, start=0, texts=row_texts,

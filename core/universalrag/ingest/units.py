@@ -17,6 +17,7 @@ import numpy as np
 from ..embed.base import Embedder
 from ..embed.vectors import normalised_mean
 from ..types import CorpusSpec, Granularity, Modality, PartBatch, SourceRecord, Unit
+from .table_plan import table_preview, table_unit
 from .text.document import TextDocument
 from .text.passages import chunk_for_embedding, split_paragraphs
 
@@ -107,31 +108,20 @@ def table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embed
     The unit's own vector is the embedding of its title, header and first rows. Rows are streamed: a
     100k-row table is read, embedded and written one batch at a time.
     """
-    from .tables.read import render_markdown, serialize_row
+    from .tables.read import serialize_row
 
-    ids = [_new_id() for _ in tables]
-    contents = []
-    for table in tables:
-        preview = next(iter(table.batches(preview_rows)), [])
-        content = render_markdown(table.title, table.header, preview, max_chars=6000)
-        more = int(table.metadata.get("row_count", len(preview))) - len(preview)
-        if more > 0 and "more rows)" not in content:
-            content += f"\n(… {more} more rows)"
-        contents.append(content)
+    contents = [table_preview(table, rows=preview_rows) for table in tables]
     vectors = embedder.embed(contents) if contents else []
-    units = [
-        Unit(id=unit_id, corpus=spec.name, content=content, uri=uri, embedding=vector.tolist(),
-             metadata={**table.metadata, "title": table.title, "columns": list(table.header)})
-        for table, unit_id, content, vector in zip(tables, ids, contents, vectors, strict=True)
-    ]
+    units = [table_unit(table, spec, uri=uri, preview=content, vector=vector)
+             for table, content, vector in zip(tables, contents, vectors, strict=True)]
 
     def stream() -> Iterator[PartBatch]:
-        for table, unit_id in zip(tables, ids, strict=True):
+        for table, unit in zip(tables, units, strict=True):
             start = 0
             for rows in table.batches(batch_rows):
                 texts = [serialize_row(table.header, row) for row in rows]
                 vectors = embedder.embed([f"{table.title}: {t}" for t in texts])
-                yield PartBatch(corpus=spec.name, unit_id=unit_id, start=start, texts=texts, vectors=vectors)
+                yield PartBatch(corpus=spec.name, unit_id=unit.id, start=start, texts=texts, vectors=vectors)
                 start += len(rows)
 
     return units, stream()
