@@ -11,10 +11,13 @@ import pytest
 from universalrag.errors import ConfigError, RoutingError
 from universalrag.routing.combiner import (
     CORPUS_FEATURES,
+    MAX_ROUTES,
+    SIBLING_FLOOR,
     Combiner,
     Logistic,
     TrainingQuery,
     combiner_accuracy,
+    covering,
     fit_logistic,
     train_combiner,
 )
@@ -28,6 +31,7 @@ from universalrag.routing.features import (
     query_features,
     query_shape,
     query_terms,
+    sibling_corpora,
 )
 from universalrag.types import Hit
 
@@ -171,6 +175,36 @@ def test_every_likely_corpus_is_searched_even_both_granularities_of_one_modality
     decision = combiner.decide(pairs, prior_none=0.1)
     assert decision.routes == ("paragraph", "document") and not decision.none
     assert decision.scores["table"] < 0.5
+
+
+def test_the_best_corpus_brings_its_sibling_granularity_when_that_is_likely_enough() -> None:
+    """A question the combiner gives to the whole documents (0.88) but whose passage corpus is still 17 % likely
+    searches the passages too, before a likelier corpus of another modality (the table, 27 %); at 2 % it does not.
+    Users' corpora of one granularity are found by their features, whatever their names."""
+    one = np.ones(1)
+    corpus = Logistic(("best",), np.array([20.0]), -10.0, np.zeros(1), one)  # p = sigmoid(20 best - 10)
+    answerable = Logistic(("best_similarity",), np.array([20.0]), -10.0, np.zeros(1), one)
+    combiner = Combiner(corpus, answerable)
+
+    def routes(passage_best: float) -> tuple[str, ...]:
+        probes = [_probe("manual_pages", "document", 0.3, [0.6, 0.3], "the with statement"),
+                  _probe("manual_passages", "paragraph", 0.3, [passage_best, 0.1], "the with statement"),
+                  _probe("planets", "table", 0.3, [0.45, 0.1], "planet,moons")]
+        pairs = pair_features("how does the with statement work", probes, prior_none=0.1)
+        assert sibling_corpora(pairs)["manual_pages"] == ("manual_passages",)
+        return combiner.decide(pairs, prior_none=0.1).routes
+
+    assert routes(0.42) == ("manual_pages", "manual_passages")
+    assert routes(0.30) == ("manual_pages",)
+
+
+def test_covering_adds_a_sibling_only_with_room_and_above_the_floor() -> None:
+    siblings = {"video": ("clip",), "clip": ("video",), "table": ()}
+    assert covering({"video": 0.9, "clip": 0.2, "table": 0.3}, siblings=siblings) == ("video", "clip")
+    assert covering({"video": 0.9, "clip": SIBLING_FLOOR - 0.01}, siblings=siblings) == ("video",)
+    assert covering({"video": 0.9, "clip": 0.2}) == ("video",)  # no sibling map: coverage alone
+    assert covering({"table": 0.4, "video": 0.3, "clip": 0.2}, siblings=siblings) == ("table", "video")  # full
+    assert len(covering({"video": 0.3, "table": 0.25, "clip": 0.2}, siblings=siblings)) == MAX_ROUTES
 
 
 def test_the_query_shape_and_the_count_of_words_found_tell_a_greeting_from_a_question() -> None:

@@ -11,30 +11,34 @@ Two logistic regressions, stored as JSON:
 
 The decision (:meth:`Combiner.decide`): ``none`` when the answerable model puts the chance that some corpus answers
 below one half. That model weighs the prior's view (its ``none`` log-odds and their margin over the likeliest
-corpus's) against the evidence (the best corpus probability, similarity and margin, the share of the query's
-content words found in one probed unit and their count, by stem) and the query's shape (how many content words,
-their share of its words, the share of numbers). The prior is an input, not a gate: the earlier rule that it must
-also rank ``none`` above every corpus kept chit-chat the trained router gives to a corpus out of ``none`` whatever
-the evidence said. Chosen on the tune split of ``benchmarks/routing_e2e.py`` and the held-out questions of
+corpus's) against the evidence (the best corpus probability, similarity and margin, the share of the query's content
+words found in one probed unit and their count, by stem) and the query's shape (how many content words, their share
+of its words, the share of numbers). The prior is an input, not a gate: the earlier rule that it must also rank
+``none`` above every corpus kept chit-chat the trained router gives to a corpus out of ``none`` whatever the
+evidence said. Chosen on the tune split of ``benchmarks/routing_e2e.py`` and the held-out questions of
 ``scripts/train_combiner.py`` (tune: correct ``none`` 19 of 20 with the rule, 20 without; false ``none`` 4 of 225
-either way; held-out written chit-chat 91.9 % against 98.4 %, false ``none`` 2 of 236 either way). Without the
-rule, an answerable model that counted words found only by exact spelling sent "can a tuple be changed after it is
-made" to ``none`` over a store whose text says "Tuples are immutable": words are now matched by stem. Otherwise
-every corpus whose probability reaches one half is searched, best first (at least the best one), and while the
-chance that one of the searched corpora holds the answer (``1 - prod(1 - p)``) stays below :data:`COVERAGE` (one
-half), the next likeliest is added, up to :data:`MAX_ROUTES` corpora (:func:`covering`); a ``none`` conclusion
-overridden by ``allow_none=False`` searches the likeliest corpus alone. One half is the decision boundary of a
-calibrated probability; the cap of two was chosen on the tune split of ``benchmarks/paper.py``'s 40-page knowledge
-base (top-5 recall of the fused hits, macro over the question sets: 0.815 with the best corpus alone, 0.837 with
-this rule; crowd-written table questions 0.645 → 0.693): a table question whose table and paragraph corpora stood
-at 0.37 and 0.40 was answered from paragraphs alone. It costs no search (every candidate corpus was probed
-already), and it keeps the hits a caller gets to at most ``2 k`` for such questions. Unlike a router that reads the
-question alone, the combiner does not apply the paper's exclusive pairs (:data:`~.base.EXCLUSIVE_PAIRS`: a passage
-*or* the whole document, a scene *or* the whole video): when the evidence makes both granularities likely, both are
-searched — their probes are already there — and the fused top hits hold the best of each (on the routing
-benchmark's tune split this found the gold for more questions than keeping only the likelier granularity). The
-weights are what is learned, by :func:`train_combiner` (Newton's method, L2 penalty pulling towards a base model's
-weights when adapting).
+either way; held-out written chit-chat 91.9 % against 98.4 %, false ``none`` 2 of 236 either way). Without the rule,
+an answerable model that counted words found only by exact spelling sent "can a tuple be changed after it is made"
+to ``none`` over a store whose text says "Tuples are immutable": words are now matched by stem. Otherwise every
+corpus whose probability reaches one half is searched, best first (at least the best one), and while the chance that
+one of the searched corpora holds the answer (``1 - prod(1 - p)``) stays below :data:`COVERAGE` (one half), the next
+likeliest is added, up to :data:`MAX_ROUTES` corpora (:func:`covering`). When that leaves room, the best corpus's
+sibling granularity (the passages of a chosen whole text, the scenes of a chosen whole video, and the other way
+round) joins it from :data:`SIBLING_FLOOR` (10 %): the combiner tells a passage question from a whole-text one less
+surely than text from a table, and in the routing benchmark's tune split the answering unit came back for 168 of 220
+questions with this rule against 166 without (report split, held out: 171 against 169 of 226; floors of 10 % and
+15 % gave the same, 5 % one fewer on tune). A ``none`` conclusion overridden by ``allow_none=False`` searches the
+likeliest corpus alone. One half is the decision boundary of a calibrated probability; the cap of two was chosen on
+the tune split of ``benchmarks/paper.py``'s 40-page knowledge base (top-5 recall of the fused hits, macro over the
+question sets: 0.815 with the best corpus alone, 0.837 with this rule; crowd-written table questions 0.645 → 0.693):
+a table question whose table and paragraph corpora stood at 0.37 and 0.40 was answered from paragraphs alone. It
+costs no search (every candidate corpus was probed already), and it keeps the hits a caller gets to at most ``2 k``
+for such questions. Unlike a router that reads the question alone, the combiner does not apply the paper's exclusive
+pairs (:data:`~.base.EXCLUSIVE_PAIRS`: a passage *or* the whole document, a scene *or* the whole video): when the
+evidence makes both granularities likely, both are searched — their probes are already there — and the fused top
+hits hold the best of each (on the routing benchmark's tune split this found the gold for more questions than
+keeping only the likelier granularity). The weights are what is learned, by :func:`train_combiner` (Newton's method,
+L2 penalty pulling towards a base model's weights when adapting).
 """
 
 from __future__ import annotations
@@ -50,12 +54,13 @@ import numpy as np
 
 from ..errors import ConfigError, RoutingError
 from ..types import NO_RETRIEVAL
-from .features import PAIR_FEATURES, QUERY_FEATURES, QUERY_ONLY, query_features
+from .features import PAIR_FEATURES, QUERY_FEATURES, QUERY_ONLY, query_features, sibling_corpora
 
 __all__ = [
     "COMBINER_FORMAT",
     "COVERAGE",
     "MAX_ROUTES",
+    "SIBLING_FLOOR",
     "covering",
     "CORPUS_FEATURES",
     "DEFAULT_COMBINER",
@@ -84,13 +89,19 @@ DEFAULT_COMBINER = Path(__file__).resolve().parent / "combiner.json"
 COVERAGE = 0.5
 #: ... or this many corpora are searched (every corpus reaching one half is searched in any case).
 MAX_ROUTES = 2
+#: ... and the best corpus's sibling granularity (a passage or the whole text, a scene or the whole video) is searched
+#: beside it, room permitting, from this probability up.
+SIBLING_FLOOR = 0.1
 
 
-def covering(probs: Mapping[str, float], *, ranked: Sequence[str] | None = None) -> tuple[str, ...]:
+def covering(probs: Mapping[str, float], *, ranked: Sequence[str] | None = None,
+             siblings: Mapping[str, Sequence[str]] | None = None) -> tuple[str, ...]:
     """The corpora to search from each corpus's probability of holding the answer (``ranked``: the corpora by
     falling probability, computed when not given): every corpus of at least one half, at least the best one, then
     the next likeliest while ``1 - prod(1 - p)`` over the chosen stays below :data:`COVERAGE` and fewer than
-    :data:`MAX_ROUTES` are chosen."""
+    :data:`MAX_ROUTES` are chosen. When that leaves room, the likeliest corpus of the best one's sibling
+    granularity (``siblings``: corpus → corpora of its sibling granularity) joins it if its probability reaches
+    :data:`SIBLING_FLOOR`."""
     order = list(ranked) if ranked is not None else sorted(probs, key=lambda c: -probs[c])
     chosen = [c for c in order if probs[c] >= 0.5] or order[:1]
     missed = float(np.prod([1.0 - probs[c] for c in chosen]))
@@ -99,6 +110,10 @@ def covering(probs: Mapping[str, float], *, ranked: Sequence[str] | None = None)
             break
         chosen.append(name)
         missed *= 1.0 - probs[name]
+    partners = set((siblings or {}).get(chosen[0], ())) if chosen else set()
+    sibling = next((c for c in order if c in partners and c not in chosen), None)
+    if sibling is not None and len(chosen) < MAX_ROUTES and probs[sibling] >= SIBLING_FLOOR:
+        chosen.append(sibling)
     return tuple(chosen)
 
 
@@ -263,7 +278,10 @@ class Combiner:
         concluded_none = answerable < 0.5
         if concluded_none and allow_none:
             return CombinedDecision((NO_RETRIEVAL,), scores, answerable, True, ranked[0])
-        chosen = tuple(ranked[:1]) if concluded_none else covering(probs, ranked=ranked)  # fallback: the likeliest
+        if concluded_none:  # overridden by allow_none=False: the likeliest corpus alone
+            chosen: tuple[str, ...] = tuple(ranked[:1])
+        else:
+            chosen = covering(probs, ranked=ranked, siblings=sibling_corpora(pairs))
         return CombinedDecision(chosen, scores, answerable, concluded_none, ranked[0])
 
     # -- storage -------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ __all__ = [
     "query_features",
     "query_shape",
     "query_terms",
+    "sibling_corpora",
 ]
 
 #: Granularities with a feature of their own (a learned base rate per kind of corpus).
@@ -209,6 +210,14 @@ def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: fl
         if not probe.hits:
             row["rel_best"] = row["second_rel"] = -1.0
     return {name: {f: row[f] for f in PAIR_FEATURES} for name, row in raw.items()}
+
+
+def sibling_corpora(pairs: Mapping[str, Mapping[str, float]]) -> dict[str, tuple[str, ...]]:
+    """For each corpus of ``pairs`` (its ``is_<granularity>`` features), the corpora of its sibling granularity
+    (:data:`SIBLINGS`: a passage and the whole text, a scene and the whole video)."""
+    kind = {name: next((g for g in GRANULARITIES if row.get(f"is_{g}")), None) for name, row in pairs.items()}
+    return {name: tuple(o for o, g in kind.items() if g is not None and g == SIBLINGS.get(k or ""))
+            for name, k in kind.items()}
 
 
 def query_features(pairs: Mapping[str, Mapping[str, float]], combined: Mapping[str, float], *,
