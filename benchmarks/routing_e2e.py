@@ -10,7 +10,7 @@ questions: the gold unit), false ``none`` on answerable questions, correct ``non
 and route + retrieve latency. Strategies:
 
 - ``routed``        the library default, ``UniversalRAG.retrieve(query)`` with the shipped router and combiner
-                    (also when the schema holds a combiner adapted by an earlier ``--adapt`` run);
+                    (also when the schema holds an adapted combiner);
 - ``trained``       the shipped TrainedRouter's decision → ``retrieve(routes=...)``;
 - ``all_fused``     every non-empty corpus searched, fused the library's default way (by similarity where the
                     corpora share one embedding space, else by reciprocal rank);
@@ -18,7 +18,7 @@ and route + retrieve latency. Strategies:
 - ``oracle``        the gold corpus only (``none`` for unanswerable questions);
 - ``descriptions``  similarity to the corpus descriptions (LlamaIndex's EmbeddingSingleSelector idea);
 - ``adapted``       with ``--adapt``, when ``UniversalRAG.adapt_router`` exists: routed after adapting on the
-                    tune split;
+                    tune split (not stored in the schema);
 - ``routed_baseline`` with ``--baseline-combiner PATH``: routed with that combiner (before/after in one run).
 
 A latency part then fills six corpora with synthetic vectors (100k units; ``--quick``: 6k) and times route +
@@ -283,7 +283,10 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if not hasattr(UniversalRAG, "adapt_router"):
             raise SystemExit("--adapt needs UniversalRAG.adapt_router, which this version does not have.")
         adapted = UniversalRAG(settings=settings, embedder=rag.embedder, generator=None, visual_encoder=None)
-        adapted.adapt_router(tune_examples(questions))
+        report = adapted.adapt_router(tune_examples(questions), save=False)  # the schema keeps what it had
+        adapted.use_combiner(report.combiner)
+        log(f"adapted on the tune split: held-out accuracy {report.before.get('accuracy')} -> "
+            f"{report.after.get('accuracy')}")
     baseline = None
     if args.baseline_combiner:
         baseline = UniversalRAG(settings=settings, embedder=rag.embedder, generator=None, visual_encoder=None,

@@ -148,3 +148,46 @@ def test_cli_adapt(rag: UniversalRAG, cli_env: dict[str, str]) -> None:
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["train"] > 0 and "accuracy" in report["after"]
+
+
+def test_status_shows_the_adapted_combiner_and_reset_returns_to_the_shipped_one(rag: UniversalRAG, minilm,  # type: ignore[no-untyped-def]
+                                                                                 cli_env: dict[str, str]) -> None:
+    """An adaptation can make routing worse on questions it did not see (the routing benchmark's tune split made
+    the report split's demo questions worse): `router status` says which combiner decides, `router reset` and
+    `rag.reset_router()` undo `router adapt` for every new pipeline and for the one that adapted."""
+    from universalrag.cli import app
+    from universalrag.routing.combiner import Combiner
+
+    shipped = Combiner.default().version
+    env = {**cli_env, "UNIVERSALRAG_SCHEMA": rag.store.schema}
+    status = CliRunner().invoke(app, ["router", "status", "--json"], env=env)
+    assert status.exit_code == 0, status.output
+    assert json.loads(status.stdout) == {"combiner": shipped, "shipped": shipped, "adapted": None}
+
+    examples = [(SATURN_Q, "table"), ("which planet has the most moons", "table"), (WITH_Q, "paragraph"),
+                ("What is 17 times 3?", "none"), ("hello there", "none")]
+    report = rag.adapt_router(examples, holdout=0.0, force=True, use_feedback=False)
+    assert report.saved and report.combiner.version != shipped and rag.combiner.version == report.combiner.version
+
+    status = CliRunner().invoke(app, ["router", "status", "--json"], env=env)
+    data = json.loads(status.stdout)
+    assert data["combiner"] == data["adapted"]["version"] == report.combiner.version
+    assert data["adapted"]["train"] == report.train and data["adapted"]["created_at"]
+    text = CliRunner().invoke(app, ["router", "status"], env=env).stdout
+    assert report.combiner.version in text and "router reset" in text
+
+    result = CliRunner().invoke(app, ["router", "reset"], env=env)
+    assert result.exit_code == 0 and f"removed the adapted combiner {report.combiner.version}" in result.stdout
+    fresh = UniversalRAG(settings=rag.settings, embedder=minilm, generator=None, visual_encoder=None)
+    assert fresh.combiner.version == shipped
+    fresh.close()
+    assert CliRunner().invoke(app, ["router", "reset"], env=env).stdout.startswith("no adapted combiner")
+
+    again = rag.adapt_router(examples, holdout=0.0, force=True, use_feedback=False)  # Python: the same, in place
+    assert rag.reset_router() == again.combiner.version and rag.combiner.version == shipped
+    assert rag.reset_router() is None
+    kept = Combiner.default()
+    rag.use_combiner(kept)
+    rag.adapt_router(examples, holdout=0.0, force=True, use_feedback=False)
+    rag.use_combiner(kept)  # a combiner the caller chose is not replaced by a reset
+    assert rag.reset_router() is not None and rag.combiner is kept

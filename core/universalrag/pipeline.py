@@ -334,6 +334,20 @@ class UniversalRAG:
             self.use_combiner(report.combiner)
         return report
 
+    def reset_router(self, name: str = "default") -> str | None:
+        """Remove the combiner :meth:`adapt_router` stored in the database under ``name``: a new ``UniversalRAG()``
+        decides with the shipped combiner again, and so does this one when it was deciding with the removed one (a
+        combiner given to the constructor or to :meth:`use_combiner` is kept). Returns the removed combiner's
+        version, ``None`` when none was stored."""
+        from .store.routing_log import delete_combiner
+
+        removed = delete_combiner(self.store, name)
+        with self._lock:
+            current = self._combiner
+            if removed is not None and current is not _UNSET and current is not None and current.version == removed:
+                self._combiner, self._routing = _UNSET, None
+        return removed
+
     def use_combiner(self, combiner: Combiner | None) -> None:
         """Decide with ``combiner`` from now on (``None``: the router alone)."""
         with self._lock:

@@ -1,7 +1,10 @@
-"""``universalrag router feedback`` and ``universalrag router adapt``: learning routing from the user's content.
+"""``universalrag router feedback``, ``adapt``, ``status`` and ``reset``: learning routing from the user's content,
+and seeing or undoing what was learned.
 
 universalrag router feedback (DECISION_ID | "QUERY") --route table [--route paragraph]
 universalrag router adapt [--per-corpus 20] [--holdout 0.25] [--seed 0] [--force] [--json]
+universalrag router status [--json]
+universalrag router reset
 """
 
 from __future__ import annotations
@@ -40,8 +43,22 @@ def _synthesize(rag: Any, per_corpus: int, seed: int) -> list[Any]:
     return list(synth.synthesize_queries(rag.store, per_corpus=per_corpus, seed=seed))
 
 
+def _status(rag: Any) -> dict[str, Any]:
+    """Which combiner decides, the shipped one's version and the adapted one's record (``None`` when none)."""
+    from ..routing.combiner import Combiner
+    from ..store.routing_log import combiner_record
+
+    record = combiner_record(rag.store)
+    adapted = None if record is None else {
+        "version": record["version"], "created_at": record["created_at"].isoformat() if record["created_at"] else None,
+        **{k: (record["report"] or {}).get(k) for k in ("before", "after", "train", "heldout", "feedback")}}
+    current = rag.combiner
+    return {"combiner": current.version if current is not None else None, "shipped": Combiner.default().version,
+            "adapted": adapted}
+
+
 def register(router_app: typer.Typer) -> None:
-    """Add ``feedback`` and ``adapt`` to the ``router`` sub-app."""
+    """Add ``feedback``, ``adapt``, ``status`` and ``reset`` to the ``router`` sub-app."""
 
     @router_app.command("feedback")
     def feedback(
@@ -79,3 +96,36 @@ def register(router_app: typer.Typer) -> None:
             typer.echo(f"held-out accuracy: {before['accuracy']:.1%} before, {after['accuracy']:.1%} after; "
                        f"false none {before['false_none']:.1%} → {after['false_none']:.1%}")
         typer.echo("stored as this database's router" if data["saved"] else "not stored (not better; --force)")
+
+    @router_app.command("status")
+    def status(
+        ctx: typer.Context,
+        as_json: bool = typer.Option(False, "--json", help="Print {combiner, shipped, adapted} as JSON."),
+    ) -> None:
+        """Which combiner decides here: the shipped one, or one `router adapt` stored (when, and how it measured)."""
+        data = _status(_rag(_root(ctx)))
+        if as_json:
+            typer.echo(json.dumps(data))
+            return
+        adapted = data["adapted"]
+        if adapted is None:
+            typer.echo(f"combiner: the shipped one ({data['shipped']}); none adapted to this database "
+                       "(`universalrag router adapt`)")
+            return
+        typer.echo(f"combiner: {adapted['version']}, adapted to this database at {adapted['created_at']} "
+                   f"on {adapted['train']} questions ({adapted['feedback']} from feedback)")
+        before, after = adapted.get("before") or {}, adapted.get("after") or {}
+        if before and after:
+            typer.echo(f"held-out accuracy when adapted: {before['accuracy']:.1%} before, {after['accuracy']:.1%} "
+                       f"after ({adapted['heldout']} questions)")
+        typer.echo(f"`universalrag router reset` returns to the shipped combiner ({data['shipped']})")
+
+    @router_app.command("reset")
+    def reset(ctx: typer.Context) -> None:
+        """Forget the combiner `router adapt` stored here: the shipped combiner decides again."""
+        from ..routing.combiner import Combiner
+
+        removed = _rag(_root(ctx)).reset_router()
+        shipped = Combiner.default().version
+        typer.echo(f"removed the adapted combiner {removed}; the shipped combiner ({shipped}) decides again"
+                   if removed else f"no adapted combiner is stored here; the shipped combiner ({shipped}) decides")

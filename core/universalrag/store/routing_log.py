@@ -10,8 +10,8 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID, insert
 
 from .store import Store
 
-__all__ = ["RoutingLogTables", "feedback_rows", "has_routing_tables", "load_combiner", "save_combiner",
-           "set_feedback", "write_decisions"]
+__all__ = ["RoutingLogTables", "combiner_record", "delete_combiner", "feedback_rows", "has_routing_tables",
+           "load_combiner", "save_combiner", "set_feedback", "write_decisions"]
 
 
 class RoutingLogTables:
@@ -121,3 +121,25 @@ def load_combiner(store: Store, name: str = "default") -> dict[str, Any] | None:
     with store.transaction("read the adapted combiner") as conn:
         row = conn.execute(sa.select(table.c.weights).where(table.c.name == name)).scalar_one_or_none()
     return dict(row) if row is not None else None
+
+
+def combiner_record(store: Store, name: str = "default") -> dict[str, Any] | None:
+    """The stored combiner ``name`` without its weights — ``name``, ``version``, ``created_at`` and the adaptation
+    ``report`` —, or ``None`` (none stored, or no table yet)."""
+    if not has_routing_tables(store):
+        return None
+    table = _tables(store).combiners
+    stmt = sa.select(table.c.name, table.c.version, table.c.created_at, table.c.report).where(table.c.name == name)
+    with store.transaction("read the adapted combiner's record") as conn:
+        row = conn.execute(stmt).mappings().first()
+    return dict(row) if row is not None else None
+
+
+def delete_combiner(store: Store, name: str = "default") -> str | None:
+    """Remove the stored combiner ``name``; returns its version, ``None`` when none was stored."""
+    if not has_routing_tables(store):
+        return None
+    table = _tables(store).combiners
+    with store.transaction("remove the adapted combiner") as conn:
+        version = conn.execute(sa.delete(table).where(table.c.name == name).returning(table.c.version)).scalar()
+    return None if version is None else str(version)
