@@ -277,3 +277,24 @@ def test_the_unified_index_is_rebuilt_when_the_corpora_change(kb: Any) -> None:
     assert after.corpora["paragraph"][0] > before.corpora["paragraph"][0]
     hits = UnifiedIndex(kb.store, kb.embedder).search(kb.embedder.embed_query("St Aldric church organ pipes"), k=3)
     assert any(h.uri and h.uri.endswith("st_aldric_organ.md") for h in hits)
+
+
+def test_a_file_replaced_with_as_many_units_rebuilds_the_unified_index(kb: Any, tmp_path: Path) -> None:
+    """Same row counts, new unit ids: the shared index must not keep searching the replaced units (it did when
+    only the counts were compared, and every hit of a re-ingested corpus then missed its gold)."""
+    note = tmp_path / "ferry_note.txt"
+    note.write_text("The harbour ferry timetable changed in March: crossings now leave every forty minutes.\n",
+                    encoding="utf-8")
+    assert kb.ingest([note]).ok
+    first = UnifiedIndex(kb.store, kb.embedder).build()
+    assert not UnifiedIndex(kb.store, kb.embedder).build().built  # unchanged: reused
+    note.write_text("The glacier front retreated by forty metres over the summer of the survey.\n", encoding="utf-8")
+    assert kb.ingest([note]).ok
+    again = UnifiedIndex(kb.store, kb.embedder)
+    state = again.build()
+    assert state.built and state.corpora == first.corpora  # as many rows as before, rebuilt all the same
+    hits = again.search(kb.embedder.embed_query("how far did the glacier front retreat"), k=3)
+    assert hits and "glacier" in hits[0].content
+    current = kb.retrieve("how far did the glacier front retreat", routes=[hits[0].corpus], k=3)
+    assert hits[0].id in {h.id for h in current}
+    kb.store.delete_source(str(note))

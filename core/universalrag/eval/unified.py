@@ -12,7 +12,9 @@ transcript or title that ingestion embedded with the text encoder — as the pap
 every modality into one space. Their visual vectors (another encoder's space) stay out of the shared index.
 
 The table is an evaluation artefact, not part of the schema's migrations: :meth:`UnifiedIndex.build` (re)creates
-it when the corpora's row counts changed since it was built (recorded in the table's comment).
+it when the corpora's rows changed since it was built — their counts, or which rows in which version, so that a
+file re-ingested with as many units as before is not searched under its old unit ids (recorded in the table's
+comment).
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ __all__ = ["UnifiedIndex", "UnifiedState"]
 
 _MAX_WINDOW = 20000
 _COPY_BATCH = 2000
+
+
+def _version_token(key: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """``sum(hashtext(key || xmin))`` over a table's rows (0 when empty): which rows, in which version."""
+    row = sa.func.concat(sa.cast(key, sa.Text), ":", sa.cast(sa.literal_column("xmin"), sa.Text))
+    return sa.func.coalesce(sa.func.sum(sa.func.hashtext(row)), 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,17 +95,21 @@ class UnifiedIndex:
                 out.append(name)
         return out
 
-    def _counts(self, corpora: Sequence[str]) -> dict[str, tuple[int, int]]:
-        out = {}
+    def _counts(self, corpora: Sequence[str]) -> tuple[dict[str, tuple[int, int]], dict[str, list[int]]]:
+        """Each corpus's (units, parts) row counts, and a token of which rows it holds in which version: the sum of
+        a hash of every row's id (the unit's, for parts) and transaction id (``xmin``), which changes when a source
+        is replaced by one with as many units (new ids) or a row is rewritten in place."""
+        counts, tokens = {}, {}
         for name in corpora:
             owner = self.store.owner(name)  # this database, or the member server holding the corpus
             tables = owner.tables.corpus(owner.corpus(name))
             with owner.transaction(f"count the rows of {name!r}") as conn:
-                units = int(conn.execute(sa.select(sa.func.count()).select_from(tables.units)).scalar_one())
-                parts = 0 if tables.parts is None else int(
-                    conn.execute(sa.select(sa.func.count()).select_from(tables.parts)).scalar_one())
-            out[name] = (units, parts)
-        return out
+                found = [conn.execute(sa.select(sa.func.count(), _version_token(key))).one()
+                         for key in (tables.units.c.id, None if tables.parts is None else tables.parts.c.unit_id)
+                         if key is not None]
+            counts[name] = (int(found[0][0]), int(found[1][0]) if len(found) > 1 else 0)
+            tokens[name] = [int(row[1]) for row in found]
+        return counts, tokens
 
     def _vectors(self, name: str) -> list[sa.Select[Any]]:
         """The statements selecting ``(corpus, unit_id, embedding)`` of every vector of corpus ``name`` on the
@@ -122,11 +134,12 @@ class UnifiedIndex:
 
     def build(self, *, rebuild: bool = False) -> UnifiedState:
         """Create and fill the shared table and its HNSW index (in one transaction), unless it already holds the
-        current corpora (same row counts) and ``rebuild`` is false."""
+        current corpora (the same rows in the same versions) and ``rebuild`` is false."""
         corpora = self.corpora()
-        counts = self._counts(corpora)
+        counts, tokens = self._counts(corpora)
         with self.store.transaction("build the unified evaluation index") as conn:
-            fingerprint = json.dumps({"embedder": self.embedder.name, "counts": counts}, sort_keys=True)
+            fingerprint = json.dumps({"embedder": self.embedder.name, "counts": counts, "rows": tokens},
+                                     sort_keys=True)
             inspector = sa.inspect(conn)
             exists = inspector.has_table(self.name, schema=self.table.schema)
             if exists and not rebuild:
