@@ -14,6 +14,7 @@ from psycopg import sql
 from universalrag.ingest.pipeline import IngestOptions, ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
+from universalrag.types import CorpusSpec, Granularity, Modality
 
 FERRIES = """# Harbour ferries
 
@@ -230,3 +231,59 @@ def test_an_encoder_that_returns_too_few_vectors_fails_the_group_and_writes_noth
     assert [o.status for o in report.outcomes] == ["failed"] * 4
     assert all("one vector per text" in (o.error or "") for o in report.outcomes)
     assert store.sources() == [] and sum(store.counts().values()) == 0
+
+
+def _texts(store: Store, corpus: str, uri_end: str) -> list[str]:
+    units = store.tables.corpus(store.corpus(corpus)).units
+    with store.transaction() as conn:
+        return [r for r in conn.execute(sa.select(units.c.content).where(units.c.uri.endswith(uri_end)))
+                .scalars()]
+
+
+def test_a_pages_table_is_searched_as_a_table_not_again_as_passages_of_its_cells(store: Store, minilm,
+                                                                                pages: Path) -> None:
+    """The rows of a page's table go to the table corpus; the page's passages hold one line naming the table
+    instead of its run-together cells, so a question about the table finds the table, not a passage of its cells
+    (on real Wikipedia pages the flattened rows outranked the tables they came from). The whole document keeps
+    its tables."""
+    assert ingest_paths(store, minilm, [pages]).ok
+    museum = " ".join(_texts(store, "paragraph", "b_museum.html"))
+    assert "Fresnel lenses" in museum  # the prose stays
+    assert "10:00 to 16:00" not in museum and "Sunday only" not in museum  # the cells do not
+    assert "[Table: Museum opening hours — 3 rows; columns: Season, Days, Hours]" in museum
+    ferries = " ".join(_texts(store, "paragraph", "a_ferries.md"))
+    assert "Morning Star" not in ferries and "[Table — 4 rows; columns: Ferry, Departs, Arrives, Crossing]" in ferries
+    assert "Sunday only" in " ".join(_texts(store, "document", "b_museum.html"))  # the whole page is whole
+    assert "tide gauge" in " ".join(_texts(store, "paragraph", "d_tides.txt"))  # a page without tables: as before
+    hits = search_corpus(store, minilm, "paragraph", "When is the museum open in winter?", k=3)
+    assert all("Sunday only" not in h.content for h in hits)
+    table = search_corpus(store, minilm, "table", "When is the museum open in winter?", k=1)[0]
+    assert table.uri.endswith("b_museum.html") and "Sunday only" in table.matched_parts[0][1]
+
+
+def test_a_page_ingested_into_a_named_corpus_keeps_its_tables_in_its_text(store: Store, minilm,
+                                                                         pages: Path) -> None:
+    """Named corpus: the page's tables are not ingested as tables, so nothing of them may be left out."""
+    store.create_corpus(CorpusSpec(name="notes", modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
+                                   embedder=minilm.name, dimension=minilm.dimension))
+    report = ingest_paths(store, minilm, [pages / "b_museum.html"], corpus="notes")
+    assert report.ok
+    notes = " ".join(_texts(store, "notes", "b_museum.html"))
+    assert "Sunday only" in notes and "[Table" not in notes
+
+
+def test_pages_ingested_under_the_earlier_rule_are_replaced_once(store: Store, minilm, pages: Path) -> None:
+    """A page's identity covers what a page becomes (PAGE_RULES), so pages ingested when their passages still
+    held their tables' cells are replaced by the next ingest, once; a plain text file keeps its file hash."""
+    from universalrag.ingest.files import hash_file
+
+    assert ingest_paths(store, minilm, [pages]).ok
+    museum, tides = (pages / "b_museum.html").resolve(), (pages / "d_tides.txt").resolve()
+    assert store.source_state(tides.as_uri())[0] == hash_file(tides)
+    assert store.source_state(museum.as_uri())[0] not in (None, hash_file(museum))
+    with store.transaction() as conn:  # a page as the earlier rule stored it: identified by its file hash alone
+        conn.execute(sa.update(store.tables.sources).where(store.tables.sources.c.uri == museum.as_uri())
+                     .values(content_hash=hash_file(museum)))
+    report = ingest_paths(store, minilm, [pages])
+    assert {Path(o.path).name: o.status for o in report.outcomes}["b_museum.html"] == "replaced"
+    assert all(o.status == "unchanged" for o in ingest_paths(store, minilm, [pages]).outcomes)

@@ -33,15 +33,15 @@ from .files import check_file, hash_file
 from .large import StagedSource, staged_table, staged_text
 from .report import FileOutcome, IngestReport, Progress
 from .run import DEFAULT_CORPORA, IngestOptions, IngestRun, failed_outcome
-from .text_group import prepare_text_group
+from .text_group import TABLES_IN_TEXT, prepare_text_group
 from .units import Prepared, image_units, source_record, table_units, video_units
 from .video.planning import VideoOptions
 
 if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
-__all__ = ["DEFAULT_CORPORA", "FileOutcome", "IngestOptions", "IngestReport", "Progress", "ingest_paths",
-           "ingest_tables"]
+__all__ = ["DEFAULT_CORPORA", "PAGE_RULES", "FileOutcome", "IngestOptions", "IngestReport", "Progress",
+           "ingest_paths", "ingest_tables"]
 
 _log = logging.getLogger(__name__)
 
@@ -137,6 +137,11 @@ _HANDLERS: dict[str, Callable[[IngestRun, Path, str, str], Prepared | StagedSour
 }
 
 
+#: What a Markdown or HTML page becomes, in the identity of every such source: changing it makes the next ingest
+#: replace pages ingested under the rule before (their passages used to hold their tables' cells).
+PAGE_RULES = "pages v2: passages cut from the prose, tables in the table corpus"
+
+
 def _unchanged(run: IngestRun, kind: str, uri: str, content_hash: str) -> bool:
     state = run.store.source_state(uri, scope=run.scope(kind))
     if state is None or state[0] != content_hash:
@@ -148,13 +153,15 @@ def _unchanged(run: IngestRun, kind: str, uri: str, content_hash: str) -> bool:
 def _classify(run: IngestRun, path: Path) -> tuple[Detection, str, str]:
     """(what the file is, uri, content hash); uri and hash are empty when it is not ingested. IngestError
     when it cannot be read at all. The hash of an image or video covers its sidecars and the texts given
-    with it (:func:`~universalrag.ingest.companions.fingerprint`), so editing only those replaces the source."""
+    with it (:func:`~universalrag.ingest.companions.fingerprint`), so editing only those replaces the source; that
+    of a Markdown or HTML page covers :data:`PAGE_RULES`."""
     check_file(path)
     found = detect(path)
     if found.kind is None:
         return found, "", ""
     run.formats[path] = found.format
-    texts = (run.options.captions.get(str(path)), run.alts.get(path.resolve()))
+    rules = PAGE_RULES if found.kind == "text" and found.format in TABLES_IN_TEXT else None
+    texts = (run.options.captions.get(str(path)), run.alts.get(path.resolve()), rules)
     return found, path.resolve().as_uri(), fingerprint(path, hash_file(path), texts=texts)
 
 

@@ -76,18 +76,24 @@ def page_tables(path: Path, fmt: str) -> list[ParsedTable]:
 
 def plan_text_file(run: IngestRun, path: Path, uri: str, content_hash: str) -> TextFile:
     """Parse a text file (or take the page this run already read) and plan its document and paragraph units,
-    plus the tables of a Markdown or HTML page when the table corpus exists and no corpus is named."""
+    plus the tables of a Markdown or HTML page when the table corpus exists and no corpus is named. The passages
+    of a page whose tables go to the table corpus are cut from its prose, where each table's cells are replaced by
+    one line naming the table (:attr:`~universalrag.ingest.text.document.TextDocument.prose`): a table is searched
+    as a table, with its header, and its rows do not come back a second time as passages of run-together cells
+    that outrank it. The whole document keeps its tables (a reader of the document misses nothing)."""
     from .text.document import read_text_file
 
     doc = run.parsed.pop(path, None) or read_text_file(path, format=run.formats.get(path))
     specs = [run.spec(n, "text") for n in run.targets("text")]
-    planned = TextFile(path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri))
+    tables: list[ParsedTable] = []
     if run.corpus is None and doc.format in TABLES_IN_TEXT and "table" in run.store.corpora():
         tables = page_tables(path, doc.format)
-        if sum(int(t.metadata.get("row_count", 0)) for t in tables) > run.options.table_batch_rows:
-            planned.large_tables = tables
-        elif tables:
-            planned.tables = plan_table_units(tables, run.spec("table", "table"), uri=uri)
+    passages = doc.prose if tables else None
+    planned = TextFile(path, uri, content_hash, doc, plan_text_units(doc, specs, uri=uri, passage_text=passages))
+    if sum(int(t.metadata.get("row_count", 0)) for t in tables) > run.options.table_batch_rows:
+        planned.large_tables = tables
+    elif tables:
+        planned.tables = plan_table_units(tables, run.spec("table", "table"), uri=uri)
     return planned
 
 

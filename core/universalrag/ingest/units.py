@@ -55,20 +55,23 @@ class TextPlan:
     build: Callable[[np.ndarray], list[Unit]]
 
 
-def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str) -> TextPlan:
+def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str,
+                    passage_text: str | None = None) -> TextPlan:
     """Plan the units of one text document for each target text corpus, to be embedded in one batch.
 
     Document-granularity corpora get the whole text (its chunks as parts when the corpus is multi-vector;
     the unit vector is the normalised mean of the chunk vectors); any other text corpus gets ~100-word
-    passages, linked to the document unit when the document corpus is also a target. Each text is embedded
-    with the document's title in front, which disambiguates passages such as "It was automated in 1987".
+    passages, linked to the document unit when the document corpus is also a target, cut from
+    ``passage_text`` when given (a page's prose without the tables that are ingested as tables), else from the
+    whole text. Each text is embedded with the document's title in front, which disambiguates passages such as
+    "It was automated in 1987".
     """
     doc_id = _new_id()
     base_meta = {"title": doc.title, "format": doc.format}
     wants_doc = any(s.granularity is Granularity.DOCUMENT for s in specs)
     wants_passages = any(s.granularity is not Granularity.DOCUMENT for s in specs)
     chunks = chunk_for_embedding(doc.text) if wants_doc else []
-    passages = split_paragraphs(doc.text) if wants_passages else []
+    passages = split_paragraphs(passage_text or doc.text) if wants_passages else []
     parent = next((s.name for s in specs if s.granularity is Granularity.DOCUMENT), None)
 
     def build(vectors: np.ndarray) -> list[Unit]:

@@ -45,6 +45,10 @@ class TextDocument:
     text: str
     format: str
     metadata: dict[str, Any]
+    #: HTML and Markdown pages: ``text`` with each data table replaced by a one-line reference to it (its caption,
+    #: size and columns); the page's passages are cut from it when its tables are ingested as tables of their own
+    #: (``None``: the page has no data table).
+    prose: str | None = None
 
 
 # --------------------------------------------------------------------------- reading and decoding
@@ -100,6 +104,7 @@ def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
                                 "`python -m json.tool`.") from e
     if not text:
         raise IngestError(name, f"no readable text is left after removing the {fmt.upper()} markup.")
+    prose = extra.pop("prose", None)
     metadata: dict[str, Any] = {
         "headings": [],
         "images": [],
@@ -114,6 +119,7 @@ def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
         text=text,
         format=fmt,
         metadata=metadata,
+        prose=prose if prose and prose != text else None,
     )
 
 
@@ -173,31 +179,42 @@ def _extract_html(raw: str) -> tuple[str, str, dict[str, Any]]:
     first_h1 = next((_collapse(h.get_text()) for h in soup.find_all("h1")), "")
     layout = unwrap_layout_tables(soup)
     navigation = remove_navigation(soup)
-    headings, text = _visible_text(soup)
+    headings, text, prose = _visible_text(soup)
     if not text:
-        headings, text = _visible_text(BeautifulSoup(raw, "html.parser"))
+        headings, text, prose = _visible_text(BeautifulSoup(raw, "html.parser"))
         navigation = 0
-    extra = {"headings": headings, "images": images, "layout_tables": layout, "navigation_removed": navigation}
+    extra = {"headings": headings, "images": images, "layout_tables": layout, "navigation_removed": navigation,
+             "prose": prose}
     return page_title or first_h1, text, extra
 
 
-def _visible_text(soup: Any) -> tuple[list[str], str]:
-    """(headings, paragraphs joined by blank lines) of a parsed page."""
+def _visible_text(soup: Any) -> tuple[list[str], str, str]:
+    """(headings, paragraphs joined by blank lines, the same with each data table replaced by
+    :func:`_table_reference`) of a parsed page. Layout tables were unwrapped before, so a ``<table>`` left with a
+    data cell is a data table: the one :func:`~universalrag.ingest.tables.tables_from_html` reads."""
     from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
     headings: list[str] = []
     paragraphs: list[str] = []
+    prose: list[str] = []
     current: list[str] = []
+    inside = 0  # how many data tables the walk is in
 
     def flush() -> None:
         paragraphs.append(_collapse("".join(current)))
+        if not inside:
+            prose.append(paragraphs[-1])
         current.clear()
 
     skip = (Comment, Declaration, Doctype, ProcessingInstruction)
-    # Iterative walk (deeply nested pages would exhaust recursion): ("open", node) or ("close", tag).
+    # Iterative walk (deeply nested pages would exhaust recursion): ("open", node), ("close", tag) or
+    # ("leave", data table).
     stack: list[tuple[str, Any]] = [("open", soup)]
     while stack:
         action, node = stack.pop()
+        if action == "leave":
+            inside -= 1
+            continue
         if action == "close":
             if node.name in _BLOCK_TAGS:
                 flush()
@@ -213,11 +230,18 @@ def _visible_text(soup: Any) -> tuple[list[str], str]:
         if node.name == "pre":
             flush()
             paragraphs.append(_pre_text(node.get_text()))
+            if not inside:
+                prose.append(paragraphs[-1])
             continue
         if node.name in _HEADING_TAGS:
             heading = _collapse(node.get_text())
             if heading:
                 headings.append(heading)
+        if node.name == "table" and not inside and node.find("td") is not None:
+            flush()
+            prose.append(_table_reference(node))
+            inside += 1
+            stack.append(("leave", node))
         if node.name in _BLOCK_TAGS:
             flush()
             stack.append(("close", node))
@@ -225,7 +249,20 @@ def _visible_text(soup: Any) -> tuple[list[str], str]:
             stack.append(("close", node))  # a space after each cell keeps cells apart
         stack.extend(("open", child) for child in reversed(list(node.children)))
     flush()
-    return headings, _join_paragraphs(paragraphs)
+    return headings, _join_paragraphs(paragraphs), _join_paragraphs(prose)
+
+
+def _table_reference(table: Any) -> str:
+    """One line standing for a data table in the page's prose: its caption, how many rows, its columns."""
+    caption = next((_collapse(c.get_text(" ")) for c in table.find_all("caption")), "")
+    rows = table.find_all("tr")
+    first = next((r for r in rows if r.find(["th", "td"]) is not None), None)
+    columns = [_collapse(c.get_text(" ")) for c in first.find_all(["th", "td"])] if first is not None else []
+    listed = ", ".join(c for c in columns if c)
+    if len(listed) > 200:
+        listed = listed[:200].rsplit(", ", 1)[0] + ", …"
+    return (f"[Table{': ' + caption if caption else ''} — {max(len(rows) - 1, 0)} rows"
+            f"{'; columns: ' + listed if listed else ''}]")
 
 
 def _pre_text(code: str) -> str:
