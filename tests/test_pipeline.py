@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from universalrag.config import Settings
 from universalrag.errors import ConfigError, CorpusNotFoundError
+from universalrag.fusion import TABLE_OFFSET
 from universalrag.pipeline import UniversalRAG, fuse
-from universalrag.types import Hit
+from universalrag.types import Granularity, Hit
 
 
 @pytest.mark.parametrize(("question", "route", "expected"), [
@@ -43,9 +44,10 @@ def test_routes_override_the_router_and_fuse_several_corpora(rag: UniversalRAG) 
     hits = rag.retrieve("Quarry Lions wins and the lighthouse keepers", k=3, routes=["table", "paragraph"])
     corpora = [h.corpus for h in hits]
     assert set(corpora) == {"table", "paragraph"} and len(hits) == 2 + 3  # two tables exist, k=3 paragraphs
-    # both corpora share the MiniLM space, so they merge by similarity, as one shared index would rank them
+    # both corpora share the MiniLM space, so they merge by similarity (tables lifted by TABLE_OFFSET)
     assert all(h.score == h.channel_scores["similarity"] for h in hits)
-    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    lifted = [h.score + (TABLE_OFFSET if h.corpus == "table" else 0.0) for h in hits]
+    assert lifted == sorted(lifted, reverse=True)
     by_rank = UniversalRAG(store=rag.store, embedder=rag.embedder, router=rag.router, fusion="rrf")
     ranked = by_rank.retrieve("Quarry Lions wins and the lighthouse keepers", k=3, routes=["table", "paragraph"])
     assert {ranked[0].corpus, ranked[1].corpus} == {"table", "paragraph"}  # reciprocal rank interleaves the lists
@@ -67,6 +69,13 @@ def test_fusion_methods() -> None:
     weighted_b = [replace(h, channel_scores={"text": 0.1, "visual": 0.5}) for h in b]
     assert [h.id for h in fuse([a, weighted_b], spaces=["m", "m"])][:2] == ["a0", "b0"]  # visual weighting: rrf
     assert [h.id for h in fuse([a, b], method="similarity")] == ["a0", "a1", "a2", "b0", "b1"]
+    # a table's rows sit further from a question than prose: merged by similarity, a table is lifted by
+    # TABLE_OFFSET and keeps its own score
+    passage = Hit(corpus="paragraph", id="p", score=0.63, content="", granularity=Granularity.PARAGRAPH)
+    table = Hit(corpus="table", id="t", score=0.63 - TABLE_OFFSET / 2, content="", granularity=Granularity.TABLE)
+    far = replace(table, id="far", score=0.63 - 2 * TABLE_OFFSET)
+    merged = fuse([[passage], [table, far]], method="similarity")
+    assert [h.id for h in merged] == ["t", "p", "far"] and merged[0].score == table.score
     with pytest.raises(ConfigError):
         fuse([a, b], method="borda")
     with pytest.raises(ConfigError, match="one each"):
