@@ -103,10 +103,9 @@ class UnifiedIndex:
         for name in corpora:
             owner = self.store.owner(name)  # this database, or the member server holding the corpus
             tables = owner.tables.corpus(owner.corpus(name))
+            keys = [tables.units.c.id] + ([] if tables.parts is None else [tables.parts.c.unit_id])
             with owner.transaction(f"count the rows of {name!r}") as conn:
-                found = [conn.execute(sa.select(sa.func.count(), _version_token(key))).one()
-                         for key in (tables.units.c.id, None if tables.parts is None else tables.parts.c.unit_id)
-                         if key is not None]
+                found = [conn.execute(sa.select(sa.func.count(), _version_token(key))).one() for key in keys]
             counts[name] = (int(found[0][0]), int(found[1][0]) if len(found) > 1 else 0)
             tokens[name] = [int(row[1]) for row in found]
         return counts, tokens

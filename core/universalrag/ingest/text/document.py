@@ -200,10 +200,13 @@ def _visible_text(soup: Any) -> tuple[list[str], str, str]:
     current: list[str] = []
     inside = 0  # how many data tables the walk is in
 
-    def flush() -> None:
-        paragraphs.append(_collapse("".join(current)))
+    def add(paragraph: str) -> None:  # a paragraph inside a data table is left out of the prose
+        paragraphs.append(paragraph)
         if not inside:
-            prose.append(paragraphs[-1])
+            prose.append(paragraph)
+
+    def flush() -> None:
+        add(_collapse("".join(current)))
         current.clear()
 
     skip = (Comment, Declaration, Doctype, ProcessingInstruction)
@@ -229,9 +232,7 @@ def _visible_text(soup: Any) -> tuple[list[str], str, str]:
             continue
         if node.name == "pre":
             flush()
-            paragraphs.append(_pre_text(node.get_text()))
-            if not inside:
-                prose.append(paragraphs[-1])
+            add(_pre_text(node.get_text()))
             continue
         if node.name in _HEADING_TAGS:
             heading = _collapse(node.get_text())
