@@ -72,10 +72,13 @@ def test_ingest(database_url: str, tmp_path: Path) -> None:
     r = run_benchmark("ingest.py", ["--quick", "--files", "2"], database_url, tmp_path)
     assert r["texts"] > 10 and r["files"] == 2
     assert positive(r["rows_per_s"]) and 0 < r["ratio_vs_encoder"] < 5
-    peers = {"ratio_vs_langchain_postgres": "langchain_postgres", "ratio_vs_llamaindex": "llama_index.vector_stores"}
-    for key, module in peers.items():
-        installed = importlib.util.find_spec(module.split(".")[0]) is not None and (
-            "." not in module or importlib.util.find_spec(module) is not None)
+    peers = {"ratio_vs_langchain_postgres": ["langchain_postgres"],
+             "ratio_vs_llamaindex": ["llama_index.vector_stores"],
+             "ratio_vs_langchain_postgres_documented": ["langchain_postgres", "langchain_huggingface"],
+             "ratio_vs_llamaindex_documented": ["llama_index.vector_stores", "llama_index.embeddings.huggingface"]}
+    for key, modules in peers.items():
+        installed = all(importlib.util.find_spec(module.split(".")[0]) is not None and (
+            "." not in module or importlib.util.find_spec(module) is not None) for module in modules)
         assert positive(r[key]) if installed else r[key] is None, (key, r[key])
     for peer, rows in r["stored_by_peer"].items():
         assert rows == r["texts"], (peer, rows)  # every contender stored every text
