@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
+from support.schemas import fresh_schema
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
@@ -43,14 +42,8 @@ def database_url() -> Iterator[str]:
 @pytest.fixture
 def schema(database_url: str) -> Iterator[str]:
     """A fresh schema name for this test; dropped afterwards."""
-    name = "t_" + uuid.uuid4().hex[:12]
-    yield name
-    from universalrag.store.engine import make_engine
-
-    engine = make_engine(database_url)
-    with engine.begin() as conn:
-        conn.execute(sa.schema.DropSchema(name, cascade=True, if_exists=True))
-    engine.dispose()
+    with fresh_schema(database_url) as name:
+        yield name
 
 
 @pytest.fixture

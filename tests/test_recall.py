@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from support.numeric_tables import write_numeric_tables, write_release_tables
-
+from support.schemas import fresh_schema
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.store import Store, queries
 
@@ -29,24 +29,17 @@ pytestmark = pytest.mark.timeout(1500)  # the module's fixture embeds 2,000 rows
 @pytest.fixture(scope="module")
 def tables_store(tmp_path_factory, database_url: str, minilm):  # type: ignore[no-untyped-def]
     """A schema whose ``table`` corpus holds five numeric CSVs (2,003 rows) and two release CSVs (18 rows)."""
-    import uuid
-
     from universalrag.config import Settings
-    from universalrag.store.engine import make_engine
 
     folder = tmp_path_factory.mktemp("csvs")
     paths = write_numeric_tables(folder / "numeric", scale=SCALE) + write_release_tables(folder / "releases")
-    schema = "t_" + uuid.uuid4().hex[:12]
-    store = Store(settings=Settings(database_url=database_url, schema=schema))
-    store.init(embedder=minilm.name, dimension=minilm.dimension)
-    report = ingest_paths(store, minilm, paths)
-    assert report.count("added") == len(paths), [(o.path, o.status) for o in report.outcomes]
-    yield store
-    store.close()
-    engine = make_engine(database_url)
-    with engine.begin() as conn:
-        conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))
-    engine.dispose()
+    with fresh_schema(database_url) as schema:
+        store = Store(settings=Settings(database_url=database_url, schema=schema))
+        store.init(embedder=minilm.name, dimension=minilm.dimension)
+        report = ingest_paths(store, minilm, paths)
+        assert report.count("added") == len(paths), [(o.path, o.status) for o in report.outcomes]
+        yield store
+        store.close()
 
 
 def _name(hit) -> str:  # type: ignore[no-untyped-def]

@@ -9,12 +9,14 @@ probe hits, so one request never searches the same corpus twice.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import RoutingError
+from .exact_terms import exact_terms
 from .types import NO_RETRIEVAL, Hit, RouteDecision
 
 if TYPE_CHECKING:
@@ -90,6 +92,12 @@ class QueryPlan:
         """Record the hits one probe found."""
         with self._lock:
             self.probes[corpus] = list(hits)
+
+    @functools.cached_property
+    def exact_terms(self) -> tuple[str, ...]:
+        """The query's identifiers, numbers and quoted phrases (:func:`universalrag.exact_terms.exact_terms`): a
+        multi-vector hit's matched parts that hold them come first."""
+        return exact_terms(self.query)
 
     @property
     def chosen(self) -> tuple[str, ...]:

@@ -60,7 +60,7 @@ class Searcher:
         weight = self.visual_weight(spec.modality) if self.visual_weight is not None else None
         return CorpusQuery(corpus, plan.embedding(self.embedder), k=k, filter=plan.filter,
                            visual_vector=self._visual_vector(spec, plan), visual_weight=weight,
-                           lexical_text=plan.query if plan.hybrid else None)
+                           lexical_text=plan.query if plan.hybrid else None, exact_terms=plan.exact_terms)
 
     def search(self, plan: QueryPlan, corpus: str, *, k: int | None = None) -> list[Hit]:
         """The ``k`` (default ``plan.k``) best units of ``corpus`` for the plan's query: the plan's probe hits

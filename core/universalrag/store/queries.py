@@ -10,6 +10,8 @@ it carries and can be prepared once.
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,6 +27,7 @@ __all__ = [
     "nearest_parts",
     "nearest_units",
     "part_texts",
+    "parts_with_terms",
     "query_vector",
     "search_lexical",
     "set_local",
@@ -156,6 +159,27 @@ def best_parts_exact(
     ranked = inner.subquery()
     return (sa.select(text_id(ranked.c.unit_id), ranked.c.ord, ranked.c.distance)
             .where(ranked.c.rn <= per_unit).order_by(ranked.c.distance).limit(_limit(limit)))
+
+
+def parts_with_terms(tables: CorpusTables, vector: Sequence[float], unit_ids: Sequence[str], patterns: Sequence[str],
+                     *, per_unit: int) -> sa.Select[Any]:
+    """The parts of ``unit_ids`` whose text matches at least one of ``patterns`` (PostgreSQL regular expressions,
+    case-insensitive), at most ``per_unit`` a unit: ``(unit_id, ord, distance, matched)`` — ``matched`` is how many
+    patterns the part matches — the most patterns first, then the nearest. The patterns are parameters
+    ``term0``, ``term1``, ... (a statement's text depends only on how many there are)."""
+    assert tables.parts is not None, "parts_with_terms needs a multi-vector corpus"
+    p = tables.parts
+    distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))
+    matched = functools.reduce(operator.add, [
+        sa.case((p.c.content.op("~*")(sa.bindparam(f"term{i}", pattern, type_=sa.Text)), 1), else_=0)
+        for i, pattern in enumerate(patterns)])
+    inner = sa.select(
+        p.c.unit_id, p.c.ord, distance.label("distance"), matched.label("matched"),
+        sa.func.row_number().over(partition_by=p.c.unit_id, order_by=(matched.desc(), distance)).label("rn"),
+    ).where(p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids))).where(matched > 0)
+    ranked = inner.subquery()
+    return (sa.select(text_id(ranked.c.unit_id), ranked.c.ord, ranked.c.distance, ranked.c.matched)
+            .where(ranked.c.rn <= per_unit))
 
 
 def part_texts(tables: CorpusTables, keys: Sequence[tuple[str, int]]) -> sa.Select[Any]:

@@ -8,7 +8,9 @@ candidate is scored the same way, whichever channel found it (:func:`_combine`):
 - dense score = ``visual_weight · visual + (1 − visual_weight) · text`` (one channel alone where a unit has no
   vector in the other); the text similarity of a multi-vector unit is that of its best part, and its best
   parts are returned as ``matched_parts``;
-- with lexical text (hybrid search), the dense ranking and the full-text ranking are fused by reciprocal rank.
+- with lexical text (hybrid search), the dense ranking and the full-text ranking are fused by reciprocal rank;
+- with exact terms (identifiers, numbers, quoted phrases of the query), a multi-vector hit's parts that hold them
+  come first among its matched parts (:func:`_exact_parts`, one more statement); scores stay as above.
 
 Whether a channel scans its table exactly or goes through the HNSW index (iterative scan on, pgvector 0.8+)
 is :mod:`universalrag.store.scan_rule`'s decision, from row estimates cached by :mod:`universalrag.store.sizes`
@@ -31,6 +33,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from ..exact_terms import term_pattern
 from ..fusion import rrf_scores, weighted
 from ..types import CorpusSpec, Hit
 from . import queries
@@ -72,7 +75,8 @@ class SearchRequest:
     """What to search for in one corpus, and how.
 
     ``visual_vector`` is the query in the corpus's visual space (ignored when the corpus has none);
-    ``lexical_text`` turns on hybrid search. ``exact_rows`` and ``exact_max_rows`` are the thresholds of
+    ``lexical_text`` turns on hybrid search. ``exact_terms`` (:func:`universalrag.exact_terms.exact_terms`) puts the
+    parts holding them first among a multi-vector hit's matched parts. ``exact_rows`` and ``exact_max_rows`` are the thresholds of
     :func:`~universalrag.store.scan_rule.scan_exactly` (``exact=True``: always scan exactly, ``False``: never).
     ``iterative`` says the server has pgvector's iterative index scan (0.8+); ``ef_search`` is the narrowest
     search beam (raised to the beam the corpus's index check tuned, :func:`~.scan_rule.tuned_ef`).
@@ -86,6 +90,7 @@ class SearchRequest:
     filter: Filter | None = None
     visual_vector: Sequence[float] | None = None
     lexical_text: str | None = None
+    exact_terms: tuple[str, ...] = ()
     ef_search: int = 100
     exact_rows: int = 0
     exact_max_rows: int = 0
@@ -108,6 +113,7 @@ class CorpusQuery:
     visual_weight: float | None = None
     lexical_text: str | None = None
     exact: bool | None = None
+    exact_terms: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -202,6 +208,8 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
         yield from _complete(sql, tables, request, candidates, visual=visual)
     ranked = _combine(candidates, lexical if request.lexical_text else None, visual=visual,
                       visual_weight=request.visual_weight)[: request.k]
+    if multi and request.exact_terms:
+        yield from _exact_parts(sql, tables, request, [(uid, c) for uid, _, c, _ in ranked])
     texts = yield from _part_texts(sql, tables, [(uid, c) for uid, _, c, _ in ranked])
     return _hits(spec, ranked, texts)
 
@@ -413,6 +421,33 @@ def _complete(sql: _Sql, tables: CorpusTables, request: SearchRequest, candidate
                     c.text = c.parts[0][1]
                 elif c.row is not None and c.row["text_sim"] is not None:  # a unit without parts: its own vector
                     c.text = float(c.row["text_sim"])
+
+
+def _exact_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest,
+                 hits: Sequence[tuple[str, _Candidate]]) -> Search[None]:
+    """Put the parts that hold the query's exact terms first among each hit's matched parts (those matching the
+    most terms first, then the nearest; the nearest parts fill the rest): a row holding the "10.0.1.5" or
+    "build-04" the user typed, not the row nearest in meaning (:mod:`universalrag.exact_terms`). The hits' scores
+    and order stay those of the similarity search."""
+    if not hits:
+        return
+    patterns = [term_pattern(t) for t in request.exact_terms]
+    units = [uid for uid, _ in hits]
+    key = ("term_parts", tables.parts.fullname if tables.parts is not None else "", tables.spec.dimension,
+           len(patterns))
+    rows = yield sql.raw(key, lambda: queries.parts_with_terms(tables, request.vector, units, patterns,
+                                                               per_unit=PARTS_PER_HIT),
+                         query_vector=request.vector, unit_ids=units,
+                         **{f"term{i}": pattern for i, pattern in enumerate(patterns)})
+    found: dict[str, list[tuple[int, int, float]]] = {}
+    for r in rows:
+        found.setdefault(str(r["unit_id"]), []).append((int(r["matched"]), int(r["ord"]), 1.0 - float(r["distance"])))
+    for uid, c in hits:
+        if uid in found:
+            parts = {o: sim for _, o, sim in sorted(found[uid], key=lambda m: (-m[0], -m[2]))}  # in this order
+            for o, sim in c.parts:
+                parts.setdefault(o, sim)
+            c.parts = tuple(parts.items())[:PARTS_PER_HIT]
 
 
 def _part_texts(sql: _Sql, tables: CorpusTables,

@@ -70,7 +70,7 @@ class Searching:
     def search(self, corpus: str, vector: Sequence[float], *, k: int = 5, filter: Filter | None = None,
                ef_search: int | None = None, visual_vector: Sequence[float] | None = None,
                visual_weight: float | None = None, lexical_text: str | None = None,
-               exact: bool | None = None) -> list[Hit]:
+               exact: bool | None = None, exact_terms: Sequence[str] = ()) -> list[Hit]:
         """The ``k`` units of ``corpus`` nearest to ``vector`` by cosine similarity (``score`` = 1 − distance).
 
         Multi-vector corpora rank a unit by its best part and report its best parts as ``matched_parts``.
@@ -86,14 +86,17 @@ class Searching:
         exist — unless the corpus's index check (:func:`universalrag.store.index_check.check_index`, run in the
         background the first time such a table is searched) found the index unreliable on its data: then up to
         ``settings.exact_max_rows`` rows are scanned exactly (see :mod:`universalrag.store.scan_rule`).
-        ``exact=True`` always scans exactly, ``exact=False`` always uses the index.
+        ``exact=True`` always scans exactly, ``exact=False`` always uses the index. ``exact_terms`` (identifiers,
+        numbers, quoted phrases: :func:`universalrag.exact_terms.exact_terms` of the query) puts the parts that hold
+        them first among a multi-vector hit's matched parts, whatever their similarity.
 
         A plain search of a single-vector corpus is one statement and one round trip (its index settings inside
         it); :meth:`search_many` searches several corpora with one round trip per step.
         """
         _check_k(k)
         query = CorpusQuery(corpus, vector, k=k, filter=filter, ef_search=ef_search, visual_vector=visual_vector,
-                            visual_weight=visual_weight, lexical_text=lexical_text, exact=exact)
+                            visual_weight=visual_weight, lexical_text=lexical_text, exact=exact,
+                            exact_terms=tuple(exact_terms))
         if self.owner(corpus) is self:  # the common case, without search_many's grouping by server
             return self._search_here([query])[0]
         return self.search_many([query])[0]
@@ -149,7 +152,7 @@ class Searching:
             iterative = self._supports_iterative_scan(conn)
             return run_searches(conn, [(tables, SearchRequest(
                 vector=vector, k=q.k, filter=q.filter, visual_vector=visual, visual_weight=weight,
-                lexical_text=q.lexical_text, ef_search=ef, exact_rows=self.settings.exact_search_rows,
+                lexical_text=q.lexical_text, exact_terms=tuple(q.exact_terms), ef_search=ef, exact_rows=self.settings.exact_search_rows,
                 exact_max_rows=self.settings.exact_max_rows, exact=q.exact, iterative=iterative,
                 on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name)))
                 for q, (spec, tables, weight, ef, vector, visual) in zip(queries, jobs)])

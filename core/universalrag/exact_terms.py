@@ -1,0 +1,58 @@
+"""Terms of a query that a row or passage should contain character for character: identifiers, codes, numbers and
+quoted phrases.
+
+A text encoder places "10.0.1.5" near any address, "build-04" near any host name and "1952-53" near any season,
+so among the rows of one table the nearest by meaning is often not the row that holds the term the user typed
+(in a 60-row server inventory, "who owns the box at 10.0.1.5" matched the row of another address). Such a row
+is found by its characters instead: a multi-vector corpus's search puts the parts holding these terms first among
+a hit's matched parts (:func:`universalrag.store.search`). Which tokens count:
+
+- a phrase in double quotes, as typed;
+- a token holding a digit (``db-02``, ``sgp1``, ``10.0.1.5``, ``1977``; a lone digit is too common to count);
+- a token with ``-``, ``_``, ``.``, ``:``, ``/`` or ``@`` between letters or digits (``exact_max_rows``,
+  ``sign-on``, ``security@example.org``);
+- a camel-case token (``PGVectorStore``).
+
+A term matches where it stands as a whole word (case-insensitive), so ``10.0.1.5`` does not match ``10.0.1.50``.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["DASHES", "MAX_TERMS", "exact_terms", "term_pattern"]
+
+#: At most this many terms are taken from one query (the first ones, quoted phrases first).
+MAX_TERMS = 4
+
+_QUOTED = re.compile(r"\"([^\"]{2,80})\"")
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]*[A-Za-z0-9]")
+_JOINED = re.compile(r"[A-Za-z0-9][._:/@-][A-Za-z0-9]")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
+def exact_terms(query: str) -> tuple[str, ...]:
+    """The terms of ``query`` a matching part should contain verbatim (see the module docstring), in order,
+    without repeats (case-insensitive), at most :data:`MAX_TERMS`."""
+    terms = [t.strip() for t in _QUOTED.findall(query) if t.strip()]
+    for token in _TOKEN.findall(_QUOTED.sub(" ", query)):
+        if any(c.isdigit() for c in token) or _JOINED.search(token) or _CAMEL.search(token):
+            terms.append(token)
+    seen: dict[str, str] = {}
+    for term in terms:
+        seen.setdefault(term.casefold(), term)
+    return tuple(seen.values())[:MAX_TERMS]
+
+
+#: What a hyphen the user typed matches: any dash (pages write seasons and ranges with en dashes, "1952–53").
+DASHES = "[-\u2010\u2011\u2012\u2013\u2014]"
+
+
+def term_pattern(term: str) -> str:
+    """A PostgreSQL regular expression (for ``~*``) matching ``term`` as a whole word: a hyphen matches any dash
+    (:data:`DASHES`), every other character but letters, digits and spaces is escaped, and a word boundary
+    (``\\m``, ``\\M``) stands where the term begins or ends with a letter or digit."""
+    body = "".join(DASHES if c == "-" else (c if c.isalnum() or c == " " else "\\" + c) for c in term)
+    start = r"\m" if term[:1].isalnum() else ""
+    end = r"\M" if term[-1:].isalnum() else ""
+    return f"{start}{body}{end}"
