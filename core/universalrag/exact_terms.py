@@ -8,7 +8,8 @@ is found by its characters instead: a multi-vector corpus's search puts the part
 a hit's matched parts (:func:`universalrag.store.search`). Which tokens count:
 
 - a phrase in double quotes, as typed;
-- a token holding a digit (``db-02``, ``sgp1``, ``10.0.1.5``, ``1977``; a lone digit is too common to count);
+- a token holding a digit (``db-02``, ``sgp1``, ``10.0.1.5``, ``1977``, ``1,500``; a lone digit is too common
+  to count);
 - a token with ``-``, ``_``, ``.``, ``:``, ``/`` or ``@`` between letters or digits (``exact_max_rows``,
   ``sign-on``, ``security@example.org``);
 - a camel-case token (``PGVectorStore``).
@@ -26,7 +27,7 @@ __all__ = ["DASHES", "MAX_TERMS", "exact_terms", "term_pattern"]
 MAX_TERMS = 4
 
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"")
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]*[A-Za-z0-9]")
+_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|[A-Za-z0-9][A-Za-z0-9._:/@-]*[A-Za-z0-9]")
 _JOINED = re.compile(r"[A-Za-z0-9][._:/@-][A-Za-z0-9]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 
