@@ -152,7 +152,7 @@ def test_pdf_vector_chart_is_rendered_as_a_figure_with_its_caption(tmp_path: Pat
     assert any(b > r + 40 for _, (r, _g, b) in colours)  # the blue bars were drawn
 
 
-@pytest.mark.parametrize("ruling", ["grid", "booktabs"])
+@pytest.mark.parametrize("ruling", ["grid", "booktabs", "none"])
 def test_pdf_tables_cell_accuracy_on_random_tables(tmp_path: Path, ruling: str) -> None:
     rng = random.Random(3)
     tables = []

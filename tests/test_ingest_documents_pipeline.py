@@ -19,9 +19,11 @@ pytest.importorskip("reportlab")
 from PIL import Image  # noqa: E402
 from support.documents import (  # noqa: E402
     FIGURE_CAPTION,
+    PRICE_LIST,
     TABLE_CAPTION,
     write_deck_pptx,
     write_encrypted_pdf,
+    write_price_list_pdf,
     write_report_docx,
     write_report_pdf,
     write_scanned_pdf,
@@ -223,3 +225,37 @@ def test_adapters_name_page_and_source_as_their_own_pdf_loaders_do(store: Store,
     assert document_to_hit(doc).metadata["page"] == 1
     meta = hit_to_metadata(table)
     assert meta["file_name"] == "report.pdf" and meta["file_path"] == str(report) and meta["page_label"] == "1"
+
+
+def test_a_price_list_set_without_rules_is_a_table_whose_rows_answer(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Found by ingesting a supplier's price list whose table draws no line: before, no table was found and the
+    page's reading order put every stock figure after all part numbers, so no passage held a row."""
+    from universalrag.exact_terms import exact_terms
+
+    pdf = write_price_list_pdf(tmp_path / "pricelist.pdf")
+    assert ingest_paths(store, minilm, [pdf]).ok
+    [table] = store.search("table", minilm.embed_query("price list"), k=1)
+    assert table.metadata["row_count"] == len(PRICE_LIST) and table.metadata["page"] == 1
+    assert table.metadata["columns"] == ["Part number", "Description", "Unit price (EUR)", "Stock"]
+    passages = " ".join(h.content for h in store.search("paragraph", minilm.embed_query("stock"), k=10))
+    assert "ship free" in passages and PRICE_LIST[12][0] not in passages  # terms in passages, rows in the table
+    for number, description, price, stock in (PRICE_LIST[13], PRICE_LIST[24], PRICE_LIST[3]):
+        query = f"how many {number} are in stock?"
+        [hit] = store.search("table", minilm.embed_query(query), k=1, exact_terms=exact_terms(query))
+        row = hit.matched_parts[0][1]
+        assert f"Part number: {number} |" in row and f"Stock: {stock}" in row and description in row, row
+
+
+def test_pdfs_ingested_before_tables_without_rules_were_found_are_replaced_once(store: Store, minilm,  # type: ignore[no-untyped-def]
+                                                                                 tmp_path: Path) -> None:
+    import sqlalchemy as sa
+    from universalrag.ingest.files import hash_file
+
+    pdf = write_price_list_pdf(tmp_path / "pricelist.pdf").resolve()
+    assert ingest_paths(store, minilm, [pdf]).ok
+    assert store.source_state(pdf.as_uri())[0] not in (None, hash_file(pdf))  # the identity covers PDF_RULES
+    with store.transaction() as conn:  # as the earlier rule stored it: identified by its file hash alone
+        conn.execute(sa.update(store.tables.sources).where(store.tables.sources.c.uri == pdf.as_uri())
+                     .values(content_hash=hash_file(pdf)))
+    assert [o.status for o in ingest_paths(store, minilm, [pdf]).outcomes] == ["replaced"]
+    assert [o.status for o in ingest_paths(store, minilm, [pdf]).outcomes] == ["unchanged"]

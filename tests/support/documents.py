@@ -138,8 +138,8 @@ def write_text_pdf(path: Path, *, pages: int, seed: int = 0) -> Path:
 def write_table_pdf(path: Path, tables: Sequence[Sequence[Sequence[str]]], *, images: bool = False,
                     seed: int = 0, ruling: str = "grid") -> Path:
     """One page per table (bold header row; ``ruling`` "grid" draws every cell border, "booktabs" only rules
-    above and below the header and below the last row) with a paragraph above it and, with ``images``, a
-    photograph below it."""
+    above and below the header and below the last row, "none" no line at all) with a paragraph above it and,
+    with ``images``, a photograph below it."""
     from reportlab.lib import colors
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import getSampleStyleSheet
@@ -153,9 +153,9 @@ def write_table_pdf(path: Path, tables: Sequence[Sequence[Sequence[str]]], *, im
         story.append(Paragraph(" ".join(_sentence(rng) for _ in range(3)), ss["BodyText"]))
         story.append(Paragraph(f"Table {i + 1}: Measurements of part {i + 1}.", ss["BodyText"]))
         table = Table([list(r) for r in rows])
-        rules = [("GRID", (0, 0), (-1, -1), 0.5, colors.black)] if ruling == "grid" else [
+        rules = {"grid": [("GRID", (0, 0), (-1, -1), 0.5, colors.black)], "none": [], "booktabs": [
             ("LINEABOVE", (0, 0), (-1, 0), 1, colors.black), ("LINEBELOW", (0, 0), (-1, 0), 0.5, colors.black),
-            ("LINEBELOW", (0, -1), (-1, -1), 1, colors.black)]
+            ("LINEBELOW", (0, -1), (-1, -1), 1, colors.black)]}[ruling]
         table.setStyle(TableStyle([*rules, ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold")]))
         story.append(table)
         if images:
@@ -385,4 +385,30 @@ def write_deck_pptx(path: Path) -> Path:
     chart.chart.has_title = True
     chart.chart.chart_title.text_frame.text = "Museum visitors in 2025"
     prs.save(str(path))
+    return path
+
+
+#: The items of :func:`write_price_list_pdf`: (part number, description, unit price, stock); descriptions long
+#: enough that some end close to the price column (PDFium then runs description and price into one segment).
+PRICE_LIST = [(f"PN-{4100 + i * 7}", f"{name}{'' if i < 10 else f' (pack {i})'}", f"{(i * 37 % 890) / 100 + 0.05:.2f}",
+               str(i * 53 % 900))
+              for i, name in enumerate(["hex bolt M8x40", "washer M8", "nylon nut M6", "bearing 6204-2RS",
+                                        "O-ring 20x2", "hinge 60 mm", "spring 0.8x10", "rivet 4x12",
+                                        "cable tie 200 mm", "grommet 12 mm"] * 3)]
+
+
+def write_price_list_pdf(path: Path) -> Path:
+    """A supplier's price list: a title, a paragraph of terms, and a 30-item table set with white space alone
+    (no line drawn: reportlab's plain ``Table``)."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import getSampleStyleSheet
+    from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table
+
+    ss = getSampleStyleSheet()
+    terms = ("Prices exclude VAT. Orders above 250 EUR ship free within the EU; smaller orders pay a flat 9.90 EUR. "
+             "Bearings carry a two-year warranty.")
+    rows = [["Part number", "Description", "Unit price (EUR)", "Stock"], *[list(item) for item in PRICE_LIST]]
+    story = [Paragraph("Acme Fasteners price list 2026", ss["Title"]), Paragraph(terms, ss["BodyText"]),
+             Spacer(1, 8), Table(rows)]
+    SimpleDocTemplate(str(path), pagesize=A4).build(story)
     return path

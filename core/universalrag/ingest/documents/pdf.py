@@ -2,7 +2,8 @@
 
 Each page is opened, read and closed before the next (a 500-page file keeps only a few pages' lines in
 memory, for the running header and footer check). Per page: the text layer's lines (:mod:`.pdf_text`),
-the embedded pictures, the ruled tables (:mod:`.pdf_tables`, only on pages that draw lines), and — for a
+the embedded pictures, the tables (:mod:`.pdf_tables`: ruled ones on pages that draw lines, and those set with
+white space alone that :mod:`.aligned` finds in the text lines), and — for a
 "Figure N" caption with no picture above it but vector drawing — the region above the caption rendered to
 a picture. A page without a text layer is read by Tesseract when it is installed, otherwise it is kept as a
 rendered picture with a warning. Corrupt, truncated and password-protected files raise
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IngestError, MissingDependencyError
+from .aligned import aligned_regions
 from .assemble import FigureItem, Item, PageAssembler, TextItem
 from .base import BaseReader
 from .layout import HeadingStyle, Line, group_lines, reading_order, strip_running_lines
@@ -179,7 +181,8 @@ class PdfReader(BaseReader):
             return raw, self._scanned(raw, page), height
         grids = len(paths) >= _MIN_TABLE_PATHS
         ruled = rule_groups(paths, width=width)
-        for table in tables.find(index, grids=grids, ruled=ruled) if grids or ruled else []:
+        regions = [*ruled, *aligned_regions(lines, width=width)]  # a region a table found before covers is skipped
+        for table in tables.find(index, grids=grids, regions=regions) if grids or regions else []:
             raw.others.append((table.bbox, table))
             lines = [ln for ln in lines if not _inside(ln.bbox, table.bbox)]
         for obj in images:

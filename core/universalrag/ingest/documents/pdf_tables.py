@@ -4,10 +4,11 @@ pdfplumber reads a page about fifty times slower than PDFium, so the PDF reader 
 pages whose drawing holds enough straight lines or rectangles to rule one; the pdfplumber document is opened
 on first use and each page's parse is released as soon as its tables are read.
 
-Two kinds are found: grids (pdfplumber's line strategy: cells bounded by drawn lines) and "booktabs" tables
+Three kinds are found: grids (pdfplumber's line strategy: cells bounded by drawn lines), "booktabs" tables
 ruled only by horizontal lines above, below and under the header (:func:`rule_groups` finds three or more
 rules of the same width stacked close together; the words between the outer rules are split into rows by
-their baselines and into columns by the vertical gaps no word crosses).
+their baselines and into columns by the vertical gaps no word crosses), and tables set with white space alone,
+whose regions :mod:`.aligned` finds in the text lines and which are split the same way.
 """
 
 from __future__ import annotations
@@ -63,9 +64,10 @@ class RuledTables:
         self._path = path
         self._pdf: Any = None
 
-    def find(self, index: int, *, grids: bool = True, ruled: Sequence[BBox] = ()) -> list[TableItem]:
-        """The tables of the 0-based page ``index``, each with its box and cells: grids (when ``grids``) and
-        the booktabs tables in the ``ruled`` regions (see :func:`rule_groups`) that no grid covers."""
+    def find(self, index: int, *, grids: bool = True, regions: Sequence[BBox] = ()) -> list[TableItem]:
+        """The tables of the 0-based page ``index``, each with its box and cells: grids (when ``grids``), then
+        the tables in ``regions`` that no table found before covers — booktabs tables (:func:`rule_groups`) and
+        tables set without rules (:func:`.aligned.aligned_regions`), cut into rows and columns alike."""
         if self._pdf is None:
             try:
                 import pdfplumber
@@ -75,7 +77,7 @@ class RuledTables:
         page = self._pdf.pages[index]
         try:
             items = [t for t in (_item(table) for table in page.find_tables()) if t is not None] if grids else []
-            for region in ruled:
+            for region in regions:
                 if any(item.bbox is not None and _overlaps(item.bbox, region) for item in items):
                     continue
                 table = _booktabs(page, region)
