@@ -431,10 +431,10 @@ def _exact_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest,
     and order stay those of the similarity search."""
     if not hits:
         return
+    assert tables.parts is not None
     patterns = [term_pattern(t) for t in request.exact_terms]
     units = [uid for uid, _ in hits]
-    key = ("term_parts", tables.parts.fullname if tables.parts is not None else "", tables.spec.dimension,
-           len(patterns))
+    key = ("term_parts", tables.parts.fullname, tables.spec.dimension, len(patterns))
     rows = yield sql.raw(key, lambda: queries.parts_with_terms(tables, request.vector, units, patterns,
                                                                per_unit=PARTS_PER_HIT),
                          query_vector=request.vector, unit_ids=units,
