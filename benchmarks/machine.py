@@ -183,6 +183,35 @@ def synthetic_vectors(rng: Any, n: int, *, dim: int = 384, topics: int = 12) -> 
     return unit_rows(centers[rng.integers(0, topics, size=n)] + 1.2 * unit_rows(rng.normal(size=(n, dim))))
 
 
+def text_like_vectors(rng: Any, n: int, *, dim: int = 384, topics: int = 24, subtopics: int = 64,
+                      decay: float = 0.7) -> Any:
+    """``n`` unit vectors shaped like real MiniLM text embeddings, shape ``(n, dim)``: topics around one base
+    direction, subtopics within each, units around their subtopic, every offset drawn with variances falling as
+    ``rank ** -decay`` along a random basis (text embeddings spread over a few dozen directions, not all 384).
+
+    Calibrated on 25,145 MiniLM vectors of 250 real Wikipedia pages (passages, table rows, pages): the share of
+    variance in the top 8 / 32 / 128 principal directions is 0.25 / 0.50 / 0.85 there and 0.26 / 0.56 / 0.80
+    here (:func:`synthetic_vectors`: 0.21 / 0.32 / 0.53); for a query drawn by :func:`near`, the cosine of the
+    10th and the 100th nearest is 0.66 and 0.48 there, 0.59 and 0.47 here (:func:`synthetic_vectors`: 0.45 and
+    0.42 — its units sit in isotropic noise, where the 10th and the 100th neighbour are all but tied and top-10
+    recall measures a coin toss among equals). Still a little harder than the real vectors."""
+    import numpy as np
+
+    basis = np.linalg.qr(rng.normal(size=(dim, dim)))[0]
+    scale = np.sqrt(np.arange(1, dim + 1, dtype=float) ** -decay)
+    scale *= np.sqrt(dim) / np.linalg.norm(scale)
+
+    def offsets(m: int) -> Any:  # unit-scale directions with the falling variances
+        return unit_rows((rng.normal(size=(m, dim)) * scale) @ basis.T)
+
+    base = unit_rows(rng.normal(size=dim))
+    centers = unit_rows(base + 1.5 * offsets(topics))
+    subs = offsets(topics * subtopics)
+    topic = rng.integers(0, topics, size=n)
+    sub = topic * subtopics + rng.integers(0, subtopics, size=n)
+    return unit_rows(centers[topic] + 0.8 * subs[sub] + 0.7 * offsets(n))
+
+
 def near(rng: Any, x: Any, spread: float = 0.5) -> Any:
     """A query near the stored vector ``x`` (unit length)."""
     return unit_rows(x + spread * unit_rows(rng.normal(size=x.shape[-1])))
