@@ -29,6 +29,7 @@ RANK: dict[str, int] = {
     "types": 1,
     "config": 2,
     "fusion": 2,
+    "exact_terms": 2,
     "openai_client": 3,
     "media": 3,
     "store": 3,
