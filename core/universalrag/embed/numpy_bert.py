@@ -195,19 +195,20 @@ class BertWeights:
         self._tensors = dict(tensors)
 
     @classmethod
-    def read(cls, file: str | Path, *, prefix: str = "") -> BertWeights:
-        """Read a safetensors file (memory-mapped by ``safetensors``), keeping the tensors whose names start with
-        ``prefix`` (stripped); float16 tensors become float32."""
+    def read(cls, file: str | Path | Sequence[str | Path], *, prefix: str = "") -> BertWeights:
+        """Read a safetensors file, or the shards of one (memory-mapped by ``safetensors``), keeping the tensors
+        whose names start with ``prefix`` (stripped); float16 tensors become float32."""
         from safetensors import SafetensorError, safe_open
 
         tensors: dict[str, np.ndarray] = {}
-        try:
-            with safe_open(str(file), framework="numpy") as f:
-                for name in f.keys():
-                    if name.startswith(prefix):
-                        tensors[name[len(prefix):]] = f.get_tensor(name)
-        except (OSError, SafetensorError) as e:
-            raise ConfigError(f"Cannot read {str(file)!r}: {e}.") from e
+        for path in [file] if isinstance(file, (str, Path)) else file:
+            try:
+                with safe_open(str(path), framework="numpy") as f:
+                    for name in f.keys():  # noqa: SIM118 - a safe_open handle is not iterable
+                        if name.startswith(prefix):
+                            tensors[name[len(prefix):]] = f.get_tensor(name)
+            except (OSError, SafetensorError) as e:
+                raise ConfigError(f"Cannot read {str(path)!r}: {e}.") from e
         return cls(tensors)
 
     def names(self) -> set[str]:

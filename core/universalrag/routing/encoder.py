@@ -121,7 +121,7 @@ def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> dict[s
 _Head = list[tuple[np.ndarray, np.ndarray]]
 
 
-def _router_parts(weights_file: str | Path, *, base_path: str | Path | None, hidden: int,
+def _router_parts(weights_file: str | Path | Sequence[Path], *, base_path: str | Path | None, hidden: int,
                   base_config: dict[str, Any] | None) -> tuple[dict[str, Any], BertWeights, _Head, Any]:
     """``(base config, encoder weights with the trained tensors in place, head as torch Linear (weight, bias)
     pairs, tokenizer)`` of a router artefact's weights over its base encoder; a :class:`ConfigError` names
@@ -166,9 +166,9 @@ class NumpyRouterNet:
         self.max_length = max_length
 
     @classmethod
-    def load(cls, weights_file: str | Path, *, base_path: str | Path | None = None, hidden: int = 0,
-             max_length: int = 64, base_config: dict[str, Any] | None = None) -> NumpyRouterNet:
-        """Read an artefact's ``model.safetensors`` over the base encoder (default: the bundled MiniLM);
+    def load(cls, weights_file: str | Path | Sequence[Path], *, base_path: str | Path | None = None,
+             hidden: int = 0, max_length: int = 64, base_config: dict[str, Any] | None = None) -> NumpyRouterNet:
+        """Read an artefact's ``model.safetensors`` (or its shards) over the base encoder (default: the bundled MiniLM);
         ``hidden`` is the head's hidden width (0: linear). A :class:`ConfigError` names what does not fit."""
         config, weights, head, tokenizer = _router_parts(weights_file, base_path=base_path, hidden=hidden,
                                                          base_config=base_config)
@@ -200,8 +200,8 @@ class OnnxRouterNet:
         self.max_length = max_length
 
     @classmethod
-    def load(cls, weights_file: str | Path, *, base_path: str | Path | None = None, hidden: int = 0,
-             max_length: int = 64, base_config: dict[str, Any] | None = None) -> OnnxRouterNet:
+    def load(cls, weights_file: str | Path | Sequence[Path], *, base_path: str | Path | None = None,
+             hidden: int = 0, max_length: int = 64, base_config: dict[str, Any] | None = None) -> OnnxRouterNet:
         """As :meth:`NumpyRouterNet.load`, building the ONNX Runtime session."""
         config, weights, head, tokenizer = _router_parts(weights_file, base_path=base_path, hidden=hidden,
                                                          base_config=base_config)

@@ -3,7 +3,9 @@
 An artefact holds only what training changed, on top of the bundled all-MiniLM-L6-v2 weights:
 
     config.json         labels, max_length, head shape, default threshold, how it was trained, its metrics
-    model.safetensors   the trained tensors (transformer layers that were fine-tuned, the head) in float16
+    model.safetensors   the trained tensors (transformer layers that were fine-tuned, the head) in float16 —
+                        or, above :data:`SHARD_BYTES`, model-00001-of-0000N.safetensors and so on, as Hugging
+                        Face names shards
 
 The default artefact ships inside the package (``routing/artefact``) and loads offline. Inference runs with
 ONNX Runtime (:class:`~.encoder.OnnxRouterNet`) when it is installed, else NumPy
@@ -14,6 +16,7 @@ support (the bundled MiniLM is), and with torch otherwise or when ``UNIVERSALRAG
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -37,10 +40,12 @@ from .encoder import (
 __all__ = [
     "ARTEFACT_FORMAT",
     "DEFAULT_ARTEFACT",
+    "SHARD_BYTES",
     "TrainedRouter",
     "annotate_artefact",
     "read_artefact_config",
     "save_artefact",
+    "weight_files",
 ]
 
 #: The shipped default model.
@@ -51,6 +56,60 @@ ARTEFACT_FORMAT = "universalrag-router/1"
 
 _CONFIG = "config.json"
 _WEIGHTS = "model.safetensors"
+_SHARD = re.compile(r"model-(\d{5})-of-(\d{5})\.safetensors")
+#: An artefact's tensors are written in files of at most this many bytes each (a tensor larger than that gets a
+#: file of its own): source hosts refuse or warn about files above 20 MB, and the shipped router holds 21 MB.
+SHARD_BYTES = 16 * 1024 * 1024
+
+
+def weight_files(path: str | Path) -> list[Path]:
+    """An artefact's weight files in order: ``model.safetensors``, or its shards; ``[]`` when it has none. An
+    incomplete set of shards is a :class:`ConfigError`."""
+    directory = Path(path)
+    if (directory / _WEIGHTS).is_file():
+        return [directory / _WEIGHTS]
+    shards = sorted(p for p in directory.glob("model-*-of-*.safetensors") if _SHARD.fullmatch(p.name))
+    if not shards:
+        return []
+    count = int(_SHARD.fullmatch(shards[0].name).group(2))  # type: ignore[union-attr]
+    if [p.name for p in shards] != [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)]:
+        raise ConfigError(f"Router artefact {str(directory)!r} has an incomplete set of weight files "
+                          f"({', '.join(p.name for p in shards)}); copy the whole artefact directory again.")
+    return shards
+
+
+def _shards(sizes: Mapping[str, int], limit: int) -> list[list[str]]:
+    """Tensor names in name order, cut into groups of at most ``limit`` bytes (a larger tensor alone)."""
+    groups: list[list[str]] = [[]]
+    used = 0
+    for name in sorted(sizes):
+        if groups[-1] and used + sizes[name] > limit:
+            groups.append([])
+            used = 0
+        groups[-1].append(name)
+        used += sizes[name]
+    return groups
+
+
+def write_weights(directory: str | Path, tensors: Mapping[str, Any], *, shard_bytes: int = SHARD_BYTES) -> list[Path]:
+    """Write float16 ``tensors`` (torch tensors or NumPy arrays, by name) as an artefact's weight files — one
+    ``model.safetensors``, or shards of at most ``shard_bytes`` — replacing the weight files there before;
+    returns the files written."""
+    out = Path(directory)
+    sizes = {n: int(t.nbytes) if hasattr(t, "nbytes") else int(t.numel() * t.element_size()) for n, t in tensors.items()}
+    groups = _shards(sizes, shard_bytes)
+    names = [_WEIGHTS] if len(groups) == 1 else [f"model-{i:05d}-of-{len(groups):05d}.safetensors"
+                                                 for i in range(1, len(groups) + 1)]
+    for old in [out / _WEIGHTS, *(p for p in out.glob("model-*-of-*.safetensors") if _SHARD.fullmatch(p.name))]:
+        old.unlink(missing_ok=True)
+    numpy = all(hasattr(t, "dtype") and not hasattr(t, "numel") for t in tensors.values())
+    if numpy:
+        from safetensors.numpy import save_file
+    else:
+        from safetensors.torch import save_file  # type: ignore[assignment]
+    for name, group in zip(names, groups, strict=True):
+        save_file({n: tensors[n] for n in group}, str(out / name), metadata={"format": ARTEFACT_FORMAT})
+    return [out / name for name in names]
 
 
 def read_artefact_config(path: str | Path) -> dict[str, Any]:
@@ -68,20 +127,19 @@ def read_artefact_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{str(file)!r} is not valid JSON: {e}.") from e
     if config.get("format") != ARTEFACT_FORMAT:
         raise ConfigError(f"{str(file)!r} is not a {ARTEFACT_FORMAT} artefact (format={config.get('format')!r}).")
-    if not (directory / _WEIGHTS).is_file():
-        raise ConfigError(f"Router artefact {str(directory)!r} has no {_WEIGHTS}.")
+    if not weight_files(directory):
+        raise ConfigError(f"Router artefact {str(directory)!r} has no {_WEIGHTS} (nor shards of it).")
     return config
 
 
 def save_artefact(net: Any, directory: str | Path, *, config: Mapping[str, Any]) -> Path:
-    """Write ``net``'s trainable tensors (float16) and ``config`` (plus the format tag) to ``directory``."""
-    from safetensors.torch import save_file
-
+    """Write ``net``'s trainable tensors (float16, :func:`write_weights`) and ``config`` (plus the format tag) to
+    ``directory``."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     trained = {n for n, p in net.named_parameters() if p.requires_grad}
     tensors = {n: t.detach().to("cpu").half().contiguous() for n, t in net.state_dict().items() if n in trained}
-    save_file(tensors, str(out / _WEIGHTS), metadata={"format": ARTEFACT_FORMAT})
+    write_weights(out, tensors)
     full = {"format": ARTEFACT_FORMAT, "base_model": BASE_MODEL_NAME, **dict(config)}
     (out / _CONFIG).write_text(json.dumps(full, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     return out
@@ -191,7 +249,7 @@ class TrainedRouter(ScoringRouter):
 
     def _build_light(self, kind: type[NumpyRouterNet | OnnxRouterNet]) -> NumpyRouterNet | OnnxRouterNet:
         config = self.config
-        return kind.load(self._path / _WEIGHTS, base_path=self._base_path, hidden=int(config.get("head_hidden", 0)),
+        return kind.load(weight_files(self._path), base_path=self._base_path, hidden=int(config.get("head_hidden", 0)),
                          max_length=int(config.get("max_length", 64)), base_config=config.get("base_config", {}))
 
     def _build(self) -> tuple[Any, Any]:
@@ -209,10 +267,12 @@ class TrainedRouter(ScoringRouter):
                     f"but the base encoder has {getattr(encoder.config, key)}."
                 )
         net = RouterNet(encoder, len(config["labels"]), hidden=int(config.get("head_hidden", 0)))
-        try:
-            tensors = load_file(str(self._path / _WEIGHTS))
-        except Exception as e:
-            raise ConfigError(f"Cannot read {str(self._path / _WEIGHTS)!r}: {e}.") from e
+        tensors = {}
+        for file in weight_files(self._path):
+            try:
+                tensors.update(load_file(str(file)))
+            except Exception as e:
+                raise ConfigError(f"Cannot read {str(file)!r}: {e}.") from e
         own = net.state_dict()
         unknown = sorted(set(tensors) - set(own))
         if unknown:
