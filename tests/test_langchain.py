@@ -118,6 +118,23 @@ def test_retriever_in_a_chain(rag: UniversalRAG) -> None:
     assert chain.invoke("What is the win-loss record of the Quarry Lions?") == "The Quarry Lions won 20 and lost 18."
 
 
+def test_page_content_shows_a_tables_matched_rows_first(rag: UniversalRAG) -> None:
+    """A chain that joins ``page_content`` (LangChain's RAG tutorial does) must show the row that answers: before,
+    a table's page_content was its first rows only, so a row further down never reached the model."""
+    from langchain_universalrag._convert import document_to_hit
+
+    question = "What is the win-loss record of the Quarry Lions?"
+    _, hits = rag.search(question, k=2, routes=["table"])
+    docs = UniversalRAGRetriever(rag=rag, k=2, routes=["table"]).invoke(question)
+    assert [d.metadata["id"] for d in docs] == [h.id for h in hits] and hits[0].matched_parts
+    for doc, hit in zip(docs, hits, strict=True):
+        first_row = hit.matched_parts[0][1]
+        assert doc.page_content.startswith(f"Matched rows (best first):\n- row {hit.matched_parts[0][0] + 1}: "
+                                           f"{first_row}\n")
+        assert doc.page_content.endswith("\n\n" + hit.content)
+        assert document_to_hit(doc).content == hit.content  # the round trip keeps the unit's own content
+
+
 class TestUniversalRAGRetrieverStandard(RetrieversIntegrationTests):
     """LangChain's standard retriever suite against the real knowledge base."""
 

@@ -8,7 +8,7 @@ Media are loaded from the hit's ``uri`` when it is a local file; other URIs give
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 from urllib.parse import unquote, urlparse
@@ -20,7 +20,7 @@ from .types import Evidence, Granularity, Hit, Modality
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-__all__ = ["EvidenceBudget", "build_evidence", "hit_path", "hit_images"]
+__all__ = ["EvidenceBudget", "build_evidence", "hit_content", "hit_images", "hit_path", "hit_text"]
 
 _WORDS_PER_TOKEN = 0.75
 
@@ -121,7 +121,9 @@ def _label(hit: Hit, index: int) -> str:
     return f"[{hit.corpus} {index}] {name}{_where(hit)}{span}"
 
 
-def _text(hit: Hit) -> str:
+def hit_text(hit: Hit) -> str:
+    """The text a model reads for ``hit``: a table's matched rows (best first) before its Markdown, a clip's
+    transcript with its video and time range, any other unit's content."""
     if hit.matched_parts and hit.modality is Modality.TABLE:
         rows = "\n".join(f"- row {i + 1}: {text}" for i, text, _ in hit.matched_parts)
         return f"Matched rows (best first):\n{rows}\n\n{hit.content}"
@@ -129,6 +131,13 @@ def _text(hit: Hit) -> str:
         video = hit.metadata.get("title", "the video")
         return f"Transcript of {video} from {_clock(hit.start_s or 0)} to {_clock(hit.end_s or 0)}: {hit.content}"
     return hit.content
+
+
+def hit_content(text: str, hit: Hit) -> str:
+    """The unit content inside ``text`` written by :func:`hit_text` for ``hit`` (whose ``content`` is ignored):
+    ``text`` without the rows or transcript heading :func:`hit_text` puts before it; other text as it is."""
+    prefix = hit_text(replace(hit, content=""))
+    return text[len(prefix):] if prefix and text.startswith(prefix) else text
 
 
 def _cut(text: str, tokens: int) -> str:
@@ -145,7 +154,7 @@ def build_evidence(hits: Sequence[Hit], *, budget: EvidenceBudget = EvidenceBudg
     for index, hit in enumerate(hits, 1):
         if tokens_left <= 0 and images_left <= 0:
             break
-        text = _cut(_text(hit), tokens_left) if tokens_left > 0 else ""
+        text = _cut(hit_text(hit), tokens_left) if tokens_left > 0 else ""
         tokens_left -= int(len(text.split()) / _WORDS_PER_TOKEN) + 1
         images, times = hit_images(hit, max_images=images_left, budget=budget) if with_media else ([], [])
         images_left -= len(images)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.documents import Document
+from universalrag.evidence import hit_content, hit_text
 from universalrag.types import Granularity, Hit, Modality, RouteDecision
 
 __all__ = [
@@ -74,9 +76,11 @@ def _own_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
 
 
 def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None) -> Document:
-    """A hit as a ``Document``: its content, the unit's own metadata, then the hit's fields (corpus, modality,
-    granularity, score, uri, start_s/end_s, source_id, parent_id, matched_parts, channel_scores) and, when
-    given, the route decision (routes, route_scores, router)."""
+    """A hit as a ``Document``: the text a model should read (:func:`universalrag.evidence.hit_text`: a table's
+    matched rows before its Markdown, so a chain that joins ``page_content`` shows the row that answers; a clip's
+    transcript with its video and time range; any other unit's content as it is), the unit's own metadata, then
+    the hit's fields (corpus, modality, granularity, score, uri, start_s/end_s, source_id, parent_id,
+    matched_parts, channel_scores) and, when given, the route decision (routes, route_scores, router)."""
     doc_id, meta = _own_metadata(hit)
     meta.update({
         "id": doc_id, "corpus": hit.corpus, "modality": str(hit.modality) if hit.modality else None,
@@ -91,7 +95,7 @@ def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None) -> Docum
     if decision is not None:
         meta.update(routes=list(decision.routes), route_scores={k: float(v) for k, v in decision.scores.items()},
                     router=decision.router)
-    return Document(id=doc_id, page_content=hit.content, metadata=meta)
+    return Document(id=doc_id, page_content=hit_text(hit), metadata=meta)
 
 
 def hits_to_documents(hits: Iterable[Hit], *, decision: RouteDecision | None = None) -> list[Document]:
@@ -108,7 +112,7 @@ def document_to_hit(doc: Document) -> Hit:
     if own.get("document_format") and isinstance(own.get("page_number"), int):
         own["page"] = own.pop("page_number")  # back to the store's 1-based page
     modality, granularity = meta.get("modality"), meta.get("granularity")
-    return Hit(
+    hit = Hit(
         corpus=str(meta.get("corpus") or "external"), id=str(meta.get("id") or doc.id or ""),
         score=float(meta.get("score") or 0.0), content=doc.page_content, uri=meta.get("uri"), metadata=own,
         parent_id=meta.get("parent_id"), start_s=meta.get("start_s"), end_s=meta.get("end_s"),
@@ -116,6 +120,7 @@ def document_to_hit(doc: Document) -> Hit:
         granularity=Granularity(granularity) if granularity else None, matched_parts=parts,
         channel_scores=dict(meta.get("channel_scores") or {}),
     )
+    return replace(hit, content=hit_content(doc.page_content, hit))  # the unit's content, without its heading
 
 
 def documents_to_hits(docs: Sequence[Document]) -> list[Hit]:
