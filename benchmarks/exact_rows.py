@@ -72,7 +72,8 @@ def main() -> None:
             shutil.copyfile(page, folder / page.name)
         report = ingest_paths(store, embedder, [folder])
         if not report.ok or report.count("added") + report.count("unchanged") != len(pages):
-            raise SystemExit(f"ingestion failed: {[(o.path, o.status) for o in report.outcomes if o.status != 'added']}")
+            failed = [(o.path, o.status) for o in report.outcomes if o.status != "added"]
+            raise SystemExit(f"ingestion failed: {failed}")
         log(f"{len(pages)} pages ingested ({report.count('added')} added, {report.count('unchanged')} unchanged); "
             f"{len(questions)} questions hold an exact term")
         for i, q in enumerate(questions):
@@ -111,7 +112,8 @@ def main() -> None:
     ax.set_ylabel("answer shown (share of judged questions)")
     ax.legend(fontsize=8)
     save_png(fig, args.out / "exact_rows.png",
-             title=f"Matched rows of the gold table, {judged} wikitables questions with exact terms, {len(pages)} pages")
+             title=f"Matched rows of the gold table, {judged} wikitables questions with exact terms, "
+                   f"{len(pages)} pages")
     finish("exact_rows", {"pages": len(pages), "questions": len(questions), "judged": judged,
                           "similarity": share["similarity"], "exact_terms": share["exact terms"],
                           "p50_ms_similarity": p50["similarity"], "p50_ms_exact_terms": p50["exact terms"]}, args.out)

@@ -25,7 +25,8 @@ then uses at least; the checks' recalls per beam and the tuned beams are printed
 (``tuned_ef``, ``check_recall``). Recall@10 is the share of the exact top 10 (numpy over the same vectors) that
 the HNSW searches return, in the routed corpora and in the unified one. The routed side runs its queries, then
 the unified side the same ones, each after warm-up queries of its own (:func:`measure`: both sides share one
-server here, which no deployment does); p50 over the queries. Goal: routed <= unified from 100k units on; recall >= 0.95.
+server here, which no deployment does); p50 over the queries. Goal: routed <= unified from 100k units on;
+recall >= 0.95.
 ``--beam-vs-exact ROWS``: one corpus of ROWS units instead, the exact scan against the index at beams 100 to
 1000 (latency and recall@10) and its index check per beam — whether a tuned beam beats an exact scan on a table
 the exact scan could serve — for each graph of ``--ef-construction`` (build time too).

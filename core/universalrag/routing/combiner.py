@@ -30,7 +30,8 @@ questions with this rule against 166 without (report split, held out: 171 agains
 15 % gave the same, 5 % one fewer on tune). A ``none`` conclusion overridden by ``allow_none=False`` (what agent
 tools do) searches what the same rule chooses — with every corpus unlikely, the two likeliest: asked "do I need
 approval for a 700 euro expense" over an employee handbook and a price table, ``none`` 0.52, table 0.20 and
-passages 0.16, the likeliest corpus alone missed the handbook's passage. One half is the decision boundary of a calibrated probability; the cap of two was chosen on
+passages 0.16, the likeliest corpus alone missed the handbook's passage. One half is the decision boundary of a
+calibrated probability; the cap of two was chosen on
 the tune split of ``benchmarks/paper.py``'s 40-page knowledge base (top-5 recall of the fused hits, macro over the
 question sets: 0.815 with the best corpus alone, 0.837 with this rule; crowd-written table questions 0.645 → 0.693):
 a table question whose table and paragraph corpora stood at 0.37 and 0.40 was answered from paragraphs alone. It

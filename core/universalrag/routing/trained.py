@@ -91,19 +91,20 @@ def _shards(sizes: Mapping[str, int], limit: int) -> list[list[str]]:
     return groups
 
 
-def write_weights(directory: str | Path, tensors: Mapping[str, Any], *, shard_bytes: int = SHARD_BYTES) -> list[Path]:
+def write_weights(directory: str | Path, tensors: Mapping[str, Any], *,
+                  shard_bytes: int = SHARD_BYTES) -> list[Path]:
     """Write float16 ``tensors`` (torch tensors or NumPy arrays, by name) as an artefact's weight files — one
     ``model.safetensors``, or shards of at most ``shard_bytes`` — replacing the weight files there before;
     returns the files written."""
+    import numpy as np
+
     out = Path(directory)
-    sizes = {n: int(t.nbytes) if hasattr(t, "nbytes") else int(t.numel() * t.element_size()) for n, t in tensors.items()}
-    groups = _shards(sizes, shard_bytes)
+    groups = _shards({n: int(t.nbytes) for n, t in tensors.items()}, shard_bytes)  # arrays and tensors alike
     names = [_WEIGHTS] if len(groups) == 1 else [f"model-{i:05d}-of-{len(groups):05d}.safetensors"
                                                  for i in range(1, len(groups) + 1)]
     for old in [out / _WEIGHTS, *(p for p in out.glob("model-*-of-*.safetensors") if _SHARD.fullmatch(p.name))]:
         old.unlink(missing_ok=True)
-    numpy = all(hasattr(t, "dtype") and not hasattr(t, "numel") for t in tensors.values())
-    if numpy:
+    if all(isinstance(t, np.ndarray) for t in tensors.values()):
         from safetensors.numpy import save_file
     else:
         from safetensors.torch import save_file  # type: ignore[assignment]

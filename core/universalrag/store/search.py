@@ -76,7 +76,8 @@ class SearchRequest:
 
     ``visual_vector`` is the query in the corpus's visual space (ignored when the corpus has none);
     ``lexical_text`` turns on hybrid search. ``exact_terms`` (:func:`universalrag.exact_terms.exact_terms`) puts the
-    parts holding them first among a multi-vector hit's matched parts. ``exact_rows`` and ``exact_max_rows`` are the thresholds of
+    parts holding them first among a multi-vector hit's matched parts. ``exact_rows`` and ``exact_max_rows`` are the
+    thresholds of
     :func:`~universalrag.store.scan_rule.scan_exactly` (``exact=True``: always scan exactly, ``False``: never).
     ``iterative`` says the server has pgvector's iterative index scan (0.8+); ``ef_search`` is the narrowest
     search beam (raised to the beam the corpus's index check tuned, :func:`~.scan_rule.tuned_ef`).

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .layout import Line
-from .model import BBox
+from .model import BBox, box_union
 
 __all__ = ["MAX_CELL_SHARE", "MAX_CELL_WORDS", "MIN_ROWS", "aligned_regions"]
 
@@ -68,9 +68,7 @@ def _fits(row: Sequence[Line], columns: list[tuple[float, float]]) -> bool:
 
 
 def _box(rows: Sequence[Sequence[Line]]) -> BBox:
-    lines = [ln for row in rows for ln in row]
-    return (min(ln.bbox[0] for ln in lines), min(ln.bbox[1] for ln in lines),
-            max(ln.bbox[2] for ln in lines), max(ln.bbox[3] for ln in lines))
+    return box_union(ln.bbox for row in rows for ln in row)
 
 
 def aligned_regions(lines: Sequence[Line], *, width: float) -> list[BBox]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from .model import BBox
+from .model import BBox, box_union
 
 __all__ = [
     "HeadingStyle",
@@ -239,11 +239,6 @@ def _join(lines: Sequence[str]) -> str:
     return text
 
 
-def _union(boxes: Iterable[BBox]) -> BBox:
-    boxes = list(boxes)
-    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
-
-
 def group_lines(lines: Sequence[Line], style: HeadingStyle) -> list[TextRun]:
     """Join lines (already in reading order) into headings and paragraphs.
 
@@ -260,7 +255,7 @@ def group_lines(lines: Sequence[Line], style: HeadingStyle) -> list[TextRun]:
             text = _join([ln.text for ln in current])
             if text:
                 kind = "heading" if current_level else "paragraph"
-                runs.append(TextRun(kind, text, _union(ln.bbox for ln in current), current_level))
+                runs.append(TextRun(kind, text, box_union(ln.bbox for ln in current), current_level))
             current.clear()
 
     for line in lines:

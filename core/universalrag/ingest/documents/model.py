@@ -11,6 +11,7 @@ Coordinates are PDF points (1/72 inch) with the origin at the page's top-left co
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -24,10 +25,17 @@ __all__ = [
     "Figure",
     "Page",
     "TableData",
+    "box_union",
 ]
 
 #: ``(x0, top, x1, bottom)`` in points, origin at the top-left corner of the page.
 BBox = tuple[float, float, float, float]
+
+
+def box_union(boxes: Iterable[BBox]) -> BBox:
+    """The smallest box holding every one of ``boxes`` (at least one)."""
+    boxes = list(boxes)
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
 class BlockKind(StrEnum):
