@@ -124,14 +124,55 @@ def test_ragged_rows_blank_lines_and_header_names(tmp_path: Path) -> None:
     text = "name,name,,x,\n1,2,3\n\n1,2,3,4,,9\n1,2,3,4,\n  ,\n5\n"
     table = only(write(tmp_path / "ragged.csv", text))
     # Duplicate and blank names are repaired; the trailing blank-named column that is always
-    # empty is dropped, the blank-named column with values is kept.
-    assert table.header == ["name", "name_2", "column_3", "x"]
-    assert all_rows(table) == [["1", "2", "3", ""], ["1", "2", "3", "4"], ["1", "2", "3", "4"],
-                               ["5", "", "", ""]]
+    # empty is dropped, the blank-named column with values is kept, and so is the "9" past the header.
+    assert table.header == ["name", "name_2", "column_3", "x", "column_5"]
+    assert all_rows(table) == [["1", "2", "3", "", ""], ["1", "2", "3", "4", "9"], ["1", "2", "3", "4", ""],
+                               ["5", "", "", "", ""]]
     meta = table.metadata
-    assert meta["ragged_rows"] == 3  # padded "1,2,3", cut "…,,9", padded "5"; "1,2,3,4," is exact
+    assert meta["ragged_rows"] == 3  # short "1,2,3", long "…,,9", short "5"; "1,2,3,4," is exact
     assert meta["blank_rows_skipped"] == 2 and meta["empty_columns_dropped"] == 1
     assert meta["row_count"] == 4
+
+
+def test_rows_wider_than_the_header_keep_every_cell(tmp_path: Path) -> None:
+    # scikit-learn's wine_data.csv: a short first line (sample and feature counts, class names), then
+    # rows of 13 features and a class.
+    rows = [["14.23", "1.71", "2.43", "15.6", "127", "2.8", "3.06", ".28", "2.29", "5.64", "1.04", "3.92", "1065", "0"],
+            ["13.2", "1.78", "2.14", "11.2", "100", "2.65", "2.76", ".26", "1.28", "4.38", "1.05", "3.4", "1050", "0"]]
+    text = "178,13,class_0,class_1,class_2\n" + "".join(",".join(row) + "\n" for row in rows)
+    table = only(write(tmp_path / "wine_data.csv", text))
+    assert table.header == ["178", "13", "class_0", "class_1", "class_2", *(f"column_{i}" for i in range(6, 15))]
+    assert all_rows(table) == rows
+    assert subset(table.metadata, {"column_count": 14, "ragged_rows": 2, "empty_columns_dropped": 0})
+
+
+def test_trailing_empty_cells_add_no_column(tmp_path: Path) -> None:
+    table = only(write(tmp_path / "wide.csv", "x,y\n1,2,3,\n4,5,\n"))
+    assert table.header == ["x", "y", "column_3"]
+    assert all_rows(table) == [["1", "2", "3"], ["4", "5", ""]]
+    headerless = only(write(tmp_path / "numbers.csv", "1,2,\n3,4,\n"))
+    assert headerless.header == ["column_1", "column_2"]
+    assert all_rows(headerless) == [["1", "2"], ["3", "4"]]
+
+
+def test_whitespace_aligned_columns_but_never_over_a_delimiter(tmp_path: Path) -> None:
+    # scikit-learn's linnerud_exercise.csv
+    table = only(write(tmp_path / "linnerud_exercise.csv", "Chins Situps Jumps\n5 162 60\n2 110 60\n12 101 101\n"))
+    assert table.header == ["Chins", "Situps", "Jumps"] and table.metadata["delimiter"] == " "
+    assert all_rows(table) == [["5", "162", "60"], ["2", "110", "60"], ["12", "101", "101"]]
+    aligned = "  name        city      n\n  \"Ann Lee\"   Oslo      3  \n\n  Bob         \"New York\"  12\n"
+    table = only(write(tmp_path / "aligned.csv", aligned))
+    assert table.header == ["name", "city", "n"] and table.metadata["delimiter"] == " "
+    assert all_rows(table) == [["Ann Lee", "Oslo", "3"], ["Bob", "New York", "12"]]
+    # Spaces never win over a real delimiter (here every line would split into three at spaces too),
+    # nor split lines into differing numbers of fields.
+    table = only(write(tmp_path / "people.csv", "full name,home city\nAnn Lee,New York\nBob Ray,Los Angeles\n"))
+    assert table.metadata["delimiter"] == "," and table.header == ["full name", "home city"]
+    assert all_rows(table) == [["Ann Lee", "New York"], ["Bob Ray", "Los Angeles"]]
+    sentences = "Notes\nThe glacier retreated\nSurvey by ski patrol in spring\nfastest so far\n"
+    table = only(write(tmp_path / "notes.csv", sentences))
+    assert table.header == ["Notes"] and table.metadata["delimiter"] == ","
+    assert all_rows(table) == [["The glacier retreated"], ["Survey by ski patrol in spring"], ["fastest so far"]]
 
 
 def test_batches_stream_again_and_notice_a_changed_file(tmp_path: Path) -> None:

@@ -19,7 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IngestError
-from ..files import GZIP_ERRORS, TextEncoding, check_unchanged, decode_error, file_encoding, file_signature, gzip_error, open_text
+from ..files import (
+    GZIP_ERRORS,
+    TextEncoding,
+    check_unchanged,
+    decode_error,
+    file_encoding,
+    file_signature,
+    gzip_error,
+    open_text,
+)
 from .model import (
     ParsedTable,
     fit_row,
@@ -50,22 +59,40 @@ def _stem(path: Path) -> str:
 # --------------------------------------------------------------------------- CSV and TSV
 
 
+def _filled_width(cells: list[str]) -> int:
+    """How many cells there are up to the last non-blank one (0 when all are blank)."""
+    return next((len(cells) - i for i, cell in enumerate(reversed(cells)) if cell.strip()), 0)
+
+
+def _field_counts(sample: str, delimiter: str) -> list[int] | None:
+    """Fields in each of the sample's first non-blank records read with ``delimiter`` (None when it is not
+    readable CSV with it); trailing empty fields are not counted when ``delimiter`` is a space."""
+    try:
+        reader = csv.reader(io.StringIO(sample), delimiter=delimiter, skipinitialspace=True)
+        records = [r for _, r in zip(range(_SAMPLE_ROWS), reader) if any(c.strip() for c in r)]
+    except csv.Error:
+        return None
+    return [_filled_width(r) if delimiter == " " else len(r) for r in records]
+
+
 def _sniff_delimiter(sample: str, default: str) -> str:
     """The delimiter (of , ; tab |) that splits the sample's records into the most consistent number
-    of fields (at least two), then the most fields; ``default`` when none splits anything."""
+    of fields (at least two), then the most fields. When none does, a space if runs of spaces split every
+    record into the same number (at least two) of fields, as in whitespace-aligned columns; else ``default``.
+    """
     best, best_score = default, (0.0, 1)
     for delimiter in sorted(_DELIMITERS, key=lambda d: d != default):
-        try:
-            reader = csv.reader(io.StringIO(sample), delimiter=delimiter, skipinitialspace=True)
-            counts = [len(r) for _, r in zip(range(_SAMPLE_ROWS), reader) if any(c.strip() for c in r)]
-        except csv.Error:
-            continue
+        counts = _field_counts(sample, delimiter)
         if not counts:
             continue
         fields, frequency = Counter(counts).most_common(1)[0]
         score = (frequency / len(counts), fields)
         if fields >= 2 and score > best_score:
             best, best_score = delimiter, score
+    if best_score[0] == 0:
+        spaced = _field_counts(sample, " ")
+        if spaced and min(spaced) >= 2 and len(set(spaced)) == 1:
+            return " "
     return best
 
 
@@ -90,8 +117,11 @@ def read_csv(path: Path) -> list[ParsedTable]:
     """One table from a CSV or TSV file, gzip-compressed or not (delimiter sniffed; encoding from a BOM, else
     UTF-8, else detected: see :func:`~universalrag.ingest.files.file_encoding`).
 
-    Rows wider or narrower than the header are cut or padded (``ragged_rows`` counts those that
-    lost a filled cell or were padded); columns with a blank header and no value are dropped.
+    The table is as wide as the header or the widest row's last filled cell, whichever is wider: a filled
+    cell is never dropped. Columns past the header are named like blank names (``column_<n>``); rows are
+    padded with empty cells, never cut (``ragged_rows`` counts those shorter than the header or with
+    filled cells past it); columns with a blank or missing header and no value are dropped
+    (``empty_columns_dropped``), so trailing empty cells add no column.
     """
     encoding = _encoding(path)
     try:
@@ -107,9 +137,9 @@ def read_csv(path: Path) -> list[ParsedTable]:
 
     first: list[str] | None = None
     synthesized = False
-    rows = ragged = blank = 0
+    rows = ragged = blank = width = 0
     blank_names: list[int] = []
-    filled: set[int] = set()
+    filled: set[int] = set()  # blank-named or past-the-header columns with a value
     for _, cells in _csv_records(path, encoding, delimiter):
         if not any(cells):
             blank += first is not None
@@ -118,18 +148,21 @@ def read_csv(path: Path) -> list[ParsedTable]:
             first, synthesized = cells, looks_like_data(cells)
             blank_names = [] if synthesized else [i for i, c in enumerate(cells) if not c]
             if not synthesized:
+                width = len(first)
                 continue
         rows += 1
+        width = max(width, _filled_width(cells))
         if len(cells) < len(first) or any(cells[len(first):]):
             ragged += 1
         filled.update(i for i in blank_names if i < len(cells) and cells[i])
+        filled.update(i for i, cell in enumerate(cells[len(first):], len(first)) if cell)
     if first is None:
         raise IngestError(path, "contains only blank lines; add a header row and data rows.")
     if rows == 0:
         raise IngestError(path, "has a header but no rows; add data rows below the header, or leave it out.")
-    width = len(first)
-    keep = [i for i in range(width) if i not in blank_names or i in filled]
-    header = synthetic_header(width) if synthesized else make_header([first[i] for i in keep])
+    names = fit_row(first, width)  # blank past the header
+    keep = [i for i in range(width) if synthesized or names[i] or i in filled]
+    header = synthetic_header(width) if synthesized else make_header([names[i] for i in keep])
 
     def row_source() -> Iterator[list[str]]:
         check_unchanged(path, signature)
