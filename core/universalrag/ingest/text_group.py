@@ -33,11 +33,15 @@ if TYPE_CHECKING:
 __all__ = ["TABLES_IN_TEXT", "TextFile", "page_tables", "plan_text_file", "prepare_text_group", "text_prepared"]
 
 #: Text formats whose tables also go to the table corpus.
-TABLES_IN_TEXT = ("md", "html")
-#: What a page holds when it may hold a table: an HTML table, or (Markdown) a pipe beside a run of dashes, which
-#: every delimiter row of a pipe table has (``| --- |``, ``--|--``, ``|:-:|``). Pages without it skip the parse.
+TABLES_IN_TEXT = ("md", "html", "rst")
+#: What a page holds when it may hold a table: an HTML table; (Markdown) a pipe beside a run of dashes, which
+#: every delimiter row of a pipe table has (``| --- |``, ``--|--``, ``|:-:|``); (reStructuredText) the border of
+#: a simple table (``=====  =====``), of a grid table (``+----+``) or a table directive. Pages without it skip
+#: the parse.
 _TABLE_SYNTAX = {"html": re.compile(r"<table", re.IGNORECASE),
-                 "md": re.compile(r"<table|\|[ \t]*:?-|-:?[ \t]*\|", re.IGNORECASE)}
+                 "md": re.compile(r"<table|\|[ \t]*:?-|-:?[ \t]*\|", re.IGNORECASE),
+                 "rst": re.compile(r"^[ \t]*(?:=+(?:[ \t]+=+)+[ \t]*$|\+[-=]+\+|\.\. (?:list-|csv-)?table::)",
+                                   re.MULTILINE)}
 
 
 @dataclass(slots=True)
@@ -59,9 +63,11 @@ class TextFile:
 
 
 def page_tables(path: Path, fmt: str) -> list[ParsedTable]:
-    """The tables of a Markdown (``fmt="md"``) or HTML page, ``[]`` when it has none or they cannot be read: a
-    page without tables is still a good document. A page without table syntax is not parsed for tables."""
+    """The tables of a Markdown (``fmt="md"``), reStructuredText (``"rst"``) or HTML page, ``[]`` when it has none
+    or they cannot be read: a page without tables is still a good document. A page without table syntax is not
+    parsed for tables."""
     from .tables.read import tables_from_html, tables_from_markdown
+    from .text.rst import rst_to_html
 
     try:
         data = read_content(path)
@@ -69,7 +75,10 @@ def page_tables(path: Path, fmt: str) -> list[ParsedTable]:
                               if fmt == "html" else None)
         if not _TABLE_SYNTAX[fmt].search(text):
             return []
-        return (tables_from_html if fmt == "html" else tables_from_markdown)(text, name=str(path))
+        if fmt == "md":
+            return tables_from_markdown(text, name=str(path))
+        html = rst_to_html(text) if fmt == "rst" else text
+        return [] if html is None else tables_from_html(html, name=str(path))
     except IngestError:
         return []
 

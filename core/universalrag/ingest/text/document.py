@@ -16,7 +16,7 @@ from typing import Any
 
 from ...errors import IngestError
 from ..files import HEAD_BYTES, check_file, declared_encoding, decode_text, read_content
-from .plain import extract_code, extract_json, extract_rst, extract_txt
+from .plain import extract_code, extract_json, extract_txt
 
 __all__ = ["TEXT_FORMATS", "TextDocument", "parse_text", "read_text_file"]
 
@@ -45,7 +45,7 @@ class TextDocument:
     text: str
     format: str
     metadata: dict[str, Any]
-    #: HTML and Markdown pages: ``text`` with each data table replaced by a one-line reference to it (its caption,
+    #: HTML, Markdown and reStructuredText pages: ``text`` with each data table replaced by a one-line reference to it (its caption,
     #: size and columns); the page's passages are cut from it when its tables are ingested as tables of their own
     #: (``None``: the page has no data table).
     prose: str | None = None
@@ -161,9 +161,11 @@ _CELL_TAGS = frozenset({"td", "th"})
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
-def _extract_html(raw: str) -> tuple[str, str, dict[str, Any]]:
+def _extract_html(raw: str, *, navigation: bool = True) -> tuple[str, str, dict[str, Any]]:
     """Visible main text of an HTML page: block elements become paragraph breaks; layout tables read as
-    blocks and navigation is left out (:mod:`~universalrag.ingest.html_clean`), unless nothing else is left."""
+    blocks and navigation is left out (:mod:`~universalrag.ingest.html_clean`), unless nothing else is left.
+    ``navigation=False``: the page has none to remove (a page made from reStructuredText, whose admonitions are
+    ``<aside>``)."""
     from bs4 import BeautifulSoup
 
     from ..html_clean import remove_navigation, unwrap_layout_tables
@@ -178,7 +180,7 @@ def _extract_html(raw: str) -> tuple[str, str, dict[str, Any]]:
     ]
     first_h1 = next((_collapse(h.get_text()) for h in soup.find_all("h1")), "")
     layout = unwrap_layout_tables(soup)
-    navigation = remove_navigation(soup)
+    navigation = remove_navigation(soup) if navigation else 0
     headings, text, prose = _visible_text(soup)
     if not text:
         headings, text, prose = _visible_text(BeautifulSoup(raw, "html.parser"))
@@ -291,11 +293,20 @@ def _extract_markdown(raw: str) -> tuple[str, str, dict[str, Any]]:
     return front_title or (headings[0] if headings else ""), text, extra
 
 
+def _extract_rst(raw: str) -> tuple[str, str, dict[str, Any]]:
+    """reStructuredText read as the HTML page docutils makes of it (:mod:`~universalrag.ingest.text.rst`), or as
+    plain text when docutils fails on it."""
+    from .rst import rst_to_html
+
+    html = rst_to_html(raw)
+    return extract_txt(raw) if html is None else _extract_html(html, navigation=False)
+
+
 _EXTRACTORS: dict[str, Callable[[str], tuple[str, str, dict[str, Any]]]] = {
     "txt": extract_txt,
     "md": _extract_markdown,
     "html": _extract_html,
-    "rst": extract_rst,
+    "rst": _extract_rst,
     "code": extract_code,
     "json": extract_json,
 }

@@ -1,11 +1,9 @@
-"""Plain-text formats → (title, clean text, metadata): ``.txt``, reStructuredText, source code, JSON documents.
+"""Plain-text formats → (title, clean text, metadata): ``.txt``, source code, JSON documents.
 
 Pure functions over decoded text. Titles written with an underline (``Title`` then ``=====``, as in
 reStructuredText and Setext Markdown, optionally with an overline too) are recognised: the first one is the
-document's title and the underline never reaches the text. reStructuredText markup (directives, roles, link
-targets, comments, emphasis) is reduced to its words by a few rules, which is enough for search. docutils is
-not used: real ``.rst`` files are mostly Sphinx sources, whose roles and directives plain docutils reports as
-errors (into the text) instead of reading them. JSON that is not a table is flattened to ``key: value`` lines.
+document's title and the underline never reaches the text. JSON that is not a table is flattened to
+``key: value`` lines. reStructuredText is parsed with docutils (:mod:`~universalrag.ingest.text.rst`).
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["extract_code", "extract_json", "extract_rst", "extract_txt"]
+__all__ = ["extract_code", "extract_json", "extract_txt"]
 
 _BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
 #: A line made of one repeated punctuation character, three or more times (a title's under/overline).
@@ -69,58 +67,6 @@ def extract_txt(raw: str) -> tuple[str, str, dict[str, Any]]:
     if not title and first and len(first.split()) <= 14 and first[-1] not in ".!?:;,":
         title = first
     return title, text, {"headings": titles}
-
-
-# --------------------------------------------------------------------------- reStructuredText
-
-_RST_DIRECTIVE = re.compile(r"^(\s*)\.\. ([\w-]+)::\s*(.*)$")
-_RST_OPTION = re.compile(r"^\s+:[\w -]+:.*$")
-_RST_ROLE = re.compile(r":[\w-]+(?::[\w-]+)?:`([^`<]*?)(?:\s*<[^>]*>)?`")
-_RST_LINK = re.compile(r"`([^`<]+?)\s*<[^>]+>`__?")
-_RST_REF = re.compile(r"`([^`]+)`__?")
-_RST_LITERAL = re.compile(r"``(.+?)``")
-_RST_STRONG = re.compile(r"(?<![\w*])\*{1,2}(\S(?:.*?\S)?)\*{1,2}(?![\w*])")
-#: Directives whose body is not prose worth indexing.
-_RST_SKIPPED = frozenset({"image", "figure", "raw", "include", "toctree", "contents", "meta", "highlight",
-                          "automodule", "autoclass", "autofunction", "index", "only", "sectnum"})
-
-
-def _rst_inline(line: str) -> str:
-    line = _RST_ROLE.sub(r"\1", line)
-    line = _RST_LINK.sub(r"\1", line)
-    line = _RST_LITERAL.sub(r"\1", line)
-    line = _RST_STRONG.sub(r"\1", line)
-    return _RST_REF.sub(r"\1", line).replace("\\*", "*")
-
-
-def extract_rst(raw: str) -> tuple[str, str, dict[str, Any]]:
-    """reStructuredText: titles, paragraphs and code blocks as plain text; directives that hold no prose
-    (images, tables of contents, includes), comments and link targets are left out, roles and links keep
-    their words."""
-    out: list[str] = []
-    skip_indent: int | None = None
-    for line in raw.split("\n"):
-        indent = len(line) - len(line.lstrip())
-        if skip_indent is not None:
-            if not line.strip() or indent > skip_indent:
-                continue
-            skip_indent = None
-        directive = _RST_DIRECTIVE.match(line)
-        if directive:
-            name, argument = directive.group(2).lower(), directive.group(3)
-            if name in _RST_SKIPPED:
-                skip_indent = len(directive.group(1))
-            elif argument and name not in ("code-block", "code", "sourcecode", "literalinclude"):
-                out.append(argument)  # ".. note:: Text" keeps its text; a code block's language is dropped
-            out.append("")
-            continue
-        if line.strip() == ".." or line.lstrip().startswith(".. "):
-            skip_indent = indent  # a comment, link target or substitution, with its indented continuation
-            continue
-        if _RST_OPTION.match(line) and out and not out[-1].strip():
-            continue  # ":linenos:" under a directive
-        out.append(_rst_inline(line.rstrip()[:-1] if line.rstrip().endswith("::") else line))
-    return extract_txt("\n".join(out))
 
 
 # --------------------------------------------------------------------------- source code and JSON

@@ -1,0 +1,114 @@
+"""reStructuredText → HTML with docutils, so that an ``.rst`` page is read like an HTML page: its headings, its
+prose, and its tables (simple, grid, ``list-table``, ``csv-table``) as tables of their own.
+
+Real ``.rst`` files are mostly Sphinx sources, whose roles and directives docutils alone does not know. Rather
+than letting its error reports reach the text, the parsed tree is mended before it is written:
+
+- an unknown role keeps the words Sphinx would show (``:func:`~pkg.mod.load``` → ``load``,
+  ``:ref:`the guide <guide>``` → ``the guide``); an undefined substitution (``|details-start|``) is dropped;
+- an unknown directive keeps its argument and its body, read as reStructuredText (the prose of
+  ``versionadded``, ``deprecated``, ``dropdown``, ``tab-item``, ``py:function``, ...), except the directives in
+  :data:`NOT_PROSE`, whose body is not prose (``toctree``, ``autosummary``, ``literalinclude``, ...);
+- every other docutils message is dropped, and a table of contents (``.. contents::``) is left out.
+
+A page never reads another file: ``include``, ``raw`` and ``csv-table``'s ``:file:``/``:url:`` are disabled.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import textwrap
+from typing import Any
+
+__all__ = ["NOT_PROSE", "rst_to_html"]
+
+_log = logging.getLogger(__name__)
+
+#: Directives whose body is not prose worth indexing (their argument is a name or a path, their body a list).
+NOT_PROSE = frozenset({
+    "toctree", "autosummary", "literalinclude", "automodule", "autoclass", "autofunction", "automethod",
+    "autoattribute", "autodata", "autoexception", "currentmodule", "module", "highlight", "index", "sectionauthor",
+    "moduleauthor", "codeauthor", "plot", "graphviz", "inheritance-diagram", "mermaid", "tabularcolumns",
+})
+
+_SETTINGS = {
+    "report_level": 5, "halt_level": 5, "warning_stream": False, "traceback": True,
+    "file_insertion_enabled": False, "raw_enabled": False, "syntax_highlight": "none",
+    "embed_stylesheet": False, "stylesheet_path": "", "output_encoding": "unicode",
+}
+#: ``:role:`text``` or ``:domain:role:`text <target>```, as docutils leaves an unknown role in the text.
+_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`(?P<text>.*?)`", re.DOTALL)
+_TARGET = re.compile(r"^(?P<title>.*?)\s*<[^<>]*>$", re.DOTALL)
+_UNKNOWN_DIRECTIVE = re.compile(r"^\.\. (?P<name>[\w:.+-]+)::[ \t]*(?P<argument>.*)$")
+_OPTION = re.compile(r"^:[\w -]+:(?:\s|$)")
+
+
+def rst_to_html(raw: str) -> str | None:
+    """An HTML page of the reStructuredText ``raw`` (docutils' ``html5`` writer) with the Sphinx markup docutils
+    does not know read as the module docstring says; ``None`` when docutils fails on it (logged), so that the
+    caller can read the page as plain text instead."""
+    from docutils.core import publish_from_doctree
+
+    try:
+        return str(publish_from_doctree(_tree(raw, title=True), writer="html5", settings_overrides=_SETTINGS))
+    except Exception as e:  # noqa: BLE001 - docutils' failures on odd input are many and undocumented
+        _log.warning("docutils could not parse a reStructuredText page (%s: %s); it is read as plain text.",
+                     type(e).__name__, e)
+        return None
+
+
+def _tree(raw: str, *, title: bool) -> Any:
+    from docutils import nodes
+    from docutils.core import publish_doctree
+
+    tree = publish_doctree(raw, settings_overrides={**_SETTINGS, "doctitle_xform": title})
+    for node in list(tree.findall(nodes.problematic)):
+        node.parent.replace(node, nodes.Text(_shown(node.astext())))
+    for node in list(tree.findall(nodes.system_message)):
+        body = _directive_body(node)
+        node.parent.replace(node, body) if body else node.parent.remove(node)
+    for node in list(tree.findall(nodes.topic)):
+        if "contents" in node["classes"]:
+            node.parent.remove(node)
+    return tree
+
+
+def _shown(markup: str) -> str:
+    """What Sphinx shows for an unknown role or reference docutils could not resolve."""
+    if markup.startswith("|") and markup.endswith("|"):
+        return ""  # an undefined substitution
+    role = _ROLE.fullmatch(markup)
+    if role is None:
+        return markup.strip("`").removesuffix("__").removesuffix("_").strip("`")
+    text = role.group("text")
+    target = _TARGET.match(text)
+    if target and target.group("title"):
+        return target.group("title")
+    text = text.lstrip("!")
+    return text[1:].rsplit(".", 1)[-1] if text.startswith("~") else text
+
+
+def _directive_body(message: Any) -> list[Any]:
+    """The argument and the body, as parsed nodes, of the unknown directive an error ``message`` reports
+    (``[]`` for other messages and for :data:`NOT_PROSE` directives)."""
+    from docutils import nodes
+
+    if not (message.children and message.children[0].astext().startswith("Unknown directive type")):
+        return []  # a disabled include, a malformed table, ...: nothing of it is the author's prose
+    blocks = [c for c in message.children if isinstance(c, nodes.literal_block)]
+    first, _, body = (blocks[0].astext() if blocks else "").partition("\n")
+    directive = _UNKNOWN_DIRECTIVE.match(first)
+    if directive is None or directive.group("name").lower() in NOT_PROSE:
+        return []
+    lines = textwrap.dedent(body).split("\n")
+    while lines and _OPTION.match(lines[0]):
+        lines.pop(0)  # ":maxdepth: 2" under the directive
+    out: list[Any] = []
+    argument = directive.group("argument").strip()
+    if argument:
+        out.append(nodes.paragraph(text=argument))
+    text = "\n".join(lines).strip("\n")
+    if text.strip():
+        out.extend(_tree(text, title=False).children)
+    return out
