@@ -37,7 +37,8 @@ __all__ = [
     "unsupported_error",
 ]
 
-TEXT_EXTENSIONS: frozenset[str] = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".rst"})
+TEXT_EXTENSIONS: frozenset[str] = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".rst",
+                                             ".ipynb"})
 #: Source code and configuration, ingested as plain text documents.
 CODE_EXTENSIONS: frozenset[str] = frozenset({
     ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".java", ".kt", ".scala", ".go", ".rs", ".c",
@@ -58,13 +59,12 @@ DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".pdf", ".docx", ".pptx", ".odt
 #: Text formats that are something else than prose: refused rather than ingested as text.
 _NOT_PROSE: dict[str, str] = {
     ".svg": "an SVG drawing", ".rtf": "an RTF document", ".ps": "a PostScript file", ".eps": "a PostScript file",
-    ".ipynb": "a Jupyter notebook",
     **dict.fromkeys((".srt", ".vtt", ".ass", ".ssa"), "a subtitle file without its video (put it next to the "
                                                       "video with the same name and it becomes the video's text)"),
 }
 _TEXT_FORMATS: dict[str, str] = {
     ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".rst": "rst", ".json": "json",
+    ".rst": "rst", ".ipynb": "ipynb", ".json": "json",
 }
 _TABLE_FORMATS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".xlsx": "xlsx"}
 _GZIP_SUFFIXES = (".gz", ".gzip")
@@ -77,7 +77,7 @@ _MAX_CONTROL_SHARE = 0.05
 class Detection:
     """What a file is. ``kind`` is ``"text"``, ``"table"``, ``"image"``, ``"video"``, ``"document"`` or None (not
     ingested, and ``reason`` says why); ``format`` names the reader's format for text (``txt``, ``md``,
-    ``html``, ``rst``, ``code``, ``json``), tables (``csv``, ``tsv``, ``json``, ``xlsx``) and documents
+    ``html``, ``rst``, ``ipynb``, ``code``, ``json``), tables (``csv``, ``tsv``, ``json``, ``xlsx``) and documents
     (``pdf``, ``docx``, ``pptx``...); ``compressed`` is True for gzip."""
 
     kind: str | None
@@ -225,9 +225,10 @@ def _article(label: str) -> str:
 
 
 #: What can be ingested, for messages about a file that cannot.
-SUPPORTED = ("text (plain text, Markdown, HTML, reStructuredText, source code, JSON documents), documents (PDF, "
-             "Word .docx, PowerPoint .pptx), tables (CSV, TSV, XLSX, JSON records), images (JPEG, PNG, WebP, GIF, BMP, TIFF) and videos (MP4, MKV, WebM, MOV, AVI, "
-             "MPEG-TS, Ogg and anything else FFmpeg plays); text and tables may be gzip-compressed")
+SUPPORTED = ("text (plain text, Markdown, HTML, reStructuredText, Jupyter notebooks, source code, JSON documents), "
+             "documents (PDF, Word .docx, PowerPoint .pptx), tables (CSV, TSV, XLSX, JSON records), images (JPEG, "
+             "PNG, WebP, GIF, BMP, TIFF) and videos (MP4, MKV, WebM, MOV, AVI, MPEG-TS, Ogg and anything else FFmpeg "
+             "plays); text and tables may be gzip-compressed")
 
 
 def unsupported_error(path: Path, found: Detection) -> IngestError:

@@ -33,13 +33,14 @@ if TYPE_CHECKING:
 __all__ = ["TABLES_IN_TEXT", "TextFile", "page_tables", "plan_text_file", "prepare_text_group", "text_prepared"]
 
 #: Text formats whose tables also go to the table corpus.
-TABLES_IN_TEXT = ("md", "html", "rst")
+TABLES_IN_TEXT = ("md", "html", "rst", "ipynb")
 #: What a page holds when it may hold a table: an HTML table; (Markdown) a pipe beside a run of dashes, which
 #: every delimiter row of a pipe table has (``| --- |``, ``--|--``, ``|:-:|``); (reStructuredText) the border of
-#: a simple table (``=====  =====``), of a grid table (``+----+``) or a table directive. Pages without it skip
-#: the parse.
+#: a simple table (``=====  =====``), of a grid table (``+----+``) or a table directive; (notebooks) an HTML
+#: table in an output or a pipe table in a Markdown cell. Pages without it skip the parse.
 _TABLE_SYNTAX = {"html": re.compile(r"<table", re.IGNORECASE),
                  "md": re.compile(r"<table|\|[ \t]*:?-|-:?[ \t]*\|", re.IGNORECASE),
+                 "ipynb": re.compile(r"<table|\|[ \t]*:?-|-:?[ \t]*\|", re.IGNORECASE),
                  "rst": re.compile(r"^[ \t]*(?:=+(?:[ \t]+=+)+[ \t]*$|\+[-=]+\+|\.\. (?:list-|csv-)?table::)",
                                    re.MULTILINE)}
 
@@ -63,10 +64,11 @@ class TextFile:
 
 
 def page_tables(path: Path, fmt: str) -> list[ParsedTable]:
-    """The tables of a Markdown (``fmt="md"``), reStructuredText (``"rst"``) or HTML page, ``[]`` when it has none
-    or they cannot be read: a page without tables is still a good document. A page without table syntax is not
-    parsed for tables."""
+    """The tables of a Markdown (``fmt="md"``), reStructuredText (``"rst"``), notebook (``"ipynb"``) or HTML page,
+    ``[]`` when it has none or they cannot be read: a page without tables is still a good document. A page without
+    table syntax is not parsed for tables."""
     from .tables.read import tables_from_html, tables_from_markdown
+    from .text.notebook import notebook_to_html
     from .text.rst import rst_to_html
 
     try:
@@ -77,9 +79,10 @@ def page_tables(path: Path, fmt: str) -> list[ParsedTable]:
             return []
         if fmt == "md":
             return tables_from_markdown(text, name=str(path))
-        html = rst_to_html(text) if fmt == "rst" else text
+        to_html = {"rst": rst_to_html, "ipynb": notebook_to_html}.get(fmt)
+        html = to_html(text) if to_html is not None else text
         return [] if html is None else tables_from_html(html, name=str(path))
-    except IngestError:
+    except (IngestError, ValueError):  # ValueError: a notebook that is not one (its text read says why)
         return []
 
 

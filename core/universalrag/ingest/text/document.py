@@ -1,4 +1,5 @@
-"""Text inputs (plain text, Markdown, HTML, reStructuredText, code, JSON documents) → clean plain text.
+"""Text inputs (plain text, Markdown, HTML, reStructuredText, Jupyter notebooks, code, JSON documents) → clean
+plain text.
 
 Pure functions: no database, no embedding. The clean text keeps paragraphs separated by one blank
 line and collapses other whitespace (code blocks keep their line breaks), so passage offsets and
@@ -23,10 +24,10 @@ __all__ = ["TEXT_FORMATS", "TextDocument", "parse_text", "read_text_file"]
 #: File extension → format name understood by :func:`parse_text`.
 TEXT_FORMATS: dict[str, str] = {
     ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".rst": "rst",
+    ".rst": "rst", ".ipynb": "ipynb",
 }
 _FORMAT_ALIASES = {"txt": "txt", "text": "txt", "md": "md", "markdown": "md", "html": "html", "htm": "html",
-                   "rst": "rst", "code": "code", "json": "json"}
+                   "rst": "rst", "ipynb": "ipynb", "code": "code", "json": "json"}
 
 #: Share of control characters (other than tab, newline, carriage return, form feed) above which
 #: decoded "text" is judged binary.
@@ -55,8 +56,8 @@ class TextDocument:
 
 
 def read_text_file(path: str | Path, *, format: str | None = None) -> TextDocument:
-    """Read a text document (plain text, Markdown, HTML, reStructuredText, source code, a JSON document;
-    gzip-compressed or not) into a :class:`TextDocument`.
+    """Read a text document (plain text, Markdown, HTML, reStructuredText, a Jupyter notebook, source code, a JSON
+    document; gzip-compressed or not) into a :class:`TextDocument`.
 
     ``format`` (one of :data:`TEXT_FORMATS`' values, ``"code"`` or ``"json"``) skips detection; without it the
     content decides, then the extension (:func:`universalrag.ingest.detect.detect`). Raises
@@ -80,8 +81,8 @@ def read_text_file(path: str | Path, *, format: str | None = None) -> TextDocume
 
 
 def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
-    """Decode and clean ``data`` given as ``format`` (``"txt"``, ``"md"``, ``"html"``, ``"rst"``, ``"code"``
-    or ``"json"``).
+    """Decode and clean ``data`` given as ``format`` (``"txt"``, ``"md"``, ``"html"``, ``"rst"``, ``"ipynb"``,
+    ``"code"`` or ``"json"``).
 
     ``name`` is used in error messages and, through its stem, as the fallback title. HTML is decoded in
     the encoding it declares (``<meta charset>``, XML declaration) when its bytes fit it; other text is
@@ -89,8 +90,8 @@ def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
     """
     fmt = _FORMAT_ALIASES.get(format.lower().lstrip("."))
     if fmt is None:
-        raise IngestError(name, f"unknown text format {format!r}; use 'txt', 'md', 'html', 'rst', 'code' or "
-                                "'json'.")
+        raise IngestError(name, f"unknown text format {format!r}; use 'txt', 'md', 'html', 'rst', 'ipynb', 'code' "
+                                "or 'json'.")
     if not data:
         raise IngestError(name, "the file is empty (0 bytes); add text to it or leave it out.")
     raw, encoding = _decode(data, name, html=fmt == "html")
@@ -99,7 +100,10 @@ def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
         raise IngestError(name, "the file contains only whitespace; add text to it or leave it out.")
     try:
         title, text, extra = _EXTRACTORS[fmt](raw)
-    except ValueError as e:  # a JSON document that does not parse
+    except ValueError as e:  # a JSON document or a notebook that does not parse
+        if fmt == "ipynb":
+            raise IngestError(name, f"is not a Jupyter notebook that can be read ({e}); open it in Jupyter and "
+                                    "save it again, or export it with `jupyter nbconvert --to markdown`.") from e
         raise IngestError(name, f"is not valid JSON ({e}); fix it, for example by checking it with "
                                 "`python -m json.tool`.") from e
     if not text:
@@ -279,7 +283,7 @@ _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.DOTALL)
 
 def _extract_markdown(raw: str) -> tuple[str, str, dict[str, Any]]:
     """Render Markdown with markdown-it (CommonMark + tables) and keep the visible text."""
-    from markdown_it import MarkdownIt
+    from .notebook import markdown_to_html
 
     front_title = ""
     match = _FRONT_MATTER.match(raw)
@@ -287,8 +291,7 @@ def _extract_markdown(raw: str) -> tuple[str, str, dict[str, Any]]:
         raw = raw[match.end():]
         found = re.search(r"^title:\s*(.+?)\s*$", match.group(1), re.MULTILINE)
         front_title = found.group(1).strip("\"'") if found else ""
-    html = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(raw)
-    _, text, extra = _extract_html(html)
+    _, text, extra = _extract_html(markdown_to_html(raw))
     headings = extra["headings"]
     return front_title or (headings[0] if headings else ""), text, extra
 
@@ -302,11 +305,19 @@ def _extract_rst(raw: str) -> tuple[str, str, dict[str, Any]]:
     return extract_txt(raw) if html is None else _extract_html(html, navigation=False)
 
 
+def _extract_notebook(raw: str) -> tuple[str, str, dict[str, Any]]:
+    """A Jupyter notebook read as the page :mod:`~universalrag.ingest.text.notebook` makes of it."""
+    from .notebook import notebook_to_html
+
+    return _extract_html(notebook_to_html(raw), navigation=False)
+
+
 _EXTRACTORS: dict[str, Callable[[str], tuple[str, str, dict[str, Any]]]] = {
     "txt": extract_txt,
     "md": _extract_markdown,
     "html": _extract_html,
     "rst": _extract_rst,
+    "ipynb": _extract_notebook,
     "code": extract_code,
     "json": extract_json,
 }
