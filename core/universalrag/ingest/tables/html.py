@@ -165,7 +165,7 @@ _FRONT_MATTER = re.compile(r"\A---\r?\n.*?\r?\n(?:---|\.\.\.)\r?\n", re.DOTALL)
 
 def markdown_tables(text: str, *, name: str) -> list[ParsedTable]:
     """Tables of Markdown ``text`` as :func:`~universalrag.ingest.tables.tables_from_markdown` describes."""
-    from markdown_it import MarkdownIt
+    from ..markup import markdown_to_html
 
-    html = MarkdownIt("commonmark").enable("table").render(_FRONT_MATTER.sub("", text, count=1))
+    html = markdown_to_html(_FRONT_MATTER.sub("", text, count=1))
     return html_tables(html, name=name, fmt="markdown")

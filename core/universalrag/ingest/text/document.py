@@ -283,7 +283,7 @@ _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.DOTALL)
 
 def _extract_markdown(raw: str) -> tuple[str, str, dict[str, Any]]:
     """Render Markdown with markdown-it (CommonMark + tables) and keep the visible text."""
-    from .notebook import markdown_to_html
+    from ..markup import markdown_to_html
 
     front_title = ""
     match = _FRONT_MATTER.match(raw)

@@ -16,17 +16,12 @@ import json
 from html import escape
 from typing import Any
 
-__all__ = ["markdown_to_html", "notebook_to_html"]
+from ..markup import markdown_to_html
+
+__all__ = ["notebook_to_html"]
 
 #: Output kinds whose plain-text form is only a repr: pictures and Jupyter widgets.
 _NOT_TEXT = ("image/", "application/vnd.jupyter.widget")
-
-
-def markdown_to_html(text: str) -> str:
-    """Markdown rendered with markdown-it: CommonMark plus pipe tables and strikethrough."""
-    from markdown_it import MarkdownIt
-
-    return str(MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(text))
 
 
 def notebook_to_html(raw: str) -> str:
