@@ -122,11 +122,17 @@ def _label(hit: Hit, index: int) -> str:
 
 
 def hit_text(hit: Hit) -> str:
-    """The text a model reads for ``hit``: a table's matched rows (best first) before its Markdown, a clip's
-    transcript with its video and time range, any other unit's content."""
+    """The text a model reads for ``hit``: a table's matched rows (best first) before its Markdown, a long
+    document's matched passages (best first) before its whole text — the budget cuts a long text from its end, and
+    a manual's matching page may lie far past its first pages —, a clip's transcript with its video and time range,
+    any other unit's content."""
     if hit.matched_parts and hit.modality is Modality.TABLE:
         rows = "\n".join(f"- row {i + 1}: {text}" for i, text, _ in hit.matched_parts)
         return f"Matched rows (best first):\n{rows}\n\n{hit.content}"
+    passages = [(i, text) for i, text, _ in hit.matched_parts if text.strip() != hit.content.strip()]
+    if passages and hit.granularity is Granularity.DOCUMENT:
+        listed = "\n".join(f"- part {i + 1}: {text}" for i, text in passages)
+        return f"Matched passages (best first):\n{listed}\n\n{hit.content}"
     if hit.modality is Modality.VIDEO and hit.granularity is Granularity.CLIP:
         video = hit.metadata.get("title", "the video")
         return f"Transcript of {video} from {_clock(hit.start_s or 0)} to {_clock(hit.end_s or 0)}: {hit.content}"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from ..types import Hit, Modality, RouteDecision
+from ..types import Granularity, Hit, Modality, RouteDecision
 from .context import Output
 
 if TYPE_CHECKING:
@@ -99,9 +99,10 @@ def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None) ->
         if fused:
             line.append(f"  (fused score {hit.score:.4f})", style="dim")
         out.print(line)
-        if hit.matched_parts and hit.modality is Modality.TABLE:
+        if hit.matched_parts and (hit.modality is Modality.TABLE or hit.granularity is Granularity.DOCUMENT):
             index, text, _score = hit.matched_parts[0]
-            out.print(Text(f"     matched row {index + 1}: {snippet(text, text_width)}"), soft_wrap=True)
+            part = "row" if hit.modality is Modality.TABLE else "part"
+            out.print(Text(f"     matched {part} {index + 1}: {snippet(text, text_width)}"), soft_wrap=True)
         else:
             out.print(Text(f"     {snippet(hit.content, text_width)}"), soft_wrap=True)
     if fused:

@@ -1,0 +1,59 @@
+"""A long document's matching passage reaches the model and the screen: the evidence text (and so a LangChain
+Document's ``page_content``) puts the document's matched passages before its whole text, which the budget cuts
+from the end. Real texts, the real bundled MiniLM, a real PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from universalrag.cli.context import Output
+from universalrag.cli.output import print_hits
+from universalrag.evidence import EvidenceBudget, build_evidence, hit_content, hit_text
+from universalrag.ingest.pipeline import ingest_paths
+from universalrag.retrieve import search_corpus
+from universalrag.store import Store
+
+CORPUS = Path(__file__).parent / "data" / "corpus"
+#: The last chapter of the handbook, about 4,400 words in: past any first-pages budget.
+LAST = ("## Visiting the tide mill\n\nThe tide mill at Sandwick grinds oats on the ebb twice a day from April to "
+        "October. Visitors buy tickets at the granary door; a family ticket costs 14 euros and the miller shows the "
+        "wheel turning at every low water.\n")
+
+
+def _handbook(tmp_path: Path) -> Path:
+    chapters = [p.read_text(encoding="utf-8") for p in sorted(CORPUS.iterdir()) if p.suffix in (".md", ".txt")]
+    path = tmp_path / "docs" / "handbook.md"
+    path.parent.mkdir()
+    path.write_text("# Island handbook\n\n" + "\n\n".join(chapters) + "\n\n" + LAST, encoding="utf-8")
+    return path
+
+
+def test_a_long_documents_matched_passage_comes_first(store: Store, minilm, tmp_path: Path) -> None:
+    path = _handbook(tmp_path)
+    assert len(path.read_text(encoding="utf-8").split()) > 2500
+    assert ingest_paths(store, minilm, [path.parent]).ok
+    hit = search_corpus(store, minilm, "document", "How much is a family ticket for the tide mill?", k=1)[0]
+    assert hit.uri.endswith("handbook.md") and hit.matched_parts
+    text = hit_text(hit)
+    listed = text[: len(text) - len(hit.content)]  # the matched passages, before the whole text
+    assert text.startswith("Matched passages (best first):\n- part ") and text.endswith(hit.content)
+    assert "family ticket costs 14 euros" in listed
+    assert hit_content(text, hit) == hit.content  # the adapters strip it back
+    # a budget of ~600 words: the whole handbook is cut long before its last chapter, the matched passage is not
+    evidence = build_evidence([hit], budget=EvidenceBudget(max_text_tokens=800), with_media=False)[0]
+    assert "family ticket costs 14 euros" in evidence.text
+    assert "family ticket costs 14 euros" not in " ".join(hit.content.split()[:600])
+    out = io.StringIO()
+    print_hits(Output(terminal=True, width=200, color=False, stdout=out, stderr=io.StringIO()), [hit])
+    index, passage, _ = hit.matched_parts[0]  # the CLI shows the matched passage, not the handbook's first lines
+    assert f"matched part {index + 1}: {' '.join(passage.split()[:8])}" in out.getvalue()
+
+
+def test_a_short_document_is_not_repeated(store: Store, minilm, tmp_path: Path) -> None:
+    """A document of one chunk matches as a whole: its text is given once."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "mill.md").write_text("# Tide mill\n\n" + LAST, encoding="utf-8")
+    assert ingest_paths(store, minilm, [tmp_path / "docs"]).ok
+    hit = search_corpus(store, minilm, "document", "tide mill family ticket", k=1)[0]
+    assert hit_text(hit) == hit.content and hit.content.count("family ticket costs 14 euros") == 1
