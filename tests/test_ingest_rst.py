@@ -139,3 +139,16 @@ def test_a_page_docutils_cannot_parse_is_read_as_plain_text(tmp_path: Path) -> N
     doc = read_text_file(page)
     assert doc.title == "Deep list" and "- level 0" in doc.text and "- level 399" in doc.text
     assert page_tables(page, "rst") == []
+
+
+def test_a_page_without_a_heading_is_titled_by_its_title_field_or_its_name(tmp_path: Path) -> None:
+    """Generated docs (the AWS CLI's topics) put the title in a ``:title:`` field; docutils would name an untitled
+    page after its source, "<string>"."""
+    fielded = tmp_path / "s3-config.rst"
+    fielded.write_text(":title: AWS CLI S3 Configuration\n:category: S3\n\nThe transfer commands have settings of "
+                       "their own.\n", encoding="utf-8")
+    plain = tmp_path / "notes.rst"
+    plain.write_text("A page of prose with no heading.\n\nA second paragraph.\n", encoding="utf-8")
+    assert read_text_file(fielded).title == "AWS CLI S3 Configuration"
+    assert read_text_file(plain).title == "notes"
+    assert "<string>" not in read_text_file(plain).text

@@ -42,6 +42,7 @@ _ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`(?P<text>.*?)`", re.DOTALL)
 _TARGET = re.compile(r"^(?P<title>.*?)\s*<[^<>]*>$", re.DOTALL)
 _UNKNOWN_DIRECTIVE = re.compile(r"^\.\. (?P<name>[\w:.+-]+)::[ \t]*(?P<argument>.*)$")
 _OPTION = re.compile(r"^:[\w -]+:(?:\s|$)")
+_HEAD_TITLE = re.compile(r"<title>.*?</title>\n?", re.DOTALL)
 
 
 def rst_to_html(raw: str) -> str | None:
@@ -51,7 +52,11 @@ def rst_to_html(raw: str) -> str | None:
     from docutils.core import publish_from_doctree
 
     try:
-        return str(publish_from_doctree(_tree(raw, title=True), writer="html5", settings_overrides=_SETTINGS))
+        tree = _tree(raw, title=True)
+        tree["title"] = tree.get("title") or _title_field(tree)
+        html = str(publish_from_doctree(tree, writer="html5", settings_overrides=_SETTINGS))
+        # untitled, docutils would name the page after its source ("<string>"): the reader's fallback is better
+        return html if tree["title"] else _HEAD_TITLE.sub("", html, count=1)
     except Exception as e:  # noqa: BLE001 - docutils' failures on odd input are many and undocumented
         _log.warning("docutils could not parse a reStructuredText page (%s: %s); it is read as plain text.",
                      type(e).__name__, e)
@@ -72,6 +77,19 @@ def _tree(raw: str, *, title: bool) -> Any:
         if "contents" in node["classes"]:
             node.parent.remove(node)
     return tree
+
+
+def _title_field(tree: Any) -> str:
+    """The value of a ``:title:`` field in the page's first field list (AWS CLI and other generated docs put
+    their title there), or ``""``."""
+    from docutils import nodes
+
+    fields = next(iter(tree.findall(lambda n: isinstance(n, (nodes.docinfo, nodes.field_list)))), None)
+    for field in fields.findall(nodes.field) if fields is not None else ():
+        name, body = field.children[0].astext().strip().lower(), field.children[1].astext().strip()
+        if name == "title" and body:
+            return " ".join(body.split())
+    return ""
 
 
 def _shown(markup: str) -> str:
