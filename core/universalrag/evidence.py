@@ -20,7 +20,7 @@ from .types import Evidence, Granularity, Hit, Modality
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-__all__ = ["EvidenceBudget", "build_evidence", "hit_content", "hit_images", "hit_path", "hit_text"]
+__all__ = ["EvidenceBudget", "build_evidence", "hit_content", "hit_images", "hit_path", "hit_source", "hit_text"]
 
 _WORDS_PER_TOKEN = 0.75
 
@@ -37,14 +37,22 @@ class EvidenceBudget:
     frame_max_side: int = 448
 
 
-def hit_path(hit: Hit) -> Path | None:
-    """The local file behind a hit (``file://`` URIs), or ``None``."""
+def hit_source(hit: Hit) -> str | None:
+    """Where a hit comes from, as the frameworks' loaders name it (LangChain's ``source``, LlamaIndex's
+    ``file_path``): the local path of a ``file://`` URI, whether or not the file is still there, else the URI
+    itself (a web page's address); ``None`` without a URI."""
     if not hit.uri:
         return None
     parsed = urlparse(hit.uri)
-    if parsed.scheme != "file":
+    return unquote(parsed.path) if parsed.scheme == "file" else hit.uri
+
+
+def hit_path(hit: Hit) -> Path | None:
+    """The local file behind a hit (``file://`` URIs) when it exists, or ``None``."""
+    source = hit_source(hit)
+    if source is None or source == hit.uri:
         return None
-    path = Path(unquote(parsed.path))
+    path = Path(source)
     return path if path.is_file() else None
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.documents import Document
-from universalrag.evidence import hit_content, hit_text
+from universalrag.evidence import hit_content, hit_source, hit_text
 from universalrag.types import Granularity, Hit, Modality, RouteDecision
 
 __all__ = [
@@ -66,6 +66,9 @@ def hit_from_dict(data: Mapping[str, Any]) -> Hit:
 def _own_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
     meta = dict(hit.metadata)
     doc_id = meta.pop(ID_KEY, None)
+    source = hit_source(hit)  # as every LangChain loader names the file or address a document came from
+    if source is not None:
+        meta["source"] = source
     if meta.get("document_format") and isinstance(meta.get("page"), int):
         # LangChain's PDF loaders: ``page`` counts from 0, ``page_label`` is the page as printed, ``source`` the
         # file; the store's 1-based page travels as ``page_number``
@@ -78,7 +81,8 @@ def _own_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
 def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None) -> Document:
     """A hit as a ``Document``: the text a model should read (:func:`universalrag.evidence.hit_text`: a table's
     matched rows before its Markdown, so a chain that joins ``page_content`` shows the row that answers; a clip's
-    transcript with its video and time range; any other unit's content as it is), the unit's own metadata, then
+    transcript with its video and time range; any other unit's content as it is), the unit's own metadata with
+    ``source`` as LangChain's loaders set it (the file's path, or the address of a page that is not a file), then
     the hit's fields (corpus, modality, granularity, score, uri, start_s/end_s, source_id, parent_id,
     matched_parts, channel_scores) and, when given, the route decision (routes, route_scores, router)."""
     doc_id, meta = _own_metadata(hit)

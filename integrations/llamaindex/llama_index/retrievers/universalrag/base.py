@@ -19,7 +19,7 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 from universalrag.errors import MissingDependencyError
-from universalrag.evidence import EvidenceBudget, build_evidence, hit_images, hit_path
+from universalrag.evidence import EvidenceBudget, build_evidence, hit_images, hit_path, hit_source
 from universalrag.types import Hit, Modality, RouteDecision
 
 try:
@@ -53,7 +53,8 @@ def hit_to_metadata(hit: Hit, *, decision: RouteDecision | None = None, label: s
     ``corpus``, ``modality``, ``granularity``, ``uri``, ``unit_id``, ``source_id``, ``parent_id``, ``score``,
     ``start_s``/``end_s`` (clips and videos), ``matched_parts`` (tables, long documents), ``channel_scores``,
     ``label`` and, when a router chose the corpora, ``routes`` and ``route_decision``
-    (:meth:`RouteDecision.to_dict`)."""
+    (:meth:`RouteDecision.to_dict`); a unit of a local file has ``file_path`` and ``file_name``, as LlamaIndex's
+    file readers name them."""
     meta: dict[str, Any] = dict(hit.metadata)
     meta.update({
         "corpus": hit.corpus,
@@ -67,11 +68,12 @@ def hit_to_metadata(hit: Hit, *, decision: RouteDecision | None = None, label: s
     })
     if hit.start_s is not None or hit.end_s is not None:
         meta["start_s"], meta["end_s"] = hit.start_s, hit.end_s
-    if meta.get("document_format") and meta.get("source"):  # as LlamaIndex's file readers name them
-        meta["file_path"] = str(meta["source"])
-        meta["file_name"] = Path(meta["file_path"]).name
-        if meta.get("page") is not None:
-            meta["page_label"] = str(meta.get("page_label") or meta["page"])
+    source = hit_source(hit)
+    if source is not None and source != hit.uri:  # a local file, named as LlamaIndex's file readers name it
+        meta["file_path"] = source
+        meta["file_name"] = Path(source).name
+    if meta.get("document_format") and meta.get("page") is not None:
+        meta["page_label"] = str(meta.get("page_label") or meta["page"])
     if hit.matched_parts:
         meta["matched_parts"] = [{"index": i, "text": t, "score": float(s)} for i, t, s in hit.matched_parts]
     if hit.channel_scores:
