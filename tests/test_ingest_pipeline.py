@@ -126,3 +126,23 @@ def test_user_defined_text_corpus_and_wrong_targets(store: Store, minilm, tmp_pa
     assert "some/other-encoder" in (other.failed[0].error or "")
     with pytest.raises(CorpusNotFoundError):
         ingest_paths(store, minilm, [DATA / "corpus"], corpus="no_such_corpus")
+
+
+def test_csvs_ingested_when_wide_rows_were_cut_are_read_again_once(store: Store, minilm, tmp_path: Path) -> None:
+    """A CSV's identity covers what a CSV becomes (CSV_RULES): a table stored when its rows were cut to the width
+    of a short first line is read again, whole, by the next ingest; then it is unchanged."""
+    import sqlalchemy as sa
+    from universalrag.ingest.files import hash_file
+
+    wine = (tmp_path / "wine_data.csv").resolve()
+    wine.write_text("3,4,class_0,class_1\n14.23,1.71,2.43,15.6,127,0\n13.2,1.78,2.14,11.2,100,0\n"
+                    "12.37,0.94,1.36,10.6,88,1\n", encoding="utf-8")
+    assert ingest_paths(store, minilm, [wine]).ok
+    assert store.source_state(wine.as_uri())[0] not in (None, hash_file(wine))  # the identity covers CSV_RULES
+    hit = search_corpus(store, minilm, "table", "wine with magnesium 127", k=1)[0]
+    assert hit.metadata["column_count"] == 6 and "127" in hit.matched_parts[0][1]  # the 5th cell was kept
+    with store.transaction() as conn:  # as the earlier rule stored it: identified by its file hash alone
+        conn.execute(sa.update(store.tables.sources).where(store.tables.sources.c.uri == wine.as_uri())
+                     .values(content_hash=hash_file(wine)))
+    assert [o.status for o in ingest_paths(store, minilm, [wine]).outcomes] == ["replaced"]
+    assert [o.status for o in ingest_paths(store, minilm, [wine]).outcomes] == ["unchanged"]

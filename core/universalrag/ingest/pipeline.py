@@ -40,7 +40,7 @@ from .video.planning import VideoOptions
 if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
-__all__ = ["DEFAULT_CORPORA", "PAGE_RULES", "PDF_RULES", "FileOutcome", "IngestOptions", "IngestReport", "Progress",
+__all__ = ["CSV_RULES", "DEFAULT_CORPORA", "PAGE_RULES", "PDF_RULES", "FileOutcome", "IngestOptions", "IngestReport", "Progress",
            "ingest_paths", "ingest_tables"]
 
 _log = logging.getLogger(__name__)
@@ -144,6 +144,10 @@ PAGE_RULES = "pages v2: passages cut from the prose, tables in the table corpus"
 #: tables (their cells used to run together in the passages, column after column), so PDFs ingested before are
 #: replaced once at the next ingest.
 PDF_RULES = "pdf v2: tables set without rules found"
+#: What a CSV or TSV file becomes, in the identity of every such source: since v2 a row wider than the header widens
+#: the table instead of losing its last cells, and whitespace-aligned columns are columns, so files ingested before
+#: are read again once at the next ingest.
+CSV_RULES = "csv v2: rows never cut, whitespace-aligned columns"
 
 
 def _unchanged(run: IngestRun, kind: str, uri: str, content_hash: str) -> bool:
@@ -158,14 +162,16 @@ def _classify(run: IngestRun, path: Path) -> tuple[Detection, str, str]:
     """(what the file is, uri, content hash); uri and hash are empty when it is not ingested. IngestError
     when it cannot be read at all. The hash of an image or video covers its sidecars and the texts given
     with it (:func:`~universalrag.ingest.companions.fingerprint`), so editing only those replaces the source; that
-    of a Markdown or HTML page covers :data:`PAGE_RULES`, that of a PDF :data:`PDF_RULES`."""
+    of a Markdown or HTML page covers :data:`PAGE_RULES`, that of a PDF :data:`PDF_RULES`, that of a CSV or TSV
+    file :data:`CSV_RULES`."""
     check_file(path)
     found = detect(path)
     if found.kind is None:
         return found, "", ""
     run.formats[path] = found.format
     rules = (PAGE_RULES if found.kind == "text" and found.format in TABLES_IN_TEXT
-             else PDF_RULES if found.kind == "document" and found.format == "pdf" else None)
+             else PDF_RULES if found.kind == "document" and found.format == "pdf"
+             else CSV_RULES if found.kind == "table" and found.format in ("csv", "tsv") else None)
     texts = (run.options.captions.get(str(path)), run.alts.get(path.resolve()), rules)
     return found, path.resolve().as_uri(), fingerprint(path, hash_file(path), texts=texts)
 
