@@ -152,3 +152,14 @@ def test_a_page_without_a_heading_is_titled_by_its_title_field_or_its_name(tmp_p
     assert read_text_file(fielded).title == "AWS CLI S3 Configuration"
     assert read_text_file(plain).title == "notes"
     assert "<string>" not in read_text_file(plain).text
+
+
+def test_a_malformed_table_keeps_its_text(tmp_path: Path) -> None:
+    """docutils reports a table whose columns do not line up as an error and drops it; its cells are still the
+    author's text."""
+    page = tmp_path / "scores.rst"
+    page.write_text("Scores\n======\n\n=====  =====\nTeam   Wins\n=====  =====\nLions  57\nQuarry Rovers 41\n"
+                    "=====  =====\n\nAfter the table.\n", encoding="utf-8")
+    text = read_text_file(page).text
+    assert "Quarry Rovers 41" in text and "Lions  57" in text and "After the table." in text
+    assert "Malformed" not in text

@@ -9,7 +9,9 @@ than letting its error reports reach the text, the parsed tree is mended before 
 - an unknown directive keeps its argument and its body, read as reStructuredText (the prose of
   ``versionadded``, ``deprecated``, ``dropdown``, ``tab-item``, ``py:function``, ...), except the directives in
   :data:`NOT_PROSE`, whose body is not prose (``toctree``, ``autosummary``, ``literalinclude``, ...);
-- every other docutils message is dropped, and a table of contents (``.. contents::``) is left out.
+- text docutils could not parse (a table whose columns do not line up) is kept as it is written; a directive it
+  refused (a disabled ``include``) and every other message are dropped, and a table of contents
+  (``.. contents::``) is left out.
 
 A page never reads another file: ``include``, ``raw`` and ``csv-table``'s ``:file:``/``:url:`` are disabled.
 """
@@ -71,8 +73,11 @@ def _tree(raw: str, *, title: bool) -> Any:
     for node in list(tree.findall(nodes.problematic)):
         node.parent.replace(node, nodes.Text(_shown(node.astext())))
     for node in list(tree.findall(nodes.system_message)):
-        body = _directive_body(node)
-        node.parent.replace(node, body) if body else node.parent.remove(node)
+        kept = _kept(node)
+        if kept:
+            node.parent.replace(node, kept)
+        else:
+            node.parent.remove(node)
     for node in list(tree.findall(nodes.topic)):
         if "contents" in node["classes"]:
             node.parent.remove(node)
@@ -107,17 +112,21 @@ def _shown(markup: str) -> str:
     return text[1:].rsplit(".", 1)[-1] if text.startswith("~") else text
 
 
-def _directive_body(message: Any) -> list[Any]:
-    """The argument and the body, as parsed nodes, of the unknown directive an error ``message`` reports
-    (``[]`` for other messages and for :data:`NOT_PROSE` directives)."""
+def _kept(message: Any) -> list[Any]:
+    """What of the source a docutils ``message`` quotes is the author's text, as nodes: of an unknown directive, its
+    argument and its body (not for :data:`NOT_PROSE` directives); of another directive docutils refused or could not
+    run (a disabled ``include``), nothing; of other text it could not parse (a malformed table), that text as it is
+    written. ``[]`` when the message quotes nothing."""
     from docutils import nodes
 
-    if not (message.children and message.children[0].astext().startswith("Unknown directive type")):
-        return []  # a disabled include, a malformed table, ...: nothing of it is the author's prose
     blocks = [c for c in message.children if isinstance(c, nodes.literal_block)]
-    first, _, body = (blocks[0].astext() if blocks else "").partition("\n")
+    if not blocks:
+        return []
+    first, _, body = blocks[0].astext().partition("\n")
     directive = _UNKNOWN_DIRECTIVE.match(first)
-    if directive is None or directive.group("name").lower() in NOT_PROSE:
+    if directive is None:
+        return [] if first.startswith(".. ") else [nodes.literal_block(text=blocks[0].astext())]
+    if directive.group("name").lower() in NOT_PROSE or not message.children[0].astext().startswith("Unknown"):
         return []
     lines = textwrap.dedent(body).split("\n")
     while lines and _OPTION.match(lines[0]):
