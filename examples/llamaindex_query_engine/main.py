@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 
 from llama_index.core.llms import MockLLM
+from llama_index.core.response_synthesizers import ResponseMode, get_response_synthesizer
 from llama_index.core.schema import ImageNode
 from llama_index.retrievers.universalrag import UniversalRAGQueryEngine, UniversalRAGRetriever
 from universalrag.demo import demo_arguments, demo_questions, open_demo
@@ -48,8 +49,12 @@ def main() -> None:
             print(f"   - {type(item.node).__name__} [{m['corpus']}] score={item.score:.3f}{span}{picture}")
             print(f"     {item.node.get_content()[:90]!r}")
 
-    # 2. The query engine with a LlamaIndex LLM (MockLLM echoes the prompt the synthesizer built).
-    engine = UniversalRAGQueryEngine(rag=rag, llm=MockLLM(), similarity_top_k=2)
+    # 2. The query engine with a LlamaIndex LLM (MockLLM echoes the prompt the synthesizer built). One prompt
+    # ("simple_summarize"): the default synthesizer refines over several prompts when the evidence is long, and a
+    # refine step would hand MockLLM's echo — the whole first prompt — back to it. A real LLM needs none of this.
+    llm = MockLLM()
+    synthesizer = get_response_synthesizer(llm=llm, response_mode=ResponseMode.SIMPLE_SUMMARIZE)
+    engine = UniversalRAGQueryEngine(rag=rag, llm=llm, response_synthesizer=synthesizer, similarity_top_k=2)
     for route in ("table", "clip"):
         response = engine.query(questions[route])
         print(f"\nQ: {questions[route]}\n   routes: {response.metadata['routes']}, "
