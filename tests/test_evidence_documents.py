@@ -1,10 +1,11 @@
-"""A long document's matching passage reaches the model and the screen: the evidence text (and so a LangChain
-Document's ``page_content``) puts the document's matched passages before its whole text, which the budget cuts
-from the end. Real texts, the real bundled MiniLM, a real PostgreSQL."""
+"""A long document's matching passage reaches the model and the screen: when the budget cuts a document's text
+(from its end), its matched passages go first; a document longer than the default budget leads with them in its
+text too (a LangChain Document's ``page_content``). Real texts, the real bundled MiniLM, a real PostgreSQL."""
 
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 from universalrag.cli.context import Output
@@ -29,25 +30,31 @@ def _handbook(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_long_documents_matched_passage_comes_first(store: Store, minilm, tmp_path: Path) -> None:
+def test_a_documents_matched_passage_survives_the_budget(store: Store, minilm, tmp_path: Path) -> None:
     path = _handbook(tmp_path)
     assert len(path.read_text(encoding="utf-8").split()) > 2500
     assert ingest_paths(store, minilm, [path.parent]).ok
     hit = search_corpus(store, minilm, "document", "How much is a family ticket for the tide mill?", k=1)[0]
     assert hit.uri.endswith("handbook.md") and hit.matched_parts
-    text = hit_text(hit)
-    listed = text[: len(text) - len(hit.content)]  # the matched passages, before the whole text
-    assert text.startswith("Matched passages (best first):\n- part ") and text.endswith(hit.content)
-    assert "family ticket costs 14 euros" in listed
-    assert hit_content(text, hit) == hit.content  # the adapters strip it back
-    # a budget of ~600 words: the whole handbook is cut long before its last chapter, the matched passage is not
+    # a budget of ~600 words cuts the handbook long before its last chapter: what matched goes first
     evidence = build_evidence([hit], budget=EvidenceBudget(max_text_tokens=800), with_media=False)[0]
+    assert evidence.text.startswith("Matched passages (best first):\n- part ")
     assert "family ticket costs 14 euros" in evidence.text
     assert "family ticket costs 14 euros" not in " ".join(hit.content.split()[:600])
+    # within the default budget the handbook is given whole, once
+    assert build_evidence([hit], with_media=False)[0].text == hit_text(hit) == hit.content
     out = io.StringIO()
     print_hits(Output(terminal=True, width=200, color=False, stdout=out, stderr=io.StringIO()), [hit])
     index, passage, _ = hit.matched_parts[0]  # the CLI shows the matched passage, not the handbook's first lines
     assert f"matched part {index + 1}: {' '.join(passage.split()[:8])}" in out.getvalue()
+    # longer than the default budget (two editions bound together), the text itself leads with what matched:
+    # LangChain's page_content and LlamaIndex's node text are this text
+    bound = replace(hit, content=hit.content + "\n\n" + hit.content)
+    text = hit_text(bound)
+    listed = text[: len(text) - len(bound.content)]
+    assert text.startswith("Matched passages (best first):\n- part ") and text.endswith(bound.content)
+    assert "family ticket costs 14 euros" in listed
+    assert hit_content(text, bound) == bound.content  # the adapters strip it back
 
 
 def test_a_short_document_is_not_repeated(store: Store, minilm, tmp_path: Path) -> None:

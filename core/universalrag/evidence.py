@@ -8,6 +8,7 @@ Media are loaded from the hit's ``uri`` when it is a local file; other URIs give
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["EvidenceBudget", "build_evidence", "hit_content", "hit_images", "hit_path", "hit_source", "hit_text"]
 
 _WORDS_PER_TOKEN = 0.75
+_WORD = re.compile(r"\S+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +37,10 @@ class EvidenceBudget:
     frames_per_video: int = FRAMES_PER_VIDEO
     image_max_side: int = 768
     frame_max_side: int = 448
+
+
+#: Longer than this, a document's text leads with its matched passages (the default budget's words).
+_LONG_DOCUMENT_WORDS = int(EvidenceBudget().max_text_tokens * _WORDS_PER_TOKEN)
 
 
 def hit_source(hit: Hit) -> str | None:
@@ -129,18 +135,28 @@ def _label(hit: Hit, index: int) -> str:
     return f"[{hit.corpus} {index}] {name}{_where(hit)}{span}"
 
 
+def _passages_first(hit: Hit) -> str | None:
+    """A document hit's matched passages (best first) before its whole text, or ``None`` when it is not a document
+    or matched as a whole (a document of one chunk)."""
+    passages = [(i, text) for i, text, _ in hit.matched_parts if text.strip() != hit.content.strip()]
+    if not passages or hit.granularity is not Granularity.DOCUMENT:
+        return None
+    listed = "\n".join(f"- part {i + 1}: {text}" for i, text in passages)
+    return f"Matched passages (best first):\n{listed}\n\n{hit.content}"
+
+
 def hit_text(hit: Hit) -> str:
-    """The text a model reads for ``hit``: a table's matched rows (best first) before its Markdown, a long
-    document's matched passages (best first) before its whole text — the budget cuts a long text from its end, and
-    a manual's matching page may lie far past its first pages —, a clip's transcript with its video and time range,
-    any other unit's content."""
+    """The text a model reads for ``hit``: a table's matched rows (best first) before its Markdown; a document
+    longer than the default text budget, its matched passages (best first) before its whole text — a budget cuts a
+    text from its end, and a manual's matching page may lie far past its first pages; a clip's transcript with its
+    video and time range; any other unit's content."""
     if hit.matched_parts and hit.modality is Modality.TABLE:
         rows = "\n".join(f"- row {i + 1}: {text}" for i, text, _ in hit.matched_parts)
         return f"Matched rows (best first):\n{rows}\n\n{hit.content}"
-    passages = [(i, text) for i, text, _ in hit.matched_parts if text.strip() != hit.content.strip()]
-    if passages and hit.granularity is Granularity.DOCUMENT:
-        listed = "\n".join(f"- part {i + 1}: {text}" for i, text in passages)
-        return f"Matched passages (best first):\n{listed}\n\n{hit.content}"
+    if len(hit.content.split()) > _LONG_DOCUMENT_WORDS:
+        long = _passages_first(hit)
+        if long is not None:
+            return long
     if hit.modality is Modality.VIDEO and hit.granularity is Granularity.CLIP:
         video = hit.metadata.get("title", "the video")
         return f"Transcript of {video} from {_clock(hit.start_s or 0)} to {_clock(hit.end_s or 0)}: {hit.content}"
@@ -149,15 +165,20 @@ def hit_text(hit: Hit) -> str:
 
 def hit_content(text: str, hit: Hit) -> str:
     """The unit content inside ``text`` written by :func:`hit_text` for ``hit`` (whose ``content`` is ignored):
-    ``text`` without the rows or transcript heading :func:`hit_text` puts before it; other text as it is."""
-    prefix = hit_text(replace(hit, content=""))
-    return text[len(prefix):] if prefix and text.startswith(prefix) else text
+    ``text`` without the rows, passages or transcript heading :func:`hit_text` puts before it; other text as it
+    is."""
+    empty = replace(hit, content="")
+    for prefix in (hit_text(empty), _passages_first(empty)):
+        if prefix and text.startswith(prefix):
+            return text[len(prefix):]
+    return text
 
 
 def _cut(text: str, tokens: int) -> str:
-    words = text.split()
+    """``text`` up to the word the budget reaches, its line breaks kept (a table's Markdown stays a table)."""
     limit = int(tokens * _WORDS_PER_TOKEN)
-    return text if len(words) <= limit else " ".join(words[:limit]) + " […]"
+    ends = [m.end() for _, m in zip(range(limit + 1), _WORD.finditer(text))]
+    return text if len(ends) <= limit else text[: ends[limit - 1] if limit else 0] + " […]"
 
 
 def build_evidence(hits: Sequence[Hit], *, budget: EvidenceBudget = EvidenceBudget(),
@@ -168,7 +189,10 @@ def build_evidence(hits: Sequence[Hit], *, budget: EvidenceBudget = EvidenceBudg
     for index, hit in enumerate(hits, 1):
         if tokens_left <= 0 and images_left <= 0:
             break
-        text = _cut(hit_text(hit), tokens_left) if tokens_left > 0 else ""
+        text = hit_text(hit)
+        if len(text.split()) > tokens_left * _WORDS_PER_TOKEN:  # cut: what matched goes first
+            text = _passages_first(hit) or text
+        text = _cut(text, tokens_left) if tokens_left > 0 else ""
         tokens_left -= int(len(text.split()) / _WORDS_PER_TOKEN) + 1
         images, times = hit_images(hit, max_images=images_left, budget=budget) if with_media else ([], [])
         images_left -= len(images)
