@@ -37,10 +37,11 @@ def app(database_url: str, store: Any) -> Iterator[tuple[psycopg.Connection[Any]
     conn.close()
 
 
-def fill(conn: psycopg.Connection[Any], app_schema: str, n: int, *, start: int = 1) -> None:
-    conn.execute(sql.SQL("INSERT INTO {}.items (id, title) SELECT g, 'ticket ' || g || ' about the ' || "
-                         "(%s::text[])[1 + g %% 10] FROM generate_series(%s::bigint, %s::bigint) g").format(
-        sql.Identifier(app_schema)), (WORDS, start, start + n - 1))
+def fill(conn: psycopg.Connection[Any], app_schema: str, n: int, *, start: int = 1, repeat: int = 1) -> None:
+    """``n`` items titled "ticket <id> about the <word>", the topic ``repeat`` times (longer texts, slower batches)."""
+    conn.execute(sql.SQL("INSERT INTO {}.items (id, title) SELECT g, 'ticket ' || g || repeat(' about the ' || "
+                         "(%s::text[])[1 + g %% 10], %s) FROM generate_series(%s::bigint, %s::bigint) g").format(
+        sql.Identifier(app_schema)), (WORDS, repeat, start, start + n - 1))
 
 
 def attach(conn: psycopg.Connection[Any], schema: str, app_schema: str) -> int:
@@ -90,7 +91,9 @@ def _worker_env(store: Any, tmp_path: Path) -> dict[str, str]:
 
 def test_a_worker_killed_mid_batch_loses_and_duplicates_nothing(app: Any, store: Any, tmp_path: Path) -> None:
     conn, app_schema = app
-    fill(conn, app_schema, 600)
+    # ~180-word titles: a batch of 100 takes a second or more to embed, so the poll below sees the next batch
+    # claimed; with five-word titles an idle machine embedded all six batches between two polls
+    fill(conn, app_schema, 600, repeat=60)
     attach(conn, store.schema, app_schema)
     command = [sys.executable, "-c", "from universalrag.cli import main; main()", "worker", "--batch", "100"]
     proc = subprocess.Popen(command, env=_worker_env(store, tmp_path), stdout=subprocess.DEVNULL,
