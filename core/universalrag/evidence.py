@@ -154,9 +154,9 @@ def hit_text(hit: Hit) -> str:
         rows = "\n".join(f"- row {i + 1}: {text}" for i, text, _ in hit.matched_parts)
         return f"Matched rows (best first):\n{rows}\n\n{hit.content}"
     if len(hit.content.split()) > _LONG_DOCUMENT_WORDS:
-        long = _passages_first(hit)
-        if long is not None:
-            return long
+        led = _passages_first(hit)
+        if led is not None:
+            return led
     if hit.modality is Modality.VIDEO and hit.granularity is Granularity.CLIP:
         video = hit.metadata.get("title", "the video")
         return f"Transcript of {video} from {_clock(hit.start_s or 0)} to {_clock(hit.end_s or 0)}: {hit.content}"

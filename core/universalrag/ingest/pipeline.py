@@ -40,8 +40,8 @@ from .video.planning import VideoOptions
 if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
-__all__ = ["CSV_RULES", "DEFAULT_CORPORA", "PAGE_RULES", "PDF_RULES", "FileOutcome", "IngestOptions", "IngestReport", "Progress",
-           "ingest_paths", "ingest_tables"]
+__all__ = ["CSV_RULES", "DEFAULT_CORPORA", "PAGE_RULES", "PDF_RULES", "FileOutcome", "IngestOptions", "IngestReport",
+           "Progress", "ingest_paths", "ingest_tables"]
 
 _log = logging.getLogger(__name__)
 

@@ -46,9 +46,9 @@ class TextDocument:
     text: str
     format: str
     metadata: dict[str, Any]
-    #: HTML, Markdown and reStructuredText pages: ``text`` with each data table replaced by a one-line reference to it (its caption,
-    #: size and columns); the page's passages are cut from it when its tables are ingested as tables of their own
-    #: (``None``: the page has no data table).
+    #: HTML, Markdown and reStructuredText pages and notebooks: ``text`` with each data table replaced by a one-line
+    #: reference to it (its caption, size and columns); the page's passages are cut from it when its tables are
+    #: ingested as tables of their own (``None``: the page has no data table).
     prose: str | None = None
 
 
@@ -165,11 +165,11 @@ _CELL_TAGS = frozenset({"td", "th"})
 _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
-def _extract_html(raw: str, *, navigation: bool = True) -> tuple[str, str, dict[str, Any]]:
+def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, dict[str, Any]]:
     """Visible main text of an HTML page: block elements become paragraph breaks; layout tables read as
     blocks and navigation is left out (:mod:`~universalrag.ingest.html_clean`), unless nothing else is left.
-    ``navigation=False``: the page has none to remove (a page made from reStructuredText, whose admonitions are
-    ``<aside>``)."""
+    ``drop_navigation=False``: the page has none to remove (a page made from reStructuredText, whose admonitions
+    are ``<aside>``, or from a notebook)."""
     from bs4 import BeautifulSoup
 
     from ..html_clean import remove_navigation, unwrap_layout_tables
@@ -184,7 +184,7 @@ def _extract_html(raw: str, *, navigation: bool = True) -> tuple[str, str, dict[
     ]
     first_h1 = next((_collapse(h.get_text()) for h in soup.find_all("h1")), "")
     layout = unwrap_layout_tables(soup)
-    navigation = remove_navigation(soup) if navigation else 0
+    navigation = remove_navigation(soup) if drop_navigation else 0
     headings, text, prose = _visible_text(soup)
     if not text:
         headings, text, prose = _visible_text(BeautifulSoup(raw, "html.parser"))
@@ -302,14 +302,14 @@ def _extract_rst(raw: str) -> tuple[str, str, dict[str, Any]]:
     from .rst import rst_to_html
 
     html = rst_to_html(raw)
-    return extract_txt(raw) if html is None else _extract_html(html, navigation=False)
+    return extract_txt(raw) if html is None else _extract_html(html, drop_navigation=False)
 
 
 def _extract_notebook(raw: str) -> tuple[str, str, dict[str, Any]]:
     """A Jupyter notebook read as the page :mod:`~universalrag.ingest.text.notebook` makes of it."""
     from .notebook import notebook_to_html
 
-    return _extract_html(notebook_to_html(raw), navigation=False)
+    return _extract_html(notebook_to_html(raw), drop_navigation=False)
 
 
 _EXTRACTORS: dict[str, Callable[[str], tuple[str, str, dict[str, Any]]]] = {
