@@ -38,9 +38,8 @@ TABLES_IN_TEXT = ("md", "html", "rst", "ipynb")
 #: every delimiter row of a pipe table has (``| --- |``, ``--|--``, ``|:-:|``); (reStructuredText) the border of
 #: a simple table (``=====  =====``), of a grid table (``+----+``) or a table directive; (notebooks) an HTML
 #: table in an output or a pipe table in a Markdown cell. Pages without it skip the parse.
-_TABLE_SYNTAX = {"html": re.compile(r"<table", re.IGNORECASE),
-                 "md": re.compile(r"<table|\|[ \t]*:?-|-:?[ \t]*\|", re.IGNORECASE),
-                 "ipynb": re.compile(r"<table|\|[ \t]*:?-|-:?[ \t]*\|", re.IGNORECASE),
+_HTML_OR_PIPE_TABLE = re.compile(r"<table|\|[ \t]*:?-|-:?[ \t]*\|", re.IGNORECASE)
+_TABLE_SYNTAX = {"html": re.compile(r"<table", re.IGNORECASE), "md": _HTML_OR_PIPE_TABLE, "ipynb": _HTML_OR_PIPE_TABLE,
                  "rst": re.compile(r"^[ \t]*(?:=+(?:[ \t]+=+)+[ \t]*$|\+[-=]+\+|\.\. (?:list-|csv-)?table::)",
                                    re.MULTILINE)}
 

@@ -5,9 +5,8 @@ Outputs are kept where they are text a reader would search: streams (``print``),
 value its HTML (a pandas ``DataFrame`` is an HTML table, which goes to the table corpus like any page's table), else
 its Markdown, else its plain text unless the value is a picture. Images (and their repr, "<Figure size ...>"),
 widgets and error tracebacks are left out (pixels the text encoder cannot read, widget state, ANSI-coloured stack
-frames). nbformat 4 and the older nbformat 3 (``worksheets``, code in
-``input``) are read; the file is plain JSON, so the standard library reads it — ``nbformat`` would add
-jsonschema and traitlets for a format this small.
+frames). nbformat 4 and the older nbformat 3 (``worksheets``, code in ``input``) are read; the file is plain JSON,
+so the standard library reads it — ``nbformat`` would add jsonschema and traitlets for a format this small.
 """
 
 from __future__ import annotations
