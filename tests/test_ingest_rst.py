@@ -163,3 +163,19 @@ def test_a_malformed_table_keeps_its_text(tmp_path: Path) -> None:
     text = read_text_file(page).text
     assert "Quarry Rovers 41" in text and "Lions  57" in text and "After the table." in text
     assert "Malformed" not in text
+
+
+def test_tables_under_one_heading_are_told_apart_by_their_lead_in(store: Store, minilm, tmp_path: Path) -> None:
+    """scikit-learn's KDD Cup page: five tables under one heading, each introduced by "SA structure:" and the
+    like. Titled by the heading alone they were "Kddcup 99 dataset (2)" to "(5)", and a question naming a subset
+    found any of them."""
+    subsets = {"SA": 976158, "SF": 699691, "http": 619052, "smtp": 95373}
+    body = "".join(f"{name} structure:\n\n==============  =======\nSamples total   {n}\nDimensionality  41\n"
+                   f"==============  =======\n\n" for name, n in subsets.items())
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "kddcup99.rst").write_text(f"Kddcup 99 dataset\n-----------------\n\n{body}",
+                                                    encoding="utf-8")
+    assert ingest_paths(store, minilm, [tmp_path / "docs"]).ok
+    hits = search_corpus(store, minilm, "table", "how many samples does the smtp subset have", k=4)
+    assert hits[0].metadata["title"] == "Kddcup 99 dataset — smtp structure"
+    assert "95373" in hits[0].matched_parts[0][1]

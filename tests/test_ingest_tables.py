@@ -279,6 +279,23 @@ def test_html_page_with_two_tables() -> None:
                                 ["Dobson", "406", "reflector Newtonian"]]
 
 
+def test_a_paragraph_leading_into_a_table_names_it() -> None:
+    """Docs introduce tables with a short line ending in a colon ("SA structure:"); under one heading the heading
+    alone titled every table alike, so a question about one of them could not tell them apart."""
+    text = ("## Kddcup 99 dataset\n\nThe data set is split in two subsets.\n\nSA structure:\n\n"
+            "| Samples total | 976158 |\n|---|---|\n| Dimensionality | 41 |\n\nSF structure:\n\n"
+            "| Samples total | 699691 |\n|---|---|\n| Dimensionality | 4 |\n\n"
+            "The following table lists every feature of the data set with its type and its range of values:\n\n"
+            "| Feature | Type |\n|---|---|\n| duration | int |\n")
+    found = tables_from_markdown(text, name="kddcup99.md")
+    assert [t.title for t in found] == ["Kddcup 99 dataset — SA structure", "Kddcup 99 dataset — SF structure",
+                                        "Kddcup 99 dataset"]  # a long paragraph is prose, not a lead-in
+    assert [t.metadata["title_from"] for t in found] == ["heading and lead-in", "heading and lead-in", "heading"]
+    alone = tables_from_html("<p>Transfers in:</p><table><tr><th>Player</th></tr><tr><td>Kreek</td></tr></table>",
+                             name="club.html")
+    assert alone[0].title == "Transfers in" and alone[0].metadata["title_from"] == "lead-in"
+
+
 def test_html_rowspan_nesting_unclosed_cells_and_fallback_titles() -> None:
     html = """
     <table><tr><th>Region</th><th>City</th></tr>

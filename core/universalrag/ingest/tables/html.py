@@ -100,15 +100,33 @@ def _grid(table: Any) -> tuple[list[list[str]], list[list[bool]], int]:
     return grid, copies, header_rows
 
 
+#: A lead-in paragraph ("SA structure:", "Transfers in:") is at most this many words and ends with a colon.
+_LEAD_IN_WORDS = 12
+
+
+def _lead_in(table: Any) -> str:
+    """The short paragraph ending in a colon right before ``table`` that introduces it, without the colon; ``""``
+    when there is none."""
+    previous = table.find_previous_sibling()
+    if previous is None or previous.name != "p":
+        return ""
+    text = " ".join(previous.get_text(" ").split())
+    return text[:-1].rstrip() if text.endswith(":") and 0 < len(text.split()) <= _LEAD_IN_WORDS else ""
+
+
 def _html_title(table: Any) -> tuple[str, str]:
+    """The table's caption; else its nearest preceding heading, followed by the paragraph that leads into the table
+    when there is one ("Kddcup 99 dataset — SA structure": the heading alone would title every table of the
+    section alike); else that paragraph alone; and where the title came from."""
     caption = next((c for c in table.find_all("caption") if c.find_parent("table") is table), None)
     if caption is not None and _own_text(caption):
         return _own_text(caption), "caption"
+    lead = _lead_in(table)
     for heading in table.find_all_previous(_HEADINGS, limit=20):
         text = " ".join(heading.get_text(" ").split())
         if text:
-            return text, "heading"
-    return "", "name"
+            return (f"{text} — {lead}", "heading and lead-in") if lead else (text, "heading")
+    return (lead, "lead-in") if lead else ("", "name")
 
 
 def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:

@@ -202,7 +202,8 @@ def tables_from_html(html: str, *, name: str) -> list[ParsedTable]:
     (several header rows join per column: "2024 Q1"). ``colspan`` and ``rowspan`` are expanded
     (a colspan repeats its text in header rows and fills only its first column in data rows).
     A table nested in a cell is a table of its own and its text is left out of the outer cell.
-    Title: the ``<caption>``, else the nearest preceding heading, else "<stem of name> table N".
+    Title: the ``<caption>``, else the nearest preceding heading followed by the short paragraph ending in a colon
+    that leads into the table, if any ("Transfers — In"), else that paragraph, else "<stem of name> table N".
     """
     return html_tables(html, name=name, fmt="html")
 
@@ -212,7 +213,7 @@ def tables_from_markdown(text: str, *, name: str) -> list[ParsedTable]:
     separator line, then rows), plus raw HTML tables in it, in order (``[]`` if none).
 
     Parsed with markdown-it, so escaped pipes, inline code and emphasis come out as plain text and
-    tables in code blocks are ignored. Title: the nearest preceding heading, else "<stem> table N".
+    tables in code blocks are ignored. Title: as for :func:`tables_from_html` (a pipe table has no caption).
     """
     return markdown_tables(text, name=name)
 
