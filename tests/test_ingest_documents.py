@@ -361,3 +361,24 @@ def test_pdf_page_labels_as_printed(tmp_path: Path) -> None:
     c.save()
     doc = read_document(path)
     assert [(p.number, p.label) for p in doc.pages] == [(1, "iv"), (2, "1")]
+
+
+def test_a_line_leading_into_a_table_joins_its_title(tmp_path: Path) -> None:
+    """Two tables under one heading, each introduced by a line ending in a colon: titled by the heading alone they
+    were alike ("Fees", "Fees (2)"), so a question about mooring could not tell them apart."""
+    import docx
+
+    d = docx.Document()
+    d.add_heading("Fees", 1)
+    d.add_paragraph("Visiting boats pay by the night; members pay by the season.")
+    for lead, rows in (("Harbour dues:", [("Boat", "Per night"), ("Under 8 m", "12 euros")]),
+                       ("Mooring fees:", [("Berth", "Per season"), ("Pontoon", "640 euros")])):
+        d.add_paragraph(lead)
+        table = d.add_table(rows=0, cols=2)
+        for row in rows:
+            for cell, value in zip(table.add_row().cells, row, strict=True):
+                cell.text = value
+    d.save(str(tmp_path / "fees.docx"))
+    doc = read_document(tmp_path / "fees.docx")
+    titles = [b.table.title for b in doc.blocks() if b.kind is BlockKind.TABLE and b.table is not None]
+    assert titles == ["Fees — Harbour dues", "Fees — Mooring fees"]

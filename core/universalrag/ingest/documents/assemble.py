@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..tables.model import lead_in, titled
 from .model import BBox, Block, BlockKind, Figure, TableData
 
 __all__ = [
@@ -138,7 +139,9 @@ class PageAssembler:
             if isinstance(item, TextItem):
                 out.append(self._text(item, page))
             elif isinstance(item, TableItem):
-                out.append(self._table(item, caption or item.caption, page))
+                before = items[i - 1] if i and i - 1 not in used else None
+                lead = lead_in(before.text) if isinstance(before, TextItem) and not before.level else ""
+                out.append(self._table(item, caption or item.caption, page, lead=lead))
             else:
                 label = caption_label(caption, kind="figure") or ""
                 figure = replace(item.figure, caption=caption or item.figure.caption,
@@ -155,10 +158,12 @@ class PageAssembler:
             return Block(BlockKind.HEADING, item.text, page, self.heading_path(), item.bbox, level=item.level)
         return Block(BlockKind.PARAGRAPH, item.text, page, self.heading_path(), item.bbox)
 
-    def _table(self, item: TableItem, caption: str, page: int | None) -> Block:
+    def _table(self, item: TableItem, caption: str, page: int | None, *, lead: str = "") -> Block:
+        """A table block titled by its caption, else by the heading it sits under and the line leading into it
+        ("Header:" before the mime.cache header table), else by where it is."""
         path = self.heading_path()
         where = f"page {page}" if page is not None else "the document"
-        title = caption or (path[-1] if path else f"Table on {where}")
+        title = caption or titled(path[-1] if path else "", lead) or f"Table on {where}"
         table = TableData(rows=item.rows, header_rows=item.header_rows, caption=caption,
                           label=caption_label(caption, kind="table") or "", title=title)
         text = "\n".join(" | ".join(row) for row in item.rows)

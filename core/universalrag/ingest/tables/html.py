@@ -17,11 +17,13 @@ from typing import Any
 from .model import (
     ParsedTable,
     fit_row,
+    lead_in,
     looks_like_data,
     make_header,
     source_name,
     synthetic_header,
     title_stem,
+    titled,
     unique_titles,
 )
 
@@ -100,18 +102,10 @@ def _grid(table: Any) -> tuple[list[list[str]], list[list[bool]], int]:
     return grid, copies, header_rows
 
 
-#: A lead-in paragraph ("SA structure:", "Transfers in:") is at most this many words and ends with a colon.
-_LEAD_IN_WORDS = 12
-
-
 def _lead_in(table: Any) -> str:
-    """The short paragraph ending in a colon right before ``table`` that introduces it, without the colon; ``""``
-    when there is none."""
+    """The paragraph right before ``table`` when it leads into it (:func:`~.model.lead_in`), else ``""``."""
     previous = table.find_previous_sibling()
-    if previous is None or previous.name != "p":
-        return ""
-    text = " ".join(previous.get_text(" ").split())
-    return text[:-1].rstrip() if text.endswith(":") and 0 < len(text.split()) <= _LEAD_IN_WORDS else ""
+    return lead_in(previous.get_text(" ")) if previous is not None and previous.name == "p" else ""
 
 
 def _html_title(table: Any) -> tuple[str, str]:
@@ -125,7 +119,7 @@ def _html_title(table: Any) -> tuple[str, str]:
     for heading in table.find_all_previous(_HEADINGS, limit=20):
         text = " ".join(heading.get_text(" ").split())
         if text:
-            return (f"{text} — {lead}", "heading and lead-in") if lead else (text, "heading")
+            return titled(text, lead), "heading and lead-in" if lead else "heading"
     return (lead, "lead-in") if lead else ("", "name")
 
 

@@ -146,6 +146,22 @@ def fit_row(cells: list[str], width: int) -> list[str]:
     return cells[:width] if len(cells) >= width else cells + [""] * (width - len(cells))
 
 
+#: A lead-in line ("SA structure:", "Transfers in:") is at most this many words and ends with a colon.
+_LEAD_IN_WORDS = 12
+
+
+def lead_in(text: str) -> str:
+    """``text`` without its colon when it is a short line that leads into a table ("SA structure:"), else ``""``."""
+    flat = " ".join(text.split())
+    return flat[:-1].rstrip() if flat.endswith(":") and 0 < len(flat.split()) <= _LEAD_IN_WORDS else ""
+
+
+def titled(heading: str, lead: str) -> str:
+    """A table's title from the heading it sits under and the line that leads into it: "Kddcup 99 dataset — SA
+    structure" (the heading alone titles every table of the section alike), or whichever of the two there is."""
+    return f"{heading} — {lead}" if heading and lead else heading or lead
+
+
 def unique_titles(titles: list[str]) -> list[str]:
     """The second "X" of a file becomes "X (2)", the third "X (3)"."""
     seen: dict[str, int] = {}
