@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from universalrag.evidence import build_evidence
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
@@ -39,6 +40,12 @@ def test_every_hit_names_its_file_as_the_frameworks_loaders_do(store: Store, min
         search_corpus(store, minilm, "paragraph", "which radio channel does the lock keeper use", k=1)[0],
     ]
     expected = [folder / "sourdough.md", folder / "sourdough.md", folder / "ferries.csv", folder / "locks.rst"]
+    # the evidence labels a model cites (and the CLI shows) say which file: the title, then the file's name when
+    # the title does not already say it (a CSV's title is its stem)
+    labels = [e.label for e in build_evidence(hits, with_media=False)]
+    title = hits[0].metadata["title"]
+    assert labels == [f"[paragraph 1] {title} (sourdough.md)", f"[document 2] {title} (sourdough.md)",
+                      "[table 3] ferries", "[paragraph 4] Locks (locks.rst)"]
     for hit, path in zip(hits, expected, strict=True):
         doc = hit_to_document(hit)
         assert doc.metadata["source"] == str(path.resolve()), (hit.corpus, doc.metadata)

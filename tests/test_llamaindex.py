@@ -246,7 +246,7 @@ def test_query_engine_uses_the_core_generator_without_llm(rag: UniversalRAG) -> 
     core = UniversalRAG(settings=rag.settings, store=rag.store, embedder=rag.embedder, router=rag.router,
                         generator=EchoGenerator(), visual_encoder=None)
     response = UniversalRAGQueryEngine(rag=core, similarity_top_k=1).query(IMAGE_Q)
-    assert str(response) == "core: [image 1] A white cup of black coffee on a saucer, seen from above."
+    assert str(response) == "core: [image 1] A white cup of black coffee on a saucer, seen from above. (IMG_0042.jpg)"
     assert response.metadata["answered_by"] == "universalrag:echo"
     assert response.metadata["citations"] == [response.source_nodes[0].node_id]
 

@@ -21,7 +21,8 @@ from .types import Evidence, Granularity, Hit, Modality
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-__all__ = ["EvidenceBudget", "build_evidence", "hit_content", "hit_images", "hit_path", "hit_source", "hit_text"]
+__all__ = ["EvidenceBudget", "build_evidence", "hit_content", "hit_images", "hit_name", "hit_path", "hit_source",
+           "hit_text"]
 
 _WORDS_PER_TOKEN = 0.75
 _WORD = re.compile(r"\S+")
@@ -123,12 +124,23 @@ def _where(hit: Hit) -> str:
     return "".join(f", {b}" for b in bits)
 
 
-def _label(hit: Hit, index: int) -> str:
+def hit_name(hit: Hit) -> str:
+    """How a reader names a hit: a PDF, Word or PowerPoint unit by its file; another by its title, with its file's
+    name when that says something more ("General Options (config-vars.rst)"); else by its file or address, else
+    its id."""
     meta = hit.metadata
     if meta.get("document_format") and meta.get("source"):  # a unit of a PDF, Word or PowerPoint file
-        name = Path(str(meta["source"])).name
-    else:
-        name = meta.get("title") or (Path(unquote(urlparse(hit.uri).path)).name if hit.uri else hit.id)
+        return Path(str(meta["source"])).name
+    source = hit_source(hit)
+    file = Path(source).name if source is not None and source != hit.uri else ""  # a local file's name
+    title = str(meta.get("title") or "")
+    if title and file and title not in (file, Path(file).stem):
+        return f"{title} ({file})"
+    return title or file or (Path(unquote(urlparse(hit.uri).path)).name if hit.uri else "") or hit.id
+
+
+def _label(hit: Hit, index: int) -> str:
+    name = hit_name(hit)
     span = ""
     if hit.start_s is not None and hit.end_s is not None and hit.modality is Modality.VIDEO:
         span = f" {_clock(hit.start_s)}–{_clock(hit.end_s)}"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from ..evidence import hit_name
 from ..types import Granularity, Hit, Modality, RouteDecision
 from .context import Output
 
@@ -93,7 +94,7 @@ def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None) ->
     # rank-based fusion (corpora on different scales) gives scores a person cannot read: show both then
     fused = any("similarity" in h.channel_scores and h.score != h.channel_scores["similarity"] for h in hits)
     for rank, hit in enumerate(hits, 1):
-        label = snippet(str(hit.metadata.get("title") or hit.uri or hit.id), label_width)
+        label = snippet(hit_name(hit), label_width)
         line = Text.assemble(f"  {rank}. ", (f"{similarity(hit):.3f}", "cyan"), " ", (hit.corpus, "magenta"),
                              _span(hit), " ", (label, "bold"))
         if fused:
