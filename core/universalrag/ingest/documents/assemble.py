@@ -160,7 +160,7 @@ class PageAssembler:
 
     def _table(self, item: TableItem, caption: str, page: int | None, *, lead: str = "") -> Block:
         """A table block titled by its caption, else by the heading it sits under and the line leading into it
-        ("Header:" before the mime.cache header table), else by where it is."""
+        ("Fees — Mooring fees" for a table introduced by "Mooring fees:" under "Fees"), else by where it is."""
         path = self.heading_path()
         where = f"page {page}" if page is not None else "the document"
         title = caption or titled(path[-1] if path else "", lead) or f"Table on {where}"
