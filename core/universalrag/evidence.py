@@ -21,8 +21,8 @@ from .types import Evidence, Granularity, Hit, Modality
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-__all__ = ["EvidenceBudget", "build_evidence", "hit_content", "hit_images", "hit_name", "hit_path", "hit_source",
-           "hit_text"]
+__all__ = ["EvidenceBudget", "build_evidence", "hit_content", "hit_file", "hit_images", "hit_name", "hit_path",
+           "hit_source", "hit_text"]
 
 _WORDS_PER_TOKEN = 0.75
 _WORD = re.compile(r"\S+")
@@ -44,23 +44,26 @@ class EvidenceBudget:
 _LONG_DOCUMENT_WORDS = int(EvidenceBudget().max_text_tokens * _WORDS_PER_TOKEN)
 
 
-def hit_source(hit: Hit) -> str | None:
-    """Where a hit comes from, as the frameworks' loaders name it (LangChain's ``source``, LlamaIndex's
-    ``file_path``): the local path of a ``file://`` URI, whether or not the file is still there, else the URI
-    itself (a web page's address); ``None`` without a URI."""
+def hit_file(hit: Hit) -> str | None:
+    """The local path of a hit's ``file://`` URI, whether or not the file is still there; ``None`` for another
+    URI (a web page's address) or none."""
     if not hit.uri:
         return None
     parsed = urlparse(hit.uri)
-    return unquote(parsed.path) if parsed.scheme == "file" else hit.uri
+    return unquote(parsed.path) if parsed.scheme == "file" else None
+
+
+def hit_source(hit: Hit) -> str | None:
+    """Where a hit comes from, as LangChain's loaders name it in ``source``: its local file's path
+    (:func:`hit_file`), else its URI; ``None`` without a URI."""
+    return hit_file(hit) or hit.uri or None
 
 
 def hit_path(hit: Hit) -> Path | None:
     """The local file behind a hit (``file://`` URIs) when it exists, or ``None``."""
-    source = hit_source(hit)
-    if source is None or source == hit.uri:
-        return None
-    path = Path(source)
-    return path if path.is_file() else None
+    file = hit_file(hit)
+    path = Path(file) if file else None
+    return path if path is not None and path.is_file() else None
 
 
 def _jpeg(image: Image) -> bytes:
@@ -131,8 +134,8 @@ def hit_name(hit: Hit) -> str:
     meta = hit.metadata
     if meta.get("document_format") and meta.get("source"):  # a unit of a PDF, Word or PowerPoint file
         return Path(str(meta["source"])).name
-    source = hit_source(hit)
-    file = Path(source).name if source is not None and source != hit.uri else ""  # a local file's name
+    local = hit_file(hit)
+    file = Path(local).name if local else ""
     title = str(meta.get("title") or "")
     if title and file and title not in (file, Path(file).stem):
         return f"{title} ({file})"

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from urllib.parse import urlparse
 
 from universalrag.errors import MissingDependencyError
-from universalrag.evidence import EvidenceBudget, build_evidence, hit_images, hit_path, hit_source
+from universalrag.evidence import EvidenceBudget, build_evidence, hit_file, hit_images, hit_path
 from universalrag.types import Hit, Modality, RouteDecision
 
 try:
@@ -68,10 +68,10 @@ def hit_to_metadata(hit: Hit, *, decision: RouteDecision | None = None, label: s
     })
     if hit.start_s is not None or hit.end_s is not None:
         meta["start_s"], meta["end_s"] = hit.start_s, hit.end_s
-    source = hit_source(hit)
-    if source is not None and source != hit.uri:  # a local file, named as LlamaIndex's file readers name it
-        meta["file_path"] = source
-        meta["file_name"] = Path(source).name
+    local = hit_file(hit)
+    if local:  # a local file, named as LlamaIndex's file readers name it
+        meta["file_path"] = local
+        meta["file_name"] = Path(local).name
     if meta.get("document_format") and meta.get("page") is not None:
         meta["page_label"] = str(meta.get("page_label") or meta["page"])
     if hit.matched_parts:
