@@ -4,7 +4,7 @@ are decoded, HTML boilerplate stays out, multi-page TIFFs and .ts/.ogv videos ar
 Every file is real: written by the test with the library that makes that kind of file (gzip, NumPy, Pillow,
 PyAV), the committed Texinfo-style page ``tests/data/html/texinfo_tides.html`` (ISO-8859-1, a navigation
 header, a layout table with a nested menu, one real data table), and Debian's HTML manuals under
-/usr/share/doc when this machine has them. The database tests use the real PostgreSQL and MiniLM encoder.
+/usr/share/doc and the Rust toolchain's Cargo book (mdBook) when this machine has them. The database tests use the real PostgreSQL and MiniLM encoder.
 """
 
 from __future__ import annotations
@@ -328,3 +328,69 @@ def test_real_docbook_page_without_its_navigation_tables() -> None:
     tables = tables_from_html(DOCBOOK.read_text(encoding="utf-8"), name=str(DOCBOOK))
     assert tables and all(t.header[0] != "Shared MIME-info Database" for t in tables)
     assert any(t.header == ["Attribute", "Required?", "Value"] for t in tables)  # real tables stay
+
+
+MDBOOK_PAGE = b"""<!DOCTYPE HTML><html lang="en"><head><meta charset="UTF-8"><title>Moorings - The Harbour Book</title>
+<script src="toc.js"></script></head><body>
+<div id="mdbook-help-container"><div id="mdbook-help-popup">
+<h2 class="mdbook-help-title">Keyboard shortcuts</h2>
+<div><p>Press <kbd>S</kbd> or <kbd>/</kbd> to search in the book</p><p>Press <kbd>Esc</kbd> to hide this help</p></div>
+</div></div>
+<div id="mdbook-body-container"><nav id="mdbook-sidebar" class="sidebar" aria-label="Table of contents"></nav>
+<div id="mdbook-page-wrapper" class="page-wrapper"><div class="page">
+<div id="mdbook-menu-bar" class="menu-bar"><h1 class="menu-title">The Harbour Book</h1>
+<button id="print-button" title="Print this book">Print</button></div>
+<div id="mdbook-content" class="content"><main>
+<h1 id="moorings"><a class="header" href="#moorings">Moorings</a></h1>
+<p>Visiting boats tie up on the inner face of the north quay, where the water stays calm in a westerly.</p>
+<h2 id="fees"><a class="header" href="#fees">Fees</a></h2>
+<p>A night costs twelve pounds for boats under eight metres.</p>
+<pre><code class="language-toml">[mooring]
+nights = 2
+</code><button class="copy-button">copy</button></pre>
+</main><nav class="nav-wrapper" aria-label="Page navigation"><a rel="prev" href="tides.html">Tides</a></nav>
+</div></div></div></div></body></html>"""
+
+
+def test_a_page_is_its_main_landmark_and_keeps_every_heading() -> None:
+    """mdBook pages (the Rust books, many project manuals): each heading is an anchor of class "header", and a
+    keyboard-help box sits outside <main>. Before, every heading lost its text and each page began with "Keyboard
+    shortcuts"."""
+    from universalrag.ingest.text.document import parse_text
+
+    doc = parse_text(MDBOOK_PAGE, format="html", name="moorings.html")
+    assert doc.title == "Moorings - The Harbour Book"
+    assert doc.text.split("\n\n") == [
+        "Moorings",
+        "Visiting boats tie up on the inner face of the north quay, where the water stays calm in a westerly.",
+        "Fees",
+        "A night costs twelve pounds for boats under eight metres.",
+        "[mooring]\nnights = 2",  # the code block without its "copy" button
+    ]
+    assert doc.metadata["headings"] == ["Moorings", "Fees"]
+
+
+def test_a_small_main_landmark_does_not_hide_the_page() -> None:
+    """A <main> holding less than half of the page's words is not its content: nothing is cut for it."""
+    from universalrag.ingest.text.document import parse_text
+
+    article = " ".join(["The harbour wall was raised by a metre after the storm of 1953."] * 12)
+    page = (f"<html><body><main><p>Welcome aboard.</p></main><div class='article'><h1>The wall</h1><p>{article}</p>"
+            "</div></body></html>").encode()
+    doc = parse_text(page, format="html", name="wall.html")
+    assert "Welcome aboard." in doc.text and "The wall" in doc.text and article in doc.text
+    # Wikipedia's section "Toolbar": an id that names page chrome, on the heading's own span
+    heading = b"<html><body><h3><span class='mw-headline' id='Toolbar'>Toolbar</span></h3><p>Get it.</p></body></html>"
+    assert parse_text(heading, format="html", name="t.html").text.split("\n\n") == ["Toolbar", "Get it."]
+
+
+MDBOOK = Path.home() / ".rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html/cargo/reference" / \
+    "profiles.html"
+
+
+@pytest.mark.skipif(not MDBOOK.is_file(), reason="the Rust toolchain's Cargo book (mdBook HTML) is not installed")
+def test_real_mdbook_page() -> None:
+    doc = read_text_file(MDBOOK)
+    assert doc.text.startswith("Profiles\n\nProfiles provide a way")
+    assert "Keyboard shortcuts" not in doc.text
+    assert {"opt-level", "codegen-units", "Default profiles"} <= set(doc.metadata["headings"])

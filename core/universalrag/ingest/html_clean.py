@@ -12,7 +12,11 @@ Shared by the text reader (paragraphs) and the table reader (data tables), on a 
   ``contentinfo``, ``search``), ``<aside>``, page-level ``<header>``/``<footer>``, elements whose class or id
   names a menu, breadcrumb, sidebar, navigation bar, header or footer (Texinfo's ``div.header`` and
   ``div.nav-panel`` with "Previous: … Up: … Next: …"), skip links, and blocks that are mostly links
-  (tables of contents, link lists).
+  (tables of contents, link lists), and interface controls (``<button>``, ``<select>``: the "copy" a code block's
+  button would add to it). A class name never makes chrome of a heading's own parts: mdBook's
+  ``<h2><a class="header">`` and Wikipedia's ``<h3><span id="Toolbar">`` are the heading's text. When the page marks its
+  main content (``<main>``, ``role="main"``) and that holds most of what is left, everything outside it goes too:
+  help pop-ups, cookie banners and page furniture that no pattern names (mdBook's "Keyboard shortcuts" box).
 
 These are the heuristics main-content extractors use (link density, landmarks, layout-table signals), kept
 small and deterministic. The caller keeps the unpruned text when pruning would leave nothing.
@@ -30,7 +34,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["is_layout_table", "link_density", "remove_navigation", "unwrap_layout_tables"]
+__all__ = ["is_layout_table", "keep_main", "link_density", "remove_navigation", "unwrap_layout_tables"]
 
 _NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menubar", "menu"})
 _LAYOUT_ROLES = frozenset({"presentation", "none"})
@@ -50,6 +54,9 @@ _MIN_LINKS = 2
 _INDEX_LINK_SHARE = 0.8
 #: An element named like page chrome is kept when it is this long or holds a main heading (a wrapper, not a bar).
 _MAX_CHROME_WORDS = 200
+_HEADINGS = ["h1", "h2", "h3", "h4", "h5", "h6"]
+#: The main landmark replaces the page when it holds at least this share of the words left after pruning.
+_MAIN_SHARE = 0.5
 
 
 #: Per element: (words, words inside links, links), computed for the whole tree in one pass.
@@ -153,7 +160,7 @@ def _is_navigation(node: Any, stats: _Stats) -> bool:
         return node.find_parent(["article", "main", "section"]) is None and node.find("h1") is None
     if node.name in ("body", "html", "main", "article"):
         return False
-    if _NAV_WORDS.search(_marks(node)):
+    if _NAV_WORDS.search(_marks(node)) and node.find_parent(_HEADINGS) is None:  # a heading's parts are its text
         return node.find(["h1", "h2"]) is None and _words(node, stats) <= _MAX_CHROME_WORDS
     if node.name == "a":
         href, text = str(node.get("href") or ""), node.get_text(" ").strip()
@@ -179,13 +186,51 @@ def _prune(nodes: list[Any], remove: Callable[[Any], bool]) -> int:
 
 
 def remove_navigation(soup: Any) -> int:
-    """Remove navigation and link-list blocks from ``soup`` (see the module docstring); return how many."""
+    """Remove navigation and link-list blocks from ``soup``, then what lies outside its main landmark (see the
+    module docstring); return how many elements went."""
+    controls = soup.find_all(["button", "select"])
+    for control in controls:
+        control.decompose()
     stats = _stats(soup)
-    removed = _prune(soup.find_all(True), lambda node: _is_navigation(node, stats))
+    removed = len(controls) + _prune(soup.find_all(True), lambda node: _is_navigation(node, stats))
     stats = _stats(soup)  # counted again without what was just removed
 
     def link_list(node: Any) -> bool:
         share, links = link_density(node, stats)
         return links >= _MIN_LINKS and share >= _LINK_SHARE and node.find(["h1", "h2", "h3", "pre"]) is None
 
-    return removed + _prune(soup.find_all(_LINK_BLOCKS), link_list)
+    removed += _prune(soup.find_all(_LINK_BLOCKS), link_list)
+    return removed + keep_main(soup)
+
+
+def _is_main(node: Any) -> bool:
+    return node.name == "main" or str(node.get("role") or "").lower() == "main"
+
+
+def keep_main(soup: Any) -> int:
+    """Keep only the page's main landmark (``<main>`` or ``role="main"``) and the elements that contain it, when
+    there is one outermost landmark and it holds at least half of the page's words; return how many elements
+    outside it were removed. The ``<head>`` stays (the title is read from it)."""
+    from bs4.element import NavigableString, Tag
+
+    landmarks = soup.find_all(_is_main)
+    outermost = [m for m in landmarks if m.find_parent(_is_main) is None]
+    if len(outermost) != 1:
+        return 0
+    main = outermost[0]
+    stats = _stats(soup)
+    if _words(main, stats) < _MAIN_SHARE * _words(soup, stats):
+        return 0
+    removed = 0
+    node = main
+    while node.parent is not None:
+        for sibling in list(node.parent.children):
+            if sibling is node or (isinstance(sibling, Tag) and sibling.name == "head"):
+                continue
+            if isinstance(sibling, Tag):
+                sibling.decompose()
+                removed += 1
+            elif isinstance(sibling, NavigableString):
+                sibling.extract()
+        node = node.parent
+    return removed
