@@ -394,3 +394,23 @@ def test_real_mdbook_page() -> None:
     assert doc.text.startswith("Profiles\n\nProfiles provide a way")
     assert "Keyboard shortcuts" not in doc.text
     assert {"opt-level", "codegen-units", "Default profiles"} <= set(doc.metadata["headings"])
+
+
+def test_permalink_marks_are_not_part_of_a_heading_or_a_table_title() -> None:
+    """Node.js's API pages end every heading with a "#" link to itself, Sphinx's with "¶"; the tables under them
+    were titled "dns.lookup(hostname) #"."""
+    from universalrag.ingest.text.document import parse_text
+
+    page = b"""<html><body>
+    <h1>Tides<a class="headerlink" href="#tides">\xc2\xb6</a></h1>
+    <h3>tides.lookup(port)<span><a class="mark" href="#tides_lookup_port" id="tides_lookup_port">#</a></span></h3>
+    <table><thead><tr><th>Version</th><th>Changes</th></tr></thead>
+    <tbody><tr><td>v2.0.0</td><td>The port may be a number.</td></tr></tbody></table>
+    <h3>Berths<a class="headerlink" href="#berths" title="Permalink to this heading">\xc2\xb6</a></h3>
+    <table><tr><th>Berth</th><th>Length (m)</th></tr><tr><td>A1</td><td>12</td></tr></table>
+    </body></html>"""
+    titles = [t.title for t in tables_from_html(page.decode(), name="tides.html")]
+    assert titles == ["tides.lookup(port)", "Berths"]
+    doc = parse_text(page, format="html", name="tides.html")
+    assert doc.title == "Tides"  # no <title>: the first <h1>, without its mark
+    assert doc.metadata["headings"] == ["Tides", "tides.lookup(port)", "Berths"]

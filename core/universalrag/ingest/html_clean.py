@@ -34,7 +34,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["is_layout_table", "keep_main", "link_density", "remove_navigation", "unwrap_layout_tables"]
+__all__ = ["heading_text", "is_layout_table", "is_permalink", "keep_main", "link_density", "remove_navigation",
+           "unwrap_layout_tables"]
 
 _NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menubar", "menu"})
 _LAYOUT_ROLES = frozenset({"presentation", "none"})
@@ -55,6 +56,8 @@ _INDEX_LINK_SHARE = 0.8
 #: An element named like page chrome is kept when it is this long or holds a main heading (a wrapper, not a bar).
 _MAX_CHROME_WORDS = 200
 _HEADINGS = ["h1", "h2", "h3", "h4", "h5", "h6"]
+#: The text of a permalink after a heading: Sphinx's "¶", Node.js's and GitHub's "#", "§", a link emoji.
+_PERMALINK_MARKS = frozenset({"¶", "#", "§", "🔗"})
 #: The main landmark replaces the page when it holds at least this share of the words left after pruning.
 _MAIN_SHARE = 0.5
 
@@ -162,11 +165,27 @@ def _is_navigation(node: Any, stats: _Stats) -> bool:
         return False
     if _NAV_WORDS.search(_marks(node)) and node.find_parent(_HEADINGS) is None:  # a heading's parts are its text
         return node.find(["h1", "h2"]) is None and _words(node, stats) <= _MAX_CHROME_WORDS
-    if node.name == "a":
-        href, text = str(node.get("href") or ""), node.get_text(" ").strip()
-        # skip links ("Skip to content") and permalink marks after headings (Sphinx's "¶")
-        return href.startswith("#") and ("skip" in text.lower() or text in ("¶", "#", "§", "🔗"))
+    if node.name == "a":  # skip links ("Skip to content") and permalink marks
+        text = node.get_text(" ").strip()
+        return is_permalink(node) or (str(node.get("href") or "").startswith("#") and "skip" in text.lower())
     return False
+
+
+def is_permalink(node: Any) -> bool:
+    """True for a link to its own page whose text is only a mark (the "¶" Sphinx puts after each heading)."""
+    return (node.name == "a" and str(node.get("href") or "").startswith("#")
+            and node.get_text(" ").strip() in _PERMALINK_MARKS)
+
+
+def heading_text(heading: Any) -> str:
+    """A heading's words without its permalink mark ("dns.lookup(hostname) #" is "dns.lookup(hostname)")."""
+    words = []
+    for string in heading.find_all(string=True):
+        link = string.find_parent("a")
+        if link is not None and is_permalink(link) and heading in link.parents:
+            continue
+        words.append(str(string))
+    return " ".join(" ".join(words).split())
 
 
 def _prune(nodes: list[Any], remove: Callable[[Any], bool]) -> int:

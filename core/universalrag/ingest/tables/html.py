@@ -14,6 +14,7 @@ import re
 from functools import partial
 from typing import Any
 
+from ..html_clean import heading_text
 from .model import (
     ParsedTable,
     fit_row,
@@ -117,7 +118,7 @@ def _html_title(table: Any) -> tuple[str, str]:
         return _own_text(caption), "caption"
     lead = _lead_in(table)
     for heading in table.find_all_previous(_HEADINGS, limit=20):
-        text = " ".join(heading.get_text(" ").split())
+        text = heading_text(heading)
         if text:
             return titled(text, lead), "heading and lead-in" if lead else "heading"
     return (lead, "lead-in") if lead else ("", "name")

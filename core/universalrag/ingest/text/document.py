@@ -172,7 +172,7 @@ def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, 
     are ``<aside>``, or from a notebook)."""
     from bs4 import BeautifulSoup
 
-    from ..html_clean import remove_navigation, unwrap_layout_tables
+    from ..html_clean import heading_text, remove_navigation, unwrap_layout_tables
 
     soup = BeautifulSoup(raw, "html.parser")
     title_tag = next((t for t in soup.find_all("title") if not t.find_parent("svg")), None)
@@ -182,7 +182,7 @@ def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, 
         for img in soup.find_all("img")
         if img.get("src") or img.get("alt")
     ]
-    first_h1 = next((_collapse(h.get_text()) for h in soup.find_all("h1")), "")
+    first_h1 = next((heading_text(h) for h in soup.find_all("h1")), "")
     layout = unwrap_layout_tables(soup)
     navigation = remove_navigation(soup) if drop_navigation else 0
     headings, text, prose = _visible_text(soup)
