@@ -379,9 +379,20 @@ def test_a_small_main_landmark_does_not_hide_the_page() -> None:
             "</div></body></html>").encode()
     doc = parse_text(page, format="html", name="wall.html")
     assert "Welcome aboard." in doc.text and "The wall" in doc.text and article in doc.text
-    # Wikipedia's section "Toolbar": an id that names page chrome, on the heading's own span
-    heading = b"<html><body><h3><span class='mw-headline' id='Toolbar'>Toolbar</span></h3><p>Get it.</p></body></html>"
-    assert parse_text(heading, format="html", name="t.html").text.split("\n\n") == ["Toolbar", "Get it."]
+
+
+def test_a_heading_is_content_whatever_its_class_says() -> None:
+    """Class names that mark page chrome ("header", "toolbar") do not make chrome of a heading: Wikipedia's section
+    "Toolbar" lost its title, and rustdoc's pages every method's signature (``<h4 class="code-header">``)."""
+    from universalrag.ingest.text.document import parse_text
+
+    page = b"""<html><body><h3><span class="mw-headline" id="Toolbar">Toolbar</span></h3><p>Get it.</p>
+    <details open><summary><section id="method.dedup" class="method"><span class="rightside">1.0.0 \xc2\xb7
+    <a class="src" href="../src/vec.rs.html#10">Source</a></span><h4 class="code-header">pub fn
+    <a href="#method.dedup" class="fn">dedup</a>(&amp;mut self)</h4></section></summary>
+    <div class="docblock"><p>Removes consecutive repeated elements.</p></div></details></body></html>"""
+    assert parse_text(page, format="html", name="t.html").text.split("\n\n") == [
+        "Toolbar", "Get it.", "1.0.0 \u00b7 Source", "pub fn dedup(&mut self)", "Removes consecutive repeated elements."]
 
 
 MDBOOK = Path.home() / ".rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html/cargo/reference" / \

@@ -13,8 +13,9 @@ Shared by the text reader (paragraphs) and the table reader (data tables), on a 
   names a menu, breadcrumb, sidebar, navigation bar, header or footer (Texinfo's ``div.header`` and
   ``div.nav-panel`` with "Previous: … Up: … Next: …"), skip links, and blocks that are mostly links
   (tables of contents, link lists), and interface controls (``<button>``, ``<select>``: the "copy" a code block's
-  button would add to it). A class name never makes chrome of a heading's own parts: mdBook's
-  ``<h2><a class="header">`` and Wikipedia's ``<h3><span id="Toolbar">`` are the heading's text. When the page marks its
+  button would add to it). A class name never makes chrome of a heading or its parts: mdBook's
+  ``<h2><a class="header">``, rustdoc's ``<h4 class="code-header">`` (each method's signature) and Wikipedia's
+  ``<h3><span id="Toolbar">`` are content. When the page marks its
   main content (``<main>``, ``role="main"``) and that holds most of what is left, everything outside it goes too:
   help pop-ups, cookie banners and page furniture that no pattern names (mdBook's "Keyboard shortcuts" box).
 
@@ -163,7 +164,7 @@ def _is_navigation(node: Any, stats: _Stats) -> bool:
         return node.find_parent(["article", "main", "section"]) is None and node.find("h1") is None
     if node.name in ("body", "html", "main", "article"):
         return False
-    if _NAV_WORDS.search(_marks(node)) and node.find_parent(_HEADINGS) is None:  # a heading's parts are its text
+    if node.name not in _HEADINGS and _NAV_WORDS.search(_marks(node)) and node.find_parent(_HEADINGS) is None:
         return node.find(["h1", "h2"]) is None and _words(node, stats) <= _MAX_CHROME_WORDS
     if node.name == "a":  # skip links ("Skip to content") and permalink marks
         text = node.get_text(" ").strip()
