@@ -4,7 +4,8 @@ are decoded, HTML boilerplate stays out, multi-page TIFFs and .ts/.ogv videos ar
 Every file is real: written by the test with the library that makes that kind of file (gzip, NumPy, Pillow,
 PyAV), the committed Texinfo-style page ``tests/data/html/texinfo_tides.html`` (ISO-8859-1, a navigation
 header, a layout table with a nested menu, one real data table), and Debian's HTML manuals under
-/usr/share/doc and the Rust toolchain's Cargo book (mdBook) when this machine has them. The database tests use the real PostgreSQL and MiniLM encoder.
+/usr/share/doc and the Rust toolchain's Cargo book (mdBook) when this machine has them. The database tests use the
+real PostgreSQL and MiniLM encoder.
 """
 
 from __future__ import annotations
@@ -392,7 +393,9 @@ def test_a_heading_is_content_whatever_its_class_says() -> None:
     <a href="#method.dedup" class="fn">dedup</a>(&amp;mut self)</h4></section></summary>
     <div class="docblock"><p>Removes consecutive repeated elements.</p></div></details></body></html>"""
     assert parse_text(page, format="html", name="t.html").text.split("\n\n") == [
-        "Toolbar", "Get it.", "1.0.0 \u00b7 Source", "pub fn dedup(&mut self)", "Removes consecutive repeated elements."]
+        "Toolbar", "Get it.", "1.0.0 \u00b7 Source", "pub fn dedup(&mut self)",
+        "Removes consecutive repeated elements.",
+    ]
 
 
 MDBOOK = Path.home() / ".rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html/cargo/reference" / \
