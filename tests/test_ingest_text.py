@@ -93,6 +93,19 @@ def test_markdown_front_matter_title_and_images() -> None:
     assert doc.metadata["images"] == [{"src": "tram.jpg", "alt": "A tram at dusk"}]
 
 
+def test_markdown_front_matter_description_leads_the_page() -> None:
+    """Static-site pages (npm's docs, Docusaurus, Hugo) say what the page is in their front matter: npm's
+    "npm-explain" page is "Explain installed packages", words its body never uses. YAML is parsed (quoted titles,
+    colons); a block that is not YAML is still not text."""
+    md = (b'---\ntitle: "npm-explain: why"\nsection: 1\ndescription: Explain installed\n  packages\n'
+          b"tags: [cli, deps]\n---\n\n### Synopsis\n\n`npm explain <package-spec>`\n")
+    doc = parse_text(md, format="markdown", name="npm-explain.md")
+    assert doc.title == "npm-explain: why"
+    assert doc.text == "Explain installed packages\n\nSynopsis\n\nnpm explain <package-spec>"
+    broken = parse_text(b"---\ntitle: [unclosed\n---\nBody text.\n", format="markdown", name="b.md")
+    assert (broken.title, broken.text) == ("b", "Body text.")
+
+
 def test_html_visible_text_only() -> None:
     doc = read_text_file(CORPUS / "brennmoor_tramways.html")
     assert doc.format == "html"

@@ -139,9 +139,11 @@ _HANDLERS: dict[str, Callable[[IngestRun, Path, str, str], Prepared | StagedSour
 
 #: What a Markdown or HTML page becomes, in the identity of every such source: changing it makes the next ingest
 #: replace pages ingested under the rule before (v2: their passages used to hold their tables' cells; v3: a
-#: heading whose anchor had a chrome-like class lost its text, what lay outside a page's ``<main>`` was kept, and a
-#: table under a heading with a permalink mark had the mark in its title).
-PAGE_RULES = "pages v3: passages cut from the prose, tables in the table corpus, main landmark, headings whole"
+#: heading whose anchor had a chrome-like class lost its text, what lay outside a page's ``<main>`` was kept, a table
+#: under a heading with a permalink mark had the mark in its title, and a Markdown page's front-matter description
+#: was dropped).
+PAGE_RULES = ("pages v3: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
+              "front-matter description")
 #: What a PDF becomes, in the identity of every PDF source: since v2 its tables set with white space alone are
 #: tables (their cells used to run together in the passages, column after column), so PDFs ingested before are
 #: replaced once at the next ingest.

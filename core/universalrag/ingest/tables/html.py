@@ -10,7 +10,6 @@ first use.
 
 from __future__ import annotations
 
-import re
 from functools import partial
 from typing import Any
 
@@ -173,12 +172,8 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
     ]
 
 
-_FRONT_MATTER = re.compile(r"\A---\r?\n.*?\r?\n(?:---|\.\.\.)\r?\n", re.DOTALL)
-
-
 def markdown_tables(text: str, *, name: str) -> list[ParsedTable]:
     """Tables of Markdown ``text`` as :func:`~universalrag.ingest.tables.tables_from_markdown` describes."""
-    from ..markup import markdown_to_html
+    from ..markup import markdown_to_html, split_front_matter
 
-    html = markdown_to_html(_FRONT_MATTER.sub("", text, count=1))
-    return html_tables(html, name=name, fmt="markdown")
+    return html_tables(markdown_to_html(split_front_matter(text)[1]), name=name, fmt="markdown")

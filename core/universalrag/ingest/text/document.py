@@ -8,7 +8,6 @@ word counts mean the same thing for every format.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -278,22 +277,24 @@ def _pre_text(code: str) -> str:
     return "\n".join(line for line in lines if line.strip())
 
 
-_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n(?:---|\.\.\.)\n", re.DOTALL)
+#: Front-matter fields that say in a sentence what the page is (the first one present leads the page's text).
+_SUMMARY_FIELDS = ("description", "summary", "subtitle", "excerpt")
 
 
 def _extract_markdown(raw: str) -> tuple[str, str, dict[str, Any]]:
-    """Render Markdown with markdown-it (CommonMark + tables) and keep the visible text."""
-    from ..markup import markdown_to_html
+    """Render Markdown with markdown-it (CommonMark + tables) and keep the visible text. YAML front matter gives the
+    title and, from its ``description`` (or ``summary``, ``subtitle``, ``excerpt``), the page's first paragraph, as
+    the sites built from such pages show it ("npm-explain" / "Explain installed packages")."""
+    from ..markup import markdown_to_html, split_front_matter
 
-    front_title = ""
-    match = _FRONT_MATTER.match(raw)
-    if match:
-        raw = raw[match.end():]
-        found = re.search(r"^title:\s*(.+?)\s*$", match.group(1), re.MULTILINE)
-        front_title = found.group(1).strip("\"'") if found else ""
-    _, text, extra = _extract_html(markdown_to_html(raw))
+    fields, body = split_front_matter(raw)
+    _, text, extra = _extract_html(markdown_to_html(body))
+    summary = next((fields[k] for k in _SUMMARY_FIELDS if fields.get(k)), "")
+    if summary:
+        text = _join_paragraphs([summary, text])
+        extra["prose"] = _join_paragraphs([summary, extra["prose"]])
     headings = extra["headings"]
-    return front_title or (headings[0] if headings else ""), text, extra
+    return fields.get("title") or (headings[0] if headings else ""), text, extra
 
 
 def _extract_rst(raw: str) -> tuple[str, str, dict[str, Any]]:
