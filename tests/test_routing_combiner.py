@@ -9,8 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from universalrag.errors import ConfigError, RoutingError
+from universalrag.fusion import TABLE_OFFSET
 from universalrag.routing.combiner import (
     CORPUS_FEATURES,
+    DOMINANCE_MARGIN,
     MAX_ROUTES,
     SIBLING_FLOOR,
     Combiner,
@@ -18,6 +20,7 @@ from universalrag.routing.combiner import (
     TrainingQuery,
     combiner_accuracy,
     covering,
+    dominant,
     fit_logistic,
     train_combiner,
 )
@@ -36,6 +39,37 @@ from universalrag.routing.features import (
 from universalrag.types import Hit
 
 CORPORA = ("paragraph", "document", "table", "image", "clip")
+
+
+#: The evidence of "how do workspaces work in npm" over npm's 92 Markdown docs (prior ``none`` 0.33), as the router
+#: gathered it: two pages' "Flags" tables hold a ``--workspace`` row (similarity 0.69, far above their other rows),
+#: the workspaces page's passage 0.80.
+NPM_WORKSPACES: dict[str, dict[str, float]] = {
+    "document": {
+        "prior": 0.0098, "prior_logit": -0.9224, "prior_none": 0.3307, "prior_top": 0.0, "best": 0.7058,
+        "margin": 0.0547, "rel_best": -0.092, "second_rel": 0.0191, "lexical": 0.6667, "rel_lexical": 0.0,
+        "log_size": 0.4533, "description": 0.0696, "examples": 0.0696, "empty": 0.0, "sib_prior": -0.4387,
+        "sib_best": -0.092, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 1.0, "is_table": 0.0,
+        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
+        "content_share": 0.5, "numeric_share": 0.0,
+    },
+    "table": {
+        "prior": 0.0002, "prior_logit": -1.6697, "prior_none": 0.3307, "prior_top": 0.0, "best": 0.6867,
+        "margin": 0.3273, "rel_best": -0.1112, "second_rel": -0.0191, "lexical": 0.6667, "rel_lexical": 0.0,
+        "log_size": 0.2639, "description": 0.0748, "examples": 0.0748, "empty": 0.0, "sib_prior": 0.0,
+        "sib_best": 0.0, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 0.0, "is_table": 1.0,
+        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
+        "content_share": 0.5, "numeric_share": 0.0,
+    },
+    "paragraph": {
+        "prior": 0.0818, "prior_logit": -0.4837, "prior_none": 0.3307, "prior_top": 1.0, "best": 0.7978,
+        "margin": 0.1076, "rel_best": 0.092, "second_rel": 0.1112, "lexical": 0.6667, "rel_lexical": 0.0,
+        "log_size": 0.7215, "description": 0.0028, "examples": 0.0028, "empty": 0.0, "sib_prior": 0.4387,
+        "sib_best": 0.092, "sib_lexical": 0.0, "is_paragraph": 1.0, "is_document": 0.0, "is_table": 0.0,
+        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
+        "content_share": 0.5, "numeric_share": 0.0,
+    },
+}
 
 
 def _query(rng: np.random.Generator, *, gold: str | None, misleading_prior: bool) -> TrainingQuery:
@@ -271,3 +305,32 @@ def test_the_prior_is_an_input_of_the_none_decision_not_a_gate() -> None:
     assert combiner.decide(weak, prior_none=0.3).routes == ("none",)
     close = pair_features("saturn moons", [_probe("table", "table", 0.1, [0.8, 0.2], "Saturn,146")], prior_none=0.9)
     assert combiner.decide(close, prior_none=0.9).routes == ("table",)
+
+
+def test_a_corpus_whose_best_hit_would_come_first_is_never_left_out() -> None:
+    """The shipped combiner trusts a table whose best row stands far above its others, and sent "how do workspaces
+    work in npm" to the "Flags" tables alone (table 0.52, passages 0.16) though the workspaces passage is the closest
+    hit of all. The decision now searches a text corpus whose best hit beats every chosen corpus's by the margin."""
+    combiner = Combiner.default()
+    decision = combiner.decide(NPM_WORKSPACES, prior_none=0.33)
+    assert decision.scores["table"] > 0.5 > decision.scores["paragraph"]  # the combiner's own view is unchanged
+    assert decision.routes == ("table", "paragraph")
+    assert dominant(NPM_WORKSPACES, ("table",)) == "paragraph"
+    assert dominant(NPM_WORKSPACES, ("table", "paragraph")) is None
+
+
+def test_dominance_lifts_tables_as_merging_does_and_ignores_other_modalities() -> None:
+    def row(best: float, granularity: str, empty: bool = False) -> dict[str, float]:
+        return {"best": best, f"is_{granularity}": 1.0, "empty": 1.0 if empty else 0.0}
+
+    lifted = 0.60 + TABLE_OFFSET
+    chosen_table = {"table": row(0.60, "table"), "paragraph": row(lifted + DOMINANCE_MARGIN, "paragraph")}
+    assert dominant(chosen_table, ("table",)) == "paragraph"
+    chosen_table["paragraph"]["best"] -= 0.01  # within the margin of the lifted table: merging would rank them close
+    assert dominant(chosen_table, ("table",)) is None
+    # a passage chosen, a table far above it (after its lift) joins; an image never (its scores are another scale)
+    assert dominant({"paragraph": row(0.5, "paragraph"), "table": row(0.5, "table"), "image": row(0.9, "image")},
+                    ("paragraph",)) == "table"
+    assert dominant({"image": row(0.3, "image"), "paragraph": row(0.9, "paragraph")}, ("image",)) is None
+    assert dominant({"paragraph": row(0.3, "paragraph"), "document": row(0.9, "document", empty=True)},
+                    ("paragraph",)) is None
