@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from support.schemas import fresh_schema
-from universalrag.exact_terms import MAX_TERMS, exact_terms, term_pattern
+from universalrag.exact_terms import MAX_TERMS, exact_terms, identifiers, term_pattern
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.pipeline import UniversalRAG
 from universalrag.store import Store
@@ -161,3 +161,90 @@ def test_the_pipeline_passes_the_terms(inventory, minilm) -> None:  # type: igno
     row = rows[47]
     _, hits = rag.search(f"which team owns {row['ip']}?", k=2, routes=["table"])
     assert f"ip: {row['ip']} |" in _first_row(_table(hits, "servers.csv"))
+
+
+# -- names the user typed: the units holding them come first --------------------------------------------------------
+@pytest.mark.parametrize(("query", "names"), [
+    ("what does error E0382 mean", ("E0382",)),
+    ("default value of max_concurrent_requests", ("max_concurrent_requests",)),
+    ("when was dns.lookup added", ("dns.lookup",)),
+    ("servers in sgp1", ("sgp1",)),
+    ("how do I use PGVectorStore", ("PGVectorStore",)),
+    ('Show me "Jammy Jellyfish" release', ("Jammy Jellyfish",)),
+    ("previous to 1977 how many greek leagues were champion?", ()),  # a year: many rows hold it
+    ("who finished 2nd in the 1952-53 season", ()),  # an ordinal, a season
+    ("who owns the box at 10.0.1.5", ()),  # an address: the table's rows are told apart by their parts instead
+    ("how many U.S. states", ()),  # an abbreviation
+    ("which team owns db-02?", ("db-02",)),
+])
+def test_identifiers(query: str, names: tuple[str, ...]) -> None:
+    assert identifiers(exact_terms(query)) == names
+
+
+ERRORS = {  # error pages as a compiler's manual has them, one per code (our own wording)
+    "E0106": "A reference in a type or a function signature lacks the lifetime it needs.",
+    "E0119": "Two implementations of one trait overlap for the same type.",
+    "E0204": "A type was marked Copy although one of its fields cannot be copied.",
+    "E0255": "An imported name clashes with an item defined in the same module.",
+    "E0277": "A type was used where a trait bound requires an implementation it does not have.",
+    "E0308": "The type of an expression is not the type its context expects.",
+    "E0369": "A binary operator was applied to a type that does not support it.",
+    "E0382": "A value was used after it had been moved into another binding.",
+    "E0384": "A variable that is not mutable was assigned a second time.",
+    "E0412": "A type name was used that is not defined in this scope.",
+    "E0425": "A value or function name was used that is not defined in this scope.",
+    "E0433": "A path names a crate or a module that was never declared.",
+    "E0499": "A value was borrowed mutably twice while the first borrow was still alive.",
+    "E0502": "A value was borrowed mutably while an immutable borrow of it was still alive.",
+    "E0503": "A value was used while a mutable borrow of it was still alive.",
+    "E0505": "A value was moved out while it was still borrowed.",
+    "E0507": "A value was moved out of a place behind a shared reference.",
+    "E0515": "A function returns a reference to a value that the function itself owns.",
+    "E0597": "A borrowed value does not live as long as the reference to it needs.",
+    "E0599": "A method was called that the type of the receiver does not have.",
+}
+
+
+@pytest.fixture(scope="module")
+def error_pages(tmp_path_factory, database_url: str, minilm) -> Iterator[Store]:  # type: ignore[no-untyped-def]
+    from universalrag.config import Settings
+
+    folder = tmp_path_factory.mktemp("errors")
+    for code, text in ERRORS.items():
+        (folder / f"{code}.md").write_text(f"# Error code {code}\n\n{text} The compiler stops at the first "
+                                           "place where this happens and shows an example of the mistake beside "
+                                           "the way to mend it.\n", encoding="utf-8")
+    (folder / "index.md").write_text("# Error codes\n\nEvery error the compiler reports has a code such as "
+                                     + ", ".join(ERRORS) + ".\n", encoding="utf-8")
+    with fresh_schema(database_url) as schema:
+        store = Store(settings=Settings(database_url=database_url, schema=schema))
+        store.init(embedder=minilm.name, dimension=minilm.dimension)
+        assert ingest_paths(store, minilm, [folder]).ok
+        yield store
+        store.close()
+
+
+def test_the_units_holding_a_typed_code_come_first(error_pages, minilm) -> None:  # type: ignore[no-untyped-def]
+    """An encoder places "what does error E0382 mean" near any error page: among the 134 pages of Rust's error index
+    the page of E0382 came 41st. A code that few units hold points at them: here its page and the index."""
+    found_plain = found = 0
+    for code in ERRORS:
+        query = f"what does error {code} mean"
+        vector = minilm.embed_query(query)
+        plain = [Path(h.uri).stem for h in error_pages.search("paragraph", vector, k=3)]
+        hits = error_pages.search("paragraph", vector, k=3, exact_terms=exact_terms(query))
+        held = [h for h in hits if h.channel_scores.get("exact") == 1.0]
+        assert {Path(h.uri).stem for h in held} == {code, "index"} and hits[:2] == held, code  # both first
+        assert held[0].score >= held[1].score  # nearest first among them
+        found_plain += code in plain
+        found += code in [Path(h.uri).stem for h in hits]
+    assert found == len(ERRORS) > found_plain  # the encoder alone missed E0382, E0277, E0502 and more
+
+
+def test_a_name_many_units_hold_does_not_reorder(error_pages, minilm) -> None:  # type: ignore[no-untyped-def]
+    """Every error page holds "the compiler stops": a name held by more units than the search returns tells them apart
+    no better than their meaning, and the order stays that of similarity."""
+    query = '"the compiler stops" when a value was moved'
+    vector = minilm.embed_query(query)
+    assert [(h.id, h.score) for h in error_pages.search("paragraph", vector, k=3, exact_terms=exact_terms(query))] \
+        == [(h.id, h.score) for h in error_pages.search("paragraph", vector, k=3)]

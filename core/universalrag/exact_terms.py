@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DASHES", "MAX_TERMS", "exact_terms", "term_pattern"]
+__all__ = ["DASHES", "MAX_TERMS", "exact_terms", "identifiers", "term_pattern"]
 
 #: At most this many terms are taken from one query (the first ones, quoted phrases first).
 MAX_TERMS = 4
@@ -30,6 +30,10 @@ _QUOTED = re.compile(r"\"([^\"]{2,80})\"")
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|[A-Za-z0-9][A-Za-z0-9._:/@-]*[A-Za-z0-9]")
 _JOINED = re.compile(r"[A-Za-z0-9][._:/@-][A-Za-z0-9]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
+#: Joined by a character that words of prose are not joined by (a hyphen is: "sign-on", "1952-53").
+_CODE_JOIN = re.compile(r"[A-Za-z0-9][_.:/@][A-Za-z]")
+#: A number with a short suffix: an ordinal, a decade, a quantity ("2nd", "1990s", "100m", "5km").
+_NUMBER_WORD = re.compile(r"\d[\d,.]*[A-Za-z]{1,3}")
 
 
 def exact_terms(query: str) -> tuple[str, ...]:
@@ -43,6 +47,22 @@ def exact_terms(query: str) -> tuple[str, ...]:
     for term in terms:
         seen.setdefault(term.casefold(), term)
     return tuple(seen.values())[:MAX_TERMS]
+
+
+def identifiers(terms: tuple[str, ...]) -> tuple[str, ...]:
+    """The ``terms`` (of :func:`exact_terms`) that name one thing, which a unit that does not hold them verbatim is
+    unlikely to be about: quoted phrases, codes mixing letters and digits ("E0382", "sgp1"), names joined by
+    ``_ . : / @`` ("max_concurrent_requests", "dns.lookup", "os.EOL") and camel case ("PGVectorStore"). Not numbers,
+    years, seasons or ordinals ("1977", "1952-53", "2nd"), nor hyphenated words: many rows hold those."""
+    out = []
+    for term in terms:
+        quoted = " " in term
+        letters, digits = any(c.isalpha() for c in term), any(c.isdigit() for c in term)
+        code = letters and digits and not _NUMBER_WORD.fullmatch(term) and not term[:1].isdigit()
+        joined = _CODE_JOIN.search(term) and sum(c.isalnum() for c in term) >= 4  # not "U.S" or "e.g"
+        if quoted or code or joined or _CAMEL.search(term):
+            out.append(term)
+    return tuple(out)
 
 
 #: What a hyphen the user typed matches: any dash (pages write seasons and ranges with en dashes, "1952–53").

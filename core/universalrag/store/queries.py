@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, UUID
 
+from ..exact_terms import term_pattern
 from .filters import Filter, compile_filter
 from .schema import CorpusTables
 
@@ -35,6 +36,7 @@ __all__ = [
     "text_id",
     "unit_columns",
     "units_by_id",
+    "units_holding",
     "units_with_similarity",
     "with_settings",
 ]
@@ -219,6 +221,21 @@ def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filte
     if filter:
         stmt = stmt.where(compile_filter(u.c.metadata, filter))
     return stmt.order_by(sa.desc("rank")).limit(_limit(limit))
+
+
+def units_holding(tables: CorpusTables, terms: Sequence[str], *, limit: int, filter: Filter | None = None,
+                  language: str = "english") -> sa.Select[Any]:
+    """Units whose text holds one of ``terms`` as a whole word (:func:`~universalrag.exact_terms.term_pattern`),
+    found through the full-text index (each term as a phrase of its words) and confirmed on the text."""
+    u = tables.units
+    config = sa.cast(sa.literal(language), REGCONFIG)
+    phrases = [sa.func.phraseto_tsquery(config, sa.literal(t)) for t in terms]
+    query = functools.reduce(lambda a, b: a.op("||")(b), phrases)
+    stmt = sa.select(*unit_columns(tables)).where(
+        u.c.tsv.op("@@")(query), sa.or_(*(u.c.content.op("~*")(sa.literal(term_pattern(t))) for t in terms)))
+    if filter:
+        stmt = stmt.where(compile_filter(u.c.metadata, filter))
+    return stmt.limit(_limit(limit))
 
 
 def units_by_id(tables: CorpusTables, ids: Sequence[str]) -> sa.Select[Any]:
