@@ -248,3 +248,12 @@ def test_a_name_many_units_hold_does_not_reorder(error_pages, minilm) -> None:  
     vector = minilm.embed_query(query)
     assert [(h.id, h.score) for h in error_pages.search("paragraph", vector, k=3, exact_terms=exact_terms(query))] \
         == [(h.id, h.score) for h in error_pages.search("paragraph", vector, k=3)]
+
+
+def test_a_filter_holds_for_the_units_holding_a_name(error_pages, minilm) -> None:  # type: ignore[no-untyped-def]
+    """The units found by the name they hold pass the search's metadata filter like every other hit."""
+    query = "what does error E0382 mean"
+    hits = error_pages.search("paragraph", minilm.embed_query(query), k=3, exact_terms=exact_terms(query),
+                              filter={"title": {"$ne": "Error code E0382"}})
+    assert hits and all(h.metadata["title"] != "Error code E0382" for h in hits)
+    assert [Path(h.uri).stem for h in hits if h.channel_scores.get("exact")] == ["index"]
