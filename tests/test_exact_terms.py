@@ -257,3 +257,12 @@ def test_a_filter_holds_for_the_units_holding_a_name(error_pages, minilm) -> Non
                               filter={"title": {"$ne": "Error code E0382"}})
     assert hits and all(h.metadata["title"] != "Error code E0382" for h in hits)
     assert [Path(h.uri).stem for h in hits if h.channel_scores.get("exact")] == ["index"]
+
+
+def test_a_unit_both_channels_found_keeps_its_lexical_rank(error_pages, minilm) -> None:  # type: ignore[no-untyped-def]
+    """With hybrid search, a unit the full-text ranking found and that holds the typed name keeps its lexical score."""
+    query = "error E0382"
+    hits = error_pages.search("paragraph", minilm.embed_query(query), k=3, exact_terms=exact_terms(query),
+                              lexical_text=query)
+    held = [h for h in hits if h.channel_scores.get("exact")]
+    assert held and all(h.channel_scores.get("lexical", 0.0) > 0.0 for h in held)

@@ -35,8 +35,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["heading_text", "is_layout_table", "is_permalink", "keep_main", "link_density", "remove_navigation",
-           "unwrap_layout_tables"]
+__all__ = ["HEADINGS", "heading_text", "is_layout_table", "is_permalink", "keep_main", "link_density",
+           "remove_navigation", "unwrap_layout_tables"]
 
 _NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menubar", "menu"})
 _LAYOUT_ROLES = frozenset({"presentation", "none"})
@@ -56,7 +56,8 @@ _MIN_LINKS = 2
 _INDEX_LINK_SHARE = 0.8
 #: An element named like page chrome is kept when it is this long or holds a main heading (a wrapper, not a bar).
 _MAX_CHROME_WORDS = 200
-_HEADINGS = ["h1", "h2", "h3", "h4", "h5", "h6"]
+#: The heading elements (a list, as BeautifulSoup's searches take them).
+HEADINGS = ["h1", "h2", "h3", "h4", "h5", "h6"]
 #: The text of a permalink after a heading: Sphinx's "¶", Node.js's and GitHub's "#", "§", a link emoji.
 _PERMALINK_MARKS = frozenset({"¶", "#", "§", "🔗"})
 #: The main landmark replaces the page when it holds at least this share of the words left after pruning.
@@ -164,7 +165,7 @@ def _is_navigation(node: Any, stats: _Stats) -> bool:
         return node.find_parent(["article", "main", "section"]) is None and node.find("h1") is None
     if node.name in ("body", "html", "main", "article"):
         return False
-    if node.name not in _HEADINGS and _NAV_WORDS.search(_marks(node)) and node.find_parent(_HEADINGS) is None:
+    if node.name not in HEADINGS and _NAV_WORDS.search(_marks(node)) and node.find_parent(HEADINGS) is None:
         return node.find(["h1", "h2"]) is None and _words(node, stats) <= _MAX_CHROME_WORDS
     if node.name == "a":  # skip links ("Skip to content") and permalink marks
         text = node.get_text(" ").strip()

@@ -216,7 +216,8 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
         rows = yield queries.units_holding(tables, names, limit=request.k + 1, filter=request.filter)
         for r in rows if len(rows) <= request.k else ():  # more: too common a name to tell units apart
             held.add(str(r["id"]))
-            candidates.setdefault(str(r["id"]), _Candidate()).row = r
+            found = candidates.setdefault(str(r["id"]), _Candidate())
+            found.row = found.row or r  # a row another channel gave (the lexical rank with it) is kept
     if not alone or any(candidates[uid].text is None for uid in held):
         yield from _complete(sql, tables, request, candidates, visual=visual)
     ranked = _combine(candidates, lexical if request.lexical_text else None, visual=visual,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from ..html_clean import heading_text
+from ..html_clean import HEADINGS, heading_text
 from .model import (
     ParsedTable,
     fit_row,
@@ -29,7 +29,6 @@ from .model import (
 
 __all__ = ["html_tables", "markdown_tables"]
 
-_HEADINGS = ["h1", "h2", "h3", "h4", "h5", "h6"]
 _OWNERS = ["td", "th", "table", "caption", "script", "style", "template", "noscript"]
 _BREAKS = frozenset({"br", "p", "div", "li", "tr", "ul", "ol"})
 _MAX_COLSPAN = 1000
@@ -116,7 +115,7 @@ def _html_title(table: Any) -> tuple[str, str]:
     if caption is not None and _own_text(caption):
         return _own_text(caption), "caption"
     lead = _lead_in(table)
-    for heading in table.find_all_previous(_HEADINGS, limit=20):
+    for heading in table.find_all_previous(HEADINGS, limit=20):
         text = heading_text(heading)
         if text:
             return titled(text, lead), "heading and lead-in" if lead else "heading"
