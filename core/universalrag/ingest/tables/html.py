@@ -115,10 +115,14 @@ def _html_title(table: Any) -> tuple[str, str]:
     if caption is not None and _own_text(caption):
         return _own_text(caption), "caption"
     lead = _lead_in(table)
-    for heading in table.find_all_previous(HEADINGS, limit=20):
+    heading = table.find_previous(HEADINGS)  # one at a time: find_all_previous walks back to the page's top
+    for _ in range(20):
+        if heading is None:
+            break
         text = heading_text(heading)
         if text:
             return titled(text, lead), "heading and lead-in" if lead else "heading"
+        heading = heading.find_previous(HEADINGS)
     return (lead, "lead-in") if lead else ("", "name")
 
 
