@@ -179,3 +179,105 @@ def test_tables_under_one_heading_are_told_apart_by_their_lead_in(store: Store, 
     hits = search_corpus(store, minilm, "table", "how many samples does the smtp subset have", k=4)
     assert hits[0].metadata["title"] == "Kddcup 99 dataset — smtp structure"
     assert "95373" in hits[0].matched_parts[0][1]
+
+
+def _text(tmp_path: Path, source: str, name: str = "page.rst") -> str:
+    page = tmp_path / name
+    page.write_text(source, encoding="utf-8")
+    return read_text_file(page).text
+
+
+def test_a_build_condition_keeps_its_body_without_its_condition(tmp_path: Path) -> None:
+    """CMake's pages open with ``.. only:: html`` around their table of contents: the condition ("html") is for
+    Sphinx's builder, never shown, and it was a stray line of its own at the top of 15 pages' text."""
+    text = _text(tmp_path, "target_link_libraries\n---------------------\n\n.. only:: html\n\n  .. contents::\n\n"
+                           "Specify libraries or flags to use when linking.\n\n.. only:: not man\n\n"
+                           "   Read the reference online.\n\n.. ifconfig:: releaselevel in ('alpha', 'beta')\n\n"
+                           "   This release is a preview.\n")
+    assert "Specify libraries or flags" in text and "Read the reference online." in text
+    assert "This release is a preview." in text
+    for condition in ("html", "not man", "releaselevel", "Contents"):
+        assert condition not in text, condition
+
+
+def test_a_directive_that_only_sets_context_shows_nothing(tmp_path: Path) -> None:
+    """``.. program:: cmake`` (cmake.1.rst) and its like only say what later markup refers to: Sphinx shows
+    nothing of them, and their argument was a stray paragraph ("cmake")."""
+    text = _text(tmp_path, "cmake(1)\n========\n\n.. program:: cmake\n\n.. default-domain:: cmake\n\n"
+                           ".. default-role:: py:obj\n\n.. role:: opt(option)\n\n.. std:program:: cmake-E\n\n"
+                           ".. py:currentmodule:: harbour.locks\n\n.. option:: --fresh\n\n"
+                           " Perform a fresh configuration of the build tree.\n")
+    assert "--fresh" in text and "Perform a fresh configuration of the build tree." in text
+    lines = set(text.splitlines())
+    for shown in ("cmake", "cmake-E", "py:obj", "opt(option)", "harbour.locks"):
+        assert shown not in lines, shown
+
+
+def test_a_version_note_says_which_version_in_words(tmp_path: Path) -> None:
+    """``.. versionadded:: 3.19`` was a bare "3.19": "since which version can string() parse JSON" found no
+    version. Sphinx writes the note's kind before the version, and its text after a colon."""
+    text = _text(tmp_path, "string\n------\n\nJSON\n^^^^\n\n.. versionadded:: 3.19\n\n"
+                           "Functionality for querying a JSON string.\n\n.. versionadded:: 3.19\n"
+                           "  Functionality for querying a JSON string.\n\n.. versionchanged:: 3.2\n\n"
+                           "  If ``<string>`` is shorter than ``<length>`` then the end of the string is used.\n\n"
+                           "  Previous versions reported an error.\n\n.. deprecated:: 3.20\n"
+                           "  Use a local license file\n  (:variable:`CPACK_NUGET_PACKAGE_LICENSE_FILE_NAME`)"
+                           " instead.\n\n.. versionremoved:: 4.0\n\n.. versionadded:: 3.8 Added the ``SHA3_*`` hash"
+                           " algorithms.\n\n.. versionchanged:: 3.24\n\n  .. code-block:: cmake\n\n"
+                           "    string(JSON out GET ${doc} key)\n")
+    paragraphs = [" ".join(p.split()) for p in text.split("\n\n")]
+    assert paragraphs[2:] == [
+        "New in version 3.19.", "Functionality for querying a JSON string.",
+        "New in version 3.19: Functionality for querying a JSON string.",
+        "Changed in version 3.2: If <string> is shorter than <length> then the end of the string is used.",
+        "Previous versions reported an error.",
+        "Deprecated since version 3.20: Use a local license file (CPACK_NUGET_PACKAGE_LICENSE_FILE_NAME) instead.",
+        "Removed in version 4.0.", "New in version 3.8: Added the SHA3_* hash algorithms.",
+        "Changed in version 3.24:", "string(JSON out GET ${doc} key)"]
+
+
+def test_a_grammar_or_code_directive_keeps_its_body_as_written(tmp_path: Path) -> None:
+    """A ``productionlist`` (cmake-language.7.rst) is a grammar: read as reStructuredText, ``[A-Za-z_]`` lost its
+    underscore, ``[ \\t]`` its backslash, backquoted tokens became emphasis and the lines ran together. Sphinx shows
+    the productions as written, their tokens without backquotes; doctest blocks are code too."""
+    text = _text(tmp_path, "cmake-language(7)\n=================\n\n.. productionlist::\n"
+                           " file: `file_element`*\n file_element: `command_invocation` `line_ending` |\n"
+                           "             : (`bracket_comment`|`space`)* `line_ending`\n"
+                           " space: <match '[ \\t]+'>\n newline: <match '\\n'>\n"
+                           " identifier: <match '[A-Za-z_][A-Za-z0-9_]*'>\n\n"
+                           ".. testsetup::\n\n   import secret_setup\n\n.. doctest::\n\n"
+                           "   >>> '_'.join(['*a*', 'b_'])\n   '*a*_b_'\n\n.. testcode::\n\n   print(x_ * y_)  # `y_` scales\n\n"
+                           ".. testoutput::\n   :hide:\n\n   hidden_output\n\nAfter the grammar.\n")
+    assert ("file: file_element*\nfile_element: command_invocation line_ending |\n"
+            "            : (bracket_comment|space)* line_ending\nspace: <match '[ \\t]+'>\n"
+            "newline: <match '\\n'>\nidentifier: <match '[A-Za-z_][A-Za-z0-9_]*'>") in text
+    assert ">>> '_'.join(['*a*', 'b_'])\n'*a*_b_'" in text and "print(x_ * y_)  # `y_` scales" in text
+    assert "After the grammar." in text
+    for hidden in ("secret_setup", "hidden_output", ":hide:", "productionlist", "doctest"):
+        assert hidden not in text, hidden
+
+
+def test_a_role_target_may_hold_angle_brackets(tmp_path: Path) -> None:
+    """CMake's targets are placeholders in angle brackets: the title before the target is what Sphinx shows, and a
+    name with no title before a space (``CMAKE_<LANG>_FLAGS``, ``$<TARGET_OBJECTS>``) is shown whole."""
+    text = _text(tmp_path, "Roles\n=====\n\nIf :variable:`CMAKE_CXX_COMPILER_VERSION <CMAKE_<LANG>_COMPILER_VERSION>` "
+                           "is less than 4.2, append to :prop_tgt:`LINK_INTERFACE_LIBRARIES_DEBUG "
+                           "<LINK_INTERFACE_LIBRARIES_<CONFIG>>` and :variable:`CMAKE_<LANG>_FLAGS`, see "
+                           ":prop_tgt:`MAP_IMPORTED_CONFIG_<CONFIG>`, :genex:`$<TARGET_OBJECTS>` and "
+                           ":ref:`the guide <guide>`.\n")
+    assert ("If CMAKE_CXX_COMPILER_VERSION is less than 4.2, append to LINK_INTERFACE_LIBRARIES_DEBUG and "
+            "CMAKE_<LANG>_FLAGS, see MAP_IMPORTED_CONFIG_<CONFIG>, $<TARGET_OBJECTS> and the guide.") in " ".join(
+        text.split())
+
+
+def test_an_include_that_is_not_read_is_named_in_one_warning(tmp_path: Path, caplog) -> None:
+    """An ``include`` stays disabled, but its content silently missing left a user wondering why cmake.1.rst
+    lacks its options: one warning a page names the files it did not read."""
+    (tmp_path / "OPTIONS_BUILD.txt").write_text("``-S <path-to-source>`` the source tree\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="universalrag.ingest.text.rst"):
+        text = _text(tmp_path, "cmake(1)\n========\n\n.. include:: OPTIONS_BUILD.txt\n\nOptions.\n\n"
+                               ".. only:: html\n\n   .. include:: OPTIONS_HELP.txt\n\n.. include:: OPTIONS_BUILD.txt\n")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "universalrag.ingest.text.rst"]
+    assert len(warnings) == 1 and "OPTIONS_BUILD.txt" in warnings[0] and "OPTIONS_HELP.txt" in warnings[0]
+    assert warnings[0].count("OPTIONS_BUILD.txt") == 1
+    assert "Options." in text and "path-to-source" not in text
