@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from support.schemas import fresh_schema
+from support.schemas import ingested_store
 from universalrag.exact_terms import MAX_TERMS, exact_terms, identifiers, term_pattern
-from universalrag.ingest.pipeline import ingest_paths
 from universalrag.pipeline import UniversalRAG
 from universalrag.store import Store
 
@@ -92,20 +91,14 @@ def _write_inventory(path: Path) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def inventory(tmp_path_factory, database_url: str, minilm) -> Iterator[tuple[Store, list[dict[str, str]]]]:  # type: ignore[no-untyped-def]
-    from universalrag.config import Settings
-
     folder = tmp_path_factory.mktemp("inventory")
     rows = _write_inventory(folder / "servers.csv")
     (folder / "seasons.csv").write_text(
         "Season,Coach,Finish\n" + "".join(f"{y}\u2013{(y + 1) % 100:02d},Coach {y},{y % 7 + 1}\n"
                                           for y in range(1940, 1980)), encoding="utf-8")
-    with fresh_schema(database_url) as schema:
-        store = Store(settings=Settings(database_url=database_url, schema=schema))
-        store.init(embedder=minilm.name, dimension=minilm.dimension)
-        report = ingest_paths(store, minilm, [folder])
-        assert report.count("added") == 2, [(o.path, o.status) for o in report.outcomes]
+    with ingested_store(database_url, minilm, [folder]) as store:
+        assert len(store.sources()) == 2
         yield store, rows
-        store.close()
 
 
 def _first_row(hit) -> str:  # type: ignore[no-untyped-def]
@@ -207,8 +200,6 @@ ERRORS = {  # error pages as a compiler's manual has them, one per code (our own
 
 @pytest.fixture(scope="module")
 def error_pages(tmp_path_factory, database_url: str, minilm) -> Iterator[Store]:  # type: ignore[no-untyped-def]
-    from universalrag.config import Settings
-
     folder = tmp_path_factory.mktemp("errors")
     for code, text in ERRORS.items():
         (folder / f"{code}.md").write_text(f"# Error code {code}\n\n{text} The compiler stops at the first "
@@ -216,12 +207,8 @@ def error_pages(tmp_path_factory, database_url: str, minilm) -> Iterator[Store]:
                                            "the way to mend it.\n", encoding="utf-8")
     (folder / "index.md").write_text("# Error codes\n\nEvery error the compiler reports has a code such as "
                                      + ", ".join(ERRORS) + ".\n", encoding="utf-8")
-    with fresh_schema(database_url) as schema:
-        store = Store(settings=Settings(database_url=database_url, schema=schema))
-        store.init(embedder=minilm.name, dimension=minilm.dimension)
-        assert ingest_paths(store, minilm, [folder]).ok
+    with ingested_store(database_url, minilm, [folder]) as store:
         yield store
-        store.close()
 
 
 def test_the_units_holding_a_typed_code_come_first(error_pages, minilm) -> None:  # type: ignore[no-untyped-def]

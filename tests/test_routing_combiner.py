@@ -22,6 +22,7 @@ from universalrag.routing.combiner import (
     covering,
     dominant,
     fit_logistic,
+    naming,
     train_combiner,
 )
 from universalrag.routing.features import (
@@ -99,6 +100,37 @@ def _dataset(seed: int, n: int) -> list[TrainingQuery]:
         gold = None if i % 5 == 0 else str(rng.choice(CORPORA))
         out.append(_query(rng, gold=gold, misleading_prior=bool(gold) and i % 2 == 0))
     return out
+
+
+#: The evidence of "CMAKE_BUILD_TYPE" over 80 pages of CMake's help (reStructuredText), replayed: the table corpus
+#: (8 tables) resembled the name most (best 0.742) and the combiner chose it alone; none of its rows holds the name,
+#: while the variable's own page and the passages naming it are in the document and paragraph probes (``named``).
+CMAKE_BUILD_TYPE: dict[str, dict[str, float]] = {
+    "document": {
+        "prior": 0.0044, "prior_logit": -1.0852, "prior_none": 0.5019, "prior_top": 0.0, "best": 0.7309,
+        "margin": 0.0639, "rel_best": -0.0114, "second_rel": 0.0122, "lexical": 1.0, "rel_lexical": 0.0,
+        "log_size": 0.4394, "description": -0.0323, "examples": -0.0323, "empty": 0.0, "sib_prior": -1.139,
+        "sib_best": 0.0122, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 1.0, "is_table": 0.0,
+        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
+        "content_share": 1.0, "numeric_share": 0.0, "named": 1.0,
+    },
+    "table": {
+        "prior": 0.0006, "prior_logit": -1.4862, "prior_none": 0.5019, "prior_top": 0.0, "best": 0.7423,
+        "margin": 0.0793, "rel_best": 0.0114, "second_rel": 0.0236, "lexical": 0.6667, "rel_lexical": -0.3333,
+        "log_size": 0.2197, "description": 0.01, "examples": 0.01, "empty": 0.0, "sib_prior": 0.0, "sib_best": 0.0,
+        "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 0.0, "is_table": 1.0, "is_image": 0.0,
+        "is_clip": 0.0, "is_video": 0.0, "matched": 1.0986, "query_terms": 1.3863, "content_share": 1.0,
+        "numeric_share": 0.0, "named": 0.0,
+    },
+    "paragraph": {
+        "prior": 0.5669, "prior_logit": 0.0538, "prior_none": 0.5019, "prior_top": 1.0, "best": 0.7188,
+        "margin": 0.0209, "rel_best": -0.0236, "second_rel": -0.0122, "lexical": 1.0, "rel_lexical": 0.0,
+        "log_size": 0.692, "description": -0.0277, "examples": -0.0277, "empty": 0.0, "sib_prior": 1.139,
+        "sib_best": -0.0122, "sib_lexical": 0.0, "is_paragraph": 1.0, "is_document": 0.0, "is_table": 0.0,
+        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
+        "content_share": 1.0, "numeric_share": 0.0, "named": 1.0,
+    },
+}
 
 
 def test_the_combiner_learns_and_generalises_to_held_out_rows() -> None:
@@ -334,3 +366,30 @@ def test_dominance_lifts_tables_as_merging_does_and_ignores_other_modalities() -
     assert dominant({"image": row(0.3, "image"), "paragraph": row(0.9, "paragraph")}, ("image",)) is None
     assert dominant({"paragraph": row(0.3, "paragraph"), "document": row(0.9, "document", empty=True)},
                     ("paragraph",)) is None
+
+
+def test_a_corpus_holding_the_typed_name_is_searched() -> None:
+    """A name the user typed, found in a corpus the decision left out, brings that corpus in: "CMAKE_BUILD_TYPE" went
+    to CMake's 8 tables alone, and the CLI showed five table rows, none about the variable."""
+    combiner = Combiner.default()
+    unnamed = {c: {**row, "named": 0.0} for c, row in CMAKE_BUILD_TYPE.items()}
+    assert combiner.decide(unnamed, prior_none=0.5).routes == ("table",)  # the misroute, without the evidence
+    assert naming(CMAKE_BUILD_TYPE) == ["document", "paragraph"]  # the nearer probe first
+    assert combiner.decide(CMAKE_BUILD_TYPE, prior_none=0.5).routes == ("table", "document")
+    # a name held where the decision already searches changes nothing
+    held_in_table = {c: {**row, "named": 1.0 if c == "table" else 0.0} for c, row in CMAKE_BUILD_TYPE.items()}
+    assert combiner.decide(held_in_table, prior_none=0.5).routes == ("table",)
+
+
+def test_a_typed_name_held_by_a_corpus_is_never_answered_with_none() -> None:
+    """``none`` means no corpus answers; a corpus whose probe holds the name the user typed does."""
+    corpus = Logistic(("best",), np.array([1.0]), 0.0, np.zeros(1), np.ones(1))
+    answerable = Logistic(("best_similarity",), np.array([1.0]), -50.0, np.zeros(1), np.ones(1))  # always "none"
+    combiner = Combiner(corpus, answerable)
+    pairs = pair_features("what is TRY_RUN", [_probe("paragraph", "paragraph", 0.1, [0.4, 0.2], "try_run")],
+                          prior_none=0.9)
+    assert pairs["paragraph"]["named"] == 0.0  # the probe hit of this test carries no channel ``named``
+    assert combiner.decide(pairs, prior_none=0.9).routes == ("none",)
+    pairs["paragraph"]["named"] = 1.0
+    decision = combiner.decide(pairs, prior_none=0.9)
+    assert decision.routes == ("paragraph",) and not decision.none

@@ -19,9 +19,10 @@ A term matches where it stands as a whole word (case-insensitive), so ``10.0.1.5
 
 from __future__ import annotations
 
+import functools
 import re
 
-__all__ = ["DASHES", "MAX_TERMS", "exact_terms", "identifiers", "term_pattern"]
+__all__ = ["DASHES", "MAX_TERMS", "exact_terms", "holds_name", "identifiers", "term_pattern"]
 
 #: At most this many terms are taken from one query (the first ones, quoted phrases first).
 MAX_TERMS = 4
@@ -77,3 +78,19 @@ def term_pattern(term: str) -> str:
     start = r"\m" if term[:1].isalnum() else ""
     end = r"\M" if term[-1:].isalnum() else ""
     return f"{start}{body}{end}"
+
+
+@functools.lru_cache(maxsize=256)
+def _python_pattern(term: str) -> re.Pattern[str]:
+    """:func:`term_pattern` for Python's ``re`` (a word boundary is a position not next to a letter, digit or
+    ``_``, as Postgres's ``\\m`` and ``\\M`` put it)."""
+    body = "".join(DASHES if c == "-" else re.escape(c) for c in term)
+    start = r"(?<!\w)" if term[:1].isalnum() else ""
+    end = r"(?!\w)" if term[-1:].isalnum() else ""
+    return re.compile(f"{start}{body}{end}", re.IGNORECASE)
+
+
+def holds_name(text: str, names: tuple[str, ...]) -> bool:
+    """Whether ``text`` holds one of ``names`` (of :func:`identifiers`) as :func:`term_pattern` matches it in the
+    database: whole, case-insensitive, a hyphen matching any dash."""
+    return any(_python_pattern(name).search(text) for name in names)

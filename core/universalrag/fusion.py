@@ -74,11 +74,11 @@ TABLE_OFFSET = 0.05
 def similarity(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
     """Hits of several corpora in one ranking by their own similarity, as one shared index would rank them
     (meaningful only when the scores are comparable: see :func:`comparable`), tables lifted by
-    :data:`TABLE_OFFSET`; the hits that hold a name the query typed (channel ``exact``) first, as each corpus ranks
-    them."""
+    :data:`TABLE_OFFSET`; the units found by a name the query typed (channel ``exact``) first, then the other hits
+    holding it (``named``), as each corpus ranks them."""
     merged = [replace(h, channel_scores={**h.channel_scores, "similarity": h.score}) for hits in per_corpus
               for h in hits]
-    return sorted(merged, key=lambda h: (not h.channel_scores.get("exact"),
+    return sorted(merged, key=lambda h: (not h.channel_scores.get("exact"), not h.channel_scores.get("named"),
                                          -(h.score + (TABLE_OFFSET if h.granularity is Granularity.TABLE else 0.0))))
 
 

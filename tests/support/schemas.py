@@ -1,10 +1,12 @@
-"""A fresh schema for a test or a module's fixture, dropped afterwards."""
+"""A fresh schema for a test or a module's fixture, dropped afterwards; a store of files ingested into one."""
 
 from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -22,3 +24,22 @@ def fresh_schema(database_url: str) -> Iterator[str]:
         with engine.begin() as conn:
             conn.execute(sa.schema.DropSchema(name, cascade=True, if_exists=True))
         engine.dispose()
+
+
+@contextlib.contextmanager
+def ingested_store(database_url: str, embedder: Any, paths: Sequence[Path]) -> Iterator[Any]:
+    """A :class:`~universalrag.store.Store` in a fresh schema holding ``paths`` ingested as a user would (every file
+    added, else the fixture fails); closed and dropped on exit."""
+    from universalrag.config import Settings
+    from universalrag.ingest.pipeline import ingest_paths
+    from universalrag.store import Store
+
+    with fresh_schema(database_url) as schema:
+        store = Store(settings=Settings(database_url=database_url, schema=schema))
+        try:
+            store.init(embedder=embedder.name, dimension=embedder.dimension)
+            report = ingest_paths(store, embedder, list(paths))
+            assert report.ok, [(o.path, o.status) for o in report.outcomes]
+            yield store
+        finally:
+            store.close()

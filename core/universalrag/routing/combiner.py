@@ -80,6 +80,7 @@ __all__ = [
     "covering",
     "dominant",
     "fit_logistic",
+    "naming",
     "train_combiner",
 ]
 
@@ -89,7 +90,8 @@ COMBINER_FORMAT = "universalrag-combiner/1"
 #: The pair features the corpus model is trained on: every :data:`~.features.PAIR_FEATURES` but ``prior_none``
 #: and those that serve the ``none`` decision (the query's shape, the count of its words found), which say
 #: nothing about one corpus against another.
-CORPUS_FEATURES: tuple[str, ...] = tuple(f for f in PAIR_FEATURES if f not in {"prior_none", "matched", *QUERY_ONLY})
+CORPUS_FEATURES: tuple[str, ...] = tuple(f for f in PAIR_FEATURES
+                                         if f not in {"prior_none", "matched", "named", *QUERY_ONLY})
 
 #: The shipped combiner (trained by ``scripts/train_combiner.py``).
 DEFAULT_COMBINER = Path(__file__).resolve().parent / "combiner.json"
@@ -153,6 +155,16 @@ def dominant(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str]) ->
     top = max(_lifted(pairs[c]) for c in chosen)
     best = max((c for c in pairs if c not in chosen and text(c)), key=lambda c: _lifted(pairs[c]), default=None)
     return best if best is not None and _lifted(pairs[best]) >= top + DOMINANCE_MARGIN else None
+
+
+def naming(pairs: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """The corpora whose probe hits hold a name the query typed (feature ``named``: "CMAKE_BUILD_TYPE", "E0382",
+    "dns.lookup"; see :func:`~universalrag.exact_terms.identifiers`), best probe hit first (tables lifted as
+    :func:`dominant` lifts them). The decision searches the first of them when it chose none of them, and never
+    concludes ``none`` while there is one: on CMake's help, "CMAKE_BUILD_TYPE" went to an 8-table corpus whose rows
+    resembled it (best 0.742 against the variable's own page at 0.719), and none of them held the name."""
+    return sorted((c for c, row in pairs.items() if row.get("named") and not row.get("empty")),
+                  key=lambda c: -_lifted(pairs[c]))
 
 
 @dataclass(frozen=True)
@@ -313,12 +325,15 @@ class Combiner:
         scores = {**probs, NO_RETRIEVAL: 1.0 - answerable}
         if not ranked:
             return CombinedDecision((NO_RETRIEVAL,), scores, answerable, True, None)
-        concluded_none = answerable < 0.5
+        named = naming(pairs)
+        concluded_none = answerable < 0.5 and not named
         if concluded_none and allow_none:
             return CombinedDecision((NO_RETRIEVAL,), scores, answerable, True, ranked[0])
         # Overridden by allow_none=False, a `none` searches what any other decision would: a question judged
         # unanswerable with every corpus unlikely is exactly where one corpus alone is the weakest bet.
         chosen = covering(probs, ranked=ranked, siblings=sibling_corpora(pairs))
+        if named and not set(named) & set(chosen):
+            chosen = (*chosen, named[0])
         extra = dominant(pairs, chosen)
         return CombinedDecision((*chosen, extra) if extra else chosen, scores, answerable, concluded_none, ranked[0])
 

@@ -46,7 +46,7 @@ PAIR_FEATURES: tuple[str, ...] = (
     "lexical", "rel_lexical", "log_size", "description", "examples", "empty",
     "sib_prior", "sib_best", "sib_lexical",
     *(f"is_{g}" for g in GRANULARITIES),
-    "matched", "query_terms", "content_share", "numeric_share",
+    "matched", "query_terms", "content_share", "numeric_share", "named",
 )
 
 #: The pair features that describe the query alone (the same in every row of one query): what the ``none``
@@ -193,6 +193,7 @@ def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: fl
             "description": float(probe.description),
             "examples": float(probe.examples if probe.examples is not None else probe.description),
             "empty": 0.0 if probe.hits else 1.0,
+            "named": 1.0 if any(h.channel_scores.get("named") for h in probe.hits) else 0.0,
             **{f"is_{g}": 1.0 if probe.granularity == g else 0.0 for g in GRANULARITIES},
         }
     top_prior = max((p.prior for p in probes), default=0.0)

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
-from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY, UUID
 
 from ..exact_terms import term_pattern
 from .filters import Filter, compile_filter
@@ -223,13 +223,22 @@ def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filte
     return stmt.order_by(sa.desc("rank")).limit(_limit(limit))
 
 
+#: The closing quote of a lexeme in a tsquery's text form (``'cmakelist' <-> 'txt'``), where ``:*`` makes it a
+#: prefix (a quote inside a lexeme is doubled and so never followed by a space or the end).
+_LEXEME_END = r"'(\s|$)"
+
+
 def units_holding(tables: CorpusTables, terms: Sequence[str], *, limit: int, filter: Filter | None = None,
                   language: str = "english") -> sa.Select[Any]:
     """Units whose text holds one of ``terms`` as a whole word (:func:`~universalrag.exact_terms.term_pattern`),
-    found through the full-text index (each term as a phrase of its words) and confirmed on the text."""
+    found through the full-text index (each term as a phrase of its words, each word also as the start of a longer
+    token: the parser reads "CMakeLists.txt" as one token, which the word "CMakeLists" alone would not find) and
+    confirmed on the text."""
     u = tables.units
     config = sa.cast(sa.literal(language), REGCONFIG)
-    phrases = [sa.func.phraseto_tsquery(config, sa.literal(t)) for t in terms]
+    phrases = [sa.cast(sa.func.regexp_replace(sa.cast(sa.func.phraseto_tsquery(config, sa.literal(t)), sa.Text),
+                                              sa.literal(_LEXEME_END), sa.literal(r"':*\1"), sa.literal("g")),
+                       TSQUERY) for t in terms]
     query = functools.reduce(lambda a, b: a.op("||")(b), phrases)
     stmt = sa.select(*unit_columns(tables)).where(
         u.c.tsv.op("@@")(query), sa.or_(*(u.c.content.op("~*")(sa.literal(term_pattern(t))) for t in terms)))

@@ -16,7 +16,8 @@ candidate is scored the same way, whichever channel found it (:func:`_combine`):
   through the full-text index): such a name points at them, while the encoder places "what does error E0382 mean"
   near every error page (among the 134 pages of Rust's error index, E0382's came 41st at similarity 0.38). A name
   more units hold ("package.json": 235 of npm's 1,359 passages) tells them apart no better than their meaning, and
-  leaves the order alone. Those hits carry the channel score ``exact``.
+  leaves the order alone. Those hits carry the channel score ``exact``. Among the ``k`` hits, those holding a name
+  come before those that do not (channel ``named``), however many units hold it.
 
 Whether a channel scans its table exactly or goes through the HNSW index (iterative scan on, pgvector 0.8+)
 is :mod:`universalrag.store.scan_rule`'s decision, from row estimates cached by :mod:`universalrag.store.sizes`
@@ -38,7 +39,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..exact_terms import identifiers, term_pattern
+from ..exact_terms import holds_name, identifiers, term_pattern
 from ..fusion import rrf_scores, weighted
 from ..types import CorpusSpec, Hit
 from . import queries
@@ -225,7 +226,7 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     if multi and request.exact_terms:
         yield from _exact_parts(sql, tables, request, [(uid, c) for uid, _, c, _ in ranked])
     texts = yield from _part_texts(sql, tables, [(uid, c) for uid, _, c, _ in ranked])
-    return _hits(spec, ranked, texts)
+    return _hits(spec, _names_first(ranked, texts, names) if names else ranked, texts)
 
 
 def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vector: Sequence[float], *, limit: int,
@@ -334,6 +335,23 @@ def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *,
         out.append((uid, score, c, channels))
     out.sort(key=lambda t: (t[0] in held, t[1]), reverse=True)  # stable, like sorting by the negated key
     return out
+
+
+def _names_first(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
+                 texts: Mapping[tuple[str, int], str], names: tuple[str, ...],
+                 ) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
+    """The ranked candidates with those whose text (or a matched part's) holds one of ``names`` marked (channel
+    ``named``) and moved before the others, order kept within each group (the held units, channel ``exact``, stay
+    first): a user who types ``CMAKE_BUILD_TYPE`` wants the passages that say it before a table row that only
+    resembles it, however many units say it."""
+    def holds(uid: str, c: _Candidate) -> bool:
+        parts = " ".join(texts.get((uid, o), "") for o, _ in c.parts) if c.parts else ""
+        return holds_name(f"{(c.row.get('content') if c.row is not None else None) or ''} {parts}", names)
+
+    for uid, _, c, channels in ranked:
+        if channels.get("exact") or holds(uid, c):
+            channels["named"] = 1.0
+    return sorted(ranked, key=lambda t: (not t[3].get("exact"), not t[3].get("named")))
 
 
 def _hits(spec: CorpusSpec, ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],

@@ -1,0 +1,113 @@
+"""A name the user typed ("CMAKE_BUILD_TYPE", "CMakeLists") puts the hits that hold it before those that do not.
+
+Found on 80 pages of CMake's help ingested as a user would: "CMAKE_BUILD_TYPE" returned five table rows that only
+resembled the name, and "how to add a subdirectory with its own CMakeLists" put first the one page that says
+"CMakeLists" alone, because the full-text parser reads "CMakeLists.txt" as one token and the other 31 holders were
+not counted (the units found by a name come first only when no more than ``k`` hold it). Real PostgreSQL, real MiniLM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.schemas import ingested_store
+from universalrag.exact_terms import exact_terms, holds_name
+from universalrag.fusion import TABLE_OFFSET, similarity
+from universalrag.store import Store
+from universalrag.types import Granularity, Hit, Modality
+
+#: Pages that say CMAKE_BUILD_TYPE in passing, among other things.
+NAMING = {
+    "install": "The install command copies targets at install time; with CONFIGURATIONS it installs only for the "
+               "configurations listed, which for single-configuration generators follow CMAKE_BUILD_TYPE.",
+    "presets": "A configure preset may set cache variables such as CMAKE_BUILD_TYPE and CMAKE_INSTALL_PREFIX, and "
+               "may inherit them from another preset named in its inherits field.",
+    "try_compile": "The try_compile command builds a test project; the configuration it uses is taken from "
+                   "CMAKE_TRY_COMPILE_CONFIGURATION, not from CMAKE_BUILD_TYPE of the calling project.",
+    "ctest": "When ctest runs the tests of a multi-configuration build it needs -C; in a project generated for one "
+             "configuration the value of CMAKE_BUILD_TYPE at generation time applies.",
+    "packaging": "CPack packages what the install rules name. Packaging a debug tree is possible, although "
+                 "releases are usually made with CMAKE_BUILD_TYPE set to Release.",
+}
+#: Pages about build types that never spell the variable.
+CLOSE = {
+    "build-type": "The CMake build type selects compiler flags: Debug, Release, RelWithDebInfo or MinSizeRel, "
+                  "chosen once for a single-configuration generator.",
+    "build-config": "A build configuration such as Debug or Release decides optimisation and debug information; "
+                    "multi-configuration generators hold several build configurations at once.",
+}
+#: Pages that say CMakeLists.txt (one token for the full-text parser), and one that says CMakeLists alone.
+LISTS = {f"lists-{i}": f"Every source directory added with add_subdirectory holds a CMakeLists.txt file; case {i}."
+         for i in range(4)} | {"lists-bare": "Each directory of the tree has its own CMakeLists with its commands."}
+
+
+@pytest.fixture(scope="module")
+def build_docs(tmp_path_factory, database_url: str, minilm) -> Iterator[Store]:  # type: ignore[no-untyped-def]
+    folder = tmp_path_factory.mktemp("cmake")
+    for name, text in (NAMING | CLOSE | LISTS).items():
+        (folder / f"{name}.md").write_text(f"# {name}\n\n{text}\n", encoding="utf-8")
+    with ingested_store(database_url, minilm, [folder]) as store:
+        yield store
+
+
+def _holds(hit: Hit, name: str) -> bool:
+    return holds_name(hit.content, (name,))
+
+
+def test_hits_holding_a_common_name_come_before_the_others(build_docs, minilm) -> None:  # type: ignore[no-untyped-def]
+    """Five passages hold the name, more than ``k``: none is forced in, but among the hits those holding it come
+    first (channel ``named``), each group in its order of similarity."""
+    query, k = "CMAKE_BUILD_TYPE", 4
+    vector = minilm.embed_query(query)
+    plain = build_docs.search("paragraph", vector, k=k)
+    hits = build_docs.search("paragraph", vector, k=k, exact_terms=exact_terms(query))
+    flags = [_holds(h, query) for h in plain]
+    assert flags != sorted(flags, reverse=True)  # the encoder puts a page that never says it above one that does
+    assert {h.id for h in hits} == {h.id for h in plain}  # the same hits, with the same scores ...
+    assert [_holds(h, query) for h in hits] == sorted(flags, reverse=True)  # ... holders first
+    assert all(bool(h.channel_scores.get("named")) == _holds(h, query) for h in hits)
+    assert not any(h.channel_scores.get("exact") for h in hits)  # more than k hold it: none is forced in
+    for group in (True, False):
+        scores = [h.score for h in hits if _holds(h, query) is group]
+        assert scores == sorted(scores, reverse=True)
+
+
+def test_a_name_inside_a_longer_token_counts_its_holders(build_docs, minilm) -> None:  # type: ignore[no-untyped-def]
+    """"CMakeLists" is held by five passages, four of them as "CMakeLists.txt": more than ``k``, so the one saying it
+    alone is not forced first (it was: the full-text index found only that one)."""
+    query = "how to add a subdirectory with its own CMakeLists"
+    hits = build_docs.search("paragraph", minilm.embed_query(query), k=3, exact_terms=exact_terms(query))
+    assert hits and not any(h.channel_scores.get("exact") for h in hits)
+    assert all(h.channel_scores.get("named") for h in hits)  # every hit holds it, as a word of its own or not
+    few = build_docs.search("paragraph", minilm.embed_query(query), k=5, exact_terms=exact_terms(query))
+    assert sorted(Path(h.uri).stem for h in few if h.channel_scores.get("exact")) == sorted(LISTS)  # all five
+
+
+@pytest.mark.parametrize(("text", "name", "holds"), [
+    ("set CMAKE_BUILD_TYPE=Release", "cmake_build_type", True),  # case-insensitive
+    ("MY_CMAKE_BUILD_TYPE", "CMAKE_BUILD_TYPE", False),  # "_" is part of a word, as for Postgres's \m
+    ("edit CMakeLists.txt", "CMakeLists", True),
+    ("the 1952\u201353 season", "1952-53", True),  # a typed hyphen matches any dash
+    ("E03821", "E0382", False),
+    ("call dns.lookup() first", "dns.lookup", True),
+    ("dnsxlookup", "dns.lookup", False),  # the dot is literal
+])
+def test_holds_name_matches_as_the_database_pattern_does(text: str, name: str, holds: bool) -> None:
+    assert holds_name(text, (name,)) is holds
+
+
+def _hit(corpus: str, score: float, granularity: Granularity, named: bool = False) -> Hit:
+    return Hit(corpus, f"{corpus}-{score}", score, "", None, {}, None, None, None, None, Modality.TEXT, granularity,
+               (), {"named": 1.0} if named else {})
+
+
+def test_merging_puts_named_hits_before_lifted_tables() -> None:
+    """Merged by similarity, a passage holding the typed name comes before a table row that does not, whatever the
+    table's lift; the others keep the order of their (lifted) similarity."""
+    table = [_hit("table", 0.74, Granularity.TABLE), _hit("table", 0.62, Granularity.TABLE)]
+    text = [_hit("paragraph", 0.72, Granularity.PARAGRAPH, named=True), _hit("paragraph", 0.70, Granularity.PARAGRAPH)]
+    merged = [h.id for h in similarity([table, text])]
+    assert merged == ["paragraph-0.72", "table-0.74", "paragraph-0.7", "table-0.62"]
+    assert 0.62 + TABLE_OFFSET < 0.70 < 0.74 + TABLE_OFFSET  # (the others keep their lifted order)
