@@ -8,9 +8,11 @@ import io
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from universalrag.cli.context import Output
 from universalrag.cli.output import print_hits
-from universalrag.evidence import EvidenceBudget, build_evidence, hit_content, hit_text
+from universalrag.errors import InvalidInputError
+from universalrag.evidence import UNIT_TEXT_TOKENS, EvidenceBudget, build_evidence, hit_content, hit_text, unit_text
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
@@ -64,3 +66,20 @@ def test_a_short_document_is_not_repeated(store: Store, minilm, tmp_path: Path) 
     assert ingest_paths(store, minilm, [tmp_path / "docs"]).ok
     hit = search_corpus(store, minilm, "document", "tide mill family ticket", k=1)[0]
     assert hit_text(hit) == hit.content and hit.content.count("family ticket costs 14 euros") == 1
+
+
+def test_a_units_text_for_a_retriever_is_bounded_and_leads_with_what_matched(store: Store, minilm,
+                                                                              tmp_path: Path) -> None:
+    """A retriever's document holds at most ``UNIT_TEXT_TOKENS`` of a unit (a whole manual was 80,000 characters, and
+    a chain joining four sent 250,000 to the model): the handbook's matched chapter first, the cut marked."""
+    path = _handbook(tmp_path)
+    assert ingest_paths(store, minilm, [path.parent]).ok
+    hit = search_corpus(store, minilm, "document", "How much is a family ticket for the tide mill?", k=1)[0]
+    text, cut = unit_text(hit)
+    assert cut and text.endswith(" […]") and len(text.split()) <= UNIT_TEXT_TOKENS * 0.75 + 1
+    assert text.startswith("Matched passages (best first):\n- part ") and "family ticket costs 14 euros" in text
+    assert unit_text(hit, max_tokens=None) == (hit_text(hit), False)  # whole, when asked
+    short = replace(hit, content=LAST, matched_parts=())
+    assert unit_text(short) == (LAST, False)
+    with pytest.raises(InvalidInputError, match="at least 1"):
+        unit_text(hit, max_tokens=0)

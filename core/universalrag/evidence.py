@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
-from .errors import IngestError
+from .errors import IngestError, InvalidInputError
 from .media import FRAMES_PER_CLIP, FRAMES_PER_VIDEO, frame_times, iter_frames, load_rgb
 from .types import Evidence, Granularity, Hit, Modality
 
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-__all__ = ["EvidenceBudget", "build_evidence", "hit_content", "hit_file", "hit_images", "hit_name", "hit_path",
-           "hit_source", "hit_text"]
+__all__ = ["UNIT_TEXT_TOKENS", "EvidenceBudget", "build_evidence", "hit_content", "hit_file", "hit_images",
+           "hit_name", "hit_path", "hit_source", "hit_text", "unit_text"]
 
 _WORDS_PER_TOKEN = 0.75
 _WORD = re.compile(r"\S+")
@@ -176,6 +177,23 @@ def hit_text(hit: Hit) -> str:
         video = hit.metadata.get("title", "the video")
         return f"Transcript of {video} from {_clock(hit.start_s or 0)} to {_clock(hit.end_s or 0)}: {hit.content}"
     return hit.content
+
+
+#: What one unit's text may take, in tokens, in a retriever's document or node, by default: a whole manual (a unit of
+#: the document corpus) is 80,000 characters, and a chain that joins four such documents sent a model a prompt of
+#: 250,000. About 750 words: a table's matched rows and more, a long document's matched passages and more.
+UNIT_TEXT_TOKENS = 1000
+
+
+def unit_text(hit: Hit, *, max_tokens: int | None = UNIT_TEXT_TOKENS) -> tuple[str, bool]:
+    """``(text, cut)``: :func:`hit_text` of ``hit`` within ``max_tokens`` (``None``: whole) — a long document leads
+    with its matched passages, then the text is cut at a word, ``" […]"`` marking the cut — and whether it was cut."""
+    if max_tokens is not None and max_tokens < 1:
+        raise InvalidInputError(f"max_tokens must be at least 1 (or None for the whole text), got {max_tokens}.")
+    text = hit_text(hit)
+    if max_tokens is None or len(text.split()) <= max_tokens * _WORDS_PER_TOKEN:
+        return text, False
+    return _cut(_passages_first(hit) or text, max_tokens), True
 
 
 def hit_content(text: str, hit: Hit) -> str:
