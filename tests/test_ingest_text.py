@@ -136,7 +136,7 @@ def test_html_blocks_entities_and_title_fallbacks() -> None:
             b"</body></html>")
     doc = parse_text(html, format="html", name="site/page.html")
     assert doc.title == "Main & Only"
-    assert doc.text == "Main & Only\n\none\n\ntwo\n\na b cd"
+    assert doc.text == "Main & Only\n\none\ntwo\n\na b cd"  # a <br> ends a line, not the paragraph
     doc = parse_text(b"<p>Just a paragraph.</p>", format="htm", name="site/plain.htm")
     assert doc.title == "plain"
     assert doc.text == "Just a paragraph."

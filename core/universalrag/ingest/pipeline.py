@@ -40,8 +40,8 @@ from .video.planning import VideoOptions
 if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
-__all__ = ["CSV_RULES", "DEFAULT_CORPORA", "PAGE_RULES", "PDF_RULES", "FileOutcome", "IngestOptions", "IngestReport",
-           "Progress", "ingest_paths", "ingest_tables"]
+__all__ = ["CSV_RULES", "DEFAULT_CORPORA", "PAGE_RULES", "PASSAGE_RULES", "PDF_RULES", "FileOutcome", "IngestOptions",
+           "IngestReport", "Progress", "ingest_paths", "ingest_tables"]
 
 _log = logging.getLogger(__name__)
 
@@ -141,9 +141,13 @@ _HANDLERS: dict[str, Callable[[IngestRun, Path, str, str], Prepared | StagedSour
 #: replace pages ingested under the rule before (v2: their passages used to hold their tables' cells; v3: a
 #: heading whose anchor had a chrome-like class lost its text, what lay outside a page's ``<main>`` was kept, a table
 #: under a heading with a permalink mark had the mark in its title, and a Markdown page's front-matter description
-#: was dropped).
-PAGE_RULES = ("pages v3: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
-              "front-matter description")
+#: was dropped; v4: every ``<br>`` ended a paragraph, and reStructuredText showed Sphinx's build conditions, context
+#: directives and bare version numbers, and read grammars as markup).
+PAGE_RULES = ("pages v4: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
+              "front-matter description, <br> a line break, Sphinx directives as shown")
+#: How any text is cut into passages, in the identity of every text source (plain text too): since v2 a heading, a
+#: term or an option name starts the passage of the text it introduces instead of ending the one before.
+PASSAGE_RULES = "passages v2: leads kept with their text"
 #: What a PDF becomes, in the identity of every PDF source: since v2 its tables set with white space alone are
 #: tables (their cells used to run together in the passages, column after column), so PDFs ingested before are
 #: replaced once at the next ingest.
@@ -166,14 +170,15 @@ def _classify(run: IngestRun, path: Path) -> tuple[Detection, str, str]:
     """(what the file is, uri, content hash); uri and hash are empty when it is not ingested. IngestError
     when it cannot be read at all. The hash of an image or video covers its sidecars and the texts given
     with it (:func:`~universalrag.ingest.companions.fingerprint`), so editing only those replaces the source; that
-    of a Markdown or HTML page covers :data:`PAGE_RULES`, that of a PDF :data:`PDF_RULES`, that of a CSV or TSV
+    of a Markdown or HTML page covers :data:`PAGE_RULES` and that of any text :data:`PASSAGE_RULES`, that of a PDF :data:`PDF_RULES`, that of a CSV or TSV
     file :data:`CSV_RULES`."""
     check_file(path)
     found = detect(path)
     if found.kind is None:
         return found, "", ""
     run.formats[path] = found.format
-    rules = (PAGE_RULES if found.kind == "text" and found.format in TABLES_IN_TEXT
+    rules = (f"{PAGE_RULES}; {PASSAGE_RULES}" if found.kind == "text" and found.format in TABLES_IN_TEXT
+             else PASSAGE_RULES if found.kind == "text"
              else PDF_RULES if found.kind == "document" and found.format == "pdf"
              else CSV_RULES if found.kind == "table" and found.format in ("csv", "tsv") else None)
     texts = (run.options.captions.get(str(path)), run.alts.get(path.resolve()), rules)

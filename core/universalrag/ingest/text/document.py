@@ -2,8 +2,8 @@
 plain text.
 
 Pure functions: no database, no embedding. The clean text keeps paragraphs separated by one blank
-line and collapses other whitespace (code blocks keep their line breaks), so passage offsets and
-word counts mean the same thing for every format.
+line and collapses other whitespace (code blocks and HTML ``<br>`` line breaks keep their lines), so passage
+offsets and word counts mean the same thing for every format.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ _DROP_TAGS = frozenset({
     "script", "style", "noscript", "template", "svg", "head", "title", "iframe", "object", "canvas",
 })
 _BLOCK_TAGS = frozenset({
-    "p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "br", "hr", "section", "article",
+    "p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "hr", "section", "article",
     "blockquote", "pre", "ul", "ol", "dl", "dt", "dd", "table", "thead", "tbody", "tfoot", "caption",
     "header", "footer", "nav", "main", "aside", "figure", "figcaption", "address", "form", "fieldset",
     "details", "summary", "body", "html",
@@ -165,8 +165,9 @@ _HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 
 def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, dict[str, Any]]:
-    """Visible main text of an HTML page: block elements become paragraph breaks; layout tables read as
-    blocks and navigation is left out (:mod:`~universalrag.ingest.html_clean`), unless nothing else is left.
+    """Visible main text of an HTML page: block elements become paragraph breaks and ``<br>`` a line break within
+    the paragraph (:func:`_visible_text`); layout tables read as blocks and navigation is left out
+    (:mod:`~universalrag.ingest.html_clean`), unless nothing else is left.
     ``drop_navigation=False``: the page has none to remove (a page made from reStructuredText, whose admonitions
     are ``<aside>``, or from a notebook)."""
     from bs4 import BeautifulSoup
@@ -196,12 +197,19 @@ def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, 
 def _visible_text(soup: Any) -> tuple[list[str], str, str]:
     """(headings, paragraphs joined by blank lines, the same with each data table replaced by
     :func:`_table_reference`) of a parsed page. Layout tables were unwrapped before, so a ``<table>`` left with a
-    data cell is a data table: the one :func:`~universalrag.ingest.tables.tables_from_html` reads."""
+    data cell is a data table: the one :func:`~universalrag.ingest.tables.tables_from_html` reads.
+
+    A ``<br>`` ends a line, not a paragraph: hard-wrapped text (DocBook ``literallayout`` NEWS, READMEs and
+    licences, address blocks, verse) is one ``<br>`` per line, and a paragraph break there cut its sentences
+    into one-line "paragraphs" that passages then split apart. Two ``<br>`` with nothing between (an empty
+    line) still end the paragraph, as they do in such text. Inside a data table a ``<br>`` is a space, as in the
+    table reader, so a row stays one line."""
     from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
     headings: list[str] = []
     paragraphs: list[str] = []
     prose: list[str] = []
+    lines: list[str] = []  # finished lines (ended by <br>) of the paragraph being read
     current: list[str] = []
     inside = 0  # how many data tables the walk is in
 
@@ -211,8 +219,23 @@ def _visible_text(soup: Any) -> tuple[list[str], str, str]:
             prose.append(paragraph)
 
     def flush() -> None:
-        add(_collapse("".join(current)))
+        end_line()
+        add("\n".join(lines))
+        lines.clear()
+
+    def end_line() -> None:
+        line = _collapse("".join(current))
         current.clear()
+        if line:
+            lines.append(line)
+
+    def line_break() -> None:  # <br>: a new line; an empty line (<br><br>) ends the paragraph
+        if inside:
+            current.append(" ")
+        elif _collapse("".join(current)) or not lines:
+            end_line()
+        else:
+            flush()
 
     skip = (Comment, Declaration, Doctype, ProcessingInstruction)
     # Iterative walk (deeply nested pages would exhaust recursion): ("open", node), ("close", tag) or
@@ -234,6 +257,9 @@ def _visible_text(soup: Any) -> tuple[list[str], str, str]:
                 current.append(str(node))
             continue
         if not isinstance(node, Tag) or node.name in _DROP_TAGS:
+            continue
+        if node.name == "br":
+            line_break()
             continue
         if node.name == "pre":
             flush()

@@ -18,6 +18,21 @@ __all__ = ["Passage", "chunk_for_embedding", "split_paragraphs"]
 _BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
 _WORD = re.compile(r"\S+")
 
+#: A paragraph of at most this many words that does not end a sentence is a heading, a term or an option signature.
+_MAX_LEAD_WORDS = 12
+#: A paragraph ending with ':', a question or a numbered entry's title of at most this many words introduces the text
+#: after it; a longer one is text in its own right.
+_MAX_INTRO_WORDS = 50
+#: At most this many lead paragraphs are kept with the text after them (a heading, a subheading and a term): the last
+#: ones of a longer run of short lines, which is a list, a table of contents or a table's rows, not a heading.
+_MAX_LEADS = 3
+#: Sentence-final punctuation, then optional closing quotes and brackets.
+_SENTENCE_END = re.compile(r"[.!?…。！？]['\"’”»)\]]*$")
+#: A section number alone ("2.1.", "5.3"): DocBook puts a FAQ entry's or a heading's number in a cell of its own.
+_SECTION_NUMBER = re.compile(r"\d+(?:\.\d+)*\.?")
+#: A paragraph opening with a numbered section ("4.1. My program uses the C++ STL…").
+_NUMBERED_TITLE = re.compile(r"\d+(?:\.\d+)+\.\s")
+
 
 @dataclass(frozen=True, slots=True)
 class Passage:
@@ -39,6 +54,8 @@ class _Span:
     start: int
     end: int
     words: int
+    #: A whole paragraph that introduces what follows it (:func:`_lead_flags`).
+    lead: bool = False
 
 
 def _paragraph_spans(text: str) -> list[tuple[int, int]]:
@@ -57,6 +74,38 @@ def _paragraph_spans(text: str) -> list[tuple[int, int]]:
 
 def _word_count(text: str, start: int, end: int) -> int:
     return len(text[start:end].split())
+
+
+def _introduces(paragraph: str, *, numbered: bool) -> bool:
+    """Whether ``paragraph`` introduces the text after it rather than being text: a heading, a definition term, an
+    option signature (``--leak-check=<no|summary|yes|full> [default: summary]``, ``$<TARGET_FILE:tgt>``), a
+    section number alone ("2.1."), or a paragraph of up to ``_MAX_INTRO_WORDS`` words that ends with ``:``, asks a
+    question or is the title of a numbered entry ("4.1. My program uses the C++ STL…"; ``numbered``: the paragraph
+    before it is a section number alone, as DocBook FAQs print "4.1." apart from their question).
+
+    Judged from the paragraph alone, as the clean text keeps no markup: a heading or a term has at most
+    ``_MAX_LEAD_WORDS`` words and ends no sentence (a short sentence such as "none for the empty set." is text).
+    Only one-line paragraphs qualify; a paragraph of several lines is code or verse, a block in its own right.
+    """
+    if "\n" in paragraph:
+        return False
+    words = len(paragraph.split())
+    if _SECTION_NUMBER.fullmatch(paragraph):
+        return True
+    if words <= _MAX_LEAD_WORDS and not _SENTENCE_END.search(paragraph):
+        return True
+    opens = paragraph.endswith((":", "?")) or numbered or _NUMBERED_TITLE.match(paragraph) is not None
+    return opens and words <= _MAX_INTRO_WORDS
+
+
+def _lead_flags(paragraphs: list[str]) -> list[bool]:
+    """:func:`_introduces` for each paragraph, knowing which follow a section number alone."""
+    flags: list[bool] = []
+    numbered = False
+    for paragraph in paragraphs:
+        flags.append(_introduces(paragraph, numbered=numbered))
+        numbered = _SECTION_NUMBER.fullmatch(paragraph) is not None
+    return flags
 
 
 def _sentence_spans(text: str, start: int, end: int, language: str) -> list[tuple[int, int]]:
@@ -94,12 +143,18 @@ def _hard_split(text: str, start: int, end: int, target_words: int) -> list[_Spa
 
 def _units(text: str, *, max_words: int, target_words: int, language: str, by_paragraph: bool) -> list[_Span]:
     """Atoms to group: whole paragraphs up to ``max_words`` (when ``by_paragraph``), else sentences;
-    sentences longer than ``max_words`` are hard-split."""
+    sentences longer than ``max_words`` are hard-split. A paragraph that would not fit in ``max_words`` with the
+    lead paragraphs before it is also cut into sentences, so that its first sentences can stay with them
+    (:func:`_keep_leads_with_text`): an option's long description then starts in the passage holding the option."""
     units: list[_Span] = []
-    for p_start, p_end in _paragraph_spans(text):
+    spans = _paragraph_spans(text)
+    leads = _lead_flags([text[s:e] for s, e in spans]) if by_paragraph else [False] * len(spans)
+    run: list[int] = []  # word counts of the lead paragraphs just before
+    for (p_start, p_end), lead in zip(spans, leads, strict=True):
         words = _word_count(text, p_start, p_end)
-        if by_paragraph and words <= max_words:
-            units.append(_Span(p_start, p_end, words))
+        before, run = sum(run[-_MAX_LEADS:]), [*run, words] if lead else []
+        if by_paragraph and (words <= max_words - before or lead and words <= max_words):
+            units.append(_Span(p_start, p_end, words, lead))
             continue
         for s_start, s_end in _sentence_spans(text, p_start, p_end, language):
             n = _word_count(text, s_start, s_end)
@@ -108,6 +163,37 @@ def _units(text: str, *, max_words: int, target_words: int, language: str, by_pa
             else:
                 units.append(_Span(s_start, s_end, n))
     return units
+
+
+def _keep_leads_with_text(units: list[_Span], *, max_words: int) -> list[list[_Span]]:
+    """Atoms for grouping: each unit alone, except that lead paragraphs (the last ``_MAX_LEADS`` of a run) are glued
+    to the unit after them when that unit is text and the whole stays within ``max_words``.
+
+    A passage must not end with a heading, a term or an option name whose text starts the next passage: the
+    description would be stored without the name it describes ("what does --leak-resolution do" then misses it).
+    Gluing before packing (rather than moving leads after) keeps the packing rules as they are, and a lead can
+    only move forward into the next passage. A paragraph too long to join its leads was cut into sentences
+    (:func:`_units`), so they join its first sentence; should even that not fit (a sentence of nearly
+    ``max_words``), the leads stay units of their own: passage sizes win. Leads at the end of the text, and those
+    before the last ``_MAX_LEADS`` of a longer run (a list, a table of contents, a table's rows, where the
+    paragraph right before the text is the likeliest heading), stay units of their own.
+    """
+    atoms: list[list[_Span]] = []
+    run: list[_Span] = []
+    for unit in units:
+        if unit.lead:
+            run.append(unit)
+            continue
+        kept = run[-_MAX_LEADS:]
+        if kept and sum(u.words for u in kept) + unit.words <= max_words:
+            atoms.extend([u] for u in run[:-_MAX_LEADS])
+            atoms.append([*kept, unit])
+        else:
+            atoms.extend([u] for u in run)
+            atoms.append([unit])
+        run = []
+    atoms.extend([u] for u in run)
+    return atoms
 
 
 def _check_sizes(min_words: int, target_words: int, max_words: int) -> None:
@@ -130,22 +216,26 @@ def split_paragraphs(
     Paragraphs up to ``max_words`` stay whole; consecutive short ones merge up to ``target_words``
     (a group still under ``min_words``, such as a heading, may grow up to ``max_words``); longer
     paragraphs split between sentences (segmented by sentencex for ``language``); a sentence over
-    ``max_words`` is cut at word boundaries. A passage under ``min_words`` joins a neighbour when
-    the result stays within ``max_words``. Every word of ``text`` lands in exactly one passage.
+    ``max_words`` is cut at word boundaries. A heading, a term or an option signature starts the passage
+    of the text it introduces rather than ending the one before (:func:`_keep_leads_with_text`), which
+    may take that passage past ``target_words`` but never past ``max_words``. A passage under
+    ``min_words`` joins a neighbour when the result stays within ``max_words``. Every word of ``text``
+    lands in exactly one passage.
     """
     _check_sizes(min_words, target_words, max_words)
     groups: list[list[_Span]] = []
     current: list[_Span] = []
     total = 0
     units = _units(text, max_words=max_words, target_words=target_words, language=language, by_paragraph=True)
-    for unit in units:
-        combined = total + unit.words
+    for atom in _keep_leads_with_text(units, max_words=max_words):
+        words = sum(u.words for u in atom)
+        combined = total + words
         fits = combined <= target_words or (total < min_words and combined <= max_words)
         if current and not fits:
             groups.append(current)
             current, total = [], 0
-        current.append(unit)
-        total += unit.words
+        current.extend(atom)
+        total += words
     if current:
         groups.append(current)
     groups = _absorb_small(groups, min_words=min_words, max_words=max_words)
