@@ -10,12 +10,12 @@ import importlib
 import sys
 import uuid
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import langchain_universalrag
 import pytest
 from langchain_core.documents import Document
-from langchain_core.language_models.fake_chat_models import FakeListChatModel, GenericFakeChatModel
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, convert_to_openai_messages
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
@@ -34,6 +34,7 @@ from langchain_universalrag import (
     create_corpus_tools,
     documents_to_content_blocks,
 )
+from support.fake_chat import ToolCallingFakeModel
 from universalrag.errors import ConfigError, GenerationError, MissingDependencyError
 from universalrag.generate import build_messages
 from universalrag.pipeline import UniversalRAG
@@ -41,19 +42,6 @@ from universalrag.types import CorpusSpec
 
 CORE_KEYS = {"id", "corpus", "modality", "granularity", "score", "uri", "start_s", "end_s", "source_id",
              "parent_id", "routes", "route_scores", "router"}
-
-
-class ToolCallingFakeModel(GenericFakeChatModel):
-    """A scripted chat model that accepts tools (as agents require) and records what it was sent."""
-
-    seen: ClassVar[list[Any]] = []
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFakeModel:
-        return self
-
-    def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
-        self.seen.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
 
 
 # -- the routed retriever ----------------------------------------------------------------------------------

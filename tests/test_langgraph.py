@@ -173,7 +173,7 @@ def test_question_comes_from_the_state_or_the_last_human_message() -> None:
 def test_public_api_is_pinned() -> None:
     assert sorted(lg.__all__) == sorted([
         "UniversalRAGState", "question_of", "retrieve_node_name", "make_route_node", "make_route_edge",
-        "make_retrieve_node", "make_generate_node", "build_graph",
+        "make_retrieve_node", "make_generate_node", "build_graph", "MissingStateKeysError", "add_documents",
     ])
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.documents import Document
-from universalrag.evidence import hit_content, hit_source, hit_text
+from universalrag.evidence import hit_content, hit_source, hit_text, unit_text
 from universalrag.types import Granularity, Hit, Modality, RouteDecision
 
 __all__ = [
@@ -29,7 +29,7 @@ ID_KEY = "_langchain_id"
 #: The metadata keys :func:`hit_to_document` adds on top of the unit's own metadata.
 CORE_KEYS = frozenset({
     "id", "corpus", "modality", "granularity", "score", "uri", "start_s", "end_s", "source_id", "parent_id",
-    "matched_parts", "channel_scores", "routes", "route_scores", "router",
+    "matched_parts", "channel_scores", "routes", "route_scores", "router", "rank", "truncated",
 })
 
 _NAMESPACE = uuid.UUID("5c1f3f0e-8d1b-4c53-9a4e-2b2f6a0c7d11")
@@ -78,20 +78,27 @@ def _own_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
     return (str(doc_id) if doc_id is not None else hit.id), meta
 
 
-def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None) -> Document:
-    """A hit as a ``Document``: the text a model should read (:func:`universalrag.evidence.hit_text`: a table's
-    matched rows before its Markdown, so a chain that joins ``page_content`` shows the row that answers; a clip's
-    transcript with its video and time range; any other unit's content as it is), the unit's own metadata with
-    ``source`` as LangChain's loaders set it (the file's path, or the address of a page that is not a file), then
-    the hit's fields (corpus, modality, granularity, score, uri, start_s/end_s, source_id, parent_id,
-    matched_parts, channel_scores) and, when given, the route decision (routes, route_scores, router)."""
+def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None, rank: int | None = None,
+                    max_tokens: int | None = None) -> Document:
+    """A hit as a ``Document``: the text a model should read (:func:`universalrag.evidence.unit_text`: a table's
+    matched rows before its Markdown, so a chain that joins ``page_content`` shows the row that answers; a long
+    document's matched passages first; a clip's transcript with its video and time range; any other unit's content
+    as it is), within ``max_tokens`` (``None``: whole), the unit's own metadata with ``source`` as LangChain's
+    loaders set it (the file's path, or the address of a page that is not a file), then the hit's fields (corpus,
+    modality, granularity, score, uri, start_s/end_s, source_id, parent_id, matched_parts, channel_scores),
+    ``truncated`` (whether ``page_content`` was cut, ending in ``" […]"``), ``rank`` when given (the 1-based
+    position in the returned list: scores of different corpora and channels are not comparable, so the order, not
+    the score, is the ranking) and, when given, the route decision (routes, route_scores, router)."""
     doc_id, meta = _own_metadata(hit)
+    text, cut = unit_text(hit, max_tokens=max_tokens)
     meta.update({
         "id": doc_id, "corpus": hit.corpus, "modality": str(hit.modality) if hit.modality else None,
         "granularity": str(hit.granularity) if hit.granularity else None, "score": float(hit.score),
         "uri": hit.uri, "start_s": hit.start_s, "end_s": hit.end_s, "source_id": hit.source_id,
-        "parent_id": hit.parent_id,
+        "parent_id": hit.parent_id, "truncated": cut,
     })
+    if rank is not None:
+        meta["rank"] = rank
     if hit.matched_parts:
         meta["matched_parts"] = [{"index": i, "text": t, "score": float(s)} for i, t, s in hit.matched_parts]
     if hit.channel_scores:
@@ -99,17 +106,19 @@ def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None) -> Docum
     if decision is not None:
         meta.update(routes=list(decision.routes), route_scores={k: float(v) for k, v in decision.scores.items()},
                     router=decision.router)
-    return Document(id=doc_id, page_content=hit_text(hit), metadata=meta)
+    return Document(id=doc_id, page_content=text, metadata=meta)
 
 
-def hits_to_documents(hits: Iterable[Hit], *, decision: RouteDecision | None = None) -> list[Document]:
-    """:func:`hit_to_document` for each hit."""
-    return [hit_to_document(h, decision=decision) for h in hits]
+def hits_to_documents(hits: Iterable[Hit], *, decision: RouteDecision | None = None,
+                      max_tokens: int | None = None) -> list[Document]:
+    """:func:`hit_to_document` for each hit, in order, each with its ``rank`` (1-based)."""
+    return [hit_to_document(h, decision=decision, rank=i, max_tokens=max_tokens) for i, h in enumerate(hits, 1)]
 
 
 def document_to_hit(doc: Document) -> Hit:
     """A ``Document`` made by :func:`hit_to_document` back as a :class:`Hit` (other documents become text hits
-    of corpus ``"external"``, so that they can still be shown to a model)."""
+    of corpus ``"external"``, so that they can still be shown to a model). A ``truncated`` document gives a hit
+    whose content is the cut text: what the model reads stays what the document showed."""
     meta = dict(doc.metadata)
     parts = tuple((int(p["index"]), str(p["text"]), float(p["score"])) for p in meta.get("matched_parts") or ())
     own = {k: v for k, v in meta.items() if k not in CORE_KEYS}
@@ -124,7 +133,11 @@ def document_to_hit(doc: Document) -> Hit:
         granularity=Granularity(granularity) if granularity else None, matched_parts=parts,
         channel_scores=dict(meta.get("channel_scores") or {}),
     )
-    return replace(hit, content=hit_content(doc.page_content, hit))  # the unit's content, without its heading
+    own_content = replace(hit, content=hit_content(doc.page_content, hit))  # the unit's content, without its heading
+    if meta.get("truncated") and hit_text(own_content) != doc.page_content:
+        # cut inside the matched rows or passages: the text already shows them, so the hit must not add them again
+        return replace(hit, content=doc.page_content, matched_parts=())
+    return own_content
 
 
 def documents_to_hits(docs: Sequence[Document]) -> list[Hit]:

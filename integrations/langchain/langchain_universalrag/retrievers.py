@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from ._deps import require_langchain
 
@@ -15,7 +16,9 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from pydantic import Field
+from pydantic import ConfigDict, Field
+from universalrag.errors import InvalidInputError
+from universalrag.evidence import UNIT_TEXT_TOKENS
 from universalrag.pipeline import UniversalRAG
 
 from ._convert import hits_to_documents
@@ -23,83 +26,81 @@ from ._convert import hits_to_documents
 __all__ = ["CorpusRetriever", "UniversalRAGRetriever"]
 
 
-class UniversalRAGRetriever(BaseRetriever):
-    """Routed multimodal retrieval as a LangChain retriever.
+def check_k(k: Any) -> int:
+    """``k`` as a count of documents: an int of at least 1 (``k=0`` used to run a whole search for nothing, and
+    ``k=-1`` failed deep in the router)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInputError(f"k must be an integer of at least 1 (how many documents to return), got {k!r}.")
+    return k
 
-    The core's evidence-aware router picks the corpora for each query (or ``routes`` fixes them), each corpus is
-    searched in its own embedding space and the rankings are fused; the routing probe's hits are the results, so
-    nothing is searched twice. Each ``Document`` carries the unit's metadata plus ``corpus``, ``modality``,
-    ``granularity``, ``score``, ``uri``, ``start_s``/``end_s``, ``source_id``, ``parent_id``, ``id`` and the route
-    decision (``routes``, ``route_scores``, ``router``).
 
-    A retriever used as an agent's tool should not come back empty because the router judged the question
-    answerable without retrieval: unless ``allow_none=True``, a ``none`` conclusion still searches the most likely
-    corpus. ``k``, ``routes``, ``filter`` and ``allow_none`` can also be given per call:
-    ``retriever.invoke(query, k=2)``.
+def check_routes(routes: Any) -> list[str] | None:
+    """``routes`` as a list of corpus names: a bare string would be read letter by letter (``"table"`` searched a
+    corpus named ``"t"``), so it is refused, as the LlamaIndex retriever does."""
+    if isinstance(routes, str):
+        raise TypeError(f"routes must be a list of corpus names, not the string {routes!r}: "
+                        f"write routes=[{routes!r}].")
+    return list(routes) if routes is not None else None
 
-    Example::
 
-        retriever = UniversalRAGRetriever(rag=UniversalRAG(), k=4)
-        docs = retriever.invoke("What does the lighthouse look like at night?")
+def check_max_unit_tokens(value: Any) -> int | None:
+    """``max_unit_tokens``: ``None`` (whole units) or at least 1."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidInputError(f"max_unit_tokens must be at least 1, or None for whole units, got {value!r}.")
+    return value
+
+
+class _PipelineRetriever(BaseRetriever):
+    """What both retrievers share: the live pipeline, argument checks, and copying rules.
+
+    ``search_kwargs`` (as LangChain's ``VectorStoreRetriever`` takes them) are accepted at construction and become
+    the fields they name; an unknown field or search argument is an error, not silently ignored.
     """
 
-    rag: UniversalRAG = Field(repr=False)
-    """The core facade (store, embedder, router)."""
-    k: int = 4
-    """How many documents to return: each chosen corpus is searched for its own top ``k``, and the fused
-    ranking is cut to ``k``."""
-    routes: list[str] | None = None
-    """Corpora to search instead of asking the router (``["none"]`` searches nothing)."""
-    filter: dict[str, Any] | None = None
-    """A metadata filter applied in every searched corpus (the core's filter syntax: ``{"year": {"$gte": 2020}}``)."""
-    filters: dict[str, Any] | None = None
-    """Deprecated spelling of ``filter``."""
-    allow_none: bool = False
-    """Return no documents when the router concludes ``none`` (default: search the most likely corpus)."""
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
-    def _search(self, query: str, k: int | None, routes: list[str] | None, filter: dict[str, Any] | None,
-                allow_none: bool | None, filters: dict[str, Any] | None) -> dict[str, Any]:
-        return {"k": k if k is not None else self.k, "routes": routes if routes is not None else self.routes,
-                "filter": filter if filter is not None else filters if filters is not None else
-                self.filter if self.filter is not None else self.filters,
-                "allow_none": self.allow_none if allow_none is None else allow_none}
-
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                k: int | None = None, routes: list[str] | None = None,
-                                filter: dict[str, Any] | None = None, allow_none: bool | None = None,
-                                filters: dict[str, Any] | None = None) -> list[Document]:
-        args = self._search(query, k, routes, filter, allow_none, filters)
-        decision, hits = self.rag.search(query, **args)
-        return hits_to_documents(hits[: args["k"]], decision=decision)
-
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       k: int | None = None, routes: list[str] | None = None,
-                                       filter: dict[str, Any] | None = None, allow_none: bool | None = None,
-                                       filters: dict[str, Any] | None = None) -> list[Document]:
-        args = self._search(query, k, routes, filter, allow_none, filters)
-        decision, hits = await self.rag.asearch(query, **args)
-        return hits_to_documents(hits[: args["k"]], decision=decision)
-
-
-class CorpusRetriever(BaseRetriever):
-    """One corpus, no routing: the ``k`` nearest units of ``corpus`` in its own embedding space.
-
-    Example::
-
-        tables = CorpusRetriever(rag=rag, corpus="table", k=3)
-        tables.invoke("Which team won most games?")
-    """
+    #: The fields ``search_kwargs`` may set.
+    _SEARCH_KEYS: ClassVar[frozenset[str]] = frozenset({"k", "filter", "filters"})
 
     rag: UniversalRAG = Field(repr=False)
-    """The core facade (store, embedder)."""
-    corpus: str
-    """The corpus to search."""
+    """The core facade (store, embedder, router). Shared, not copied, by ``copy.deepcopy``."""
     k: int = 4
-    """How many units to return."""
+    """How many documents to return (at least 1)."""
     filter: dict[str, Any] | None = None
-    """A metadata filter (the core's filter syntax)."""
+    """A metadata filter (the core's filter syntax: ``{"year": {"$gte": 2020}}``)."""
     filters: dict[str, Any] | None = None
     """Deprecated spelling of ``filter``."""
+    max_unit_tokens: int | None = UNIT_TEXT_TOKENS
+    """The most a document's ``page_content`` may take, in tokens (about 0.75 words each); a longer unit (a whole
+    manual is a unit of the document corpus) is cut, its matched passages first, and gets
+    ``metadata["truncated"] = True``. ``None`` keeps whole units."""
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**self._arguments(data))
+
+    @classmethod
+    def _arguments(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """The constructor's arguments with ``search_kwargs`` merged in, checked before pydantic sees them (so
+        that a bad ``k`` raises :class:`InvalidInputError`, not a generic validation error)."""
+        data = dict(data)
+        search = data.pop("search_kwargs", None) or {}
+        if not isinstance(search, Mapping):
+            raise InvalidInputError(f"search_kwargs must be a dict, got {type(search).__name__}.")
+        unknown = sorted(set(search) - cls._SEARCH_KEYS)
+        if unknown:
+            raise InvalidInputError(f"{cls.__name__} does not support search_kwargs {unknown}; it takes "
+                                    f"{sorted(cls._SEARCH_KEYS)}.")
+        twice = sorted(key for key in search if key in data and data[key] != search[key])
+        if twice:
+            raise InvalidInputError(f"{twice} given both as arguments and in search_kwargs, with different values.")
+        data.update(search)
+        if "k" in data:
+            check_k(data["k"])
+        if "routes" in data:
+            data["routes"] = check_routes(data["routes"])
+        if "max_unit_tokens" in data:
+            check_max_unit_tokens(data["max_unit_tokens"])
+        return data
 
     def _filter(self, filter: dict[str, Any] | None, filters: dict[str, Any] | None) -> dict[str, Any] | None:
         for candidate in (filter, filters, self.filter, self.filters):
@@ -107,16 +108,111 @@ class CorpusRetriever(BaseRetriever):
                 return candidate
         return None
 
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:
+        """A copy sharing the same ``rag``: the pipeline holds database engines, thread pools and locks, which
+        cannot be copied (``model_copy(deep=True)`` goes through here too)."""
+        memo = {} if memo is None else memo
+        memo[id(self.rag)] = self.rag
+        return super().__deepcopy__(memo)
+
+    def __getstate__(self) -> dict[Any, Any]:
+        """Pickling is refused with the reason: the retriever holds a live database pipeline."""
+        raise TypeError(f"{type(self).__name__} cannot be pickled: it holds a live database pipeline "
+                        "(UniversalRAG: connections, thread pools, locks). Build one per process instead, from the "
+                        "same settings (UniversalRAG(settings=...)).")
+
+
+class UniversalRAGRetriever(_PipelineRetriever):
+    """Routed multimodal retrieval as a LangChain retriever.
+
+    The core's evidence-aware router picks the corpora for each query (or ``routes`` fixes them), each corpus is
+    searched in its own embedding space and the rankings are fused; the routing probe's hits are the results, so
+    nothing is searched twice. Each ``Document`` carries the unit's metadata plus ``corpus``, ``modality``,
+    ``granularity``, ``score``, ``uri``, ``start_s``/``end_s``, ``source_id``, ``parent_id``, ``id``, ``rank``,
+    ``truncated`` and the route decision (``routes``, ``route_scores``, ``router``).
+
+    The order of the documents is the ranking: ``metadata["rank"]`` is each one's 1-based position. Scores of
+    different corpora and channels are not on one scale (a list may read 0.39, 0.50, 0.47), so re-sorting by
+    ``score`` (or reordering with ``LongContextReorder``) undoes the fusion; sort by ``rank`` to restore it.
+
+    ``page_content`` is cut at ``max_unit_tokens`` (default about 1000 tokens; a long document's matched passages
+    come first; ``metadata["truncated"]`` says so), so that a chain joining ``k`` documents sends a bounded prompt;
+    ``max_unit_tokens=None`` keeps whole units.
+
+    A retriever used as an agent's tool should not come back empty because the router judged the question
+    answerable without retrieval: unless ``allow_none=True``, a ``none`` conclusion still searches the most likely
+    corpus. ``k``, ``routes``, ``filter`` and ``allow_none`` can also be given per call
+    (``retriever.invoke(query, k=2)``) or, as for LangChain's ``VectorStoreRetriever``, in ``search_kwargs``
+    (``UniversalRAGRetriever(rag=rag, search_kwargs={"k": 3})``); unknown ones are refused.
+
+    Example::
+
+        retriever = UniversalRAGRetriever(rag=UniversalRAG(), k=4)
+        docs = retriever.invoke("What does the lighthouse look like at night?")
+    """
+
+    _SEARCH_KEYS: ClassVar[frozenset[str]] = frozenset({"k", "filter", "filters", "routes", "allow_none"})
+
+    k: int = 4
+    """How many documents to return (at least 1): each chosen corpus is searched for its own top ``k``, and the
+    fused ranking is cut to ``k``."""
+    routes: list[str] | None = None
+    """Corpora to search instead of asking the router, as a list (``["table"]``; ``["none"]`` searches
+    nothing)."""
+    allow_none: bool = False
+    """Return no documents when the router concludes ``none`` (default: search the most likely corpus)."""
+
+    def _search(self, k: int | None, routes: list[str] | None, filter: dict[str, Any] | None,
+                allow_none: bool | None, filters: dict[str, Any] | None) -> dict[str, Any]:
+        """The core's search arguments: per-call values over the fields, checked."""
+        return {"k": check_k(k if k is not None else self.k),
+                "routes": check_routes(routes if routes is not None else self.routes),
+                "filter": self._filter(filter, filters),
+                "allow_none": self.allow_none if allow_none is None else allow_none}
+
+    def _documents(self, found: tuple[Any, list[Any]], k: int) -> list[Document]:
+        decision, hits = found
+        return hits_to_documents(hits[:k], decision=decision, max_tokens=check_max_unit_tokens(self.max_unit_tokens))
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                k: int | None = None, routes: list[str] | None = None,
+                                filter: dict[str, Any] | None = None, allow_none: bool | None = None,
+                                filters: dict[str, Any] | None = None) -> list[Document]:
+        args = self._search(k, routes, filter, allow_none, filters)
+        return self._documents(self.rag.search(query, **args), args["k"])
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       k: int | None = None, routes: list[str] | None = None,
+                                       filter: dict[str, Any] | None = None, allow_none: bool | None = None,
+                                       filters: dict[str, Any] | None = None) -> list[Document]:
+        args = self._search(k, routes, filter, allow_none, filters)
+        return self._documents(await self.rag.asearch(query, **args), args["k"])
+
+
+class CorpusRetriever(_PipelineRetriever):
+    """One corpus, no routing: the ``k`` nearest units of ``corpus`` in its own embedding space, each with its
+    ``rank`` and, past ``max_unit_tokens``, cut (``metadata["truncated"]``), as :class:`UniversalRAGRetriever`.
+    ``k`` and ``filter`` can be given per call or in ``search_kwargs``.
+
+    Example::
+
+        tables = CorpusRetriever(rag=rag, corpus="table", k=3)
+        tables.invoke("Which team won most games?")
+    """
+
+    corpus: str
+    """The corpus to search (looked up at each call: a corpus ingested after the retriever was built is found)."""
+
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None, filter: dict[str, Any] | None = None,
                                 filters: dict[str, Any] | None = None) -> list[Document]:
-        hits = self.rag.retrieve(query, k=k if k is not None else self.k, routes=[self.corpus],
+        hits = self.rag.retrieve(query, k=check_k(k if k is not None else self.k), routes=[self.corpus],
                                  filter=self._filter(filter, filters))
-        return hits_to_documents(hits)
+        return hits_to_documents(hits, max_tokens=check_max_unit_tokens(self.max_unit_tokens))
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None, filter: dict[str, Any] | None = None,
                                        filters: dict[str, Any] | None = None) -> list[Document]:
-        hits = await self.rag.aretrieve(query, k=k if k is not None else self.k, routes=[self.corpus],
+        hits = await self.rag.aretrieve(query, k=check_k(k if k is not None else self.k), routes=[self.corpus],
                                         filter=self._filter(filter, filters))
-        return hits_to_documents(hits)
+        return hits_to_documents(hits, max_tokens=check_max_unit_tokens(self.max_unit_tokens))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from ._deps import require_langchain
@@ -9,14 +10,21 @@ from ._deps import require_langchain
 require_langchain()
 
 from langchain_core.documents import Document
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
+from universalrag.errors import FilterError, InvalidInputError, RoutingError
+from universalrag.evidence import UNIT_TEXT_TOKENS
 from universalrag.pipeline import UniversalRAG
 
 from .messages import documents_to_evidence
-from .retrievers import CorpusRetriever
+from .retrievers import CorpusRetriever, check_k
 
 __all__ = ["create_corpus_tool", "create_corpus_tools", "format_documents"]
+
+logger = logging.getLogger(__name__)
+
+#: Errors caused by what the model passed: returned to it as the tool's answer, so that it can call again.
+_MODEL_ERRORS = (InvalidInputError, RoutingError, FilterError)
 
 
 class CorpusSearchInput(BaseModel):
@@ -38,32 +46,73 @@ def _description(name: str, registered: str) -> str:
     return f"Search the {name} corpus. {what}"
 
 
-def create_corpus_tool(rag: UniversalRAG, corpus: str, *, k: int = 4, description: str | None = None) -> BaseTool:
+def _checked_query(tool: str, query: str) -> str:
+    """The query, or a :class:`ToolException` the model can act on (an empty query used to crash the agent)."""
+    if not isinstance(query, str) or not query.strip():
+        raise ToolException(f"The query was empty. Call {tool} again with a question or a few keywords to look "
+                            "for, for example {\"query\": \"how to spawn a child process\"}.")
+    return query
+
+
+def _for_model(tool: str, error: Exception) -> ToolException:
+    """A search error caused by the model's arguments, as the sentence the model reads in the ``ToolMessage``."""
+    return ToolException(f"The search failed: {error} Call {tool} again with a corrected query.")
+
+
+def create_corpus_tool(rag: UniversalRAG, corpus: str, *, k: int = 4, description: str | None = None,
+                       max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> BaseTool:
     """A tool named ``search_<corpus>`` searching ``corpus`` (its description from the registry unless given).
 
     It returns ``(text, documents)`` (``response_format="content_and_artifact"``): the model reads the text
-    and the ``Document``s reach the agent's state as the ``ToolMessage``'s artifact.
+    (per document a label naming its corpus and source, then its text, each unit cut at ``max_unit_tokens``;
+    ``None`` keeps whole units) and the ``Document``s reach the agent's state as the ``ToolMessage``'s artifact.
+    Bad arguments (an empty query, a missing one, a query the core refuses) do not stop the agent: the tool
+    answers with a ``ToolMessage`` (``status="error"``) saying what to fix. The corpus is searched at call time, so
+    a tool built before its corpus was ingested finds what was ingested since.
     """
     spec = rag.store.corpus(corpus)
-    retriever = CorpusRetriever(rag=rag, corpus=corpus, k=k)
+    name = f"search_{corpus}"
+    retriever = CorpusRetriever(rag=rag, corpus=corpus, k=check_k(k), max_unit_tokens=max_unit_tokens)
 
     def search(query: str) -> tuple[str, list[Document]]:
-        docs = retriever.invoke(query)
+        try:
+            docs = retriever.invoke(_checked_query(name, query))
+        except _MODEL_ERRORS as error:
+            raise _for_model(name, error) from error
         return format_documents(docs, rag=rag), docs
 
     async def asearch(query: str) -> tuple[str, list[Document]]:
-        docs = await retriever.ainvoke(query)
+        try:
+            docs = await retriever.ainvoke(_checked_query(name, query))
+        except _MODEL_ERRORS as error:
+            raise _for_model(name, error) from error
         return format_documents(docs, rag=rag), docs
 
     return StructuredTool.from_function(
-        func=search, coroutine=asearch, name=f"search_{corpus}",
+        func=search, coroutine=asearch, name=name,
         description=description or _description(corpus, spec.description), args_schema=CorpusSearchInput,
-        response_format="content_and_artifact",
+        response_format="content_and_artifact", handle_tool_error=True, handle_validation_error=True,
     )
 
 
-def create_corpus_tools(rag: UniversalRAG, corpora: Sequence[str] | None = None, *, k: int = 4) -> list[BaseTool]:
+def _warn_empty(rag: UniversalRAG, names: Sequence[str], nonempty: Sequence[str], asked: bool) -> None:
+    """Log what an empty tool list, or a tool over an empty corpus, means and what to do (it used to be silent)."""
+    if not asked and not names:
+        logger.warning("create_corpus_tools: no corpus holds rows yet (store %r), so no tools were made. Ingest "
+                       "first (rag.ingest(...)), then call create_corpus_tools again.", rag.store)
+        return
+    empty = [n for n in names if n not in nonempty]
+    if empty:
+        logger.warning("create_corpus_tools: corpora %s hold no rows yet; their tools find nothing until they are "
+                       "ingested (the tools search at call time: no rebuild is needed).", empty)
+
+
+def create_corpus_tools(rag: UniversalRAG, corpora: Sequence[str] | None = None, *, k: int = 4,
+                        max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> list[BaseTool]:
     """One :func:`create_corpus_tool` per corpus: the ``corpora`` named, or (``None``) every registered corpus
-    that holds rows. Reads the registry once, now."""
-    names = list(corpora) if corpora is not None else rag.store.nonempty()
-    return [create_corpus_tool(rag, name, k=k) for name in names]
+    that holds rows. Reads the registry once, now: tools built before anything is ingested are none (a warning is
+    logged; build them again after ingesting), and a named corpus still empty is logged too."""
+    nonempty = rag.store.nonempty()
+    names = list(corpora) if corpora is not None else nonempty
+    _warn_empty(rag, names, nonempty, corpora is not None)
+    return [create_corpus_tool(rag, name, k=k, max_unit_tokens=max_unit_tokens) for name in names]
