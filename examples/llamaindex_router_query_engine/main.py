@@ -1,10 +1,11 @@
-"""LlamaIndex's own RouterQueryEngine and RouterRetriever, routed by UniversalRAG's trained router — offline.
+"""LlamaIndex's own RouterQueryEngine and RouterRetriever, routed by UniversalRAG's evidence-aware router — offline.
 
 1. Opens the knowledge base of ``universalrag demo`` (built and ingested on the first run, reused afterwards) in
    embedded Postgres or ``UNIVERSALRAG_DATABASE_URL``.
 2. Wraps one query engine per corpus in ``QueryEngineTool``s whose names say nothing about corpora; the
-   ``UniversalRAGSelector`` maps each tool to a route by its description, then lets the shipped router choose
-   among them for every question (a tool described as answering from general knowledge stands for ``none``).
+   ``UniversalRAGSelector`` maps each tool to a route by its description, then lets the pipeline's routing (the
+   shipped router's prior and a probe of each tool's corpus) choose among them for every question (a tool described
+   as answering from general knowledge stands for ``none``; several tools are selected when the decision is).
 3. Does the same for a ``RouterRetriever`` over ``corpus_retriever_tools(rag)`` (tools named ``search_<corpus>``,
    mapped by name).
 
@@ -72,7 +73,7 @@ def main() -> None:
                                 llm=llm)
     for question in demo_questions():
         if question.route == "none":
-            continue  # no tool stands for `none`: the selector would raise (or use fallback=)
+            continue  # no tool stands for `none`: the selector searches the likeliest corpus (fallback="best")
         nodes = retriever.retrieve(question.question)
         print(f"\nRouterRetriever: {question.question}\n   corpora: {sorted({n.metadata['corpus'] for n in nodes})}")
     rag.close()

@@ -2,9 +2,13 @@
 
 - :class:`UniversalRAGRetriever` — route, then search the chosen corpora; ``TextNode``/``ImageNode`` results.
 - :class:`UniversalRAGQueryEngine` — route → retrieve → answer with a LlamaIndex LLM or the core's generator.
-- :class:`UniversalRAGSelector` — the core's router as a selector for ``RouterQueryEngine``/``RouterRetriever``.
+- :class:`UniversalRAGSelector` — the core's evidence-aware routing as a selector for
+  ``RouterQueryEngine``/``RouterRetriever``.
 - :func:`corpus_retriever_tools` — a ``RetrieverTool`` per corpus.
 - :func:`hits_to_nodes` — core hits as LlamaIndex nodes.
+
+Retrievers, query engines and tools take LlamaIndex's conventions: ``similarity_top_k`` is the total number of
+nodes, ``filter`` accepts ``MetadataFilters`` (:mod:`.filters`), node texts are cut at ``max_unit_tokens``.
 
 This module only re-exports, lazily: ``llama_index.core`` is imported when a name is first used, and a missing
 ``llama-index-core`` raises :class:`~universalrag.errors.MissingDependencyError` naming ``universalrag-postgres[llamaindex]``.

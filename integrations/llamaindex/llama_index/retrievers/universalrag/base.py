@@ -5,8 +5,10 @@ Importing this module, or any name of the package, without llama-index-core rais
 
 A hit becomes a :class:`~llama_index.core.schema.TextNode` whose text is the hit's evidence text as the core
 builds it for language models (a table's matched rows before its Markdown, a clip's transcript with its time
-range), and whose metadata says where it came from. Image hits become
-:class:`~llama_index.core.schema.ImageNode` objects (see :func:`hits_to_nodes`).
+range, a long document's matched passages before its text), cut at about ``max_unit_tokens`` tokens
+(:func:`universalrag.evidence.unit_text`: a whole manual in one node would flood an agent's context), and whose
+metadata says where it came from, its ``rank`` in the returned order and, when the text was cut, ``truncated``.
+Image hits become :class:`~llama_index.core.schema.ImageNode` objects (see :func:`hits_to_nodes`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,16 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from universalrag.errors import MissingDependencyError
-from universalrag.evidence import EvidenceBudget, build_evidence, hit_file, hit_images, hit_path
+from universalrag.errors import InvalidInputError, MissingDependencyError
+from universalrag.evidence import (
+    UNIT_TEXT_TOKENS,
+    EvidenceBudget,
+    build_evidence,
+    hit_file,
+    hit_images,
+    hit_path,
+    unit_text,
+)
 from universalrag.types import Hit, Modality, RouteDecision
 
 try:
@@ -27,7 +37,8 @@ try:
 except ImportError as e:  # tested in a subprocess that hides llama_index.core
     raise MissingDependencyError("llama-index-core", "llamaindex", feature="the LlamaIndex integration") from e
 
-__all__ = ["LLM_METADATA_KEYS", "TOOL_PREFIX", "ImageMode", "hit_to_metadata", "hits_to_nodes"]
+__all__ = ["LLM_METADATA_KEYS", "TOOL_PREFIX", "UNIT_TEXT_TOKENS", "ImageMode", "check_top_k", "check_unit_tokens",
+           "cut_to_k", "hit_to_metadata", "hits_to_nodes"]
 
 #: How pictures travel in nodes: ``"path"`` — an image hit's local file as ``ImageNode.image_path`` (or its
 #: ``http(s)`` URI as ``image_url``), clips and videos as text; ``"base64"`` — JPEG bytes as
@@ -36,7 +47,8 @@ __all__ = ["LLM_METADATA_KEYS", "TOOL_PREFIX", "ImageMode", "hit_to_metadata", "
 ImageMode = Literal["path", "base64"]
 
 #: Metadata keys shown to a language model with a node's text; the others (ids, scores, route decision, the
-#: unit's raw metadata, and ``uri``, which may be a local path) stay out of prompts and embeddings.
+#: unit's raw metadata, ``rank``, ``truncated``, and ``uri``, which may be a local path) stay out of prompts and
+#: embeddings.
 #: ``description`` is an ImageNode's caption or transcript (its text), so that multimodal synthesis, which sends
 #: pictures and metadata only, keeps it.
 LLM_METADATA_KEYS: frozenset[str] = frozenset({"corpus", "title", "start_s", "end_s", "frame_time_s",
@@ -48,13 +60,40 @@ TOOL_PREFIX = "search_"
 _NO_TEXT_LIMIT = 10**9
 
 
-def hit_to_metadata(hit: Hit, *, decision: RouteDecision | None = None, label: str | None = None) -> dict[str, Any]:
+def check_top_k(value: int | None, name: str = "similarity_top_k") -> int | None:
+    """``value`` when it is ``None`` or an integer of at least 1; else :class:`InvalidInputError`. LlamaIndex
+    rejects ``similarity_top_k=0`` too: a retriever asked for nothing is a caller's mistake, not an empty result."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidInputError(f"{name} must be an integer of at least 1 (or None for rag.k), got {value!r}.")
+    return value
+
+
+def check_unit_tokens(value: int | None) -> int | None:
+    """``value`` when it is ``None`` (whole units) or an integer of at least 1; else :class:`InvalidInputError`,
+    raised at construction rather than at the first long unit."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidInputError(f"max_unit_tokens must be an integer of at least 1, or None to keep whole units; "
+                                f"got {value!r}.")
+    return value
+
+
+def cut_to_k(hits: Sequence[Hit], k: int) -> list[Hit]:
+    """The first ``k`` of ``hits``. The core returns ``k`` hits per chosen corpus, fused best first; LlamaIndex's
+    ``similarity_top_k`` is the total a retriever returns, so the fused order is kept and cut."""
+    return list(hits[:k])
+
+
+def hit_to_metadata(hit: Hit, *, decision: RouteDecision | None = None, label: str | None = None,
+                    rank: int | None = None, truncated: bool = False) -> dict[str, Any]:
     """A node's metadata for ``hit``: the unit's own metadata (title, columns, frame times, ...) overlaid with
     ``corpus``, ``modality``, ``granularity``, ``uri``, ``unit_id``, ``source_id``, ``parent_id``, ``score``,
     ``start_s``/``end_s`` (clips and videos), ``matched_parts`` (tables, long documents), ``channel_scores``,
-    ``label`` and, when a router chose the corpora, ``routes`` and ``route_decision``
-    (:meth:`RouteDecision.to_dict`); a unit of a local file has ``file_path`` and ``file_name``, as LlamaIndex's
-    file readers name them."""
+    ``label``, ``rank`` (1-based position in the library's order: scores of different corpora and channels are not
+    comparable, so a re-sort by score would lose that order), ``truncated: True`` when the node's text was cut and,
+    when a router chose the corpora, ``routes`` and ``route_decision`` (:meth:`RouteDecision.to_dict`); a unit of a
+    local file has ``file_path`` and ``file_name``, as LlamaIndex's file readers name them."""
     meta: dict[str, Any] = dict(hit.metadata)
     meta.update({
         "corpus": hit.corpus,
@@ -80,6 +119,10 @@ def hit_to_metadata(hit: Hit, *, decision: RouteDecision | None = None, label: s
         meta["channel_scores"] = {k: float(v) for k, v in hit.channel_scores.items()}
     if label:
         meta["label"] = label
+    if rank is not None:
+        meta["rank"] = rank
+    if truncated:
+        meta["truncated"] = True
     if decision is not None:
         meta["routes"] = list(decision.routes)
         meta["route_decision"] = decision.to_dict()
@@ -129,23 +172,31 @@ def _node(hit: Hit, text: str, metadata: dict[str, Any], image: dict[str, Any] |
 
 
 def hits_to_nodes(hits: Sequence[Hit], *, decision: RouteDecision | None = None, image_mode: ImageMode = "path",
-                  budget: EvidenceBudget | None = None) -> list[NodeWithScore]:
-    """LlamaIndex nodes for ``hits``, in order, each scored with the hit's (fused) score.
+                  budget: EvidenceBudget | None = None,
+                  max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> list[NodeWithScore]:
+    """LlamaIndex nodes for ``hits``, in order, each scored with the hit's (fused) score and its metadata ``rank``
+    set to its 1-based position (the order is the library's ranking; scores from different corpora need not
+    decrease along it).
 
     Text, table, clip and video hits become ``TextNode``s; image hits become ``ImageNode``s carrying the
     picture as ``image_mode`` says (clips and videos too, with their middle frame, when ``image_mode`` is
     ``"base64"``; an image that is not a local file keeps its ``http(s)`` URI as ``image_url``). A hit whose
     picture cannot be reached (a remote URI that is not HTTP, a file moved since ingestion) falls back to a
     ``TextNode`` with its caption or transcript. ``budget`` sizes the JPEGs (the
-    default :class:`~universalrag.evidence.EvidenceBudget`); node texts are never cut.
+    default :class:`~universalrag.evidence.EvidenceBudget`). Each node's text is cut at about ``max_unit_tokens``
+    tokens (a long document's matched passages first; ``None`` keeps whole units), and a cut node has
+    ``truncated: True`` in its metadata (kept, like ``rank``, out of what a model or an embedder sees).
     """
     if image_mode not in ("path", "base64"):
         raise ValueError(f"image_mode must be 'path' or 'base64', got {image_mode!r}.")
+    check_unit_tokens(max_unit_tokens)
     budget = budget or EvidenceBudget()
+    # build_evidence numbers the labels ("[document 2] fs"); the text itself comes from unit_text below.
     evidence = build_evidence(hits, budget=replace(budget, max_text_tokens=_NO_TEXT_LIMIT), with_media=False)
     out = []
-    for hit, item in zip(hits, evidence):
+    for rank, (hit, item) in enumerate(zip(hits, evidence), 1):
+        text, cut = unit_text(hit, max_tokens=max_unit_tokens)
         image = _image_source(hit, image_mode, budget)
-        node = _node(hit, item.text, hit_to_metadata(hit, decision=decision, label=item.label), image)
-        out.append(NodeWithScore(node=node, score=float(hit.score)))
+        meta = hit_to_metadata(hit, decision=decision, label=item.label, rank=rank, truncated=cut)
+        out.append(NodeWithScore(node=_node(hit, text, meta, image), score=float(hit.score)))
     return out

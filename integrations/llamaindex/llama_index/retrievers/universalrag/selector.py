@@ -13,14 +13,25 @@ mapped to one route, in this order:
    mapped to the most similar route. A choice describing an LLM that answers from general knowledge maps to
    ``none``.
 
-The router then routes the query with the mapped routes as its only candidates, and every choice mapped to a
-chosen route is selected, primary route first (several when the decision is multi-label and ``multi=True``).
-When the router decides ``none`` and no choice maps to ``none``, the ``fallback`` choice is selected (an index,
-a choice name, or ``"best"``: the choice whose route the router scored highest); without a fallback a
-:class:`~universalrag.errors.RoutingError` explains what to do. Mappings are cached per set of choices.
+Then the query is routed with the mapped routes as its only candidates:
+
+- **with ``rag=``** (and no ``router=``), by the pipeline's evidence-aware routing
+  (:meth:`UniversalRAG.route <universalrag.pipeline.UniversalRAG.route>`): the router's prior plus a probe of
+  every candidate corpus that holds units. The question-only router alone sends ordinary questions to ``none``
+  or to corpora with nothing in them; a probe sees where the evidence is. A choice whose corpus is empty is never
+  a candidate, and ``none`` is concluded only when a choice stands for ``none`` (like ``allow_none=False`` in the
+  core: an engine of tools is never left with nothing to call).
+- **with ``router=``**, or without ``rag``, by that router on the question alone.
+
+Every choice mapped to a chosen route is selected, primary route first (several when the decision is multi-label
+and ``multi=True``). When no choice stands for the decision (the router decided ``none`` and no choice maps to
+``none``), the ``fallback`` choice is selected: by default ``"best"``, the choice whose route scored highest
+(choices of empty corpora last), or a choice index or name; ``fallback=None`` is strict and raises a
+:class:`~universalrag.errors.RoutingError` explaining what to do. Mappings are cached per set of choices.
 
 A router only chooses routes it can score: the shipped trained router knows the seven built-in routes; route to
-user-defined corpora with an :class:`~universalrag.routing.ExampleRouter` (``router=``).
+user-defined corpora with an :class:`~universalrag.routing.ExampleRouter` (``router=``), or give ``rag=``, whose
+probes score every corpus.
 """
 
 from __future__ import annotations
@@ -59,14 +70,16 @@ class UniversalRAGSelector(BaseSelector):
     """Selects LlamaIndex choices (``ToolMetadata``) with a universalrag router; see the module docstring.
 
     Give ``rag=`` (its router, its embedder and its registry's corpus descriptions are used) and/or ``router=``
-    (overrides ``rag.router``). ``embedder`` matches descriptions (default: ``rag.embedder``, else the bundled
-    MiniLM). ``choice_routes`` maps choice names to routes explicitly. ``multi=False`` selects one choice only.
-    ``fallback`` is used when the router decides ``none`` and no choice stands for ``none``.
+    (replaces the evidence-aware routing of ``rag`` by that router on the question alone). ``embedder`` matches
+    descriptions (default: ``rag.embedder``, else the bundled MiniLM). ``choice_routes`` maps choice names to
+    routes explicitly. ``multi=False`` selects one choice only. ``fallback`` is selected when no choice stands for
+    the decision: ``"best"`` (default: the best-scoring choice, so a ``RouterQueryEngine`` always gets an engine),
+    a choice index or name, or ``None`` to raise a :class:`~universalrag.errors.RoutingError` instead.
     """
 
     def __init__(self, *, rag: UniversalRAG | None = None, router: Router | None = None, embedder: Any = None,
                  choice_routes: Mapping[str, str] | None = None, multi: bool = True,
-                 fallback: int | str | None = None) -> None:
+                 fallback: int | str | None = "best") -> None:
         if rag is None and router is None:
             raise ValueError("UniversalRAGSelector needs rag= (a UniversalRAG) or router= (a universalrag Router).")
         if isinstance(fallback, bool):
@@ -82,7 +95,14 @@ class UniversalRAGSelector(BaseSelector):
         self._cache: dict[tuple[tuple[str | None, str], ...], list[ChoiceRoute]] = {}
 
     def __repr__(self) -> str:
-        return f"UniversalRAGSelector(router={self.router.name!r}, multi={self.multi}, fallback={self.fallback!r})"
+        return f"UniversalRAGSelector(router={self._router_name()!r}, multi={self.multi}, fallback={self.fallback!r})"
+
+    def _router_name(self) -> str:
+        return self.rag.routing.name if self._evidence_aware() and self.rag is not None else self.router.name
+
+    def _evidence_aware(self) -> bool:
+        """Whether routing probes the corpora (``rag=`` without ``router=``)."""
+        return self.rag is not None and self._router is None
 
     # -- prompt mixin: this selector has no prompts ---------------------------------------------------------
     def _get_prompts(self) -> PromptDictType:
@@ -158,18 +178,38 @@ class UniversalRAGSelector(BaseSelector):
             raise RoutingError("UniversalRAGSelector got no choices to select from.")
         query_str = query.query_str if isinstance(query, QueryBundle) else query
         mapping = self.map_choices(metas)
-        decision = self.router.route(query_str, candidates={m.route for m in mapping})
-        return self._selection(metas, mapping, decision, query_str), decision
+        empty = self._empty_corpora()
+        decision = self._decide(query_str, [m.route for m in mapping], empty)
+        return self._selection(metas, mapping, decision, query_str, empty), decision
+
+    def _empty_corpora(self) -> frozenset[str]:
+        """Registered corpora holding no units (the core's cached size estimates), which no choice is routed to."""
+        if self.rag is None:
+            return frozenset()
+        return frozenset(name for name, n in self.rag.routing.sizes(self.rag.searcher).items() if n <= 0)
+
+    def _decide(self, query: str, routes: Sequence[str], empty: frozenset[str]) -> RouteDecision:
+        """The decision over ``routes``: evidence-aware with ``rag`` (empty corpora left out, ``none`` only when a
+        choice stands for it), else the question-only router."""
+        candidates = [r for r in dict.fromkeys(routes) if r not in empty]
+        if not self._evidence_aware() or not any(r != NO_RETRIEVAL for r in candidates):
+            return self.router.route(query, candidates=set(candidates or routes))
+        assert self.rag is not None
+        plan = self.rag.plan(query, candidates=[r for r in candidates if r != NO_RETRIEVAL],
+                             allow_none=NO_RETRIEVAL in candidates)
+        return self.rag.route(plan)
 
     def _selection(self, metas: Sequence[ToolMetadata], mapping: Sequence[ChoiceRoute], decision: RouteDecision,
-                   query: str) -> SelectorResult:
+                   query: str, empty: frozenset[str] = frozenset()) -> SelectorResult:
         picks: list[SingleSelection] = []
         for route in decision.routes:
+            if route in empty:
+                continue
             for index, item in enumerate(mapping):
                 if item.route == route:
                     picks.append(SingleSelection(index=index, reason=self._reason(metas[index], item, decision)))
         if not picks:
-            picks = [self._fallback(metas, mapping, decision, query)]
+            picks = [self._fallback(metas, mapping, decision, query, empty)]
         return MultiSelection(selections=picks if self.multi else picks[:1])
 
     @staticmethod
@@ -185,13 +225,14 @@ class UniversalRAGSelector(BaseSelector):
                 f"choice {meta.name or meta.description[:40]!r} stands for that route {self._how(item)}.")
 
     def _fallback(self, metas: Sequence[ToolMetadata], mapping: Sequence[ChoiceRoute], decision: RouteDecision,
-                  query: str) -> SingleSelection:
+                  query: str, empty: frozenset[str] = frozenset()) -> SingleSelection:
         routes = ", ".join(decision.routes) or NO_RETRIEVAL
         if self.fallback is None:
             raise RoutingError(
                 f"The router chose {routes} for {query!r}, and no choice stands for that route. Add a choice named "
-                f"{NO_RETRIEVAL!r} (for instance a query engine that answers from the LLM alone), or pass "
-                "fallback= to UniversalRAGSelector (a choice index, a choice name, or 'best')."
+                f"{NO_RETRIEVAL!r} (for instance a query engine that answers from the LLM alone), or drop "
+                "fallback=None from UniversalRAGSelector (its default, 'best', selects the best-scoring choice; a "
+                "choice index or name selects that choice)."
             )
         names = [m.name for m in metas]
         if isinstance(self.fallback, int):
@@ -201,7 +242,8 @@ class UniversalRAGSelector(BaseSelector):
         elif self.fallback in names:
             index = names.index(self.fallback)
         elif self.fallback == "best":
-            order = [i for i, m in enumerate(mapping) if m.route != NO_RETRIEVAL] or list(range(len(metas)))
+            order = ([i for i, m in enumerate(mapping) if m.route != NO_RETRIEVAL and m.route not in empty]
+                     or [i for i, m in enumerate(mapping) if m.route != NO_RETRIEVAL] or list(range(len(metas))))
             index = max(order, key=lambda i: decision.scores.get(mapping[i].route, 0.0))
         else:
             raise RoutingError(f"fallback={self.fallback!r} names no choice; choices are {names}.")

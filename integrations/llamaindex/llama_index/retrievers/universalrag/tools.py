@@ -10,7 +10,7 @@ from universalrag.evidence import EvidenceBudget
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import CorpusSpec
 
-from .base import TOOL_PREFIX, ImageMode
+from .base import TOOL_PREFIX, UNIT_TEXT_TOKENS, ImageMode
 from .retriever import UniversalRAGRetriever
 
 __all__ = ["corpus_retriever_tools", "corpus_tool_description"]
@@ -24,13 +24,17 @@ def corpus_tool_description(spec: CorpusSpec) -> str:
 
 def corpus_retriever_tools(rag: UniversalRAG, *, corpora: Sequence[str] | None = None,
                            similarity_top_k: int | None = None, image_mode: ImageMode = "path",
-                           budget: EvidenceBudget | None = None) -> list[RetrieverTool]:
+                           budget: EvidenceBudget | None = None,
+                           max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> list[RetrieverTool]:
     """A ``RetrieverTool`` named ``search_<corpus>`` per corpus, described from the registry, each searching
     only its corpus (no routing) with a :class:`UniversalRAGRetriever`.
 
     ``corpora`` picks the corpora (default: every registered corpus that holds rows, in registry order;
-    an unknown name raises :class:`~universalrag.errors.CorpusNotFoundError`). The tools' outputs carry the
-    nodes as ``raw_output``. This reads the registry, so it needs the database.
+    an unknown name raises :class:`~universalrag.errors.CorpusNotFoundError`). ``similarity_top_k`` is the most
+    nodes a call returns (default: ``rag.k``). ``max_unit_tokens`` cuts each node's text at about that many tokens
+    (a long document's matched passages first; ``None`` keeps whole units): a tool's output goes straight into an
+    agent's context, and uncut, five documents of a manual corpus came to over 250,000 characters. The tools'
+    outputs carry the nodes as ``raw_output``. This reads the registry, so it needs the database.
     """
     if isinstance(corpora, str):
         raise TypeError(f"corpora must be a list of corpus names, not the string {corpora!r}.")
@@ -44,7 +48,7 @@ def corpus_retriever_tools(rag: UniversalRAG, *, corpora: Sequence[str] | None =
     for name in names:
         spec = store.corpus(name)
         retriever = UniversalRAGRetriever(rag=rag, similarity_top_k=similarity_top_k, routes=[name],
-                                          image_mode=image_mode, budget=budget)
+                                          image_mode=image_mode, budget=budget, max_unit_tokens=max_unit_tokens)
         metadata = ToolMetadata(name=f"{TOOL_PREFIX}{name}", description=corpus_tool_description(spec))
         tools.append(RetrieverTool(retriever=retriever, metadata=metadata))
     return tools
