@@ -97,6 +97,21 @@ def test_retriever_arguments_are_honoured_or_refused(rag: UniversalRAG) -> None:
         UniversalRAGRetriever(rag=rag).invoke(LIGHTHOUSE, routes="table")
 
 
+
+def test_a_documents_source_filters_its_file(rag: UniversalRAG) -> None:
+    """A Document names its file in ``source`` (as LangChain's loaders do); filtering on it keeps that file's units
+    (it found nothing: no unit holds the key), in the routed retriever and in one corpus's."""
+    docs = UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph", "document"]).invoke(LIGHTHOUSE)
+    source = docs[0].metadata["source"]
+    kept = UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph", "document"],
+                                 search_kwargs={"filter": {"source": source}}).invoke(LIGHTHOUSE)
+    assert kept and {d.metadata["source"] for d in kept} == {source}
+    others = CorpusRetriever(rag=rag, corpus="paragraph", k=4).invoke(LIGHTHOUSE, filter={"source": {"$ne": source}})
+    assert source not in {d.metadata["source"] for d in others}
+    assert UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph"],
+                                 filter={"source": source + ".missing"}).invoke(LIGHTHOUSE) == []
+
+
 # -- 6. tools built before ingestion ------------------------------------------------------------------------------------
 def test_tools_built_before_ingestion_warn_and_search_at_call_time(
         settings: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

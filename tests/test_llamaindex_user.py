@@ -289,3 +289,14 @@ def test_deepcopy_shares_rag_and_pickle_explains(rag: UniversalRAG) -> None:
     for obj in (retriever, engine):
         with pytest.raises(TypeError, match="live database pipeline.*in each process"):
             pickle.dumps(obj)
+
+
+def test_a_nodes_file_path_filters_its_file(rag: UniversalRAG) -> None:
+    """A node shows its file as ``file_path``; filtering on that path keeps that file's units (no unit held the key,
+    so the filter found nothing)."""
+    path = UniversalRAGRetriever(rag=rag, routes=["document", "paragraph"]).retrieve(FS_Q)[0].metadata["file_path"]
+    only = MetadataFilters(filters=[MetadataFilter(key="file_path", value=path)])
+    kept = UniversalRAGRetriever(rag=rag, routes=["document", "paragraph"], filter=only).retrieve(FS_Q)
+    assert kept and {n.metadata["file_path"] for n in kept} == {path}
+    missing = UniversalRAGRetriever(rag=rag, routes=["paragraph"], filter={"file_path": path + ".missing"})
+    assert missing.retrieve(FS_Q) == []

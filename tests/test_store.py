@@ -503,3 +503,40 @@ def test_the_scan_rule_follows_the_stored_index_check(settings, monkeypatch) -> 
         assert 700 <= estimate <= 1600  # the 400 new rows are seen; an estimate, within the rule's factor of 2
     finally:
         s.close()
+
+
+def test_a_filter_on_uri_keeps_one_files_units_in_every_kind_of_search(small: Store) -> None:
+    """``uri`` is a unit's column, not a metadata key: a filter naming it (one file, a folder's files by ``$like``,
+    inside ``$or``/``$not``) keeps those files' units, in single-vector and multi-vector searches alike."""
+    rng = np.random.default_rng(6)
+    query = _vec(rng)
+    for name in ("a", "b", "c"):
+        uri = f"file:///docs/{'api/' if name != 'c' else ''}{name}.md"
+        small.write_source(_source(uri, corpora=("paragraph", "document")), [
+            *(Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"{name} {i}", embedding=_vec(rng), uri=uri,
+                   metadata={"lang": "en"}) for i in range(5)),
+            Unit(id=str(uuid.uuid4()), corpus="document", content=f"{name} doc", embedding=_vec(rng), uri=uri,
+                 parts=[f"{name} part {j}" for j in range(3)], part_embeddings=[_vec(rng) for _ in range(3)])])
+
+    def uris(corpus: str, flt: dict) -> set[str]:
+        return {h.uri for h in small.search(corpus, query, k=20, filter=flt)}
+
+    for corpus in ("paragraph", "document"):
+        assert uris(corpus, {"uri": "file:///docs/api/a.md"}) == {"file:///docs/api/a.md"}
+        assert uris(corpus, {"uri": {"$like": "file:///docs/api/%"}}) == {"file:///docs/api/a.md",
+                                                                         "file:///docs/api/b.md"}
+        assert uris(corpus, {"$or": [{"uri": "file:///docs/c.md"}, {"uri": {"$in": ["file:///docs/api/b.md"]}}]}) \
+            == {"file:///docs/c.md", "file:///docs/api/b.md"}
+        assert "file:///docs/c.md" not in uris(corpus, {"$not": {"uri": "file:///docs/c.md"}})
+    assert uris("paragraph", {"uri": "file:///docs/c.md", "lang": "en"}) == {"file:///docs/c.md"}  # with metadata
+
+
+def test_paths_as_uris_turns_a_shown_path_into_the_units_uri() -> None:
+    from universalrag.store.filters import paths_as_uris
+
+    assert paths_as_uris({"source": "/docs/a b.md", "lang": "en"}, "source") == {
+        "uri": "file:///docs/a%20b.md", "lang": "en"}  # as ingestion stores it (Path.as_uri)
+    assert paths_as_uris({"$or": [{"source": {"$in": ["/x.md", "https://e.org/p"]}},
+                                  {"source": {"$like": "/docs/%"}}]}, "source") == {
+        "$or": [{"uri": {"$in": ["file:///x.md", "https://e.org/p"]}}, {"uri": {"$like": "file:///docs/%"}}]}
+    assert paths_as_uris({"title": "x"}, "source") == {"title": "x"}

@@ -12,6 +12,8 @@ them unchanged::
     {"$and": [...]}, {"$or": [...]}, {"$not": {...}} combinations; several keys in one dict are AND-ed
     {"tags": ["a", "b"]}                             a list value: the array field holds all of them
     {"meta.camera.model": "X100"}                    dots address nested objects
+    {"uri": "file:///docs/zlib.html"}                the unit's URI (a column, not metadata): one file, or
+    {"uri": {"$like": "file:///docs/api/%"}}         a folder's files
 
 Values are always bound parameters; field names are validated and used only inside JSON paths.
 """
@@ -20,16 +22,21 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
 
 from ..errors import FilterError
 
-__all__ = ["compile_filter", "Filter"]
+__all__ = ["FIELDS", "Filter", "compile_filter", "mentions", "paths_as_uris"]
 
 Filter = Mapping[str, Any]
+
+#: Fields a filter may name that are a unit's columns rather than keys of its metadata (the caller merges them into
+#: the JSON it filters, which the metadata's GIN index then no longer serves: only when a filter names them).
+FIELDS = frozenset({"uri"})
 
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}(\.[A-Za-z_][A-Za-z0-9_\-]{0,63}){0,7}$")
 _Scalar = (str, int, float, bool)
@@ -176,6 +183,63 @@ def compile_filter(column: sa.ColumnElement[Any], filter: Filter) -> sa.ColumnEl
     :data:`MAX_CONDITIONS` conditions (checked before anything is built, so a hostile filter costs nothing)."""
     _check_size(filter)
     return _compile(column, filter)
+
+
+def mentions(filter: Any, fields: frozenset[str] = FIELDS) -> bool:
+    """Whether ``filter`` names one of ``fields`` at any depth of ``$and``/``$or``/``$not``."""
+    pending = [filter]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if key in fields:
+                    return True
+                if key in ("$and", "$or") and isinstance(value, (list, tuple)):
+                    pending += list(value)
+                elif key == "$not":
+                    pending.append(value)
+    return False
+
+
+def _file_uri(value: Any, op: str = "$eq") -> Any:
+    """A local path as the ``file://`` URI ingestion stores (absolute, ``~`` expanded); a URI or a non-string as
+    it is. A ``$like``/``$ilike`` pattern gets ``file://`` before its leading ``/`` and is otherwise left alone."""
+    if not isinstance(value, str) or not value or "://" in value:
+        return value
+    if op in ("$like", "$ilike"):
+        return "file://" + value if value.startswith("/") else value
+    from pathlib import Path
+
+    return Path(value).expanduser().absolute().as_uri()
+
+
+def paths_as_uris(filter: Filter, key: str) -> Filter:
+    """``filter`` with the conditions on ``key`` — a field the frameworks show as a unit's local path (LangChain's
+    ``source``, LlamaIndex's ``file_path``) — turned into conditions on ``uri``, the paths into ``file://`` URIs,
+    so that filtering on what a document shows finds it (it found nothing: no unit holds the key). A filter that
+    does not name ``key`` is returned as it is; one that does and nests too deep is refused (:class:`FilterError`),
+    as :func:`compile_filter` refuses it."""
+    if not mentions(filter, frozenset({key})):
+        return filter
+    _check_size(filter)
+
+    def turn(node: Any) -> Any:
+        if not isinstance(node, Mapping):
+            return node
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if k in ("$and", "$or") and isinstance(v, (list, tuple)):
+                out[k] = [turn(f) for f in v]
+            elif k == "$not":
+                out[k] = turn(v)
+            elif k == key:
+                out["uri"] = ({op: [_file_uri(x) for x in arg] if isinstance(arg, (list, tuple)) else _file_uri(arg, op)
+                               for op, arg in v.items()} if isinstance(v, Mapping) else _file_uri(v))
+            else:
+                out[k] = v
+        return out
+
+    return turn(filter)
 
 
 def _check_size(filter: Any) -> None:

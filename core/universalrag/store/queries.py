@@ -17,10 +17,10 @@ from typing import Any
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
-from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSQUERY, UUID
 
 from ..exact_terms import term_pattern
-from .filters import Filter, compile_filter
+from .filters import FIELDS, Filter, compile_filter, mentions
 from .schema import CorpusTables
 
 __all__ = [
@@ -95,6 +95,16 @@ def unit_columns(tables: CorpusTables) -> list[sa.ColumnElement[Any]]:
             u.c.end_s, u.c.metadata]
 
 
+def unit_filter(units: sa.Table, filter: Filter) -> sa.ColumnElement[bool]:
+    """``filter`` over a unit's metadata, with its ``uri`` as one more key when the filter names it
+    (:data:`~.filters.FIELDS`; the column wins over a metadata key of the same name)."""
+    column: sa.ColumnElement[Any] = units.c.metadata
+    if mentions(filter):
+        column = sa.type_coerce(units.c.metadata.op("||")(
+            sa.func.jsonb_build_object(*(x for f in sorted(FIELDS) for x in (sa.literal(f), units.c[f])))), JSONB)
+    return compile_filter(column, filter)
+
+
 def nearest_units(
     tables: CorpusTables, vector: Sequence[float], *, limit: int, filter: Filter | None = None,
     visual: bool = False, exact: bool = False, rows: bool = False,
@@ -115,7 +125,7 @@ def nearest_units(
     stmt = sa.select(text_id(u.c.id, "unit_id"), distance.label("distance"), *(unit_columns(tables) if rows else ()))
     stmt = stmt.where(column.is_not(None))
     if filter:
-        stmt = stmt.where(compile_filter(u.c.metadata, filter))
+        stmt = stmt.where(unit_filter(u, filter))
     return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
 
 
@@ -129,7 +139,7 @@ def nearest_parts(
     distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension)).label("distance")
     stmt = sa.select(text_id(p.c.unit_id), p.c.ord, distance)
     if filter:
-        stmt = stmt.join(u, u.c.id == p.c.unit_id).where(compile_filter(u.c.metadata, filter))
+        stmt = stmt.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
     return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
 
 
@@ -149,7 +159,7 @@ def best_parts_exact(
         sa.func.row_number().over(partition_by=p.c.unit_id, order_by=distance).label("rn"),
     )
     if filter:
-        inner = inner.join(u, u.c.id == p.c.unit_id).where(compile_filter(u.c.metadata, filter))
+        inner = inner.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
     if unit_ids is not None:
         if near_units:  # a union of both sets, which the planner joins to the parts' primary key (an OR scans)
             near = sa.select(u.c.id).where(u.c.embedding.is_not(None)).order_by(
@@ -219,7 +229,7 @@ def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filte
     rank = sa.func.ts_rank_cd(u.c.tsv, query).label("rank")
     stmt = sa.select(*unit_columns(tables), rank).where(u.c.tsv.op("@@")(query))
     if filter:
-        stmt = stmt.where(compile_filter(u.c.metadata, filter))
+        stmt = stmt.where(unit_filter(u, filter))
     return stmt.order_by(sa.desc("rank")).limit(_limit(limit))
 
 
@@ -243,7 +253,7 @@ def units_holding(tables: CorpusTables, terms: Sequence[str], *, limit: int, fil
     stmt = sa.select(*unit_columns(tables)).where(
         u.c.tsv.op("@@")(query), sa.or_(*(u.c.content.op("~*")(sa.literal(term_pattern(t))) for t in terms)))
     if filter:
-        stmt = stmt.where(compile_filter(u.c.metadata, filter))
+        stmt = stmt.where(unit_filter(u, filter))
     return stmt.limit(_limit(limit))
 
 

@@ -50,6 +50,7 @@ from universalrag.errors import ConfigError, RoutingError
 from universalrag.evidence import build_evidence
 from universalrag.pipeline import UniversalRAG, fuse
 from universalrag.plan import QueryPlan
+from universalrag.store.filters import paths_as_uris
 from universalrag.types import NO_RETRIEVAL, Hit, RouteDecision
 
 from ._convert import decision_from_dict, documents_to_hits, hit_from_dict, hits_to_documents
@@ -294,6 +295,7 @@ def make_retrieve_node(rag: UniversalRAG, corpus: str, *, k: int | None = None,
     if output not in ("documents", "messages"):
         raise ValueError(f"output must be 'documents' or 'messages', got {output!r}.")
     where = filter if filter is not None else filters
+    where = paths_as_uris(where, "source") if where is not None else None  # a Document's path: the unit's URI
     node = retrieve_node_name(corpus)
 
     def done(hits: list[Hit], state: Any) -> dict[str, Any]:

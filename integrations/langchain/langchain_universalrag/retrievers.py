@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field
 from universalrag.errors import InvalidInputError
 from universalrag.evidence import UNIT_TEXT_TOKENS
 from universalrag.pipeline import UniversalRAG
+from universalrag.store.filters import paths_as_uris
 
 from ._convert import hits_to_documents
 
@@ -103,9 +104,11 @@ class _PipelineRetriever(BaseRetriever):
         return data
 
     def _filter(self, filter: dict[str, Any] | None, filters: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The filter of a call, else the retriever's; ``source`` (a Document's file path) filters on the unit's
+        URI (:func:`~universalrag.store.filters.paths_as_uris`)."""
         for candidate in (filter, filters, self.filter, self.filters):
             if candidate is not None:
-                return candidate
+                return dict(paths_as_uris(candidate, "source"))
         return None
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Any:

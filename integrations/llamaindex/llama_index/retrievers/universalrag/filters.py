@@ -18,7 +18,9 @@ LlamaIndex                  core                                        note
 ==========================  ==========================================  ==========================================
 
 ``IS_EMPTY`` (and any operator added later) has no equivalent and raises the core's
-:class:`~universalrag.errors.FilterError` naming it. A mapping passes through unchanged.
+:class:`~universalrag.errors.FilterError` naming it. A mapping passes through unchanged, but for one key in either
+form: ``file_path``, which a node shows as its file's path, filters on the unit's URI
+(:func:`~universalrag.store.filters.paths_as_uris`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 from llama_index.core.vector_stores.types import FilterCondition, FilterOperator, MetadataFilter, MetadataFilters
 
 from universalrag.errors import FilterError
+from universalrag.store.filters import paths_as_uris
 
 __all__ = ["to_core_filter"]
 
@@ -42,12 +45,12 @@ _SAME: dict[FilterOperator, str] = {
 def to_core_filter(filter: Mapping[str, Any] | MetadataFilters | MetadataFilter | None) -> Mapping[str, Any] | None:
     """The core filter mapping for ``filter``: a mapping as it is, LlamaIndex filters converted (module docstring);
     anything else is a :class:`FilterError` saying what is accepted."""
-    if filter is None or isinstance(filter, Mapping):
-        return filter
-    if isinstance(filter, MetadataFilters):
-        return _filters(filter)
-    if isinstance(filter, MetadataFilter):
-        return _one(filter)
+    if filter is None:
+        return None
+    if isinstance(filter, Mapping):
+        return paths_as_uris(filter, "file_path")
+    if isinstance(filter, (MetadataFilters, MetadataFilter)):  # file_path, as nodes show it: the unit's URI
+        return paths_as_uris(_filters(filter) if isinstance(filter, MetadataFilters) else _one(filter), "file_path")
     raise FilterError(f"A filter must be a mapping in the core's syntax or LlamaIndex MetadataFilters, got "
                       f"{type(filter).__name__}.")
 
