@@ -540,3 +540,19 @@ def test_paths_as_uris_turns_a_shown_path_into_the_units_uri() -> None:
                                   {"source": {"$like": "/docs/%"}}]}, "source") == {
         "$or": [{"uri": {"$in": ["file:///x.md", "https://e.org/p"]}}, {"uri": {"$like": "file:///docs/%"}}]}
     assert paths_as_uris({"title": "x"}, "source") == {"title": "x"}
+
+
+def test_a_text_repeated_word_for_word_is_returned_once(small: Store) -> None:
+    """Documentation repeats itself (npm's docs give one flag's description on 25 command pages): a search returns
+    the first of identical texts and fills ``k`` with distinct ones, in every corpus of text."""
+    rng = np.random.default_rng(7)
+    query = _vec(rng)
+    near = [(np.asarray(query) * 0.9 + np.asarray(_vec(rng)) * 0.1).tolist() for _ in range(6)]
+    for i, vector in enumerate(near):  # six pages carry the same passage, nearest of all
+        small.write_source(_source(f"mem://page{i}"), [
+            Unit(id=str(uuid.uuid4()), corpus="paragraph", content="ignore-scripts\n\nDefault: false", embedding=vector),
+            Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"page {i} prose", embedding=_vec(rng))])
+    texts = [h.content for h in small.search("paragraph", query, k=4)]
+    assert texts[0] == "ignore-scripts\n\nDefault: false" and len(set(texts)) == len(texts) == 4
+    exact = [h.content for h in small.search("paragraph", query, k=4, exact=True)]
+    assert exact == texts

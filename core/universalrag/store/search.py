@@ -41,7 +41,7 @@ import sqlalchemy as sa
 
 from ..exact_terms import holds_name, identifiers, term_pattern
 from ..fusion import rrf_scores, weighted
-from ..types import CorpusSpec, Hit
+from ..types import CorpusSpec, Hit, Modality
 from . import queries
 from .batch import Raw, Search, Step, compiled, run_steps, vector_parameter
 from .engine import has_binary_vectors
@@ -74,6 +74,9 @@ MAX_PART_WINDOW = 20000
 FILTERED_BEAM = 4
 #: ... and fetches at least this many rows, of which it keeps the best ``k``.
 FILTERED_WINDOW = 40
+#: Rows beyond ``k`` a search of a single-vector corpus asks for, so that ``k`` distinct texts remain when some units
+#: repeat another's text word for word (:func:`_distinct`; npm's docs repeat a flag's description on 25 pages).
+DUPLICATE_SPARE = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +181,7 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
             visual: bool) -> Search[list[Hit]]:
     """One corpus search as a sequence of statements (see the module docstring)."""
     spec = tables.spec
-    window = max(4 * request.k, 40) if visual or request.lexical_text else request.k
+    window = max(4 * request.k, 40) if visual or request.lexical_text else request.k + DUPLICATE_SPARE
     multi = tables.parts is not None
     beam = max(request.ef_search, tuned_ef(spec.metadata))  # at least the beam the corpus's index check tuned
     ef = beam if not multi else min(max(beam, _first_part_window(window)), MAX_EF_SEARCH)
@@ -222,7 +225,10 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     if not alone or any(candidates[uid].text is None for uid in held):
         yield from _complete(sql, tables, request, candidates, visual=visual)
     ranked = _combine(candidates, lexical if request.lexical_text else None, visual=visual,
-                      visual_weight=request.visual_weight, held=held)[: request.k]
+                      visual_weight=request.visual_weight, held=held)
+    if spec.modality in (Modality.TEXT, Modality.TABLE):
+        ranked = _distinct(ranked)
+    ranked = ranked[: request.k]
     if multi and request.exact_terms:
         yield from _exact_parts(sql, tables, request, [(uid, c) for uid, _, c, _ in ranked])
     texts = yield from _part_texts(sql, tables, [(uid, c) for uid, _, c, _ in ranked])
@@ -334,6 +340,23 @@ def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *,
             channels["exact"] = 1.0
         out.append((uid, score, c, channels))
     out.sort(key=lambda t: (t[0] in held, t[1]), reverse=True)  # stable, like sorting by the negated key
+    return out
+
+
+def _distinct(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
+              ) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
+    """The ranked candidates without those whose text repeats, word for word, the text of one ranked before them:
+    documentation repeats itself (npm's docs give a flag's description on up to 25 command pages; a manual's
+    single-page edition holds every page), and five copies of one passage are one answer in five places."""
+    seen: set[str] = set()
+    out = []
+    for entry in ranked:
+        row = entry[2].row
+        text = " ".join(str(row.get("content") or "").split()) if row is not None else ""
+        if text and text in seen:
+            continue
+        seen.add(text)
+        out.append(entry)
     return out
 
 
