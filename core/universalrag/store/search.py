@@ -17,7 +17,9 @@ candidate is scored the same way, whichever channel found it (:func:`_combine`):
   near every error page (among the 134 pages of Rust's error index, E0382's came 41st at similarity 0.38). A name
   more units hold ("package.json": 235 of npm's 1,359 passages) tells them apart no better than their meaning, and
   leaves the order alone. Those hits carry the channel score ``exact``. Among the ``k`` hits, those holding a name
-  come before those that do not (channel ``named``), however many units hold it.
+  come before those that do not (channel ``named``), however many units hold it;
+- in a corpus of text or tables, a unit whose text repeats an earlier hit's word for word is left out, and ``k``
+  is filled with distinct texts (:func:`_distinct`).
 
 Whether a channel scans its table exactly or goes through the HNSW index (iterative scan on, pgvector 0.8+)
 is :mod:`universalrag.store.scan_rule`'s decision, from row estimates cached by :mod:`universalrag.store.sizes`
