@@ -146,8 +146,9 @@ _HANDLERS: dict[str, Callable[[IngestRun, Path, str, str], Prepared | StagedSour
 PAGE_RULES = ("pages v4: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
               "front-matter description, <br> a line break, Sphinx directives as shown")
 #: How any text is cut into passages, in the identity of every text source (plain text too): since v2 a heading, a
-#: term or an option name starts the passage of the text it introduces instead of ending the one before.
-PASSAGE_RULES = "passages v2: leads kept with their text"
+#: term or an option name starts the passage of the text it introduces instead of ending the one before; since v3
+#: plain text keeps a list's items and lines laid out in columns on lines of their own.
+PASSAGE_RULES = "passages v3: leads kept with their text, plain text's lists and columns kept"
 #: What a PDF becomes, in the identity of every PDF source: since v2 its tables set with white space alone are
 #: tables (their cells used to run together in the passages, column after column), so PDFs ingested before are
 #: replaced once at the next ingest.

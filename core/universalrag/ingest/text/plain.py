@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from typing import Any
 
 __all__ = ["extract_code", "extract_json", "extract_txt"]
@@ -19,10 +20,48 @@ _BLANK_LINE = re.compile(r"\n[ \t\f\v]*\n")
 _ADORNMENT = re.compile(r"^([=\-~^\"'`#*+_:.])\1{2,}\s*$")
 #: Titles longer than this are prose followed by a rule, not a title.
 _MAX_TITLE_WORDS = 20
+#: The page's title is an underlined title among its first paragraphs; one further down heads a section (in Vim's
+#: help, a table's header over a rule of dashes titled pattern.txt "Capability in Vimspeak in Perlspeak ~").
+_TITLE_PARAGRAPHS = 4
 
 
 def _collapse(text: str) -> str:
     return " ".join(text.split())
+
+
+#: A line that starts an item of a list: a bullet, a number or a letter ("* ", "- ", "2. ", "(b) ").
+_ITEM = re.compile(r"^\s*(?:[*\-+\u2022]|\d{1,3}[.)]|\(?[A-Za-z0-9]\))\s+\S")
+#: Two words set apart by a tab or by two spaces or more that do not follow a sentence's end: columns, a diagram.
+_ALIGNED = re.compile(r"[^\s.!?:;,'\"\u2019\u201d)\]](?: {2,}|\t)[ \t]*\S")
+
+
+def _paragraph(block: str) -> str:
+    """One paragraph of plain text: hard-wrapped prose joined into one line, but a list keeps one line an item (the
+    lines after one ending in ":", at the indentation of the first, are items too), and lines laid out in columns (a table, a diagram, a list of
+    commands and what they do) keep their lines and relative indentation — joined, "f  use (3 of 5)" and
+    "i  use [noeol]" ran into one sentence."""
+    lines = [line.rstrip() for line in block.split("\n") if line.strip()]
+    if len(lines) > 1 and any(_ALIGNED.search(line.strip()) for line in lines):
+        return textwrap.dedent("\n".join(lines))
+    out: list[str] = []
+    listed: int | None = None  # the indentation of the lines listed after a line ending in ":"
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if out and out[-1].endswith(":"):
+            listed = indent
+        elif listed is not None and indent < listed:
+            listed = None
+        if out and not _ITEM.match(line) and indent != listed:
+            out[-1] += " " + _collapse(line)
+        else:
+            out.append(_collapse(line))
+    return "\n".join(out)
+
+
+def _wordy(line: str) -> bool:
+    """Whether ``line`` could be a title: two letters or digits at least (Vim's help closes an example with a line
+    holding only "<", and a rule of "=" follows it)."""
+    return sum(c.isalnum() for c in line) >= 2
 
 
 def _underlined_titles(raw: str) -> tuple[list[str], list[str]]:
@@ -36,13 +75,14 @@ def _underlined_titles(raw: str) -> tuple[list[str], list[str]]:
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         after = lines[i + 2] if i + 2 < len(lines) else ""
         # overline, title, underline
-        if _ADORNMENT.match(line) and nxt.strip() and _ADORNMENT.match(after) and not _ADORNMENT.match(nxt):
+        if (_ADORNMENT.match(line) and nxt.strip() and _ADORNMENT.match(after) and not _ADORNMENT.match(nxt)
+                and _wordy(nxt)):
             titles.append(_collapse(nxt))
             out += ["", nxt.strip(), ""]
             i += 3
             continue
         words = len(line.split())
-        if (line.strip() and not _ADORNMENT.match(line) and _ADORNMENT.match(nxt)
+        if (line.strip() and not _ADORNMENT.match(line) and _ADORNMENT.match(nxt) and _wordy(line)
                 and 0 < words <= _MAX_TITLE_WORDS and len(nxt.strip()) >= min(3, len(line.strip()))):
             titles.append(_collapse(line))
             out += ["", line.strip(), ""]
@@ -57,14 +97,16 @@ def _underlined_titles(raw: str) -> tuple[list[str], list[str]]:
 
 
 def extract_txt(raw: str) -> tuple[str, str, dict[str, Any]]:
-    """Paragraphs are separated by blank lines; hard-wrapped lines inside one are joined. The title is the
-    first underlined title, else a short first line without closing punctuation ("Kestrel Point Lighthouse")."""
+    """Paragraphs are separated by blank lines; hard-wrapped lines inside one are joined, a list's items and lines
+    laid out in columns kept (:func:`_paragraph`). The title is an underlined title among the first paragraphs,
+    else a short first line without closing punctuation ("Kestrel Point Lighthouse")."""
     lines, titles = _underlined_titles(raw)
-    paragraphs = [_collapse(p) for p in _BLANK_LINE.split("\n".join(lines))]
+    paragraphs = [_paragraph(p) for p in _BLANK_LINE.split("\n".join(lines))]
     text = "\n\n".join(p for p in paragraphs if p)
     first = text.split("\n\n", 1)[0] if text else ""
-    title = titles[0] if titles else ""
-    if not title and first and len(first.split()) <= 14 and first[-1] not in ".!?:;,":
+    top = " ".join(text.split("\n\n")[:_TITLE_PARAGRAPHS])
+    title = next((t for t in titles[:1] if t in top), "")  # a title far down the page heads a section, not the page
+    if not title and first and "\n" not in first and len(first.split()) <= 14 and first[-1] not in ".!?:;,":
         title = first
     return title, text, {"headings": titles}
 
