@@ -57,8 +57,8 @@ def test_prose_is_joined_and_a_lists_items_keep_their_lines() -> None:
     assert paragraphs[1].startswith("In preparing security fixes") and "\n" not in paragraphs[1]  # hard wrap joined
     assert paragraphs[2] == "Jeff King (2):\nsend-email: drop FakeTerm hack\nci: avoid bare \"gcc\" for osx-gcc job"
     assert paragraphs[3].split("\n") == [
-        '* "git push" sometimes performs poorly when reachability bitmaps are used. The push.useBitmaps '
-        "configuration variable is introduced.",
+        ('* "git push" sometimes performs poorly when reachability bitmaps are used. The push.useBitmaps '
+         "configuration variable is introduced."),
         '* "git grep -m<max-hits>" is a way to limit the hits shown per file.']
 
 
