@@ -103,6 +103,29 @@ def test_served_commands_give_the_same_results_as_in_process(served: tuple[dict[
     assert "apollo" in hits[0]["uri"] and hits[0]["rank"] == 1
 
 
+def _scores(result: subprocess.CompletedProcess[str]) -> dict[str, float]:
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)["scores"]  # type: ignore[no-any-return]
+
+
+def test_the_server_routes_with_the_combiner_adapted_or_reset_after_it_started(
+        served: tuple[dict[str, str], Served]) -> None:
+    """`router adapt` and `router reset` (other processes) change the stored combiner; the running server notices
+    before its next request and decides as `--no-server` does."""
+    env, server = served
+    shipped = _scores(cli(env, "ask", QUESTION, "--json"))
+    assert server.request_line().startswith("ask: exit 0")
+    adapted = cli(env, "router", "adapt", "--force", "--per-corpus", "6", "--json")
+    assert adapted.returncode == 0 and json.loads(adapted.stdout)["saved"], adapted.stderr
+    local = _scores(cli(env, "ask", QUESTION, "--json", "--no-server"))
+    assert local != shipped  # the adapted combiner decides differently, so a stale server would show
+    assert _scores(cli(env, "ask", QUESTION, "--json")) == local
+    assert server.request_line().startswith("ask: exit 0")
+    assert cli(env, "router", "reset").returncode == 0
+    assert _scores(cli(env, "ask", QUESTION, "--json")) == _scores(cli(env, "ask", QUESTION, "--json", "--no-server"))
+    assert _scores(cli(env, "ask", QUESTION, "--json")) == shipped
+
+
 def test_served_errors_and_usage_look_like_in_process_ones(served: tuple[dict[str, str], Served]) -> None:
     env, server = served
     remote = cli(env, "search", "x", "--corpus", "nope")

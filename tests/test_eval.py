@@ -298,3 +298,47 @@ def test_a_file_replaced_with_as_many_units_rebuilds_the_unified_index(kb: Any, 
     current = kb.retrieve("how far did the glacier front retreat", routes=[hits[0].corpus], k=3)
     assert hits[0].id in {h.id for h in current}
     kb.store.delete_source(str(note))
+
+
+def test_cli_reads_evidence_paths_relative_to_the_current_folder_and_warns_about_missing_ones(
+        kb: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A data file kept in its own folder whose evidence paths are written from the current folder: they are
+    matched against the ingested sources there, and evidence naming no ingested file is warned about once (on
+    stderr: stdout stays the JSON report) instead of silently scoring 0."""
+    monkeypatch.chdir(kb.folder.parent)
+    questions = tmp_path / "eval" / "questions.jsonl"
+    questions.parent.mkdir()
+    rows = [{"query": q["question"], "routes": ["paragraph"], "evidence": [f"{kb.folder.name}/{q['file']}"]}
+            for q in QUESTIONS if q["file"] == "apollo_11.txt"][:2]
+    rows.append({"query": "Who designed the lighthouse?", "routes": ["paragraph"],
+                 "evidence": [f"{kb.folder.name}/no_such_file.md", "not-ingested.txt"]})
+    questions.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["eval", "rag", "--data", str(questions), "--json", "-s", "oracle"],
+                           env=_env(kb, tmp_path), prog_name="universalrag")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["strategies"]["oracle"]["overall"]["recall"] == pytest.approx(2 / 3, abs=1e-3)  # cwd-relative: hit
+    assert report["notes"]["unmatched_evidence"] == {
+        "questions": 1, "items": [f"{kb.folder.name}/no_such_file.md", "not-ingested.txt"], "lines": [3]}
+    assert result.stderr.count("warning:") == 1
+    assert "1 of 3 questions names no ingested source" in result.stderr and "no_such_file.md" in result.stderr
+    # all matched: no warning, no note
+    questions.write_text("\n".join(json.dumps(r) for r in rows[:2]) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["eval", "rag", "--data", str(questions), "--json", "-s", "oracle"],
+                           env=_env(kb, tmp_path), prog_name="universalrag")
+    assert result.exit_code == 0 and "warning" not in result.stderr
+    assert json.loads(result.stdout)["strategies"]["oracle"]["overall"]["recall"] == 1.0
+
+
+def test_evidence_is_read_against_the_data_folder_first() -> None:
+    """Both readings name an ingested source: the data file's folder wins (the documented rule)."""
+    from universalrag.eval.data import check_evidence
+
+    base = Path("/srv/data/eval")
+    example = examples_from([{"query": "q", "evidence": ["docs/a.csv"]}], base=base)[0]
+    here = (Path.cwd() / "docs/a.csv").resolve().as_uri()
+    there = (base / "docs/a.csv").resolve().as_uri()
+    assert check_evidence([example], {here, there}).examples[0].evidence[0].uri == there
+    assert check_evidence([example], {here}).examples[0].evidence[0].uri == here
+    check = check_evidence([example], set())
+    assert check.unmatched and check.examples[0].evidence[0].uri == there

@@ -7,12 +7,15 @@ universalrag eval rag --data FILE.jsonl [--strategy S ...] [-k K] [--json] [--pl
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
 
 from .context import CliContext, Output
+
+if TYPE_CHECKING:
+    from ..eval.data import EvidenceCheck
 
 __all__ = ["register"]
 
@@ -72,6 +75,14 @@ def _plain(out: Output, report: dict[str, Any]) -> None:
                             f"{p50:.1f}"]))
 
 
+def _warn_unmatched(out: Output, check: EvidenceCheck) -> None:
+    """One warning on stderr (stdout stays the report, valid JSON with --json) when some questions' gold
+    evidence is not in the database: their recall and MRR of 0 would otherwise look like a retrieval failure."""
+    message = check.warning()
+    if message is not None:
+        out.error(message, label="warning")
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``eval`` sub-app (``rag``) to ``app``."""
     eval_app = typer.Typer(help="Evaluate retrieval-augmented generation.", no_args_is_help=True,
@@ -81,7 +92,10 @@ def register(app: typer.Typer) -> None:
     def rag_cmd(
         ctx: typer.Context,
         data: Path = typer.Option(..., "--data", help="Questions (JSON lines: query, answer, routes, evidence, "
-                                  "source)."),
+                                  "source). A relative evidence path is read against the data file's folder; when "
+                                  "that names no ingested source but the path against the current folder does, "
+                                  "against the current folder. Evidence naming no ingested source is warned about "
+                                  "(on stderr) and counts as a miss."),
         strategy: list[str] = typer.Option(
             [], "--strategy", "-s", help="routed, unified, all, oracle, random, none or a corpus name; repeat for "
             "several (default: routed, unified, all, oracle when the data has routes, random, none)."),
@@ -93,8 +107,13 @@ def register(app: typer.Typer) -> None:
         seed: int = typer.Option(0, "--seed", help="Seed of the random strategy."),
     ) -> None:
         """Compare strategies on questions with gold answers, routes or evidence (retrieval metrics; answer
-        metrics too when a chat model is configured)."""
+        metrics too when a chat model is configured).
+
+        Gold evidence is a unit id or a source's path or uri as ingested (`universalrag sources list`); a relative
+        path is read against the data file's folder, else against the current folder when only that names an
+        ingested source."""
         from ..eval import build_strategy, check_plot_target, evaluate, plot_report, read_examples
+        from ..eval.runner import match_evidence
         from ..pipeline import UniversalRAG
 
         if plot is not None:
@@ -106,6 +125,9 @@ def register(app: typer.Typer) -> None:
         if k < 1:
             raise typer.BadParameter("k must be at least 1.", param_hint="-k")
         obj.ensure_initialised()
+        check = match_evidence(obj.store, examples)
+        examples = check.examples
+        _warn_unmatched(out, check)
         base = obj.rag
         # its own facade over the same store and encoders: evaluation questions stay out of the routing log
         rag = UniversalRAG(settings=obj.settings, store=base.store, embedder=base.embedder,
@@ -126,6 +148,8 @@ def register(app: typer.Typer) -> None:
         unified = next((s for s in strategies if s.name == "unified"), None)
         if unified is not None and getattr(unified, "index", None) is not None:
             report["notes"]["unified_index"] = unified.index.describe()  # type: ignore[attr-defined]
+        if check.unmatched:
+            report["notes"]["unmatched_evidence"] = check.to_dict()
         if plot is not None:
             report["plot"] = str(plot_report(report, plot))
         if as_json:

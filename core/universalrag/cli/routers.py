@@ -15,7 +15,12 @@ from ..config import Settings
 from ..errors import ConfigError
 from .context import CliContext
 
-__all__ = ["ROUTER_KINDS", "RouterOptions", "build_router", "router_for"]
+__all__ = ["PRIOR_ONLY_NOTE", "ROUTER_KINDS", "RouterOptions", "build_router", "router_for", "routes_as_search",
+           "searches_with_evidence"]
+
+#: What `router eval` measures, said beside its figures: users compare them with `eval rag`'s routing accuracy.
+PRIOR_ONLY_NOTE = ("question-only prior: the router alone, without the probes of your corpora that `search` and `ask` "
+                   "route with; `universalrag eval rag --data FILE.jsonl -s routed` measures routing as search does it")
 
 
 @dataclass(frozen=True)
@@ -106,3 +111,17 @@ def router_for(obj: CliContext, kind: str, opts: RouterOptions) -> Any:
     embedder = obj.rag.embedder if kind == "examples" else None
     return obj.session.router((kind, opts, obj.settings if kind in ("llm", "ensemble") else None),
                               lambda: build_router(kind, opts, settings=obj.settings, embedder=embedder))
+
+
+def searches_with_evidence(kind: str, opts: RouterOptions) -> bool:
+    """Whether ``search``/``ask`` would route with this router and evidence (the default: the shipped trained
+    router as the prior, the corpora's probes and the combiner); any other router decides from the question."""
+    return kind == "trained" and opts == RouterOptions(timeout=opts.timeout, tau=opts.tau)
+
+
+def routes_as_search(obj: CliContext, query: str, candidates: list[str] | None = None) -> Any:
+    """The decision ``search`` makes for ``query`` — the same pipeline call (prior, probes of the corpora,
+    combiner; a ``none`` conclusion still searching the likeliest corpus) — so that ``route`` shows what
+    ``search`` will do; the question-only prior is in the decision's ``prior``."""
+    rag = obj.rag
+    return rag.route(rag.plan(query, candidates=candidates, allow_none=False))

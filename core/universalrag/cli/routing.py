@@ -20,6 +20,7 @@ from .context import CliContext, Output
 from .output import warnings_shown
 from .query_input import QueryArg, QueryFileOpt, read_query
 from .routers import (
+    PRIOR_ONLY_NOTE,
     LLMKeyOpt,
     LLMModelOpt,
     LLMUrlOpt,
@@ -31,6 +32,8 @@ from .routers import (
     ThresholdOpt,
     TimeoutOpt,
     router_for,
+    routes_as_search,
+    searches_with_evidence,
 )
 
 __all__ = ["register"]
@@ -104,6 +107,9 @@ def register(app: typer.Typer) -> None:
                                    "rows (plus none)."),
         router: RouterOpt = "trained",
         as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
+        evidence: bool = typer.Option(False, "--evidence", help="Show the decision `search` makes: the trained "
+                                      "router's prior, probes of your corpora and the combiner (the default shows "
+                                      "the question-only prior)."),
         candidates: str | None = typer.Option(None, "--candidates", help="Comma-separated routes to choose from."),
         model_dir: ModelDirOpt = None,
         threshold: ThresholdOpt = None,
@@ -115,7 +121,7 @@ def register(app: typer.Typer) -> None:
         no_server: bool = NoServerOpt,
     ) -> None:
         """Route a query: which corpora should be searched for it (the argument, '-' for standard input, or
-        --query-file)."""
+        --query-file). By default the router's question-only prior; --evidence shows the decision search makes."""
         obj = _obj(ctx)
         query = read_query(query, query_file, served=obj.served)
         opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
@@ -126,14 +132,22 @@ def register(app: typer.Typer) -> None:
             obj.ensure_initialised()
             available = routing_candidates(obj.store)
             chosen = [c for c in available if chosen is None or c in chosen]
+        if evidence and not searches_with_evidence(router, opts):
+            raise ConfigError("--evidence shows the decision search makes, with the default trained router; drop "
+                              "--router, --model and --threshold, or drop --evidence.")
         with warnings_shown(obj.output):
-            decision = router_for(obj, router, opts).route(query, candidates=chosen)
+            if evidence:
+                obj.ensure_initialised()
+                decision = routes_as_search(obj, query, chosen)
+            else:
+                decision = router_for(obj, router, opts).route(query, candidates=chosen)
         out = obj.output
         if as_json:
             out.line(json.dumps({"query": query, **decision.to_dict()}, ensure_ascii=False))
             return
+        how = "with the probes of your corpora, as search" if evidence else "question-only prior; --evidence: as search"
         out.print(Text.assemble((", ".join(decision.routes), "bold"),
-                                f"  ({decision.router}, {decision.latency_ms:.1f} ms)"))
+                                f"  ({decision.router}, {decision.latency_ms:.1f} ms; {how})"))
         ranked = sorted(decision.scores.items(), key=lambda kv: -kv[1])
         if not out.terminal:
             for name, score in ranked:
@@ -224,7 +238,8 @@ def register(app: typer.Typer) -> None:
         timeout: TimeoutOpt = 30.0,
         tau: TauOpt = 0.9,
     ) -> None:
-        """Evaluate a router: accuracy (primary route among the gold routes), per route, per source, latency."""
+        """Evaluate a router: accuracy (primary route among the gold routes), per route, per source, latency — of
+        its question-only prior (`eval rag -s routed` measures routing as search does it, with your corpora)."""
         from ..routing import bundled_heldout, read_jsonl, split_by_source
 
         if (data is None) == (not heldout):
@@ -240,7 +255,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             obj.output.line(json.dumps(report, ensure_ascii=False))
             return
-        _print_report(obj.output, report, heading=f"{router} router")
+        _print_report(obj.output, report, heading=f"{router} router ({PRIOR_ONLY_NOTE})")
 
     from . import feedback; feedback.register(router_app)  # noqa: E702 - `router feedback` and `router adapt`
     app.add_typer(router_app, name="router")

@@ -5,10 +5,17 @@ The socket is ``UNIVERSALRAG_HOME/serve.sock`` (mode 0600, the home directory's 
 the caller's command line with its ``UNIVERSALRAG_*`` environment and terminal; the server runs it through the
 same typer app as a one-shot process (so results and output are identical) and returns stdout, stderr and the
 exit code (see :mod:`.protocol`). Requests are handled one at a time.
+
+The server's pipelines outlive any one command, but what they load from the database can change under them:
+``universalrag router adapt`` and ``router reset`` (run by any process) store or remove this database's adapted
+combiner. So before a request first uses a pipeline, :class:`ServedSession` compares the stored combiner's stamp
+(its version and when it was stored: one indexed single-row query) with the one it loaded, and reloads it when
+they differ; a served command then decides exactly as ``--no-server`` would.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import signal
@@ -19,16 +26,97 @@ import time
 import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.text import Text
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UniversalRAGError
 from .context import CliContext, Invocation, Session
 from .protocol import MAX_SOCKET_PATH, SERVED_COMMANDS, command_of, read_message, socket_path, write_message
 
-__all__ = ["Server", "execute", "register"]
+if TYPE_CHECKING:
+    from ..config import Settings
+    from ..pipeline import UniversalRAG
+    from ..store import Store
+
+__all__ = ["ServedSession", "Server", "execute", "register", "reload_combiner", "stored_combiner_stamp"]
+
+#: What identifies a stored combiner: ``(version, stored at)``; ``None`` when none is stored.
+Stamp = tuple[str, str] | None
+
+
+@functools.lru_cache(maxsize=64)
+def _combiners_table(schema: str) -> Any:
+    """The stored combiners' table of ``schema`` (built once: the check runs on every request)."""
+    from ..store.routing_log import RoutingLogTables
+
+    return RoutingLogTables(schema).combiners
+
+
+def stored_combiner_stamp(store: Store, *, known_table: bool = False) -> tuple[Stamp, bool]:
+    """The stamp of the adapted combiner stored for ``store``'s schema and whether its table exists. Cheap on
+    purpose (it runs before every served request): one primary-key lookup once the table is ``known_table``,
+    else a catalog lookup first (a schema not yet initialised has no table, hence no adapted combiner)."""
+    import sqlalchemy as sa
+
+    with store.transaction("read the adapted combiner's stamp") as conn:
+        if not known_table and conn.execute(sa.select(sa.func.to_regclass(
+                f'"{store.schema}".router_combiners'))).scalar() is None:
+            return None, False
+        table = _combiners_table(store.schema)
+        row = conn.execute(sa.select(table.c.version, sa.cast(table.c.created_at, sa.Text))
+                           .where(table.c.name == "default")).first()
+    return (None if row is None else (str(row[0]), str(row[1]))), True
+
+
+def reload_combiner(rag: UniversalRAG) -> None:
+    """Make ``rag`` decide with the combiner stored in its database now (the shipped one when none is), as a new
+    :class:`~universalrag.pipeline.UniversalRAG` would."""
+    from ..routing.combiner import Combiner
+    from ..store.routing_log import load_combiner
+
+    stored = load_combiner(rag.store)
+    rag.use_combiner(Combiner.from_dict(stored) if stored else Combiner.default())
+
+
+class ServedSession(Session):
+    """The server's :class:`~.context.Session`: before a request first uses the pipeline of some settings, the
+    stored combiner's stamp is compared with the one the pipeline decided with, and the combiner is reloaded
+    when another process adapted or reset it (so the long-lived pipeline never routes with a stale one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stamps: dict[Settings, Stamp] = {}
+        self._tables: set[Settings] = set()  # settings whose schema has the combiners table (it is never dropped)
+        self._checked: set[Settings] = set()
+
+    def begin_request(self) -> None:
+        """A new request: each pipeline is checked again on its first use."""
+        self._checked.clear()
+
+    def rag(self, settings: Settings) -> UniversalRAG:
+        """The pipeline for ``settings``, its combiner brought up to date once per request."""
+        if settings in self._checked:
+            return super().rag(settings)
+        self._checked.add(settings)
+        fresh = settings not in self._stamps
+        stamp = self._read_stamp(settings)  # read before a new pipeline loads its combiner: never newer than it
+        rag = super().rag(settings)
+        if not fresh and stamp != self._stamps[settings]:
+            reload_combiner(rag)
+        self._stamps[settings] = stamp
+        return rag
+
+    def _read_stamp(self, settings: Settings) -> Stamp:
+        try:
+            stamp, exists = stored_combiner_stamp(self.store(settings), known_table=settings in self._tables)
+        except UniversalRAGError:
+            self._tables.discard(settings)  # e.g. the schema was dropped: the command reports it
+            return None
+        if exists:
+            self._tables.add(settings)
+        return stamp
 
 
 def execute(request: dict[str, Any], session: Session, command: Any) -> dict[str, Any]:
@@ -38,6 +126,8 @@ def execute(request: dict[str, Any], session: Session, command: Any) -> dict[str
     argv = [str(a) for a in request.get("argv", [])]
     if command_of(argv) not in SERVED_COMMANDS:
         return {"refused": f"`{command_of(argv)}` is not answered by the server"}
+    if isinstance(session, ServedSession):
+        session.begin_request()
     invocation = Invocation(environ=dict(request.get("env") or {}), terminal=bool(request.get("terminal")),
                             width=request.get("width"), color=bool(request.get("color")), session=session,
                             served=True)
@@ -127,11 +217,14 @@ def serve(
         if _live(path):
             raise ConfigError(f"A server is already running on {path}.")
         path.unlink()  # left by a server that was killed
+    served = CliContext(obj.settings, output=obj.output, session=ServedSession(), debug=obj.debug,
+                        served=obj.served)
+    ctx.call_on_close(served.session.close)
     if preload:
-        _warm_up(obj)
+        _warm_up(served)
     old_umask = os.umask(0o077)
     try:
-        server = Server(path, obj.session, ctx.find_root().command)
+        server = Server(path, served.session, ctx.find_root().command)
     finally:
         os.umask(old_umask)
 

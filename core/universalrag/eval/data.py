@@ -10,7 +10,9 @@ One JSON object a line::
   lettered A, B, C…) the letter of the right option (multiple choice).
 - ``routes`` (optional): the gold corpora (a name or a list; ``["none"]`` for a question that needs no retrieval).
 - ``evidence`` (optional): the gold evidence, a list whose items are a unit id (a UUID string), a uri or path
-  (a string; a relative path is taken relative to the data file), or an object ``{"id": …}`` /
+  (a string; a relative path is taken relative to the data file's folder, or — when that names no ingested
+  source and the path relative to the current folder does — relative to the current folder: see
+  :func:`check_evidence`), or an object ``{"id": …}`` /
   ``{"uri": …, "table": N}`` (the ``N``-th table ingestion parsed from that file, ``metadata["index_in_file"]``)
   / ``{"uri": …, "start_s": S, "end_s": E}`` (a time range of a video or recording).
 - ``source`` (optional, default ``"default"``): the question set; averages are taken within each source, then
@@ -21,18 +23,20 @@ A malformed line raises :class:`~universalrag.errors.InvalidInputError` naming t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInputError
 from ..types import Hit
 
-__all__ = ["DEFAULT_SOURCE", "EvalExample", "GoldEvidence", "examples_from", "parse_example", "read_examples"]
+__all__ = ["DEFAULT_SOURCE", "EvalExample", "EvidenceCheck", "GoldEvidence", "check_evidence", "examples_from",
+           "parse_example", "read_examples"]
 
 DEFAULT_SOURCE = "default"
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -42,13 +46,18 @@ _KNOWN = {"query", "answer", "choices", "routes", "evidence", "source", "id"}
 @dataclass(frozen=True, slots=True)
 class GoldEvidence:
     """One piece of gold evidence: a unit ``id``, or a source ``uri`` (optionally narrowed to one parsed
-    ``table`` of the file, or to the time range ``start_s``–``end_s``). :meth:`matches` says whether a hit is it."""
+    ``table`` of the file, or to the time range ``start_s``–``end_s``). :meth:`matches` says whether a hit is it.
+    ``written`` is the item as the data file gives it and ``cwd_uri`` the other reading of a relative path
+    (against the current folder), so that :func:`check_evidence` can pick the one that was ingested and name the
+    item in a warning; neither takes part in comparisons."""
 
     id: str | None = None
     uri: str | None = None
     table: int | None = None
     start_s: float | None = None
     end_s: float | None = None
+    written: str | None = field(default=None, compare=False)
+    cwd_uri: str | None = field(default=None, compare=False)
 
     def matches(self, hit: Hit) -> bool:
         """Whether ``hit`` is this evidence. A time range matches a hit whose span overlaps it, and a hit of the
@@ -193,6 +202,14 @@ def _uri(text: str, base: Path | None) -> str:
     return path.resolve().as_uri()
 
 
+def _cwd_uri(text: str, base: Path | None) -> str | None:
+    """The current-folder reading of a relative path resolved against ``base``, when it differs."""
+    if base is None or re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", text) or Path(text).expanduser().is_absolute():
+        return None
+    here = _uri(text, None)
+    return here if here != _uri(text, base) else None
+
+
 def _number(value: Any, name: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidInputError(f"{where}: evidence '{name}' must be a number, got {value!r}.")
@@ -203,7 +220,10 @@ def _evidence(item: Any, where: str, base: Path | None) -> GoldEvidence:
     if isinstance(item, str):
         if not item.strip():
             raise InvalidInputError(f"{where}: an evidence item is an empty string.")
-        return GoldEvidence(id=item.strip()) if _is_uuid(item.strip()) else GoldEvidence(uri=_uri(item.strip(), base))
+        text = item.strip()
+        if _is_uuid(text):
+            return GoldEvidence(id=text, written=text)
+        return GoldEvidence(uri=_uri(text, base), written=text, cwd_uri=_cwd_uri(text, base))
     if not isinstance(item, Mapping):
         raise InvalidInputError(f"{where}: an evidence item must be a unit id, a uri or an object, got {item!r}.")
     extra = sorted(set(item) - {"id", "uri", "table", "start_s", "end_s"})
@@ -217,7 +237,7 @@ def _evidence(item: Any, where: str, base: Path | None) -> GoldEvidence:
             raise InvalidInputError(f"{where}: evidence 'id' must be a unit id (a UUID), got {item['id']!r}.")
         if len(item) > 1:
             raise InvalidInputError(f"{where}: an evidence 'id' stands alone (table and times go with 'uri').")
-        return GoldEvidence(id=item["id"])
+        return GoldEvidence(id=item["id"], written=item["id"])
     if not isinstance(item["uri"], str) or not item["uri"].strip():
         raise InvalidInputError(f"{where}: evidence 'uri' must be a non-empty string.")
     table = item.get("table")
@@ -229,9 +249,64 @@ def _evidence(item: Any, where: str, base: Path | None) -> GoldEvidence:
     end = _number(item["end_s"], "end_s", where) if "end_s" in item else None
     if start is not None and end is not None and end <= start:
         raise InvalidInputError(f"{where}: evidence 'end_s' ({end}) must be after 'start_s' ({start}).")
-    return GoldEvidence(uri=_uri(item["uri"].strip(), base), table=table, start_s=start, end_s=end)
+    text = item["uri"].strip()
+    return GoldEvidence(uri=_uri(text, base), table=table, start_s=start, end_s=end, written=text,
+                        cwd_uri=_cwd_uri(text, base))
 
 
 def examples_from(rows: Iterable[Mapping[str, Any]], *, base: Path | None = None) -> list[EvalExample]:
     """Examples from already decoded rows (``where`` in errors is the row's position, counted from 1)."""
     return [parse_example(row, where=f"row {i}", base=base, line=i) for i, row in enumerate(rows, 1)]
+
+
+@dataclass(frozen=True)
+class EvidenceCheck:
+    """The examples with each relative evidence path read the way that names an ingested source, and the
+    questions whose gold evidence names no ingested source or unit at all (recall and MRR count them as misses,
+    which a user must be told rather than shown a silent 0)."""
+
+    examples: list[EvalExample]
+    unmatched: list[EvalExample]
+
+    def unmatched_items(self) -> list[str]:
+        """The unmatched evidence as written in the data file (each once, in file order)."""
+        return list(dict.fromkeys(e.written or e.uri or e.id or "" for ex in self.unmatched for e in ex.evidence))
+
+    def warning(self, *, show: int = 3) -> str | None:
+        """One message naming the first ``show`` unmatched items and how many questions they affect."""
+        if not self.unmatched:
+            return None
+        items = self.unmatched_items()
+        named = ", ".join(repr(i) for i in items[:show]) + (f" and {len(items) - show} more" if len(items) > show
+                                                          else "")
+        with_evidence = sum(1 for ex in self.examples if ex.evidence)
+        return (f"the gold evidence of {len(self.unmatched)} of {with_evidence} questions names no ingested source "
+                f"or unit ({named}, first at line {self.unmatched[0].line}); their recall and MRR count as 0. "
+                "A relative path is read against the data file's folder, then against the current folder; "
+                "`universalrag sources list` shows the ingested sources.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"questions", "items", "lines"}`` of the unmatched evidence (for a JSON report's notes)."""
+        return {"questions": len(self.unmatched), "items": self.unmatched_items(),
+                "lines": [ex.line for ex in self.unmatched]}
+
+
+def check_evidence(examples: Iterable[EvalExample], sources: Collection[str],
+                   units: Collection[str] = ()) -> EvidenceCheck:
+    """Match the examples' gold evidence against the ingested ``sources`` (uris) and ``units`` (ids): a relative
+    path that names no ingested source against the data file's folder but does against the current folder is
+    read against the current folder; questions none of whose evidence is ingested are listed as unmatched."""
+    resolved = [_prefer_ingested(ex, sources) for ex in examples]
+    unmatched = [ex for ex in resolved
+                 if ex.evidence and not any(_ingested(e, sources, units) for e in ex.evidence)]
+    return EvidenceCheck(examples=resolved, unmatched=unmatched)
+
+
+def _prefer_ingested(example: EvalExample, sources: Collection[str]) -> EvalExample:
+    evidence = tuple(dataclasses.replace(e, uri=e.cwd_uri) if e.uri not in sources and e.cwd_uri in sources else e
+                     for e in example.evidence)
+    return dataclasses.replace(example, evidence=evidence)
+
+
+def _ingested(evidence: GoldEvidence, sources: Collection[str], units: Collection[str]) -> bool:
+    return evidence.id in units if evidence.id is not None else evidence.uri in sources

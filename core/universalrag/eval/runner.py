@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, InvalidInputError
 from ..evidence import build_evidence
-from .data import EvalExample
+from .data import EvalExample, EvidenceCheck, check_evidence
 from .metrics import (
     average_by_source,
     choice_of,
@@ -33,8 +33,9 @@ from .strategies import Retrieval, Strategy
 if TYPE_CHECKING:
     from ..generate.base import Generator
     from ..pipeline import UniversalRAG
+    from ..store import Store
 
-__all__ = ["EvalReport", "QuestionResult", "StrategyReport", "evaluate", "score"]
+__all__ = ["EvalReport", "QuestionResult", "StrategyReport", "evaluate", "match_evidence", "score"]
 
 #: Metric names, in the order tables show them.
 RETRIEVAL_METRICS = ("recall", "mrr", "routing_accuracy")
@@ -154,3 +155,14 @@ def _one(rag: UniversalRAG, strategy: Strategy, example: EvalExample, *, k: int,
     rank = first_gold_rank(retrieval.hits[:k], example.evidence) if example.evidence else None
     return QuestionResult(example=example, routes=retrieval.routes, hit_ids=tuple(h.id for h in retrieval.hits),
                           gold_rank=rank, answer=answer, metrics=metrics, timings=timings)
+
+
+def match_evidence(store: Store, examples: Sequence[EvalExample]) -> EvidenceCheck:
+    """:func:`~.data.check_evidence` against what ``store`` holds: the uris of its sources and, for evidence
+    given by unit id, which of those ids exist (one query per corpus, only when some evidence is an id)."""
+    sources = {str(row["uri"]) for row in store.sources()}
+    ids = sorted({e.id for ex in examples for e in ex.evidence if e.id is not None})
+    units: set[str] = set()
+    for corpus in store.corpora() if ids else ():
+        units.update(hit.id for hit in store.get_units(corpus, ids))
+    return check_evidence(examples, sources, units)
