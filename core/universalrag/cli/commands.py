@@ -14,7 +14,15 @@ from rich.text import Text
 from ..errors import ConfigError, UniversalRAGError
 from .context import CliContext
 from .interrupt import StopAfterCurrent
-from .output import IngestProgress, hit_dict, print_decision, print_hits, print_report, warnings_shown
+from .output import (
+    IngestProgress,
+    folders_without_input,
+    hit_dict,
+    print_decision,
+    print_hits,
+    print_report,
+    warnings_shown,
+)
 from .query_input import QueryArg, QueryFileOpt, read_query
 from .routers import (
     LLMKeyOpt,
@@ -100,16 +108,21 @@ def ingest(
     asr: str | None = typer.Option(None, "--asr", help="Speech recognition for videos without subtitles: "
                                    "openai, faster-whisper or whisper (default: UNIVERSALRAG_ASR, else none)."),
     strict: bool = typer.Option(False, "--strict", help="Fail on files in the folders that are not ingested "
-                                "(binary files, caches) instead of skipping them."),
+                                "(binary files, caches, empty files) instead of skipping them, and on a folder "
+                                "with nothing to ingest."),
+    prune: bool = typer.Option(False, "--prune", help="Also delete the stored sources under the folders given "
+                               "whose file no longer exists."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Ingest files and folders: text, tables, images and videos go to their corpora by content type.
 
-    Unchanged files are left alone, changed ones replaced; files in the folders that are not ingested are
-    skipped (counted in the summary). A file that fails leaves no rows and the command ends with exit code 1
-    after the others are done. Each file is committed on its own: after Ctrl-C, run the
+    Unchanged files are left alone, changed ones replaced; files in the folders that are not ingested (or
+    empty) are skipped (counted in the summary). With --prune, sources under the folders whose file was deleted
+    or moved away are deleted too ("removed"). A file that fails leaves no rows and the command ends with exit
+    code 1 after the others are done. Each file is committed on its own: after Ctrl-C, run the
     same command again to continue."""
     from ..ingest import IngestOptions
+    from ..ingest.pipeline import prune_missing
     from ..ingest.video import VideoOptions
 
     obj = _obj(ctx)
@@ -125,10 +138,17 @@ def ingest(
         progress.on_file(outcome)
         stop.check()  # between files: everything reported so far is committed
 
+    def on_removed(outcome: Any) -> None:
+        progress.on_removed(outcome)
+        stop.check()  # between sources: each was deleted in its own transaction
+
+    folders = [p for p in paths if p.is_dir()]
     try:
         with StopAfterCurrent(obj.output) as stop, progress:
             report = rag.ingest(paths, corpus=corpus, options=options, on_start=progress.on_start, on_file=on_file,
                                 on_progress=progress.on_batch, strict=strict)
+            if prune:  # only after every file is in: a file moved within the folders is added before it is removed
+                report.outcomes += prune_missing(obj.store, folders, on_file=on_removed)
     except KeyboardInterrupt:
         obj.output.error(progress.interrupted_message(rolled_back=stop.forced), label="interrupted")
         raise typer.Exit(130) from None
@@ -138,11 +158,22 @@ def ingest(
         obj.output.error(progress.interrupted_message(rolled_back=True), label="interrupted")
         raise typer.Exit(130) from None
     if as_json:
-        obj.output.json(report.to_dict())
+        obj.output.json({**report.to_dict(), "removed": [o.path for o in report.outcomes if o.status == "removed"]})
     else:
         print_report(obj.output, report)
-    if not report.ok:
+    idle = folders_without_input(folders, report)
+    _note_idle_folders(obj, idle)
+    if not report.ok or (strict and idle):
         raise typer.Exit(1)
+
+
+def _note_idle_folders(obj: CliContext, folders: list[Path]) -> None:
+    """Say on stderr which folders gave nothing to ingest, and what would have been: zero counts alone read as
+    success, yet nothing of those folders can be searched."""
+    from ..ingest.detect import SUPPORTED
+
+    for folder in folders:
+        obj.output.error(f"no supported files found in {folder}; supported: {SUPPORTED}.", label="note")
 
 
 def _parse_filter(raw: str | None) -> dict[str, Any] | None:
@@ -206,7 +237,7 @@ def search(
         return
     if decision is not None:
         print_decision(obj.output, decision)
-    print_hits(obj.output, hits, title=f"{', '.join(routes)}: {query}")
+    print_hits(obj.output, hits, title=f"{', '.join(routes)}: {query}", query=query)
 
 
 def ask(
@@ -244,7 +275,7 @@ def ask(
         out.json({**data, "hits": [hit_dict(h, i) for i, h in enumerate(answer.hits, 1)]})
         return
     print_decision(out, answer.decision)
-    print_hits(out, answer.hits, title="evidence")
+    print_hits(out, answer.hits, title="evidence", query=question)
     if answer.warning is not None:  # the model failed: the evidence stands, with the reason
         out.error(f"no answer, only the evidence above: {answer.warning}", label="warning")
     elif answer.text is None:
@@ -283,17 +314,54 @@ def sources_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json
 
 
 @sources_app.command("delete")
-def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The source's URI or file path."),
+def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The source's URI or file path, or a "
+                                                                 "folder: every source under it."),
                    corpus: str | None = typer.Option(None, "--corpus", help="Delete only what was ingested with "
-                                                     "--corpus NAME (default: everything from this file).")) -> None:
-    """Delete a source and every unit made from it (paragraphs, documents, rows, clips)."""
+                                                     "--corpus NAME (default: everything from this file)."),
+                   yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting a folder's "
+                                            "sources.")) -> None:
+    """Delete a source and every unit made from it (paragraphs, documents, rows, clips); given a folder, every
+    source under it (after saying how many, and asking unless --yes)."""
+    from ..ingest.pipeline import stored_under
+
     obj = _obj(ctx)
     obj.ensure_initialised()
+    path = Path(uri)
+    # a folder, or one deleted from disk whose files are still stored (a stored file of that path stays a file)
+    if "://" not in uri and (path.is_dir() or (not path.exists() and obj.store.source_state(
+            path.resolve().as_uri(), scope=corpus or "") is None and stored_under(obj.store, path))):
+        _delete_folder(obj, path, corpus=corpus, yes=yes)
+        return
     key = Path(uri).resolve().as_uri() if "://" not in uri else uri
     if not obj.store.delete_source(key, scope=corpus):
         where = f" ingested with --corpus {corpus}" if corpus else ""
         raise ConfigError(f"No source {key!r}{where} is stored; `universalrag sources list` shows what is.")
     obj.output.print(Text(f"deleted {key}" + (f" from {corpus}" if corpus else "")))
+
+
+def _delete_folder(obj: CliContext, folder: Path, *, corpus: str | None, yes: bool) -> None:
+    """Delete every stored source under ``folder``, one transaction each, after a confirmation: a folder may hold
+    thousands of sources, so its count is shown first. A source that fails to go is reported and the others go
+    on (exit code 1)."""
+    from ..ingest.pipeline import stored_under
+
+    found = stored_under(obj.store, folder, scope=corpus)
+    where = f" ingested with --corpus {corpus}" if corpus else ""
+    if not found:
+        raise ConfigError(f"No source under {folder.resolve().as_uri()!r}{where} is stored; `universalrag sources "
+                          "list` shows what is.")
+    if not yes:
+        typer.confirm(f"Delete the {len(found)} sources under {folder}{where}?", abort=True)
+    deleted, failed = 0, 0
+    for key in sorted(found):
+        try:
+            deleted += int(obj.store.delete_source(key, scope=corpus))
+        except UniversalRAGError as e:
+            failed += 1
+            obj.output.error(f"{found[key]}: {e}")
+    obj.output.print(Text(f"deleted {deleted} sources under {folder}" + (f" from {corpus}" if corpus else "")))
+    if failed:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -11,11 +11,13 @@ import logging
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 from rich.text import Text
 
-from ..evidence import hit_name
+from ..evidence import hit_file, hit_name
+from ..exact_terms import exact_terms, holds_name, identifiers
 from ..types import Granularity, Hit, Modality, RouteDecision
 from .context import Output
 
@@ -23,8 +25,8 @@ if TYPE_CHECKING:
     from ..ingest import FileOutcome, IngestReport
     from ..ingest.report import Progress as BatchProgress
 
-__all__ = ["IngestProgress", "hit_dict", "print_decision", "print_hits", "print_report", "similarity",
-           "skipped_reasons", "snippet", "warnings_shown"]
+__all__ = ["IngestProgress", "folders_without_input", "hit_dict", "hit_label", "name_tag", "print_decision",
+           "print_hits", "print_report", "similarity", "skipped_reasons", "snippet", "warnings_shown"]
 
 
 def snippet(text: str, width: int | None = 220) -> str:
@@ -83,20 +85,59 @@ def _span(hit: Hit) -> str:
     return f" [{hit.start_s or 0:.1f}s–{hit.end_s or 0:.1f}s]"
 
 
-def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None) -> None:
-    """Hits as a ranked list: rank, similarity, corpus, title/uri and a snippet."""
+def hit_label(hit: Hit) -> str:
+    """How the text output names a hit: :func:`~universalrag.evidence.hit_name`, with the file's extension when
+    the name is only the file's stem (``servers.csv``, not ``servers``: a reader should see which file it is),
+    and where in a PDF, Word or PowerPoint file the unit lies (``report.pdf, p. 12``)."""
+    name = hit_name(hit)
+    local = hit_file(hit)
+    if local and name == Path(local).stem:
+        name = Path(local).name
+    return name + _place(hit)
+
+
+def _place(hit: Hit) -> str:
+    """``, slide 4``, ``, p. iv`` or ``, pp. 3–5`` from a document unit's metadata; empty for other units."""
+    meta = hit.metadata
+    if meta.get("slide") is not None:
+        return f", slide {meta['slide']}"
+    page = meta.get("page_label") or meta.get("page")
+    if page is None:
+        return ""
+    end = meta.get("page_end")
+    return f", pp. {page}–{end}" if end not in (None, meta.get("page")) and not meta.get("page_label") else f", p. {page}"
+
+
+def name_tag(hit: Hit, names: tuple[str, ...]) -> str | None:
+    """Why a hit is ranked before hits of higher similarity, or None: it holds a name the query typed (channel
+    ``exact`` or ``named``), and such hits come first. Says which name when it can be found in the hit's text."""
+    if not (hit.channel_scores.get("exact") or hit.channel_scores.get("named")):
+        return None
+    text = " ".join([hit.content, hit_name(hit), *(part for _, part, _ in hit.matched_parts)])
+    held = next((n for n in names if holds_name(text, (n,))), None)
+    return f"holds '{held}'" if held else "name match"
+
+
+def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None, query: str | None = None) -> None:
+    """Hits as a ranked list: rank, similarity, corpus, name (with its page) and a snippet. A hit ranked first
+    because it holds a name ``query`` typed is tagged so, since its similarity may be lower than later ones'."""
     label_width, text_width = (80, 220) if out.terminal else (None, None)
     if title:
         out.print(Text(title, style="bold"))
     if not hits:
         out.print("  (no results)")
         return
+    names = identifiers(exact_terms(query)) if query else ()
     # rank-based fusion (corpora on different scales) gives scores a person cannot read: show both then
     fused = any("similarity" in h.channel_scores and h.score != h.channel_scores["similarity"] for h in hits)
+    tagged = False
     for rank, hit in enumerate(hits, 1):
-        label = snippet(hit_name(hit), label_width)
+        label = snippet(hit_label(hit), label_width)
         line = Text.assemble(f"  {rank}. ", (f"{similarity(hit):.3f}", "cyan"), " ", (hit.corpus, "magenta"),
                              _span(hit), " ", (label, "bold"))
+        if (tag := name_tag(hit, names)) is not None:
+            line.append(f"  [{tag}]", style="yellow")
+            tagged = True
         if fused:
             line.append(f"  (fused score {hit.score:.4f})", style="dim")
         out.print(line)
@@ -106,6 +147,8 @@ def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None) ->
             out.print(Text(f"     matched {part} {index + 1}: {snippet(text, text_width)}"), soft_wrap=True)
         else:
             out.print(Text(f"     {snippet(hit.content, text_width)}"), soft_wrap=True)
+    if tagged:
+        out.print(Text("  hits holding a name the query typed come first, whatever their similarity", style="dim"))
     if fused:
         out.print(Text("  similarity is each corpus's own score; the order is the fused ranking", style="dim"))
 
@@ -122,19 +165,29 @@ def print_decision(out: Output, decision: RouteDecision) -> None:
 
 
 def print_report(out: Output, report: IngestReport) -> None:
-    """The end-of-run summary: counts, rows per corpus, and every failure with its reason."""
+    """The end-of-run summary: counts, rows per corpus, and every failure with its reason. ``removed`` (sources
+    pruned because their file is gone) is shown when a run pruned any."""
     summary = report.to_dict()
     lines = [(key, summary[key]) for key in ("added", "replaced", "unchanged")]
+    if removed := report.count("removed"):
+        lines.append(("removed", f"{removed} (their files are gone)"))
     lines.append(("failed", len(report.failed)))
     if report.skipped:
-        lines.append(("skipped", f"{len(report.skipped)} not ingested ({skipped_reasons(report)}; --strict fails "
-                                 "on them)"))
+        reasons = skipped_reasons(report)
+        lines.append(("skipped", f"{len(report.skipped)} not ingested ({reasons}; --strict fails on them)"))
     lines += [(f"rows → {corpus}", n) for corpus, n in summary["rows"].items()]  # type: ignore[union-attr]
     width = max(len(k) for k, _ in lines)
     for key, value in lines:
         out.print(Text(f"{key:<{width}}  {value}"))
     for outcome in report.failed:
         out.print(Text.assemble(("failed", "red"), f" {outcome.path}: {outcome.error}"), soft_wrap=True)
+
+
+def folders_without_input(folders: Sequence[Path], report: IngestReport) -> list[Path]:
+    """The ``folders`` in which the run found no file it ingests (none at all, or only skipped ones): a run that
+    says nothing about them looks like success, yet nothing of them can be searched."""
+    found = [Path(o.path) for o in report.outcomes if o.status not in ("skipped", "removed")]
+    return [f for f in folders if not any(p.is_relative_to(f) for p in found)]
 
 
 def skipped_reasons(report: IngestReport) -> str:
@@ -163,7 +216,7 @@ class IngestProgress:
         self._progress: Any = None
         self._task: Any = None
 
-    def __enter__(self) -> IngestProgress:
+    def __enter__(self) -> Self:
         if self.out.terminal and not self.quiet:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -184,8 +237,14 @@ class IngestProgress:
             self._task = self._progress.add_task("", total=total, last="")
 
     def on_batch(self, progress: BatchProgress) -> None:
-        """Called after each committed batch of a large source: shown beside the bar, or as a whole line."""
-        text = f"{progress.path}: {progress.done}/{progress.total} batches of {progress.what} committed"
+        """Called when a file's work starts (``done == 0``: named beside the bar, not printed in a pipe, where each
+        file has its line when done) and after each committed batch of a large source (beside the bar, or as a
+        whole line)."""
+        if progress.done == 0:
+            if self._progress is not None:
+                self._progress.update(self._task, last=_working_on(progress))
+            return
+        text = f"{progress.path}: {progress.done}/{progress.total} {progress.what} committed"
         if self._progress is not None:
             self._progress.update(self._task, last=text)
         elif not self.quiet:
@@ -199,6 +258,15 @@ class IngestProgress:
         elif not self.quiet:
             self.out.line(f"{outcome.status}: {outcome.path}")
 
+    def on_removed(self, outcome: FileOutcome) -> None:
+        """Called for each source pruned (or failing to be) after the files: remembered and shown like a file's
+        outcome, without moving the bar, which counts the files found."""
+        self.outcomes.append(outcome)
+        if self._progress is not None:
+            self._progress.update(self._task, last=f"{outcome.status}: {outcome.path}")
+        elif not self.quiet:
+            self.out.line(f"{outcome.status}: {outcome.path}")
+
     def interrupted_message(self, *, rolled_back: bool = False) -> str:
         """What an interrupted run kept, and how to continue."""
         kept = [o for o in self.outcomes if o.status in ("added", "replaced")]
@@ -208,3 +276,10 @@ class IngestProgress:
                 f"{sum(1 for o in kept if o.status == 'replaced')} replaced)"
                 + ("; the file in progress was rolled back" if rolled_back else "")
                 + ". Run the same command again to continue: unchanged files are skipped.")
+
+
+def _working_on(progress: BatchProgress) -> str:
+    """The bar's note for a file whose work starts: ``working on docs/a.md`` (``and 12 more text files`` for a
+    group read and embedded together)."""
+    more = f" and {progress.total - 1} more {progress.what}" if progress.total > 1 else ""
+    return f"working on {progress.path}{more}"

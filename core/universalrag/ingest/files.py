@@ -3,6 +3,8 @@
 One home for these rules, shared by every reader (text, tables, images, videos) and the pipeline:
 
 - :func:`check_file` refuses a missing path, a folder, a device or pipe, and (when asked) an empty file;
+  :func:`is_empty` tells a folder walk which files to skip as empty (:data:`EMPTY_REASON`), :func:`empty_error`
+  words the failure of one the user named;
 - :func:`hash_file` is the one SHA-256 of a file's bytes; the pipeline computes it once per file and run;
 - :func:`open_bytes`, :func:`read_head` and :func:`read_content` read a file gunzipped on the fly when it is
   gzip-compressed (``.csv.gz``, ``.txt.gz``: the signature decides, not the extension);
@@ -29,6 +31,7 @@ from ..errors import IngestError
 from ..media import sniff
 
 __all__ = [
+    "EMPTY_REASON",
     "GZIP_ERRORS",
     "HEAD_BYTES",
     "MAX_GUNZIPPED_TEXT",
@@ -39,11 +42,13 @@ __all__ = [
     "declared_encoding",
     "decode_error",
     "decode_text",
+    "empty_error",
     "file_encoding",
     "file_signature",
     "gzip_error",
     "hash_file",
     "inside",
+    "is_empty",
     "is_gzip",
     "open_bytes",
     "open_text",
@@ -61,6 +66,24 @@ def read_error(path: str | Path, error: OSError) -> IngestError:
     return IngestError(path, f"could not be read ({error.strerror or error}); check its permissions.")
 
 
+#: Why a folder walk skips an empty file (the summary counts it as "empty"): a placeholder such as an empty
+#: ``__init__.py`` or a note not yet written is no input error, and failing it would fail every run of the folder.
+EMPTY_REASON = "is empty (0 bytes)"
+
+
+def is_empty(path: Path) -> bool:
+    """True when the regular file ``path`` holds no bytes; IngestError when it cannot be looked at."""
+    try:
+        return path.stat().st_size == 0
+    except OSError as e:
+        raise read_error(path, e) from e
+
+
+def empty_error(path: str | Path, advice: str = "add content to it or leave it out.") -> IngestError:
+    """The IngestError for an empty file that must not be skipped (named explicitly, or a walk under --strict)."""
+    return IngestError(path, f"the file is empty (0 bytes); {advice}")
+
+
 def check_file(path: Path, *, empty: str | None = None) -> None:
     """IngestError unless ``path`` is an existing regular file; with ``empty`` (advice such as "add text to it
     or leave it out."), also unless it holds at least one byte."""
@@ -71,13 +94,8 @@ def check_file(path: Path, *, empty: str | None = None) -> None:
                                 "folder.")
     if not path.is_file():
         raise IngestError(path, "is not a regular file (a device, socket or pipe); save its content to a file.")
-    if empty is not None:
-        try:
-            size = path.stat().st_size
-        except OSError as e:
-            raise read_error(path, e) from e
-        if size == 0:
-            raise IngestError(path, f"the file is empty (0 bytes); {empty}")
+    if empty is not None and is_empty(path):
+        raise empty_error(path, empty)
 
 
 def inside(path: Path, folder: Path) -> bool:

@@ -3,8 +3,13 @@
 ``ingest_paths`` walks files and folders, detects each file's modality by its content, sends it to its
 corpora (``--corpus`` overrides) and writes it in one transaction. Files a folder walk finds that are not
 ingested (binary files of other types, such as ``.npy`` or ``__pycache__``) are skipped and counted, not
-failed; ``strict=True`` fails them instead. A file named explicitly that is not ingested always fails with
-the reason.
+failed; ``strict=True`` fails them instead. So are empty files a walk finds (``__init__.py``, a note not yet
+written): they are skipped as ``empty``, and fail only under ``strict``. A file named explicitly that is not
+ingested, or is empty, always fails with the reason.
+
+Each file is announced before its work starts (``on_progress`` hears ``done=0``), so a progress display names the
+file being read and embedded, not only the last one finished. :func:`prune_missing` deletes the stored sources
+under a folder whose file is gone.
 
 Idempotent by content hash: a source whose hash is unchanged is skipped before it is parsed or embedded.
 A source is a file in a scope: the default corpora of its kind, or the corpus named with ``corpus``. So
@@ -18,10 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlparse
 
 from ..embed.base import Embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
@@ -29,7 +36,7 @@ from ..store import Store
 from ..types import Granularity, Modality
 from .companions import alt_texts, fingerprint, sidecar_files
 from .detect import Detection, detect, iter_files, unsupported_error
-from .files import check_file, hash_file
+from .files import EMPTY_REASON, check_file, empty_error, hash_file, is_empty
 from .large import StagedSource, staged_table, staged_text
 from .report import FileOutcome, IngestReport, Progress
 from .run import DEFAULT_CORPORA, IngestOptions, IngestRun, failed_outcome
@@ -41,7 +48,7 @@ if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
 __all__ = ["CSV_RULES", "DEFAULT_CORPORA", "PAGE_RULES", "PASSAGE_RULES", "PDF_RULES", "FileOutcome", "IngestOptions",
-           "IngestReport", "Progress", "ingest_paths", "ingest_tables"]
+           "IngestReport", "Progress", "ingest_paths", "ingest_tables", "prune_missing"]
 
 _log = logging.getLogger(__name__)
 
@@ -167,13 +174,16 @@ def _unchanged(run: IngestRun, kind: str, uri: str, content_hash: str) -> bool:
     return set(state[1]) <= allowed and (run.corpus is None or set(state[1]) == {run.corpus})
 
 
-def _classify(run: IngestRun, path: Path) -> tuple[Detection, str, str]:
-    """(what the file is, uri, content hash); uri and hash are empty when it is not ingested. IngestError
-    when it cannot be read at all. The hash of an image or video covers its sidecars and the texts given
+def _classify(run: IngestRun, path: Path, *, walked: bool) -> tuple[Detection, str, str]:
+    """(what the file is, uri, content hash); uri and hash are empty when it is not ingested, as is an empty file
+    a folder walk found (``walked``; its reason is :data:`EMPTY_REASON`). IngestError when it cannot be read at
+    all. The hash of an image or video covers its sidecars and the texts given
     with it (:func:`~universalrag.ingest.companions.fingerprint`), so editing only those replaces the source; that
     of a Markdown or HTML page covers :data:`PAGE_RULES` and that of any text :data:`PASSAGE_RULES`, that of a PDF :data:`PDF_RULES`, that of a CSV or TSV
     file :data:`CSV_RULES`."""
     check_file(path)
+    if walked and is_empty(path):
+        return Detection(None, reason=EMPTY_REASON), "", ""
     found = detect(path)
     if found.kind is None:
         return found, "", ""
@@ -223,6 +233,19 @@ def _write(run: IngestRun, path: Path, kind: str, prepared: Prepared | StagedSou
                                     parts=prepared.parts)
     return FileOutcome(path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora,
                        rows=dict(result.rows))
+
+
+def _refusal(path: Path, found: Detection) -> IngestError:
+    """Why a file that is not ingested fails (named explicitly, or found under ``strict``): empty, or not a
+    supported kind (with what is)."""
+    return empty_error(path) if found.reason == EMPTY_REASON else unsupported_error(path, found)
+
+
+def _started(run: IngestRun, path: Path, what: str, total: int = 1) -> None:
+    """Tell ``on_progress`` that work on ``path`` begins: ``done=0`` of ``total`` transactions committed (one for
+    a whole file; a group of text files read and embedded together names its first file, ``total`` the group)."""
+    if run.on_progress is not None:
+        run.on_progress(Progress(path=str(path), done=0, total=total, what=what))
 
 
 def ingest_tables(
@@ -298,22 +321,27 @@ def ingest_paths(
             on_file(outcome)
 
     def flush() -> None:
+        if pending:
+            _started(run, pending[0][0], "text files" if len(pending) > 1 else "text", total=len(pending))
         for outcome in _text_group(run, pending):
             emit(outcome)
         pending.clear()
 
     for path in files:
         try:
-            found, uri, content_hash = _classify(run, path)
+            walked = path.absolute() not in named
+            found, uri, content_hash = _classify(run, path, walked=walked)
             kind = found.kind
             if kind is None:
-                if strict or path.absolute() in named:
-                    raise unsupported_error(path, found)
+                if strict or not walked:
+                    raise _refusal(path, found)
                 outcome = FileOutcome(path=str(path), status="skipped", reason=found.reason)
             elif _unchanged(run, kind, uri, content_hash):
                 run.parsed.pop(path, None)
                 outcome = FileOutcome(path=str(path), status="unchanged", kind=kind)
             elif kind == "text" and _large_text(run, path):
+                flush()  # the group's files come first, and their announcement before this one's
+                _started(run, path, kind)
                 outcome = _write(run, path, kind, _prepare_large_text(run, path, uri, content_hash))
             elif kind == "text":
                 pending.append((path, uri, content_hash))
@@ -321,6 +349,8 @@ def ingest_paths(
                     flush()
                 continue
             else:
+                flush()  # the group's files come first, and their announcement before this one's
+                _started(run, path, kind)
                 outcome = _write(run, path, kind, _HANDLERS[kind](run, path, uri, content_hash))
         except UniversalRAGError as e:
             outcome = failed_outcome(path, e)
@@ -328,3 +358,58 @@ def ingest_paths(
         emit(outcome)
     flush()
     return report
+
+
+def _gone(uri: str) -> bool:
+    """True only when the local file of a ``file://`` ``uri`` certainly no longer exists: another error (a folder
+    that cannot be read, an unmounted disk's permission error) keeps the source, since pruning must never delete
+    what may still be there."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return False
+    try:
+        os.stat(unquote(parsed.path))
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def stored_under(store: Store, folder: Path, *, scope: str | None = None) -> dict[str, Path]:
+    """The stored sources under ``folder`` (any depth; in every scope, or only in ``scope``), by URI, each with its
+    path as the user would write it (``folder`` as given, then the rest). The folder is matched by its real path,
+    as walked files are stored; it need not exist any more."""
+    root = folder.resolve().as_uri()
+    prefix = root if root.endswith("/") else root + "/"
+    return {r["uri"]: folder / unquote(r["uri"][len(prefix):]) for r in store.sources()
+            if str(r["uri"]).startswith(prefix) and (scope is None or r["scope"] == scope)}
+
+
+def prune_missing(store: Store, folders: Sequence[str | Path], *,
+                  on_file: Callable[[FileOutcome], None] | None = None) -> list[FileOutcome]:
+    """Delete the stored sources under ``folders`` whose file no longer exists, as a sync tool deletes what was
+    deleted at the source, so a file moved away stops being found. Each file's sources (every scope) go in one
+    transaction of their own; one that fails is reported ``failed`` and the others go on. Nothing outside the
+    folders is touched, nor a source whose file is still there or cannot be looked at, and a path that is not
+    an existing folder prunes nothing (a missing or unmounted folder must not empty the store). Returns the
+    outcomes: ``removed`` (with the corpora the source was in) or ``failed``; ``on_file`` hears each."""
+    outcomes: list[FileOutcome] = []
+    seen: set[str] = set()
+    corpora = {r["uri"]: tuple(r["corpora"]) for r in store.sources()}
+    for folder in (Path(f) for f in folders):
+        if not folder.is_dir():
+            continue
+        for uri, path in sorted(stored_under(store, folder).items()):
+            if uri in seen or not _gone(uri):
+                continue
+            seen.add(uri)
+            try:
+                store.delete_source(uri)
+                outcome = FileOutcome(path=str(path), status="removed", corpora=corpora.get(uri, ()))
+            except UniversalRAGError as e:
+                outcome = failed_outcome(path, e)
+            outcomes.append(outcome)
+            if on_file is not None:
+                on_file(outcome)
+    return outcomes
