@@ -136,7 +136,8 @@ def main() -> None:
                 # right after the untimed capture (measured: a search just after it is slower, whichever side it is)
                 got = {name: cpu_timed(calls[name][0], *calls[name][1], **calls[name][2]) for name in order}
                 hits, rows, rows_one, list_hits = (got[name][2] for name in ("library", "raw", "one", "list"))
-                assert len(hits) == len(list_hits) == rows == rows_one == K, (len(hits), rows, rows_one)
+                # the library's statement asks for a few rows more than k (repeated texts are returned once)
+                assert len(hits) == len(list_hits) == rows_one == K <= rows, (len(hits), rows, rows_one)
                 if i >= 10:  # warm-up: caches, prepared statements
                     for name, wall in (("library", lib_ms), ("raw", raw_ms), ("one", one_ms), ("list", list_ms)):
                         wall.append(got[name][0] * 1000)
