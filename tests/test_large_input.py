@@ -136,7 +136,8 @@ def test_large_csv_is_staged_in_batches_invisible_until_done_and_resumes(store: 
     seen: list[Progress] = []
     report = ingest_paths(store, embedder, [path], options=opts, on_progress=seen.append)
     assert report.ok and report.outcomes[0].status == "added"
-    assert [p.done for p in seen] == [4, 5] and seen[-1].total == 5  # batch 1 = the table unit, then 4 x 100 rows
+    assert seen[0].done == 0 and seen[0].path == str(path)  # the file is announced before its work starts
+    assert [p.done for p in seen[1:]] == [4, 5] and seen[-1].total == 5  # batch 1 = the table unit, then 4 x 100 rows
     assert embedder.count - first_embedded == 200  # only the batches not committed before were embedded
     final = counts(store)
     assert final["stages"] == 0 and final["sources"] == 1 and final["table"] == 1 and final["table.parts"] == 400
@@ -161,7 +162,7 @@ def test_large_text_is_streamed_in_batches_with_every_passage(store: Any, tmp_pa
     assert counts(store)["paragraph"] == 0
     seen: list[Progress] = []
     report = ingest_paths(store, embedder, [path], options=opts, on_progress=seen.append)
-    assert report.ok and report.outcomes[0].status == "added" and seen[0].done == 3
+    assert report.ok and report.outcomes[0].status == "added" and [p.done for p in seen[:2]] == [0, 3]
     expected = split_paragraphs(extract_txt(path.read_text(encoding="utf-8"))[1])
     with store.engine.connect() as conn:
         stored = conn.execute(sa.text(
@@ -213,6 +214,6 @@ def test_the_cli_shows_each_committed_batch_of_a_large_source(store: Any, tmp_pa
         ingest_paths(store, HashEmbedder(), [path], options=IngestOptions(stage_rows=100, table_batch_rows=100),
                      on_start=progress.on_start, on_file=progress.on_file, on_progress=progress.on_batch)
     lines = stdout.getvalue().splitlines()
-    batches = [line for line in lines if "batches of" in line]
+    batches = [line for line in lines if "batches committed" in line]
     assert len(batches) >= 4 and all(line.startswith(str(path)) for line in batches), lines
     assert lines[-1] == f"added: {path}"  # the file's outcome comes after its batches

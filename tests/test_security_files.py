@@ -177,11 +177,13 @@ def test_a_bad_file_fails_alone_and_stores_nothing(store: Store, minilm, tmp_pat
         # deep nesting is read without recursion: the text is kept, nothing crashes
         assert "deep kestrel text" in _all_text(store)
         return
-    if case == "binary_txt":  # found in a folder: skipped with the reason; named on its own: a failure
-        assert outcome.status == "skipped" and outcome.reason and "binary" in outcome.reason
+    if case in ("binary_txt", "empty_txt", "empty_csv", "empty_jpg"):
+        # found in a folder: skipped with the reason; named on its own: a failure
+        reason = "binary" if case == "binary_txt" else "empty"
+        assert outcome.status == "skipped" and outcome.reason and reason in outcome.reason
         named = ingest_paths(store, minilm, [bad])
         outcome = named.outcomes[0]
-        assert "binary" in (outcome.error or "")
+        assert reason in (outcome.error or "")
     assert outcome.status == "failed", outcome
     assert outcome.path.endswith(bad.name) and outcome.error and "Traceback" not in outcome.error
     assert "RecursionError" not in outcome.error and "internal error" not in outcome.error
