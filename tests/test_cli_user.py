@@ -45,8 +45,8 @@ def test_route_says_what_it_shows_and_evidence_shows_what_search_does(cli_env: d
     from universalrag.cli import app
 
     def run(*args: str) -> tuple[int, str]:
-        result = CliRunner().invoke(app, list(args), env={**cli_env, "UNIVERSALRAG_NO_SERVER": "1"},
-                                    prog_name="universalrag")
+        result = CliRunner().invoke(app, [*args, "--no-server"] if args[0] in ("route", "search") else list(args),
+                                    env=cli_env, prog_name="universalrag")
         return result.exit_code, result.stdout
 
     assert run("ingest", str(DATA / "corpus" / "apollo_11.txt"), str(DATA / "tables" / "nba_2023.csv"))[0] == 0
