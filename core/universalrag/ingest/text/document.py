@@ -16,6 +16,7 @@ from typing import Any
 
 from ...errors import IngestError
 from ..files import HEAD_BYTES, check_file, declared_encoding, decode_text, read_content
+from ..html_clean import HEADINGS
 from .plain import extract_code, extract_json, extract_txt
 
 __all__ = ["TEXT_FORMATS", "TextDocument", "parse_text", "read_text_file"]
@@ -161,7 +162,7 @@ _BLOCK_TAGS = frozenset({
     "details", "summary", "body", "html",
 })
 _CELL_TAGS = frozenset({"td", "th"})
-_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_HEADING_TAGS = frozenset(HEADINGS)
 
 
 def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, dict[str, Any]]:
