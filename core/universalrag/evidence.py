@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
 __all__ = ["UNIT_TEXT_TOKENS", "EvidenceBudget", "build_evidence", "hit_content", "hit_file", "hit_images",
-           "hit_name", "hit_path", "hit_source", "hit_text", "unit_text"]
+           "hit_name", "hit_path", "hit_source", "hit_text", "unit_text", "uri_file"]
 
 _WORDS_PER_TOKEN = 0.75
 _WORD = re.compile(r"\S+")
@@ -45,13 +45,18 @@ class EvidenceBudget:
 _LONG_DOCUMENT_WORDS = int(EvidenceBudget().max_text_tokens * _WORDS_PER_TOKEN)
 
 
-def hit_file(hit: Hit) -> str | None:
-    """The local path of a hit's ``file://`` URI, whether or not the file is still there; ``None`` for another
-    URI (a web page's address) or none."""
-    if not hit.uri:
+def uri_file(uri: str | None) -> str | None:
+    """The local path of a ``file://`` URI, whether or not the file is still there; ``None`` for another URI (a
+    web page's address) or none."""
+    if not uri:
         return None
-    parsed = urlparse(hit.uri)
+    parsed = urlparse(uri)
     return unquote(parsed.path) if parsed.scheme == "file" else None
+
+
+def hit_file(hit: Hit) -> str | None:
+    """The local path of a hit's ``file://`` URI (:func:`uri_file`)."""
+    return uri_file(hit.uri)
 
 
 def hit_source(hit: Hit) -> str | None:

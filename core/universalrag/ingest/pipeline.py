@@ -28,10 +28,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
 
 from ..embed.base import Embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
+from ..evidence import uri_file
 from ..store import Store
 from ..types import Granularity, Modality
 from .companions import alt_texts, fingerprint, sidecar_files
@@ -364,11 +365,11 @@ def _gone(uri: str) -> bool:
     """True only when the local file of a ``file://`` ``uri`` certainly no longer exists: another error (a folder
     that cannot be read, an unmounted disk's permission error) keeps the source, since pruning must never delete
     what may still be there."""
-    parsed = urlparse(uri)
-    if parsed.scheme != "file":
+    local = uri_file(uri)
+    if local is None:
         return False
     try:
-        os.stat(unquote(parsed.path))
+        os.stat(local)
     except (FileNotFoundError, NotADirectoryError):
         return True
     except OSError:
