@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +159,7 @@ def ingest(
         obj.output.error(progress.interrupted_message(rolled_back=True), label="interrupted")
         raise typer.Exit(130) from None
     if as_json:
-        obj.output.json({**report.to_dict(), "removed": [o.path for o in report.outcomes if o.status == "removed"]})
+        obj.output.json(report.to_dict())
     else:
         print_report(obj.output, report)
     idle = folders_without_input(folders, report)
@@ -322,16 +323,18 @@ def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The 
                                             "sources.")) -> None:
     """Delete a source and every unit made from it (paragraphs, documents, rows, clips); given a folder, every
     source under it (after saying how many, and asking unless --yes)."""
-    from ..ingest.pipeline import stored_under
+    from ..ingest.pipeline import sources_under
 
     obj = _obj(ctx)
     obj.ensure_initialised()
     path = Path(uri)
     # a folder, or one deleted from disk whose files are still stored (a stored file of that path stays a file)
-    if "://" not in uri and (path.is_dir() or (not path.exists() and obj.store.source_state(
-            path.resolve().as_uri(), scope=corpus or "") is None and stored_under(obj.store, path))):
-        _delete_folder(obj, path, corpus=corpus, yes=yes)
-        return
+    if "://" not in uri and (path.is_dir() or not path.exists()):
+        sources = obj.store.sources()
+        if path.is_dir() or (obj.store.source_state(path.resolve().as_uri(), scope=corpus or "") is None
+                             and sources_under(sources, path)):
+            _delete_folder(obj, path, sources_under(sources, path, scope=corpus), corpus=corpus, yes=yes)
+            return
     key = Path(uri).resolve().as_uri() if "://" not in uri else uri
     if not obj.store.delete_source(key, scope=corpus):
         where = f" ingested with --corpus {corpus}" if corpus else ""
@@ -339,13 +342,11 @@ def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The 
     obj.output.print(Text(f"deleted {key}" + (f" from {corpus}" if corpus else "")))
 
 
-def _delete_folder(obj: CliContext, folder: Path, *, corpus: str | None, yes: bool) -> None:
-    """Delete every stored source under ``folder``, one transaction each, after a confirmation: a folder may hold
-    thousands of sources, so its count is shown first. A source that fails to go is reported and the others go
-    on (exit code 1)."""
-    from ..ingest.pipeline import stored_under
-
-    found = stored_under(obj.store, folder, scope=corpus)
+def _delete_folder(obj: CliContext, folder: Path, found: Mapping[str, Path], *, corpus: str | None,
+                   yes: bool) -> None:
+    """Delete the stored sources ``found`` under ``folder`` (by URI), one transaction each, after a confirmation:
+    a folder may hold thousands of sources, so its count is shown first. A source that fails to go is reported and
+    the others go on (exit code 1)."""
     where = f" ingested with --corpus {corpus}" if corpus else ""
     if not found:
         raise ConfigError(f"No source under {folder.resolve().as_uri()!r}{where} is stored; `universalrag sources "

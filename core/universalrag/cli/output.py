@@ -252,18 +252,17 @@ class IngestProgress:
 
     def on_file(self, outcome: FileOutcome) -> None:
         """Called after each input (its transaction is committed, or rolled back when it failed)."""
-        self.outcomes.append(outcome)
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, last=f"{outcome.status}: {outcome.path}")
-        elif not self.quiet:
-            self.out.line(f"{outcome.status}: {outcome.path}")
+        self._show(outcome, advance=1)
 
     def on_removed(self, outcome: FileOutcome) -> None:
         """Called for each source pruned (or failing to be) after the files: remembered and shown like a file's
         outcome, without moving the bar, which counts the files found."""
+        self._show(outcome, advance=0)
+
+    def _show(self, outcome: FileOutcome, *, advance: int) -> None:
         self.outcomes.append(outcome)
         if self._progress is not None:
-            self._progress.update(self._task, last=f"{outcome.status}: {outcome.path}")
+            self._progress.update(self._task, advance=advance, last=f"{outcome.status}: {outcome.path}")
         elif not self.quiet:
             self.out.line(f"{outcome.status}: {outcome.path}")
 

@@ -24,10 +24,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from ..embed.base import Embedder
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
 __all__ = ["CSV_RULES", "DEFAULT_CORPORA", "PAGE_RULES", "PASSAGE_RULES", "PDF_RULES", "FileOutcome", "IngestOptions",
-           "IngestReport", "Progress", "ingest_paths", "ingest_tables", "prune_missing"]
+           "IngestReport", "Progress", "ingest_paths", "ingest_tables", "prune_missing", "sources_under"]
 
 _log = logging.getLogger(__name__)
 
@@ -377,13 +377,13 @@ def _gone(uri: str) -> bool:
     return False
 
 
-def stored_under(store: Store, folder: Path, *, scope: str | None = None) -> dict[str, Path]:
-    """The stored sources under ``folder`` (any depth; in every scope, or only in ``scope``), by URI, each with its
-    path as the user would write it (``folder`` as given, then the rest). The folder is matched by its real path,
-    as walked files are stored; it need not exist any more."""
+def sources_under(sources: Iterable[Mapping[str, Any]], folder: Path, *, scope: str | None = None) -> dict[str, Path]:
+    """Of ``sources`` (``Store.sources()`` rows), those under ``folder`` (any depth; in every scope, or only in
+    ``scope``), by URI, each with its path as the user would write it (``folder`` as given, then the rest). The
+    folder is matched by its real path, as walked files are stored; it need not exist any more."""
     root = folder.resolve().as_uri()
     prefix = root if root.endswith("/") else root + "/"
-    return {r["uri"]: folder / unquote(r["uri"][len(prefix):]) for r in store.sources()
+    return {r["uri"]: folder / unquote(r["uri"][len(prefix):]) for r in sources
             if str(r["uri"]).startswith(prefix) and (scope is None or r["scope"] == scope)}
 
 
@@ -397,11 +397,12 @@ def prune_missing(store: Store, folders: Sequence[str | Path], *,
     outcomes: ``removed`` (with the corpora the source was in) or ``failed``; ``on_file`` hears each."""
     outcomes: list[FileOutcome] = []
     seen: set[str] = set()
-    corpora = {r["uri"]: tuple(r["corpora"]) for r in store.sources()}
+    sources = store.sources()
+    corpora = {r["uri"]: tuple(r["corpora"]) for r in sources}
     for folder in (Path(f) for f in folders):
         if not folder.is_dir():
             continue
-        for uri, path in sorted(stored_under(store, folder).items()):
+        for uri, path in sorted(sources_under(sources, folder).items()):
             if uri in seen or not _gone(uri):
                 continue
             seen.add(uri)

@@ -20,8 +20,9 @@ class Progress:
 
 @dataclass(frozen=True, slots=True)
 class FileOutcome:
-    """What happened to one input: ``added``, ``replaced``, ``unchanged``, ``failed`` (with ``error``) or
-    ``skipped`` (found in a folder but not a kind that is ingested, with ``reason``)."""
+    """What happened to one input: ``added``, ``replaced``, ``unchanged``, ``failed`` (with ``error``),
+    ``skipped`` (found in a folder but not a kind that is ingested, with ``reason``) or ``removed`` (a stored source
+    whose file is gone, pruned)."""
 
     path: str
     status: str
@@ -65,6 +66,7 @@ class IngestReport:
             "unchanged": self.count("unchanged"),
             "failed": [{"path": o.path, "error": o.error} for o in self.failed],
             "skipped": [{"path": o.path, "reason": o.reason} for o in self.skipped],
+            "removed": [o.path for o in self.outcomes if o.status == "removed"],
             "rows": {c: sum(o.rows.get(c, 0) for o in self.outcomes)
                      for c in sorted({c for o in self.outcomes for c in o.rows})},
         }
