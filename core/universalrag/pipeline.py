@@ -348,6 +348,13 @@ class UniversalRAG:
                 self._combiner, self._routing = _UNSET, None
         return removed
 
+    def reload_combiner(self) -> None:
+        """Decide from the next decision on with the combiner stored in the database then (the shipped one when
+        none is), as a new ``UniversalRAG()`` would: for a long-lived pipeline (``universalrag serve``) whose
+        database another process adapted or reset."""
+        with self._lock:
+            self._combiner, self._routing = _UNSET, None
+
     def use_combiner(self, combiner: Combiner | None) -> None:
         """Decide with ``combiner`` from now on (``None``: the router alone)."""
         with self._lock:

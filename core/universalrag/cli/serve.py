@@ -15,7 +15,6 @@ they differ; a served command then decides exactly as ``--no-server`` would.
 
 from __future__ import annotations
 
-import functools
 import io
 import os
 import signal
@@ -38,46 +37,11 @@ from .protocol import MAX_SOCKET_PATH, SERVED_COMMANDS, command_of, read_message
 if TYPE_CHECKING:
     from ..config import Settings
     from ..pipeline import UniversalRAG
-    from ..store import Store
 
-__all__ = ["ServedSession", "Server", "execute", "register", "reload_combiner", "stored_combiner_stamp"]
+__all__ = ["ServedSession", "Server", "execute", "register"]
 
 #: What identifies a stored combiner: ``(version, stored at)``; ``None`` when none is stored.
 Stamp = tuple[str, str] | None
-
-
-@functools.lru_cache(maxsize=64)
-def _combiners_table(schema: str) -> Any:
-    """The stored combiners' table of ``schema`` (built once: the check runs on every request)."""
-    from ..store.routing_log import RoutingLogTables
-
-    return RoutingLogTables(schema).combiners
-
-
-def stored_combiner_stamp(store: Store, *, known_table: bool = False) -> tuple[Stamp, bool]:
-    """The stamp of the adapted combiner stored for ``store``'s schema and whether its table exists. Cheap on
-    purpose (it runs before every served request): one primary-key lookup once the table is ``known_table``,
-    else a catalog lookup first (a schema not yet initialised has no table, hence no adapted combiner)."""
-    import sqlalchemy as sa
-
-    with store.transaction("read the adapted combiner's stamp") as conn:
-        if not known_table and conn.execute(sa.select(sa.func.to_regclass(
-                f'"{store.schema}".router_combiners'))).scalar() is None:
-            return None, False
-        table = _combiners_table(store.schema)
-        row = conn.execute(sa.select(table.c.version, sa.cast(table.c.created_at, sa.Text))
-                           .where(table.c.name == "default")).first()
-    return (None if row is None else (str(row[0]), str(row[1]))), True
-
-
-def reload_combiner(rag: UniversalRAG) -> None:
-    """Make ``rag`` decide with the combiner stored in its database now (the shipped one when none is), as a new
-    :class:`~universalrag.pipeline.UniversalRAG` would."""
-    from ..routing.combiner import Combiner
-    from ..store.routing_log import load_combiner
-
-    stored = load_combiner(rag.store)
-    rag.use_combiner(Combiner.from_dict(stored) if stored else Combiner.default())
 
 
 class ServedSession(Session):
@@ -104,13 +68,15 @@ class ServedSession(Session):
         stamp = self._read_stamp(settings)  # read before a new pipeline loads its combiner: never newer than it
         rag = super().rag(settings)
         if not fresh and stamp != self._stamps[settings]:
-            reload_combiner(rag)
+            rag.reload_combiner()
         self._stamps[settings] = stamp
         return rag
 
     def _read_stamp(self, settings: Settings) -> Stamp:
+        from ..store.routing_log import combiner_stamp
+
         try:
-            stamp, exists = stored_combiner_stamp(self.store(settings), known_table=settings in self._tables)
+            stamp, exists = combiner_stamp(self.store(settings), known_table=settings in self._tables)
         except UniversalRAGError:
             self._tables.discard(settings)  # e.g. the schema was dropped: the command reports it
             return None

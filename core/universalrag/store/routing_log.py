@@ -10,7 +10,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID, insert
 
 from .store import Store
 
-__all__ = ["RoutingLogTables", "combiner_record", "delete_combiner", "feedback_rows", "has_routing_tables",
+__all__ = ["RoutingLogTables", "combiner_record", "combiner_stamp", "delete_combiner", "feedback_rows", "has_routing_tables",
            "load_combiner", "save_combiner", "set_feedback", "write_decisions"]
 
 
@@ -121,6 +121,20 @@ def load_combiner(store: Store, name: str = "default") -> dict[str, Any] | None:
     with store.transaction("read the adapted combiner") as conn:
         row = conn.execute(sa.select(table.c.weights).where(table.c.name == name)).scalar_one_or_none()
     return dict(row) if row is not None else None
+
+
+def combiner_stamp(store: Store, name: str = "default", *,
+                   known_table: bool = False) -> tuple[tuple[str, str] | None, bool]:
+    """What identifies the stored combiner ``name`` — ``(version, stored at)``, ``None`` when none is stored — and
+    whether the schema has the table. Cheap on purpose (a server asks before every request): one primary-key
+    lookup once the table is ``known_table``, else the catalog first (a schema not yet initialised has none)."""
+    if not known_table and not has_routing_tables(store):
+        return None, False
+    table = _tables(store).combiners
+    with store.transaction("read the adapted combiner's stamp") as conn:
+        row = conn.execute(sa.select(table.c.version, sa.cast(table.c.created_at, sa.Text))
+                           .where(table.c.name == name)).first()
+    return (None if row is None else (str(row[0]), str(row[1]))), True
 
 
 def combiner_record(store: Store, name: str = "default") -> dict[str, Any] | None:
