@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -185,20 +185,24 @@ def compile_filter(column: sa.ColumnElement[Any], filter: Filter) -> sa.ColumnEl
     return _compile(column, filter)
 
 
-def mentions(filter: Any, fields: frozenset[str] = FIELDS) -> bool:
-    """Whether ``filter`` names one of ``fields`` at any depth of ``$and``/``$or``/``$not``."""
-    pending = [filter]
+def _nodes(filter: Any) -> Iterator[tuple[Any, int]]:
+    """Every node of ``filter`` with its depth (1 at the top), through ``$and``/``$or``/``$not``, walked without
+    recursion (a hostile filter nests thousands deep)."""
+    pending: list[tuple[Any, int]] = [(filter, 1)]
     while pending:
-        node = pending.pop()
+        node, depth = pending.pop()
+        yield node, depth
         if isinstance(node, Mapping):
             for key, value in node.items():
-                if key in fields:
-                    return True
                 if key in ("$and", "$or") and isinstance(value, (list, tuple)):
-                    pending += list(value)
+                    pending += [(f, depth + 1) for f in value]
                 elif key == "$not":
-                    pending.append(value)
-    return False
+                    pending.append((value, depth + 1))
+
+
+def mentions(filter: Any, fields: frozenset[str] = FIELDS) -> bool:
+    """Whether ``filter`` names one of ``fields`` at any depth of ``$and``/``$or``/``$not``."""
+    return any(isinstance(node, Mapping) and not fields.isdisjoint(node) for node, _ in _nodes(filter))
 
 
 def _file_uri(value: Any, op: str = "$eq") -> Any:
@@ -243,25 +247,16 @@ def paths_as_uris(filter: Filter, key: str) -> Filter:
 
 
 def _check_size(filter: Any) -> None:
-    """FilterError when ``filter`` nests too deep or holds too many conditions (walked without recursion)."""
-    pending: list[tuple[Any, int]] = [(filter, 1)]
+    """FilterError when ``filter`` nests too deep or holds too many conditions (each key of each object is one)."""
     conditions = 0
-    while pending:
-        node, depth = pending.pop()
+    for node, depth in _nodes(filter):
         if depth > MAX_DEPTH:
             raise FilterError(f"The filter nests $and/$or/$not more than {MAX_DEPTH} levels deep; flatten it "
                               "(several keys in one object are AND-ed, $in takes a list of values).")
-        if not isinstance(node, Mapping):
-            continue
-        for key, value in node.items():
-            conditions += 1
-            if conditions > MAX_CONDITIONS:
-                raise FilterError(f"The filter holds more than {MAX_CONDITIONS} conditions; use $in with a list "
-                                  "of values, or narrow it.")
-            if key in ("$and", "$or") and isinstance(value, (list, tuple)):
-                pending += [(f, depth + 1) for f in value]
-            elif key == "$not":
-                pending.append((value, depth + 1))
+        conditions += len(node) if isinstance(node, Mapping) else 0
+        if conditions > MAX_CONDITIONS:
+            raise FilterError(f"The filter holds more than {MAX_CONDITIONS} conditions; use $in with a list "
+                              "of values, or narrow it.")
 
 
 def _compile(column: sa.ColumnElement[Any], filter: Filter) -> sa.ColumnElement[bool]:
