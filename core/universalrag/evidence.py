@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from .errors import IngestError, InvalidInputError
@@ -22,7 +22,7 @@ from .types import Evidence, Granularity, Hit, Modality
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-__all__ = ["UNIT_TEXT_TOKENS", "EvidenceBudget", "build_evidence", "hit_content", "hit_file", "hit_images",
+__all__ = ["UNIT_TEXT_TOKENS", "EvidenceBudget", "build_evidence", "check_unit_tokens", "hit_content", "hit_file", "hit_images",
            "hit_name", "hit_path", "hit_source", "hit_text", "unit_text", "uri_file"]
 
 _WORDS_PER_TOKEN = 0.75
@@ -190,11 +190,19 @@ def hit_text(hit: Hit) -> str:
 UNIT_TEXT_TOKENS = 1000
 
 
+def check_unit_tokens(value: Any, name: str = "max_unit_tokens") -> int | None:
+    """``value`` when it is ``None`` (whole units) or an integer of at least 1; else :class:`InvalidInputError`
+    naming ``name`` (the adapters check their ``max_unit_tokens`` when built, not at the first long unit)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise InvalidInputError(f"{name} must be an integer of at least 1, or None to keep whole units; "
+                                f"got {value!r}.")
+    return value
+
+
 def unit_text(hit: Hit, *, max_tokens: int | None = UNIT_TEXT_TOKENS) -> tuple[str, bool]:
     """``(text, cut)``: :func:`hit_text` of ``hit`` within ``max_tokens`` (``None``: whole) — a long document leads
     with its matched passages, then the text is cut at a word, ``" […]"`` marking the cut — and whether it was cut."""
-    if max_tokens is not None and max_tokens < 1:
-        raise InvalidInputError(f"max_tokens must be at least 1 (or None for the whole text), got {max_tokens}.")
+    check_unit_tokens(max_tokens, "max_tokens")
     text = hit_text(hit)
     if max_tokens is None or len(text.split()) <= max_tokens * _WORDS_PER_TOKEN:
         return text, False

@@ -18,7 +18,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 from universalrag.errors import InvalidInputError
-from universalrag.evidence import UNIT_TEXT_TOKENS
+from universalrag.evidence import UNIT_TEXT_TOKENS, check_unit_tokens
 from universalrag.pipeline import UniversalRAG
 from universalrag.store.filters import paths_as_uris
 
@@ -42,13 +42,6 @@ def check_routes(routes: Any) -> list[str] | None:
         raise TypeError(f"routes must be a list of corpus names, not the string {routes!r}: "
                         f"write routes=[{routes!r}].")
     return list(routes) if routes is not None else None
-
-
-def check_max_unit_tokens(value: Any) -> int | None:
-    """``max_unit_tokens``: ``None`` (whole units) or at least 1."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidInputError(f"max_unit_tokens must be at least 1, or None for whole units, got {value!r}.")
-    return value
 
 
 class _PipelineRetriever(BaseRetriever):
@@ -100,7 +93,7 @@ class _PipelineRetriever(BaseRetriever):
         if "routes" in data:
             data["routes"] = check_routes(data["routes"])
         if "max_unit_tokens" in data:
-            check_max_unit_tokens(data["max_unit_tokens"])
+            check_unit_tokens(data["max_unit_tokens"])
         return data
 
     def _filter(self, filter: dict[str, Any] | None, filters: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -175,7 +168,7 @@ class UniversalRAGRetriever(_PipelineRetriever):
 
     def _documents(self, found: tuple[Any, list[Any]], k: int) -> list[Document]:
         decision, hits = found
-        return hits_to_documents(hits[:k], decision=decision, max_tokens=check_max_unit_tokens(self.max_unit_tokens))
+        return hits_to_documents(hits[:k], decision=decision, max_tokens=check_unit_tokens(self.max_unit_tokens))
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None, routes: list[str] | None = None,
@@ -211,11 +204,11 @@ class CorpusRetriever(_PipelineRetriever):
                                 filters: dict[str, Any] | None = None) -> list[Document]:
         hits = self.rag.retrieve(query, k=check_k(k if k is not None else self.k), routes=[self.corpus],
                                  filter=self._filter(filter, filters))
-        return hits_to_documents(hits, max_tokens=check_max_unit_tokens(self.max_unit_tokens))
+        return hits_to_documents(hits, max_tokens=check_unit_tokens(self.max_unit_tokens))
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None, filter: dict[str, Any] | None = None,
                                        filters: dict[str, Any] | None = None) -> list[Document]:
         hits = await self.rag.aretrieve(query, k=check_k(k if k is not None else self.k), routes=[self.corpus],
                                         filter=self._filter(filter, filters))
-        return hits_to_documents(hits, max_tokens=check_max_unit_tokens(self.max_unit_tokens))
+        return hits_to_documents(hits, max_tokens=check_unit_tokens(self.max_unit_tokens))

@@ -25,6 +25,7 @@ from universalrag.evidence import (
     UNIT_TEXT_TOKENS,
     EvidenceBudget,
     build_evidence,
+    check_unit_tokens,
     hit_file,
     hit_images,
     hit_path,
@@ -37,7 +38,7 @@ try:
 except ImportError as e:  # tested in a subprocess that hides llama_index.core
     raise MissingDependencyError("llama-index-core", "llamaindex", feature="the LlamaIndex integration") from e
 
-__all__ = ["LLM_METADATA_KEYS", "TOOL_PREFIX", "UNIT_TEXT_TOKENS", "ImageMode", "check_top_k", "check_unit_tokens",
+__all__ = ["LLM_METADATA_KEYS", "TOOL_PREFIX", "UNIT_TEXT_TOKENS", "ImageMode", "check_top_k",
            "cut_to_k", "hit_to_metadata", "hits_to_nodes"]
 
 #: How pictures travel in nodes: ``"path"`` — an image hit's local file as ``ImageNode.image_path`` (or its
@@ -67,15 +68,6 @@ def check_top_k(value: int | None, name: str = "similarity_top_k") -> int | None
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInputError(f"{name} must be an integer of at least 1 (or None for rag.k), got {value!r}.")
-    return value
-
-
-def check_unit_tokens(value: int | None) -> int | None:
-    """``value`` when it is ``None`` (whole units) or an integer of at least 1; else :class:`InvalidInputError`,
-    raised at construction rather than at the first long unit."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidInputError(f"max_unit_tokens must be an integer of at least 1, or None to keep whole units; "
-                                f"got {value!r}.")
     return value
 
 

@@ -40,11 +40,11 @@ from llama_index.core.response_synthesizers import BaseSynthesizer, get_response
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
 from universalrag.errors import GenerationError
-from universalrag.evidence import build_evidence
+from universalrag.evidence import build_evidence, check_unit_tokens
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import NO_RETRIEVAL, Hit, RouteDecision
 
-from .base import UNIT_TEXT_TOKENS, ImageMode, check_top_k, check_unit_tokens
+from .base import UNIT_TEXT_TOKENS, ImageMode, check_top_k
 from .filters import to_core_filter
 from .retriever import UniversalRAGRetriever, live_pipeline_pickle_error
 

@@ -12,11 +12,11 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores.types import MetadataFilters
 
-from universalrag.evidence import EvidenceBudget
+from universalrag.evidence import EvidenceBudget, check_unit_tokens
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import Hit, RouteDecision
 
-from .base import UNIT_TEXT_TOKENS, ImageMode, check_top_k, check_unit_tokens, cut_to_k, hits_to_nodes
+from .base import UNIT_TEXT_TOKENS, ImageMode, check_top_k, cut_to_k, hits_to_nodes
 from .filters import to_core_filter
 
 __all__ = ["UniversalRAGRetriever", "live_pipeline_pickle_error"]
