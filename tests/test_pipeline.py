@@ -116,6 +116,15 @@ def test_async_twins(rag: UniversalRAG) -> None:
     assert answer.hits == ()
 
 
+def test_a_pipeline_refuses_pickling_and_says_what_to_do(tmp_path: Path) -> None:
+    """A pipeline holds a connection pool, threads and locks: pickling it (or a retriever holding it) fails with the
+    reason and the way out, not with "cannot pickle '_thread.lock' object"."""
+    import pickle
+
+    with pytest.raises(TypeError, match="live database pipeline.*one per process"):
+        pickle.dumps(UniversalRAG(settings=Settings(home=tmp_path)))
+
+
 def test_unknown_fusion_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="fusion"):
         UniversalRAG(settings=Settings(home=tmp_path), fusion="borda")

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .config import Settings
 from .decision_log import DecisionLog, query_hash
@@ -174,6 +174,14 @@ class UniversalRAG:
             self._pool = None
         if self._store is not None:
             self._store.close()
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        """Pickling is refused with what to do instead: the pipeline is live (a connection pool, thread pools,
+        locks), and so is whatever holds it (the adapters' retrievers, tools and query engines)."""
+        raise TypeError("UniversalRAG cannot be pickled: it is a live database pipeline (a connection pool, threads "
+                        "and locks), as is any retriever or query engine holding it. Build one per process instead: "
+                        "a UniversalRAG (from the same settings) and its retrievers in each process; copy.deepcopy of "
+                        "a retriever works and shares the pipeline.")
 
     def __enter__(self) -> UniversalRAG:
         return self

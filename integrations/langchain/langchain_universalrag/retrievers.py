@@ -111,12 +111,6 @@ class _PipelineRetriever(BaseRetriever):
         memo[id(self.rag)] = self.rag
         return super().__deepcopy__(memo)
 
-    def __getstate__(self) -> dict[Any, Any]:
-        """Pickling is refused with the reason: the retriever holds a live database pipeline."""
-        raise TypeError(f"{type(self).__name__} cannot be pickled: it holds a live database pipeline "
-                        "(UniversalRAG: connections, thread pools, locks). Build one per process instead, from the "
-                        "same settings (UniversalRAG(settings=...)).")
-
 
 class UniversalRAGRetriever(_PipelineRetriever):
     """Routed multimodal retrieval as a LangChain retriever.

@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any
 
 import llama_index.core.instrumentation as instrument
 from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
@@ -46,7 +46,7 @@ from universalrag.types import NO_RETRIEVAL, Hit, RouteDecision
 
 from .base import UNIT_TEXT_TOKENS, ImageMode, check_top_k
 from .filters import to_core_filter
-from .retriever import UniversalRAGRetriever, live_pipeline_pickle_error
+from .retriever import UniversalRAGRetriever
 
 __all__ = ["UniversalRAGQueryEngine", "evidence_only_text"]
 
@@ -131,9 +131,6 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
             value = getattr(self, name)
             memo[id(value)] = value
         return super().__deepcopy__(memo)
-
-    def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        live_pipeline_pickle_error(self)
 
     @property
     def retriever(self) -> UniversalRAGRetriever:

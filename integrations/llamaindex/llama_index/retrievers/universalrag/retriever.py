@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
@@ -19,16 +19,7 @@ from universalrag.types import Hit, RouteDecision
 from .base import UNIT_TEXT_TOKENS, ImageMode, check_top_k, cut_to_k, hits_to_nodes
 from .filters import to_core_filter
 
-__all__ = ["UniversalRAGRetriever", "live_pipeline_pickle_error"]
-
-
-def live_pipeline_pickle_error(owner: object) -> NoReturn:
-    """Refuse to pickle ``owner``: it holds a UniversalRAG with a connection pool, threads and locks, which no
-    other process could use; the error says what to do instead."""
-    name = type(owner).__name__
-    raise TypeError(f"{name} cannot be pickled: it holds a live database pipeline (a UniversalRAG with its "
-                    f"connection pool and threads). Build a UniversalRAG and a {name} in each process instead; "
-                    "copy.deepcopy works and shares the pipeline.")
+__all__ = ["UniversalRAGRetriever"]
 
 
 class UniversalRAGRetriever(BaseRetriever):
@@ -97,9 +88,6 @@ class UniversalRAGRetriever(BaseRetriever):
         clone = type(self).__new__(type(self))
         clone.__dict__.update(self.__dict__)
         return clone
-
-    def __reduce_ex__(self, protocol: Any) -> NoReturn:
-        live_pipeline_pickle_error(self)
 
     def _fixed_decision(self) -> RouteDecision | None:
         if self.routes is None:
