@@ -15,7 +15,7 @@ from typing import TypeVar
 from .errors import ConfigError
 from .types import Granularity, Hit
 
-__all__ = ["FUSIONS", "RRF_K", "TABLE_OFFSET", "comparable", "fuse", "minmax", "rrf", "rrf_scores", "similarity",
+__all__ = ["FUSIONS", "RRF_K", "TABLE_OFFSET", "comparable", "fuse", "lifted", "minmax", "rrf", "rrf_scores", "similarity",
            "weighted"]
 
 #: Reciprocal rank fusion constant (Cormack et al.): an item's fused score is the sum of 1 / (RRF_K + rank).
@@ -71,6 +71,11 @@ def minmax(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
 TABLE_OFFSET = 0.05
 
 
+def lifted(score: float, *, table: bool) -> float:
+    """A similarity as merging ranks it: a table's lifted by :data:`TABLE_OFFSET`."""
+    return score + (TABLE_OFFSET if table else 0.0)
+
+
 def similarity(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
     """Hits of several corpora in one ranking by their own similarity, as one shared index would rank them
     (meaningful only when the scores are comparable: see :func:`comparable`), tables lifted by
@@ -79,7 +84,7 @@ def similarity(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
     merged = [replace(h, channel_scores={**h.channel_scores, "similarity": h.score}) for hits in per_corpus
               for h in hits]
     return sorted(merged, key=lambda h: (not h.channel_scores.get("exact"), not h.channel_scores.get("named"),
-                                         -(h.score + (TABLE_OFFSET if h.granularity is Granularity.TABLE else 0.0))))
+                                         -lifted(h.score, table=h.granularity is Granularity.TABLE)))
 
 
 def comparable(per_corpus: Sequence[Sequence[Hit]], spaces: Sequence[str]) -> bool:

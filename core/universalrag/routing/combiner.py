@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, RoutingError
-from ..fusion import TABLE_OFFSET
+from ..fusion import lifted
 from ..types import NO_RETRIEVAL
 from .features import PAIR_FEATURES, QUERY_FEATURES, QUERY_ONLY, query_features, sibling_corpora
 
@@ -139,7 +139,7 @@ def covering(probs: Mapping[str, float], *, ranked: Sequence[str] | None = None,
 
 
 def _lifted(row: Mapping[str, float]) -> float:
-    return float(row["best"]) + (TABLE_OFFSET if row.get("is_table") else 0.0)
+    return lifted(float(row["best"]), table=bool(row.get("is_table")))
 
 
 def dominant(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str]) -> str | None:
