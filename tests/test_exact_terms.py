@@ -36,6 +36,12 @@ KINDS = ("web", "db", "cache", "build", "queue", "ml")
     ("how many moons does Saturn have", ()),  # words alone: the encoder's job
     ("the 5 best", ()),  # a lone digit is too common to count
     ("DB-02 or db-02", ("DB-02",)),  # no repeats, case-insensitive
+    ("what does --no-deps do", ("--no-deps",)),  # a long option keeps its dashes
+    ("where is .netrc read", (".netrc",)),  # a dotfile keeps its dot
+    ("how big is ~/.cache/pip", (".cache/pip",)),  # a path from the dot on (how the full-text parser splits it)
+    ("__NOGLOBS__", ("__NOGLOBS__",)),
+    ("what is __init__.py for", ("__init__.py",)),
+    ("use the -v flag. Then stop", ()),  # a short option and a sentence's end are not terms
 ])
 def test_exact_terms(query: str, terms: tuple[str, ...]) -> None:
     assert exact_terms(query) == terms
@@ -58,6 +64,9 @@ def test_exact_terms_are_capped() -> None:
     ("1,500", "a budget of 21,500 euros", False),
     ("a(b)*c", "the a(b)*c case", True),  # regular-expression characters are escaped
     ("O'Brien 2", "named O'Brien 2", True),
+    ("--no-deps", "run pip install --no-deps x", True),
+    ("--no-deps", "run pip install --no-depsx", False),
+    (".netrc", "credentials in ~/.netrc", True),
 ])
 def test_term_pattern_in_postgres(database_url: str, term: str, text: str, matches: bool) -> None:
     from universalrag.store.engine import make_engine
@@ -169,6 +178,9 @@ def test_the_pipeline_passes_the_terms(inventory, minilm) -> None:  # type: igno
     ("who owns the box at 10.0.1.5", ()),  # an address: the table's rows are told apart by their parts instead
     ("how many U.S. states", ()),  # an abbreviation
     ("which team owns db-02?", ("db-02",)),
+    ("pip install --user", ("--user",)),
+    ("is ~/.netrc read", (".netrc",)),
+    ("__NOMAGIC__ meaning", ("__NOMAGIC__",)),
 ])
 def test_identifiers(query: str, names: tuple[str, ...]) -> None:
     assert identifiers(exact_terms(query)) == names
@@ -253,3 +265,38 @@ def test_a_unit_both_channels_found_keeps_its_lexical_rank(error_pages, minilm) 
                               lexical_text=query)
     held = [h for h in hits if h.channel_scores.get("exact")]
     assert held and all(h.channel_scores.get("lexical", 0.0) > 0.0 for h in held)
+
+
+# -- names only a program's text spells: options, dotfiles, dunder names ---------------------------------------------
+PROGRAM_PAGES = {  # a tool's manual, one topic a page (our own wording); each page names one such thing
+    "auth": "Credentials for a private index are read from ~/.netrc when the URL carries none.",
+    "deps": "Installing with --no-deps leaves a package's requirements out: only the package itself is installed.",
+    "magic": "A type marked `__NOGLOBS__` is never matched by its file name, only by the bytes the file begins with.",
+    "cache": "Downloaded files are kept in the cache directory and reused when the same version is asked for again.",
+    "config": "Settings are read from the user's configuration file, then from the environment, then from the "
+              "command line, each overriding the one before.",
+    "proxy": "A proxy server is given as scheme, host and port; the environment's proxy variables are honoured.",
+}
+
+
+@pytest.fixture(scope="module")
+def program_rag(tmp_path_factory, database_url: str, minilm) -> Iterator[UniversalRAG]:  # type: ignore[no-untyped-def]
+    folder = tmp_path_factory.mktemp("manual")
+    for name, text in PROGRAM_PAGES.items():
+        (folder / f"{name}.md").write_text(f"# {name.title()}\n\n{text}\n", encoding="utf-8")
+    with ingested_store(database_url, minilm, [folder]) as store:
+        rag = UniversalRAG(store=store, embedder=minilm, generator=None)
+        yield rag
+        rag.close()
+
+
+@pytest.mark.parametrize(("query", "page"), [
+    ("__NOGLOBS__", "magic"), ("what does --no-deps do", "deps"), (".netrc", "auth"),
+    ("where does it look for ~/.netrc", "auth")])
+def test_a_name_spelled_as_programs_spell_it_finds_its_page(program_rag: UniversalRAG, query: str, page: str) -> None:
+    """Found on real manuals: `retrieve("__NOGLOBS__")` returned nothing (the query held no name, so the router's
+    `none` stood), "--no-deps" lost its dashes and ".netrc" its dot, so no page was found by what it holds. A passage
+    holding the name comes first, found through the full-text index whatever stands before a dotfile."""
+    hits = program_rag.retrieve(query, k=3)
+    assert hits and Path(hits[0].uri or "").stem == page
+    assert hits[0].channel_scores.get("exact") == 1.0

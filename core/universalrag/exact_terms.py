@@ -12,7 +12,9 @@ a hit's matched parts (:func:`universalrag.store.search`). Which tokens count:
   to count);
 - a token with ``-``, ``_``, ``.``, ``:``, ``/`` or ``@`` between letters or digits (``exact_max_rows``,
   ``sign-on``, ``security@example.org``);
-- a camel-case token (``PGVectorStore``).
+- a camel-case token (``PGVectorStore``);
+- what only a program's text spells so: a long command-line option (``--no-deps``), a dotfile or a path under one
+  (``.netrc``, ``~/.cache/pip``, kept from the dot), a name in double underscores (``__NOGLOBS__``, ``__init__``).
 
 A term matches where it stands as a whole word (case-insensitive), so ``10.0.1.5`` does not match ``10.0.1.50``.
 """
@@ -28,7 +30,11 @@ __all__ = ["DASHES", "MAX_TERMS", "exact_terms", "holds_name", "identifiers", "t
 MAX_TERMS = 4
 
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"")
-_TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|[A-Za-z0-9][A-Za-z0-9._:/@-]*[A-Za-z0-9]")
+#: Spelled only in a program's text: a long option, a dunder name, a dotfile (a path from the dot on: the parser of
+#: PostgreSQL's full-text search reads "~/.cache/pip" as "/.cache/pip", so "~" is not part of the term).
+_PROGRAM = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]|__[A-Za-z0-9][A-Za-z0-9_]*?__(?:\.[A-Za-z0-9]+)*"
+                      r"|(?<![\w.])\.[A-Za-z][A-Za-z0-9_-]*(?:/[A-Za-z0-9._-]*[A-Za-z0-9])*")
+_TOKEN = re.compile(rf"{_PROGRAM.pattern}|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|[A-Za-z0-9][A-Za-z0-9._:/@-]*[A-Za-z0-9]")
 _JOINED = re.compile(r"[A-Za-z0-9][._:/@-][A-Za-z0-9]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 #: Joined by a character that words of prose are not joined by (a hyphen is: "sign-on", "1952-53").
@@ -42,7 +48,7 @@ def exact_terms(query: str) -> tuple[str, ...]:
     without repeats (case-insensitive), at most :data:`MAX_TERMS`."""
     terms = [t.strip() for t in _QUOTED.findall(query) if t.strip()]
     for token in _TOKEN.findall(_QUOTED.sub(" ", query)):
-        if any(c.isdigit() for c in token) or _JOINED.search(token) or _CAMEL.search(token):
+        if any(c.isdigit() for c in token) or _JOINED.search(token) or _CAMEL.search(token) or _PROGRAM.fullmatch(token):
             terms.append(token)
     seen: dict[str, str] = {}
     for term in terms:
@@ -53,15 +59,16 @@ def exact_terms(query: str) -> tuple[str, ...]:
 def identifiers(terms: tuple[str, ...]) -> tuple[str, ...]:
     """The ``terms`` (of :func:`exact_terms`) that name one thing, which a unit that does not hold them verbatim is
     unlikely to be about: quoted phrases, codes mixing letters and digits ("E0382", "sgp1"), names joined by
-    ``_ . : / @`` ("max_concurrent_requests", "dns.lookup", "os.EOL") and camel case ("PGVectorStore"). Not numbers,
-    years, seasons or ordinals ("1977", "1952-53", "2nd"), nor hyphenated words: many rows hold those."""
+    ``_ . : / @`` ("max_concurrent_requests", "dns.lookup", "os.EOL"), camel case ("PGVectorStore") and what only a
+    program's text spells ("--no-deps", ".netrc", "__NOGLOBS__"). Not numbers, years, seasons or ordinals ("1977",
+    "1952-53", "2nd"), nor hyphenated words: many rows hold those."""
     out = []
     for term in terms:
         quoted = " " in term
         letters, digits = any(c.isalpha() for c in term), any(c.isdigit() for c in term)
         code = letters and digits and not _NUMBER_WORD.fullmatch(term) and not term[:1].isdigit()
         joined = _CODE_JOIN.search(term) and sum(c.isalnum() for c in term) >= 4  # not "U.S" or "e.g"
-        if quoted or code or joined or _CAMEL.search(term):
+        if quoted or code or joined or _CAMEL.search(term) or _PROGRAM.fullmatch(term):
             out.append(term)
     return tuple(out)
 

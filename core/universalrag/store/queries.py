@@ -238,6 +238,13 @@ def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filte
 _LEXEME_END = r"'(\s|$)"
 
 
+def _spellings(term: str) -> tuple[str, ...]:
+    """How the full-text parser may have read ``term`` in a text: a dotfile or a path under one (".netrc",
+    ".cache/pip") is one token with what stands before it ("~/.netrc" is read as "/.netrc", and as "~/.netrc" at
+    the start of a text), so it is looked up in each of those spellings."""
+    return (term, f"/{term}", f"~/{term}") if term.startswith(".") else (term,)
+
+
 def units_holding(tables: CorpusTables, terms: Sequence[str], *, limit: int, filter: Filter | None = None,
                   language: str = "english") -> sa.Select[Any]:
     """Units whose text holds one of ``terms`` as a whole word (:func:`~universalrag.exact_terms.term_pattern`),
@@ -248,7 +255,7 @@ def units_holding(tables: CorpusTables, terms: Sequence[str], *, limit: int, fil
     config = sa.cast(sa.literal(language), REGCONFIG)
     phrases = [sa.cast(sa.func.regexp_replace(sa.cast(sa.func.phraseto_tsquery(config, sa.literal(t)), sa.Text),
                                               sa.literal(_LEXEME_END), sa.literal(r"':*\1"), sa.literal("g")),
-                       TSQUERY) for t in terms]
+                       TSQUERY) for term in terms for t in _spellings(term)]
     query = functools.reduce(lambda a, b: a.op("||")(b), phrases)
     stmt = sa.select(*unit_columns(tables)).where(
         u.c.tsv.op("@@")(query), sa.or_(*(u.c.content.op("~*")(sa.literal(term_pattern(t))) for t in terms)))
