@@ -9,8 +9,9 @@ strategy it measures the share of answerable questions whose gold is in the top 
 questions: the gold unit), false ``none`` on answerable questions, correct ``none`` on arithmetic and chit-chat,
 and route + retrieve latency. Strategies:
 
-- ``routed``        the library default, ``UniversalRAG.retrieve(query)`` with the shipped router and combiner
-                    (also when the schema holds an adapted combiner);
+- ``routed``        the library default, ``UniversalRAG.retrieve(query, allow_none=True)`` with the shipped router
+                    and combiner (also when the schema holds an adapted combiner; ``allow_none`` so that a ``none``
+                    conclusion searches nothing and is counted as such);
 - ``trained``       the shipped TrainedRouter's decision → ``retrieve(routes=...)``;
 - ``all_fused``     every non-empty corpus searched, fused the library's default way (by similarity where the
                     corpora share one embedding space, else by reciprocal rank);
@@ -76,7 +77,7 @@ def make_strategies(rag: Any, *, adapted: Any = None, baseline: Any = None) -> d
         return run
 
     out: dict[str, Strategy] = {
-        "routed": lambda q: rag.retrieve(q.query, k=K),
+        "routed": lambda q: rag.retrieve(q.query, k=K, allow_none=True),
         "trained": by(trained),
         "all_fused": lambda q: rag.retrieve(q.query, k=K, routes=corpora),
         "all_rrf": lambda q: fuse([rag.retrieve(q.query, k=K, routes=[c]) for c in corpora], method="rrf"),
@@ -84,9 +85,9 @@ def make_strategies(rag: Any, *, adapted: Any = None, baseline: Any = None) -> d
         "descriptions": by(descriptions),
     }
     if adapted is not None:
-        out["adapted"] = lambda q: adapted.retrieve(q.query, k=K)
+        out["adapted"] = lambda q: adapted.retrieve(q.query, k=K, allow_none=True)
     if baseline is not None:
-        out["routed_baseline"] = lambda q: baseline.retrieve(q.query, k=K)
+        out["routed_baseline"] = lambda q: baseline.retrieve(q.query, k=K, allow_none=True)
     return out
 
 

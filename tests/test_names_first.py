@@ -98,9 +98,10 @@ def test_holds_name_matches_as_the_database_pattern_does(text: str, name: str, h
     assert holds_name(text, (name,)) is holds
 
 
-def _hit(corpus: str, score: float, granularity: Granularity, named: bool = False) -> Hit:
-    return Hit(corpus, f"{corpus}-{score}", score, "", None, {}, None, None, None, None, Modality.TEXT, granularity,
-               (), {"named": 1.0} if named else {})
+def _hit(corpus: str, score: float, granularity: Granularity, named: bool = False, *, uri: str | None = None,
+         content: str = "") -> Hit:
+    return Hit(corpus, f"{corpus}-{score}", score, content or f"{corpus} {score}", uri, {}, None, None, None, None,
+               Modality.TEXT, granularity, (), {"named": 1.0} if named else {})
 
 
 def test_merging_puts_named_hits_before_lifted_tables() -> None:
@@ -111,3 +112,36 @@ def test_merging_puts_named_hits_before_lifted_tables() -> None:
     merged = [h.id for h in similarity([table, text])]
     assert merged == ["paragraph-0.72", "table-0.74", "paragraph-0.7", "table-0.62"]
     assert 0.62 + TABLE_OFFSET < 0.70 < 0.74 + TABLE_OFFSET  # (the others keep their lifted order)
+
+
+def test_a_document_holding_the_name_goes_by_similarity_when_its_passage_holds_it() -> None:
+    """Found on a library's PDF manual: "is libtasn1 thread safe" put the whole manual first (it holds the product's
+    name, like every page of it) above the passage on thread safety; 13 of 18 first hits were such documents. A
+    document whose own passage holds the name is ranked by its similarity; one whose passages were not found keeps
+    its place among the hits holding the name."""
+    manual, spec = "file:///docs/libtasn1.pdf", "file:///docs/spec.pdf"
+    documents = [_hit("document", 0.43, Granularity.DOCUMENT, named=True, uri=manual),
+                 _hit("document", 0.41, Granularity.DOCUMENT, named=True, uri=spec)]
+    passages = [_hit("paragraph", 0.66, Granularity.PARAGRAPH, uri=manual),
+                _hit("paragraph", 0.52, Granularity.PARAGRAPH, named=True, uri=manual)]
+    merged = [h.id for h in similarity([documents, passages])]
+    assert merged == ["paragraph-0.52", "document-0.41", "paragraph-0.66", "document-0.43"]
+
+
+def test_merging_keeps_one_hit_of_each_text(build_docs, minilm) -> None:  # type: ignore[no-untyped-def]
+    """A page that is one passage is a document and a paragraph with the same text: found on libffi's manual, the
+    two filled two of five places with one answer. Merged, the text comes once: as the passage, in its own place
+    (the unit a caller's gold or citation names; keeping the document lost three Python reference questions their
+    answering passage in the routing benchmark)."""
+    from universalrag.pipeline import UniversalRAG
+
+    rag = UniversalRAG(store=build_docs, embedder=minilm, generator=None)
+    query = "which compiler flags does the build type select"
+    both = rag.retrieve(query, k=4, routes=["document", "paragraph"])
+    texts = [" ".join(h.content.split()) for h in both]
+    assert len(texts) == len(set(texts)) == 4
+    documents, passages = ({" ".join(h.content.split()) for h in rag.retrieve(query, k=4, routes=[c])}
+                           for c in ("document", "paragraph"))
+    assert documents & passages  # each corpus alone holds the same texts: the merge had repeats to drop
+    assert all(h.corpus == "paragraph" for h, text in zip(both, texts) if text in documents & passages)
+    assert [h.score for h in both] == sorted((h.score for h in both), reverse=True)  # the merge's order stands

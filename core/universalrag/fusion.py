@@ -1,6 +1,6 @@
 """Score fusion, in one place: the weighted text/visual sum of one unit's channels, reciprocal rank fusion
 of several rankings, min-max normalisation of several corpora's scores, and a plain merge by similarity for
-corpora that share one embedding space.
+corpora that share one embedding space; a merge keeps one hit of each text.
 
 A low layer: it knows hits and ids, never the store. ``store/search.py`` combines a corpus's channels with
 :func:`weighted` and :func:`rrf_scores`; the pipeline merges corpora with :func:`fuse`.
@@ -13,10 +13,10 @@ from dataclasses import replace
 from typing import TypeVar
 
 from .errors import ConfigError
-from .types import Granularity, Hit
+from .types import Granularity, Hit, Modality
 
-__all__ = ["FUSIONS", "RRF_K", "TABLE_OFFSET", "comparable", "fuse", "lifted", "minmax", "rrf", "rrf_scores", "similarity",
-           "weighted"]
+__all__ = ["FUSIONS", "RRF_K", "TABLE_OFFSET", "comparable", "distinct", "fuse", "lifted", "minmax", "rrf", "rrf_scores",
+           "similarity", "text_key", "weighted"]
 
 #: Reciprocal rank fusion constant (Cormack et al.): an item's fused score is the sum of 1 / (RRF_K + rank).
 RRF_K = 60
@@ -80,11 +80,60 @@ def similarity(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
     """Hits of several corpora in one ranking by their own similarity, as one shared index would rank them
     (meaningful only when the scores are comparable: see :func:`comparable`), tables lifted by
     :data:`TABLE_OFFSET`; the units found by a name the query typed (channel ``exact``) first, then the other hits
-    holding it (``named``), as each corpus ranks them."""
+    holding it (``named``), as each corpus ranks them.
+
+    A whole document holding the name goes by its similarity when a passage or row of its own source holds the
+    name too: the document holds whatever any of its passages holds, so it would otherwise come first for a
+    product's own name ("libtasn1" on every page of its manual), above the passage that answers; the passage
+    holding the name is the precise evidence."""
     merged = [replace(h, channel_scores={**h.channel_scores, "similarity": h.score}) for hits in per_corpus
               for h in hits]
-    return sorted(merged, key=lambda h: (not h.channel_scores.get("exact"), not h.channel_scores.get("named"),
-                                         -lifted(h.score, table=h.granularity is Granularity.TABLE)))
+    finer = {_source(h) for h in merged if _names(h) and h.granularity is not Granularity.DOCUMENT}
+
+    def key(h: Hit) -> tuple[bool, bool, float]:
+        held = h.granularity is not Granularity.DOCUMENT or _source(h) not in finer
+        return (not (held and h.channel_scores.get("exact")), not (held and h.channel_scores.get("named")),
+                -lifted(h.score, table=h.granularity is Granularity.TABLE))
+
+    return sorted(merged, key=key)
+
+
+def _names(h: Hit) -> bool:
+    """Whether ``h`` holds a name the query typed (channel ``exact`` or ``named``)."""
+    return bool(h.channel_scores.get("exact") or h.channel_scores.get("named"))
+
+
+def _source(h: Hit) -> str | None:
+    """The source ``h`` was cut from (its id, else its uri)."""
+    return h.source_id or h.uri
+
+
+def text_key(content: str | None) -> str:
+    """A unit's text with its whitespace collapsed: two units with one key say the same word for word."""
+    return " ".join((content or "").split())
+
+
+#: The modalities whose units are their text: of two with one text, one is kept (a clip's or a picture's text is
+#: a transcript slice or a caption, and two scenes saying the same are still two scenes).
+_TEXTUAL = frozenset({Modality.TEXT, Modality.TABLE})
+
+
+def distinct(hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` without the text or table units whose text repeats, word for word, the text of one ranked before
+    them: a document that is a single passage is also that passage, and the same passage twice is one answer twice.
+    Of a whole document and a passage with one text, the passage is kept, in its own place (its id is the one a
+    caller's evidence names, its parent the document)."""
+    textual = [h.modality in _TEXTUAL and text_key(h.content) for h in hits]
+    finer = {key for h, key in zip(hits, textual) if key and h.granularity is not Granularity.DOCUMENT}
+    seen: set[str] = set()
+    out = []
+    for h, key in zip(hits, textual):
+        if key and (key in seen or h.granularity is Granularity.DOCUMENT and key in finer):
+            continue
+        if key:
+            seen.add(key)
+        out.append(h)
+    return out
 
 
 def comparable(per_corpus: Sequence[Sequence[Hit]], spaces: Sequence[str]) -> bool:
@@ -121,4 +170,4 @@ def fuse(per_corpus: Sequence[Sequence[Hit]], *, method: str = "auto",
         method = "similarity" if len(known) == len(kept) and comparable(lists, known) else "rrf"
     chosen = FUSIONS[method]
     assert chosen is not None
-    return chosen(lists)
+    return distinct(chosen(lists))

@@ -232,14 +232,16 @@ class UniversalRAG:
         return decision
 
     def retrieve(self, query: str | QueryPlan, *, k: int | None = None, routes: Sequence[str] | None = None,
-                 filter: Filter | None = None, decision: RouteDecision | None = None, allow_none: bool = True,
+                 filter: Filter | None = None, decision: RouteDecision | None = None, allow_none: bool = False,
                  filters: Filter | None = None) -> list[Hit]:
-        """The fused hits of the chosen corpora (``routes`` overrides the router); ``none`` searches nothing.
+        """The best ``k`` hits of the chosen corpora (``routes`` overrides the router), fused into one ranking.
 
         Each corpus gives its own top ``k`` in its own embedding space (the routing probe's hits when it was
         probed, else a search in a worker thread); the rankings are fused: by similarity where the corpora
-        share one embedding space (as one shared index would rank them), by reciprocal rank otherwise.
-        ``filters`` is a deprecated spelling of ``filter``.
+        share one embedding space (as one shared index would rank them), by reciprocal rank otherwise; the first
+        ``k`` are returned. A ``none`` conclusion still searches the corpora any other decision would choose
+        (the decision is marked ``fallback``) unless ``allow_none=True``, which then searches nothing, as
+        :meth:`query` does. ``filters`` is a deprecated spelling of ``filter``.
         """
         filter = _filter_arg(filter, filters)
         plan = self.plan(query, k=k, filter=filter, routes=routes, allow_none=allow_none)
@@ -261,7 +263,7 @@ class UniversalRAG:
         pool = self.executor()
         per_corpus = [f.result() for f in [pool.submit(searcher.search, plan, c, k=k) for c in corpora]]
         spaces = [_space(self.store.corpus(name)) for name in corpora]
-        return fuse(per_corpus, method=self.fusion, spaces=spaces)
+        return _best(fuse(per_corpus, method=self.fusion, spaces=spaces), k, primary=corpora[0])
 
     def search(self, query: str | QueryPlan, *, k: int | None = None, filter: Filter | None = None,
                routes: Sequence[str] | None = None, allow_none: bool = False) -> tuple[RouteDecision, list[Hit]]:
@@ -389,6 +391,18 @@ class UniversalRAG:
     async def aquery(self, query: str, **kwargs: Any) -> Answer:
         """Async twin of :meth:`query`."""
         return await asyncio.to_thread(self.query, query, **kwargs)
+
+
+def _best(hits: list[Hit], k: int, *, primary: str) -> list[Hit]:
+    """The first ``k`` of the merged ``hits``, holding the primary corpus's best: the decision's first corpus is
+    what the question asks for (a whole video, a document), and its best hit must not be crowded out by the finer
+    units of a sibling (the video's own scenes rank above it)."""
+    top = hits[:k]
+    if k > 0 and not any(h.corpus == primary for h in top):
+        best = next((h for h in hits[k:] if h.corpus == primary), None)
+        if best is not None:
+            top[-1] = best
+    return top
 
 
 def _space(spec: CorpusSpec) -> str:

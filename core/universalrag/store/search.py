@@ -42,7 +42,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..exact_terms import holds_name, identifiers, term_pattern
-from ..fusion import rrf_scores, weighted
+from ..fusion import rrf_scores, text_key, weighted
 from ..types import CorpusSpec, Hit, Modality
 from . import queries
 from .batch import Raw, Search, Step, compiled, run_steps, vector_parameter
@@ -354,7 +354,7 @@ def _distinct(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
     out = []
     for entry in ranked:
         row = entry[2].row
-        text = " ".join(str(row.get("content") or "").split()) if row is not None else ""
+        text = text_key(str(row.get("content") or "")) if row is not None else ""
         if text and text in seen:
             continue
         seen.add(text)
