@@ -158,9 +158,11 @@ PAGE_RULES = ("pages v4: passages cut from the prose, tables in the table corpus
 #: plain text keeps a list's items and lines laid out in columns on lines of their own.
 PASSAGE_RULES = "passages v3: leads kept with their text, plain text's lists and columns kept"
 #: What a PDF becomes, in the identity of every PDF source: since v2 its tables set with white space alone are
-#: tables (their cells used to run together in the passages, column after column), so PDFs ingested before are
+#: tables (their cells used to run together in the passages, column after column); since v3 a table's first row is
+#: no longer clipped nor a line inside a table's box dropped unless the table holds it, a line's pieces keep their
+#: order, and contents and index pages (dot leaders) are navigation, not passages. PDFs ingested before are
 #: replaced once at the next ingest.
-PDF_RULES = "pdf v2: tables set without rules found"
+PDF_RULES = "pdf v3: tables set without rules found, rows kept, lines in order, contents pages left out"
 #: What a CSV or TSV file becomes, in the identity of every such source: since v2 a row wider than the header widens
 #: the table instead of losing its last cells, and whitespace-aligned columns are columns, so files ingested before
 #: are read again once at the next ingest.

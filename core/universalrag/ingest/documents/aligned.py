@@ -10,7 +10,9 @@ header). Each region is then split into cells like a booktabs table (:func:`.pdf
 
 What keeps prose out: every segment of a row is narrower than :data:`MAX_CELL_SHARE` of the page and holds at
 most :data:`MAX_CELL_WORDS` words (the lines of a two- or three-column article are wide and wordy), and a row
-belongs to a stack only when its segments line up with the stack's.
+belongs to a stack only when its segments line up with the stack's. A row that lines up with a stack already
+begun may have one wider cell, up to :data:`MAX_CONTINUED_SHARE` ("-v, --version  output version information and
+exit" ended libtasn1's option tables a row early, and a long field name cut the mime.cache header in two).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from collections.abc import Sequence
 from .layout import Line
 from .model import BBox, box_union
 
-__all__ = ["MAX_CELL_SHARE", "MAX_CELL_WORDS", "MIN_ROWS", "aligned_regions"]
+__all__ = ["MAX_CELL_SHARE", "MAX_CELL_WORDS", "MAX_CONTINUED_SHARE", "MIN_ROWS", "aligned_regions"]
 
 #: A cell is narrower than this share of the page width ...
 MAX_CELL_SHARE = 0.3
+#: ... or, in a row continuing a stack of such rows, this share.
+MAX_CONTINUED_SHARE = 0.45
 #: ... and holds at most this many words.
 MAX_CELL_WORDS = 6
 #: A table without rules needs at least this many aligned rows below its header.
@@ -49,10 +53,11 @@ def _rows(lines: Sequence[Line]) -> list[list[Line]]:
     return [sorted(row, key=lambda ln: ln.bbox[0]) for row in rows]
 
 
-def _cells(row: Sequence[Line], width: float) -> bool:
-    """Whether ``row`` looks like table cells: two or more short, narrow segments."""
+def _cells(row: Sequence[Line], width: float, share: float = MAX_CELL_SHARE) -> bool:
+    """Whether ``row`` looks like table cells: two or more short segments, each narrower than ``share`` of the
+    page."""
     return len(row) >= 2 and all(
-        ln.bbox[2] - ln.bbox[0] <= MAX_CELL_SHARE * width and len(ln.text.split()) <= MAX_CELL_WORDS for ln in row)
+        ln.bbox[2] - ln.bbox[0] <= share * width and len(ln.text.split()) <= MAX_CELL_WORDS for ln in row)
 
 
 def _fits(row: Sequence[Line], columns: list[tuple[float, float]]) -> bool:
@@ -83,7 +88,7 @@ def aligned_regions(lines: Sequence[Line], *, width: float) -> list[BBox]:
         stack = [rows[i]]
         columns = [(ln.bbox[0], ln.bbox[2]) for ln in rows[i]]
         j = i + 1
-        while j < len(rows) and _cells(rows[j], width):
+        while j < len(rows) and _cells(rows[j], width, MAX_CONTINUED_SHARE):
             last = stack[-1]
             pitch = rows[j][0].bbox[1] - last[0].bbox[1]
             if pitch > _MAX_PITCH * max(ln.height for ln in last) or not _fits(rows[j], columns):

@@ -40,11 +40,13 @@ _MAX_CITATIONS = 5
 
 @dataclass(frozen=True, slots=True)
 class TextItem:
-    """A heading (``level`` > 0) or a paragraph, as laid out on the page."""
+    """A heading (``level`` > 0) or a paragraph, as laid out on the page; ``navigation`` marks a paragraph of a
+    table of contents or an index."""
 
     text: str
     bbox: BBox | None = None
     level: int = 0
+    navigation: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +158,8 @@ class PageAssembler:
                 self.path.pop()
             self.path.append((item.level, item.text))
             return Block(BlockKind.HEADING, item.text, page, self.heading_path(), item.bbox, level=item.level)
-        return Block(BlockKind.PARAGRAPH, item.text, page, self.heading_path(), item.bbox)
+        kind = BlockKind.NAVIGATION if item.navigation else BlockKind.PARAGRAPH
+        return Block(kind, item.text, page, self.heading_path(), item.bbox)
 
     def _table(self, item: TableItem, caption: str, page: int | None, *, lead: str = "") -> Block:
         """A table block titled by its caption, else by the heading it sits under and the line leading into it

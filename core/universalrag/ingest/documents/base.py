@@ -6,15 +6,12 @@ from __future__ import annotations
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self
 
 from ...errors import IngestError
 from .model import DocumentInfo, DocumentOptions
 
 __all__ = ["BaseReader", "open_office_package"]
-
-R = TypeVar("R", bound="BaseReader")
-
 
 class BaseReader:
     """A reader of one file: ``with Reader(path) as r: r.info, r.pages()``. Subclasses implement
@@ -27,7 +24,7 @@ class BaseReader:
         self.options = options or DocumentOptions()
         self._info: DocumentInfo | None = None
 
-    def __enter__(self: R) -> R:
+    def __enter__(self) -> Self:
         self.open()
         return self
 

@@ -4,7 +4,8 @@ Format-neutral and pure: the PDF reader and the OCR reader give lines of text wi
 sizes; this module orders them as a person reads (column by column on a two-column page, with full-width
 items such as titles, tables and figures separating the column runs), removes page numbers and lines that
 repeat in the margins of neighbouring pages, recognises headings by size or weight, and joins the other
-lines into paragraphs.
+lines into paragraphs — or into navigation, the entries of a table of contents or an index (dot leaders and
+page numbers), which point at the text rather than say anything.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ __all__ = [
     "Line",
     "TextRun",
     "group_lines",
+    "is_navigation",
+    "is_navigation_page",
     "is_page_number",
     "reading_order",
     "strip_running_lines",
@@ -40,6 +43,14 @@ _PAGE_NUMBER = re.compile(
 )
 _DIGITS = re.compile(r"\d+")
 _SENTENCE_END = (".", "!", "?", ":", ";")
+#: A dot leader (four or more dots, spaced or not, or ellipses) and the page number it leads to, if on the same line.
+_LEADER = r"(?:[.\u2026\u00b7]\s?){4,}\s*(?:\d{1,4}|[ivxlcdm]{1,6})?"
+_LEADER_END = re.compile(_LEADER + r"\s*$", re.IGNORECASE)
+_LEADER_ENTRY = re.compile(_LEADER + r"(?=\s|$)", re.IGNORECASE)
+#: An entry of a table of contents or an index names its target in at most this many characters on average.
+_NAVIGATION_LABEL = 80
+#: A page is a table of contents or an index when at least this share of its lines (and three) end in a leader.
+_NAVIGATION_PAGE_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +68,26 @@ class Line:
         return self.bbox[3] - self.bbox[1]
 
 
+def is_navigation(text: str) -> bool:
+    """True for a table-of-contents or index block: entries with dot leaders and page numbers ("2.1 Naming . . . 3
+    2.2 Parsing . . . 4"), whose other text is short names (the entries' labels), not prose with a leader in it."""
+    entries = len(_LEADER_ENTRY.findall(text))
+    return entries > 0 and len(" ".join(_LEADER_ENTRY.sub(" ", text).split())) <= _NAVIGATION_LABEL * entries
+
+
+def is_navigation_page(lines: Sequence[Line]) -> bool:
+    """True for a page of a table of contents or an index: most of its lines end in a dot leader (and page number);
+    its other lines (an index's letters, an entry's first line when it wraps) belong to it."""
+    leaders = sum(1 for line in lines if _LEADER_END.search(line.text))
+    return leaders >= 3 and leaders >= _NAVIGATION_PAGE_SHARE * len(lines)
+
+
 @dataclass(frozen=True, slots=True)
 class TextRun:
-    """A run of consecutive lines that became one heading or paragraph."""
+    """A run of consecutive lines that became one heading, paragraph or navigation block (a table of contents or
+    an index: see :func:`is_navigation`)."""
 
-    kind: str  # "heading" or "paragraph"
+    kind: str  # "heading", "paragraph" or "navigation"
     text: str
     bbox: BBox
     level: int = 0
@@ -160,13 +186,37 @@ def _gutter(boxes: Sequence[BBox], width: float) -> float | None:
     return gutter if left >= 3 and right >= 3 else None
 
 
+#: Items whose tops differ by at most this share of the shorter one's height sit on one visual line.
+_SAME_LINE_SHARE = 0.3
+
+
+def _by_lines(items: Sequence[tuple[BBox, T]]) -> list[tuple[BBox, T]]:
+    """``items`` top to bottom, those on one visual line left to right.
+
+    Pieces of one line rarely share a top to the tenth of a point (PDFium's boxes follow each font's ascent, and
+    producers round positions), so sorting on the top alone swapped them ("exit -v, --version"); an item joins the
+    line of the item that opened it when their tops lie within :data:`_SAME_LINE_SHARE` of the shorter height.
+    """
+    rows: list[list[tuple[BBox, T]]] = []
+    for item in sorted(items, key=lambda it: (it[0][1], it[0][0])):
+        if rows:
+            first = rows[-1][0][0]
+            shorter = min(first[3] - first[1], item[0][3] - item[0][1])
+            if item[0][1] - first[1] <= _SAME_LINE_SHARE * max(shorter, 0.0):
+                rows[-1].append(item)
+                continue
+        rows.append([item])
+    return [it for row in rows for it in sorted(row, key=lambda it: it[0][0])]
+
+
 def reading_order(items: Sequence[tuple[BBox, T]], *, width: float) -> list[T]:
     """The payloads of ``items`` in reading order.
 
-    Items are read top to bottom; on a page with two columns, each run of column items between two
-    full-width items (a title, a wide table or figure) is read left column first, then right column.
+    Items are read top to bottom, those on one visual line left to right; on a page with two columns, each run
+    of column items between two full-width items (a title, a wide table or figure) is read left column first,
+    then right column.
     """
-    ordered = sorted(items, key=lambda it: (round(it[0][1], 1), it[0][0]))
+    ordered = _by_lines(items)
     gutter = _gutter([b for b, _ in ordered], width)
     if gutter is None:
         return [p for _, p in ordered]
@@ -210,8 +260,8 @@ class HeadingStyle:
     def level(self, line: Line) -> int:
         """The heading level of ``line`` (1 = largest), or 0 when it is body text."""
         words = len(line.text.split())
-        if words == 0 or words > 20 or line.text.rstrip().endswith((".", ",", ";")):
-            return 0
+        if words == 0 or words > 20 or line.text.rstrip().endswith((".", ",", ";")) or _LEADER_END.search(line.text):
+            return 0  # a contents entry set in the heading's font is still an entry, not the heading
         ratio = line.size / self.body
         if ratio >= 1.5:
             return 1
@@ -224,14 +274,27 @@ class HeadingStyle:
         return 0
 
 
+def _word_break(before: str, after: str) -> bool:
+    """Whether a hyphen between the last word of ``before`` and the first of ``after`` only splits one word: both
+    sides letters in lower case (the first may be a capital) — "YYMMDDhhmm-hh'mm'" and "UTF-8" keep theirs."""
+    left_words, right_words = before.split(), after.split()
+    if not left_words or not right_words:
+        return False
+    left = left_words[-1].lstrip("([{\"'\u2018\u201c")
+    right = right_words[0].rstrip(".,;:!?)]}\"'\u2019\u201d")
+    return left.isalpha() and (left[1:] or left).islower() and right.isalpha() and right.islower()
+
+
 def _join(lines: Sequence[str]) -> str:
     text = ""
     for line in lines:
         line = line.strip()
         if not text:
             text = line
-        elif text.endswith(("\u00ad", "\x02")):
+        elif text.endswith("\u00ad"):  # the author's soft hyphen: a word break by definition
             text = text[:-1] + line
+        elif text.endswith("\x02"):  # PDFium's guess that a line-end hyphen breaks a word: checked
+            text = text[:-1] + ("" if _word_break(text[:-1], line) else "-") + line
         elif text.endswith("-") and line[:1].islower():
             text = text + line
         else:
@@ -244,7 +307,7 @@ def group_lines(lines: Sequence[Line], style: HeadingStyle) -> list[TextRun]:
 
     A paragraph ends at a heading, at a vertical gap of more than half a line, at a change of font size,
     or after a short line that closes a sentence. A heading's consecutive lines of the same style are one
-    heading.
+    heading. A paragraph made of contents or index entries (:func:`is_navigation`) is a ``navigation`` run.
     """
     runs: list[TextRun] = []
     current: list[Line] = []
@@ -254,7 +317,7 @@ def group_lines(lines: Sequence[Line], style: HeadingStyle) -> list[TextRun]:
         if current:
             text = _join([ln.text for ln in current])
             if text:
-                kind = "heading" if current_level else "paragraph"
+                kind = "heading" if current_level else "navigation" if is_navigation(text) else "paragraph"
                 runs.append(TextRun(kind, text, box_union(ln.bbox for ln in current), current_level))
             current.clear()
 

@@ -46,6 +46,7 @@ class BlockKind(StrEnum):
     TABLE = "table"
     FIGURE = "figure"
     NOTES = "notes"  # a slide's speaker notes
+    NAVIGATION = "navigation"  # a table of contents or an index: kept in the page, left out of the text corpora
 
 
 @dataclass(frozen=True, slots=True)

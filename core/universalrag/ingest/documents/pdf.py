@@ -6,7 +6,8 @@ the embedded pictures, the tables (:mod:`.pdf_tables`: ruled ones on pages that 
 white space alone that :mod:`.aligned` finds in the text lines), and — for a
 "Figure N" caption with no picture above it but vector drawing — the region above the caption rendered to
 a picture. A page without a text layer is read by Tesseract when it is installed, otherwise it is kept as a
-rendered picture with a warning. Corrupt, truncated and password-protected files raise
+rendered picture with a warning (a scanned page says Tesseract would read it; a page of vector drawing alone
+says what it is). Corrupt, truncated and password-protected files raise
 :class:`~universalrag.errors.IngestError`.
 """
 
@@ -22,10 +23,10 @@ from ...errors import IngestError, MissingDependencyError
 from .aligned import aligned_regions
 from .assemble import FigureItem, Item, PageAssembler, TextItem
 from .base import BaseReader
-from .layout import HeadingStyle, Line, group_lines, reading_order, strip_running_lines
+from .layout import HeadingStyle, Line, group_lines, is_navigation_page, reading_order, strip_running_lines
 from .model import BBox, DocumentInfo, DocumentOptions, Figure, Page
 from .ocr import ocr_available, ocr_lines
-from .pdf_tables import RuledTables, rule_groups
+from .pdf_tables import RuledTables, rule_groups, uncaptured
 from .pdf_text import page_lines
 from .pictures import picture_bytes
 
@@ -49,11 +50,6 @@ class _RawPage:
     others: list[tuple[BBox, Item]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     ocr: bool = False
-
-
-def _inside(box: BBox, area: BBox, slack: float = 2.0) -> bool:
-    return (box[0] >= area[0] - slack and box[1] >= area[1] - slack
-            and box[2] <= area[2] + slack and box[3] <= area[3] + slack)
 
 
 def _to_top_left(bounds: tuple[float, float, float, float], height: float) -> BBox:
@@ -140,10 +136,12 @@ class PdfReader(BaseReader):
         ordered = reading_order([(ln.bbox, ln) for ln in lines] + raw.others, width=raw.width)
         items: list[Item] = []
         pending: list[Line] = []
+        contents = is_navigation_page(lines)  # a contents or index page: its letters and wrapped entries too
 
         def flush() -> None:
             for run in group_lines(pending, style):
-                items.append(TextItem(run.text, run.bbox, run.level))
+                navigation = run.kind == "navigation" or (contents and not run.level)
+                items.append(TextItem(run.text, run.bbox, run.level, navigation=navigation))
             pending.clear()
 
         for entry in ordered:
@@ -178,13 +176,13 @@ class PdfReader(BaseReader):
         paths = [_to_top_left(o.get_bounds(), height)
                  for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2)]
         if visible < _SCANNED_MAX_CHARS and (images or paths):
-            return raw, self._scanned(raw, page), height
+            return raw, self._scanned(raw, page, drawing=not images), height
         grids = len(paths) >= _MIN_TABLE_PATHS
         ruled = rule_groups(paths, width=width)
         regions = [*ruled, *aligned_regions(lines, width=width)]  # a region a table found before covers is skipped
         for table in tables.find(index, grids=grids, regions=regions) if grids or regions else []:
             raw.others.append((table.bbox, table))
-            lines = [ln for ln in lines if not _inside(ln.bbox, table.bbox)]
+            lines = uncaptured(lines, table)  # a line the table's cells do not hold stays text
         for obj in images:
             self._picture(raw, obj, has_text=bool(lines))
         self._vector_figures(raw, page, lines, paths)
@@ -228,10 +226,15 @@ class PdfReader(BaseReader):
             data, w, h = picture_bytes(image, max_side=self.options.max_picture_side)
             raw.others.append((region, FigureItem(Figure(data, "image/jpeg", w, h, origin="rendered"), region)))
 
-    def _scanned(self, raw: _RawPage, page: Any) -> list[Line]:
-        """OCR a page without a text layer, or keep it as a rendered picture with a warning."""
+    def _scanned(self, raw: _RawPage, page: Any, *, drawing: bool) -> list[Line]:
+        """OCR a page without a text layer, or keep it as a rendered picture with a warning.
+
+        A ``drawing`` (vector paths and no picture: a diagram, a logo, a chart, or text turned into outlines) is
+        read by Tesseract when it is there, but its absence is not blamed: most such pages hold no text to read.
+        """
         wants_ocr = self.options.ocr
         available = ocr_available()
+        what = "drawings only, no text layer" if drawing else "no text layer"
         if wants_ocr is not False and available:
             scale = self.options.ocr_dpi / 72
             image = page.render(scale=scale, grayscale=True).to_pil()
@@ -239,7 +242,9 @@ class PdfReader(BaseReader):
             lines = ocr_lines(image, scale=scale, language=self.options.ocr_language, name=str(self.path))
             if lines:
                 return lines
-            raw.warnings.append(f"page {raw.number}: no text layer and OCR found no text; kept as a picture.")
+            raw.warnings.append(f"page {raw.number}: {what} and OCR found no text; kept as a picture.")
+        elif drawing:
+            raw.warnings.append(f"page {raw.number}: {what}; kept as a picture of the drawing.")
         elif wants_ocr is True:
             raw.warnings.append(f"page {raw.number}: no text layer and OCR is unavailable (install the tesseract "
                                 "program and the pytesseract package); kept as a picture only.")
@@ -251,6 +256,8 @@ class PdfReader(BaseReader):
         image = page.render(scale=self.options.render_dpi / 72).to_pil()
         data, w, h = picture_bytes(image, max_side=self.options.max_picture_side * 2)
         box = (0.0, 0.0, raw.width, raw.height)
-        figure = Figure(data, "image/jpeg", w, h, origin="scanned", alt_text=f"Scanned page {raw.number}")
+        figure = (Figure(data, "image/jpeg", w, h, origin="rendered", alt_text=f"Drawing on page {raw.number}")
+                  if drawing else
+                  Figure(data, "image/jpeg", w, h, origin="scanned", alt_text=f"Scanned page {raw.number}"))
         raw.others.append((box, FigureItem(figure, box)))
         return []

@@ -36,7 +36,7 @@ def _bold(raw: Any, textpage: Any, index: int) -> bool:
 class _LineBuilder:
     """Accumulates characters into one line."""
 
-    __slots__ = ("chars", "first", "last", "x0", "top", "x1", "bottom", "size", "space")
+    __slots__ = ("bottom", "chars", "first", "last", "size", "space", "top", "x0", "x1")
 
     def __init__(self) -> None:
         self.chars: list[str] = []
@@ -61,7 +61,7 @@ class _LineBuilder:
 
 def page_lines(textpage: Any, *, height: float) -> list[Line]:
     """The lines of one page's text layer (``textpage`` is a ``pypdfium2.PdfTextPage``)."""
-    import pypdfium2.raw as raw
+    from pypdfium2 import raw
 
     tp = textpage.raw
     count = raw.FPDFText_CountChars(tp)

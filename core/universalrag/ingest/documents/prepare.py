@@ -41,5 +41,5 @@ def prepare_document(path: Path, targets: DocumentTargets, embedder: Embedder, *
     units, parts = document_units(doc, targets, embedder, uri=uri, source=str(path), figure_dir=figure_dir,
                                   visual=visual, batch_rows=batch_rows)
     meta = {"title": doc.title, "format": doc.info.format, "path": path.name, "pages": len(doc.pages),
-            "warnings": list(doc.warnings)}
+            "warnings": list(doc.warnings), "navigation_removed": doc.navigation}
     return Prepared(source_record(uri, content_hash, Modality.TEXT, units, metadata=meta), units, parts)

@@ -138,8 +138,14 @@ class ParsedDocument:
 
     @property
     def text(self) -> str:
-        """The whole text: headings, paragraphs, table rows, figure captions and notes, one block per paragraph."""
-        return "\n\n".join(b.text for b in self.blocks() if b.text)
+        """The whole text: headings, paragraphs, table rows, figure captions and notes, one block per paragraph —
+        without tables of contents and indexes (:attr:`BlockKind.NAVIGATION`), which only point at the text."""
+        return "\n\n".join(b.text for b in self.blocks() if b.text and b.kind is not BlockKind.NAVIGATION)
+
+    @property
+    def navigation(self) -> int:
+        """How many blocks are tables of contents or indexes (kept in the pages, left out of :attr:`text`)."""
+        return sum(1 for b in self.blocks() if b.kind is BlockKind.NAVIGATION)
 
 
 def _title(info: DocumentInfo, blocks: list[Block], stem: str) -> str:

@@ -8,7 +8,8 @@ prints another number, such as "iv"), ``heading_path``, ``bbox``
 ``label`` ("Table 3", "Figure 2") and ``caption``.
 
 - **document**: the whole text (headings, paragraphs, table rows, captions, notes); its embedding windows
-  as parts in a multi-vector corpus, as for text files.
+  as parts in a multi-vector corpus, as for text files. Tables of contents and indexes are left out of every
+  text corpus, as HTML navigation is; ``navigation_removed`` counts their blocks.
 - **paragraph**: ~100-word passages that never cross a heading, built from the paragraphs under each heading in
   reading order; for a deck, one unit per slide (title, body, tables, notes).
 - **table**: one unit per table (rows embedded as parts, each with its header), titled by caption or heading.
@@ -220,7 +221,8 @@ def document_units(doc: ParsedDocument, targets: DocumentTargets, embedder: Embe
         units.append(Unit(
             id=doc_id, corpus=spec.name, content=text, uri=uri, embedding=normalised_mean(chunk_vecs),
             metadata={**base, "pages": len(doc.pages), "page_kind": doc.pages[0].kind if doc.pages else "page",
-                      "words": len(text.split()), "chunks": len(chunks), "warnings": list(doc.warnings)},
+                      "words": len(text.split()), "chunks": len(chunks), "warnings": list(doc.warnings),
+                      "navigation_removed": doc.navigation},
             parts=chunks if spec.multi_vector else (),
             part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
         ))
