@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
+from universalrag.errors import IngestError
 from universalrag.ingest.pipeline import ingest_paths
+from universalrag.ingest.text import split_paragraphs
 from universalrag.ingest.text.document import read_text_file
 from universalrag.ingest.text_group import page_tables
 from universalrag.retrieve import search_corpus
@@ -281,3 +284,103 @@ def test_an_include_that_is_not_read_is_named_in_one_warning(tmp_path: Path, cap
     assert len(warnings) == 1 and "OPTIONS_BUILD.txt" in warnings[0] and "OPTIONS_HELP.txt" in warnings[0]
     assert warnings[0].count("OPTIONS_BUILD.txt") == 1
     assert "Options." in text and "path-to-source" not in text
+
+
+def test_a_leading_note_or_orphan_field_leaves_the_title_and_no_metadata(tmp_path: Path) -> None:
+    """pip's anatomy.rst opens with a ``.. note::``, many of its pages with ``:orphan:``: docutils then found no
+    title (the page was "anatomy") and showed the field ("orphan:" in 18 passages). Sphinx titles a page by its
+    first section and keeps a leading field list as metadata; an admonition reads "Note: ..."."""
+    noted = _text(tmp_path, ".. note::\n\n    This section is being written.\n\n*****************\nRepository anatomy"
+                            "\n*****************\n\nThe codebase is a standard package.\n", "anatomy.rst")
+    doc = read_text_file(tmp_path / "anatomy.rst")
+    assert doc.title == "Repository anatomy"
+    assert [" ".join(p.split()) for p in noted.split("\n\n")][:2] == [
+        "Note: This section is being written.", "Repository anatomy"]
+    orphan = tmp_path / "overview.rst"
+    orphan.write_text(":orphan:\n:tocdepth: 2\n\nBroad overview\n==============\n\npip is a package installer.\n",
+                      encoding="utf-8")
+    doc = read_text_file(orphan)
+    assert doc.title == "Broad overview" and doc.text == "Broad overview\n\npip is a package installer."
+
+
+def test_a_field_list_reads_one_field_a_line(tmp_path: Path) -> None:
+    """scikit-learn's dataset descriptions are field lists: each name was a paragraph of its own, and passages cut
+    "Donor:" from "Nick Street". A field reads "Name: value"; a name whose value is a list or a table leads it."""
+    attributes = "".join(f"        - attribute number {i} of the cell nuclei measured\n" for i in range(12))
+    text = _text(tmp_path, "Harbour dataset\n---------------\n\n**Data Set Characteristics:**\n\n"
+                           ":Number of Instances: 150 (50 in each of three classes)\n:Number of Attributes: 4\n"
+                           f":Attribute Information:\n{attributes}\n:Summary Statistics:\n\n"
+                           ":Missing Attribute Values: None\n:Creator: R.A. Fisher\n:Donor: Nick Street\n"
+                           ":Date: November, 1995\n\nThe famous harbour database.\n")
+    paragraphs = [" ".join(p.split()) for p in text.split("\n\n")]
+    assert paragraphs[2:4] == ["Number of Instances: 150 (50 in each of three classes)", "Number of Attributes: 4"]
+    assert "Attribute Information:" in paragraphs and "Summary Statistics:" in paragraphs
+    assert paragraphs[-5:] == ["Missing Attribute Values: None", "Creator: R.A. Fisher", "Donor: Nick Street",
+                               "Date: November, 1995", "The famous harbour database."]
+    assert any("Donor: Nick Street" in p.text for p in split_paragraphs(text, target_words=40, max_words=60))
+
+
+def test_a_reference_title_needs_no_space_before_its_target(tmp_path: Path) -> None:
+    """Sphinx reads ``:ref:`pip install Examples<pip install Examples>``` as a title and a target; the title and
+    the target both showed ("pip install Examples<pip install Examples>")."""
+    text = _text(tmp_path, "Install\n=======\n\nSee the :ref:`pip install Examples<pip install Examples>` and "
+                           ":doc:`the guide<../user_guide>`.\n")
+    assert "See the pip install Examples and the guide." in " ".join(text.split())
+
+
+def test_an_extension_directive_without_a_body_shows_nothing(tmp_path: Path) -> None:
+    """pip's ``.. pip-command-usage:: install "python -m pip"`` and ``.. pip-news-include:: ../../NEWS.rst``
+    make their content from their argument when Sphinx builds the page: the argument was a stray paragraph, and a
+    tab holding only such a directive a stray label. An object's signature still shows without a body."""
+    text = _text(tmp_path, "pip install\n===========\n\nUsage\n-----\n\n.. tab:: Unix/macOS\n\n"
+                           "   .. pip-command-usage:: install \"python -m pip\"\n\n"
+                           ".. pip-news-include:: ../../NEWS.rst\n\n.. towncrier-draft-entries:: Not yet released\n\n"
+                           ".. tab:: Windows\n\n   .. code-block:: doscon\n\n      C:> py -m pip install harbour\n\n"
+                           ".. option:: --fresh\n\n.. py:function:: open_gate(name)\n\n.. seealso:: The tide tables.\n")
+    paragraphs = [" ".join(p.split()) for p in text.split("\n\n")]
+    assert paragraphs == ["pip install", "Usage", "Windows", "C:> py -m pip install harbour", "--fresh",
+                          "open_gate(name)", "See also: The tide tables."]
+
+
+def test_a_redirect_page_has_no_text(tmp_path: Path) -> None:
+    """pip's reference/pip_show.rst only sends its reader on to cli/pip_show: its "This page has moved" was indexed
+    as content, 16 times. A page that refreshes to another address and says little is a redirect, in
+    reStructuredText or HTML; a long page that refreshes keeps its text."""
+    moved = tmp_path / "pip_show.rst"
+    moved.write_text(":orphan:\n\n.. meta::\n\n  :http-equiv=refresh: 3; url=../../cli/pip_show/\n\nThis page has moved\n"
+                     "===================\n\nYou should be redirected automatically in 3 seconds. If that didn't\n"
+                     "work, here's a link: :doc:`../cli/pip_show`\n", encoding="utf-8")
+    with pytest.raises(IngestError, match=r"only sends its reader on to \.\./\.\./cli/pip_show/; ingest that page"):
+        read_text_file(moved)
+    html = tmp_path / "old.html"
+    html.write_text('<html><head><meta http-equiv="Refresh" content="0; URL=\'new.html\'"></head><body><p>Redirecting'
+                    ' to <a href="new.html">new.html</a></p></body></html>', encoding="utf-8")
+    with pytest.raises(IngestError, match="new.html"):
+        read_text_file(html)
+    long = " ".join(["The lock keeper opens the gates at high water."] * 10)
+    html.write_text(f'<html><head><meta http-equiv="refresh" content="300; url=board.html"></head><body><p>{long}</p>'
+                    "</body></html>", encoding="utf-8")
+    assert read_text_file(html).text == long
+
+
+def test_a_simple_table_with_a_blank_first_header_cell_keeps_its_column_names() -> None:
+    """scikit-learn's dataset descriptions print their statistics so; docutils dropped the header line (a line whose
+    first column is blank continues the row above, and the first row has none), so every row read
+    ``column_2: 278 | column_3: 1680`` and nobody could tell the maximum from the mean. The names overhang their
+    columns' borders, as wine_data.rst's do."""
+    from universalrag.ingest.tables import serialize_row, tables_from_html
+    from universalrag.ingest.text.rst import rst_to_html
+
+    page = ("Wine data\n=========\n\n"
+            "============================= ==== ===== ======= =====\n"
+            "                                Min   Max   Mean     SD\n"
+            "============================= ==== ===== ======= =====\n"
+            "Alcohol:                      11.0  14.8    13.0   0.8\n"
+            "Proline:                       278  1680     746   315\n"
+            "============================= ==== ===== ======= =====\n")
+    html = rst_to_html(page)
+    assert html is not None
+    table = tables_from_html(html, name="wine_data.html")[0]
+    assert table.header[1:] == ["Min", "Max", "Mean", "SD"]
+    rows = [serialize_row(table.header, row) for row in table.rows()]
+    assert rows[1] == "Proline: | Min: 278 | Max: 1680 | Mean: 746 | SD: 315"

@@ -20,6 +20,7 @@ __all__ = [
     "InvalidInputError",
     "EmbeddingError",
     "IngestError",
+    "NoTextError",
     "RoutingError",
     "GenerationError",
 ]
@@ -102,6 +103,11 @@ class IngestError(UniversalRAGError):
         self.path = str(path)
         self.reason = reason
         super().__init__(f"{self.path}: {reason}")
+
+
+class NoTextError(IngestError):
+    """A text file that holds no readable text once its markup is read (only whitespace, only an ``include``, a
+    page that only redirects): a folder walk skips it as it skips an empty file; named on its own, it fails."""
 
 
 class RoutingError(UniversalRAGError):

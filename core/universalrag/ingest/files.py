@@ -35,6 +35,7 @@ __all__ = [
     "GZIP_ERRORS",
     "HEAD_BYTES",
     "MAX_GUNZIPPED_TEXT",
+    "NO_TEXT_REASON",
     "TextEncoding",
     "bom_encoding",
     "check_file",
@@ -69,6 +70,9 @@ def read_error(path: str | Path, error: OSError) -> IngestError:
 #: Why a folder walk skips an empty file (the summary counts it as "empty"): a placeholder such as an empty
 #: ``__init__.py`` or a note not yet written is no input error, and failing it would fail every run of the folder.
 EMPTY_REASON = "is empty (0 bytes)"
+#: Why a folder walk skips a text file that is empty once its markup is read (a page whose only line is an
+#: ``.. include::``, a redirect page): as common in a docs folder as an empty file, and no more an input error.
+NO_TEXT_REASON = "is empty of text (only markup, or a redirect)"
 
 
 def is_empty(path: Path) -> bool:

@@ -150,9 +150,12 @@ _HANDLERS: dict[str, Callable[[IngestRun, Path, str, str], Prepared | StagedSour
 #: heading whose anchor had a chrome-like class lost its text, what lay outside a page's ``<main>`` was kept, a table
 #: under a heading with a permalink mark had the mark in its title, and a Markdown page's front-matter description
 #: was dropped; v4: every ``<br>`` ended a paragraph, and reStructuredText showed Sphinx's build conditions, context
-#: directives and bare version numbers, and read grammars as markup).
-PAGE_RULES = ("pages v4: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
-              "front-matter description, <br> a line break, Sphinx directives as shown")
+#: directives and bare version numbers, and read grammars as markup; v5: MyST Markdown's roles, targets and
+#: directives showed as raw markup, a reStructuredText page's leading note or :orphan: hid its title, a field list's
+#: name and value parted, and a simple table with a blank first header cell lost its column names).
+PAGE_RULES = ("pages v5: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
+              "front-matter description, <br> a line break, Sphinx directives as shown, MyST read, "
+              "fields on one line, simple tables' names kept")
 #: How any text is cut into passages, in the identity of every text source (plain text too): since v2 a heading, a
 #: term or an option name starts the passage of the text it introduces instead of ending the one before; since v3
 #: plain text keeps a list's items and lines laid out in columns on lines of their own.
@@ -327,6 +330,8 @@ def ingest_paths(
         if pending:
             _started(run, pending[0][0], "text files" if len(pending) > 1 else "text", total=len(pending))
         for outcome in _text_group(run, pending):
+            if outcome.status == "skipped" and (strict or Path(outcome.path).absolute() in named):
+                outcome = FileOutcome(path=outcome.path, status="failed", error=outcome.error)  # no text, named
             emit(outcome)
         pending.clear()
 

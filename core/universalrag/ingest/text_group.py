@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import EmbeddingError, IngestError, UniversalRAGError
+from ..errors import EmbeddingError, IngestError, NoTextError, UniversalRAGError
 from ..types import Modality, PartBatch
-from .files import HEAD_BYTES, declared_encoding, decode_text, read_content
+from .files import HEAD_BYTES, NO_TEXT_REASON, declared_encoding, decode_text, read_content
 from .report import FileOutcome
 from .run import IngestRun, failed_outcome
 from .table_plan import TablePlan, plan_table_units
@@ -129,11 +129,15 @@ def prepare_text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]],
                        ) -> Iterator[tuple[Path, Prepared | FileOutcome]]:
     """``(path, prepared source or failed outcome)`` for each ``(path, uri, content hash)`` of ``group``, in
     order, after one embedding call for all their texts. A source is built only when asked for, so a caller
-    writing each before taking the next holds one file's units at a time besides the group's vectors."""
+    writing each before taking the next holds one file's units at a time besides the group's vectors. A file with
+    no readable text is ``skipped`` (:data:`~universalrag.ingest.files.NO_TEXT_REASON`, its own reason as
+    ``error``): the caller fails it when the user named it."""
     planned: list[TextFile | FileOutcome] = []
     for path, uri, content_hash in group:
         try:
             planned.append(plan_text_file(run, path, uri, content_hash))
+        except NoTextError as e:
+            planned.append(FileOutcome(path=str(path), status="skipped", reason=NO_TEXT_REASON, error=e.reason))
         except UniversalRAGError as e:
             planned.append(failed_outcome(path, e))
     texts = [t for p in planned if isinstance(p, TextFile) for t in p.texts]

@@ -8,13 +8,14 @@ offsets and word counts mean the same thing for every format.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...errors import IngestError
+from ...errors import IngestError, NoTextError
 from ..files import HEAD_BYTES, check_file, declared_encoding, decode_text, read_content
 from ..html_clean import HEADINGS
 from .plain import extract_code, extract_json, extract_txt
@@ -106,8 +107,12 @@ def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
                                     "save it again, or export it with `jupyter nbconvert --to markdown`.") from e
         raise IngestError(name, f"is not valid JSON ({e}); fix it, for example by checking it with "
                                 "`python -m json.tool`.") from e
+    redirect = extra.pop("redirect", None)
+    if redirect is not None:
+        raise NoTextError(name, f"is a page that only sends its reader on to {redirect or 'another page'}; ingest "
+                                "that page instead.")
     if not text:
-        raise IngestError(name, f"no readable text is left after removing the {fmt.upper()} markup.")
+        raise NoTextError(name, f"no readable text is left after removing the {fmt.upper()} markup.")
     prose = extra.pop("prose", None)
     metadata: dict[str, Any] = {
         "headings": [],
@@ -192,7 +197,27 @@ def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, 
         navigation = 0
     extra = {"headings": headings, "images": images, "layout_tables": layout, "navigation_removed": navigation,
              "prose": prose}
+    redirect = _redirect(soup)
+    if redirect is not None and len(text.split()) <= _REDIRECT_WORDS:
+        extra["redirect"] = redirect
     return page_title or first_h1, text, extra
+
+
+#: A page that refreshes to another address and says no more than this many words is a redirect ("This page has
+#: moved. You should be redirected automatically in 3 seconds..."): its words are not content, the target's are.
+_REDIRECT_WORDS = 50
+_REFRESH_URL = re.compile(r"^\s*\d*(?:\.\d*)?\s*[;,]\s*url\s*=\s*['\"]?(?P<url>[^'\"]*)", re.IGNORECASE)
+
+
+def _redirect(soup: Any) -> str | None:
+    """Where a page's ``<meta http-equiv="refresh" content="3; url=...">`` sends its reader (``""`` when it does not
+    say), or ``None`` when it has no such meta, or one that only reloads the page."""
+    for meta in soup.find_all("meta"):
+        if str(meta.get("http-equiv") or "").strip().lower() == "refresh":
+            url = _REFRESH_URL.match(str(meta.get("content") or ""))
+            if url is not None:
+                return url.group("url").strip()
+    return None
 
 
 def _visible_text(soup: Any) -> tuple[list[str], str, str]:

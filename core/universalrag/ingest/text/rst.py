@@ -4,15 +4,21 @@ prose, and its tables (simple, grid, ``list-table``, ``csv-table``) as tables of
 Real ``.rst`` files are mostly Sphinx sources, whose roles and directives docutils alone does not know. Rather
 than letting its error reports reach the text, the parsed tree is mended before it is written:
 
-- an unknown role keeps the words Sphinx would show (``:func:`~pkg.mod.load``` → ``load``,
+- an unknown role keeps the words Sphinx would show (:func:`role_text`: ``:func:`~pkg.mod.load``` → ``load``,
   ``:ref:`the guide <guide>``` → ``the guide``, but ``:variable:`CMAKE_<LANG>_FLAGS``` as it is); an undefined
   substitution (``|details-start|``) is dropped;
 - an unknown directive keeps its argument and its body, read as reStructuredText (the prose of ``dropdown``,
   ``tab-item``, ``py:function``, ...), except the directives in :data:`NOT_PROSE`, whose body is not prose or which
-  show nothing (``toctree``, ``literalinclude``, ``program``, ...); a build condition (``only``, ``ifconfig``)
-  keeps its body without its argument; a version note (``versionadded``, ``deprecated``, ...) reads as Sphinx
-  writes it ("New in version 3.19: ..."); the body of a directive in :data:`LITERAL`, a grammar or code
+  show nothing (``toctree``, ``literalinclude``, ``program``, ...); one with nothing in its body shows nothing
+  either, unless it is one of :data:`SIGNATURES` (``option``, ``py:function``, ...): an extension's directive makes
+  its content from its argument (``pip-command-usage:: install``, ``pip-news-include:: ../../NEWS.rst``); a build
+  condition (``only``, ``ifconfig``) keeps its body without its argument; a version note (``versionadded``,
+  ``deprecated``, ...) reads as Sphinx writes it ("New in version 3.19: ..."), and so does an admonition ("Note:
+  ...", "See also: ...", :data:`ADMONITIONS`); the body of a directive in :data:`LITERAL`, a grammar or code
   (``productionlist``, ``doctest``, ...), is kept as it is written, as a literal block;
+- as in Sphinx, the page's title is its first section's title, wherever that section starts (after a ``.. note::``
+  or an ``:orphan:``), and a field list that opens the file (``:orphan:``, ``:title:``) is the page's metadata, not
+  its text; any other field list reads one field a paragraph, "Name: value";
 - text docutils could not parse (a table whose columns do not line up) is kept as it is written; a directive it
   refused (a disabled ``include``) and every other message are dropped, and a table of contents
   (``.. contents::``) is left out.
@@ -28,7 +34,7 @@ import re
 import textwrap
 from typing import Any
 
-__all__ = ["LITERAL", "NOT_PROSE", "rst_to_html"]
+__all__ = ["ADMONITIONS", "LITERAL", "NOT_PROSE", "SIGNATURES", "VERSION_NOTES", "role_text", "rst_to_html"]
 
 _log = logging.getLogger(__name__)
 
@@ -47,23 +53,39 @@ NOT_PROSE = frozenset({
 #: backslash and ``[A-Za-z_]`` its underscore. Sphinx shows them as they are written.
 LITERAL = frozenset({"productionlist", "doctest", "testcode", "testoutput", "code-tab", "code-cell", "ipython",
                      "jupyter-execute", "prompt"})
+#: Sphinx's directives whose argument is what they show, with a body or without: an object's signature, a term.
+SIGNATURES = frozenset({
+    "option", "cmdoption", "envvar", "describe", "object", "function", "class", "method", "attribute", "data",
+    "exception", "decorator", "confval", "centered", "glossary", "hlist",
+})
 #: Directives whose argument is a build condition (``html``, ``not man``) that a reader never sees.
 _CONDITIONS = frozenset({"only", "ifconfig"})
 #: What Sphinx writes before a version note's text.
-_VERSION_NOTES = {"versionadded": "New in version", "versionchanged": "Changed in version",
-                  "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+VERSION_NOTES = {"versionadded": "New in version", "versionchanged": "Changed in version",
+                 "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+#: What Sphinx writes before an admonition's text (docutils' own labels are "Attention!" and "!DANGER!").
+ADMONITIONS = {"note": "Note", "warning": "Warning", "attention": "Attention", "caution": "Caution",
+               "danger": "Danger", "error": "Error", "hint": "Hint", "important": "Important", "tip": "Tip",
+               "seealso": "See also", "todo": "Todo"}
 
 _SETTINGS = {
     "report_level": 5, "halt_level": 5, "warning_stream": False, "traceback": True,
     "file_insertion_enabled": False, "raw_enabled": False, "syntax_highlight": "none",
     "embed_stylesheet": False, "stylesheet_path": "", "output_encoding": "unicode",
+    # Sphinx's title is the first section's, found below: docutils' would be lost to a leading note or field list
+    "doctitle_xform": False, "initial_header_level": 1,
 }
 #: ``:role:`text``` or ``:domain:role:`text <target>```, as docutils leaves an unknown role in the text.
-_ROLE = re.compile(r":[\w.+-]+(?::[\w.+-]+)*:`(?P<text>.*?)`", re.DOTALL)
+_ROLE = re.compile(r":(?P<name>[\w.+-]+(?::[\w.+-]+)*):`(?P<text>.*?)`", re.DOTALL)
 #: The title of ``title <target>``. The ``<`` must follow a space, as CMake's Sphinx extension has it: a target may
 #: hold ``<...>`` itself (``CMAKE_CXX_FLAGS <CMAKE_<LANG>_FLAGS>``), and so may a name that has no title
 #: (``MAP_IMPORTED_CONFIG_<CONFIG>``, ``$<TARGET_FILE:tgt>``).
 _TARGET = re.compile(r"^(?P<title>\S.*?)\s+<.*>$", re.DOTALL)
+#: Sphinx's own cross-references, whose ``title<target>`` needs no space (``pip install Examples<pip install
+#: Examples>``), as Sphinx reads them: their target is a label or a path, never a name with a placeholder.
+_REFERENCES = frozenset({"ref", "doc", "term", "numref", "any", "keyword", "download", "std:ref", "std:doc",
+                         "std:term", "std:numref"})
+_REFERENCE_TARGET = re.compile(r"^(?P<title>\S.*?)\s*<[^<>]*>$", re.DOTALL)
 #: A ``token`` of a ``productionlist``, which Sphinx shows without its backquotes (``~group:name`` as ``name``).
 _TOKEN = re.compile(r"`(?P<token>(?:~?\w*:)?\w+)`")
 _UNKNOWN_DIRECTIVE = re.compile(r"^\.\. (?P<name>[\w:.+-]+)::[ \t]*(?P<argument>.*)$")
@@ -71,20 +93,28 @@ _OPTION = re.compile(r"^:[\w -]+:(?:\s|$)")
 _HEAD_TITLE = re.compile(r"<title>.*?</title>\n?", re.DOTALL)
 
 
-def rst_to_html(raw: str) -> str | None:
+def rst_to_html(raw: str, *, fragment: bool = False) -> str | None:
     """An HTML page of the reStructuredText ``raw`` (docutils' ``html5`` writer) with the Sphinx markup docutils
     does not know read as the module docstring says; ``None`` when docutils fails on it (logged), so that the
-    caller can read the page as plain text instead."""
+    caller can read the page as plain text instead. ``fragment``: only the HTML of its body, markup read inside
+    another page (MyST's ``eval-rst``), where a leading field list is text, not the page's metadata."""
+    from docutils import nodes
     from docutils.core import publish_from_doctree
+    from docutils.writers.html5_polyglot import Writer
 
     try:
         skipped: list[str] = []
-        tree = _tree(raw, title=True, skipped=skipped)
+        tree = _tree(raw, skipped=skipped, page=not fragment)
         if skipped:
             _log.warning("a reStructuredText page includes files that are not read, as a page never reads another "
                          "file; its text lacks what they hold: %s", ", ".join(dict.fromkeys(skipped)))
-        tree["title"] = tree.get("title") or _title_field(tree)
-        html = str(publish_from_doctree(tree, writer="html5", settings_overrides=_SETTINGS))
+        tree["title"] = _first_section_title(tree) or _title_field(tree)
+        for docinfo in list(tree.findall(nodes.docinfo)):
+            docinfo.parent.remove(docinfo)  # Sphinx keeps a file's leading field list as metadata, never shown
+        writer = Writer()
+        html = str(publish_from_doctree(tree, writer=writer, settings_overrides=_SETTINGS))
+        if fragment:
+            return str(writer.parts["body"])
         # untitled, docutils would name the page after its source ("<string>"): the reader's fallback is better
         return html if tree["title"] else _HEAD_TITLE.sub("", html, count=1)
     except Exception as e:  # noqa: BLE001 - docutils' failures on odd input are many and undocumented
@@ -93,12 +123,24 @@ def rst_to_html(raw: str) -> str | None:
         return None
 
 
-def _tree(raw: str, *, title: bool, skipped: list[str]) -> Any:
-    """The mended docutils tree of ``raw``; the files its ``include`` directives name are added to ``skipped``."""
+def role_text(name: str, text: str) -> str:
+    """What Sphinx shows of the text of role ``name`` (``ref``, ``py:func``; a MyST role's too): the title of
+    ``title <target>`` (of ``title<target>`` too, for a cross-reference), ``load`` of ``~pkg.mod.load``, else the
+    text without a leading ``!``."""
+    titled = (_REFERENCE_TARGET if name.lower() in _REFERENCES else _TARGET).match(text)
+    if titled:
+        return titled.group("title")
+    text = text.lstrip("!")
+    return text[1:].rsplit(".", 1)[-1] if text.startswith("~") else text
+
+
+def _tree(raw: str, *, skipped: list[str], page: bool = False) -> Any:
+    """The mended docutils tree of ``raw`` (of a whole ``page``: a leading field list is its metadata, a
+    ``docinfo`` node); the files its ``include`` directives name are added to ``skipped``."""
     from docutils import nodes
     from docutils.core import publish_doctree
 
-    tree = publish_doctree(raw, settings_overrides={**_SETTINGS, "doctitle_xform": title})
+    tree = publish_doctree(raw, settings_overrides={**_SETTINGS, "docinfo_xform": page})
     for node in list(tree.findall(nodes.problematic)):
         node.parent.replace(node, nodes.Text(_shown(node.astext())))
     for node in list(tree.findall(nodes.system_message)):
@@ -110,15 +152,81 @@ def _tree(raw: str, *, title: bool, skipped: list[str]) -> Any:
     for node in list(tree.findall(nodes.topic)):
         if "contents" in node["classes"]:
             node.parent.remove(node)
+    for node in list(tree.findall(nodes.Admonition)):
+        title = node.children[0] if node.children and isinstance(node.children[0], nodes.title) else None
+        label = " ".join(title.astext().split()) if title else ADMONITIONS.get(node.tagname, node.tagname.title())
+        node.parent.replace(node, _led(label, [c for c in node.children if c is not title]))
+    for node in list(tree.findall(nodes.field_list)):
+        node.parent.replace(node, [p for field in node.children for p in _field_paragraphs(field)])
+    _name_blank_headers(tree, raw)
     return tree
 
 
-def _title_field(tree: Any) -> str:
-    """The value of a ``:title:`` field in the page's first field list (AWS CLI and other generated docs put
-    their title there), or ``""``."""
+#: A column's cell text on a simple table's line: words apart by single spaces ("Class Correlation").
+_CELL_TEXT = re.compile(r"\S+(?: \S+)*")
+
+
+def _name_blank_headers(tree: Any, raw: str) -> None:
+    """Put back the column names docutils drops from a simple table whose header row has a blank first cell
+    ("            Min  Max   Mean    SD", scikit-learn's tables of statistics): docutils reads a line whose first
+    column is blank as the rest of the row above it, and the first row has none, so the header comes out empty
+    and every row read ``column_2: 278 | column_3: 1680``. The names are read from the line under the table's top
+    border, each given to the column it starts in (docutils itself would refuse a name that overhangs its
+    column's border, as wine_data.rst's do)."""
     from docutils import nodes
 
-    fields = next(iter(tree.findall(lambda n: isinstance(n, (nodes.docinfo, nodes.field_list)))), None)
+    lines = raw.expandtabs(8).splitlines()
+    for table in tree.findall(nodes.table):
+        head = next(iter(table.findall(nodes.thead)), None)
+        if head is None or head.astext().strip() or not table.line or table.line >= len(lines):
+            continue
+        rows = list(head.findall(nodes.row))
+        border, names = lines[table.line - 1], lines[table.line]
+        starts = [m.start() for m in re.finditer(r"=+", border)]
+        if len(rows) != 1 or len(starts) != len(rows[0].children) or not set(border.strip()) <= {"=", " "}:
+            continue
+        texts = [""] * len(starts)
+        for cell in _CELL_TEXT.finditer(names):
+            column = max((i for i, start in enumerate(starts) if start <= cell.start()), default=0)
+            texts[column] = f"{texts[column]} {cell.group()}".strip()
+        for entry, text in zip(rows[0].children, texts, strict=True):
+            if text:
+                entry += nodes.paragraph(text, text)
+
+
+def _field_paragraphs(field: Any) -> list[Any]:
+    """A field of a field list as Sphinx lays it out, "Name: value" on one line: the name leads the first paragraph
+    of its body (a label and its value were two paragraphs, which passages could cut apart)."""
+    name, body = field.children[0], field.children[1]
+    return _led(" ".join(name.astext().split()), list(body.children), alone=":")
+
+
+def _led(label: str, body: list[Any], *, alone: str = ".") -> list[Any]:
+    """``body`` (nodes) led by ``label``: "Note: " before its first paragraph's text, or "Note:" as a paragraph of
+    its own before what is not a paragraph, or the label and ``alone`` ("Note.") when ``body`` is empty."""
+    from docutils import nodes
+
+    if body and isinstance(body[0], nodes.paragraph):
+        body[0].insert(0, nodes.Text(f"{label}: "))
+        return body
+    return [nodes.paragraph(text=f"{label}{':' if body else alone}"), *body]
+
+
+def _first_section_title(tree: Any) -> str:
+    """The title of the page's first section, as Sphinx titles a page, or ``""``."""
+    from docutils import nodes
+
+    section = next(iter(tree.findall(nodes.section)), None)
+    title = section.children[0] if section is not None and section.children else None
+    return " ".join(title.astext().split()) if isinstance(title, nodes.title) else ""
+
+
+def _title_field(tree: Any) -> str:
+    """The value of a ``:title:`` field in the page's metadata (AWS CLI and other generated docs put their title
+    there), or ``""``."""
+    from docutils import nodes
+
+    fields = next(iter(tree.findall(nodes.docinfo)), None)
     for field in fields.findall(nodes.field) if fields is not None else ():
         name, body = field.children[0].astext().strip().lower(), field.children[1].astext().strip()
         if name == "title" and body:
@@ -133,12 +241,7 @@ def _shown(markup: str) -> str:
     role = _ROLE.fullmatch(markup)
     if role is None:
         return markup.strip("`").removesuffix("__").removesuffix("_").strip("`")
-    text = role.group("text")
-    target = _TARGET.match(text)
-    if target:
-        return target.group("title")
-    text = text.lstrip("!")
-    return text[1:].rsplit(".", 1)[-1] if text.startswith("~") else text
+    return role_text(role.group("name"), role.group("text"))
 
 
 def _kept(message: Any, skipped: list[str]) -> list[Any]:
@@ -166,15 +269,23 @@ def _kept(message: Any, skipped: list[str]) -> list[Any]:
     options = _options(lines)
     if name in LITERAL:
         return [] if "hide" in options else _literal(lines)
-    if name in _VERSION_NOTES and argument:
-        return _version_note(_VERSION_NOTES[name], argument, lines, skipped)
-    out: list[Any] = []
+    if name in VERSION_NOTES and argument:
+        version, *inline = argument.split(None, 1)
+        return _led(f"{VERSION_NOTES[name]} {version}", _body([*inline, *lines], skipped))
+    if name in ADMONITIONS:
+        return _led(ADMONITIONS[name], _body([argument, *lines], skipped))
+    out = _body(lines, skipped)
+    if not out and name not in SIGNATURES and ":" not in name:
+        return []  # an extension's directive, whose content Sphinx makes from its argument (a path, a name)
     if argument and name not in _CONDITIONS:
-        out.append(nodes.paragraph(text=argument))
-    text = "\n".join(lines).strip("\n")
-    if text.strip():
-        out.extend(_tree(text, title=False, skipped=skipped).children)
+        out.insert(0, nodes.paragraph(text=argument))
     return out
+
+
+def _body(lines: list[str], skipped: list[str]) -> list[Any]:
+    """The nodes of a directive's body ``lines``, read as reStructuredText; ``[]`` when it holds no text."""
+    text = "\n".join(lines).strip("\n")
+    return list(_tree(text, skipped=skipped).children) if text.strip() else []
 
 
 def _options(lines: list[str]) -> set[str]:
@@ -200,19 +311,3 @@ def _token_shown(token: re.Match[str]) -> str:
     """What Sphinx shows of a ``productionlist`` token: ``name`` of ``~group:name``, else the token as written."""
     name = token.group("token")
     return name.split(":", 1)[1] if name.startswith("~") else name.removeprefix(":")
-
-
-def _version_note(label: str, argument: str, lines: list[str], skipped: list[str]) -> list[Any]:
-    """A ``versionadded``, ``versionchanged``, ``deprecated`` or ``versionremoved`` note as Sphinx writes it: "New
-    in version 3.19: " before its first paragraph, or "New in version 3.19." alone when it has no text, so that
-    a question "since which version" finds the version in words. Text after the version on the directive's line
-    begins the first paragraph."""
-    from docutils import nodes
-
-    version, *inline = argument.split(None, 1)
-    text = "\n".join([*inline, *lines]).strip("\n")
-    out = list(_tree(text, title=False, skipped=skipped).children) if text.strip() else []
-    if out and isinstance(out[0], nodes.paragraph):
-        out[0].insert(0, nodes.Text(f"{label} {version}: "))
-        return out
-    return [nodes.paragraph(text=f"{label} {version}{':' if out else '.'}"), *out]
