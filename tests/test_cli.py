@@ -319,7 +319,7 @@ def test_fused_hits_show_their_similarity_and_rank(cli_env: dict[str, str], tmp_
     question = "When did the Apollo 11 crew land on the Moon?"
     # a tiny threshold makes the router pick several corpora; both use the bundled encoder, so their hits merge
     # by similarity (one scale): the score shown is each corpus's own similarity, the order follows it
-    args = ("search", question, "--router", "trained", "--threshold", "0.0001", "-k", "3")
+    args = ("search", question, "--router", "trained", "--threshold", "0.0001", "-k", "5")
     code, out, err = run(cli_env, *args, "--json")
     assert code == 0, err
     hits = json.loads(out)
@@ -328,7 +328,7 @@ def test_fused_hits_show_their_similarity_and_rank(cli_env: dict[str, str], tmp_
     lifted = [lifted_score(h["similarity"], table=h["corpus"] == "table") for h in hits]  # tables lifted to merge
     assert lifted == sorted(lifted, reverse=True)
     own = {h["id"]: h["score"] for c in {h["corpus"] for h in hits}
-           for h in json.loads(run(cli_env, "search", question, "-c", c, "-k", "3", "--json")[1])}
+           for h in json.loads(run(cli_env, "search", question, "-c", c, "-k", "5", "--json")[1])}
     assert all(abs(h["similarity"] - own[h["id"]]) < 1e-6 and h["similarity"] > 0.2 for h in hits)
     assert all(abs(h["score"] - h["similarity"]) < 1e-6 for h in hits)
     code, out, _ = run(cli_env, *args)

@@ -167,9 +167,10 @@ PASSAGE_RULES = "passages v3: leads kept with their text, plain text's lists and
 #: replaced once at the next ingest.
 PDF_RULES = "pdf v3: tables set without rules found, rows kept, lines in order, contents pages left out"
 #: What a CSV or TSV file becomes, in the identity of every such source: since v2 a row wider than the header widens
-#: the table instead of losing its last cells, and whitespace-aligned columns are columns, so files ingested before
-#: are read again once at the next ingest.
-CSV_RULES = "csv v2: rows never cut, whitespace-aligned columns"
+#: the table instead of losing its last cells, and whitespace-aligned columns are columns; since v3 the lines that
+#: lead into the table (a "#" comment, a title, a line of counts) are its description, not its header, and a blank
+#: first name over the rows' labels stays blank. Files ingested before are read again once at the next ingest.
+CSV_RULES = "csv v3: rows never cut, whitespace-aligned columns, leading lines skipped, label column unnamed"
 
 
 def _unchanged(run: IngestRun, kind: str, uri: str, content_hash: str) -> bool:

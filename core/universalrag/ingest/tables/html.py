@@ -17,6 +17,7 @@ from ..html_clean import HEADINGS, heading_text
 from .model import (
     ParsedTable,
     fit_row,
+    is_label_column,
     lead_in,
     looks_like_data,
     make_header,
@@ -159,11 +160,13 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
         if not data:
             continue
         title, title_from = _html_title(table)
-        header = synthetic_header(width) if synthesized else make_header(names)
+        # a blank first header cell over words heads the rows' labels (a table of statistics: "", "Min", "Max")
+        stub = is_label_column(row[0] for row in data)
+        header = synthetic_header(width) if synthesized else make_header(names, stub=stub)
         metadata = {
             "format": fmt, "source": source_name(name), "index_in_file": len(found), "row_count": len(data),
             "column_count": width, "title_from": title_from, "header_rows": header_rows,
-            "header_synthesized": synthesized, "blank_rows_skipped": len(rows) - len(data),
+            "header_synthesized": synthesized or not any(names), "blank_rows_skipped": len(rows) - len(data),
         }
         if table.get("id"):
             metadata["html_id"] = str(table["id"])

@@ -13,6 +13,7 @@ import json
 import math
 import numbers
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -28,7 +29,8 @@ RowSource = Callable[[], Iterable[list[str]]]
 
 @dataclass(frozen=True, slots=True)
 class ParsedTable:
-    """One table: ``title``, ``header`` (non-empty, unique names) and JSON-ready ``metadata``.
+    """One table: ``title``, ``header`` (unique names, non-empty but for a blank first one over the rows' labels)
+    and JSON-ready ``metadata``.
 
     ``metadata`` always has ``format``, ``source`` (the file or given name), ``index_in_file``
     (0-based), ``row_count`` and ``column_count``, plus per-format details. Rows come from
@@ -124,9 +126,22 @@ def looks_like_data(cells: Sequence[str]) -> bool:
     return bool(filled) and all(_DATA_CELL.fullmatch(c) for c in filled)
 
 
-def make_header(cells: Sequence[Any]) -> list[str]:
-    """Trimmed names; blanks become ``column_<n>``; repeats get the first free ``_<k>`` suffix."""
+def is_label_column(values: Iterable[str]) -> bool:
+    """True when ``values`` (a column's cells) hold words and no number or date: the labels of the rows, as in the
+    first column of a table of statistics ("Alcohol:", "Proline:") whose header cell is blank."""
+    filled = [v for v in (value.strip() for value in values) if v and v.casefold() not in _MISSING]
+    return bool(filled) and not any(_DATA_CELL.fullmatch(v) for v in filled)
+
+
+def make_header(cells: Sequence[Any], *, stub: bool = False) -> list[str]:
+    """Trimmed names; blanks become ``column_<n>``; repeats get the first free ``_<k>`` suffix.
+
+    With ``stub`` (the first column holds the rows' labels: :func:`is_label_column`), a blank first name stays
+    blank: a row then reads "Proline: | Min: 278", its label needing no name, rather than "column_1: Proline: | ...".
+    """
     names = [" ".join(format_value(c).split()) or f"column_{i}" for i, c in enumerate(cells, 1)]
+    if stub and names and not format_value(cells[0]):
+        names[0] = ""
     reserved, used, out = set(names), set(), []
     for name in names:
         candidate, k = name, 2
@@ -144,6 +159,84 @@ def synthetic_header(width: int) -> list[str]:
 def fit_row(cells: list[str], width: int) -> list[str]:
     """Pad with empty cells or cut to ``width``."""
     return cells[:width] if len(cells) >= width else cells + [""] * (width - len(cells))
+
+
+# --------------------------------------------------------------------------- where a table starts
+
+#: Cells that stand for a missing value: they say nothing of a column's type.
+_MISSING = frozenset({"na", "n/a", "nan", "null", "none", "-", "--", "—", "?", "."})
+#: A comment's first cell: hashes, then a space ("# Data source: https://finance.yahoo.com").
+_COMMENT = re.compile(r"#+\s")
+
+
+def _is_value(cell: str) -> bool:
+    return bool(cell) and cell.casefold() not in _MISSING
+
+
+def filled_width(cells: Sequence[str]) -> int:
+    """How many cells there are up to the last non-blank one (0 when all are blank)."""
+    return next((len(cells) - i for i, cell in enumerate(reversed(cells)) if cell.strip()), 0)
+
+
+def _numeric_columns(rows: Sequence[Sequence[str]]) -> set[int]:
+    """The columns of ``rows`` whose values are all numbers or dates (and there is at least one)."""
+    numeric: dict[int, bool] = {}
+    for row in rows:
+        for i, cell in enumerate(row):
+            if _is_value(cell):
+                numeric[i] = numeric.get(i, True) and bool(_DATA_CELL.fullmatch(cell))
+    return {i for i, is_numeric in numeric.items() if is_numeric}
+
+
+def _first_value(cells: Sequence[str]) -> int | None:
+    return next((i for i, cell in enumerate(cells) if _is_value(cell)), None)
+
+
+def _number_over_numbers(cells: Sequence[str], numeric: set[int]) -> bool:
+    """True when the first value of ``cells`` is a number over a column of numbers. A header names its first
+    column with a word ("Country,1990,2000" is one); a row that starts with a number is data, or counts."""
+    first = _first_value(cells)
+    return first is not None and first in numeric and bool(_DATA_CELL.fullmatch(cells[first]))
+
+
+def _leads(cells: Sequence[str], below: Sequence[Sequence[str]]) -> bool:
+    """True when ``cells``, above the records ``below``, is neither their header nor one of them but a line that
+    leads into the table: a comment (its first cell starts with "#" and it is narrower than the rows below, or with
+    "# "); a line half as wide as the rows below or narrower (a title; scikit-learn's counts and class names,
+    "569,30,malignant,benign" over 31 columns); or a line that starts with a number over a column of numbers and
+    has words over numbers too (iris.csv's "150,4,setosa,versicolor,virginica" over "5.1,3.5,1.4,0.2,0"), which a
+    header does not, nor a row."""
+    typical = Counter(filled_width(row) for row in below).most_common(1)[0][0]
+    first = cells[0] if cells else ""
+    if first.startswith("#") and (len(cells) < typical or _COMMENT.match(first)):
+        return True
+    if looks_like_data(cells):
+        return False
+    if 2 * len(cells) <= typical:
+        return True
+    numeric = _numeric_columns(below)
+    words_over_numbers = any(i in numeric and _is_value(c) and not _DATA_CELL.fullmatch(c) for i, c in enumerate(cells))
+    return words_over_numbers and _number_over_numbers(cells, numeric)
+
+
+def table_start(records: Sequence[Sequence[str]]) -> tuple[int, bool]:
+    """Where a table starts among its first ``records`` (non-blank, trimmed cells, in file order): how many records
+    lead into it without being its header or its rows (comments, a title, a line of counts: see :func:`_leads`),
+    and whether the record after those is the header. It is not when all its cells are numbers or dates, nor when
+    it starts with a number over a column of numbers ("1,Alice,30" over "2,Bob,25"): then it is the first row."""
+    lead = 0
+    while lead < len(records) - 1 and _leads(records[lead], records[lead + 1:]):
+        lead += 1
+    first = records[lead]
+    below = records[lead + 1:]
+    return lead, not looks_like_data(first) and not (below and _number_over_numbers(first, _numeric_columns(below)))
+
+
+def leading_text(records: Sequence[Sequence[str]]) -> str:
+    """The lines that lead into a table (:func:`table_start`) as text, one a line, comments without their hashes:
+    kept in the table's ``description`` so that nothing of the file is lost."""
+    lines = (", ".join(cells[:filled_width(cells)]) for cells in records)
+    return "\n".join(re.sub(r"^#+\s*", "", line) for line in lines).strip()
 
 
 #: A lead-in line ("SA structure:", "Transfers in:") is at most this many words and ends with a colon.

@@ -11,10 +11,13 @@ delivered in batches.
 - **In-memory tables** (HTML, Markdown, records, DataFrames) keep a reference to their source and
   format its cells on demand; they are re-iterable too.
 
-Headers: names are trimmed, a blank name becomes ``column_<n>``, a repeated one gets ``_2``, ``_3``.
-In CSV, TSV, XLSX and header-less HTML tables the first non-blank row is the header unless every
+Headers: names are trimmed, a blank name becomes ``column_<n>``, a repeated one gets ``_2``, ``_3``; in CSV,
+TSV and HTML a blank first name over a column of words (the rows' labels, as in a table of statistics) stays
+blank. In CSV, TSV, XLSX and header-less HTML tables the first non-blank row is the header unless every
 filled cell in it is a number or an ISO date — then it is data and the header is ``column_1..n``
-(``metadata["header_synthesized"]``). Cells: numbers without a trailing ``.0`` when integral, dates
+(``metadata["header_synthesized"]``). CSV and TSV also skip the lines that lead into a table (comments starting
+with "#", a title, scikit-learn's line of counts) into ``metadata["description"]``, and read a first line that
+starts with a number over a column of numbers as a row. Cells: numbers without a trailing ``.0`` when integral, dates
 and times in ISO 8601, booleans ``true``/``false``, missing values (None, NaN, NaT, NA) empty,
 nested values as JSON. Entirely blank rows of CSV, TSV, XLSX, HTML and Markdown are skipped
 (counted in ``blank_rows_skipped``); records and DataFrame rows are kept one for one, so row ``i``
@@ -62,7 +65,9 @@ TABLE_FORMATS: dict[str, str] = {
 
 
 def serialize_row(header: Sequence[str], row: Sequence[Any]) -> str:
-    """The text a row is embedded as: ``"Team: Lakers | Wins: 57"``; empty cells are left out.
+    """The text a row is embedded as: ``"Team: Lakers | Wins: 57"``; empty cells are left out, and a cell under a
+    blank name (the rows' labels: see :func:`~universalrag.ingest.tables.model.make_header`) is written alone
+    (``"Proline: | Min: 278"``).
 
     Whitespace inside cells collapses to single spaces. A row shorter than the header counts its
     missing cells as empty; a longer one raises :class:`ConfigError`.
@@ -73,7 +78,7 @@ def serialize_row(header: Sequence[str], row: Sequence[Any]) -> str:
     for name, cell in zip(header, row):
         text = " ".join(format_value(cell).split())
         if text:
-            parts.append(f"{name}: {text}")
+            parts.append(f"{name}: {text}" if name else text)
     return " | ".join(parts)
 
 
@@ -199,7 +204,8 @@ def tables_from_html(html: str, *, name: str) -> list[ParsedTable]:
     """Every ``<table>`` of ``html`` with at least one data row, in document order (``[]`` if none).
 
     The header comes from ``<thead>`` rows, else leading rows of ``<th>`` cells, else the first row
-    (several header rows join per column: "2024 Q1"). ``colspan`` and ``rowspan`` are expanded
+    (several header rows join per column: "2024 Q1"); a blank first header cell over a column of words stays blank,
+    the rows' labels needing no name (``"Proline: | Min: 278"``). ``colspan`` and ``rowspan`` are expanded
     (a colspan repeats its text in header rows and fills only its first column in data rows).
     A table nested in a cell is a table of its own and its text is left out of the outer cell.
     Title: the ``<caption>``, else the nearest preceding heading followed by the short paragraph ending in a colon

@@ -15,6 +15,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,15 @@ from ..files import (
 )
 from .model import (
     ParsedTable,
+    filled_width,
     fit_row,
     format_value,
-    looks_like_data,
+    is_label_column,
+    leading_text,
     make_header,
     records_table,
     synthetic_header,
+    table_start,
 )
 
 __all__ = ["read_csv", "read_json"]
@@ -59,11 +63,6 @@ def _stem(path: Path) -> str:
 # --------------------------------------------------------------------------- CSV and TSV
 
 
-def _filled_width(cells: list[str]) -> int:
-    """How many cells there are up to the last non-blank one (0 when all are blank)."""
-    return next((len(cells) - i for i, cell in enumerate(reversed(cells)) if cell.strip()), 0)
-
-
 def _field_counts(sample: str, delimiter: str) -> list[int] | None:
     """Fields in each of the sample's first non-blank records read with ``delimiter`` (None when it is not
     readable CSV with it); trailing empty fields are not counted when ``delimiter`` is a space."""
@@ -72,7 +71,7 @@ def _field_counts(sample: str, delimiter: str) -> list[int] | None:
         records = [r for _, r in zip(range(_SAMPLE_ROWS), reader) if any(c.strip() for c in r)]
     except csv.Error:
         return None
-    return [_filled_width(r) if delimiter == " " else len(r) for r in records]
+    return [filled_width(r) if delimiter == " " else len(r) for r in records]
 
 
 def _sniff_delimiter(sample: str, default: str) -> str:
@@ -117,11 +116,13 @@ def read_csv(path: Path) -> list[ParsedTable]:
     """One table from a CSV or TSV file, gzip-compressed or not (delimiter sniffed; encoding from a BOM, else
     UTF-8, else detected: see :func:`~universalrag.ingest.files.file_encoding`).
 
-    The table is as wide as the header or the widest row's last filled cell, whichever is wider: a filled
-    cell is never dropped. Columns past the header are named like blank names (``column_<n>``); rows are
-    padded with empty cells, never cut (``ragged_rows`` counts those shorter than the header or with
-    filled cells past it); columns with a blank or missing header and no value are dropped
-    (``empty_columns_dropped``), so trailing empty cells add no column.
+    Lines that lead into the table (comments starting with "#", a title, a line of counts: see
+    :func:`~universalrag.ingest.tables.model.table_start`, decided on the first 200 records) are not its header nor
+    its rows: their text is kept in ``metadata["description"]`` (``leading_rows`` counts them). The table is as
+    wide as the header or the widest row's last filled cell, whichever is wider: a filled cell is never dropped.
+    Columns past the header are named like blank names (``column_<n>``); rows are padded with empty cells, never
+    cut (``ragged_rows`` counts those shorter than the header or with filled cells past it); columns with a blank
+    or missing header and no value are dropped (``empty_columns_dropped``), so trailing empty cells add no column.
     """
     encoding = _encoding(path)
     try:
@@ -135,43 +136,44 @@ def read_csv(path: Path) -> list[ParsedTable]:
     delimiter = _sniff_delimiter(sample, "\t" if tsv else ",")
     signature = file_signature(path)
 
-    first: list[str] | None = None
-    synthesized = False
-    rows = ragged = blank = width = 0
-    blank_names: list[int] = []
+    head = list(islice((cells for _, cells in _csv_records(path, encoding, delimiter) if any(cells)), _SAMPLE_ROWS))
+    if not head:
+        raise IngestError(path, "contains only blank lines; add a header row and data rows.")
+    lead, has_header = table_start(head)
+    skip = lead + has_header  # records before the first row
+    first = head[lead]
+    blank_names = [i for i, c in enumerate(first) if not c] if has_header else []
+    rows = ragged = blank = seen = 0
+    width = len(first) if has_header else 0
     filled: set[int] = set()  # blank-named or past-the-header columns with a value
     for _, cells in _csv_records(path, encoding, delimiter):
         if not any(cells):
-            blank += first is not None
+            blank += seen > lead
             continue
-        if first is None:
-            first, synthesized = cells, looks_like_data(cells)
-            blank_names = [] if synthesized else [i for i, c in enumerate(cells) if not c]
-            if not synthesized:
-                width = len(first)
-                continue
+        seen += 1
+        if seen <= skip:
+            continue
         rows += 1
-        width = max(width, _filled_width(cells))
+        width = max(width, filled_width(cells))
         if len(cells) < len(first) or any(cells[len(first):]):
             ragged += 1
         filled.update(i for i in blank_names if i < len(cells) and cells[i])
         filled.update(i for i, cell in enumerate(cells[len(first):], len(first)) if cell)
-    if first is None:
-        raise IngestError(path, "contains only blank lines; add a header row and data rows.")
     if rows == 0:
         raise IngestError(path, "has a header but no rows; add data rows below the header, or leave it out.")
     names = fit_row(first, width)  # blank past the header
-    keep = [i for i in range(width) if synthesized or names[i] or i in filled]
-    header = synthetic_header(width) if synthesized else make_header([names[i] for i in keep])
+    keep = [i for i in range(width) if not has_header or names[i] or i in filled]
+    stub = keep[0] == 0 and is_label_column(row[0] for row in head[skip:] if row)
+    header = make_header([names[i] for i in keep], stub=stub) if has_header else synthetic_header(width)
 
     def row_source() -> Iterator[list[str]]:
         check_unchanged(path, signature)
-        skip_header = not synthesized
+        seen = 0
         for _, cells in _csv_records(path, encoding, delimiter):
             if not any(cells):
                 continue
-            if skip_header:
-                skip_header = False
+            seen += 1
+            if seen <= skip:
                 continue
             cells = fit_row(cells, width)
             yield cells if len(keep) == width else [cells[i] for i in keep]
@@ -179,9 +181,11 @@ def read_csv(path: Path) -> list[ParsedTable]:
     metadata = {
         "format": "tsv" if tsv else "csv", "source": path.name,
         "index_in_file": 0, "row_count": rows, "column_count": len(header), "delimiter": delimiter,
-        "encoding": encoding.stream_codec, "header_synthesized": synthesized, "ragged_rows": ragged,
+        "encoding": encoding.stream_codec, "header_synthesized": not has_header, "ragged_rows": ragged,
         "blank_rows_skipped": blank, "empty_columns_dropped": width - len(keep),
     }
+    if lead:
+        metadata.update(description=leading_text(head[:lead]), leading_rows=lead)
     return [ParsedTable(_stem(path), header, metadata, row_source=row_source)]
 
 
