@@ -127,3 +127,19 @@ def test_br_is_a_line_break_within_the_paragraph() -> None:
     ]
     sentence = "3.2.0 is a feature release with many significant improvements and the\nusual collection of bug fixes."
     assert any(sentence in p.text for p in split_paragraphs(doc.text, target_words=12, max_words=20, min_words=3))
+
+
+def test_command_lines_stay_with_the_instruction_they_show() -> None:
+    """pip's user guide: an instruction, then its command for each system under a label. Taken for headings, the
+    commands and their labels began the passage of the next topic ("Requirements Files"), away from the sentence
+    saying what they do."""
+    paragraphs = [prose(60, "install"), "Upgrade an already installed SomePackage to the latest from PyPI.",
+                  "Unix/macOS", "python -m pip install --upgrade SomePackage",
+                  "Windows", "py -m pip install --upgrade SomePackage",
+                  "Requirements Files", prose(120, "req")]
+    text = "\n\n".join(paragraphs)
+    passages = split_paragraphs(text)
+    check_cover(text, passages)
+    for command in ("python -m pip install --upgrade SomePackage", "py -m pip install --upgrade SomePackage"):
+        assert "Upgrade an already installed" in passage_with(passages, command).text
+    assert passage_with(passages, "Req0").text.startswith("Requirements Files")

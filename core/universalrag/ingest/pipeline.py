@@ -158,8 +158,9 @@ PAGE_RULES = ("pages v5: passages cut from the prose, tables in the table corpus
               "fields on one line, simple tables' names kept")
 #: How any text is cut into passages, in the identity of every text source (plain text too): since v2 a heading, a
 #: term or an option name starts the passage of the text it introduces instead of ending the one before; since v3
-#: plain text keeps a list's items and lines laid out in columns on lines of their own.
-PASSAGE_RULES = "passages v3: leads kept with their text, plain text's lists and columns kept"
+#: plain text keeps a list's items and lines laid out in columns on lines of their own; since v4 a command line
+#: ("python -m pip install --upgrade pkg") stays with the instruction before it instead of heading the next text.
+PASSAGE_RULES = "passages v4: leads kept with their text, plain text's lists and columns kept, commands not leads"
 #: What a PDF becomes, in the identity of every PDF source: since v2 its tables set with white space alone are
 #: tables (their cells used to run together in the passages, column after column); since v3 a table's first row is
 #: no longer clipped nor a line inside a table's box dropped unless the table holds it, a line's pieces keep their

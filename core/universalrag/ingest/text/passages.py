@@ -32,6 +32,10 @@ _SENTENCE_END = re.compile(r"[.!?…。！？]['\"’”»)\]]*$")
 _SECTION_NUMBER = re.compile(r"\d+(?:\.\d+)*\.?")
 #: A paragraph opening with a numbered section ("4.1. My program uses the C++ STL…").
 _NUMBERED_TITLE = re.compile(r"\d+(?:\.\d+)+\.\s")
+#: A command line: a program's name in lower case (after an optional prompt), then arguments among which an option
+#: ("python -m pip install --upgrade SomePackage", "$ git commit --amend"). It shows the text before it (an
+#: instruction, "Upgrade an already installed package:") rather than heading the text after it.
+_COMMAND = re.compile(r"(?:[$>%#] )?[a-z][\w.+-]*(?: \S+)*? --?[A-Za-z]\S*(?: \S+)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +89,12 @@ def _introduces(paragraph: str, *, numbered: bool) -> bool:
 
     Judged from the paragraph alone, as the clean text keeps no markup: a heading or a term has at most
     ``_MAX_LEAD_WORDS`` words and ends no sentence (a short sentence such as "none for the empty set." is text).
-    Only one-line paragraphs qualify; a paragraph of several lines is code or verse, a block in its own right.
+    Only one-line paragraphs qualify; a paragraph of several lines is code or verse, a block in its own right, and
+    a command line (``python -m pip install --upgrade pkg``: a program's name, then an option) shows the
+    instruction before it: taken for a heading, pip's commands (and their "Unix/macOS" labels) began the passage
+    of the next topic instead of ending their own.
     """
-    if "\n" in paragraph:
+    if "\n" in paragraph or _COMMAND.fullmatch(paragraph):
         return False
     words = len(paragraph.split())
     if _SECTION_NUMBER.fullmatch(paragraph):
