@@ -88,7 +88,7 @@ def test_none_sends_only_the_question(rag: UniversalRAG, server: OpenAICompatSer
 
 
 def test_multi_route_evidence_reaches_the_model_fused(rag: UniversalRAG, server: OpenAICompatServer) -> None:
-    answer = rag.query("Quarry Lions record and the cup of coffee photo", k=1, routes=["table", "image"])
+    answer = rag.query("Quarry Lions record and the cup of coffee photo", k=2, routes=["table", "image"])
     assert {h.corpus for h in answer.hits} == {"table", "image"}
     body = _last(server)
     assert _images(body) == 1 and "Quarry Lions" in _text(body)
