@@ -145,3 +145,20 @@ def test_merging_keeps_one_hit_of_each_text(build_docs, minilm) -> None:  # type
     assert documents & passages  # each corpus alone holds the same texts: the merge had repeats to drop
     assert all(h.corpus == "paragraph" for h, text in zip(both, texts) if text in documents & passages)
     assert [h.score for h in both] == sorted((h.score for h in both), reverse=True)  # the merge's order stands
+
+
+def test_a_document_as_similar_as_its_own_passage_comes_after_it() -> None:
+    """A document's similarity is its best chunk's, mostly its best passage again: on pip's docs the same file's
+    document beat the answering passage by 0.001 for most questions whose passage came second. Within
+    ``PASSAGE_TIE`` the passage comes first; a document clearly more similar, or another file's, keeps its place."""
+    from universalrag.fusion import PASSAGE_TIE
+
+    guide, other = "file:///docs/user_guide.md", "file:///docs/other.md"
+    documents = [_hit("document", 0.701, Granularity.DOCUMENT, uri=guide),
+                 _hit("document", 0.69, Granularity.DOCUMENT, uri=other)]
+    passages = [_hit("paragraph", 0.70, Granularity.PARAGRAPH, uri=guide),
+                _hit("paragraph", 0.60, Granularity.PARAGRAPH, uri=other)]
+    assert [h.id for h in similarity([documents, passages])] == [
+        "paragraph-0.7", "document-0.701", "document-0.69", "paragraph-0.6"]
+    clearly = [_hit("document", 0.70 + 2 * PASSAGE_TIE, Granularity.DOCUMENT, uri=guide)]
+    assert similarity([clearly, passages])[0].corpus == "document"

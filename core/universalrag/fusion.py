@@ -15,7 +15,7 @@ from typing import TypeVar
 from .errors import ConfigError
 from .types import Granularity, Hit, Modality
 
-__all__ = ["FUSIONS", "RRF_K", "TABLE_OFFSET", "comparable", "distinct", "fuse", "lifted", "minmax", "rrf", "rrf_scores",
+__all__ = ["FUSIONS", "PASSAGE_TIE", "RRF_K", "TABLE_OFFSET", "comparable", "distinct", "fuse", "lifted", "minmax", "rrf", "rrf_scores",
            "similarity", "text_key", "weighted"]
 
 #: Reciprocal rank fusion constant (Cormack et al.): an item's fused score is the sum of 1 / (RRF_K + rank).
@@ -85,17 +85,32 @@ def similarity(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
     A whole document holding the name goes by its similarity when a passage or row of its own source holds the
     name too: the document holds whatever any of its passages holds, so it would otherwise come first for a
     product's own name ("libtasn1" on every page of its manual), above the passage that answers; the passage
-    holding the name is the precise evidence."""
+    holding the name is the precise evidence. Likewise a document comes after its own best passage when it is no
+    more than :data:`PASSAGE_TIE` more similar: its similarity is that of its best chunk, which is mostly that
+    passage again (on pip's docs, the same file's document beat the answering passage by 0.001 for most questions
+    whose passage came second), and the passage says where the answer is."""
     merged = [replace(h, channel_scores={**h.channel_scores, "similarity": h.score}) for hits in per_corpus
               for h in hits]
     finer = {_source(h) for h in merged if _names(h) and h.granularity is not Granularity.DOCUMENT}
+    passage: dict[str | None, float] = {}
+    for h in merged:
+        if h.granularity is Granularity.PARAGRAPH:
+            passage[_source(h)] = max(h.score, passage.get(_source(h), -2.0))
 
-    def key(h: Hit) -> tuple[bool, bool, float]:
-        held = h.granularity is not Granularity.DOCUMENT or _source(h) not in finer
+    def key(h: Hit) -> tuple[bool, bool, float, bool]:
+        whole = h.granularity is Granularity.DOCUMENT
+        held = not whole or _source(h) not in finer
+        score = lifted(h.score, table=h.granularity is Granularity.TABLE)
+        tied = whole and passage.get(_source(h), -2.0) >= h.score - PASSAGE_TIE
         return (not (held and h.channel_scores.get("exact")), not (held and h.channel_scores.get("named")),
-                -lifted(h.score, table=h.granularity is Granularity.TABLE))
+                -(min(score, passage[_source(h)]) if tied else score), tied)
 
     return sorted(merged, key=key)
+
+
+#: How much more similar than its own best passage a document may be and still come after it (see
+#: :func:`similarity`).
+PASSAGE_TIE = 0.02
 
 
 def _names(h: Hit) -> bool:
