@@ -300,3 +300,16 @@ def test_a_name_spelled_as_programs_spell_it_finds_its_page(program_rag: Univers
     hits = program_rag.retrieve(query, k=3)
     assert hits and Path(hits[0].uri or "").stem == page
     assert hits[0].channel_scores.get("exact") == 1.0
+
+
+@pytest.mark.parametrize(("query", "terms"), [
+    ("msft closing price on 2003-09-19", ("2003-09-19",)),
+    ("Microsoft stock opening price on September 10, 2003", ("2003-09-10",)),  # one term, not "10" and "2003"
+    ("S&P 500 index level in June 1996", ("1996-06", "500")),
+    ("close on 19-Sep-03", ("2003-09-19",)),
+    ("what happened on 16 July 1969?", ("1969-07-16",)),
+    ("sales on 9/3/2003", ("9/3/2003",)),  # the 9th of March or September 3rd: as typed
+    ("may I ask about 2020", ("2020",)),
+])
+def test_a_date_the_question_spells_is_one_iso_term(query: str, terms: tuple[str, ...]) -> None:
+    assert exact_terms(query) == terms

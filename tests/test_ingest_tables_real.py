@@ -135,3 +135,28 @@ def test_a_commented_csv_is_found_by_its_column_names(store: Store, minilm, tmp_
     hit = search_corpus(store, minilm, "table", "IBM stock value on 1990-01-01", k=1)[0]
     assert hit.matched_parts[0][1] == "Date: 1990-01-01 | IBM: 10.97 | AAPL: 0.24 | MSFT: 0.40 | ^GSPC: 329.08"
     assert hit.metadata["description"] == "Data source: https://finance.yahoo.com"
+
+
+def test_a_date_spelled_otherwise_is_followed_by_its_iso_spelling() -> None:
+    header = ["Date", "Close", "Note"]
+    assert serialize_row(header, ["19-Sep-03", "29.96", ""]) == "Date: 19-Sep-03 (2003-09-19) | Close: 29.96"
+    assert serialize_row(header, ["1-Jan-70", "", "September 19, 2003"]) == (
+        "Date: 1-Jan-70 (1970-01-01) | Note: September 19, 2003 (2003-09-19)")
+    assert serialize_row(header, ["June 1996"]) == "Date: June 1996 (1996-06)"
+    # ISO already, ambiguous (9 March or September 3?), no such day, or no date: as it is.
+    for cell in ("2003-09-19", "9/3/2003", "31-Feb-03", "Warty Warthog", "Mayor 2020"):
+        assert serialize_row(header, [cell]) == f"Date: {cell}"
+
+
+def test_the_row_of_a_day_is_found_however_the_question_spells_it(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """matplotlib's msft.csv dates its rows "19-Sep-03"; asked for "2003-09-19" or "September 10, 2003", the row
+    nearest in meaning was another day's (the encoder puts every date near every other)."""
+    days = [f"{d}-{m}-03" for m in ("Jun", "Jul", "Aug", "Sep") for d in range(1, 29, 3)]
+    lines = [f"{day},{20 + i / 10:.2f},{21 + i / 10:.2f},{5000000 + i * 1000}" for i, day in enumerate(days)]
+    write((tmp_path / "kb").mkdir() or tmp_path / "kb" / "msft.csv", "Date,Open,Close,Volume\n" + "\n".join(lines))
+    assert ingest_paths(store, minilm, [tmp_path / "kb"]).ok
+    for query, day in (("msft closing price on 2003-09-19", "19-Sep-03"), ("msft close on 19-Sep-03", "19-Sep-03"),
+                       ("Microsoft stock opening price on September 10, 2003", "10-Sep-03"),
+                       ("what did msft open at on 4 July 2003", "4-Jul-03")):
+        hit = search_corpus(store, minilm, "table", query, k=1)[0]
+        assert hit.matched_parts[0][1].startswith(f"Date: {day} ("), query

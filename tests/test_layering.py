@@ -27,6 +27,7 @@ ROOTS = {
 RANK: dict[str, int] = {
     "errors": 0,
     "types": 1,
+    "dates": 1,
     "config": 2,
     "fusion": 2,
     "exact_terms": 2,

@@ -8,6 +8,8 @@ is found by its characters instead: a multi-vector corpus's search puts the part
 a hit's matched parts (:func:`universalrag.store.search`). Which tokens count:
 
 - a phrase in double quotes, as typed;
+- a date, in ISO 8601 ("September 10, 2003" → ``2003-09-10``, "June 1996" → ``1996-06``): a table's date cells
+  carry that spelling beside their own (:mod:`universalrag.dates`);
 - a token holding a digit (``db-02``, ``sgp1``, ``10.0.1.5``, ``1977``, ``1,500``; a lone digit is too common
   to count);
 - a token with ``-``, ``_``, ``.``, ``:``, ``/`` or ``@`` between letters or digits (``exact_max_rows``,
@@ -23,6 +25,8 @@ from __future__ import annotations
 
 import functools
 import re
+
+from .dates import query_dates
 
 __all__ = ["DASHES", "MAX_TERMS", "exact_terms", "holds_name", "identifiers", "term_pattern"]
 
@@ -47,7 +51,11 @@ def exact_terms(query: str) -> tuple[str, ...]:
     """The terms of ``query`` a matching part should contain verbatim (see the module docstring), in order,
     without repeats (case-insensitive), at most :data:`MAX_TERMS`."""
     terms = [t.strip() for t in _QUOTED.findall(query) if t.strip()]
-    for token in _TOKEN.findall(_QUOTED.sub(" ", query)):
+    rest = _QUOTED.sub(lambda m: " " * len(m.group()), query)
+    for (start, end), iso in query_dates(rest):  # "September 10, 2003": one term, "2003-09-10", not "10" and "2003"
+        terms.append(iso)
+        rest = rest[:start] + " " * (end - start) + rest[end:]
+    for token in _TOKEN.findall(rest):
         if any(c.isdigit() for c in token) or _JOINED.search(token) or _CAMEL.search(token) or _PROGRAM.fullmatch(token):
             terms.append(token)
     seen: dict[str, str] = {}

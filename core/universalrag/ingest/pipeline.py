@@ -152,10 +152,11 @@ _HANDLERS: dict[str, Callable[[IngestRun, Path, str, str], Prepared | StagedSour
 #: was dropped; v4: every ``<br>`` ended a paragraph, and reStructuredText showed Sphinx's build conditions, context
 #: directives and bare version numbers, and read grammars as markup; v5: MyST Markdown's roles, targets and
 #: directives showed as raw markup, a reStructuredText page's leading note or :orphan: hid its title, a field list's
-#: name and value parted, and a simple table with a blank first header cell lost its column names).
-PAGE_RULES = ("pages v5: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
+#: name and value parted, and a simple table with a blank first header cell lost its column names; v6: a table's
+#: date cells carry their ISO spelling).
+PAGE_RULES = ("pages v6: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
               "front-matter description, <br> a line break, Sphinx directives as shown, MyST read, "
-              "fields on one line, simple tables' names kept")
+              "fields on one line, simple tables' names kept, ISO dates beside others")
 #: How any text is cut into passages, in the identity of every text source (plain text too): since v2 a heading, a
 #: term or an option name starts the passage of the text it introduces instead of ending the one before; since v3
 #: plain text keeps a list's items and lines laid out in columns on lines of their own; since v4 a command line
@@ -170,8 +171,10 @@ PDF_RULES = "pdf v3: tables set without rules found, rows kept, lines in order, 
 #: What a CSV or TSV file becomes, in the identity of every such source: since v2 a row wider than the header widens
 #: the table instead of losing its last cells, and whitespace-aligned columns are columns; since v3 the lines that
 #: lead into the table (a "#" comment, a title, a line of counts) are its description, not its header, and a blank
-#: first name over the rows' labels stays blank. Files ingested before are read again once at the next ingest.
-CSV_RULES = "csv v3: rows never cut, whitespace-aligned columns, leading lines skipped, label column unnamed"
+#: first name over the rows' labels stays blank; since v4 a date cell spelled otherwise than in ISO 8601 is followed
+#: by its ISO spelling. Files ingested before are read again once at the next ingest.
+CSV_RULES = ("csv v4: rows never cut, whitespace-aligned columns, leading lines skipped, label column unnamed, "
+             "ISO dates beside others")
 
 
 def _unchanged(run: IngestRun, kind: str, uri: str, content_hash: str) -> bool:
