@@ -160,3 +160,17 @@ def test_the_row_of_a_day_is_found_however_the_question_spells_it(store: Store, 
                        ("what did msft open at on 4 July 2003", "4-Jul-03")):
         hit = search_corpus(store, minilm, "table", query, k=1)[0]
         assert hit.matched_parts[0][1].startswith(f"Date: {day} ("), query
+
+
+def test_a_row_of_the_month_asked_comes_before_one_holding_a_bare_number(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """matplotlib's Stocks.csv: "S&P 500 index level in June 1996" put first the row of March 1995, whose index
+    stood at 500.7 ("500" is a term too); of rows holding as many terms, those holding the earlier one (the date)
+    come first."""
+    months = [f"{y}-{m:02d}-01" for y in (1995, 1996) for m in range(1, 13)]
+    index = {d: 500.7 if d == "1995-03-01" else 600.3 + 3 * i for i, d in enumerate(months)}
+    note = {"1995-03-01": "S&P 500 index level record"}  # nearer in meaning than June 1996's row
+    lines = [f"{d},{10 + i / 7:.2f},{index[d]:.1f},{note.get(d, '')}" for i, d in enumerate(months)]
+    write((tmp_path / "kb").mkdir() or tmp_path / "kb" / "stocks.csv", "Date,IBM,^GSPC,Note\n" + "\n".join(lines))
+    assert ingest_paths(store, minilm, [tmp_path / "kb"]).ok
+    hit = search_corpus(store, minilm, "table", "S&P 500 index level in June 1996", k=1)[0]
+    assert hit.matched_parts[0][1].startswith("Date: 1996-06-01 |")

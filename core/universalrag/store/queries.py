@@ -176,14 +176,18 @@ def best_parts_exact(
 def parts_with_terms(tables: CorpusTables, vector: Sequence[float], unit_ids: Sequence[str], patterns: Sequence[str],
                      *, per_unit: int) -> sa.Select[Any]:
     """The parts of ``unit_ids`` whose text matches at least one of ``patterns`` (PostgreSQL regular expressions,
-    case-insensitive), at most ``per_unit`` a unit: ``(unit_id, ord, distance, matched)`` — ``matched`` is how many
-    patterns the part matches — the most patterns first, then the nearest. The patterns are parameters
-    ``term0``, ``term1``, ... (a statement's text depends only on how many there are)."""
+    case-insensitive), at most ``per_unit`` a unit: ``(unit_id, ord, distance, matched)`` — ``matched`` ranks the
+    patterns a part matches: the most patterns first, of as many those matching the earlier patterns (a quoted
+    phrase or a date before a bare number: for "S&P 500 index level in June 1996" the row of June 1996 before a row
+    holding "500"), then the nearest. The patterns are parameters ``term0``, ``term1``, ... (a statement's text
+    depends only on how many there are)."""
     assert tables.parts is not None, "parts_with_terms needs a multi-vector corpus"
     p = tables.parts
     distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))
-    matched = functools.reduce(operator.add, [
-        sa.case((p.c.content.op("~*")(sa.bindparam(f"term{i}", pattern, type_=sa.Text)), 1), else_=0)
+    n = len(patterns)
+    matched = functools.reduce(operator.add, [  # each match counts 2^n, and 2^(n-1-i) for being the i-th pattern
+        sa.case((p.c.content.op("~*")(sa.bindparam(f"term{i}", pattern, type_=sa.Text)), (1 << n) + (1 << (n - 1 - i))),
+                else_=0)
         for i, pattern in enumerate(patterns)])
     inner = sa.select(
         p.c.unit_id, p.c.ord, distance.label("distance"), matched.label("matched"),
