@@ -56,7 +56,8 @@ def exact_terms(query: str) -> tuple[str, ...]:
         terms.append(iso)
         rest = rest[:start] + " " * (end - start) + rest[end:]
     for token in _TOKEN.findall(rest):
-        if any(c.isdigit() for c in token) or _JOINED.search(token) or _CAMEL.search(token) or _PROGRAM.fullmatch(token):
+        if (any(c.isdigit() for c in token) or _JOINED.search(token) or _CAMEL.search(token)
+                or _PROGRAM.fullmatch(token)):
             terms.append(token)
     seen: dict[str, str] = {}
     for term in terms:

@@ -15,8 +15,8 @@ from typing import TypeVar
 from .errors import ConfigError
 from .types import Granularity, Hit, Modality
 
-__all__ = ["FUSIONS", "PASSAGE_TIE", "RRF_K", "TABLE_OFFSET", "comparable", "distinct", "fuse", "lifted", "minmax", "rrf", "rrf_scores",
-           "similarity", "text_key", "weighted"]
+__all__ = ["FUSIONS", "PASSAGE_TIE", "RRF_K", "TABLE_OFFSET", "comparable", "distinct", "fuse", "lifted", "minmax",
+           "rrf", "rrf_scores", "similarity", "text_key", "weighted"]
 
 #: Reciprocal rank fusion constant (Cormack et al.): an item's fused score is the sum of 1 / (RRF_K + rank).
 RRF_K = 60

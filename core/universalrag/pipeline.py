@@ -239,9 +239,10 @@ class UniversalRAG:
         Each corpus gives its own top ``k`` in its own embedding space (the routing probe's hits when it was
         probed, else a search in a worker thread); the rankings are fused: by similarity where the corpora
         share one embedding space (as one shared index would rank them), by reciprocal rank otherwise; the first
-        ``k`` are returned, holding the first corpus's best (the first of ``routes``, else of the decision's). A ``none`` conclusion still searches the corpora any other decision would choose
-        (the decision is marked ``fallback``) unless ``allow_none=True``, which then searches nothing, as
-        :meth:`query` does. ``filters`` is a deprecated spelling of ``filter``.
+        ``k`` are returned, holding the first corpus's best (the first of ``routes``, else of the decision's). A
+        ``none`` conclusion still searches the corpora any other decision would choose (the decision is marked
+        ``fallback``) unless ``allow_none=True``, which then searches nothing, as :meth:`query` does. ``filters``
+        is a deprecated spelling of ``filter``.
         """
         filter = _filter_arg(filter, filters)
         plan = self.plan(query, k=k, filter=filter, routes=routes, allow_none=allow_none)
