@@ -24,10 +24,10 @@ __all__ = [
     "CODE_EXTENSIONS",
     "DOCUMENT_EXTENSIONS",
     "IMAGE_EXTENSIONS",
+    "SUPPORTED",
     "TABLE_EXTENSIONS",
     "TEXT_EXTENSIONS",
     "VIDEO_EXTENSIONS",
-    "SUPPORTED",
     "Detection",
     "Sniffed",
     "detect",
@@ -199,6 +199,8 @@ def detect(path: Path) -> Detection:
         if found is not None:
             return found
     if sniffed is not None:
+        if compressed and sniffed.label == "PDF document":
+            return Detection("document", "pdf", compressed=True)  # the PDF reader unpacks it
         if compressed:
             return Detection(None, reason=f"is a gzip-compressed {sniffed.label}; decompress it first",
                              compressed=True)
@@ -228,7 +230,7 @@ def _article(label: str) -> str:
 SUPPORTED = ("text (plain text, Markdown, HTML, reStructuredText, Jupyter notebooks, source code, JSON documents), "
              "documents (PDF, Word .docx, PowerPoint .pptx), tables (CSV, TSV, XLSX, JSON records), images (JPEG, "
              "PNG, WebP, GIF, BMP, TIFF) and videos (MP4, MKV, WebM, MOV, AVI, MPEG-TS, Ogg and anything else FFmpeg "
-             "plays); text and tables may be gzip-compressed")
+             "plays); text, tables and PDFs may be gzip-compressed")
 
 
 def unsupported_error(path: Path, found: Detection) -> IngestError:

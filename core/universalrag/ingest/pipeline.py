@@ -165,9 +165,12 @@ PASSAGE_RULES = "passages v4: leads kept with their text, plain text's lists and
 #: What a PDF becomes, in the identity of every PDF source: since v2 its tables set with white space alone are
 #: tables (their cells used to run together in the passages, column after column); since v3 a table's first row is
 #: no longer clipped nor a line inside a table's box dropped unless the table holds it, a line's pieces keep their
-#: order, and contents and index pages (dot leaders) are navigation, not passages. PDFs ingested before are
-#: replaced once at the next ingest.
-PDF_RULES = "pdf v3: tables set without rules found, rows kept, lines in order, contents pages left out"
+#: order, and contents and index pages (dot leaders) are navigation, not passages; since v4 a definition's category
+#: tag ("[Function]") leads its line, an underscore drawn as a rule is "_", a title wrapped over two lines is one
+#: heading, prose on a contents page is kept, a folio a little inside the margin is dropped and a two-line header
+#: heads a table set without rules. PDFs ingested before are replaced once at the next ingest.
+PDF_RULES = ("pdf v4: tables set without rules found, rows kept, lines in order, contents pages left out, "
+             "definition tags and drawn underscores, wrapped titles, prose on contents pages, folios, two-line headers")
 #: What a CSV or TSV file becomes, in the identity of every such source: since v2 a row wider than the header widens
 #: the table instead of losing its last cells, and whitespace-aligned columns are columns; since v3 the lines that
 #: lead into the table (a "#" comment, a title, a line of counts) are its description, not its header, and a blank

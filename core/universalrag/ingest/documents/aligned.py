@@ -5,8 +5,8 @@ nothing for pdfplumber's line strategy to find, and the page's reading order cut
 (a price list read its part numbers and descriptions first and every stock figure after them), so no passage
 held a row. :func:`aligned_regions` finds them from the page's text lines (:mod:`.pdf_text` gives one line per
 run of characters, a wide gap ending a run): a row of two or more short segments, three or more such rows in a
-stack whose segments start or end at the same x, and the row above them when it lies within their width (the
-header). Each region is then split into cells like a booktabs table (:func:`.pdf_tables.RuledTables.find`).
+stack whose segments start or end at the same x, and the one or two rows above them that lie within their width
+(the header). Each region is then split into cells like a booktabs table (:func:`.pdf_tables.RuledTables.find`).
 
 What keeps prose out: every segment of a row is narrower than :data:`MAX_CELL_SHARE` of the page and holds at
 most :data:`MAX_CELL_WORDS` words (the lines of a two- or three-column article are wide and wordy), and a row
@@ -17,6 +17,7 @@ exit" ended libtasn1's option tables a row early, and a long field name cut the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from .layout import Line
@@ -37,6 +38,11 @@ _ALIGN = 4.0
 _SAME_ROW = 2.0
 #: Consecutive rows of one table are at most this many line heights apart (top to top).
 _MAX_PITCH = 2.6
+_CAPTION = re.compile(r"^(?:table|tab\.|figure|fig\.)\s*\d", re.IGNORECASE)
+#: The header's last line may stand this many line heights above the first row (top to top) ...
+_HEADER_PITCH = 3.2
+#: ... and the header has at most this many lines ("Compress / usage" over a column).
+_HEADER_ROWS = 2
 #: The row above a stack is its header when this share of its width lies within the stack's (a header may reach
 #: past a column of right-aligned numbers).
 _HEADER_INSIDE = 0.8
@@ -72,6 +78,20 @@ def _fits(row: Sequence[Line], columns: list[tuple[float, float]]) -> bool:
     return True
 
 
+def _heads(row: Sequence[Line], below: Sequence[Line], box: BBox, *, first: bool) -> bool:
+    """Whether ``row`` is a header line of the table in ``box`` whose next row down is ``below``: it lies within the
+    table's width and close above — the row next to the body up to :data:`_HEADER_PITCH` line heights (a rule or
+    a blank line often sets the header apart), a line above it within :data:`_MAX_PITCH`."""
+    top = _box([row])
+    inside = min(top[2], box[2]) - max(top[0], box[0])
+    pitch = below[0].bbox[1] - row[0].bbox[1]
+    text = " ".join(ln.text for ln in row).strip()
+    if not first and (text.endswith((".", ":", ";")) or _CAPTION.match(text)):
+        return False  # a caption or the sentence leading into the table, not a second header line
+    return (inside >= _HEADER_INSIDE * (top[2] - top[0])
+            and pitch <= (_HEADER_PITCH if first else _MAX_PITCH) * max(ln.height for ln in row))
+
+
 def _box(rows: Sequence[Sequence[Line]]) -> BBox:
     return box_union(ln.bbox for row in rows for ln in row)
 
@@ -99,13 +119,11 @@ def aligned_regions(lines: Sequence[Line], *, width: float) -> list[BBox]:
             i += 1
             continue
         box = _box(stack)
-        header = rows[i - 1] if i > 0 else None
-        if header is not None:
-            top = _box([header])
-            pitch = stack[0][0].bbox[1] - header[0].bbox[1]
-            inside = min(top[2], box[2]) - max(top[0], box[0])
-            if inside >= _HEADER_INSIDE * (top[2] - top[0]) and pitch <= _MAX_PITCH * max(ln.height for ln in header):
-                box = _box([header, *stack])
+        below, k = stack[0], i - 1
+        while k >= 0 and i - k <= _HEADER_ROWS and _heads(rows[k], below, box, first=k == i - 1):
+            below, k = rows[k], k - 1
+        if below is not stack[0]:
+            box = _box([*rows[k + 1:i], *stack])
         regions.append(box)
         i = j
     return regions

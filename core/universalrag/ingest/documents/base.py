@@ -1,5 +1,6 @@
-"""What the PDF, Word and PowerPoint readers share: construction, the context-manager protocol, ``info``, and the
-translation of an Office package that cannot be opened into an :class:`~universalrag.errors.IngestError`."""
+"""What the PDF, Word and PowerPoint readers share: construction, the context-manager protocol, ``info``, the
+fallback title (:func:`file_stem`), and the translation of an Office package that cannot be opened into an
+:class:`~universalrag.errors.IngestError`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from typing import Any, Self
 from ...errors import IngestError
 from .model import DocumentInfo, DocumentOptions
 
-__all__ = ["BaseReader", "open_office_package"]
+__all__ = ["BaseReader", "file_stem", "open_office_package"]
+
+
+def file_stem(path: Path) -> str:
+    """The file's name without its extensions of format and compression (``nettle.pdf.gz`` → ``nettle``): the
+    title of a document that names none."""
+    name = path.stem if path.suffix.lower() in (".gz", ".gzip") else path.name
+    return Path(name).stem
+
 
 class BaseReader:
     """A reader of one file: ``with Reader(path) as r: r.info, r.pages()``. Subclasses implement

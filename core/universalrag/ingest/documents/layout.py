@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 from .model import BBox, box_union
 
 __all__ = [
+    "DEFINITION_TAG",
     "HeadingStyle",
     "Line",
     "TextRun",
@@ -26,6 +27,7 @@ __all__ = [
     "is_navigation",
     "is_navigation_page",
     "is_page_number",
+    "is_prose",
     "reading_order",
     "strip_running_lines",
 ]
@@ -34,6 +36,9 @@ T = TypeVar("T")
 
 #: Share of the page height at the top and at the bottom where running headers and footers live.
 MARGIN_SHARE = 0.1
+#: Share of the page height at the top and at the bottom where a page number alone on the first or last line is
+#: dropped as a folio.
+FOLIO_SHARE = 0.15
 #: Pages before and after a page that are compared with it to find running headers and footers.
 MARGIN_WINDOW = 2
 
@@ -49,6 +54,11 @@ _LEADER_END = re.compile(_LEADER + r"\s*$", re.IGNORECASE)
 _LEADER_ENTRY = re.compile(_LEADER + r"(?=\s|$)", re.IGNORECASE)
 #: An entry of a table of contents or an index names its target in at most this many characters on average.
 _NAVIGATION_LABEL = 80
+#: A definition's category tag, as Texinfo sets it flush right ("[Function]", "[Macro]"); the PDF reader puts it in
+#: front of its line, and a line it opens starts a paragraph of its own.
+DEFINITION_TAG = re.compile(r"^\[[A-Za-z][A-Za-z -]{0,38}\](?=\s|$)")
+#: A run on a contents page needs this many words, ending a sentence, to be prose rather than an entry.
+_PROSE_WORDS = 8
 #: A page is a table of contents or an index when at least this share of its lines (and three) end in a leader.
 _NAVIGATION_PAGE_SHARE = 0.5
 
@@ -73,6 +83,14 @@ def is_navigation(text: str) -> bool:
     2.2 Parsing . . . 4"), whose other text is short names (the entries' labels), not prose with a leader in it."""
     entries = len(_LEADER_ENTRY.findall(text))
     return entries > 0 and len(" ".join(_LEADER_ENTRY.sub(" ", text).split())) <= _NAVIGATION_LABEL * entries
+
+
+def is_prose(text: str) -> bool:
+    """True for a run of text that reads as sentences (at least :data:`_PROSE_WORDS` words ending in a full stop,
+    question or exclamation mark, and no dot leader): kept as text even on a contents page, where a chapter's
+    own table of contents precedes its opening paragraphs."""
+    return (len(text.split()) >= _PROSE_WORDS and text.rstrip().endswith((".", "!", "?"))
+            and not _LEADER_ENTRY.search(text))
 
 
 def is_navigation_page(lines: Sequence[Line]) -> bool:
@@ -106,6 +124,18 @@ def _margin_key(line: Line, height: float) -> str | None:
     return _DIGITS.sub("#", " ".join(line.text.lower().split()))
 
 
+def _folios(lines: Sequence[Line], height: float) -> list[Line]:
+    """The page numbers set a little inside the margin tenth (LaTeX's article class puts them 12 % up from the
+    bottom): a page number that is the page's first or last line and lies in its outer :data:`FOLIO_SHARE`."""
+    if not lines:
+        return []
+    top = min(lines, key=lambda ln: ln.bbox[1])
+    bottom = max(lines, key=lambda ln: ln.bbox[3])
+    return [ln for ln, outer in ((top, top.bbox[3] <= height * FOLIO_SHARE),
+                                 (bottom, bottom.bbox[1] >= height * (1 - FOLIO_SHARE)))
+            if outer and is_page_number(ln.text)]
+
+
 @dataclass(slots=True)
 class _Buffered(Generic[T]):
     payload: T
@@ -118,7 +148,8 @@ def strip_running_lines(pages: Iterable[tuple[T, list[Line], float]]) -> Iterato
     """Drop page numbers and running headers/footers from a stream of ``(payload, lines, page height)``.
 
     A line in the top or bottom tenth of the page is dropped when it is a page number, or when the same
-    line (digits ignored) sits in the margin of one of the :data:`MARGIN_WINDOW` pages before or after it.
+    line (digits ignored) sits in the margin of one of the :data:`MARGIN_WINDOW` pages before or after it; so is
+    a page number that is the first or last line of the page within its outer :data:`FOLIO_SHARE`.
     Pages are held back only that many at a time, so memory stays flat on long documents.
     """
     window: deque[_Buffered[T]] = deque()
@@ -130,9 +161,10 @@ def strip_running_lines(pages: Iterable[tuple[T, list[Line], float]]) -> Iterato
         for keys in (*done, *(b.keys for b in window)):
             others.update(keys)
         kept = []
+        folios = _folios(page.lines, page.height)
         for line in page.lines:
             key = _margin_key(line, page.height)
-            if key is not None and (is_page_number(line.text) or others[key] > 0):
+            if line in folios or (key is not None and (is_page_number(line.text) or others[key] > 0)):
                 continue
             kept.append(line)
         done.append(page.keys)
@@ -297,6 +329,8 @@ def _join(lines: Sequence[str]) -> str:
             text = text[:-1] + ("" if _word_break(text[:-1], line) else "-") + line
         elif text.endswith("-") and line[:1].islower():
             text = text + line
+        elif text.endswith("_") and (line[:1].isalnum() or line[:1] == "_"):
+            text = text + line  # an identifier broken after its underscore ("SHA256_DIGEST_" / "SIZE")
         else:
             text = f"{text} {line}"
     return text
@@ -306,8 +340,11 @@ def group_lines(lines: Sequence[Line], style: HeadingStyle) -> list[TextRun]:
     """Join lines (already in reading order) into headings and paragraphs.
 
     A paragraph ends at a heading, at a vertical gap of more than half a line, at a change of font size,
-    or after a short line that closes a sentence. A heading's consecutive lines of the same style are one
-    heading. A paragraph made of contents or index entries (:func:`is_navigation`) is a ``navigation`` run.
+    or after a short line that closes a sentence, and a line opened by a definition's tag (:data:`DEFINITION_TAG`)
+    starts one. A heading's consecutive lines of the same style, aligned and
+    less than half a line apart, are one heading (a title wrapped over two lines is one title, not a title and
+    a heading "forget" that every later heading path starts with). A paragraph made of contents or index entries
+    (:func:`is_navigation`) is a ``navigation`` run.
     """
     runs: list[TextRun] = []
     current: list[Line] = []
@@ -334,9 +371,10 @@ def group_lines(lines: Sequence[Line], style: HeadingStyle) -> list[TextRun]:
                 (line.bbox[0] + line.bbox[2]) - (prev.bbox[0] + prev.bbox[2])) < 4
             breaks = (
                 not same_style
-                or (not moved_up and gap > (0.25 if level else 0.5) * max(prev.height, 1.0))
+                or (not moved_up and gap > 0.5 * max(prev.height, 1.0))
                 or (level != 0 and not aligned)
                 or short_end
+                or bool(DEFINITION_TAG.match(line.text))
                 or (moved_up and (level != 0 or prev.text.rstrip().endswith(_SENTENCE_END)))
             )
             if breaks:

@@ -9,30 +9,40 @@ a picture. A page without a text layer is read by Tesseract when it is installed
 rendered picture with a warning (a scanned page says Tesseract would read it; a page of vector drawing alone
 says what it is). Corrupt, truncated and password-protected files raise
 :class:`~universalrag.errors.IngestError`.
+
+A gzip-compressed PDF (``manual.pdf.gz``: Debian compresses the manuals under ``/usr/share/doc``) is read like the
+PDF: it is unpacked to a temporary file, which PDFium and pdfplumber both need, and removed on :meth:`close`.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import IngestError, MissingDependencyError
+from ..files import GZIP_ERRORS, gzip_error, is_gzip, open_bytes, read_error
 from .aligned import aligned_regions
 from .assemble import FigureItem, Item, PageAssembler, TextItem
-from .base import BaseReader
-from .layout import HeadingStyle, Line, group_lines, is_navigation_page, reading_order, strip_running_lines
+from .base import BaseReader, file_stem
+from .layout import HeadingStyle, Line, group_lines, is_navigation_page, is_prose, reading_order, strip_running_lines
 from .model import BBox, DocumentInfo, DocumentOptions, Figure, Page
 from .ocr import ocr_available, ocr_lines
 from .pdf_tables import RuledTables, rule_groups, uncaptured
-from .pdf_text import page_lines
+from .pdf_text import page_lines, underscore_rules
 from .pictures import picture_bytes
 
 __all__ = ["PdfReader"]
 
 _FIGURE_LINE = re.compile(r"^\s*(?:Figure|Fig\.?)\s*\d+[a-z]?\b", re.IGNORECASE)
+#: The heading of a table of contents or an index.
+_CONTENTS_TITLE = re.compile(r"^\s*(?:table of contents|contents|index)\s*$", re.IGNORECASE)
+#: Its heading level: below every level :class:`~.layout.HeadingStyle` gives, so the next real heading ends it.
+_CONTENTS_LEVEL = 5
 #: A page with fewer visible characters than this and some drawing is treated as scanned.
 _SCANNED_MAX_CHARS = 10
 #: Pictures smaller than this (pixels per side) or this share of the page are decoration and skipped.
@@ -40,6 +50,8 @@ _MIN_PICTURE_PX = 32
 _MIN_PICTURE_SHARE = 0.01
 #: A page needs this many path objects (lines, rectangles) before it is searched for ruled tables.
 _MIN_TABLE_PATHS = 4
+#: Largest decompressed size of a gzip-compressed PDF (a bound on the temporary file it is unpacked to).
+MAX_GUNZIPPED_PDF = 2 << 30
 
 
 @dataclass(slots=True)
@@ -65,6 +77,33 @@ class PdfReader(BaseReader):
     def __init__(self, path: str | Path, *, options: DocumentOptions | None = None) -> None:
         super().__init__(path, options=options)
         self._doc: Any = None
+        self._unpacked: Path | None = None  # the temporary copy of a gzip-compressed PDF
+
+    def _source(self) -> Path:
+        """The file PDFium and pdfplumber read: the PDF itself, or the unpacked copy of a gzip-compressed one."""
+        if self._unpacked is not None or not is_gzip(self.path):
+            return self._unpacked or self.path
+        fd, name = tempfile.mkstemp(prefix="universalrag-", suffix=".pdf")
+        self._unpacked = Path(name)
+        with os.fdopen(fd, "wb") as dst:
+            try:
+                with open_bytes(self.path) as src:
+                    while block := src.read(1 << 20):
+                        dst.write(block)
+                        if dst.tell() > MAX_GUNZIPPED_PDF:
+                            raise IngestError(self.path, f"decompresses to more than {MAX_GUNZIPPED_PDF >> 30} GB; "
+                                                         "unpack it (`gunzip -k FILE`) where there is room and "
+                                                         "ingest the .pdf.")
+            except GZIP_ERRORS as e:
+                raise gzip_error(self.path, e) from e
+            except OSError as e:
+                raise read_error(self.path, e) from e
+        return self._unpacked
+
+    def _remove_unpacked(self) -> None:
+        if self._unpacked is not None:
+            self._unpacked.unlink(missing_ok=True)
+            self._unpacked = None
 
     # ------------------------------------------------------------------ opening and validation
 
@@ -75,8 +114,15 @@ class PdfReader(BaseReader):
         except ImportError as e:
             raise MissingDependencyError("pypdfium2", "documents", feature="PDF files") from e
         try:
-            size = self.path.stat().st_size
-            with self.path.open("rb") as f:
+            return self._open(pdfium, self._source())
+        except BaseException:
+            self.close()  # nothing stays open, and no unpacked copy is left behind
+            raise
+
+    def _open(self, pdfium: Any, source: Path) -> DocumentInfo:
+        try:
+            size = source.stat().st_size
+            with source.open("rb") as f:
                 head = f.read(1024)
                 f.seek(max(0, size - 2048))
                 tail = f.read()
@@ -88,7 +134,7 @@ class PdfReader(BaseReader):
             raise IngestError(self.path, "is truncated (the PDF end marker %%EOF is missing); the download or copy "
                                          "was probably cut short — get the complete file again.")
         try:
-            self._doc = pdfium.PdfDocument(str(self.path))
+            self._doc = pdfium.PdfDocument(str(source))
         except pdfium.PdfiumError as e:
             message = str(e)
             if "password" in message.lower():
@@ -102,15 +148,16 @@ class PdfReader(BaseReader):
             self.close()
             raise IngestError(self.path, "has no pages.")
         meta = {k: v for k, v in self._doc.get_metadata_dict(skip_empty=True).items() if isinstance(v, str)}
-        title = meta.get("Title", "").strip() or self.path.stem
+        title = meta.get("Title", "").strip() or file_stem(self.path)
         self._info = DocumentInfo("pdf", title, count, {k.lower(): v for k, v in meta.items()})
         return self._info
 
     def close(self) -> None:
-        """Release the PDF."""
+        """Release the PDF (and remove the unpacked copy of a gzip-compressed one)."""
         if self._doc is not None:
             self._doc.close()
             self._doc = None
+        self._remove_unpacked()
 
     # ------------------------------------------------------------------ pages
 
@@ -118,7 +165,7 @@ class PdfReader(BaseReader):
         """The pages in order, each read, laid out and released before the next is opened."""
         if self._doc is None:
             self.open()
-        tables = RuledTables(self.path)
+        tables = RuledTables(self._source())
         style = HeadingStyle()
         assembler = PageAssembler()
         try:
@@ -139,8 +186,19 @@ class PdfReader(BaseReader):
         contents = is_navigation_page(lines)  # a contents or index page: its letters and wrapped entries too
 
         def flush() -> None:
-            for run in group_lines(pending, style):
-                navigation = run.kind == "navigation" or (contents and not run.level)
+            runs = group_lines(pending, style)
+            listing = False  # under a "Contents" heading: its entries, also those set without dot leaders
+            for i, run in enumerate(runs):
+                if run.level and _CONTENTS_TITLE.match(run.text) and (
+                        contents or any(r.kind == "navigation" for r in runs[i + 1:])):
+                    # a chapter's own "Table of Contents" nests under the chapter's heading instead of replacing it
+                    # in the heading path of the chapter's opening text
+                    items.append(TextItem(run.text, run.bbox, _CONTENTS_LEVEL))
+                    listing = True
+                    continue
+                listing = listing and not run.level
+                navigation = run.kind == "navigation" or ((contents or listing) and not run.level
+                                                          and not is_prose(run.text))
                 items.append(TextItem(run.text, run.bbox, run.level, navigation=navigation))
             pending.clear()
 
@@ -166,21 +224,23 @@ class PdfReader(BaseReader):
 
         width, height = page.get_size()
         raw = _RawPage(index + 1, width, height)
+        paths = [_to_top_left(o.get_bounds(), height)
+                 for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2)]
         textpage = page.get_textpage()
         try:
-            lines = page_lines(textpage, height=height)
+            lines = page_lines(textpage, height=height, rules=underscore_rules(paths))
         finally:
             textpage.close()
         visible = sum(len(ln.text) for ln in lines)
         images = list(page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=2))
-        paths = [_to_top_left(o.get_bounds(), height)
-                 for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2)]
         if visible < _SCANNED_MAX_CHARS and (images or paths):
             return raw, self._scanned(raw, page, drawing=not images), height
         grids = len(paths) >= _MIN_TABLE_PATHS
         ruled = rule_groups(paths, width=width)
         regions = [*ruled, *aligned_regions(lines, width=width)]  # a region a table found before covers is skipped
         for table in tables.find(index, grids=grids, regions=regions) if grids or regions else []:
+            if _CONTENTS_TITLE.match(table.rows[0][0]):
+                continue  # a table of contents set without dot leaders: its lines stay, as navigation
             raw.others.append((table.bbox, table))
             lines = uncaptured(lines, table)  # a line the table's cells do not hold stays text
         for obj in images:

@@ -11,7 +11,9 @@ their baselines and into columns by the vertical gaps no word crosses, below the
 over several columns), and tables set with white space alone, whose regions :mod:`.aligned` finds in the text lines
 and which are split the same way. A region takes the words whose characters' centres lie in it: pdfminer's glyph
 boxes and PDFium's differ by a point or two. :func:`uncaptured` tells the reader which text lines a table holds;
-the others stay text.
+the others stay text. A grid row whose cells each stack the same number of short lines is that many rows
+(:func:`.cells.split_stacked`), and a "table" whose cells are mostly unmapped glyphs ("(cid:0)", TeX's big
+delimiters) is a display formula, left as text.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from ...errors import MissingDependencyError
 from .assemble import TableItem
-from .cells import clean_rows, header_rows
+from .cells import clean_rows, header_rows, split_stacked
 from .layout import Line
 from .model import BBox, box_union
 
@@ -118,7 +120,7 @@ class RuledTables:
                 table = _booktabs(page, region)
                 if table is not None:
                     items.append(table)
-            return items
+            return [item for item in items if not _unmapped(item)]
         finally:
             page.close()
 
@@ -129,9 +131,20 @@ class RuledTables:
             self._pdf = None
 
 
+#: A table with at least this share of its filled cells holding unmapped glyphs ("(cid:0)") is a typeset formula.
+_MAX_UNMAPPED_SHARE = 0.25
+
+
+def _unmapped(item: TableItem) -> bool:
+    """Whether ``item`` is a display formula rather than a table: TeX's big delimiters have no Unicode mapping, and
+    pdfplumber writes them "(cid:0)"; its lines stay text."""
+    filled = [c for row in item.rows for c in row if c]
+    return sum(1 for c in filled if "(cid:" in c) >= _MAX_UNMAPPED_SHARE * max(len(filled), 1)
+
+
 def _item(table: Any) -> TableItem | None:
     """A pdfplumber table as a :class:`TableItem`, or None when it is too small or too empty to be one."""
-    rows = clean_rows(table.extract())
+    rows = clean_rows(split_stacked(table.extract()))
     if len(rows) < _MIN_ROWS or len(rows[0]) < _MIN_COLUMNS:
         return None
     filled = sum(1 for row in rows for c in row if c) / (len(rows) * len(rows[0]))

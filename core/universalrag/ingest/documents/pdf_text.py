@@ -3,18 +3,28 @@
 PDFium gives characters in content-stream order with their boxes; a line ends where PDFium puts a line
 break or where the next character jumps more than one and a half em to the right (a column gutter or a
 table cell, which PDFium would otherwise glue into one line). Boxes are converted to points with the
-origin at the top-left corner.
+origin at the top-left corner. A glyph without a Unicode mapping, which PDFium gives as a control character
+(TeX's big delimiters: "\x01", "\x10"), is left out.
+
+TeX draws an underscore outside a typewriter font as a short rule, not a character, and PDFium puts a space
+there ("size t", "struct sha256 ctx"); a space whose gap holds such a rule at the baseline is read as "_".
+
+A category tag set flush right on the line of a definition — Texinfo's "[Function]", "[Macro]", "[Constant]" in
+every GNU manual — is put in front of that line ("[Function] void sha256_init (...)") instead of standing alone:
+alone, the tags of a page read as a column of their own, which pulled them away from their definitions and made
+a run of definitions look like a table.
 """
 
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from typing import Any
 
-from .layout import Line
+from .layout import DEFINITION_TAG, Line
 from .model import BBox
 
-__all__ = ["page_lines"]
+__all__ = ["page_lines", "underscore_rules"]
 
 _SOFT_HYPHENS = ("\u00ad", "\x02")
 #: Typographic ligatures (as TeX and many fonts emit them) → their letters, so that "ﬁnal" is found as "final".
@@ -59,8 +69,27 @@ class _LineBuilder:
         self.size = max(self.size, size)
 
 
-def page_lines(textpage: Any, *, height: float) -> list[Line]:
-    """The lines of one page's text layer (``textpage`` is a ``pypdfium2.PdfTextPage``)."""
+#: A rule drawn for an underscore: at most this thick and between these lengths (points).
+_UNDERSCORE_THICKNESS = 1.5
+_UNDERSCORE_LENGTH = (1.5, 12.0)
+
+
+def underscore_rules(paths: Sequence[BBox]) -> list[BBox]:
+    """The boxes among a page's drawn ``paths`` (top-left points) that may be underscores: short, thin and flat."""
+    low, high = _UNDERSCORE_LENGTH
+    return [p for p in paths if p[3] - p[1] <= _UNDERSCORE_THICKNESS and low <= p[2] - p[0] <= high]
+
+
+def _underscore_between(rules: Sequence[BBox], cur: _LineBuilder, box: BBox) -> bool:
+    """Whether a rule fills the gap between the line so far and the next character, at the line's baseline."""
+    low = cur.top + 0.6 * (cur.bottom - cur.top)  # at the baseline, below the math axis where fraction bars sit
+    return any(r[0] >= cur.x1 - 1.5 and r[2] <= box[0] + 1.5 and low <= (r[1] + r[3]) / 2 <= cur.bottom + 1
+               for r in rules)
+
+
+def page_lines(textpage: Any, *, height: float, rules: Sequence[BBox] = ()) -> list[Line]:
+    """The lines of one page's text layer (``textpage`` is a ``pypdfium2.PdfTextPage``); ``rules`` are the page's
+    :func:`underscore_rules`."""
     from pypdfium2 import raw
 
     tp = textpage.raw
@@ -95,6 +124,8 @@ def page_lines(textpage: Any, *, height: float) -> list[Line]:
         if ch.isspace() or code == 0:
             cur.space = True
             continue
+        if (code < 0x20 or code == 0x7F) and ch not in _SOFT_HYPHENS:
+            continue  # a glyph without a Unicode mapping (TeX's big delimiters come out as \x01, \x10, \x11)
         if raw.FPDFText_IsGenerated(tp, i) == 1 and ch not in _SOFT_HYPHENS:
             continue
         raw.FPDFText_GetLooseCharBox(tp, i, ctypes.byref(rect))
@@ -105,7 +136,41 @@ def page_lines(textpage: Any, *, height: float) -> list[Line]:
             jump = box[0] - cur.x1
             if jump > 1.5 * em or jump < -2 * em or box[1] > cur.bottom or box[3] < cur.top:
                 close()
+            elif cur.space and rules and _underscore_between(rules, cur, box):
+                cur.space = False
+                cur.chars.append("_")
         cur.add(_LIGATURES.get(ch, ch), i, box, size)
     if cur.chars:
         close()
-    return lines
+    return _attach_tags(lines)
+
+
+def _is_tag(text: str) -> bool:
+    """Whether a piece of a line is a category tag alone (:data:`~.layout.DEFINITION_TAG`)."""
+    found = DEFINITION_TAG.match(text)
+    return found is not None and found.end() == len(text)
+
+
+def _attach_tags(lines: list[Line]) -> list[Line]:
+    """Put each category tag (:func:`_is_tag`) in front of the piece of text to its left on the same line."""
+    tags = [i for i, ln in enumerate(lines) if _is_tag(ln.text)]
+    if not tags:
+        return lines
+    out: dict[int, Line] = dict(enumerate(lines))
+    for i in tags:
+        tag = lines[i]
+        left = [j for j in out if j != i and out[j].bbox[2] < tag.bbox[0] and _same_line(out[j].bbox, tag.bbox)
+                and not _is_tag(out[j].text)]
+        if not left:
+            continue
+        j = max(left, key=lambda k: out[k].bbox[2])
+        line = out[j]
+        box = (line.bbox[0], min(line.bbox[1], tag.bbox[1]), tag.bbox[2], max(line.bbox[3], tag.bbox[3]))
+        out[j] = Line(f"{tag.text} {line.text}", box, line.size, line.bold)
+        del out[i]
+    return [out[k] for k in sorted(out)]
+
+
+def _same_line(a: BBox, b: BBox) -> bool:
+    """Whether two boxes share a baseline (their bottoms within a third of the shorter height)."""
+    return abs(a[3] - b[3]) <= 0.34 * min(a[3] - a[1], b[3] - b[1])

@@ -1,22 +1,25 @@
 """Which document format a file is (by content), the reader for it, and a whole document read into blocks.
 
 :func:`document_format` recognises PDF by its ``%PDF-`` header and Word and PowerPoint by the parts inside
-their ZIP container, whatever the extension says; OpenDocument files and legacy Office (OLE) files are
-recognised too, so that :func:`open_document` can say what to convert them with. :func:`read_document`
-reads every page (one at a time), links the sentences that cite each figure, and returns a
-:class:`ParsedDocument`.
+their ZIP container, whatever the extension says (a gzip-compressed PDF, as Debian ships its manuals —
+``manual.pdf.gz`` — is a PDF too: :class:`~.pdf.PdfReader` unpacks it); OpenDocument files and legacy Office (OLE)
+files are recognised too, so that :func:`open_document` can say what to convert them with. :func:`read_document`
+reads every page (one at a time), links the sentences that cite each figure, and returns a :class:`ParsedDocument`.
 """
 
 from __future__ import annotations
 
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
 from ...errors import IngestError
+from ..files import is_gzip
 from .assemble import link_citations
+from .base import file_stem
 from .model import Block, BlockKind, DocumentInfo, DocumentOptions, Page
 
 __all__ = [
@@ -68,7 +71,7 @@ def document_format(path: str | Path) -> str | None:
 
     Decided by content: the ``%PDF-`` header (in the first kilobyte, as readers allow), the OLE signature, or
     the parts inside a ZIP container (``word/document.xml``, ``ppt/presentation.xml``, an OpenDocument
-    ``mimetype``). An unreadable file is None.
+    ``mimetype``). A gzip-compressed file is a PDF when its content is one. An unreadable file is None.
     """
     path = Path(path)
     try:
@@ -76,6 +79,8 @@ def document_format(path: str | Path) -> str | None:
             head = f.read(1024)
     except OSError:
         return None
+    if is_gzip(path):
+        return "pdf" if b"%PDF-" in _gunzipped_head(path, 1024) else None
     if head.startswith(b"%PDF-") or (b"%PDF-" in head and not head.startswith(b"PK")):
         return "pdf"
     if head.startswith(_OLE):
@@ -96,6 +101,16 @@ def document_format(path: str | Path) -> str | None:
     if "ppt/presentation.xml" in names:
         return "pptx"
     return None
+
+
+def _gunzipped_head(path: Path, size: int) -> bytes:
+    """The first ``size`` bytes inside a gzip file, as far as they can be unpacked: a file cut short still shows
+    what it is, and its reader then says it is truncated."""
+    try:
+        with path.open("rb") as f:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(f.read(16384), size)
+    except (OSError, zlib.error):
+        return b""
 
 
 def open_document(path: str | Path, *, options: DocumentOptions | None = None) -> DocumentReader:
@@ -148,14 +163,14 @@ class ParsedDocument:
         return sum(1 for b in self.blocks() if b.kind is BlockKind.NAVIGATION)
 
 
-def _title(info: DocumentInfo, blocks: list[Block], stem: str) -> str:
-    if info.title.strip().lower() not in _JUNK_TITLES and info.title != stem:
+def _title(info: DocumentInfo, blocks: list[Block], fallback: str) -> str:
+    if info.title.strip().lower() not in _JUNK_TITLES and info.title != fallback:
         return info.title.strip()
     headings = [b for b in blocks if b.kind is BlockKind.HEADING]
     if headings:
         top = min(b.level for b in headings)
         return next(b.text for b in headings if b.level == top)
-    return stem
+    return fallback
 
 
 def read_document(path: str | Path, *, options: DocumentOptions | None = None) -> ParsedDocument:
@@ -177,5 +192,5 @@ def read_document(path: str | Path, *, options: DocumentOptions | None = None) -
     if not blocks:
         raise IngestError(path, "contains no text, table or picture that could be read.")
     warnings = tuple(w for p in pages for w in p.warnings)
-    return ParsedDocument(info, _title(info, blocks, path.stem), linked, warnings)
+    return ParsedDocument(info, _title(info, blocks, file_stem(path)), linked, warnings)
 
