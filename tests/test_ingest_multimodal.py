@@ -78,8 +78,8 @@ def test_each_file_is_hashed_once_per_run(  # type: ignore[no-untyped-def]
     assert report.ok and len(report.outcomes) == 6
     # every file once, the two sidecars (a caption, a subtitle file) included: they are part of their source's
     # fingerprint; plus one digest that combines the file's with them for each of the two sources that have one,
-    # and with the reading rules for the CSV (CSV_RULES) and the text file (PASSAGE_RULES)
-    assert sorted(calls) == ["universalrag.ingest.companions"] * 4 + ["universalrag.ingest.files"] * (6 + 2)
+    # and with the reading rules for the CSV and the XLSX (TABLE_RULES) and the text file (PASSAGE_RULES)
+    assert sorted(calls) == ["universalrag.ingest.companions"] * 5 + ["universalrag.ingest.files"] * (6 + 2)
 
 
 def test_a_corrupt_video_leaves_nothing_and_the_run_goes_on(store: Store, minilm, tmp_path: Path) -> None:

@@ -441,7 +441,7 @@ BAD_INPUTS: list[tuple[str, object, str]] = [
     ("other.xlsx", _zip_not_workbook, "not a readable Excel workbook"),
     ("header.xlsx", _xlsx_header_only, "has a header but no rows"),
     ("blank.xlsx", _xlsx_blank, "no filled cells"),
-    ("object.json", b'{"data": [{"a": 1}]}', "an object at the top level, not an array of records"),
+    ("object.json", b'{"data": {"a": 1}}', "an object with no array of records under any of its keys"),
     ("numbers.json", b"[1, 2]", "item 0 of the array is a number"),
     ("empty.json", b" [ ] ", "has no records"),
     ("nofields.json", b"[{}, {}]", "no fields"),

@@ -1,10 +1,12 @@
 """What kind of input a file is (text, table, image, video, document) and which files a set of paths names.
 
 Content first, extension second: a known binary signature wins over the extension (a PNG renamed ``.txt``
-is an image, a PDF renamed ``.txt`` is a document, a NumPy array is not ingested); gzip-compressed text (``.csv.gz``, ``.json.gz``,
-``.txt.gz``) is looked at inside; text is recognised by its bytes (no NUL, an encoding that decodes it), so
-``README``, ``LICENSE``, ``.rst`` and source code are text documents whatever their extension; a binary
-file of no known signature is tried with PyAV (a ``.ts``/``.ogv`` video FFmpeg opens is a video).
+is an image, a PDF renamed ``.txt`` is a document, a NumPy array is not ingested); gzip-compressed text (``.csv.gz``,
+``.json.gz``, ``.txt.gz``) is looked at inside, and a gzip-compressed PDF (``manual.pdf.gz``) is a document; text
+is recognised by its bytes (no NUL, an encoding that decodes it), so ``README``, ``LICENSE``, ``.rst`` and source
+code are text documents whatever their extension; a binary file of no known signature is tried with PyAV (a
+``.ts``/``.ogv`` video FFmpeg opens is a video). A ``.json`` file is a table when it holds an array of records, at
+the top or under its first key (``{"3166-1": [{...}, ...]}``), else a text document.
 :func:`detect` says which reader format to use, or why the file is not ingested.
 """
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from ..errors import IngestError, MissingDependencyError
 from ..media import Sniffed, sniff
 from .files import is_gzip, read_head, text_encoding
+from .tables.json_records import records_in_object
 
 __all__ = [
     "CODE_EXTENSIONS",
@@ -127,7 +130,9 @@ def _text_kind(suffix: str, head: bytes) -> Detection:
             or (suffix in VIDEO_EXTENSIONS and suffix != ".ts")):
         return _by_extension(suffix)  # text named as a picture, video, document or workbook: its reader says why
     if suffix == ".json":
-        return Detection("table", "json") if body.startswith(b"[") else Detection("text", "json")
+        # An array of records is a table, and so is an object holding one under its first key ({"data": [{...}]}).
+        table = body.startswith(b"[") or records_in_object(body)
+        return Detection("table", "json") if table else Detection("text", "json")
     if suffix in (".csv", ".tsv"):
         return Detection("table", suffix[1:])
     if suffix in _TEXT_FORMATS:

@@ -41,6 +41,7 @@ from .files import EMPTY_REASON, check_file, empty_error, hash_file, is_empty
 from .large import StagedSource, staged_table, staged_text
 from .report import FileOutcome, IngestReport, Progress
 from .run import DEFAULT_CORPORA, IngestOptions, IngestRun, failed_outcome
+from .tables.read import CSV_RULES, TABLE_RULES
 from .text_group import TABLES_IN_TEXT, prepare_text_group
 from .units import Prepared, image_units, source_record, table_units, video_units
 from .video.planning import VideoOptions
@@ -171,13 +172,6 @@ PASSAGE_RULES = "passages v4: leads kept with their text, plain text's lists and
 #: heads a table set without rules. PDFs ingested before are replaced once at the next ingest.
 PDF_RULES = ("pdf v4: tables set without rules found, rows kept, lines in order, contents pages left out, "
              "definition tags and drawn underscores, wrapped titles, prose on contents pages, folios, two-line headers")
-#: What a CSV or TSV file becomes, in the identity of every such source: since v2 a row wider than the header widens
-#: the table instead of losing its last cells, and whitespace-aligned columns are columns; since v3 the lines that
-#: lead into the table (a "#" comment, a title, a line of counts) are its description, not its header, and a blank
-#: first name over the rows' labels stays blank; since v4 a date cell spelled otherwise than in ISO 8601 is followed
-#: by its ISO spelling. Files ingested before are read again once at the next ingest.
-CSV_RULES = ("csv v4: rows never cut, whitespace-aligned columns, leading lines skipped, label column unnamed, "
-             "ISO dates beside others")
 
 
 def _unchanged(run: IngestRun, kind: str, uri: str, content_hash: str) -> bool:
@@ -193,8 +187,8 @@ def _classify(run: IngestRun, path: Path, *, walked: bool) -> tuple[Detection, s
     a folder walk found (``walked``; its reason is :data:`EMPTY_REASON`). IngestError when it cannot be read at
     all. The hash of an image or video covers its sidecars and the texts given
     with it (:func:`~universalrag.ingest.companions.fingerprint`), so editing only those replaces the source; that
-    of a Markdown or HTML page covers :data:`PAGE_RULES` and that of any text :data:`PASSAGE_RULES`, that of a PDF :data:`PDF_RULES`, that of a CSV or TSV
-    file :data:`CSV_RULES`."""
+    of a Markdown or HTML page covers :data:`PAGE_RULES` and that of any text :data:`PASSAGE_RULES`, that of a PDF
+    :data:`PDF_RULES`, that of a table file :data:`~universalrag.ingest.tables.read.TABLE_RULES` (for its format)."""
     check_file(path)
     if walked and is_empty(path):
         return Detection(None, reason=EMPTY_REASON), "", ""
@@ -205,7 +199,7 @@ def _classify(run: IngestRun, path: Path, *, walked: bool) -> tuple[Detection, s
     rules = (f"{PAGE_RULES}; {PASSAGE_RULES}" if found.kind == "text" and found.format in TABLES_IN_TEXT
              else PASSAGE_RULES if found.kind == "text"
              else PDF_RULES if found.kind == "document" and found.format == "pdf"
-             else CSV_RULES if found.kind == "table" and found.format in ("csv", "tsv") else None)
+             else TABLE_RULES.get(found.format or "") if found.kind == "table" else None)
     texts = (run.options.captions.get(str(path)), run.alts.get(path.resolve()), rules)
     return found, path.resolve().as_uri(), fingerprint(path, hash_file(path), texts=texts)
 

@@ -23,8 +23,10 @@ nested values as JSON. Entirely blank rows of CSV, TSV, XLSX, HTML and Markdown 
 (counted in ``blank_rows_skipped``); records and DataFrame rows are kept one for one, so row ``i``
 is record ``i``.
 
-The readers behind these functions live in :mod:`~universalrag.ingest.tables.text_formats` (CSV, TSV,
-JSON), :mod:`~universalrag.ingest.tables.xlsx` and :mod:`~universalrag.ingest.tables.html` (HTML, Markdown);
+The readers behind these functions live in :mod:`~universalrag.ingest.tables.text_formats` (CSV, TSV),
+:mod:`~universalrag.ingest.tables.json_records` (JSON: an array of records, or an object holding such arrays
+under its keys, one table each), :mod:`~universalrag.ingest.tables.xlsx` and
+:mod:`~universalrag.ingest.tables.html` (HTML, Markdown);
 the table model and cell rules they share in :mod:`~universalrag.ingest.tables.model`, and the file checks
 (path, text encoding, changes after parsing) in :mod:`~universalrag.ingest.files`.
 """
@@ -39,12 +41,16 @@ from ...dates import iso_date
 from ...errors import ConfigError, IngestError
 from ..files import HEAD_BYTES, check_file, declared_encoding, decode_text, read_content, read_error
 from .html import html_tables, markdown_tables
+from .json_records import JSON_RULES, read_json
 from .model import ParsedTable, fit_row, format_value, make_header, records_table
-from .text_formats import read_csv, read_json
+from .text_formats import read_csv
 from .xlsx import read_xlsx
 
 __all__ = [
+    "CSV_RULES",
+    "ROW_RULES",
     "TABLE_FORMATS",
+    "TABLE_RULES",
     "ParsedTable",
     "read_tables",
     "render_markdown",
@@ -59,6 +65,28 @@ __all__ = [
 TABLE_FORMATS: dict[str, str] = {
     ".csv": "csv", ".tsv": "tsv", ".xlsx": "xlsx", ".json": "json",
     ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
+}
+
+#: How a table's rows read (:func:`serialize_row`), part of every entry of :data:`TABLE_RULES`: since v2 a date
+#: spelled otherwise than in ISO 8601 is followed by its ISO spelling. Bump it with any change to the row text, and
+#: every table file stored before is read again.
+ROW_RULES = "rows v2: name: value cells, ISO dates beside others"
+#: What a CSV or TSV file becomes: since v2 a row wider than the header widens the table instead of losing its last
+#: cells, and whitespace-aligned columns are columns; since v3 the lines that lead into the table (a "#" comment, a
+#: title, a line of counts) are its description, not its header, and a blank first name over the rows' labels stays
+#: blank; since v4 a date cell spelled otherwise than in ISO 8601 is followed by its ISO spelling.
+CSV_RULES = ("csv v4: rows never cut, whitespace-aligned columns, leading lines skipped, label column unnamed, "
+             "ISO dates beside others")
+#: What a table file becomes, by the format its reader reads, in the identity of every such source: the ingest
+#: pipeline hashes it with the file's bytes, so a file stored under an earlier rule is read again, once, at the next
+#: ingest. Every format's entry holds :data:`ROW_RULES`, so a change to the row text reaches every format at once
+#: (XLSX and JSON tables stored before their rows carried ISO dates were not read again when only the CSV rule said
+#: so); :data:`~universalrag.ingest.tables.json_records.JSON_RULES` tells what a JSON file becomes.
+TABLE_RULES: dict[str, str] = {
+    "csv": f"{CSV_RULES}; {ROW_RULES}",
+    "tsv": f"{CSV_RULES}; {ROW_RULES}",
+    "xlsx": f"xlsx v1: one table per sheet with data; {ROW_RULES}",
+    "json": f"{JSON_RULES}; {ROW_RULES}",
 }
 
 

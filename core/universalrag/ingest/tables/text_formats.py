@@ -1,23 +1,21 @@
-"""CSV/TSV files and JSON arrays of records → tables, streamed from disk.
+"""CSV/TSV files → tables, streamed from disk (JSON records are read by
+:mod:`~universalrag.ingest.tables.json_records`).
 
-The readers back :func:`universalrag.ingest.tables.read_tables` (use that); the encoding and change
-checks they rely on are in :mod:`~universalrag.ingest.files`. Each makes one validating
+The reader backs :func:`universalrag.ingest.tables.read_tables` (use that); the encoding and change
+checks it relies on are in :mod:`~universalrag.ingest.files`. It makes one validating
 pass over the whole file (counting rows, finding the header, rejecting bad input with
 :class:`IngestError`) and returns a table whose rows re-open the file and stream it again, so neither
-pass holds more than one row (or one JSON item) at a time.
+pass holds more than one row at a time.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
-import re
 from collections import Counter
 from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Any
 
 from ...errors import IngestError
 from ..files import (
@@ -34,16 +32,14 @@ from .model import (
     ParsedTable,
     filled_width,
     fit_row,
-    format_value,
     is_label_column,
     leading_text,
     make_header,
-    records_table,
     synthetic_header,
     table_start,
 )
 
-__all__ = ["read_csv", "read_json"]
+__all__ = ["read_csv"]
 
 _SAMPLE_CHARS = 65536
 _SAMPLE_ROWS = 200
@@ -187,125 +183,3 @@ def read_csv(path: Path) -> list[ParsedTable]:
     if lead:
         metadata.update(description=leading_text(head[:lead]), leading_rows=lead)
     return [ParsedTable(_stem(path), header, metadata, row_source=row_source)]
-
-
-# --------------------------------------------------------------------------- JSON records
-
-_WHITESPACE = re.compile(r"[ \t\r\n]*")
-_CHUNK = 1 << 16
-_MAX_CHUNK = 1 << 22
-#: Characters one array item may span before undecodable JSON is reported as such.
-_MAX_ITEM = 1 << 24
-
-
-class _JsonArray:
-    """Items of a top-level JSON array, decoded one at a time from a text stream."""
-
-    def __init__(self, fh: Any, name: Path) -> None:
-        self.fh, self.name = fh, name
-        self.decoder = json.JSONDecoder()
-        self.buf, self.pos, self.offset, self.eof, self.chunk = "", 0, 0, False, _CHUNK
-
-    def _fill(self) -> bool:
-        if self.eof:
-            return False
-        data = self.fh.read(self.chunk)
-        self.eof = not data
-        self.offset += self.pos
-        self.buf, self.pos = self.buf[self.pos:] + data, 0
-        return bool(data)
-
-    def _peek(self) -> str:
-        while True:
-            self.pos = _WHITESPACE.match(self.buf, self.pos).end()  # type: ignore[union-attr]
-            if self.pos < len(self.buf):
-                return self.buf[self.pos]
-            if not self._fill():
-                return ""
-
-    def _invalid(self, at: int, what: str) -> IngestError:
-        return IngestError(self.name, f"is not valid JSON near character {at} ({what}); "
-                                      "fix it, for example by checking it with `python -m json.tool`.")
-
-    def _value(self) -> Any:
-        first_error: tuple[int, str] | None = None
-        self._peek()
-        while True:
-            try:
-                value, end = self.decoder.raw_decode(self.buf, self.pos)
-            except json.JSONDecodeError as e:
-                # Either the item goes on past the buffer or it is invalid: read on, up to a bound.
-                first_error = first_error or (self.offset + e.pos, e.msg)
-                self.chunk = min(self.chunk * 2, _MAX_CHUNK)
-                if len(self.buf) - self.pos < _MAX_ITEM and self._fill():
-                    continue
-                raise self._invalid(*first_error) from e
-            if end == len(self.buf) and self._fill():
-                continue  # a number at the end of the buffer may go on in the next chunk
-            self.pos, self.chunk = end, _CHUNK
-            return value
-
-    def __iter__(self) -> Iterator[Any]:
-        first = self._peek()
-        if first != "[":
-            what = {"": "nothing", "{": "an object"}.get(first, "a single value")
-            raise IngestError(self.name, f"holds {what} at the top level, not an array of records; a JSON "
-                                         "table must look like [{\"team\": \"Lakers\", \"wins\": 57}, ...]. "
-                                         "If the records sit under a key, save that array on its own.")
-        self.pos += 1
-        if self._peek() == "]":
-            self.pos += 1
-        else:
-            while True:
-                yield self._value()
-                sep = self._peek()
-                self.pos += 1
-                if sep == "]":
-                    break
-                if sep != ",":
-                    raise self._invalid(self.offset + self.pos - 1, "expected ',' or ']' after an array item")
-        if self._peek():
-            raise self._invalid(self.offset + self.pos, "extra data after the closing ']'")
-
-
-def _json_items(path: Path, encoding: TextEncoding) -> Iterator[Any]:
-    try:
-        with open_text(path, encoding) as fh:
-            yield from _JsonArray(fh, path)
-    except UnicodeDecodeError as e:
-        raise decode_error(path, encoding, "somewhere in the file") from e
-    except GZIP_ERRORS as e:
-        raise gzip_error(path, e) from e
-
-
-_JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-
-
-def read_json(path: Path) -> list[ParsedTable]:
-    """One table from a JSON array of objects, streamed (the file is never loaded whole).
-
-    The header is the union of the objects' keys in first-seen order; missing keys give empty
-    cells and nested values are JSON-encoded.
-    """
-    encoding = _encoding(path)
-    signature = file_signature(path)
-    keys: dict[str, None] = {}
-    count = 0
-    for i, item in enumerate(_json_items(path, encoding)):
-        if not isinstance(item, dict):
-            kind = _JSON_TYPES.get(type(item), "a number")
-            raise IngestError(path, f"item {i} of the array is {kind}, not an object; a JSON table must be an "
-                                    "array of objects such as [{\"team\": \"Lakers\", \"wins\": 57}].")
-        keys.update(dict.fromkeys(item))
-        count += 1
-    order = list(keys)
-
-    def row_source() -> Iterator[list[str]]:
-        check_unchanged(path, signature)
-        for item in _json_items(path, encoding):
-            yield [format_value(item.get(k)) for k in order]
-
-    table = records_table(order, count, row_source, title=_stem(path), name=path, source=path.name,
-                           fmt="json")
-    table.metadata["encoding"] = encoding.stream_codec
-    return [table]
