@@ -56,6 +56,9 @@ _MIN_LINKS = 2
 _INDEX_LINK_SHARE = 0.8
 #: An element named like page chrome is kept when it is this long or holds a main heading (a wrapper, not a bar).
 _MAX_CHROME_WORDS = 200
+#: ... or longer when this share of its words are links: Texinfo's main menu (``table.menu``: each chapter's link,
+#: a bullet and a line saying what it holds, several hundred words in a long manual) is chrome, a wrapper is prose.
+_CHROME_LINK_SHARE = 0.3
 #: The heading elements (a list, as BeautifulSoup's searches take them).
 HEADINGS = ["h1", "h2", "h3", "h4", "h5", "h6"]
 #: The text of a permalink after a heading: Sphinx's "¶", Node.js's and GitHub's "#", "§", a link emoji.
@@ -166,7 +169,8 @@ def _is_navigation(node: Any, stats: _Stats) -> bool:
     if node.name in ("body", "html", "main", "article"):
         return False
     if node.name not in HEADINGS and _NAV_WORDS.search(_marks(node)) and node.find_parent(HEADINGS) is None:
-        return node.find(["h1", "h2"]) is None and _words(node, stats) <= _MAX_CHROME_WORDS
+        short = _words(node, stats) <= _MAX_CHROME_WORDS
+        return node.find(["h1", "h2"]) is None and (short or link_density(node, stats)[0] >= _CHROME_LINK_SHARE)
     if node.name == "a":  # skip links ("Skip to content") and permalink marks
         text = node.get_text(" ").strip()
         return is_permalink(node) or (str(node.get("href") or "").startswith("#") and "skip" in text.lower())

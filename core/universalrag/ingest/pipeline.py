@@ -154,15 +154,20 @@ _HANDLERS: dict[str, Callable[[IngestRun, Path, str, str], Prepared | StagedSour
 #: directives and bare version numbers, and read grammars as markup; v5: MyST Markdown's roles, targets and
 #: directives showed as raw markup, a reStructuredText page's leading note or :orphan: hid its title, a field list's
 #: name and value parted, and a simple table with a blank first header cell lost its column names; v6: a table's
-#: date cells carry their ISO spelling).
-PAGE_RULES = ("pages v6: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
+#: date cells carry their ISO spelling; v7: a long element named like chrome that is mostly links, Texinfo's main
+#: menu, is navigation).
+PAGE_RULES = ("pages v7: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
               "front-matter description, <br> a line break, Sphinx directives as shown, MyST read, "
-              "fields on one line, simple tables' names kept, ISO dates beside others")
+              "fields on one line, simple tables' names kept, ISO dates beside others, long link menus dropped")
 #: How any text is cut into passages, in the identity of every text source (plain text too): since v2 a heading, a
 #: term or an option name starts the passage of the text it introduces instead of ending the one before; since v3
 #: plain text keeps a list's items and lines laid out in columns on lines of their own; since v4 a command line
-#: ("python -m pip install --upgrade pkg") stays with the instruction before it instead of heading the next text.
-PASSAGE_RULES = "passages v4: leads kept with their text, plain text's lists and columns kept, commands not leads"
+#: ("python -m pip install --upgrade pkg") stays with the instruction before it instead of heading the next text;
+#: since v5 a heading starts a passage rather than ending one with the start of its section, a numbered FAQ entry
+#: stays whole, the signatures one description documents stay with it, Org-mode files keep their headings and
+#: blocks, and plain-text lines broken by hand keep their lines.
+PASSAGE_RULES = ("passages v5: leads kept with their text, plain text's lists and columns kept, commands not leads, "
+                 "sections start passages, FAQ entries and signature groups whole, Org-mode headings")
 #: What a PDF becomes, in the identity of every PDF source: since v2 its tables set with white space alone are
 #: tables (their cells used to run together in the passages, column after column); since v3 a table's first row is
 #: no longer clipped nor a line inside a table's box dropped unless the table holds it, a line's pieces keep their

@@ -32,6 +32,12 @@ _SENTENCE_END = re.compile(r"[.!?…。！？]['\"’”»)\]]*$")
 _SECTION_NUMBER = re.compile(r"\d+(?:\.\d+)*\.?")
 #: A paragraph opening with a numbered section ("4.1. My program uses the C++ STL…").
 _NUMBERED_TITLE = re.compile(r"\d+(?:\.\d+)+\.\s")
+#: A paragraph opening with an entry's number, one level or more ("5. ", "4.1. "): a FAQ's question or a section.
+_NUMBERED_ENTRY = re.compile(r"\d+(?:\.\d+)*\.\s")
+#: A function's signature: a name, then its parameters in brackets to the end of the line ("Function: void
+#: sha256_update (struct sha256_ctx *ctx, size_t length, const uint8_t *data)"), as Texinfo, Doxygen and man
+#: pages print several before the one description they share.
+_SIGNATURE = re.compile(r".*\w[ \t]*\(.*\)[ \t]*;?")
 #: A command line: a program's name in lower case (after an optional prompt), then arguments among which an option
 #: ("python -m pip install --upgrade SomePackage", "$ git commit --amend"). It shows the text before it (an
 #: instruction, "Upgrade an already installed package:") rather than heading the text after it.
@@ -60,6 +66,10 @@ class _Span:
     words: int
     #: A whole paragraph that introduces what follows it (:func:`_lead_flags`).
     lead: bool = False
+    #: A lead that opens a numbered entry ("31. Does zlib infringe on any patents?", "4.1.").
+    entry: bool = False
+    #: A lead that is a function's signature (:data:`_SIGNATURE`).
+    signature: bool = False
 
 
 def _paragraph_spans(text: str) -> list[tuple[int, int]]:
@@ -88,18 +98,19 @@ def _introduces(paragraph: str, *, numbered: bool) -> bool:
     before it is a section number alone, as DocBook FAQs print "4.1." apart from their question).
 
     Judged from the paragraph alone, as the clean text keeps no markup: a heading or a term has at most
-    ``_MAX_LEAD_WORDS`` words and ends no sentence (a short sentence such as "none for the empty set." is text).
-    Only one-line paragraphs qualify; a paragraph of several lines is code or verse, a block in its own right, and
-    a command line (``python -m pip install --upgrade pkg``: a program's name, then an option) shows the
-    instruction before it: taken for a heading, pip's commands (and their "Unix/macOS" labels) began the passage
-    of the next topic instead of ending their own.
+    ``_MAX_LEAD_WORDS`` words and ends no sentence (a short sentence such as "none for the empty set." is text),
+    unless it opens with an entry's number: zlib's FAQ puts some questions as statements ("5. deflate() or inflate()
+    returns Z_BUF_ERROR."), which ended the passage before their answer. Only one-line paragraphs qualify; a paragraph
+    of several lines is code or verse, a block in its own right, and a command line (``python -m pip install --upgrade
+    pkg``: a program's name, then an option) shows the instruction before it: taken for a heading, pip's commands (and
+    their "Unix/macOS" labels) began the passage of the next topic instead of ending their own.
     """
     if "\n" in paragraph or _COMMAND.fullmatch(paragraph):
         return False
     words = len(paragraph.split())
     if _SECTION_NUMBER.fullmatch(paragraph):
         return True
-    if words <= _MAX_LEAD_WORDS and not _SENTENCE_END.search(paragraph):
+    if words <= _MAX_LEAD_WORDS and (not _SENTENCE_END.search(paragraph) or _NUMBERED_ENTRY.match(paragraph)):
         return True
     opens = paragraph.endswith((":", "?")) or numbered or _NUMBERED_TITLE.match(paragraph) is not None
     return opens and words <= _MAX_INTRO_WORDS
@@ -161,7 +172,10 @@ def _units(text: str, *, max_words: int, target_words: int, language: str, by_pa
         words = _word_count(text, p_start, p_end)
         before, run = sum(run[-_MAX_LEADS:]), [*run, words] if lead else []
         if by_paragraph and (words <= max_words - before or lead and words <= max_words):
-            units.append(_Span(p_start, p_end, words, lead))
+            paragraph = text[p_start:p_end]
+            units.append(_Span(p_start, p_end, words, lead, entry=lead and _NUMBERED_ENTRY.match(paragraph) is not None
+                               or _SECTION_NUMBER.fullmatch(paragraph) is not None,
+                               signature=lead and _SIGNATURE.fullmatch(paragraph) is not None))
             continue
         for s_start, s_end in _sentence_spans(text, p_start, p_end, language):
             n = _word_count(text, s_start, s_end)
@@ -173,8 +187,9 @@ def _units(text: str, *, max_words: int, target_words: int, language: str, by_pa
 
 
 def _keep_leads_with_text(units: list[_Span], *, max_words: int) -> list[list[_Span]]:
-    """Atoms for grouping: each unit alone, except that lead paragraphs (the last ``_MAX_LEADS`` of a run) are glued
-    to the unit after them when that unit is text and the whole stays within ``max_words``.
+    """Atoms for grouping: each unit alone, except that lead paragraphs (the last ``_MAX_LEADS`` of a run, or more
+    when they are the signatures of the functions one description documents) are glued to the unit after them when
+    that unit is text and the whole stays within ``max_words``.
 
     A passage must not end with a heading, a term or an option name whose text starts the next passage: the
     description would be stored without the name it describes ("what does --leak-resolution do" then misses it).
@@ -184,23 +199,47 @@ def _keep_leads_with_text(units: list[_Span], *, max_words: int) -> list[list[_S
     ``max_words``), the leads stay units of their own: passage sizes win. Leads at the end of the text, and those
     before the last ``_MAX_LEADS`` of a longer run (a list, a table of contents, a table's rows, where the
     paragraph right before the text is the likeliest heading), stay units of their own.
+
+    Two runs are told apart: a numbered entry whose whole answer is leads ("31. Does zlib infringe on any
+    patents?", "As far as we know, no. Look here for more:", a link) is one atom, closed when the next entry
+    starts, rather than losing its question to the passage before while its answer joins the next entry's; and
+    Texinfo's four ``gcm_aes*_digest`` signatures all stay with the sentence describing them.
     """
     atoms: list[list[_Span]] = []
     run: list[_Span] = []
     for unit in units:
         if unit.lead:
+            if unit.entry and _answered(run):
+                atoms.extend([run] if sum(u.words for u in run) <= max_words else [[u] for u in run])
+                run = []
             run.append(unit)
             continue
-        kept = run[-_MAX_LEADS:]
-        if kept and sum(u.words for u in kept) + unit.words <= max_words:
-            atoms.extend([u] for u in run[:-_MAX_LEADS])
-            atoms.append([*kept, unit])
-        else:
-            atoms.extend([u] for u in run)
-            atoms.append([unit])
+        kept = next((run[-n:] for n in _kept_sizes(run)
+                     if sum(u.words for u in run[-n:]) + unit.words <= max_words), [])
+        atoms.extend([u] for u in run[:len(run) - len(kept)])
+        atoms.append([*kept, unit])
         run = []
     atoms.extend([u] for u in run)
     return atoms
+
+
+def _kept_sizes(run: list[_Span]) -> list[int]:
+    """How many leads at the end of ``run`` may join the text after them, the most first: every signature of the
+    run's end (and a lead before them, their heading), else the last ``_MAX_LEADS``."""
+    signatures = next((i for i, u in enumerate(reversed(run)) if not u.signature), len(run))
+    sizes = [min(signatures + 1, len(run))] if signatures >= _MAX_LEADS else []
+    return [*sizes, min(_MAX_LEADS, len(run))] if run else []
+
+
+def _answered(run: list[_Span]) -> bool:
+    """Whether a run of leads holds a numbered entry followed by a lead that is not one (its answer)."""
+    opened = False
+    for unit in run:
+        if unit.entry:
+            opened = True
+        elif opened:
+            return True
+    return False
 
 
 def _check_sizes(min_words: int, target_words: int, max_words: int) -> None:
@@ -225,8 +264,10 @@ def split_paragraphs(
     paragraphs split between sentences (segmented by sentencex for ``language``); a sentence over
     ``max_words`` is cut at word boundaries. A heading, a term or an option signature starts the passage
     of the text it introduces rather than ending the one before (:func:`_keep_leads_with_text`), which
-    may take that passage past ``target_words`` but never past ``max_words``. A passage under
-    ``min_words`` joins a neighbour when the result stays within ``max_words``. Every word of ``text``
+    may take that passage past ``target_words`` but never past ``max_words``; and a passage already
+    ``min_words`` long ends before a heading whose section (:func:`_section_words`) would not fit in it
+    (GnuPG's "Field 12 - Key capabilities" and its list ended one passage, the letters' meaning began the next).
+    A passage under ``min_words`` joins a neighbour when the result stays within ``max_words``. Every word of ``text``
     lands in exactly one passage.
     """
     _check_sizes(min_words, target_words, max_words)
@@ -234,10 +275,14 @@ def split_paragraphs(
     current: list[_Span] = []
     total = 0
     units = _units(text, max_words=max_words, target_words=target_words, language=language, by_paragraph=True)
-    for atom in _keep_leads_with_text(units, max_words=max_words):
+    atoms = _keep_leads_with_text(units, max_words=max_words)
+    sections = _section_words(atoms)
+    for atom, section in zip(atoms, sections, strict=True):
         words = sum(u.words for u in atom)
         combined = total + words
         fits = combined <= target_words or (total < min_words and combined <= max_words)
+        if section and total >= min_words and total + section > target_words:
+            fits = False  # a heading starts a passage rather than ending one with the start of its section
         if current and not fits:
             groups.append(current)
             current, total = [], 0
@@ -250,6 +295,20 @@ def split_paragraphs(
         Passage(index=i, text=text[g[0].start:g[-1].end], start_char=g[0].start, end_char=g[-1].end)
         for i, g in enumerate(groups)
     ]
+
+
+def _section_words(atoms: list[list[_Span]]) -> list[int]:
+    """For each atom that a lead opens, the words of its section: that atom and the text atoms after it, up to the
+    next atom a lead opens; 0 for the others."""
+    sections = [0] * len(atoms)
+    following = 0  # words of the text atoms after the current position, up to the next lead
+    for i in range(len(atoms) - 1, -1, -1):
+        words = sum(u.words for u in atoms[i])
+        if atoms[i][0].lead:
+            sections[i], following = words + following, 0
+        else:
+            following += words
+    return sections
 
 
 def _absorb_small(groups: list[list[_Span]], *, min_words: int, max_words: int) -> list[list[_Span]]:

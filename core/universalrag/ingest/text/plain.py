@@ -2,12 +2,14 @@
 
 Pure functions over decoded text. Titles written with an underline (``Title`` then ``=====``, as in
 reStructuredText and Setext Markdown, optionally with an overline too) are recognised: the first one is the
-document's title and the underline never reaches the text. JSON that is not a table is flattened to
+document's title and the underline never reaches the text. An Org-mode file (``-*- org -*-``, ``#+TITLE:``) is read
+with its headings of stars and its blocks. JSON that is not a table is flattened to
 ``key: value`` lines. reStructuredText is parsed with docutils (:mod:`~universalrag.ingest.text.rst`).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import textwrap
@@ -35,14 +37,37 @@ _ITEM = re.compile(r"^\s*(?:[*\-+\u2022]|\d{1,3}[.)]|\(?[A-Za-z0-9]\))\s+\S")
 _ALIGNED = re.compile(r"[^\s.!?:;,'\"\u2019\u201d)\]](?: {2,}|\t)[ \t]*\S")
 
 
-def _paragraph(block: str) -> str:
+#: A line whose next word would have fitted within this share of the text's width was broken by hand, not wrapped.
+_BROKEN_BY_HAND = 0.6
+#: The text's width: this share of its lines are at most so long (a few long lines, URLs or code, do not count).
+_WIDTH_QUANTILE = 0.9
+
+
+def _width(raw: str) -> int:
+    """How wide the text's lines are wrapped: the length most of its lines stay within."""
+    lengths = sorted(len(line.rstrip()) for line in raw.split("\n") if line.strip())
+    return lengths[int(_WIDTH_QUANTILE * (len(lengths) - 1))] if lengths else 0
+
+
+def _broken_by_hand(lines: list[str], width: int) -> bool:
+    """Whether every line of ``lines`` but the last ends well before the text's ``width`` although the next line's
+    first word would have fitted: commands one a line ("make distclean", "./configure", "make"), a code table
+    ("A: 0", "B: 10"), verse. Hard-wrapped prose fills its lines."""
+    return len(lines) > 1 and all(
+        len(line.strip()) + 1 + len(nxt.split()[0]) <= _BROKEN_BY_HAND * width
+        for line, nxt in itertools.pairwise(lines))
+
+
+def _paragraph(block: str, width: int = 0) -> str:
     """One paragraph of plain text: hard-wrapped prose joined into one line, but a list keeps one line an item (the
-    lines after one ending in ":", at the indentation of the first, are items too), and lines laid out in columns (a table, a diagram, a list of
-    commands and what they do) keep their lines and relative indentation — joined, "f  use (3 of 5)" and
-    "i  use [noeol]" ran into one sentence."""
+    lines after one ending in ":", at the indentation of the first, are items too), and lines laid out in columns (a
+    table, a diagram, a list of commands and what they do) keep their lines and relative indentation — joined, "f  use
+    (3 of 5)" and "i  use [noeol]" ran into one sentence. Lines broken by hand well within the text's ``width``
+    (zlib's FAQ: "make distclean", "./configure", "make") keep their lines too, rather than read as one command."""
     lines = [line.rstrip() for line in block.split("\n") if line.strip()]
     if len(lines) > 1 and any(_ALIGNED.search(line.strip()) for line in lines):
         return textwrap.dedent("\n".join(lines))
+    by_hand = _broken_by_hand(lines, width)
     out: list[str] = []
     listed: int | None = None  # the indentation of the lines listed after a line ending in ":"
     for line in lines:
@@ -51,7 +76,7 @@ def _paragraph(block: str) -> str:
             listed = indent
         elif listed is not None and indent < listed:
             listed = None
-        if out and not _ITEM.match(line) and indent != listed:
+        if out and not by_hand and not _ITEM.match(line) and indent != listed:
             out[-1] += " " + _collapse(line)
         else:
             out.append(_collapse(line))
@@ -96,12 +121,76 @@ def _underlined_titles(raw: str) -> tuple[list[str], list[str]]:
     return out, titles
 
 
+#: An Org-mode file (GnuPG's DETAILS, Emacs packages' notes) says so: a mode line ``-*- org -*-`` on its first line
+#: or an in-buffer setting such as ``#+TITLE:``.
+_ORG = re.compile(r"\A[^\n]*-\*-[^\n]*\borg\b[^\n]*-\*-|^#\+(?:TITLE|STARTUP|OPTIONS|AUTHOR):",
+                  re.IGNORECASE | re.MULTILINE)
+#: Org's heading: stars at the start of the line, then the heading's words ("*** Field 12 - Key capabilities").
+_ORG_HEADING = re.compile(r"^\*+[ \t]+(\S.*)$")
+#: Org's in-buffer setting ("#+TITLE: GnuPG Details", "#+OPTIONS: ^:{}").
+_ORG_SETTING = re.compile(r"^[ \t]*#\+(\w+):(.*)$")
+#: Org's comment line: a "#" then a space, or alone; the comment is read without it.
+_ORG_COMMENT = re.compile(r"^#(?:[ \t]|$)")
+#: Org's block delimiters ("#+begin_example", "#+END_SRC").
+_ORG_BLOCK = re.compile(r"^[ \t]*#\+(begin|end)_\w+.*$", re.IGNORECASE)
+
+
+def _extract_org(raw: str) -> tuple[str, str, dict[str, Any]]:
+    """An Org-mode file as plain text: each heading is a paragraph of its own, without its stars (in GnuPG's DETAILS,
+    "*** BEGIN_DECRYPTION" and its description ran into the next entries, as nothing but a heading line parts
+    them); a block (``#+begin_example`` … ``#+end_example``) keeps its lines, as code does; the ``#+TITLE:`` setting
+    is the title and the first paragraph, other settings (``#+OPTIONS:``) are not text, and a comment line ("# Note:
+    This file uses org-mode; …") reads as prose, without its "#"."""
+    paragraphs: list[str] = []
+    headings: list[str] = []
+    title = ""
+    prose: list[str] = []
+    block: list[str] | None = None
+    width = _width(raw)
+
+    def flush() -> None:
+        paragraphs.extend(_paragraph(p, width) for p in _BLANK_LINE.split("\n".join(prose)))
+        prose.clear()
+
+    for line in raw.split("\n"):
+        if block is not None:
+            if _ORG_BLOCK.match(line) and line.strip().lower().startswith("#+end_"):
+                paragraphs.append(textwrap.dedent("\n".join(x.rstrip() for x in block if x.strip())))
+                block = None
+            else:
+                block.append(line)
+            continue
+        heading, setting = _ORG_HEADING.match(line), _ORG_SETTING.match(line)
+        if heading is not None:
+            flush()
+            headings.append(_collapse(heading.group(1)))
+            paragraphs.append(headings[-1])
+        elif _ORG_BLOCK.match(line) and line.strip().lower().startswith("#+begin_"):
+            flush()
+            block = []
+        elif setting is not None:
+            if setting.group(1).lower() == "title" and not title and setting.group(2).strip():
+                flush()
+                title = _collapse(setting.group(2))
+                paragraphs.append(title)
+        else:
+            prose.append(_ORG_COMMENT.sub("", line, count=1))
+    flush()
+    if block:  # a block never closed is kept as it is
+        paragraphs.append(textwrap.dedent("\n".join(x.rstrip() for x in block if x.strip())))
+    return title or (headings[0] if headings else ""), "\n\n".join(p for p in paragraphs if p), {"headings": headings}
+
+
 def extract_txt(raw: str) -> tuple[str, str, dict[str, Any]]:
     """Paragraphs are separated by blank lines; hard-wrapped lines inside one are joined, a list's items and lines
     laid out in columns kept (:func:`_paragraph`). The title is an underlined title among the first paragraphs,
-    else a short first line without closing punctuation ("Kestrel Point Lighthouse")."""
+    else a short first line without closing punctuation ("Kestrel Point Lighthouse"). An Org-mode file is read
+    with its headings and blocks (:func:`_extract_org`)."""
+    if _ORG.search(raw):
+        return _extract_org(raw)
     lines, titles = _underlined_titles(raw)
-    paragraphs = [_paragraph(p) for p in _BLANK_LINE.split("\n".join(lines))]
+    width = _width(raw)
+    paragraphs = [_paragraph(p, width) for p in _BLANK_LINE.split("\n".join(lines))]
     text = "\n\n".join(p for p in paragraphs if p)
     first = text.split("\n\n", 1)[0] if text else ""
     top = " ".join(text.split("\n\n")[:_TITLE_PARAGRAPHS])
