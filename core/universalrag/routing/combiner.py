@@ -40,12 +40,14 @@ for such questions. Unlike a router that reads the question alone, the combiner 
 pairs (:data:`~.base.EXCLUSIVE_PAIRS`: a passage *or* the whole document, a scene *or* the whole video): when the
 evidence makes both granularities likely, both are searched — their probes are already there — and the fused top
 hits hold the best of each (on the routing benchmark's tune split this found the gold for more questions than
-keeping only the likelier granularity). Last, a text corpus left out whose best probe hit beats the best hit of every
-chosen one by :data:`DOMINANCE_MARGIN` is searched as well (:func:`dominant`; a third corpus at most, so up to ``3 k``
-hits): the combiner learned to trust a table's margin over its other rows, and two npm pages of generic "Flags"
-tables took "how do workspaces work in npm" (table 0.52, passages 0.16) from a passage of similarity 0.80 against the
-table row's 0.69. The weights are what is learned, by :func:`train_combiner` (Newton's method,
-L2 penalty pulling towards a base model's weights when adapting).
+keeping only the likelier granularity). A whole text chosen first brings its passages along, however unlikely the
+combiner finds them, when their best probe hit is about as near (:func:`finer_sibling`, :data:`SIBLING_TIE`): the
+passage is then the hit to return, and the whole manual around it is not. Last, a text corpus left out whose best probe
+hit beats the best hit of every chosen one by :data:`DOMINANCE_MARGIN` is searched as well (:func:`dominant`; a third
+corpus at most, so up to ``3 k`` hits): the combiner learned to trust a table's margin over its other rows, and two npm
+pages of generic "Flags" tables took "how do workspaces work in npm" (table 0.52, passages 0.16) from a passage of
+similarity 0.80 against the table row's 0.69. The weights are what is learned, by :func:`train_combiner` (Newton's
+method, L2 penalty pulling towards a base model's weights when adapting).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ __all__ = [
     "DOMINANCE_MARGIN",
     "MAX_ROUTES",
     "SIBLING_FLOOR",
+    "SIBLING_TIE",
     "CombinedDecision",
     "Combiner",
     "Logistic",
@@ -79,6 +82,7 @@ __all__ = [
     "combiner_accuracy",
     "covering",
     "dominant",
+    "finer_sibling",
     "fit_logistic",
     "naming",
     "train_combiner",
@@ -104,6 +108,14 @@ MAX_ROUTES = 2
 #: ... and the best corpus's sibling granularity (a passage or the whole text, a scene or the whole video) is searched
 #: beside it, room permitting, from this probability up.
 SIBLING_FLOOR = 0.1
+#: ... and, whatever its probability, the passages beside a whole text chosen first when their best probe hit is at
+#: most this much less similar than the whole text's best part (:func:`finer_sibling`). Terse questions about a
+#: function of a 230,000-character manual ("pbkdf2 with hmac sha256", prior ``none`` 0.99) went to the whole
+#: manuals alone (document 0.66, passages 0.02), and four of the five hits were other manuals. Chosen on users'
+#: questions: Nettle, bzip2, zlib and GnuPG manuals 34 of 46 answering passages in the top 5 without the rule, 37
+#: with 0.02, 39 with 0.05; libtasn1 and shared-mime-info PDFs 34 → 37 of 42 (0.05); pip's and libffi's pages 44 of
+#: 50 either way; the 250-page routing benchmark unchanged (tune unit@5 59.1 %, report 60.7 → 60.6 %).
+SIBLING_TIE = 0.05
 #: ... and a text corpus left out is searched too when its best probe hit is more similar to the query than the best
 #: hit of every chosen corpus by this much (tables lifted by :data:`~universalrag.fusion.TABLE_OFFSET`, as merging
 #: ranks them): the hit that merging every corpus would put first is never hidden by the decision. Chosen on the
@@ -140,6 +152,19 @@ def covering(probs: Mapping[str, float], *, ranked: Sequence[str] | None = None,
 
 def _lifted(row: Mapping[str, float]) -> float:
     return lifted(float(row["best"]), table=bool(row.get("is_table")))
+
+
+def finer_sibling(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str]) -> str | None:
+    """The passage corpus to search beside a whole-text corpus chosen first (``chosen[0]``), when its best probe
+    hit comes within :data:`SIBLING_TIE` of that corpus's best, and a route is left (:data:`MAX_ROUTES`); else
+    ``None``. The best part of a whole text is about as near as the passage it was cut like, and then the
+    passage is the hit to return (merging ranks it first): the whole manual's 200,000 characters are not."""
+    if not chosen or len(chosen) >= MAX_ROUTES or not pairs.get(chosen[0], {}).get("is_document"):
+        return None
+    top = float(pairs[chosen[0]]["best"])
+    finer = [c for c in sibling_corpora(pairs).get(chosen[0], ()) if c not in chosen and not pairs[c].get("empty")]
+    best = max(finer, key=lambda c: float(pairs[c]["best"]), default=None)
+    return best if best is not None and float(pairs[best]["best"]) >= top - SIBLING_TIE else None
 
 
 def dominant(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str]) -> str | None:
@@ -334,6 +359,9 @@ class Combiner:
         chosen = covering(probs, ranked=ranked, siblings=sibling_corpora(pairs))
         if named and not set(named) & set(chosen):
             chosen = (*chosen, named[0])
+        finer = finer_sibling(pairs, chosen)
+        if finer is not None:
+            chosen = (*chosen, finer)
         extra = dominant(pairs, chosen)
         return CombinedDecision((*chosen, extra) if extra else chosen, scores, answerable, concluded_none, ranked[0])
 
