@@ -45,6 +45,8 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _CODE_JOIN = re.compile(r"[A-Za-z0-9][_.:/@][A-Za-z]")
 #: A number with a short suffix: an ordinal, a decade, a quantity ("2nd", "1990s", "100m", "5km").
 _NUMBER_WORD = re.compile(r"\d[\d,.]*[A-Za-z]{1,3}")
+#: A whole number of three digits or more ("533", "1977", "1,500"): a code or a count the user read somewhere.
+_NUMBER = re.compile(r"\d{3,}|\d{1,3}(?:,\d{3})+")
 
 
 def exact_terms(query: str) -> tuple[str, ...]:
@@ -69,15 +71,20 @@ def identifiers(terms: tuple[str, ...]) -> tuple[str, ...]:
     """The ``terms`` (of :func:`exact_terms`) that name one thing, which a unit that does not hold them verbatim is
     unlikely to be about: quoted phrases, codes mixing letters and digits ("E0382", "sgp1"), names joined by
     ``_ . : / @`` ("max_concurrent_requests", "dns.lookup", "os.EOL"), camel case ("PGVectorStore") and what only a
-    program's text spells ("--no-deps", ".netrc", "__NOGLOBS__"). Not numbers, years, seasons or ordinals ("1977",
-    "1952-53", "2nd"), nor hyphenated words: many rows hold those."""
+    program's text spells ("--no-deps", ".netrc", "__NOGLOBS__"), and whole numbers of three digits or more ("533",
+    "1977", "1,500"). Not shorter numbers, decimals, addresses, seasons or ordinals ("24", "2.5", "10.0.1.5",
+    "1952-53", "2nd"), nor hyphenated words. A name many units hold is left alone by the search (it tells them
+    apart no better than their meaning): so a year every page of a history holds changes nothing, while the code
+    533 that three of eight ISO tables hold brings the countries table into the top 5 for "which country has numeric
+    code 533", where the encoder had put it sixth."""
     out = []
     for term in terms:
         quoted = " " in term
         letters, digits = any(c.isalpha() for c in term), any(c.isdigit() for c in term)
         code = letters and digits and not _NUMBER_WORD.fullmatch(term) and not term[:1].isdigit()
         joined = _CODE_JOIN.search(term) and sum(c.isalnum() for c in term) >= 4  # not "U.S" or "e.g"
-        if quoted or code or joined or _CAMEL.search(term) or _PROGRAM.fullmatch(term):
+        number = _NUMBER.fullmatch(term) is not None
+        if quoted or code or joined or number or _CAMEL.search(term) or _PROGRAM.fullmatch(term):
             out.append(term)
     return tuple(out)
 
