@@ -162,3 +162,35 @@ def test_a_document_as_similar_as_its_own_passage_comes_after_it() -> None:
         "paragraph-0.7", "document-0.701", "document-0.69", "paragraph-0.6"]
     clearly = [_hit("document", 0.70 + 2 * PASSAGE_TIE, Granularity.DOCUMENT, uri=guide)]
     assert similarity([clearly, passages])[0].corpus == "document"
+
+
+def test_a_passage_holds_the_name_its_documents_title_holds(tmp_path: Path, database_url: str,
+                                                           minilm) -> None:  # type: ignore[no-untyped-def]
+    """bzip2's manual names the program in its title and in most passages; the one listing its exit values does
+    not. Found on the real manual: "what return values does bzip2 exit with" put a passage of similarity 0.71 that
+    says "bzip2" before the answer at 0.78 that does not. A passage's title is part of what it holds (it is
+    embedded with it), so the manual's passages are ranked by similarity among themselves."""
+    filler = ("It reads each input file in blocks of up to nine hundred kilobytes, sorts every block with the "
+              "Burrows-Wheeler transform, and codes the result with Huffman tables; a larger block compresses "
+              "better and needs more memory, both when compressing and when decompressing the file again later.")
+    (tmp_path / "manual.md").write_text(
+        "# bzip2 and libbzip2\n\n## How it compresses\n\n"
+        f"bzip2 compresses files with a block-sorting compressor. {filler} {filler}\n\n"
+        "## Memory\n\n"
+        f"bzip2 allocates its working memory when it starts on a file. {filler} {filler}\n\n"
+        "## Recovery\n\n"
+        f"bzip2recover, shipped with bzip2, writes each block of a damaged file to a file of its own. {filler}\n\n"
+        "## Exit values\n\n"
+        "The program exits with status 0 for a normal exit, 1 for environmental problems such as a file not "
+        "found or an invalid flag, 2 to say that a compressed file was corrupt, and 3 for an internal "
+        "consistency error, a bug which should be reported.\n", encoding="utf-8")
+    query = "what exit values does bzip2 return"
+    with ingested_store(database_url, minilm, [tmp_path]) as store:
+        vector = minilm.embed_query(query)
+        plain = store.search("paragraph", vector, k=2)
+        hits = store.search("paragraph", vector, k=2, exact_terms=exact_terms(query))
+    assert len(plain) == 2 and "Exit values" in plain[0].content and not _holds(plain[0], "bzip2")
+    assert _holds(plain[1], "bzip2")  # the passage that says the name is the less similar one (one of three: more
+    # than k hold it, so none is forced first)
+    assert [h.id for h in hits] == [h.id for h in plain]  # both hold the title's name: similarity decides
+    assert all(h.channel_scores.get("named") for h in hits)

@@ -365,13 +365,17 @@ def _distinct(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
 def _names_first(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
                  texts: Mapping[tuple[str, int], str], names: tuple[str, ...],
                  ) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
-    """The ranked candidates with those whose text (or a matched part's) holds one of ``names`` marked (channel
-    ``named``) and moved before the others, order kept within each group (the held units, channel ``exact``, stay
-    first): a user who types ``CMAKE_BUILD_TYPE`` wants the passages that say it before a table row that only
-    resembles it, however many units say it."""
+    """The ranked candidates with those whose text (or a matched part's, or its title) holds one of ``names``
+    marked (channel ``named``) and moved before the others, order kept within each group (the held units, channel
+    ``exact``, stay first): a user who types ``CMAKE_BUILD_TYPE`` wants the passages that say it before a table row
+    that only resembles it, however many units say it. The title counts because it is embedded with the unit and
+    says what the unit is about: in bzip2's manual ("bzip2 and libbzip2"), the passage of exit values, which never
+    says "bzip2", came after a less similar one that does."""
     def holds(uid: str, c: _Candidate) -> bool:
         parts = " ".join(texts.get((uid, o), "") for o, _ in c.parts) if c.parts else ""
-        return holds_name(f"{(c.row.get('content') if c.row is not None else None) or ''} {parts}", names)
+        row = c.row or {}
+        title = (row.get("metadata") or {}).get("title")
+        return holds_name(f"{row.get('content') or ''} {parts} {title if isinstance(title, str) else ''}", names)
 
     for uid, _, c, channels in ranked:
         if channels.get("exact") or holds(uid, c):
