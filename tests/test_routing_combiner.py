@@ -446,3 +446,18 @@ def test_the_finer_sibling_joins_only_a_whole_text_chosen_first_within_the_tie()
     assert MAX_ROUTES == 2
     pairs["paragraph"]["empty"] = 1.0
     assert finer_sibling(pairs, ("document",)) is None
+
+
+def test_a_number_the_query_typed_does_not_keep_it_from_none() -> None:
+    """A probe hit holding a name the query typed keeps the decision from concluding ``none`` (feature ``named``).
+    Numbers became names for the search ("which country has numeric code 533"), and the routing benchmark's
+    arithmetic ("if I save 120 a month, how much after two years?") then found a row holding 120: correct ``none``
+    fell from 95 to 80 %. A number is a clue to where an answer is, not a sign that a question needs one."""
+    hit = Hit(corpus="table", id="t", score=0.31, content="Month: 120 | Visitors: 4,410", channel_scores={"named": 1.0})
+    probe = ProbeEvidence("table", "table", 0.001, (hit,), size=100)
+    arithmetic = pair_features("if I save 120 a month, how much after two years?", [probe], prior_none=0.998)
+    assert arithmetic["table"]["named"] == 0.0
+    coded = pair_features("what does error E0382 mean, 120 times over", [probe], prior_none=0.2)
+    assert coded["table"]["named"] == 1.0
+    decision = Combiner.default().decide(arithmetic, prior_none=0.998)
+    assert decision.routes == ("none",)

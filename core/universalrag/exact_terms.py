@@ -28,7 +28,7 @@ import re
 
 from .dates import query_dates
 
-__all__ = ["DASHES", "MAX_TERMS", "exact_terms", "holds_name", "identifiers", "term_pattern"]
+__all__ = ["DASHES", "MAX_TERMS", "exact_terms", "holds_name", "identifiers", "is_number", "term_pattern"]
 
 #: At most this many terms are taken from one query (the first ones, quoted phrases first).
 MAX_TERMS = 4
@@ -83,10 +83,17 @@ def identifiers(terms: tuple[str, ...]) -> tuple[str, ...]:
         letters, digits = any(c.isalpha() for c in term), any(c.isdigit() for c in term)
         code = letters and digits and not _NUMBER_WORD.fullmatch(term) and not term[:1].isdigit()
         joined = _CODE_JOIN.search(term) and sum(c.isalnum() for c in term) >= 4  # not "U.S" or "e.g"
-        number = _NUMBER.fullmatch(term) is not None
+        number = is_number(term)
         if quoted or code or joined or number or _CAMEL.search(term) or _PROGRAM.fullmatch(term):
             out.append(term)
     return tuple(out)
+
+
+def is_number(term: str) -> bool:
+    """Whether ``term`` is a whole number of three digits or more, the one kind of name (:func:`identifiers`) an
+    arithmetic question types too ("add 1,250 and 3,875"): a clue to where an answer is, not a sign that the
+    question needs one."""
+    return _NUMBER.fullmatch(term) is not None
 
 
 #: What a hyphen the user typed matches: any dash (pages write seasons and ranges with en dashes, "1952–53").

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import snowballstemmer
 
+from ..exact_terms import exact_terms, identifiers, is_number
 from ..types import NO_RETRIEVAL, Hit, Modality
 
 __all__ = [
@@ -178,6 +179,9 @@ def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: fl
     """Features per corpus for one query (see :data:`PAIR_FEATURES`), keyed by corpus name."""
     terms = query_terms(query) if terms is None else terms
     shape = query_shape(query, terms)
+    # A hit holding a number the query typed is no sign the query needs retrieval ("if I save 120 a month ..."):
+    # only a name of another kind makes the feature that keeps the decision from concluding `none`.
+    names = any(not is_number(n) for n in identifiers(exact_terms(query)))
     raw: dict[str, dict[str, float]] = {}
     for probe in probes:
         sims = sorted((hit_similarity(h) for h in probe.hits), reverse=True)
@@ -193,7 +197,7 @@ def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: fl
             "description": float(probe.description),
             "examples": float(probe.examples if probe.examples is not None else probe.description),
             "empty": 0.0 if probe.hits else 1.0,
-            "named": 1.0 if any(h.channel_scores.get("named") for h in probe.hits) else 0.0,
+            "named": 1.0 if names and any(h.channel_scores.get("named") for h in probe.hits) else 0.0,
             **{f"is_{g}": 1.0 if probe.granularity == g else 0.0 for g in GRANULARITIES},
         }
     top_prior = max((p.prior for p in probes), default=0.0)
