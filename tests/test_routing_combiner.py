@@ -444,6 +444,7 @@ def test_the_finer_sibling_joins_only_a_whole_text_chosen_first_within_the_tie()
     assert finer_sibling(pairs, ("table", "document")) is None  # the whole text not chosen first
     assert finer_sibling(pairs, ("document", "table")) is None  # no route left (MAX_ROUTES)
     assert MAX_ROUTES == 2
+    assert finer_sibling(pairs, ("document", "table"), room=3) == "paragraph"  # an overridden `none` has one more
     pairs["paragraph"]["empty"] = 1.0
     assert finer_sibling(pairs, ("document",)) is None
 

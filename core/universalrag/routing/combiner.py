@@ -154,12 +154,16 @@ def _lifted(row: Mapping[str, float]) -> float:
     return lifted(float(row["best"]), table=bool(row.get("is_table")))
 
 
-def finer_sibling(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str]) -> str | None:
+def finer_sibling(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str], *,
+                  room: int = MAX_ROUTES) -> str | None:
     """The passage corpus to search beside a whole-text corpus chosen first (``chosen[0]``), when its best probe
-    hit comes within :data:`SIBLING_TIE` of that corpus's best, and a route is left (:data:`MAX_ROUTES`); else
+    hit comes within :data:`SIBLING_TIE` of that corpus's best, and fewer than ``room`` corpora are chosen; else
     ``None``. The best part of a whole text is about as near as the passage it was cut like, and then the
-    passage is the hit to return (merging ranks it first): the whole manual's 200,000 characters are not."""
-    if not chosen or len(chosen) >= MAX_ROUTES or not pairs.get(chosen[0], {}).get("is_document"):
+    passage is the hit to return (merging ranks it first): the whole manual's 200,000 characters are not. A
+    ``none`` conclusion overridden (``allow_none=False``) leaves one more route: its two likeliest corpora are
+    guesses ("append a new element to a SEQUENCE OF": the libtasn1 manual and a table, the answering passage
+    first among passages)."""
+    if not chosen or len(chosen) >= room or not pairs.get(chosen[0], {}).get("is_document"):
         return None
     top = float(pairs[chosen[0]]["best"])
     finer = [c for c in sibling_corpora(pairs).get(chosen[0], ()) if c not in chosen and not pairs[c].get("empty")]
@@ -359,7 +363,7 @@ class Combiner:
         chosen = covering(probs, ranked=ranked, siblings=sibling_corpora(pairs))
         if named and not set(named) & set(chosen):
             chosen = (*chosen, named[0])
-        finer = finer_sibling(pairs, chosen)
+        finer = finer_sibling(pairs, chosen, room=MAX_ROUTES + 1 if concluded_none else MAX_ROUTES)
         if finer is not None:
             chosen = (*chosen, finer)
         extra = dominant(pairs, chosen)
