@@ -15,6 +15,7 @@ __all__ = [
     "CORE_KEYS",
     "ID_KEY",
     "decision_from_dict",
+    "document_metadata",
     "document_to_hit",
     "documents_to_hits",
     "hit_from_dict",
@@ -63,7 +64,10 @@ def hit_from_dict(data: Mapping[str, Any]) -> Hit:
                channel_scores=dict(data.get("channel_scores") or {}))
 
 
-def _own_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
+def document_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
+    """The LangChain id and the unit's own metadata of ``hit`` as LangChain's loaders spell it: ``source`` (the
+    file's path, or a page's address) and, for PDF, Word and PowerPoint units, ``page`` from 0 with ``page_label``
+    (the store's 1-based page as ``page_number``)."""
     meta = dict(hit.metadata)
     doc_id = meta.pop(ID_KEY, None)
     source = hit_source(hit)  # as every LangChain loader names the file or address a document came from
@@ -89,7 +93,7 @@ def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None, rank: in
     ``truncated`` (whether ``page_content`` was cut, ending in ``" […]"``), ``rank`` when given (the 1-based
     position in the returned list: scores of different corpora and channels are not comparable, so the order, not
     the score, is the ranking) and, when given, the route decision (routes, route_scores, router)."""
-    doc_id, meta = _own_metadata(hit)
+    doc_id, meta = document_metadata(hit)
     text, cut = unit_text(hit, max_tokens=max_tokens)
     meta.update({
         "id": doc_id, "corpus": hit.corpus, "modality": str(hit.modality) if hit.modality else None,

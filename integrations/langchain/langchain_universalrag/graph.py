@@ -10,7 +10,9 @@ The pieces read and write plain state keys, so they drop into a user's own ``Sta
 - ``documents`` (``list[Document]``, reducer :func:`add_documents`: appends, and a ``None`` write empties it) —
   what the retrieval nodes found; :func:`build_graph`'s route node empties it at the start of each turn, so a
   thread's earlier turns do not pile into the next answer's context (``make_route_node(..., new_turn=True)`` does
-  the same in your own graph on :class:`UniversalRAGState`);
+  the same in your own graph on :class:`UniversalRAGState`). Each node's documents keep its corpus's ranking
+  (``metadata["rank"]`` counts from 1 per corpus, and parallel nodes append in the order they finish); the
+  generation node fuses them into one ranking;
 - ``answer`` (``str | None``) and ``citations`` (``list[str]``) — written by the generation node.
 
 A node whose keys the graph's state lacks would have its writes dropped by LangGraph without a word; each node
@@ -47,7 +49,7 @@ from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from universalrag.errors import ConfigError, RoutingError
-from universalrag.evidence import build_evidence
+from universalrag.evidence import UNIT_TEXT_TOKENS, build_evidence, check_unit_tokens
 from universalrag.pipeline import UniversalRAG, fuse
 from universalrag.plan import QueryPlan
 from universalrag.store.filters import paths_as_uris
@@ -280,7 +282,7 @@ def _as_messages(corpus: str, question: str, documents: list[Document], rag: Uni
 def make_retrieve_node(rag: UniversalRAG, corpus: str, *, k: int | None = None,
                        filter: Mapping[str, Any] | None = None, filters: Mapping[str, Any] | None = None,
                        output: Literal["documents", "messages"] = "documents",
-                       max_unit_tokens: int | None = None) -> RunnableLambda:
+                       max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> RunnableLambda:
     """A node searching ``corpus`` for the state's question.
 
     With ``output="documents"`` (default) it returns ``{"documents": [...]}`` (appended to the state's list), each
@@ -288,12 +290,16 @@ def make_retrieve_node(rag: UniversalRAG, corpus: str, *, k: int | None = None,
     to ``messages`` an ``AIMessage`` calling ``search_<corpus>`` and its ``ToolMessage`` (the labelled evidence as
     text, the documents as the artifact): a plain ``MessagesState`` graph works, its answering model reads the
     evidence like a tool's result. Without a ``filter``, the routing probe's hits in the state's decision are used
-    instead of a second search. ``max_unit_tokens`` cuts each document's ``page_content`` (``None``: whole units;
-    the generation node and the ``messages`` text are bounded by ``rag.budget`` anyway). It raises
+    instead of a second search. ``max_unit_tokens`` cuts each document's ``page_content`` at about that many tokens
+    (default about 1000, as the retrievers and tools do: a long document's matched passages first,
+    ``metadata["truncated"]`` says so); ``None`` keeps whole units — a whole manual is then one document of
+    hundreds of thousands of characters in the state (and in a checkpointer), and the first such document fills the
+    generation node's ``rag.budget`` alone, leaving the other documents' text out of the answer. It raises
     :class:`MissingStateKeysError` when the graph's state lacks the key it writes. ``filters`` is a deprecated
     spelling of ``filter``."""
     if output not in ("documents", "messages"):
         raise ValueError(f"output must be 'documents' or 'messages', got {output!r}.")
+    check_unit_tokens(max_unit_tokens)
     where = filter if filter is not None else filters
     where = paths_as_uris(where, "source") if where is not None else None  # a Document's path: the unit's URI
     node = retrieve_node_name(corpus)
@@ -422,7 +428,8 @@ def _graph_corpora(rag: UniversalRAG, corpora: Sequence[str] | None) -> list[str
 
 
 def build_graph(rag: UniversalRAG, llm: BaseChatModel | None = None, *, corpora: Sequence[str] | None = None,
-                k: int | None = None, checkpointer: Any = None, allow_none: bool = False) -> CompiledStateGraph:
+                k: int | None = None, checkpointer: Any = None, allow_none: bool = False,
+                max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> CompiledStateGraph:
     """A compiled graph over :class:`UniversalRAGState`: ``route`` → the chosen ``retrieve_<corpus>`` nodes
     in parallel → ``generate`` → END. With ``allow_none=True`` the ``none`` route goes straight to ``generate``;
     by default the graph always retrieves from the most likely corpus.
@@ -432,13 +439,14 @@ def build_graph(rag: UniversalRAG, llm: BaseChatModel | None = None, *, corpora:
     graph). Empty or missing corpora are logged as a warning. Invoke with ``{"question": ...}`` or
     ``{"messages": [HumanMessage(...)]}``. Each run starts a new turn: with a ``checkpointer``, the thread's
     ``documents`` are emptied at the route node and a ``question`` is cleared once answered (see the module
-    docstring).
+    docstring). ``max_unit_tokens`` cuts each retrieved document's ``page_content`` (see
+    :func:`make_retrieve_node`; ``None`` keeps whole units).
     """
     names = _graph_corpora(rag, corpora)
     builder = StateGraph(UniversalRAGState)
     builder.add_node("route", make_route_node(rag, allow_none=allow_none, new_turn=True))
     for name in names:
-        builder.add_node(retrieve_node_name(name), make_retrieve_node(rag, name, k=k))
+        builder.add_node(retrieve_node_name(name), make_retrieve_node(rag, name, k=k, max_unit_tokens=max_unit_tokens))
         builder.add_edge(retrieve_node_name(name), GENERATE)
     builder.add_node(GENERATE, make_generate_node(rag, llm))
     builder.add_edge(START, "route")

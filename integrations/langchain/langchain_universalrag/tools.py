@@ -114,5 +114,7 @@ def create_corpus_tools(rag: UniversalRAG, corpora: Sequence[str] | None = None,
     logged; build them again after ingesting), and a named corpus still empty is logged too."""
     nonempty = rag.store.nonempty()
     names = list(corpora) if corpora is not None else nonempty
+    # built first: a corpus that is not registered raises CorpusNotFoundError without a "no rows yet" warning first
+    tools = [create_corpus_tool(rag, name, k=k, max_unit_tokens=max_unit_tokens) for name in names]
     _warn_empty(rag, names, nonempty, corpora is not None)
-    return [create_corpus_tool(rag, name, k=k, max_unit_tokens=max_unit_tokens) for name in names]
+    return tools

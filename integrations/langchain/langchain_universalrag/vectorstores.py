@@ -20,13 +20,19 @@ from universalrag.pipeline import UniversalRAG
 from universalrag.store import Filter, Store
 from universalrag.types import CorpusSpec, Granularity, Hit, Modality, Unit
 
-from ._convert import ID_KEY, unit_id
+from ._convert import ID_KEY, document_metadata, unit_id
 from .embeddings import UniversalRAGEmbeddings, as_embedder
 
 __all__ = ["UniversalRAGVectorStore"]
 
 
 def _document(hit: Hit) -> Document:
+    """The stored unit as a ``Document``: the metadata added with it exactly, and for a unit ingested from a file
+    (it has a URI) the names LangChain's loaders and the retrievers give it — ``source`` and a PDF's 0-based ``page``
+    — so that an agent can say which file answered."""
+    if hit.uri is not None:
+        doc_id, meta = document_metadata(hit)
+        return Document(id=doc_id, page_content=hit.content, metadata=meta)
     meta = dict(hit.metadata)
     doc_id = meta.pop(ID_KEY, None)
     return Document(id=str(doc_id) if doc_id is not None else hit.id, page_content=hit.content, metadata=meta)
@@ -189,6 +195,20 @@ class UniversalRAGVectorStore(VectorStore):
                                            filter: Filter | None = None, **kwargs: Any) -> list[Document]:
         """Async twin of :meth:`similarity_search_by_vector`."""
         return await asyncio.to_thread(self.similarity_search_by_vector, embedding, k, filter)
+
+    def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
+                                      **kwargs: Any) -> list[Document]:
+        """Not supported: the store does not return the candidates' vectors that maximal marginal relevance needs.
+        Raises :class:`NotImplementedError` saying what to use instead (LangChain's own raised it without a word)."""
+        raise NotImplementedError(
+            "UniversalRAGVectorStore does not support maximal marginal relevance (search_type='mmr'): use "
+            "search_type='similarity' (or 'similarity_score_threshold'), or langchain_universalrag's "
+            "UniversalRAGRetriever, which routes the query across corpora.")
+
+    async def amax_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20,
+                                             lambda_mult: float = 0.5, **kwargs: Any) -> list[Document]:
+        """Async twin of :meth:`max_marginal_relevance_search` (not supported either)."""
+        return self.max_marginal_relevance_search(query, k, fetch_k, lambda_mult, **kwargs)
 
     def _select_relevance_score_fn(self) -> Any:
         return lambda score: min(1.0, max(0.0, float(score)))  # scores are cosine similarities already

@@ -10,8 +10,9 @@ mapped to one route, in this order:
 3. **by description**, otherwise: the choice's description is compared with the route descriptions (the seven
    built-in routes of :data:`universalrag.routing.ROUTE_DESCRIPTIONS`, and the registry's corpus descriptions
    when ``rag`` is given) by the core's :meth:`ExampleRouter.from_descriptions` — embedding similarity — and
-   mapped to the most similar route. A choice describing an LLM that answers from general knowledge maps to
-   ``none``.
+   mapped to the most similar route; with ``rag``, only among ``none`` and the corpora that hold units (a choice
+   mapped to an empty corpus could never be selected). A choice describing an LLM that answers from general
+   knowledge maps to ``none``.
 
 Then the query is routed with the mapped routes as its only candidates:
 
@@ -56,6 +57,15 @@ from .base import TOOL_PREFIX
 
 __all__ = ["ChoiceRoute", "UniversalRAGSelector"]
 
+
+def _matchable(descriptions: Mapping[str, str], empty: frozenset[str]) -> dict[str, str]:
+    """The routes a choice's description may map to: those of corpora holding units and ``none``. A choice mapped
+    to an empty corpus is never selected, and the built-in descriptions pull documentation tools there: "Passages
+    of the bzip2, zlib and nettle manuals" came closest to ``video``. All of them when every corpus is empty."""
+    kept = {route: text for route, text in descriptions.items() if route not in empty}
+    return kept if any(route != NO_RETRIEVAL for route in kept) else dict(descriptions)
+
+
 @dataclass(frozen=True, slots=True)
 class ChoiceRoute:
     """The route a choice stands for, how it was found (``explicit``, ``name`` or ``description``) and, for
@@ -92,7 +102,7 @@ class UniversalRAGSelector(BaseSelector):
         self.fallback = fallback
         self._lock = threading.Lock()
         self._matcher: tuple[dict[str, str], ExampleRouter] | None = None
-        self._cache: dict[tuple[tuple[str | None, str], ...], list[ChoiceRoute]] = {}
+        self._cache: dict[tuple[tuple[tuple[str | None, str], ...], frozenset[str]], list[ChoiceRoute]] = {}
 
     def __repr__(self) -> str:
         return f"UniversalRAGSelector(router={self._router_name()!r}, multi={self.multi}, fallback={self.fallback!r})"
@@ -142,7 +152,8 @@ class UniversalRAGSelector(BaseSelector):
     def map_choices(self, choices: Sequence[ToolMetadata | str]) -> list[ChoiceRoute]:
         """The route each choice stands for (explicit mapping, then name, then description similarity)."""
         metas = [c if isinstance(c, ToolMetadata) else ToolMetadata(description=str(c)) for c in choices]
-        key = tuple((m.name, m.description) for m in metas)
+        empty = self._empty_corpora()
+        key = (tuple((m.name, m.description) for m in metas), empty)
         with self._lock:
             if key in self._cache:
                 return self._cache[key]
@@ -151,7 +162,7 @@ class UniversalRAGSelector(BaseSelector):
             mapped: list[ChoiceRoute | None] = [self._by_name(m, known) for m in metas]
             pending = [i for i, m in enumerate(mapped) if m is None]
             if pending:
-                scores = self._description_matcher(descriptions).score_many(
+                scores = self._description_matcher(_matchable(descriptions, empty)).score_many(
                     [metas[i].description or metas[i].name or "" for i in pending])
                 for i, row in zip(pending, scores):
                     best = max(row, key=row.__getitem__)
