@@ -12,7 +12,15 @@ import pytest
 from universalrag.cli.context import Output
 from universalrag.cli.output import print_hits
 from universalrag.errors import InvalidInputError
-from universalrag.evidence import UNIT_TEXT_TOKENS, EvidenceBudget, build_evidence, hit_content, hit_text, unit_text
+from universalrag.evidence import (
+    UNIT_TEXT_TOKENS,
+    EvidenceBudget,
+    build_evidence,
+    hit_content,
+    hit_text,
+    text_shares,
+    unit_text,
+)
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
@@ -83,3 +91,32 @@ def test_a_units_text_for_a_retriever_is_bounded_and_leads_with_what_matched(sto
     assert unit_text(short) == (LAST, False)
     with pytest.raises(InvalidInputError, match="at least 1"):
         unit_text(hit, max_tokens=0)
+
+
+@pytest.mark.parametrize(("needs", "total", "shares"), [
+    ([100, 200], 1000, [100, 200]),  # everything fits
+    ([5000, 40, 60], 600, [500, 40, 60]),  # the short ones whole, the long one what they leave
+    ([900, 900, 30], 630, [300, 300, 30]),
+    ([10, 10], 0, [0, 0]),
+    ([], 100, []),
+])
+def test_text_shares_give_every_hit_its_need_up_to_an_even_share(needs: list[int], total: int,
+                                                                  shares: list[int]) -> None:
+    assert text_shares(needs, total) == shares
+    assert sum(text_shares(needs, total)) <= total
+
+
+def test_a_long_first_hit_leaves_the_hits_after_it_their_text(store: Store, minilm, tmp_path: Path) -> None:
+    """Found on bzip2's docs: the whole Texinfo manual (86,261 characters) came first and took the whole budget;
+    the answering passage after it reached the model as a bare label. Now the passage is whole, the manual cut."""
+    path = _handbook(tmp_path)
+    assert ingest_paths(store, minilm, [path.parent]).ok
+    query = "How much is a family ticket for the tide mill?"
+    document = search_corpus(store, minilm, "document", query, k=1)[0]
+    passage = search_corpus(store, minilm, "paragraph", query, k=1)[0]
+    assert "family ticket costs 14 euros" in passage.content
+    budget = EvidenceBudget(max_text_tokens=800)  # less than the handbook alone
+    first, second = build_evidence([document, passage], budget=budget, with_media=False)
+    assert second.text == passage.content  # whole
+    assert first.text.endswith(" […]") and first.text.startswith("Matched passages (best first):")
+    assert len(first.text.split()) + len(second.text.split()) <= 800 * 0.75 + 10

@@ -1,7 +1,10 @@
 """Hits → evidence for a language model: text, table Markdown, images, and frames sampled from clips and videos.
 
-A budget caps the evidence by priority (the order of the hits): text beyond ``max_text_tokens`` is cut, and
-pictures beyond ``max_images`` are dropped (a clip or video first loses frames, evenly, then all of them).
+A budget caps the evidence: ``max_text_tokens`` is shared among the hits, each given what it needs up to an even
+share of what the shorter ones leave (:func:`text_shares`), so a long hit is cut rather than the hits after it
+losing their text (a 86,000-character manual first left the answering passage after it with none); pictures beyond
+``max_images`` are dropped by priority, the order of the hits (a clip or video first loses frames, evenly, then all
+of them).
 Media are loaded from the hit's ``uri`` when it is a local file; other URIs give text-only evidence.
 """
 
@@ -22,8 +25,8 @@ from .types import Evidence, Granularity, Hit, Modality
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-__all__ = ["UNIT_TEXT_TOKENS", "EvidenceBudget", "build_evidence", "check_unit_tokens", "hit_content", "hit_file", "hit_images",
-           "hit_name", "hit_path", "hit_source", "hit_text", "unit_text", "uri_file"]
+__all__ = ["UNIT_TEXT_TOKENS", "EvidenceBudget", "build_evidence", "check_unit_tokens", "hit_content", "hit_file",
+           "hit_images", "hit_name", "hit_path", "hit_source", "hit_text", "text_shares", "unit_text", "uri_file"]
 
 _WORDS_PER_TOKEN = 0.75
 _WORD = re.compile(r"\S+")
@@ -227,19 +230,36 @@ def _cut(text: str, tokens: int) -> str:
     return text if len(ends) <= limit else text[: ends[limit - 1] if limit else 0] + " […]"
 
 
+def text_shares(needs: Sequence[int], total: int) -> list[int]:
+    """How many of ``total`` tokens each text gets, given what each ``needs``: every text needing no more than an
+    even share of what the shorter ones leave gets all it needs, the longer ones that even share (max-min
+    fairness)."""
+    shares = [0] * len(needs)
+    left = total
+    order = sorted(range(len(needs)), key=needs.__getitem__)
+    for done, i in enumerate(order):
+        shares[i] = min(needs[i], left // (len(order) - done))
+        left -= shares[i]
+    return shares
+
+
+def _tokens(text: str) -> int:
+    return int(len(text.split()) / _WORDS_PER_TOKEN) + 1
+
+
 def build_evidence(hits: Sequence[Hit], *, budget: EvidenceBudget = EvidenceBudget(),
                    with_media: bool = True) -> list[Evidence]:
     """Evidence for ``hits`` in order, within ``budget`` (see the module docstring)."""
-    tokens_left, images_left = budget.max_text_tokens, budget.max_images
+    images_left = budget.max_images
+    texts = [hit_text(hit) for hit in hits]
+    shares = text_shares([_tokens(t) for t in texts], budget.max_text_tokens)
     out: list[Evidence] = []
-    for index, hit in enumerate(hits, 1):
-        if tokens_left <= 0 and images_left <= 0:
+    for index, (hit, text, share) in enumerate(zip(hits, texts, shares, strict=True), 1):
+        if share <= 0 and images_left <= 0:
             break
-        text = hit_text(hit)
-        if len(text.split()) > tokens_left * _WORDS_PER_TOKEN:  # cut: what matched goes first
+        if len(text.split()) > share * _WORDS_PER_TOKEN:  # cut: what matched goes first
             text = _passages_first(hit) or text
-        text = _cut(text, tokens_left) if tokens_left > 0 else ""
-        tokens_left -= int(len(text.split()) / _WORDS_PER_TOKEN) + 1
+        text = _cut(text, share) if share > 0 else ""
         images, times = hit_images(hit, max_images=images_left, budget=budget) if with_media else ([], [])
         images_left -= len(images)
         out.append(Evidence(id=hit.id, corpus=hit.corpus, modality=hit.modality or Modality.TEXT,
