@@ -183,6 +183,10 @@ def test_the_pipeline_passes_the_terms(inventory, minilm) -> None:  # type: igno
     ("which team owns db-02?", ("db-02",)),
     ("pip install --user", ("--user",)),
     ("is ~/.netrc read", (".netrc",)),
+    ("how do I recover data from a damaged .bz2 file", ()),  # an extension: a kind of file, not a name
+    ("where do the .yaml settings go", ()),
+    ("what belongs in .gitignore", (".gitignore",)),
+    ("where is ~/.cache/pip", (".cache/pip",)),
     ("__NOMAGIC__ meaning", ("__NOMAGIC__",)),
 ])
 def test_identifiers(query: str, names: tuple[str, ...]) -> None:

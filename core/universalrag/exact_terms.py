@@ -24,6 +24,7 @@ A term matches where it stands as a whole word (case-insensitive), so ``10.0.1.5
 from __future__ import annotations
 
 import functools
+import mimetypes
 import re
 
 from .dates import query_dates
@@ -73,12 +74,14 @@ def identifiers(terms: tuple[str, ...]) -> tuple[str, ...]:
     ``_ . : / @`` ("max_concurrent_requests", "dns.lookup", "os.EOL"), camel case ("PGVectorStore") and what only a
     program's text spells ("--no-deps", ".netrc", "__NOGLOBS__"), and whole numbers of three digits or more ("533",
     "1977", "1,500"). Not shorter numbers, decimals, addresses, seasons or ordinals ("24", "2.5", "10.0.1.5",
-    "1952-53", "2nd"), nor hyphenated words. A name many units hold is left alone by the search (it tells them
+    "1952-53", "2nd"), nor hyphenated words, nor a file name's extension (".bz2", ".yaml"). A name many units hold is left alone by the search (it tells them
     apart no better than their meaning): so a year every page of a history holds changes nothing, while the code
     533 that three of eight ISO tables hold brings the countries table into the top 5 for "which country has numeric
     code 533", where the encoder had put it sixth."""
     out = []
     for term in terms:
+        if _file_extension(term):
+            continue
         quoted = " " in term
         letters, digits = any(c.isalpha() for c in term), any(c.isdigit() for c in term)
         code = letters and digits and not _NUMBER_WORD.fullmatch(term) and not term[:1].isdigit()
@@ -87,6 +90,20 @@ def identifiers(terms: tuple[str, ...]) -> tuple[str, ...]:
         if quoted or code or joined or number or _CAMEL.search(term) or _PROGRAM.fullmatch(term):
             out.append(term)
     return tuple(out)
+
+
+#: Extensions of configuration files, which :mod:`mimetypes` does not know.
+_CONFIG_EXTENSIONS = frozenset({".yaml", ".yml", ".toml", ".ini", ".cfg", ".conf", ".log", ".lock"})
+
+
+def _file_extension(term: str) -> bool:
+    """Whether ``term`` is a file name's extension (".bz2", ".pdf", ".yaml"): a kind of file many units mention,
+    not one thing's name ("how do I recover data from a damaged .bz2 file" put a changelog that says ".bz2" before
+    the answering passage). A dotfile (".netrc") or a path under one (".cache/pip") is a name."""
+    if not term.startswith(".") or "/" in term:
+        return False
+    kind, encoding = mimetypes.guess_type(f"file{term}")
+    return kind is not None or encoding is not None or term.lower() in _CONFIG_EXTENSIONS
 
 
 def is_number(term: str) -> bool:
