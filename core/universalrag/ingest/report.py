@@ -58,6 +58,21 @@ class IngestReport:
         """True when no input failed (skipped files do not count)."""
         return not self.failed
 
+    def __str__(self) -> str:
+        """A summary a person reads (``print(report)``): the counts, the rows per corpus, and each skipped or failed
+        input with why (the dataclass's own form lists every outcome's fields)."""
+        counts = ", ".join(f"{self.count(s)} {s}" for s in ("added", "replaced", "unchanged", "skipped", "failed",
+                                                            "removed") if self.count(s) or s in ("added", "failed"))
+        summary = self.to_dict()
+        rows = summary["rows"]
+        assert isinstance(rows, dict)
+        lines = [f"{len(self.outcomes)} inputs: {counts}."]
+        if rows:
+            lines.append("Rows: " + ", ".join(f"{corpus} {n:,}" for corpus, n in rows.items()) + ".")
+        lines += [f"skipped {o.path}: {o.reason}" for o in self.skipped]
+        lines += [f"failed {o.path}: {o.error}" for o in self.failed]
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready summary."""
         return {
