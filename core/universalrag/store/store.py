@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -46,6 +47,14 @@ class ServerInfo:
     url: str  # password redacted
     postgres: str
     pgvector: str | None
+
+
+def _disposed_with(owner: object, engine: sa.Engine) -> sa.Engine:
+    """``engine``, disposed when ``owner`` is collected or the interpreter exits (whichever comes first), so that a
+    script that never calls :meth:`Store.close` ends without psycopg's "deleted while still open" warnings, one per
+    pooled connection (an agent user's script printed four)."""
+    weakref.finalize(owner, engine.dispose)
+    return engine
 
 
 class Store(Placement, Sources, Searching):
@@ -102,7 +111,8 @@ class Store(Placement, Sources, Searching):
     def engine(self) -> sa.Engine:
         """The SQLAlchemy engine (created on first use)."""
         if self._engine is None:
-            self._engine = make_engine(self.resolve_url(), connect_timeout=self.settings.connect_timeout)
+            self._engine = _disposed_with(self, make_engine(self.resolve_url(),
+                                                            connect_timeout=self.settings.connect_timeout))
         return self._engine
 
     @property
@@ -111,7 +121,8 @@ class Store(Placement, Sources, Searching):
         if self._read_url is None:
             return self.engine
         if self._read_engine is None:
-            self._read_engine = make_engine(self._read_url, connect_timeout=self.settings.connect_timeout)
+            self._read_engine = _disposed_with(self, make_engine(self._read_url,
+                                                                 connect_timeout=self.settings.connect_timeout))
         return self._read_engine
 
     def close(self) -> None:
