@@ -41,6 +41,8 @@ from .routers import (
 __all__ = ["register"]
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
+AnswerModelOpt = typer.Option(None, "--llm-model", help="Chat model for the answer (and the llm/ensemble routers); "
+                              "default: UNIVERSALRAG_LLM_MODEL.")
 LLMTimeoutOpt = typer.Option(None, "--timeout", min=0.1, max=3600,
                              help="Seconds each language-model call may take in all, retries included "
                                   "(default: UNIVERSALRAG_LLM_TIMEOUT, else 60).")
@@ -103,7 +105,8 @@ def ingest(
     ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., help="Files or folders (walked recursively)."),
     corpus: str | None = typer.Option(None, "--corpus", help="Send every file to this corpus."),
-    detector: str = typer.Option("content", "--detector", help="Video scene detector: content or adaptive."),
+    detector: str = typer.Option("content", "--detector", help="Video scene detector: content, adaptive, "
+                                  "histogram or hash."),
     min_clip: float = typer.Option(20.0, "--min-clip", min=0.5, help="Shortest video clip, seconds."),
     max_clip: float = typer.Option(180.0, "--max-clip", min=1.0, help="Longest video clip, seconds."),
     asr: str | None = typer.Option(None, "--asr", help="Speech recognition for videos without subtitles: "
@@ -204,7 +207,8 @@ def search(
     query_file: QueryFileOpt = None,
     corpus: str | None = typer.Option(None, "--corpus", "-c", help="Search this corpus (default: let the "
                                       "router choose)."),
-    k: int = typer.Option(5, "-k", "--k", min=1, max=1000, help="How many results (per corpus)."),
+    k: int = typer.Option(5, "-k", "--k", min=1, max=1000,
+                          help="How many results in all (the corpora searched are merged into one ranking)."),
     filter: str | None = typer.Option(None, "--filter", help='Metadata filter as JSON, e.g. \'{"lang": "en"}\'.'),
     router: OptionalRouterOpt = None,
     hybrid: bool = typer.Option(False, "--hybrid", help="Fuse dense and full-text rankings."),
@@ -246,14 +250,15 @@ def ask(
     question: QueryArg = None,
     query_file: QueryFileOpt = None,
     router: OptionalRouterOpt = None,
-    k: int = typer.Option(5, "-k", "--k", min=1, max=100, help="Evidence per corpus."),
+    k: int = typer.Option(5, "-k", "--k", min=1, max=100,
+                          help="How much evidence in all (the corpora searched are merged into one ranking)."),
     filter: str | None = typer.Option(None, "--filter", help="Metadata filter as JSON."),
     hybrid: bool = typer.Option(False, "--hybrid", help="Fuse dense and full-text rankings."),
     as_json: bool = typer.Option(False, "--json",
-                                 help='Print {"answer", "routes", "scores", "hits"} as JSON.'),
+                                 help='Print {"answer", "routes", "scores", "hits", "warning"} as JSON.'),
     model_dir: ModelDirOpt = None,
     threshold: ThresholdOpt = None,
-    llm_model: LLMModelOpt = None,
+    llm_model: str | None = AnswerModelOpt,
     llm_url: LLMUrlOpt = None,
     llm_key: LLMKeyOpt = None,
     timeout: float | None = LLMTimeoutOpt,
@@ -264,6 +269,8 @@ def ask(
     none is configured, or when the model fails or times out: then a warning says what happened). The
     question is the argument, standard input with '-', or a file with --query-file."""
     obj = _with_timeout(_obj(ctx), timeout)
+    # the model named here answers too: `ask --llm-model M` saying "no language model is configured" misleads
+    obj = obj.with_settings(obj.settings.with_(llm_model=llm_model, llm_base_url=llm_url, llm_api_key=llm_key))
     question = read_query(question, query_file, served=obj.served)
     filters = _parse_filter(filter)
     obj.ensure_initialised()
@@ -271,9 +278,9 @@ def ask(
     with warnings_shown(obj.output):
         answer = _rag(obj, router, opts, hybrid=hybrid).query(question, k=k, filter=filters)
     out = obj.output
-    if as_json:
+    if as_json:  # a failed model's reason (also logged on stderr) goes in the JSON: "answer": null says nothing
         data = answer.to_dict()
-        out.json({**data, "hits": [hit_dict(h, i) for i, h in enumerate(answer.hits, 1)]})
+        out.json({**data, "hits": [hit_dict(h, i) for i, h in enumerate(answer.hits, 1)], "warning": answer.warning})
         return
     print_decision(out, answer.decision)
     print_hits(out, answer.hits, title="evidence", query=question)

@@ -36,9 +36,11 @@ def snippet(text: str, width: int | None = 220) -> str:
 
 
 def similarity(hit: Hit) -> float:
-    """The similarity a person can read: the corpus search's own score, also after fusion (whose rank-based
-    score is kept in ``hit.score``)."""
-    return float(hit.channel_scores.get("similarity", hit.score))
+    """The similarity a person can read: the embedding similarity of a hybrid search (channel ``dense``; its
+    score fuses ranks, about 0.03), else the corpus search's own score, also after fusion across corpora (whose
+    rank-based score is kept in ``hit.score``)."""
+    channels = hit.channel_scores
+    return float(channels.get("dense", channels.get("similarity", hit.score)))
 
 
 def hit_dict(hit: Hit, rank: int) -> dict[str, Any]:
@@ -129,7 +131,7 @@ def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None, qu
         return
     names = identifiers(exact_terms(query)) if query else ()
     # rank-based fusion (corpora on different scales) gives scores a person cannot read: show both then
-    fused = any("similarity" in h.channel_scores and h.score != h.channel_scores["similarity"] for h in hits)
+    fused = any(similarity(h) != h.score for h in hits)
     tagged = False
     for rank, hit in enumerate(hits, 1):
         label = snippet(hit_label(hit), label_width)
@@ -161,7 +163,8 @@ def print_decision(out: Output, decision: RouteDecision) -> None:
                             (f" ({decision.router}, {decision.latency_ms:.0f} ms{'; ' + scores if scores else ''})",
                              "dim")), soft_wrap=True)
     if decision.fallback:
-        out.print(Text("  nothing looked relevant (route none); searched the likeliest corpus anyway", "dim"))
+        likeliest = "corpus" if len(decision.routes) == 1 else "corpora"  # the fallback may search a sibling too
+        out.print(Text(f"  nothing looked relevant (route none); searched the likeliest {likeliest} anyway", "dim"))
 
 
 def print_report(out: Output, report: IngestReport) -> None:
@@ -181,6 +184,25 @@ def print_report(out: Output, report: IngestReport) -> None:
         out.print(Text(f"{key:<{width}}  {value}"))
     for outcome in report.failed:
         out.print(Text.assemble(("failed", "red"), f" {outcome.path}: {outcome.error}"), soft_wrap=True)
+    _print_skipped(out, report.skipped)
+
+
+#: How many skipped files the summary names on a terminal; the rest are counted.
+SKIPPED_SHOWN = 10
+
+
+def _print_skipped(out: Output, skipped: Sequence[FileOutcome]) -> None:
+    """On a terminal, the first skipped files with their reasons: the counts above say what kinds were left out,
+    not which files, and the bar that named them is gone once the run ends. A pipe has had a ``skipped:`` line per
+    file (and keeps one summary line for them: a cache folder holds thousands)."""
+    if not out.terminal:
+        return
+    shown = skipped[:SKIPPED_SHOWN]
+    for outcome in shown:
+        reason = (outcome.reason or "not ingested").removeprefix("is ")
+        out.print(Text.assemble(("skipped", "yellow"), f" {outcome.path}: {reason}"), soft_wrap=True)
+    if len(shown) < len(skipped):
+        out.print(Text(f"… and {len(skipped) - len(shown)} more skipped files (--json lists every one)", "dim"))
 
 
 def folders_without_input(folders: Sequence[Path], report: IngestReport) -> list[Path]:
@@ -203,10 +225,18 @@ def skipped_reasons(report: IngestReport) -> str:
     return ", ".join(f"{reason} ×{n}" for reason, n in counts.most_common())
 
 
+#: The bar's width, and what the label, bar and clock take of a line with the spaces between the columns; the count
+#: takes twice the total's digits + 1, and the note beside them gets the rest, at least ``NOTE_MIN`` characters.
+_BAR_WIDTH = 15
+_BAR_COLUMNS = len("ingest ") + _BAR_WIDTH + len("  0:00:00 ")
+NOTE_MIN = 16
+
+
 class IngestProgress:
     """Fed by ``ingest``'s ``on_start``/``on_file`` callbacks: a progress bar on a terminal, one whole line per
-    file otherwise (nothing with ``quiet``). Remembers every outcome, so an interrupted run can say what it
-    kept."""
+    file otherwise. ``quiet`` (``--json``) drops those lines, which would mix with the JSON on stdout, but keeps the
+    bar: it is drawn on stderr and cleared at the end, and without it a long run shows nothing for minutes.
+    Remembers every outcome, so an interrupted run can say what it kept."""
 
     def __init__(self, out: Output, *, quiet: bool = False) -> None:
         self.out = out
@@ -215,14 +245,20 @@ class IngestProgress:
         self.total: int | None = None
         self._progress: Any = None
         self._task: Any = None
+        self._room = 0  # characters for the note beside the bar
+        self._note_column: Any = None
 
     def __enter__(self) -> Self:
-        if self.out.terminal and not self.quiet:
+        if self.out.terminal:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.table import Column
 
-            self._progress = Progress(TextColumn("[bold]ingest[/]"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), TextColumn("{task.fields[last]}", markup=False),
-                                      console=self.out.err, transient=True)
+            # a long path must not push the bar and the count off the line: the note gets what they leave
+            self._note_column = Column(no_wrap=True, overflow="ellipsis")
+            note = TextColumn("{task.fields[last]}", markup=False, table_column=self._note_column)
+            self._progress = Progress(TextColumn("[bold]ingest[/]"), BarColumn(bar_width=_BAR_WIDTH),
+                                      MofNCompleteColumn(), TimeElapsedColumn(), note, console=self.out.err,
+                                      transient=True)
             self._progress.__enter__()
         return self
 
@@ -234,21 +270,26 @@ class IngestProgress:
         """Called once with the number of inputs."""
         self.total = total
         if self._progress is not None:
+            self._room = max(NOTE_MIN, self.out.err.width - _BAR_COLUMNS - 2 * len(str(total)) - 1)
+            self._note_column.max_width = self._room
             self._task = self._progress.add_task("", total=total, last="")
 
     def on_batch(self, progress: BatchProgress) -> None:
-        """Called when a file's work starts (``done == 0``: named beside the bar, not printed in a pipe, where each
-        file has its line when done) and after each committed batch of a large source (beside the bar, or as a
-        whole line)."""
+        """Called when a file's work starts (``done == 0``: named beside the bar; in a pipe, where each file has its
+        line when done, only a group of files read and embedded together is announced, on stderr, since none of its
+        lines comes before the whole group is written) and after each committed batch of a large source (beside the
+        bar, or as a whole line)."""
         if progress.done == 0:
             if self._progress is not None:
-                self._progress.update(self._task, last=_working_on(progress))
+                self._progress.update(self._task, last=self._note("working on ", progress.path, _more(progress)))
+            elif progress.total > 1 and not self.quiet:  # a note on stderr: stdout has one line per file done
+                self.out.err.print(Text(f"working on {progress.path}{_more(progress)}"), soft_wrap=True)
             return
-        text = f"{progress.path}: {progress.done}/{progress.total} {progress.what} committed"
+        counts = f": {progress.done}/{progress.total} {progress.what} committed"
         if self._progress is not None:
-            self._progress.update(self._task, last=text)
+            self._progress.update(self._task, last=self._note("", progress.path, counts))
         elif not self.quiet:
-            self.out.line(text)
+            self.out.line(progress.path + counts)
 
     def on_file(self, outcome: FileOutcome) -> None:
         """Called after each input (its transaction is committed, or rolled back when it failed)."""
@@ -262,9 +303,15 @@ class IngestProgress:
     def _show(self, outcome: FileOutcome, *, advance: int) -> None:
         self.outcomes.append(outcome)
         if self._progress is not None:
-            self._progress.update(self._task, advance=advance, last=f"{outcome.status}: {outcome.path}")
+            self._progress.update(self._task, advance=advance, last=self._note(f"{outcome.status}: ", outcome.path))
         elif not self.quiet:
             self.out.line(f"{outcome.status}: {outcome.path}")
+
+    def _note(self, before: str, path: str, after: str = "") -> str:
+        """``before + path + after`` for the bar's note, the path shortened from its start to fit the room left on
+        the line: its end (the file's name and nearest folders) says which file it is."""
+        room = max(NOTE_MIN, self._room - len(before) - len(after))
+        return before + (path if len(path) <= room else "…" + path[len(path) - room + 1:]) + after
 
     def interrupted_message(self, *, rolled_back: bool = False) -> str:
         """What an interrupted run kept, and how to continue."""
@@ -277,8 +324,6 @@ class IngestProgress:
                 + ". Run the same command again to continue: unchanged files are skipped.")
 
 
-def _working_on(progress: BatchProgress) -> str:
-    """The bar's note for a file whose work starts: ``working on docs/a.md`` (``and 12 more text files`` for a
-    group read and embedded together)."""
-    more = f" and {progress.total - 1} more {progress.what}" if progress.total > 1 else ""
-    return f"working on {progress.path}{more}"
+def _more(progress: BatchProgress) -> str:
+    """`` and 12 more text files`` for a group of files read and embedded together, else nothing."""
+    return f" and {progress.total - 1} more {progress.what}" if progress.total > 1 else ""
