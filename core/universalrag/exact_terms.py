@@ -73,11 +73,11 @@ def identifiers(terms: tuple[str, ...]) -> tuple[str, ...]:
     unlikely to be about: quoted phrases, codes mixing letters and digits ("E0382", "sgp1"), names joined by
     ``_ . : / @`` ("max_concurrent_requests", "dns.lookup", "os.EOL"), camel case ("PGVectorStore") and what only a
     program's text spells ("--no-deps", ".netrc", "__NOGLOBS__"), and whole numbers of three digits or more ("533",
-    "1977", "1,500"). Not shorter numbers, decimals, addresses, seasons or ordinals ("24", "2.5", "10.0.1.5",
-    "1952-53", "2nd"), nor hyphenated words, nor a file name's extension (".bz2", ".yaml"). A name many units hold is left alone by the search (it tells them
-    apart no better than their meaning): so a year every page of a history holds changes nothing, while the code
-    533 that three of eight ISO tables hold brings the countries table into the top 5 for "which country has numeric
-    code 533", where the encoder had put it sixth."""
+    "1977", "1,500"). Not shorter numbers, decimals, addresses, seasons or ordinals ("24", "2.5", "10.0.1.5", "1952-53",
+    "2nd"), nor hyphenated words, nor a file name's extension (".bz2", ".yaml"). A name many units hold is left alone by
+    the search (it tells them apart no better than their meaning): so a year every page of a history holds changes
+    nothing, while the code 533 that three of eight ISO tables hold brings the countries table into the top 5 for "which
+    country has numeric code 533", where the encoder had put it sixth."""
     out = []
     for term in terms:
         if _file_extension(term):

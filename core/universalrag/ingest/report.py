@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 __all__ = ["FileOutcome", "IngestReport", "Progress"]
@@ -61,11 +62,10 @@ class IngestReport:
     def __str__(self) -> str:
         """A summary a person reads (``print(report)``): the counts, the rows per corpus, and each skipped or failed
         input with why (the dataclass's own form lists every outcome's fields)."""
-        counts = ", ".join(f"{self.count(s)} {s}" for s in ("added", "replaced", "unchanged", "skipped", "failed",
-                                                            "removed") if self.count(s) or s in ("added", "failed"))
-        summary = self.to_dict()
-        rows = summary["rows"]
-        assert isinstance(rows, dict)
+        tally = Counter(o.status for o in self.outcomes)
+        counts = ", ".join(f"{tally[s]} {s}" for s in ("added", "replaced", "unchanged", "skipped", "failed", "removed")
+                           if tally[s] or s in ("added", "failed"))
+        rows = self.rows_per_corpus()
         lines = [f"{len(self.outcomes)} inputs: {counts}."]
         if rows:
             lines.append("Rows: " + ", ".join(f"{corpus} {n:,}" for corpus, n in rows.items()) + ".")
@@ -82,6 +82,10 @@ class IngestReport:
             "failed": [{"path": o.path, "error": o.error} for o in self.failed],
             "skipped": [{"path": o.path, "reason": o.reason} for o in self.skipped],
             "removed": [o.path for o in self.outcomes if o.status == "removed"],
-            "rows": {c: sum(o.rows.get(c, 0) for o in self.outcomes)
-                     for c in sorted({c for o in self.outcomes for c in o.rows})},
+            "rows": self.rows_per_corpus(),
         }
+
+    def rows_per_corpus(self) -> dict[str, int]:
+        """The rows written to each corpus over every input, by corpus name."""
+        return {c: sum(o.rows.get(c, 0) for o in self.outcomes)
+                for c in sorted({c for o in self.outcomes for c in o.rows})}

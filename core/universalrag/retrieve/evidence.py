@@ -135,7 +135,7 @@ class EvidenceRouting:
                                           prior=float(prior.get(route, 0.0)), hits=tuple(probes.get(name, ())),
                                           size=sizes.get(name, 0), description=description, examples=examples))
         prior_none = float(prior.get(NO_RETRIEVAL, 0.0))
-        pairs = pair_features(plan.query, evidence, prior_none=prior_none)
+        pairs = pair_features(plan.query, evidence, prior_none=prior_none, typed=plan.exact_terms)
         return ProbedQuery(plan, prior, pairs, prior_none, (time.perf_counter() - started) * 1000)
 
     def route(self, plan: QueryPlan, searcher: Searcher, *, pool: Executor | None = None) -> RouteDecision:

@@ -175,13 +175,17 @@ def _logit(p: float) -> float:
 
 
 def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: float,
-                  terms: frozenset[str] | None = None) -> dict[str, dict[str, float]]:
-    """Features per corpus for one query (see :data:`PAIR_FEATURES`), keyed by corpus name."""
+                  terms: frozenset[str] | None = None,
+                  typed: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+    """Features per corpus for one query (see :data:`PAIR_FEATURES`), keyed by corpus name. ``terms`` (its content
+    words) and ``typed`` (its :func:`~universalrag.exact_terms.exact_terms`, as a query plan has them) are computed
+    from ``query`` when not given."""
     terms = query_terms(query) if terms is None else terms
+    typed = exact_terms(query) if typed is None else typed
     shape = query_shape(query, terms)
     # A hit holding a number the query typed is no sign the query needs retrieval ("if I save 120 a month ..."):
     # only a name of another kind makes the feature that keeps the decision from concluding `none`.
-    names = any(not is_number(n) for n in identifiers(exact_terms(query)))
+    names = any(not is_number(n) for n in identifiers(tuple(typed)))
     raw: dict[str, dict[str, float]] = {}
     for probe in probes:
         sims = sorted((hit_similarity(h) for h in probe.hits), reverse=True)

@@ -129,7 +129,7 @@ def looks_like_data(cells: Sequence[str]) -> bool:
 def is_label_column(values: Iterable[str]) -> bool:
     """True when ``values`` (a column's cells) hold words and no number or date: the labels of the rows, as in the
     first column of a table of statistics ("Alcohol:", "Proline:") whose header cell is blank."""
-    filled = [v for v in (value.strip() for value in values) if v and v.casefold() not in _MISSING]
+    filled = [v for v in (value.strip() for value in values) if _is_value(v)]
     return bool(filled) and not any(_DATA_CELL.fullmatch(v) for v in filled)
 
 
