@@ -108,7 +108,7 @@ def labelled_evidence(rag: RoutingHost, examples: Iterable[ExampleLike], *,
         plan = rag.plan(ex.query)
         probed = routing.gather(plan, searcher, pool=pool)
         gold = frozenset() if ex.corpus == NO_RETRIEVAL else frozenset({ex.corpus})
-        found = ex.unit_id is None or any(h.id == ex.unit_id for h in plan.probes.get(ex.corpus, ()))
+        found = ex.unit_id is None or any(h.id == ex.unit_id for h in plan.probed(ex.corpus, plan.probe_k) or ())
         if (not gold or gold & set(probed.pairs)) and found:
             out.append(TrainingQuery(probed.pairs, probed.prior_none, gold, ex.source))
         if progress is not None:

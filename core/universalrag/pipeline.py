@@ -17,7 +17,7 @@ from .config import Settings
 from .decision_log import DecisionLog, query_hash
 from .errors import ConfigError, GenerationError, RoutingError
 from .evidence import EvidenceBudget, build_evidence
-from .fusion import FUSIONS, fuse
+from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, by_source, comparable, fuse
 from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_paths
 from .ingest.report import Progress
 from .plan import QueryPlan
@@ -56,12 +56,17 @@ class UniversalRAG:
                  router: Router | None = None, combiner: Combiner | None = _UNSET,
                  generator: Generator | None = _UNSET, visual_encoder: VisualEncoder | None = _UNSET, k: int = 5,
                  fusion: str = "auto", hybrid: bool = False, budget: EvidenceBudget = EvidenceBudget(),
-                 max_workers: int = 4, log_decisions: bool = True, log_query_text: bool = False) -> None:
+                 max_workers: int = 4, log_decisions: bool = True, log_query_text: bool = False,
+                 source_weight: float = SOURCE_WEIGHT) -> None:
         base = settings or Settings.from_env()
         self.settings = base.with_(database_url=database_url, schema=schema)
         if fusion not in FUSIONS:
             raise ConfigError(f"Unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}.")
+        if not 0.0 <= source_weight <= 1.0:
+            raise ConfigError(f"source_weight must be between 0 and 1 (0 turns the source evidence off), got "
+                              f"{source_weight}.")
         self.k, self.fusion, self.hybrid, self.budget, self.max_workers = k, fusion, hybrid, budget, max_workers
+        self.source_weight = float(source_weight)
         self.log_decisions, self.log_query_text = log_decisions, log_query_text
         self._store, self._embedder, self._router = store, embedder, router
         self._generator, self._visual = generator, visual_encoder
@@ -125,7 +130,8 @@ class UniversalRAG:
     def searcher(self) -> Searcher:
         """Searches corpora with this pipeline's store and encoders."""
         visual = self.visual_encoder
-        return Searcher(self.store, self.embedder, visual, self.settings.visual_weight_for)
+        return Searcher(self.store, self.embedder, visual, self.settings.visual_weight_for,
+                        source_depth=SOURCE_DEPTH if self.source_weight > 0 else 0)
 
     @property
     def generator(self) -> Generator | None:
@@ -256,19 +262,42 @@ class UniversalRAG:
         corpora = list(plan.chosen)
         if not corpora:
             return []
-        for name in corpora:
-            self.store.corpus(name)  # unknown corpus: a clear error before any thread starts
-        searcher = self.searcher
+        per_corpus = list(self.corpus_hits(plan, corpora, k=k).values())
         if len(corpora) == 1:
-            return searcher.search(plan, corpora[0], k=k)
-        pool = self.executor()
-        per_corpus = [f.result() for f in [pool.submit(searcher.search, plan, c, k=k) for c in corpora]]
+            return per_corpus[0]
         spaces = [_space(self.store.corpus(name)) for name in corpora]
         # The first corpus is what the question asks for (a whole video, whose own scenes rank above it); the
         # others are ranked where the merge puts them. Keeping every routed corpus's best cost the routing
         # benchmark 0.5 points of answering units in the top 5, and every corpus's best, when all six are
         # searched, filled the five places with one hit of each (20 points).
         return _best(fuse(per_corpus, method=self.fusion, spaces=spaces), k, primary=corpora[0])
+
+    def corpus_hits(self, plan: QueryPlan, corpora: Sequence[str], *, k: int | None = None) -> dict[str, list[Hit]]:
+        """The best ``k`` (default ``plan.k``) hits of each of ``corpora`` for ``plan``, each corpus in its own
+        ranking (the routing probes reused, the other corpora searched in parallel): a corpus of parts (passages,
+        tables) searched beside whole texts of its embedding space — those ``corpora`` hold or routing probed —
+        is ranked by :func:`~universalrag.fusion.by_source` from ``source_depth`` candidates (a question routed to
+        the tables alone still knows which page it is about), any other as searched."""
+        k = k or plan.k
+        for name in corpora:
+            self.store.corpus(name)  # unknown corpus: a clear error before any thread starts
+        searcher = self.searcher
+        held = [*corpora, *(c for c in list(plan.probes) if c not in corpora)]
+        depths = [searcher.depth(c, k, held) for c in corpora]
+        if len(corpora) == 1:
+            found = [searcher.search(plan, corpora[0], k=depths[0])]
+        else:
+            pool = self.executor()
+            found = [f.result() for f in [pool.submit(searcher.search, plan, c, k=d) for c, d in zip(corpora, depths)]]
+        wholes = [(self.store.corpus(c), plan.probed(c, plan.probe_k) or []) for c in held if searcher.holds_wholes(c)]
+        out: dict[str, list[Hit]] = {}
+        for name, hits in zip(corpora, found):
+            space = _space(self.store.corpus(name))
+            evidence = [h for spec, whole in wholes if _space(spec) == space
+                        and comparable([hits, whole], [space, space]) for h in whole]
+            out[name] = (by_source(hits, evidence, k=k, weight=self.source_weight)
+                         if evidence and searcher.holds_parts(name) else hits[:k])
+        return out
 
     def search(self, query: str | QueryPlan, *, k: int | None = None, filter: Filter | None = None,
                routes: Sequence[str] | None = None, allow_none: bool = False) -> tuple[RouteDecision, list[Hit]]:

@@ -49,6 +49,7 @@ class QueryPlan:
     embeddings: dict[str, Any] = field(default_factory=dict, repr=False)
     visual_vectors: dict[str, Any] = field(default_factory=dict, repr=False)
     probes: dict[str, list[Hit]] = field(default_factory=dict, repr=False)
+    probe_depths: dict[str, int] = field(default_factory=dict, repr=False)
     decision: RouteDecision | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -84,14 +85,16 @@ class QueryPlan:
         than it was asked for: then they are all there is), else ``None``."""
         with self._lock:
             hits = self.probes.get(corpus)
-        if hits is None or (len(hits) < k and len(hits) >= self.probe_k):
+            asked = self.probe_depths.get(corpus, self.probe_k)
+        if hits is None or (len(hits) < k and len(hits) >= asked):
             return None
         return list(hits[:k])
 
-    def add_probe(self, corpus: str, hits: Sequence[Hit]) -> None:
-        """Record the hits one probe found."""
+    def add_probe(self, corpus: str, hits: Sequence[Hit], *, asked: int | None = None) -> None:
+        """Record the hits one probe found (``asked``: how many it asked for, default ``probe_k``)."""
         with self._lock:
             self.probes[corpus] = list(hits)
+            self.probe_depths[corpus] = max(int(asked or self.probe_k), len(hits))
 
     @functools.cached_property
     def exact_terms(self) -> tuple[str, ...]:

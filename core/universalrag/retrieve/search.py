@@ -15,15 +15,21 @@ from typing import TYPE_CHECKING
 
 from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError
+from ..fusion import SOURCE_DEPTH
 from ..plan import QueryPlan
 from ..store import Filter, Store
 from ..store.search import CorpusQuery
-from ..types import NO_RETRIEVAL, CorpusSpec, Hit, Modality
+from ..types import NO_RETRIEVAL, CorpusSpec, Granularity, Hit, Modality
 
 if TYPE_CHECKING:
     from ..embed.visual import VisualEncoder
 
 __all__ = ["Searcher", "routing_candidates", "search_corpus"]
+
+#: The granularities of corpora whose units are parts of a text (a passage, a table): a request that searches one
+#: beside a corpus of whole texts ranks its units by their source's evidence too
+#: (:func:`~universalrag.fusion.by_source`).
+_PARTS = frozenset({Granularity.PARAGRAPH, Granularity.TABLE})
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,9 @@ class Searcher:
     embedder: Embedder
     visual_encoder: VisualEncoder | None = None
     visual_weight: Callable[[Modality], float] | None = None
+    #: How many candidates a corpus of parts gives when whole texts of its sources are searched too (0: as many as
+    #: asked for; :func:`~universalrag.fusion.by_source` then has nothing to re-rank).
+    source_depth: int = SOURCE_DEPTH
 
     def searchable(self, spec: CorpusSpec) -> bool:
         """Whether this searcher's embedder built ``spec`` (a corpus of another model cannot be probed)."""
@@ -53,24 +62,44 @@ class Searcher:
             )
         return plan.visual_vector(encoder).tolist()
 
-    def _query(self, plan: QueryPlan, corpus: str, k: int) -> CorpusQuery:
-        """The store query for ``corpus`` (``k`` hits) in the plan's terms: its embeddings, filter and hybrid flag."""
+    def _query(self, plan: QueryPlan, corpus: str, k: int, head: int | None = None) -> CorpusQuery:
+        """The store query for ``corpus`` (``k`` hits, the first ``head`` as a search for ``head`` would return
+        them) in the plan's terms: its embeddings, filter and hybrid flag."""
         spec = self.store.corpus(corpus)
         check_embedder(spec, self.embedder)
         weight = self.visual_weight(spec.modality) if self.visual_weight is not None else None
         return CorpusQuery(corpus, plan.embedding(self.embedder), k=k, filter=plan.filter,
                            visual_vector=self._visual_vector(spec, plan), visual_weight=weight,
-                           lexical_text=plan.query if plan.hybrid else None, exact_terms=plan.exact_terms)
+                           lexical_text=plan.query if plan.hybrid else None, exact_terms=plan.exact_terms,
+                           head=head)
+
+    def holds_parts(self, corpus: str) -> bool:
+        """Whether ``corpus``'s units are parts of texts (passages, tables)."""
+        return self.store.corpus(corpus).granularity in _PARTS
+
+    def holds_wholes(self, corpus: str) -> bool:
+        """Whether ``corpus``'s units are whole texts."""
+        return self.store.corpus(corpus).granularity is Granularity.DOCUMENT
+
+    def depth(self, corpus: str, k: int, among: Sequence[str]) -> int:
+        """How many hits a request searching ``among`` fetches from ``corpus`` to return ``k``: a corpus of parts
+        searched beside a corpus of whole texts gives ``source_depth`` candidates for
+        :func:`~universalrag.fusion.by_source` to rank, any other ``k``."""
+        if self.source_depth and self.holds_parts(corpus) and any(self.holds_wholes(c) for c in among if c != corpus):
+            return max(k, self.source_depth)
+        return k
 
     def search(self, plan: QueryPlan, corpus: str, *, k: int | None = None) -> list[Hit]:
         """The ``k`` (default ``plan.k``) best units of ``corpus`` for the plan's query: the plan's probe hits
-        when the corpus was probed deep enough, else one search (recorded in the plan)."""
+        when the corpus was probed deep enough, else one search (recorded in the plan; its first ``plan.probe_k``
+        hits are what a probe returns)."""
         k = k or plan.k
         cached = plan.probed(corpus, k)
         if cached is not None:
             return cached
-        hits = self.store.search_many([self._query(plan, corpus, max(k, plan.probe_k))])[0]
-        plan.add_probe(corpus, hits)
+        asked = max(k, plan.probe_k)
+        hits = self.store.search_many([self._query(plan, corpus, asked, head=plan.probe_k)])[0]
+        plan.add_probe(corpus, hits, asked=asked)
         return hits[:k]
 
     def probe(self, plan: QueryPlan, corpora: Sequence[str], *, pool: Executor | None = None) -> dict[str, list[Hit]]:
@@ -93,17 +122,19 @@ class Searcher:
         between, while the server works."""
         plan.embedding(self.embedder)  # once, before anything else
         names = [c for c in dict.fromkeys(corpora) if c != NO_RETRIEVAL]
-        todo = [c for c in names if plan.probed(c, plan.probe_k) is None]
-        queries = [self._query(plan, c, plan.probe_k) for c in todo]
+        # A corpus of parts is probed as deep as retrieval will want it (depth), so that it is searched once.
+        depths = {c: self.depth(c, plan.probe_k, names) for c in names}
+        todo = [c for c in names if plan.probed(c, depths[c]) is None]
+        queries = [self._query(plan, c, depths[c], head=plan.probe_k) for c in todo]
         futures = [pool.submit(self.store.search_many, [q]) for q in queries] if pool is not None else None
 
         def collect() -> dict[str, list[Hit]]:
             if futures is not None:
                 for corpus, future in zip(todo, futures):
-                    plan.add_probe(corpus, future.result()[0])
+                    plan.add_probe(corpus, future.result()[0], asked=depths[corpus])
             elif queries:
                 for corpus, hits in zip(todo, self.store.search_many(queries)):
-                    plan.add_probe(corpus, hits)
+                    plan.add_probe(corpus, hits, asked=depths[corpus])
             return {c: plan.probed(c, plan.probe_k) or [] for c in names}
 
         return collect

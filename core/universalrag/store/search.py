@@ -103,6 +103,7 @@ class SearchRequest:
     visual_vector: Sequence[float] | None = None
     lexical_text: str | None = None
     exact_terms: tuple[str, ...] = ()
+    head: int | None = None  # see CorpusQuery.head
     ef_search: int = 100
     exact_rows: int = 0
     exact_max_rows: int = 0
@@ -126,6 +127,9 @@ class CorpusQuery:
     lexical_text: str | None = None
     exact: bool | None = None
     exact_terms: tuple[str, ...] = ()
+    #: The first ``head`` hits are those a search for ``head`` hits returns, in its order (default ``k``): a deeper
+    #: search (candidates to re-rank) leaves what a probe of ``head`` hits tells the router unchanged.
+    head: int | None = None
 
 
 @dataclass(slots=True)
@@ -183,6 +187,7 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
             visual: bool) -> Search[list[Hit]]:
     """One corpus search as a sequence of statements (see the module docstring)."""
     spec = tables.spec
+    head = min(request.head or request.k, request.k)
     window = max(4 * request.k, 40) if visual or request.lexical_text else request.k + DUPLICATE_SPARE
     multi = tables.parts is not None
     beam = max(request.ef_search, tuned_ef(spec.metadata))  # at least the beam the corpus's index check tuned
@@ -219,8 +224,8 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     held: set[str] = set()
     names = identifiers(request.exact_terms)
     if names:
-        rows = yield queries.units_holding(tables, names, limit=request.k + 1, filter=request.filter)
-        for r in rows if len(rows) <= request.k else ():  # more: too common a name to tell units apart
+        rows = yield queries.units_holding(tables, names, limit=head + 1, filter=request.filter)
+        for r in rows if len(rows) <= head else ():  # more: too common a name to tell units apart
             held.add(str(r["id"]))
             found = candidates.setdefault(str(r["id"]), _Candidate())
             found.row = found.row or r  # a row another channel gave (the lexical rank with it) is kept
@@ -234,7 +239,9 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     if multi and request.exact_terms:
         yield from _exact_parts(sql, tables, request, [(uid, c) for uid, _, c, _ in ranked])
     texts = yield from _part_texts(sql, tables, [(uid, c) for uid, _, c, _ in ranked])
-    return _hits(spec, _names_first(ranked, texts, names) if names else ranked, texts)
+    if names:  # within the head and within the rest: the head stays what a search for `head` hits returns
+        ranked = [*_names_first(ranked[:head], texts, names), *_names_first(ranked[head:], texts, names)]
+    return _hits(spec, ranked, texts)
 
 
 def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vector: Sequence[float], *, limit: int,

@@ -152,7 +152,7 @@ class Searching:
             iterative = self._supports_iterative_scan(conn)
             return run_searches(conn, [(tables, SearchRequest(
                 vector=vector, k=q.k, filter=q.filter, visual_vector=visual, visual_weight=weight,
-                lexical_text=q.lexical_text, exact_terms=tuple(q.exact_terms), ef_search=ef,
+                lexical_text=q.lexical_text, exact_terms=tuple(q.exact_terms), head=q.head, ef_search=ef,
                 exact_rows=self.settings.exact_search_rows,
                 exact_max_rows=self.settings.exact_max_rows, exact=q.exact, iterative=iterative,
                 on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name)))

@@ -173,11 +173,12 @@ def _decision(state: Any) -> RouteDecision | None:
     return decision_from_dict(data) if data else None
 
 
-def _state_decision(plan: QueryPlan, decision: RouteDecision) -> dict[str, Any]:
-    """The decision as state data, with the probe hits of the chosen corpora (the retrieval nodes reuse them)."""
+def _state_decision(rag: UniversalRAG, plan: QueryPlan, decision: RouteDecision) -> dict[str, Any]:
+    """The decision as state data, with the hits of the chosen corpora as retrieval ranks them from the routing
+    probes (the retrieval nodes reuse them)."""
     data = decision.to_dict()
-    hits = {c: plan.probed(c, plan.probe_k) for c in plan.chosen}
-    data["hits"] = {c: [h.to_dict() for h in found] for c, found in hits.items() if found is not None}
+    hits = rag.corpus_hits(plan, [c for c in plan.chosen if c in plan.probes], k=plan.probe_k)
+    data["hits"] = {c: [h.to_dict() for h in found] for c, found in hits.items()}
     data["probe_k"] = plan.probe_k
     return data
 
@@ -195,7 +196,7 @@ def make_route_node(rag: UniversalRAG, *, allow_none: bool = False, new_turn: bo
     keys = ["decision", "documents"] if new_turn else ["decision"]
 
     def update(plan: QueryPlan, decision: RouteDecision) -> dict[str, Any]:
-        out: dict[str, Any] = {"decision": _state_decision(plan, decision)}
+        out: dict[str, Any] = {"decision": _state_decision(rag, plan, decision)}
         if new_turn:
             out["documents"] = None
         return out
