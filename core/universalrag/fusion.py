@@ -134,19 +134,21 @@ def text_key(content: str | None) -> str:
 _TEXTUAL = frozenset({Modality.TEXT, Modality.TABLE})
 
 
-#: Parts of the texts a question is about rank first: a passage's or a table's similarity counts less by this much
-#: per unit of similarity its source's whole text falls below the best whole text found (see :func:`by_source`).
-#: A question about one of a page's tables ("how many wins did the 1987 syracuse football team have?") matches rows
-#: of other pages' tables as closely as the answering one (rank 16 of the table corpus), while the page it is about
-#: is the best whole text. Chosen on the tune split of ``benchmarks/routing_e2e.py`` (answering unit in the top 5,
-#: routed: 58.9 % without, 60.7 % at 0.15, 60.9 % at 0.2, 61.0 % at 0.25 from the five best whole texts and 30
-#: candidates; 60.8 % at 0.2 from 20); held out, the report split: routed 60.6 → 62.3 %, every corpus merged
-#: 56.5 → 57.6 %; on users' PDFs, manuals, JSON and CSV files (271 questions) one more answer first and one more
-#: in the top 5.
+#: Parts of the texts a question is about rank first: a table's similarity counts less by this much per unit of
+#: similarity its page's whole text falls below the best whole text found (see :func:`by_source`; the pipeline ranks
+#: tables so, not passages). A question about one of a page's tables ("how many teams for the 2010 chinese super
+#: league had an average of over 15,000 audience members attend?") matches rows of other pages' tables as closely as
+#: the answering one (14th of the table corpus), while the page it is about is the best whole text. Chosen on the
+#: tune split of ``benchmarks/routing_e2e.py`` (answering unit in the top 5, routed: 58.9 % without, 60.7 % at 0.15,
+#: 60.9 % at 0.2, 61.0 % at 0.25, from the five best whole texts and 30 candidates of tables and passages); held
+#: out, the report split: routed 60.6 → 62.2 % (15 candidates of tables); users' PDFs, manuals, JSON and CSV files
+#: (271 questions): one more answer first, none lost.
 SOURCE_WEIGHT = 0.2
 #: ... among this many candidates of a corpus of parts (its best ``k`` by similarity alone when no whole text of
-#: the same sources was searched).
-SOURCE_DEPTH = 30
+#: the same sources was searched). 30 found more (tables and passages: tune split 61.1 against 60.6 %, report 62.3
+#: against 62.0 %), but a table corpus searched 30 deep through its index cost route + retrieve 18 % (38.7 against
+#: 32.9 ms at p50 over the 250 pages; 15: 33.5 ms).
+SOURCE_DEPTH = 15
 #: A part whose source is not among the whole texts found counts as this much below the last of them.
 _UNSEEN_SOURCE = 0.05
 

@@ -274,10 +274,10 @@ class UniversalRAG:
 
     def corpus_hits(self, plan: QueryPlan, corpora: Sequence[str], *, k: int | None = None) -> dict[str, list[Hit]]:
         """The best ``k`` (default ``plan.k``) hits of each of ``corpora`` for ``plan``, each corpus in its own
-        ranking (the routing probes reused, the other corpora searched in parallel): a corpus of parts (passages,
-        tables) searched beside whole texts of its embedding space — those ``corpora`` hold or routing probed —
-        is ranked by :func:`~universalrag.fusion.by_source` from ``source_depth`` candidates (a question routed to
-        the tables alone still knows which page it is about), any other as searched."""
+        ranking (the routing probes reused, the other corpora searched in parallel): a table corpus searched beside
+        whole texts of its embedding space — those ``corpora`` hold or routing probed — is ranked by
+        :func:`~universalrag.fusion.by_source` from ``source_depth`` candidates (a question routed to the tables
+        alone still knows which page it is about), any other as searched."""
         k = k or plan.k
         for name in corpora:
             self.store.corpus(name)  # unknown corpus: a clear error before any thread starts

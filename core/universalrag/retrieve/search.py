@@ -26,10 +26,12 @@ if TYPE_CHECKING:
 
 __all__ = ["Searcher", "routing_candidates", "search_corpus"]
 
-#: The granularities of corpora whose units are parts of a text (a passage, a table): a request that searches one
-#: beside a corpus of whole texts ranks its units by their source's evidence too
-#: (:func:`~universalrag.fusion.by_source`).
-_PARTS = frozenset({Granularity.PARAGRAPH, Granularity.TABLE})
+#: The granularities of corpora whose units a request searching whole texts too ranks by their source's evidence
+#: (:func:`~universalrag.fusion.by_source`): tables, whose rows say little of what they are about without their
+#: page. Not passages, which carry their own prose: with them too, users' manuals and PDFs lost two answers from the
+#: top 5 (a typo question over libtasn1's manual, pip's "environment variables inside requirements.txt") and the
+#: routing benchmark's tune split fell from 60.7 to 60.6 %.
+_PARTS = frozenset({Granularity.TABLE})
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,7 @@ class Searcher:
     embedder: Embedder
     visual_encoder: VisualEncoder | None = None
     visual_weight: Callable[[Modality], float] | None = None
-    #: How many candidates a corpus of parts gives when whole texts of its sources are searched too (0: as many as
+    #: How many candidates a table corpus gives when whole texts of its sources are searched too (0: as many as
     #: asked for; :func:`~universalrag.fusion.by_source` then has nothing to re-rank).
     source_depth: int = SOURCE_DEPTH
 
@@ -74,7 +76,8 @@ class Searcher:
                            head=head)
 
     def holds_parts(self, corpus: str) -> bool:
-        """Whether ``corpus``'s units are parts of texts (passages, tables)."""
+        """Whether ``corpus``'s units are parts of texts ranked by their source's evidence (tables: see
+        ``_PARTS``)."""
         return self.store.corpus(corpus).granularity in _PARTS
 
     def holds_wholes(self, corpus: str) -> bool:
@@ -82,7 +85,7 @@ class Searcher:
         return self.store.corpus(corpus).granularity is Granularity.DOCUMENT
 
     def depth(self, corpus: str, k: int, among: Sequence[str]) -> int:
-        """How many hits a request searching ``among`` fetches from ``corpus`` to return ``k``: a corpus of parts
+        """How many hits a request searching ``among`` fetches from ``corpus`` to return ``k``: a table corpus
         searched beside a corpus of whole texts gives ``source_depth`` candidates for
         :func:`~universalrag.fusion.by_source` to rank, any other ``k``."""
         if self.source_depth and self.holds_parts(corpus) and any(self.holds_wholes(c) for c in among if c != corpus):
