@@ -134,7 +134,7 @@ def text_key(content: str | None) -> str:
 _TEXTUAL = frozenset({Modality.TEXT, Modality.TABLE})
 
 
-#: Parts of the texts a question is about rank first: a table's similarity counts less by this much per unit of
+#: Tables of the page a question is about rank first: a table's similarity counts less by this much per unit of
 #: similarity its page's whole text falls below the best whole text found (see :func:`by_source`; the pipeline ranks
 #: tables so, not passages). A question about one of a page's tables ("how many teams for the 2010 chinese super
 #: league had an average of over 15,000 audience members attend?") matches rows of other pages' tables as closely as
@@ -144,7 +144,7 @@ _TEXTUAL = frozenset({Modality.TEXT, Modality.TABLE})
 #: out, the report split: routed 60.6 → 62.2 % (15 candidates of tables); users' PDFs, manuals, JSON and CSV files
 #: (271 questions): one more answer first, none lost.
 SOURCE_WEIGHT = 0.2
-#: ... among this many candidates of a corpus of parts (its best ``k`` by similarity alone when no whole text of
+#: ... among this many candidates of a table corpus (its best ``k`` by similarity alone when no whole text of
 #: the same sources was searched). 30 found more (tables and passages: tune split 61.1 against 60.6 %, report 62.3
 #: against 62.0 %), but a table corpus searched 30 deep through its index cost route + retrieve 18 % (38.7 against
 #: 32.9 ms at p50 over the 250 pages; 15: 33.5 ms).

@@ -125,7 +125,7 @@ class Searcher:
         between, while the server works."""
         plan.embedding(self.embedder)  # once, before anything else
         names = [c for c in dict.fromkeys(corpora) if c != NO_RETRIEVAL]
-        # A corpus of parts is probed as deep as retrieval will want it (depth), so that it is searched once.
+        # A table corpus is probed as deep as retrieval will want it (depth), so that it is searched once.
         depths = {c: self.depth(c, plan.probe_k, names) for c in names}
         todo = [c for c in names if plan.probed(c, depths[c]) is None]
         queries = [self._query(plan, c, depths[c], head=plan.probe_k) for c in todo]

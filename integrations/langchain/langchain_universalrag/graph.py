@@ -184,9 +184,9 @@ def _state_decision(rag: UniversalRAG, plan: QueryPlan, decision: RouteDecision)
 
 
 def make_route_node(rag: UniversalRAG, *, allow_none: bool = False, new_turn: bool = False) -> RunnableLambda:
-    """A node that routes the state's question and writes ``{"decision": {...}}`` into the state, with the
-    routing probe's hits of the chosen corpora under ``decision["hits"]`` (the retrieval nodes reuse them instead
-    of searching again). Unless ``allow_none=True``, a ``none`` conclusion still routes to the most likely corpus,
+    """A node that routes the state's question and writes ``{"decision": {...}}`` into the state, with the hits
+    of the chosen corpora, as retrieval ranks them from the routing probes, under ``decision["hits"]`` (the
+    retrieval nodes reuse them instead of searching again). Unless ``allow_none=True``, a ``none`` conclusion still routes to the most likely corpus,
     so that the graph never answers without evidence because of the router.
 
     With ``new_turn=True`` it also empties ``documents`` (a ``None`` write: the state's reducer must be
