@@ -149,5 +149,7 @@ def test_routing_probes_the_tables_as_deep_as_retrieval_wants_them_and_searches_
     assert depth["table"] == (SOURCE_DEPTH, 5), depth
     assert depth["paragraph"] == depth["document"] == (5, 5), depth  # passages carry their own prose
     assert plan.probed("table", SOURCE_DEPTH) is not None  # the probe serves retrieval: no second search
+    hybrid = classes.plan(QUESTION, k=3, hybrid=True)  # rank-fused scores are not re-ranked: nothing to fetch for
+    assert classes.searcher.depth(hybrid, "table", 5, classes.store.nonempty()) == 5
 
 

@@ -283,7 +283,7 @@ class UniversalRAG:
             self.store.corpus(name)  # unknown corpus: a clear error before any thread starts
         searcher = self.searcher
         held = [*corpora, *(c for c in list(plan.probes) if c not in corpora)]
-        depths = [searcher.depth(c, k, held) for c in corpora]
+        depths = [searcher.depth(plan, c, k, held) for c in corpora]
         if len(corpora) == 1:
             found = [searcher.search(plan, corpora[0], k=depths[0])]
         else:

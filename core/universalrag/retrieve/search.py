@@ -84,13 +84,14 @@ class Searcher:
         """Whether ``corpus``'s units are whole texts."""
         return self.store.corpus(corpus).granularity is Granularity.DOCUMENT
 
-    def depth(self, corpus: str, k: int, among: Sequence[str]) -> int:
-        """How many hits a request searching ``among`` fetches from ``corpus`` to return ``k``: a table corpus
+    def depth(self, plan: QueryPlan, corpus: str, k: int, among: Sequence[str]) -> int:
+        """How many hits ``plan``, searching ``among``, fetches from ``corpus`` to return ``k``: a table corpus
         searched beside a corpus of whole texts gives ``source_depth`` candidates for
-        :func:`~universalrag.fusion.by_source` to rank, any other ``k``."""
-        if self.source_depth and self.holds_parts(corpus) and any(self.holds_wholes(c) for c in among if c != corpus):
-            return max(k, self.source_depth)
-        return k
+        :func:`~universalrag.fusion.by_source` to rank, any other ``k`` — and so does every corpus of a hybrid plan,
+        whose rank-fused scores :func:`~universalrag.fusion.by_source` does not compare."""
+        if not self.source_depth or plan.hybrid or not self.holds_parts(corpus):
+            return k
+        return max(k, self.source_depth) if any(self.holds_wholes(c) for c in among if c != corpus) else k
 
     def search(self, plan: QueryPlan, corpus: str, *, k: int | None = None) -> list[Hit]:
         """The ``k`` (default ``plan.k``) best units of ``corpus`` for the plan's query: the plan's probe hits
@@ -126,7 +127,7 @@ class Searcher:
         plan.embedding(self.embedder)  # once, before anything else
         names = [c for c in dict.fromkeys(corpora) if c != NO_RETRIEVAL]
         # A table corpus is probed as deep as retrieval will want it (depth), so that it is searched once.
-        depths = {c: self.depth(c, plan.probe_k, names) for c in names}
+        depths = {c: self.depth(plan, c, plan.probe_k, names) for c in names}
         todo = [c for c in names if plan.probed(c, depths[c]) is None]
         queries = [self._query(plan, c, depths[c], head=plan.probe_k) for c in todo]
         futures = [pool.submit(self.store.search_many, [q]) for q in queries] if pool is not None else None
