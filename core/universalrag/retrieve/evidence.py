@@ -112,15 +112,17 @@ class EvidenceRouting:
         """Compute the prior, probe every candidate corpus and compute the features."""
         started = time.perf_counter()
         corpora = self.candidates(searcher, plan)
-        # The query is embedded first (the probes need it); the probes are then sent to the pool (Searcher.probe: on
-        # two cores 38 against 57 ms at p50 for the same probes sent together on one connection) and the router's
-        # forward pass runs here while the server works. ONNX Runtime releases the GIL for the whole pass: on the
-        # 100k-unit benchmark, interleaved A/B at load 0.8, p50 20.3 ms overlapped against 21.7 ms one after the
-        # other (34.9 / 37.6 at load 3.7). torch's many small operations contend with the probes' threads for the
-        # GIL (p50 206 against 188 ms at load 3, UNIVERSALRAG_INFERENCE=torch), a path kept for training.
+        # The router's forward pass starts first, in the pool, and runs beside the query's embedding on this thread:
+        # two ONNX Runtime passes that release the GIL, one per core, while the server has nothing to do yet. The
+        # probes need the embedding and go to the pool as soon as it is there (Searcher.probe: on two cores 38
+        # against 57 ms at p50 for the same probes sent together on one connection). On the 100k-unit benchmark,
+        # Intel Xeon, p50 34.9 / 35.9 ms against 37.2 / 38.6 ms with the pass run here after the probes were sent
+        # (alternated, load 0.8-1.4). torch's many small operations contend for the GIL (p50 206 against 188 ms
+        # at load 3 for an overlapped pass, UNIVERSALRAG_INFERENCE=torch), a path kept for training.
+        pending = pool.submit(self._prior, plan.query) if pool is not None else None
         plan.embedding(searcher.embedder)
         collect = searcher.start_probes(plan, corpora, pool=pool)
-        prior = self._prior(plan.query)
+        prior = pending.result() if pending is not None else self._prior(plan.query)
         probes = collect()
         specs = searcher.store.corpora()
         sizes = self.sizes(searcher)
