@@ -126,13 +126,14 @@ def measure(store, vectors, ids, rng, n_queries: int) -> dict:  # type: ignore[n
                            for name, v in per_corpus.items() if v["ms"]}}
 
 
-def rebuild_index(store, corpus: str, ef_construction: int) -> float:  # type: ignore[no-untyped-def]
-    """Build ``corpus``'s HNSW index again with ``m`` = 16 and ``ef_construction`` (the library builds it with
-    pgvector's defaults, 16 and 64); returns the build's seconds."""
+def rebuild_index(store, corpus: str, ef_construction: int, *, parts: bool = False) -> float:  # type: ignore[no-untyped-def]
+    """Build the HNSW index of ``corpus``'s units (``parts``: of its parts table) again with ``m`` = 16 and
+    ``ef_construction`` (the library builds them with 16 and 128 since migration 0011; pgvector's default is 64);
+    returns the build's seconds."""
     from psycopg import sql
-    from universalrag.store.schema import unit_table_name
+    from universalrag.store.schema import parts_table_name, unit_table_name
 
-    table = unit_table_name(corpus)
+    table = parts_table_name(corpus) if parts else unit_table_name(corpus)
     with store.transaction("rebuild the HNSW index") as conn:
         raw = conn.connection.driver_connection
         raw.execute(sql.SQL("DROP INDEX IF EXISTS {}.{}").format(sql.Identifier(store.schema),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from universalrag.store import Store
+from universalrag.store.migrate import SHIPPED_HEAD
 
 
 def test_create_corpus_ignores_the_callers_search_path(store: Store) -> None:
@@ -45,4 +46,4 @@ def test_downgrade_and_upgrade_again(store: Store) -> None:
             "WHERE n.nspname = :s AND p.proname = 'create_corpus'"), {"s": store.schema}).scalar_one()
     assert config is None
     store.migrate()
-    assert store.revision() == "0010"
+    assert store.revision() == SHIPPED_HEAD

@@ -79,7 +79,7 @@ class UnifiedIndex:
             sa.Column("embedding", Vector(embedder.dimension), nullable=False),
         )
         self.index = sa.Index(f"{table}_hnsw", self.table.c.embedding, postgresql_using="hnsw",
-                              postgresql_with={"m": 16, "ef_construction": 64},
+                              postgresql_with={"m": 16, "ef_construction": 128},  # as the corpora's (0011)
                               postgresql_ops={"embedding": "vector_cosine_ops"})
         self._state: UnifiedState | None = None
 
