@@ -4,11 +4,10 @@ pages ingested into a real PostgreSQL with the real bundled MiniLM. Its gain on 
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
-from universalrag.config import Settings
+from support.schemas import ingested_rag
 from universalrag.errors import ConfigError
 from universalrag.fusion import SOURCE_DEPTH, SOURCE_WEIGHT, by_source
 from universalrag.pipeline import UniversalRAG
@@ -85,12 +84,8 @@ def classes(database_url: str, tmp_path_factory: pytest.TempPathFactory, minilm:
     for name, (title, prose) in PAGES.items():
         (folder / name).write_text(f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{prose}</p>"
                                    f"<table><tr>{header}</tr>{body}</table></body></html>", encoding="utf-8")
-    settings = Settings(database_url=database_url, schema="bs_" + uuid.uuid4().hex[:12])
-    rag = UniversalRAG(settings=settings, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
-    assert rag.ingest([folder]).ok
-    yield rag
-    rag.store.downgrade("base")
-    rag.close()
+    with ingested_rag(database_url, minilm, [folder]) as rag:
+        yield rag
 
 
 def _page(hit: Hit) -> str:

@@ -4,11 +4,10 @@ Its gain on real questions is measured by ``benchmarks/routing_e2e.py`` over 250
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
-from universalrag.config import Settings
+from support.schemas import ingested_rag
 from universalrag.fusion import SOURCE_TABLE_MARGIN, with_source_table
 from universalrag.pipeline import UniversalRAG
 from universalrag.plan import QueryPlan
@@ -46,14 +45,9 @@ def test_no_table_of_that_source_within_the_margin_changes_nothing() -> None:
 # -- a real store and the bundled MiniLM -----------------------------------------------------------------------------
 FILMS = (("1998", "Tide Mill", "Drama"), ("2003", "Salt Road", "Thriller"), ("2007", "Harbour Lights", "Drama"),
          ("2011", "The Last Ferry", "Comedy"))
-#: Sections of the director's page: each a passage of its own (a heading starts one).
-BIO = (("Early life", "Anna Vey is a film director from the port town of Marlowe. She grew up above her parents' "
-                      "chandlery and painted the boats in the harbour."),
-       ("Career", "Vey studied painting in Glasgow before she turned to cinema. She directed her films in Marlowe "
-                  "with casts of local fishermen."),
-       ("Style", "Anna Vey's films are known for long takes of the sea and slow harbour scenes; critics compare her "
-                 "quiet style to the Scottish documentary movement of the 1930s."),
-       ("Other work", "Outside film, Vey restores wooden boats and teaches a weekly drawing class in Marlowe."))
+BIO = ("Anna Vey is a film director from the port town of Marlowe.",
+       "She studied painting in Glasgow before she turned to cinema, and directs her films with local fishermen.",
+       "Critics compare her long takes of the sea to the Scottish documentary movement of the 1930s.")
 QUESTION = "which film did anna vey direct before harbour lights?"
 
 
@@ -61,7 +55,7 @@ QUESTION = "which film did anna vey direct before harbour lights?"
 def director(database_url: str, tmp_path_factory: pytest.TempPathFactory, minilm: Any) -> Any:
     folder = tmp_path_factory.mktemp("director")
     rows = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in FILMS)
-    prose = "".join(f"<h2>{heading}</h2><p>{text}</p>" for heading, text in BIO)
+    prose = "".join(f"<p>{text}</p>" for text in BIO)
     (folder / "anna_vey.html").write_text(
         f"<html><head><title>Anna Vey</title></head><body><h1>Anna Vey</h1>{prose}<h2>Filmography</h2>"
         f"<table><tr><th>Year</th><th>Film</th><th>Genre</th></tr>{rows}</table></body></html>", encoding="utf-8")
@@ -71,12 +65,8 @@ def director(database_url: str, tmp_path_factory: pytest.TempPathFactory, minilm
         "shows new films every spring.</p><table><tr><th>Year</th><th>Film</th><th>Director</th></tr><tr><td>2007</td>"
         "<td>Harbour Lights</td><td>Anna Vey</td></tr><tr><td>2008</td><td>North Light</td><td>Ian Roe</td></tr></table>"
         "</body></html>", encoding="utf-8")
-    settings = Settings(database_url=database_url, schema="st_" + uuid.uuid4().hex[:12])
-    rag = UniversalRAG(settings=settings, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
-    assert rag.ingest([folder]).ok
-    yield rag
-    rag.store.downgrade("base")
-    rag.close()
+    with ingested_rag(database_url, minilm, [folder]) as rag:
+        yield rag
 
 
 def _kinds(hits: list[Hit]) -> list[tuple[str, str]]:

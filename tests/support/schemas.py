@@ -43,3 +43,21 @@ def ingested_store(database_url: str, embedder: Any, paths: Sequence[Path]) -> I
             yield store
         finally:
             store.close()
+
+
+@contextlib.contextmanager
+def ingested_rag(database_url: str, embedder: Any, paths: Sequence[Path]) -> Iterator[Any]:
+    """A :class:`~universalrag.pipeline.UniversalRAG` (no generator, no visual encoder, no routing log) in a fresh
+    schema holding ``paths`` ingested (every file added, else the fixture fails); closed and dropped on exit."""
+    from universalrag.config import Settings
+    from universalrag.pipeline import UniversalRAG
+
+    with fresh_schema(database_url) as schema:
+        rag = UniversalRAG(settings=Settings(database_url=database_url, schema=schema), embedder=embedder,
+                           generator=None, visual_encoder=None, log_decisions=False)
+        try:
+            report = rag.ingest(list(paths))
+            assert report.ok, [(o.path, o.status) for o in report.outcomes]
+            yield rag
+        finally:
+            rag.close()
