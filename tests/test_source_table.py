@@ -88,3 +88,17 @@ def test_a_question_routed_to_the_pages_text_gets_the_pages_filmography(director
     fixed = QueryPlan(QUESTION, k=2, routes=("paragraph",))
     director.searcher.probe(fixed, ["paragraph", "table"])
     assert [h.id for h in director.retrieve(fixed)] == [h.id for h in texts]
+
+
+def test_the_langgraph_route_node_gives_the_first_corpus_node_what_retrieve_gives(director: UniversalRAG) -> None:
+    """The route node stores each chosen corpus's hits in the state; the first corpus's node returns the page's
+    table as ``retrieve`` does, without searching again."""
+    lg = pytest.importorskip("langchain_universalrag.graph")
+    plan = QueryPlan(QUESTION)
+    director.searcher.probe(plan, ["paragraph", "table"])
+    plan.decision = RouteDecision(routes=("paragraph",), scores={"paragraph": 0.9}, router="test")
+    expected = [h.id for h in director.retrieve(plan)]
+    assert _kinds(director.retrieve(plan))[-1] == ("table", "anna_vey.html")
+    state = {"question": QUESTION, "decision": lg._state_decision(director, plan, plan.decision)}
+    documents = lg.make_retrieve_node(director, "paragraph").invoke(state)["documents"]
+    assert [d.metadata["id"] for d in documents] == expected

@@ -264,29 +264,31 @@ class UniversalRAG:
             return []
         per_corpus = list(self.corpus_hits(plan, corpora, k=k).values())
         if len(corpora) == 1:
-            return self._source_table(plan, corpora, per_corpus[0], k)
+            return self.with_source_table(plan, per_corpus[0], k=k)
         spaces = [_space(self.store.corpus(name)) for name in corpora]
         # The first corpus is what the question asks for (a whole video, whose own scenes rank above it); the
         # others are ranked where the merge puts them. Keeping every routed corpus's best cost the routing
         # benchmark 0.5 points of answering units in the top 5, and every corpus's best, when all six are
         # searched, filled the five places with one hit of each (20 points).
         hits = _best(fuse(per_corpus, method=self.fusion, spaces=spaces), k, primary=corpora[0])
-        return self._source_table(plan, corpora, hits, k)
+        return self.with_source_table(plan, hits, k=k)
 
-    def _source_table(self, plan: QueryPlan, corpora: Sequence[str], hits: list[Hit], k: int) -> list[Hit]:
-        """``hits`` with a table of the best hit's page in the last place (:func:`~universalrag.fusion.
-        with_source_table`) when the router chose texts only and probed a table corpus: on the routing
-        benchmark's tune split 61.0 → 62.2 % of answering units in the top 5 (report 62.4 → 62.7 %). Corpora the
-        caller chose (``routes``) are searched as they are."""
+    def with_source_table(self, plan: QueryPlan, hits: list[Hit], *, k: int | None = None) -> list[Hit]:
+        """The first ``k`` (default ``plan.k``) of ``hits`` (the hits retrieved for ``plan``) with a table of the best
+        hit's page in the last place (:func:`~universalrag.fusion.with_source_table`) when the router chose texts
+        only and probed a table corpus: on the routing benchmark's tune split 61.0 → 62.2 % of answering units in
+        the top 5 (report 62.4 → 62.7 %). Corpora the caller chose (``routes``) are searched as they are.
+        :meth:`retrieve` applies it; the LangGraph route node applies it to the first chosen corpus's hits."""
+        k = k or plan.k
         searcher = self.searcher
-        if plan.routes is not None or not hits or any(searcher.holds_parts(c) for c in corpora):
-            return hits
+        if plan.routes is not None or not hits or any(searcher.holds_parts(c) for c in plan.chosen):
+            return hits[:k]
         space = _space(self.store.corpus(hits[0].corpus))
         probed = [found for name, found in list(plan.probes.items())
                   if searcher.holds_parts(name) and _space(self.store.corpus(name)) == space]
         tables = sorted((h for found in probed for h in found), key=lambda h: h.score, reverse=True)
         if not tables or not comparable([hits, tables], [space, space]):
-            return hits
+            return hits[:k]
         return with_source_table(hits, tables, k=k)
 
     def corpus_hits(self, plan: QueryPlan, corpora: Sequence[str], *, k: int | None = None) -> dict[str, list[Hit]]:

@@ -175,9 +175,13 @@ def _decision(state: Any) -> RouteDecision | None:
 
 def _state_decision(rag: UniversalRAG, plan: QueryPlan, decision: RouteDecision) -> dict[str, Any]:
     """The decision as state data, with the hits of the chosen corpora as retrieval ranks them from the routing
-    probes (the retrieval nodes reuse them)."""
+    probes (the retrieval nodes reuse them); the first chosen corpus's hold the best hit's table as
+    ``UniversalRAG.retrieve`` gives it (:meth:`~universalrag.pipeline.UniversalRAG.with_source_table`)."""
     data = decision.to_dict()
-    hits = rag.corpus_hits(plan, [c for c in plan.chosen if c in plan.probes], k=plan.probe_k)
+    chosen = [c for c in plan.chosen if c in plan.probes]
+    hits = rag.corpus_hits(plan, chosen, k=plan.probe_k)
+    if chosen:
+        hits[chosen[0]] = rag.with_source_table(plan, hits[chosen[0]], k=plan.probe_k)
     data["hits"] = {c: [h.to_dict() for h in found] for c, found in hits.items()}
     data["probe_k"] = plan.probe_k
     return data
