@@ -241,38 +241,27 @@ def test_a_request_embeds_the_query_once_and_searches_each_corpus_once(ref_rag: 
         del rag.store.search_many
 
 
-class SlowRouter:
-    """The shipped router, ``delay`` seconds slower: long enough to see whether the probes wait for it."""
+class Slowed:
+    """``inner`` (the shipped router or embedder) with its method ``method`` ``delay`` seconds slower, recording
+    when each call started and ended; every other attribute is ``inner``'s (bulk embedding stays as fast)."""
 
-    def __init__(self, inner: Any, delay: float = 0.3) -> None:
-        self.inner, self.delay, self.calls = inner, delay, []  # type: tuple[Any, float, list[tuple[float, float]]]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def route(self, query: str, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        decision = self.inner.route(query, **kwargs)
-        time.sleep(self.delay)
-        self.calls.append((started, time.perf_counter()))
-        return decision
-
-
-class SlowEmbedder:
-    """The shipped embedder, 0.3 s slower on a query (bulk embedding unchanged); records when each query was embedded."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.calls = inner, []  # type: tuple[Any, list[tuple[float, float]]]
+    def __init__(self, inner: Any, method: str, delay: float) -> None:
+        self.inner, self.method, self.delay = inner, method, delay
+        self.calls: list[tuple[float, float]] = []
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        found = getattr(self.inner, name)
+        if name != self.method:
+            return found
 
-    def embed_query(self, text: str) -> Any:
-        started = time.perf_counter()
-        vector = self.inner.embed_query(text)
-        time.sleep(0.3)
-        self.calls.append((started, time.perf_counter()))
-        return vector
+        def slowed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            result = found(*args, **kwargs)
+            time.sleep(self.delay)
+            self.calls.append((started, time.perf_counter()))
+            return result
+
+        return slowed
 
 
 def test_the_prior_runs_beside_the_embedding_and_the_probes_while_it_computes(ref_rag: UniversalRAG) -> None:
@@ -280,7 +269,7 @@ def test_the_prior_runs_beside_the_embedding_and_the_probes_while_it_computes(re
     as soon as the query is embedded and reads the prior after: with the embedding 0.3 s slow and the prior 0.6 s,
     the two overlap, and every corpus search starts (each on its own pooled connection) once the query is embedded
     and well before the prior is done."""
-    router, embedder = SlowRouter(ref_rag.router, delay=0.6), SlowEmbedder(ref_rag.embedder)
+    router, embedder = Slowed(ref_rag.router, "route", 0.6), Slowed(ref_rag.embedder, "embed_query", 0.3)
     rag = UniversalRAG(settings=ref_rag.settings, store=ref_rag.store, embedder=embedder, router=router,
                        combiner=ref_rag.combiner, generator=None, visual_encoder=None, log_decisions=False)
     starts: dict[str, float] = {}

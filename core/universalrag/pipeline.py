@@ -284,9 +284,8 @@ class UniversalRAG:
         if plan.routes is not None or not hits or any(searcher.holds_parts(c) for c in plan.chosen):
             return hits[:k]
         space = _space(self.store.corpus(hits[0].corpus))
-        probed = [found for name, found in list(plan.probes.items())
-                  if searcher.holds_parts(name) and _space(self.store.corpus(name)) == space]
-        tables = sorted((h for found in probed for h in found), key=lambda h: h.score, reverse=True)
+        tables = sorted((h for found in self._probed(plan, space, searcher.holds_parts) for h in found),
+                        key=lambda h: h.score, reverse=True)
         if not tables or not comparable([hits, tables], [space, space]):
             return hits[:k]
         return with_source_table(hits, tables, k=k)
@@ -308,15 +307,21 @@ class UniversalRAG:
         else:
             pool = self.executor()
             found = [f.result() for f in [pool.submit(searcher.search, plan, c, k=d) for c, d in zip(corpora, depths)]]
-        wholes = [(self.store.corpus(c), plan.probed(c, plan.probe_k) or []) for c in held if searcher.holds_wholes(c)]
         out: dict[str, list[Hit]] = {}
         for name, hits in zip(corpora, found):
             space = _space(self.store.corpus(name))
-            evidence = [h for spec, whole in wholes if _space(spec) == space
-                        and comparable([hits, whole], [space, space]) for h in whole]
+            evidence = [h for whole in self._probed(plan, space, searcher.holds_wholes, k=plan.probe_k)
+                        if comparable([hits, whole], [space, space]) for h in whole]
             out[name] = (by_source(hits, evidence, k=k, weight=self.source_weight)
                          if evidence and searcher.holds_parts(name) else hits[:k])
         return out
+
+    def _probed(self, plan: QueryPlan, space: str, kind: Callable[[str], bool], *,
+                k: int | None = None) -> list[list[Hit]]:
+        """The hits (the first ``k`` of each, else all) of every corpus ``plan`` probed or searched that ``kind``
+        accepts and that lives in the embedding ``space``: the evidence one corpus's ranking reads from others."""
+        return [found[:k] if k is not None else found for name, found in list(plan.probes.items())
+                if kind(name) and _space(self.store.corpus(name)) == space]
 
     def search(self, query: str | QueryPlan, *, k: int | None = None, filter: Filter | None = None,
                routes: Sequence[str] | None = None, allow_none: bool = False) -> tuple[RouteDecision, list[Hit]]:
