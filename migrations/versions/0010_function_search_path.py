@@ -58,14 +58,19 @@ $do$;
 """
 
 
-def _with_functions(template: str) -> str:
-    # the signatures are constants of this module, written as SQL string literals ('' doubles a quote)
-    literals = ", ".join("'" + f.replace("'", "''") + "'" for f in _FUNCTIONS)
+def _with_functions(template: str, functions: tuple[str, ...] = _FUNCTIONS) -> str:
+    # the signatures are constants of the migrations, written as SQL string literals ('' doubles a quote)
+    literals = ", ".join("'" + f.replace("'", "''") + "'" for f in functions)
     return template.replace("{functions}", literals.replace("{", "{{").replace("}", "}}"))
 
 
+def set_search_path(schema: str, functions: tuple[str, ...]) -> None:
+    """Give each of ``functions`` (signatures of the schema's functions) the search path of this revision."""
+    _execute(_with_functions(_SET, functions), schema)
+
+
 def upgrade(*, schema: str) -> None:
-    _execute(_with_functions(_SET), schema)
+    set_search_path(schema, _FUNCTIONS)
 
 
 def downgrade(*, schema: str) -> None:

@@ -37,7 +37,7 @@ _visual = importlib.import_module("universalrag.migrations.versions.0002_visual_
 _search_path = importlib.import_module("universalrag.migrations.versions.0010_function_search_path")
 
 
-def _function(template: str, column: str, occurrences: int, *, built_with: str) -> str:
+def corpus_function(template: str, column: str, occurrences: int, built_with: str) -> str:
     """``template`` (a ``CREATE FUNCTION`` of an earlier revision) as ``CREATE OR REPLACE``, its HNSW indexes on
     ``column`` built ``WITH (...)`` ``built_with`` (empty: as the earlier revision built them)."""
     plain = f"USING hnsw ({column} vector_cosine_ops)'"
@@ -64,16 +64,24 @@ $do$;
 
 
 def _rebuild_functions(schema: str, built_with: str) -> None:
-    _execute(_function(_initial._CREATE_CORPUS, "embedding", 2, built_with=built_with), schema)
-    _execute(_function(_visual._ADD_VISUAL, "visual", 1, built_with=built_with), schema)
+    _execute(corpus_function(_initial._CREATE_CORPUS, "embedding", 2, built_with), schema)
+    _execute(corpus_function(_visual._ADD_VISUAL, "visual", 1, built_with), schema)
     # CREATE OR REPLACE drops a function's SET clauses: give them back their own search_path (revision 0010)
     _search_path.upgrade(schema=schema)
 
 
+#: The options every HNSW index of the corpus functions is built with.
+BUILT_WITH = f"ef_construction = {EF_CONSTRUCTION}"
+
+
+def upgrade_functions(schema: str) -> None:
+    """The corpus functions as this revision builds them (revision 0012's downgrade puts them back)."""
+    _rebuild_functions(schema, BUILT_WITH)
+
+
 def upgrade(*, schema: str) -> None:
-    options = f"ef_construction = {EF_CONSTRUCTION}"
-    _rebuild_functions(schema, options)
-    _execute(_EXISTING.replace("{action}", f"SET ({options})"), schema)
+    upgrade_functions(schema)
+    _execute(_EXISTING.replace("{action}", f"SET ({BUILT_WITH})"), schema)
 
 
 def downgrade(*, schema: str) -> None:

@@ -16,15 +16,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from pgvector.sqlalchemy import Vector
+from pgvector.sqlalchemy import HALFVEC, Vector
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSQUERY, UUID
 
 from ..exact_terms import term_pattern
 from .filters import FIELDS, Filter, compile_filter, mentions
 from .schema import CorpusTables
+from .vectors import half_indexed
 
 __all__ = [
     "best_parts_exact",
+    "index_order",
     "nearest_parts",
     "nearest_units",
     "part_texts",
@@ -45,6 +47,24 @@ __all__ = [
 def query_vector(vector: Sequence[float], dimension: int, *, name: str = "query_vector") -> sa.ColumnElement[Any]:
     """The query vector as a bound parameter with an explicit ``vector(n)`` cast."""
     return sa.cast(sa.bindparam(name, list(map(float, vector)), type_=Vector(dimension)), Vector(dimension))
+
+
+def index_order(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int) -> sa.ColumnElement[Any]:
+    """The cosine distance of ``column`` to ``query`` (a :func:`query_vector`) that the column's HNSW index orders by:
+    of the vectors themselves, or, in a corpus wider than :data:`~.vectors.HNSW_MAX_VECTOR` dimensions, of both cast
+    to ``halfvec``, the expression its index is built on (migration 0012). A search orders by it and reports the
+    full-precision distance beside it."""
+    if half_indexed(dimension):
+        return sa.cast(column, HALFVEC(dimension)).cosine_distance(sa.cast(query, HALFVEC(dimension)))
+    return column.cosine_distance(query)
+
+
+def _by_distance(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int, *,
+                 exact: bool = False) -> sa.ColumnElement[Any]:
+    """The ordering key of a statement whose ``distance`` column is the full-precision distance: that column, unless
+    the statement goes through a half-precision index (:func:`index_order`)."""
+    return index_order(column, query, dimension) if half_indexed(dimension) and not exact else sa.literal_column(
+        "distance")
 
 
 def set_local(name: str, value: str | int) -> sa.Select[Any]:
@@ -119,14 +139,15 @@ def nearest_units(
     column, dimension = ((u.c.visual, tables.spec.visual_dimension) if visual
                          else (u.c.embedding, tables.spec.dimension))
     assert dimension, "nearest_units(visual=True) needs a corpus with a visual channel"
-    distance = column.cosine_distance(query_vector(vector, dimension))
+    query = query_vector(vector, dimension)
+    distance = column.cosine_distance(query)
     if exact:
         distance = distance + sa.literal_column("0")
     stmt = sa.select(text_id(u.c.id, "unit_id"), distance.label("distance"), *(unit_columns(tables) if rows else ()))
     stmt = stmt.where(column.is_not(None))
     if filter:
         stmt = stmt.where(unit_filter(u, filter))
-    return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
+    return stmt.order_by(_by_distance(column, query, dimension, exact=exact)).limit(_limit(limit))
 
 
 def nearest_parts(
@@ -136,11 +157,11 @@ def nearest_parts(
     the caller groups them by unit."""
     assert tables.parts is not None, "nearest_parts needs a multi-vector corpus"
     p, u = tables.parts, tables.units
-    distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension)).label("distance")
-    stmt = sa.select(text_id(p.c.unit_id), p.c.ord, distance)
+    query = query_vector(vector, tables.spec.dimension)
+    stmt = sa.select(text_id(p.c.unit_id), p.c.ord, p.c.embedding.cosine_distance(query).label("distance"))
     if filter:
         stmt = stmt.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
-    return stmt.order_by(sa.literal_column("distance")).limit(_limit(limit))
+    return stmt.order_by(_by_distance(p.c.embedding, query, tables.spec.dimension)).limit(_limit(limit))
 
 
 def best_parts_exact(
@@ -162,8 +183,9 @@ def best_parts_exact(
         inner = inner.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
     if unit_ids is not None:
         if near_units:  # a union of both sets, which the planner joins to the parts' primary key (an OR scans)
-            near = sa.select(u.c.id).where(u.c.embedding.is_not(None)).order_by(
-                u.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))).limit(_limit(near_units))
+            near = sa.select(u.c.id).where(u.c.embedding.is_not(None)).order_by(index_order(
+                u.c.embedding, query_vector(vector, tables.spec.dimension), tables.spec.dimension)
+            ).limit(_limit(near_units))
             given = sa.select(sa.func.unnest(_ids("unit_ids", unit_ids)).label("id"))
             inner = inner.where(p.c.unit_id.in_(sa.union(given, sa.select(near.subquery().c.id))))
         else:

@@ -51,6 +51,7 @@ from .filters import Filter
 from .scan_rule import MAX_EF_SEARCH, needs_check, scan_exactly, tuned_ef
 from .schema import CorpusTables
 from .sizes import table_rows
+from .vectors import hnsw_indexed
 
 __all__ = [
     "FILTERED_BEAM",
@@ -265,11 +266,12 @@ def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequ
     """Whether each searched table (``units``, ``parts``) is scanned exactly (:mod:`~.scan_rule`), and whether an
     index search of parts is refined by an exact scan of the units it found (``refine``, :func:`_refined`)."""
     multi = tables.parts is not None
-    if request.exact:
-        return {"units": True, "parts": True}
+    spec = tables.spec
+    if request.exact or not hnsw_indexed(spec.dimension) or (visual and not hnsw_indexed(spec.visual_dimension or 0)):
+        return {"units": True, "parts": True}  # asked for, or a corpus too wide for an HNSW index (migration 0012)
     searched = [t for t in (tables.units, tables.parts) if t is not None]  # the units' size too: see _refined
     rows = table_rows(conn, searched)
-    metadata = tables.spec.metadata
+    metadata = spec.metadata
     if request.exact is False:  # through the index, refined where that pays
         return {"units": False, "parts": False, "refine": _refined(tables, rows, request.exact_max_rows)}
 

@@ -15,9 +15,34 @@ import numpy as np
 
 from ..errors import DimensionMismatchError, InvalidInputError
 
-__all__ = ["check_matrix", "check_vector"]
+__all__ = ["HNSW_MAX_HALFVEC", "HNSW_MAX_VECTOR", "check_matrix", "check_vector", "half_indexed", "hnsw_indexed"]
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+#: pgvector's HNSW index takes ``vector`` columns of at most this many dimensions ...
+HNSW_MAX_VECTOR = 2000
+#: ... and ``halfvec`` of at most this many: a corpus between the two has its index built on its vectors cast to half
+#: precision (migration 0012, ``create_hnsw_index``); a wider one has no HNSW index and is always scanned exactly.
+HNSW_MAX_HALFVEC = 4000
+
+
+def hnsw_indexed(dimension: int) -> bool:
+    """Whether a corpus of ``dimension`` has an HNSW index (at most :data:`HNSW_MAX_HALFVEC` dimensions)."""
+    return dimension <= HNSW_MAX_HALFVEC
+
+
+def half_indexed(dimension: int) -> bool:
+    """Whether the HNSW index of a corpus of ``dimension`` is built on its vectors cast to ``halfvec``."""
+    return HNSW_MAX_VECTOR < dimension <= HNSW_MAX_HALFVEC
+
+
+def _largest(dimension: int) -> tuple[float, str]:
+    """The largest magnitude a vector of ``dimension`` may hold, and how a message names it: a half-precision index
+    takes values up to 65504, a ``vector`` column 32-bit floats."""
+    if half_indexed(dimension):
+        return _FLOAT16_MAX, "the 16-bit floats its half-precision index holds (±65504)"
+    return _FLOAT32_MAX, "the 32-bit floats pgvector stores (±3.4e38)"
 
 
 def check_vector(corpus: str, vector: Sequence[float] | Any, dimension: int, *,
@@ -37,11 +62,9 @@ def check_vector(corpus: str, vector: Sequence[float] | Any, dimension: int, *,
         raise DimensionMismatchError(corpus, dimension, len(array))
     wide = array if array.dtype == np.float32 else array.astype(np.float64, copy=False)  # no copy of float32 input
     peak = float(np.abs(wide).max())  # one pass: NaN, infinity, all zeros and too large values all show in it
-    if not 0.0 < peak <= _FLOAT32_MAX:
+    if not 0.0 < peak <= _largest(dimension)[0]:
         _check_values(corpus, wide, what)
-        position = int(np.argmax(np.abs(wide)))
-        raise InvalidInputError(f"The {what} for corpus {corpus!r} holds {wide[position]} at position {position}, "
-                                "beyond the 32-bit floats pgvector stores (±3.4e38). Check the embedder's output.")
+        _too_large(corpus, wide, dimension, what)
     return array.astype(np.float32, copy=False)
 
 
@@ -56,6 +79,15 @@ def check_matrix(corpus: str, vectors: Any, dimension: int, *, what: str = "part
     nonzero = array.any(axis=1)
     for row in np.flatnonzero(~(finite & nonzero))[:1]:  # vectorised; the first bad row is reported
         _check_values(corpus, array[row].astype(np.float64, copy=False), what)
+    peaks = np.abs(array).max(axis=1) if array.size else np.zeros(len(array))
+    for row in np.flatnonzero(peaks > _largest(dimension)[0])[:1]:
+        _too_large(corpus, array[row].astype(np.float64, copy=False), dimension, what)
+
+
+def _too_large(corpus: str, array: np.ndarray, dimension: int, what: str) -> None:
+    position = int(np.argmax(np.abs(array)))
+    raise InvalidInputError(f"The {what} for corpus {corpus!r} holds {array[position]} at position {position}, "
+                            f"beyond {_largest(dimension)[1]}. Check the embedder's output.")
 
 
 def _check_values(corpus: str, array: np.ndarray, what: str) -> None:

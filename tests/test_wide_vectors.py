@@ -1,0 +1,161 @@
+"""Embedders wider than pgvector's 2,000-dimension HNSW limit for ``vector`` (migration 0012).
+
+Real PostgreSQL + pgvector. Up to 4,000 dimensions (OpenAI's ``text-embedding-3-large`` gives 3,072) a corpus's HNSW
+index is built on its vectors cast to ``halfvec`` and searches order by that expression; wider corpora have no HNSW
+index and are scanned exactly. Before 0012, ``init`` for such an embedder failed on its first corpus. The embedding
+service of the end-to-end test is an OpenAI-compatible server on 127.0.0.1 (the real client, over HTTP), whose
+vectors come from a hash of the text, not from a model.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+from support.openai_server import OpenAICompatServer
+from universalrag.config import Settings
+from universalrag.errors import InvalidInputError
+from universalrag.store import Store
+from universalrag.store.vectors import HNSW_MAX_HALFVEC, HNSW_MAX_VECTOR, half_indexed, hnsw_indexed
+from universalrag.types import Unit
+
+LARGE = "openai:text-embedding-3-large"
+
+
+def _store(settings: Settings, dimension: int) -> Store:
+    store = Store(settings=settings)
+    store.init(embedder=LARGE, dimension=dimension)
+    return store
+
+
+def _unit_vectors(n: int, dimension: int, seed: int = 0) -> np.ndarray:
+    vectors = np.random.default_rng(seed).standard_normal((n, dimension)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _index_definitions(store: Store) -> dict[str, str]:
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s "
+                                    "AND indexdef LIKE '%USING hnsw%'"), {"s": store.schema}).all()
+    return dict(rows)  # type: ignore[arg-type]
+
+
+def _statements(store: Store) -> list[tuple[str, object]]:
+    seen: list[tuple[str, object]] = []
+
+    @sa.event.listens_for(store.read_engine, "before_cursor_execute")
+    def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        seen.append((statement, parameters))
+
+    return seen
+
+
+def test_the_limits_follow_pgvector() -> None:
+    assert (HNSW_MAX_VECTOR, HNSW_MAX_HALFVEC) == (2000, 4000)
+    assert not half_indexed(384) and not half_indexed(2000) and half_indexed(2001) and half_indexed(3072)
+    assert hnsw_indexed(4000) and not hnsw_indexed(4001)
+
+
+def test_a_3072_dimension_store_searches_through_half_precision_indexes(settings: Settings) -> None:
+    store = _store(settings, 3072)
+    definitions = _index_definitions(store)
+    assert {"corpus_paragraph_hnsw", "corpus_table_hnsw", "corpus_table_parts_hnsw"} <= set(definitions)
+    assert all("halfvec(3072)) halfvec_cosine_ops" in d for d in definitions.values()), definitions
+    vectors = _unit_vectors(1200, 3072)
+    store.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"passage {i}", embedding=v)
+                     for i, v in enumerate(vectors)])
+    store.add_units([Unit(id=str(uuid.uuid4()), corpus="table", content=f"table {i}", embedding=vectors[i],
+                          parts=("row a", "row b"), part_embeddings=(vectors[i], vectors[i + 1]))
+                     for i in range(0, 400, 2)])
+    query = vectors[7] + 0.6 * _unit_vectors(1, 3072, seed=1)[0]
+    statements = _statements(store)
+    through_index = store.search("paragraph", query.tolist(), k=5, exact=False)
+    exact = store.search("paragraph", query.tolist(), k=5, exact=True)
+    assert [h.content for h in through_index] == [h.content for h in exact]
+    assert through_index[0].content == "passage 7"
+    expected = vectors @ query / np.linalg.norm(query)
+    for hit in through_index:  # the reported score is the full-precision similarity, not the half-precision key
+        assert hit.score == pytest.approx(float(expected[int(hit.content.split()[1])]), abs=1e-5)
+    statement, parameters = next((s, p) for s, p in statements if "corpus_paragraph" in s and "HALFVEC" in s)
+    with store.engine.connect() as conn:
+        plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters))
+    assert "corpus_paragraph_hnsw" in plan, plan
+    parts = store.search("table", query.tolist(), k=2, exact=False)
+    assert parts[0].content == "table 6" and parts[0].matched_parts[0][1] == "row b"  # vectors[7] is its row b
+    store.close()
+
+
+def test_a_corpus_wider_than_4000_dimensions_is_scanned_exactly(settings: Settings) -> None:
+    store = _store(settings, 4096)
+    assert _index_definitions(store) == {}  # no HNSW index can hold it
+    vectors = _unit_vectors(300, 4096)
+    store.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"passage {i}", embedding=v)
+                     for i, v in enumerate(vectors)])
+    query = vectors[11] + 0.5 * _unit_vectors(1, 4096, seed=2)[0]
+    statements = _statements(store)
+    hits = store.search("paragraph", query.tolist(), k=3, exact=False)  # exact=False cannot ask for a missing index
+    ranking = np.argsort(-(vectors @ query))[:3]
+    assert [h.content for h in hits] == [f"passage {i}" for i in ranking]
+    assert not any("set_config" in s for s, _ in statements)  # the exact statement: no index settings
+    store.close()
+
+
+def test_values_beyond_half_precision_are_refused_before_anything_is_written(settings: Settings) -> None:
+    store = _store(settings, 3072)
+    vector = _unit_vectors(1, 3072)[0].copy()
+    vector[5] = 70000.0  # beyond the 16-bit floats of the index (65504)
+    with pytest.raises(InvalidInputError, match=r"16-bit floats .* \(±65504\)"):
+        store.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content="ok", embedding=vector / 1e6),
+                         Unit(id=str(uuid.uuid4()), corpus="paragraph", content="too large", embedding=vector)])
+    with pytest.raises(InvalidInputError, match="position 5"):
+        store.add_units([Unit(id=str(uuid.uuid4()), corpus="table", content="t", embedding=vector / 1e6,
+                              parts=("a",), part_embeddings=(vector,))])
+    with pytest.raises(InvalidInputError, match="16-bit"):
+        store.search("paragraph", vector.tolist(), k=1)
+    assert store.counts().get("paragraph", 0) == 0 and store.counts().get("table", 0) == 0
+    store.close()
+
+
+def test_a_downgrade_to_0011_puts_back_the_functions_of_before(settings: Settings) -> None:
+    from universalrag.errors import StoreError
+    from universalrag.types import CorpusSpec
+
+    store = _store(settings, 384)
+    store.downgrade("0011")
+    with pytest.raises(StoreError, match="2000 dimensions"):
+        store.create_corpus(CorpusSpec(name="large", modality="text", granularity="paragraph", dimension=3072))
+    store.migrate()
+    store.create_corpus(CorpusSpec(name="large", modality="text", granularity="paragraph", dimension=3072))
+    assert "halfvec(3072)" in _index_definitions(store)["corpus_large_hnsw"]
+    assert "halfvec" not in _index_definitions(store)["corpus_paragraph_hnsw"]  # 384 dimensions: as before
+    with store.engine.connect() as conn:  # the helper carries its own search_path, as the corpus functions do
+        config = conn.execute(sa.text(
+            "SELECT array_to_string(p.proconfig, ',') FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = :s AND p.proname = 'create_hnsw_index'"), {"s": store.schema}).scalar_one()
+    assert config.startswith("search_path=") and config.endswith("pg_catalog, pg_temp"), config
+    store.close()
+
+
+def test_the_large_openai_embedder_ingests_a_folder_and_answers(settings: Settings, tmp_path: Path) -> None:
+    from universalrag.pipeline import UniversalRAG
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "kettles.md").write_text("# Kettles\n\nA kettle boils water for tea in about three minutes.\n")
+    (folder / "bikes.md").write_text("# Bikes\n\nCheck the tyre pressure of a bike before every long ride.\n")
+    with OpenAICompatServer(embedding_dim=3072) as server:
+        wide = settings.with_(embedder="openai:text-embedding-3-large", embed_base_url=server.base_url,
+                              embed_api_key="sk-test")
+        with UniversalRAG(settings=wide, generator=None, visual_encoder=None, log_decisions=False) as rag:
+            rag.init()
+            report = rag.ingest([folder])
+            assert not report.failed, report
+            assert rag.store.corpus("paragraph").dimension == 3072
+            decision, hits = rag.search("how long does a kettle take to boil?", k=3)
+        sent = [r["body"] for r in server.requests if r["path"] == "/v1/embeddings"]
+    assert hits and {h.corpus for h in hits} <= set(decision.routes) <= set(rag.store.corpora())
+    assert sent and all(body["model"] == "text-embedding-3-large" for body in sent)
+    assert "halfvec(3072)" in _index_definitions(rag.store)["corpus_paragraph_hnsw"]
