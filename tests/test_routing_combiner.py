@@ -462,3 +462,27 @@ def test_a_number_the_query_typed_does_not_keep_it_from_none() -> None:
     assert coded["table"]["named"] == 1.0
     decision = Combiner.default().decide(arithmetic, prior_none=0.998)
     assert decision.routes == ("none",)
+
+
+def test_a_query_term_is_stemmed_once_however_many_corpora_are_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import snowballstemmer
+    from universalrag.routing import features
+
+    stemmer, stemmed = snowballstemmer.stemmer("english"), []
+
+    class Counting:  # the real stemmer, counting the words it is given
+        def stemWord(self, word: str) -> str:  # snowballstemmer's name
+            stemmed.append(word)
+            return stemmer.stemWord(word)
+
+    monkeypatch.setattr(features, "_STEMMER", Counting())
+    features._stem.cache_clear()
+    text = "Glaciers retreated quickly in the survey years."
+    probes = [_probe(name, name, 0.1, [0.3], text) for name in CORPORA]
+    query = "how much did the glacier retreat during surveying"
+    first = pair_features(query, probes, prior_none=0.1)
+    assert sorted(stemmed) == sorted(query_terms(query))  # five corpora probed, each term stemmed once
+    assert first["paragraph"]["matched"] > first["paragraph"]["lexical"] == 0  # found by stem only
+    pair_features(query, probes, prior_none=0.1)  # the next query with these words stems none again
+    assert len(stemmed) == len(query_terms(query)) == 3
+    features._stem.cache_clear()
