@@ -159,3 +159,21 @@ def test_the_large_openai_embedder_ingests_a_folder_and_answers(settings: Settin
     assert hits and {h.corpus for h in hits} <= set(decision.routes) <= set(rag.store.corpora())
     assert sent and all(body["model"] == "text-embedding-3-large" for body in sent)
     assert "halfvec(3072)" in _index_definitions(rag.store)["corpus_paragraph_hnsw"]
+
+
+def test_a_wide_visual_channel_is_searched_through_its_half_precision_index(settings: Settings) -> None:
+    store = _store(settings, 384)
+    assert store.add_visual_channel("image", dimension=2304, encoder="wide-vision")  # wider than 2,000
+    assert "halfvec(2304)" in _index_definitions(store)["corpus_image_visual_hnsw"]
+    text, visual = _unit_vectors(600, 384), _unit_vectors(600, 2304, seed=3)
+    store.add_units([Unit(id=str(uuid.uuid4()), corpus="image", content=f"photo {i}", embedding=text[i],
+                          visual_embedding=visual[i]) for i in range(600)])
+    query = visual[123] + 0.5 * _unit_vectors(1, 2304, seed=4)[0]
+    statements = _statements(store)
+    hits = store.search("image", _unit_vectors(1, 384, seed=5)[0].tolist(), k=3, visual_vector=query.tolist(),
+                        visual_weight=1.0, exact=False)
+    assert hits[0].content == "photo 123"
+    assert hits[0].channel_scores["visual"] == pytest.approx(float(visual[123] @ query / np.linalg.norm(query)),
+                                                              abs=1e-5)
+    assert any("HALFVEC(2304)" in s for s, _ in statements)
+    store.close()
