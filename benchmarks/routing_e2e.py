@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import cpu_model  # noqa: E402
 from routing_data import BenchQuestion, find_wikitables, prepare_benchmark, tune_examples  # noqa: E402
-from routing_latency import LATENCY_CORPORA, fill_synthetic  # noqa: E402
+from routing_latency import LATENCY_CORPORA, VECTOR_KINDS, fill_synthetic, synthetic_schema  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 K = 5
@@ -127,16 +127,17 @@ def evaluate(strategy: Strategy, questions: Sequence[BenchQuestion]) -> dict[str
 
 
 def latency_part(settings: Any, embedder: Any, *, schema: str, units: int, queries: Sequence[str], seed: int = 0,
-                 log: Callable[[str], None]) -> dict[str, Any]:
-    """Route + retrieve p50 with ``units`` synthetic units over six corpora (vectors written through the Store),
-    beside searching all six and fusing, in the same run."""
+                 vectors: str = "text-like", log: Callable[[str], None]) -> dict[str, Any]:
+    """Route + retrieve p50 with ``units`` synthetic units over six corpora (``vectors`` of
+    ``routing_latency.VECTOR_KINDS``, written through the Store), beside searching all six and fusing, in the same
+    run."""
     from universalrag.pipeline import UniversalRAG
 
     rag = UniversalRAG(settings=settings.with_(schema=schema), embedder=embedder, generator=None, visual_encoder=None)
-    fill_synthetic(rag, units, seed=seed, log=log)
+    fill_synthetic(rag, units, seed=seed, vectors=vectors, log=log)
     corpora = list(LATENCY_CORPORA)
     out: dict[str, Any] = {"units": sum(rag.store.counts()[c] for c in corpora), "corpora": len(corpora),
-                           "queries": len(queries)}
+                           "vectors": vectors, "queries": len(queries)}
     for name, run in (("routed", lambda q: rag.retrieve(q, k=K)),
                       ("all_fused", lambda q: rag.retrieve(q, k=K, routes=corpora))):
         for q in queries[:3]:
@@ -220,7 +221,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="few pages, topics, questions and units (about 2 min)")
     ap.add_argument("--database-url", help="PostgreSQL URL (default: UNIVERSALRAG_DATABASE_URL, else embedded)")
     ap.add_argument("--schema", help="schema of the knowledge base (default routing_e2e[_quick])")
-    ap.add_argument("--latency-schema", help="schema of the synthetic latency corpora")
+    ap.add_argument("--latency-schema", help="schema of the synthetic latency corpora (default "
+                    "routing_latency_<units>_<vectors>)")
+    ap.add_argument("--latency-vectors", choices=VECTOR_KINDS, default="text-like",
+                    help="synthetic vectors of the latency part: shaped like text embeddings (default) or random "
+                    "directions (the worst case for HNSW; see routing_latency.py)")
     ap.add_argument("--wikitables", type=Path, default=find_wikitables(), help="the shared wikitables folder")
     ap.add_argument("--pages", type=int, help="wikitables pages to ingest (default: all; --quick: 6)")
     ap.add_argument("--max-questions", type=int, help="cap per question set (default: none; --quick: 30)")
@@ -241,7 +246,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.pages = args.pages if args.pages is not None else (6 if quick else None)
     args.max_questions = args.max_questions or (30 if quick else None)
     args.latency_units = args.latency_units or (6000 if quick else 100_000)
-    args.latency_schema = args.latency_schema or f"routing_latency_{args.latency_units}"
+    args.latency_schema = args.latency_schema or synthetic_schema(args.latency_units, args.latency_vectors)
     args.latency_queries = args.latency_queries or (30 if quick else 200)
     return args
 
@@ -301,9 +306,10 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     latency: dict[str, Any] | None = None
     if not args.no_latency:
         latency = latency_part(settings, rag.embedder, schema=args.latency_schema, units=args.latency_units,
-                               queries=[q.query for q in asked][: args.latency_queries], log=log)
-        log(f"latency, {latency['units']} units over {latency['corpora']} corpora: routed p50 "
-            f"{latency['routed_p50_ms']} ms, all fused p50 {latency['all_fused_p50_ms']} ms")
+                               queries=[q.query for q in asked][: args.latency_queries],
+                               vectors=args.latency_vectors, log=log)
+        log(f"latency, {latency['units']} units ({args.latency_vectors} vectors) over {latency['corpora']} corpora: "
+            f"routed p50 {latency['routed_p50_ms']} ms, all fused p50 {latency['all_fused_p50_ms']} ms")
     summary = {"benchmark": "routing_e2e", "quick": args.quick, "split": args.split, "k": K,
                "questions": counts, "strategies": results, "targets": goals, "latency": latency,
                "notes": notes, "machine": machine(),

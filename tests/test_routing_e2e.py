@@ -60,6 +60,7 @@ def test_quick_benchmark_reports_every_strategy(database_url: str, schema: str, 
     unit_gap = summary["targets"]["routed_vs_oracle_points_unit"]["value"]
     assert unit_gap == round(100 * (results["routed"]["unit5"] - results["oracle"]["unit5"]), 1)
     assert summary["latency"]["units"] == 300 and summary["latency"]["routed_p50_ms"] > 0
+    assert summary["latency"]["vectors"] == "text-like"  # the default: shaped like real text embeddings
     assert (tmp_path / "out" / "routing_e2e.png").stat().st_size > 10_000
     assert summary["machine"]["cores"] >= 1
 
