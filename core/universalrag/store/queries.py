@@ -63,8 +63,9 @@ def _by_distance(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], di
                  exact: bool = False) -> sa.ColumnElement[Any]:
     """The ordering key of a statement whose ``distance`` column is the full-precision distance: that column, unless
     the statement goes through a half-precision index (:func:`index_order`)."""
-    return index_order(column, query, dimension) if half_indexed(dimension) and not exact else sa.literal_column(
-        "distance")
+    if half_indexed(dimension) and not exact:
+        return index_order(column, query, dimension)
+    return sa.literal_column("distance")
 
 
 def set_local(name: str, value: str | int) -> sa.Select[Any]:

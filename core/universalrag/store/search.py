@@ -42,7 +42,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..exact_terms import holds_name, identifiers, term_pattern
-from ..fusion import rrf_scores, text_key, weighted
+from ..fusion import SeenTexts, rrf_scores, weighted
 from ..types import CorpusSpec, Hit, Modality
 from . import queries
 from .batch import Raw, Search, Step, compiled, run_steps, vector_parameter
@@ -359,15 +359,12 @@ def _distinct(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
     """The ranked candidates without those whose text repeats, word for word, the text of one ranked before them:
     documentation repeats itself (npm's docs give a flag's description on up to 25 command pages; a manual's
     single-page edition holds every page), and five copies of one passage are one answer in five places."""
-    seen: set[str] = set()
+    seen = SeenTexts()
     out = []
     for entry in ranked:
         row = entry[2].row
-        text = text_key(str(row.get("content") or "")) if row is not None else ""
-        if text and text in seen:
-            continue
-        seen.add(text)
-        out.append(entry)
+        if row is None or seen.add(str(row.get("content") or "")):
+            out.append(entry)
     return out
 
 
