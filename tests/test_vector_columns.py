@@ -1,10 +1,13 @@
-"""Embedders wider than pgvector's 2,000-dimension HNSW limit for ``vector`` (migration 0012).
+"""Vector columns (migration 0012): their vectors stay in the row, and embedders wider than pgvector's 2,000-dimension
+HNSW limit for ``vector`` get an index all the same.
 
-Real PostgreSQL + pgvector. Up to 4,000 dimensions (OpenAI's ``text-embedding-3-large`` gives 3,072) a corpus's HNSW
-index is built on its vectors cast to ``halfvec`` and searches order by that expression; wider corpora have no HNSW
-index and are scanned exactly. Before 0012, ``init`` for such an embedder failed on its first corpus. The embedding
-service of the end-to-end test is an OpenAI-compatible server on 127.0.0.1 (the real client, over HTTP), whose
-vectors come from a hash of the text, not from a model.
+Real PostgreSQL + pgvector. A 384-dimension vector beside a passage and its ``tsvector`` used to be moved to the
+TOAST table (the largest value of a row over 2 kB goes first), so exact scans fetched every vector through it.
+Up to 4,000 dimensions (OpenAI's ``text-embedding-3-large`` gives 3,072) a corpus's HNSW index is built on its
+vectors cast to ``halfvec`` and searches order by that expression; wider corpora have no HNSW index and are scanned
+exactly. Before 0012, ``init`` for such an embedder failed on its first corpus. The embedding service of the
+end-to-end test is an OpenAI-compatible server on 127.0.0.1 (the real client, over HTTP), whose vectors come from
+a hash of the text, not from a model.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ def test_a_3072_dimension_store_searches_through_half_precision_indexes(settings
     definitions = _index_definitions(store)
     assert {"corpus_paragraph_hnsw", "corpus_table_hnsw", "corpus_table_parts_hnsw"} <= set(definitions)
     assert all("halfvec(3072)) halfvec_cosine_ops" in d for d in definitions.values()), definitions
+    assert set(_storage(store).values()) == {"e"}  # 12 kB vectors do not fit in a row: pgvector's default kept
     vectors = _unit_vectors(1200, 3072)
     store.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"passage {i}", embedding=v)
                      for i, v in enumerate(vectors)])
@@ -80,7 +84,8 @@ def test_a_3072_dimension_store_searches_through_half_precision_indexes(settings
     for hit in through_index:  # the reported score is the full-precision similarity, not the half-precision key
         assert hit.score == pytest.approx(float(expected[int(hit.content.split()[1])]), abs=1e-5)
     statement, parameters = next((s, p) for s, p in statements if "corpus_paragraph" in s and "HALFVEC" in s)
-    with store.engine.connect() as conn:
+    with store.engine.connect() as conn:  # the index serves the statement's order (the planner's choice aside)
+        conn.exec_driver_sql("SET enable_seqscan = off")
         plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters))
     assert "corpus_paragraph_hnsw" in plan, plan
     parts = store.search("table", query.tolist(), k=2, exact=False)
@@ -134,7 +139,7 @@ def test_a_downgrade_to_0011_puts_back_the_functions_of_before(settings: Setting
     with store.engine.connect() as conn:  # the helper carries its own search_path, as the corpus functions do
         config = conn.execute(sa.text(
             "SELECT array_to_string(p.proconfig, ',') FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = :s AND p.proname = 'create_hnsw_index'"), {"s": store.schema}).scalar_one()
+            "WHERE n.nspname = :s AND p.proname = 'prepare_vector_column'"), {"s": store.schema}).scalar_one()
     assert config.startswith("search_path=") and config.endswith("pg_catalog, pg_temp"), config
     store.close()
 
@@ -176,4 +181,61 @@ def test_a_wide_visual_channel_is_searched_through_its_half_precision_index(sett
     assert hits[0].channel_scores["visual"] == pytest.approx(float(visual[123] @ query / np.linalg.norm(query)),
                                                               abs=1e-5)
     assert any("HALFVEC(2304)" in s for s, _ in statements)
+    store.close()
+
+
+def _storage(store: Store) -> dict[tuple[str, str], str]:
+    """``{(table, column): attstorage}`` of every vector column of the store's corpus tables."""
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.text(
+            "SELECT c.relname, a.attname, a.attstorage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_type t ON t.oid = a.atttypid "
+            "WHERE n.nspname = :s AND t.typname = 'vector' AND a.attnum > 0 AND c.relname LIKE 'corpus%'"),
+            {"s": store.schema}).all()
+    return {(table, column): storage for table, column, storage in rows}
+
+
+def _external_vectors(store: Store, table: str) -> int:
+    """How many of ``table``'s vectors are stored outside their rows (``pg_column_toast_chunk_id``, PostgreSQL 17+)."""
+    with store.engine.connect() as conn:
+        return int(conn.execute(sa.text(
+            f'SELECT count(*) FROM "{store.schema}"."{table}" '  # test-owned names, not user input
+            "WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL")).scalar_one())
+
+
+def _passages(n: int, seed: int) -> list[Unit]:
+    """Passages of about 900 characters of varied words (their text and tsvector pass 2 kB with the vector)."""
+    rng = np.random.default_rng(seed)
+    vocabulary = [f"{w}{i}" for i, w in enumerate("glacier moon coffee library roast orbit shelf ice".split() * 40)]
+    return [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=" ".join(rng.choice(vocabulary, 110)),
+                 embedding=v) for v in _unit_vectors(n, 384, seed=seed)]
+
+
+def test_vectors_stay_in_their_rows_and_existing_columns_get_the_setting(settings: Settings) -> None:
+    store = _store(settings, 384)
+    store.add_visual_channel("image", dimension=8, encoder="tiny")
+    storage = _storage(store)
+    assert {("corpus_paragraph", "embedding"), ("corpus_table_parts", "embedding"),
+            ("corpus_image", "visual")} <= set(storage)
+    assert set(storage.values()) == {"m"}, storage  # MAIN: the text leaves the row first
+    store.add_units(_passages(40, seed=1))
+    assert _external_vectors(store, "corpus_paragraph") == 0
+    store.downgrade("0011")  # pgvector's default: the largest value, the vector, leaves first
+    assert set(_storage(store).values()) == {"e"}
+    with store.engine.begin() as conn:  # rows written under 0011 (the store writes only to a current schema)
+        for unit in _passages(40, seed=2):
+            conn.execute(sa.text(f'INSERT INTO "{store.schema}".corpus_paragraph (id, content, embedding) '
+                                 "VALUES (CAST(:id AS uuid), :content, CAST(:v AS vector))"),
+                         {"id": unit.id, "content": unit.content, "v": str(list(map(float, unit.embedding)))})
+    assert _external_vectors(store, "corpus_paragraph") == 40  # the rows written under 0011
+    store.migrate()
+    assert set(_storage(store).values()) == {"m"}
+    store.add_units(_passages(40, seed=3))
+    assert _external_vectors(store, "corpus_paragraph") == 40  # new rows inline; old ones until VACUUM FULL
+    with store.engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+            f'VACUUM FULL "{store.schema}".corpus_paragraph')
+    assert _external_vectors(store, "corpus_paragraph") == 0  # the rewrite the migration's docstring gives
+    query = _passages(1, seed=2)[0].embedding
+    assert store.search("paragraph", list(query), k=1, exact=True)[0].score == pytest.approx(1.0, abs=1e-6)
     store.close()
