@@ -101,15 +101,13 @@ def fill_synthetic(rag: Any, units: int, *, seed: int = 0, vectors: str = "text-
         while want > 0:
             n = min(want, 2000)
             vecs = _unit_vectors(rng, n, dim, vectors)
-            if not multi:
-                parts = np.zeros((n, 2, dim), np.float32)
-            elif vectors == "random":
-                parts = _unit_vectors(rng, 2 * n, dim, vectors).reshape(n, 2, dim)
-            else:
-                parts = near_rows(rng, np.repeat(vecs, 2, axis=0)).reshape(n, 2, dim)
+            parts = None
+            if multi:
+                parts = (_unit_vectors(rng, 2 * n, dim, vectors) if vectors == "random"
+                         else near_rows(rng, np.repeat(vecs, 2, axis=0))).reshape(n, 2, dim)
             batch = [Unit(id=str(uuid.uuid4()), corpus=corpus, content=f"synthetic {corpus} unit", embedding=v,
-                          parts=("part one", "part two") if multi else (),
-                          part_embeddings=parts[i].tolist() if multi else ())
+                          parts=("part one", "part two") if parts is not None else (),
+                          part_embeddings=parts[i].tolist() if parts is not None else ())
                      for i, v in enumerate(vecs.tolist())]
             rag.store.add_units(batch)
             want -= n
