@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from support.openai_server import OpenAICompatServer
 from universalrag.config import Settings
 from universalrag.errors import InvalidInputError
+from universalrag.eval.unified import UnifiedIndex
 from universalrag.store import Store
 from universalrag.store.vectors import HNSW_MAX_HALFVEC, HNSW_MAX_VECTOR, half_indexed, hnsw_indexed
 from universalrag.types import Unit
@@ -160,10 +161,14 @@ def test_the_large_openai_embedder_ingests_a_folder_and_answers(settings: Settin
             assert not report.failed, report
             assert rag.store.corpus("paragraph").dimension == 3072
             decision, hits = rag.search("how long does a kettle take to boil?", k=3)
+            unified = UnifiedIndex(rag.store, rag.embedder)  # the paper's shared-index baseline, same width
+            assert unified.build().rows >= 2
+            shared = unified.search(rag.embedder.embed_query("kettle"), k=2)
         sent = [r["body"] for r in server.requests if r["path"] == "/v1/embeddings"]
     assert hits and {h.corpus for h in hits} <= set(decision.routes) <= set(rag.store.corpora())
     assert sent and all(body["model"] == "text-embedding-3-large" for body in sent)
     assert "halfvec(3072)" in _index_definitions(rag.store)["corpus_paragraph_hnsw"]
+    assert "halfvec(3072)" in _index_definitions(rag.store)["eval_unified_hnsw"] and len(shared) == 2
 
 
 def test_a_wide_visual_channel_is_searched_through_its_half_precision_index(settings: Settings) -> None:

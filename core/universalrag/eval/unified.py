@@ -25,11 +25,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from pgvector.sqlalchemy import Vector
+from pgvector.sqlalchemy import HALFVEC, Vector
 
 from ..errors import InvalidInputError
-from ..store.queries import set_local
+from ..store.queries import index_order, query_vector, set_local
 from ..store.scan_rule import MAX_EF_SEARCH
+from ..store.vectors import half_indexed, hnsw_indexed
 from ..types import Hit
 
 if TYPE_CHECKING:
@@ -78,9 +79,14 @@ class UnifiedIndex:
             sa.Column("unit_id", sa.Uuid(as_uuid=False), nullable=False),
             sa.Column("embedding", Vector(embedder.dimension), nullable=False),
         )
-        self.index = sa.Index(f"{table}_hnsw", self.table.c.embedding, postgresql_using="hnsw",
-                              postgresql_with={"m": 16, "ef_construction": 128},  # as the corpora's (0011)
-                              postgresql_ops={"embedding": "vector_cosine_ops"})
+        dimension = embedder.dimension
+        self.index: sa.Index | None = None  # wider than pgvector indexes: scanned exactly
+        if hnsw_indexed(dimension):  # built as the corpora's (migrations 0011 and 0012)
+            half = half_indexed(dimension)
+            key = sa.cast(self.table.c.embedding, HALFVEC(dimension)).label("half") if half else self.table.c.embedding
+            self.index = sa.Index(f"{table}_hnsw", key, postgresql_using="hnsw",
+                                  postgresql_with={"m": 16, "ef_construction": 128},
+                                  postgresql_ops={key.name: "halfvec_cosine_ops" if half else "vector_cosine_ops"})
         self._state: UnifiedState | None = None
 
     def __repr__(self) -> str:
@@ -159,7 +165,8 @@ class UnifiedIndex:
                     continue
                 for stmt in self._vectors(name):  # same database: one INSERT … SELECT per table
                     conn.execute(sa.insert(self.table).from_select(columns, stmt))
-            self.index.create(conn)
+            if self.index is not None:
+                self.index.create(conn)
             rows = int(conn.execute(sa.select(sa.func.count()).select_from(self.table)).scalar_one())
         self._state = UnifiedState(self.name, counts, rows, built=True)
         return self._state
@@ -175,14 +182,16 @@ class UnifiedIndex:
             raise InvalidInputError(f"k must be at least 1, got {k}.")
         self.state()
         t = self.table
-        distance = t.c.embedding.cosine_distance(list(map(float, vector)))
+        query = query_vector(vector, self.embedder.dimension)
+        distance = t.c.embedding.cosine_distance(query)
         limit = max(8 * k, 100)
         with self.store.transaction("search the unified evaluation index") as conn:
             while True:
                 conn.execute(set_local("hnsw.ef_search", min(max(self.ef_search, limit), MAX_EF_SEARCH)))
                 conn.execute(set_local("hnsw.iterative_scan", "relaxed_order"))
+                order = index_order(t.c.embedding, query, self.embedder.dimension)  # the index's expression
                 rows = conn.execute(sa.select(t.c.corpus, t.c.unit_id, distance.label("distance"))
-                                    .order_by(distance).limit(sa.literal_column(str(int(limit))))).all()
+                                    .order_by(order).limit(sa.literal_column(str(int(limit))))).all()
                 best: dict[tuple[str, str], float] = {}
                 for r in rows:
                     key = (str(r.corpus), str(r.unit_id))
