@@ -211,7 +211,8 @@ def _external_vectors(store: Store, table: str) -> int:
 def _passages(n: int, seed: int) -> list[Unit]:
     """Passages of about 900 characters of varied words (their text and tsvector pass 2 kB with the vector)."""
     rng = np.random.default_rng(seed)
-    vocabulary = [f"{w}{i}" for i, w in enumerate("glacier moon coffee library roast orbit shelf ice".split() * 40)]
+    words = ("glacier", "moon", "coffee", "library", "roast", "orbit", "shelf", "ice")
+    vocabulary = [f"{w}{i}" for i, w in enumerate(words * 40)]
     return [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=" ".join(rng.choice(vocabulary, 110)),
                  embedding=v) for v in _unit_vectors(n, 384, seed=seed)]
 
