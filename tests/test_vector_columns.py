@@ -57,10 +57,24 @@ def _statements(store: Store) -> list[tuple[str, object]]:
     return seen
 
 
-def test_the_limits_follow_pgvector() -> None:
-    assert (HNSW_MAX_VECTOR, HNSW_MAX_HALFVEC) == (2000, 4000)
-    assert not half_indexed(384) and not half_indexed(2000) and half_indexed(2001) and half_indexed(3072)
-    assert hnsw_indexed(4000) and not hnsw_indexed(4001)
+def test_the_limits_are_those_of_the_servers_pgvector(store: Store) -> None:
+    def builds(dimension: int, half: bool) -> bool:  # an HNSW index on a temporary table of that width
+        key, ops = (f"(v::halfvec({dimension}))", "halfvec_cosine_ops") if half else ("v", "vector_cosine_ops")
+        with store.engine.connect() as conn, conn.begin():  # test-owned names and integers only
+            conn.exec_driver_sql(f"CREATE TEMPORARY TABLE widths (v vector({dimension}))")
+            try:
+                with conn.begin_nested():
+                    conn.exec_driver_sql(f"CREATE INDEX ON widths USING hnsw ({key} {ops})")
+                return True
+            except sa.exc.DBAPIError:
+                return False
+            finally:
+                conn.exec_driver_sql("DROP TABLE widths")
+
+    assert builds(HNSW_MAX_VECTOR, half=False) and not builds(HNSW_MAX_VECTOR + 1, half=False)
+    assert builds(HNSW_MAX_HALFVEC, half=True) and not builds(HNSW_MAX_HALFVEC + 1, half=True)
+    assert not half_indexed(HNSW_MAX_VECTOR) and half_indexed(HNSW_MAX_VECTOR + 1) and half_indexed(3072)
+    assert hnsw_indexed(HNSW_MAX_HALFVEC) and not hnsw_indexed(HNSW_MAX_HALFVEC + 1)
 
 
 def test_a_3072_dimension_store_searches_through_half_precision_indexes(settings: Settings) -> None:
