@@ -184,12 +184,12 @@ class UnifiedIndex:
         t = self.table
         query = query_vector(vector, self.embedder.dimension)
         distance = t.c.embedding.cosine_distance(query)
+        order = index_order(t.c.embedding, query, self.embedder.dimension)  # the index's expression
         limit = max(8 * k, 100)
         with self.store.transaction("search the unified evaluation index") as conn:
             while True:
                 conn.execute(set_local("hnsw.ef_search", min(max(self.ef_search, limit), MAX_EF_SEARCH)))
                 conn.execute(set_local("hnsw.iterative_scan", "relaxed_order"))
-                order = index_order(t.c.embedding, query, self.embedder.dimension)  # the index's expression
                 rows = conn.execute(sa.select(t.c.corpus, t.c.unit_id, distance.label("distance"))
                                     .order_by(order).limit(sa.literal_column(str(int(limit))))).all()
                 best: dict[tuple[str, str], float] = {}

@@ -23,7 +23,7 @@ _FLOAT16_MAX = float(np.finfo(np.float16).max)
 #: pgvector's HNSW index takes ``vector`` columns of at most this many dimensions ...
 HNSW_MAX_VECTOR = 2000
 #: ... and ``halfvec`` of at most this many: a corpus between the two has its index built on its vectors cast to half
-#: precision (migration 0012, ``create_hnsw_index``); a wider one has no HNSW index and is always scanned exactly.
+#: precision (migration 0012, ``prepare_vector_column``); a wider one has no HNSW index and is always scanned exactly.
 HNSW_MAX_HALFVEC = 4000
 
 
@@ -75,11 +75,9 @@ def check_matrix(corpus: str, vectors: Any, dimension: int, *, what: str = "part
         raise InvalidInputError(f"The {what} for corpus {corpus!r} must be a 2-D array of numbers.")
     if array.shape[1] != dimension:
         raise DimensionMismatchError(corpus, dimension, array.shape[1])
-    finite = np.isfinite(array).all(axis=1)
-    nonzero = array.any(axis=1)
-    for row in np.flatnonzero(~(finite & nonzero))[:1]:  # vectorised; the first bad row is reported
+    peaks = np.abs(array).max(axis=1)  # one pass, as in check_vector: NaN, infinity and all zeros show in it
+    for row in np.flatnonzero(~(np.isfinite(peaks) & (peaks > 0)))[:1]:  # the first bad row is reported
         _check_values(corpus, array[row].astype(np.float64, copy=False), what)
-    peaks = np.abs(array).max(axis=1) if array.size else np.zeros(len(array))
     for row in np.flatnonzero(peaks > _largest(dimension)[0])[:1]:
         _too_large(corpus, array[row].astype(np.float64, copy=False), dimension, what)
 
