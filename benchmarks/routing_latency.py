@@ -178,6 +178,28 @@ def profile(rag: Any, questions: list[str], rounds: int) -> None:
         print(f"  {name:<34} {statistics.median(_time(fn, questions, rounds)):7.1f}")
 
 
+def int8_variant(settings: Any, rag: Any) -> Any:
+    """A pipeline like ``rag`` (its store, its combiner) whose query embedding and router run on 8-bit weights."""
+    from universalrag.embed import TransformersEmbedder
+    from universalrag.embed.onnx_bert import ONNX_WEIGHTS_ENV
+    from universalrag.pipeline import UniversalRAG
+    from universalrag.routing import TrainedRouter
+
+    before = os.environ.get(ONNX_WEIGHTS_ENV)
+    os.environ[ONNX_WEIGHTS_ENV] = "int8"  # read when a session is built
+    try:
+        embedder, router = TransformersEmbedder.bundled_minilm(), TrainedRouter.default()
+        embedder.embed_query("warm up")
+        router.route("warm up")
+    finally:
+        if before is None:
+            del os.environ[ONNX_WEIGHTS_ENV]
+        else:
+            os.environ[ONNX_WEIGHTS_ENV] = before
+    return UniversalRAG(settings=settings, embedder=embedder, router=router, combiner=rag.combiner, generator=None,
+                        visual_encoder=None, log_decisions=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 rounds instead of 10.")
@@ -192,6 +214,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print where one routed query's time goes")
     parser.add_argument("--old-rule", action="store_true",
                         help="add evidence routing with the exact-scan threshold of before the index check")
+    parser.add_argument("--int8", action="store_true",
+                        help="add evidence routing with the query embedding and the router on 8-bit weights "
+                        "(UNIVERSALRAG_ONNX_WEIGHTS=int8)")
     args = parser.parse_args()
 
     from universalrag.config import Settings
@@ -246,6 +271,11 @@ def main() -> None:
             others.append(old)
             backends.watch(old.store.engine)
             modes[f"evidence routing, exact <= {OLD_EXACT_ROWS} rows"] = lambda q: old.search(q, allow_none=True)
+        if args.int8:
+            quantized = int8_variant(settings, rag)
+            others.append(quantized)
+            backends.watch(quantized.store.engine)
+            modes["evidence routing, int8 query weights"] = lambda q: quantized.search(q, allow_none=True)
         for fn in modes.values():  # warm up: caches filled
             fn(QUESTIONS[0])
         rounds = 3 if args.quick else 10

@@ -15,7 +15,17 @@ import pytest
 from support.inference_texts import corpus_passages, routing_queries
 from universalrag.embed import TransformersEmbedder
 from universalrag.embed.numpy_bert import INFERENCE_ENV
-from universalrag.embed.onnx_bert import ONNX_THREADS_ENV, OnnxBert, bulk_threads, onnx_available, query_backend
+from universalrag.embed.onnx_bert import (
+    ONNX_THREADS_ENV,
+    ONNX_WEIGHTS_ENV,
+    QUANT_BLOCK,
+    OnnxBert,
+    block_quantize,
+    bulk_threads,
+    onnx_available,
+    query_backend,
+    query_weights_quantized,
+)
 from universalrag.embed.transformers_encoder import BULK_BATCH, BULK_TEXTS
 from universalrag.errors import ConfigError
 from universalrag.routing import TrainedRouter
@@ -56,6 +66,7 @@ def test_onnx_encoder_matches_torch(queries: list[str], torch_vectors: np.ndarra
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     texts = queries + corpus_passages()
     monkeypatch.setenv(INFERENCE_ENV, "onnx")  # ONNX Runtime for every call, bulk ones too
+    monkeypatch.delenv(ONNX_WEIGHTS_ENV, raising=False)  # float32 (8-bit query weights: the tests below)
     fast = TransformersEmbedder.bundled_minilm(device="cpu")
     got = fast.embed(texts)
     assert fast.backend == "onnx" and fast._model is None
@@ -86,6 +97,7 @@ def test_light_router_matches_torch(backend: str, queries: list[str],
                                     monkeypatch: pytest.MonkeyPatch) -> None:
     want, routes = torch_routes
     monkeypatch.setenv(INFERENCE_ENV, backend)
+    monkeypatch.delenv(ONNX_WEIGHTS_ENV, raising=False)
     fast = TrainedRouter.default()
     got = fast.probabilities(queries)
     assert fast.backend == backend
@@ -97,8 +109,71 @@ def test_light_router_matches_torch(backend: str, queries: list[str],
     assert [fast.route(q).routes for q in queries[:40]] == routes
 
 
+def test_block_quantize_keeps_each_weight_within_half_a_step() -> None:
+    rng = np.random.default_rng(0)
+    weight = rng.normal(0, 0.05, (48, 3 * QUANT_BLOCK)).astype(np.float32)
+    weight[5, :QUANT_BLOCK] = 0.0  # an all-zero block
+    weight[7, 3] = 2.5  # an outlier widens the step of its own block only
+    codes, scales = block_quantize(weight)
+    assert codes.dtype == np.uint8 and codes.shape == (48, 3, QUANT_BLOCK) and scales.shape == (48 * 3,)
+    blocks = scales.reshape(48, 3)
+    restored = ((codes.astype(np.float32) - 128) * blocks[:, :, None]).reshape(weight.shape)
+    assert np.all(np.abs(restored - weight) <= blocks.repeat(QUANT_BLOCK, axis=1) / 2 + 1e-7)
+    assert np.all(codes[5, 0] == 128) and codes.min() >= 1  # zero is code 128; ±127 steps, never -128
+    assert blocks[7, 0] == pytest.approx(2.5 / 127) and blocks[7, 1] < 0.3 / 127
+
+
+def test_query_weights_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ONNX_WEIGHTS_ENV, raising=False)
+    assert not query_weights_quantized()  # float32 unless asked
+    monkeypatch.setenv(ONNX_WEIGHTS_ENV, " INT8 ")
+    assert query_weights_quantized()
+    monkeypatch.setenv(ONNX_WEIGHTS_ENV, "int4")
+    with pytest.raises(ConfigError, match=ONNX_WEIGHTS_ENV):
+        query_weights_quantized()
+
+
+def test_int8_queries_stay_near_torch_and_passages_stay_exact(queries: list[str], torch_vectors: np.ndarray,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``UNIVERSALRAG_ONNX_WEIGHTS=int8`` the query session runs on 8-bit weights: its vectors keep a cosine of
+    0.9995 on average with torch's on ~310 real queries and the long and non-ASCII ones (0.998 at worst); passages,
+    even a batch of three in a process that holds the query session, come from the float32 weights, as torch
+    computes them."""
+    monkeypatch.delenv(INFERENCE_ENV, raising=False)
+    monkeypatch.setenv(ONNX_WEIGHTS_ENV, "int8")
+    embedder = TransformersEmbedder.bundled_minilm(device="cpu")
+    got = np.stack([embedder.embed_query(q) for q in queries])
+    session = embedder._numpy
+    assert isinstance(session, OnnxBert) and session.quantized and session.threads == 1
+    cosine = (got * torch_vectors[: len(queries)]).sum(axis=1)
+    assert cosine.min() >= 0.998, f"worst cosine {cosine.min():.6f} for {queries[int(cosine.argmin())]!r}"
+    assert cosine.mean() >= 0.9995  # (the worst: the one-letter query "x", 0.9989)
+    assert cosine.min() < 0.99999  # the weights really are quantized: not the float32 vectors
+    passages = corpus_passages()[:3]
+    exact = embedder.embed(passages)
+    assert embedder._bulk is not None and embedder._bulk is not session and not embedder._bulk.quantized
+    want = torch_vectors[len(queries): len(queries) + 3]
+    assert float((exact * want).sum(axis=1).min()) >= 0.9999
+
+
+def test_int8_router_agrees_with_torch(queries: list[str], torch_routes: tuple[np.ndarray, list[tuple[str, ...]]],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The router on 8-bit weights picks torch's top route for nearly every real query, its probabilities within a
+    few points."""
+    want, _ = torch_routes
+    monkeypatch.delenv(INFERENCE_ENV, raising=False)
+    monkeypatch.setenv(ONNX_WEIGHTS_ENV, "int8")
+    fast = TrainedRouter.default()
+    got = fast.probabilities(queries)
+    assert fast.backend == "onnx" and fast._numpy.bert.quantized  # type: ignore[union-attr]
+    agree = float((got.argmax(axis=1) == want.argmax(axis=1)).mean())
+    assert agree >= 0.98, f"top route agrees on {agree:.1%} of {len(queries)} queries"
+    assert np.abs(got - want).max() <= 0.15 and np.quantile(np.abs(got - want), 0.99) <= 0.05
+
+
 def test_auto_prefers_onnx_and_falls_back_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(INFERENCE_ENV, raising=False)
+    monkeypatch.delenv(ONNX_WEIGHTS_ENV, raising=False)
     assert onnx_available() and query_backend() == "onnx"
     embedder, router = TransformersEmbedder.bundled_minilm(device="cpu"), TrainedRouter.default()
     assert embedder.backend == router.backend == "onnx"
@@ -178,12 +253,18 @@ def test_bulk_embedding_runs_on_its_own_onnx_session(queries: list[str], torch_v
 
 def test_bulk_session_is_the_query_session_on_one_thread(queries: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(INFERENCE_ENV, raising=False)
-    monkeypatch.setenv(ONNX_THREADS_ENV, "1")  # every session on one thread: no need for a second one
+    monkeypatch.setenv(ONNX_THREADS_ENV, "1")  # every session on one thread: no need for a second one ...
+    monkeypatch.delenv(ONNX_WEIGHTS_ENV, raising=False)  # ... when queries run on the passages' weights
     embedder = TransformersEmbedder.bundled_minilm(device="cpu")
     first = embedder.embed_query(queries[0])
     bulk = embedder.embed(queries[:BULK_TEXTS])
     assert embedder._bulk is embedder._numpy and bulk_threads() == 1
     np.testing.assert_allclose(bulk[0], first, atol=1e-5)
+    monkeypatch.setenv(ONNX_WEIGHTS_ENV, "int8")
+    quantized = TransformersEmbedder.bundled_minilm(device="cpu")
+    quantized.embed_query(queries[0])
+    np.testing.assert_allclose(quantized.embed(queries[:2]), bulk[:2], atol=1e-5)  # a session of its own
+    assert quantized._bulk is not quantized._numpy and quantized._numpy.quantized  # type: ignore[union-attr]
     monkeypatch.setenv(ONNX_THREADS_ENV, "3")
     assert bulk_threads() == 3
     monkeypatch.setenv(ONNX_THREADS_ENV, "none")

@@ -28,7 +28,7 @@ from ..errors import ConfigError, EmbeddingError
 from .base import check_texts
 from .devices import resolve_device, to_device
 from .numpy_bert import NumpyBert, inference_backend, numpy_supported
-from .onnx_bert import OnnxBert, bulk_threads, query_backend
+from .onnx_bert import OnnxBert, bulk_threads, query_backend, query_weights_quantized
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
@@ -250,8 +250,9 @@ class TransformersEmbedder:
         with self._load_lock:
             if self._bulk is None:
                 threads = bulk_threads()
-                if isinstance(self._numpy, OnnxBert) and self._numpy.threads == threads:
-                    self._bulk = self._numpy
+                light = self._numpy
+                if isinstance(light, OnnxBert) and light.threads == threads and not light.quantized:
+                    self._bulk = light
                 else:
                     path = check_model_dir(self._path)
                     bert = OnnxBert.load(path, threads=threads)
@@ -299,8 +300,14 @@ class TransformersEmbedder:
         tok_max = _tokenizer_max_length(path)
         return limit if tok_max is None else min(limit, tok_max)
 
+    def _quantized_queries(self) -> bool:
+        """Whether queries run on 8-bit weights (:func:`.onnx_bert.query_weights_quantized`): passages then never
+        take the query session, so that every stored vector comes from the float32 weights."""
+        return self._numpy_serves() and query_backend() == "onnx" and query_weights_quantized()
+
     def _load_numpy(self, path: Path) -> None:
-        bert = OnnxBert.load(path) if query_backend() == "onnx" else NumpyBert.load(path)
+        bert = OnnxBert.load(path, quantized=query_weights_quantized()) if query_backend() == "onnx" \
+            else NumpyBert.load(path)
         self._token_limit = self._light_limit(path, bert)
         self._dimension = bert.hidden_size
         self._numpy = bert  # last: other threads test this without the lock
@@ -331,9 +338,9 @@ class TransformersEmbedder:
         """How a call of ``n`` texts runs a batch, and how many texts go in each; loads what it needs. Passages
         go to the bulk session when the call is bulk, or when it exists and the query session does not (an
         ingesting process then holds one session); queries take the path they always took."""
-        if not query and (n >= BULK_TEXTS or self._bulk is not None):
+        if not query and (n >= BULK_TEXTS or self._bulk is not None or self._quantized_queries()):
             route = self._bulk_route(n)
-            if route == "onnx" and (n >= BULK_TEXTS or self._numpy is None):
+            if route == "onnx" and (n >= BULK_TEXTS or self._numpy is None or self._quantized_queries()):
                 bert = self._bulk_session()
                 return (lambda batch: self._embed_batch_light(bert, batch)), min(self.batch_size, BULK_BATCH)
             if route == "torch":

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..embed.numpy_bert import BertWeights, NumpyBert, gelu
-from ..embed.onnx_bert import OnnxBert
+from ..embed.onnx_bert import OnnxBert, query_weights_quantized
 from ..embed.transformers_encoder import quiet_transformers
 from ..errors import ConfigError, MissingDependencyError
 
@@ -205,7 +205,8 @@ class OnnxRouterNet:
         """As :meth:`NumpyRouterNet.load`, building the ONNX Runtime session."""
         config, weights, head, tokenizer = _router_parts(weights_file, base_path=base_path, hidden=hidden,
                                                          base_config=base_config)
-        return cls(OnnxBert(config, weights, tokenizer=tokenizer, head=head), max_length=max_length)
+        return cls(OnnxBert(config, weights, tokenizer=tokenizer, head=head, quantized=query_weights_quantized()),
+                   max_length=max_length)
 
     def logits(self, texts: Sequence[str]) -> np.ndarray:
         """One logit per label for each text, float32 ``(len(texts), labels)`` (callers serialise calls: the
