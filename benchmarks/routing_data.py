@@ -41,6 +41,7 @@ __all__ = [
     "DATA",
     "BenchQuestion",
     "build_own_corpora",
+    "drop_stale_copies",
     "find_wikitables",
     "normalise",
     "own_questions",
@@ -287,6 +288,16 @@ def tune_examples(questions: Iterable[BenchQuestion]) -> list[tuple[str, str]]:
     return [(q.query, q.corpus) for q in questions if q.split == "tune"]
 
 
+def drop_stale_copies(store: Any, kb: Path) -> int:
+    """Delete the sources of ``store`` that are copies of the own corpora written under another results folder
+    (``…/<the same folder name>/kb/…`` but not under ``kb``): an earlier run with another ``--out`` ingested them
+    under those paths, and the duplicates would push gold units out of every strategy's top 5. Returns how many."""
+    mine = kb.resolve().as_uri() + "/"
+    marker = f"/{kb.parent.name}/{kb.name}/"
+    stale = [s["uri"] for s in store.sources() if marker in s["uri"] and not s["uri"].startswith(mine)]
+    return sum(bool(store.delete_source(uri)) for uri in stale)
+
+
 def prepare_benchmark(rag: Any, work: Path, *, quick: bool = False, pages: int | None = None,
                       wikitables: Path | None = None, log: Callable[[str], None] = lambda _: None,
                       ) -> tuple[list[BenchQuestion], dict[str, Any]]:
@@ -298,6 +309,9 @@ def prepare_benchmark(rag: Any, work: Path, *, quick: bool = False, pages: int |
 
     start = time.perf_counter()
     folders = build_own_corpora(work / "kb", pyref_topics=pyref_topics_asked() if quick else None)
+    stale = drop_stale_copies(rag.store, work / "kb")
+    if stale:
+        log(f"removed {stale} sources of the own corpora ingested from another results folder")
     report = rag.ingest(list(folders.values()), options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
     notes: dict[str, Any] = {"own_ingest": report.to_dict()}
     questions = own_questions(folders)

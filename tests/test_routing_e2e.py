@@ -132,3 +132,37 @@ def test_wikitable_positions_match_the_tables_ingestion_parses() -> None:
     first_cell = " ".join(wikitables[0].find("td").get_text(" ").split())
     rows = next(iter(parsed[positions[0]].batches(50)))
     assert any(first_cell in cell for row in rows for cell in row)
+
+
+def test_copies_ingested_from_another_results_folder_are_dropped(database_url: str, minilm,  # type: ignore[no-untyped-def]
+                                                                 tmp_path: Path) -> None:
+    """A run with another ``--out`` for the same schema wrote the own corpora under other paths; before ingesting,
+    the benchmark deletes those copies (and nothing else), so that duplicates do not crowd gold units out of the top
+    5 (five runs left five copies of every photo and video in one schema, and every strategy lost recall)."""
+    import uuid
+
+    from universalrag.config import Settings
+    from universalrag.pipeline import UniversalRAG
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from routing_data import drop_stale_copies
+
+    text = "The with statement calls __enter__ before its block runs and __exit__ after it, even on an error."
+    kbs = [tmp_path / out / "e2e_kb_test" / "kb" for out in ("first", "second")]
+    for kb in kbs:
+        (kb / "pyref").mkdir(parents=True)
+        (kb / "pyref" / "with.txt").write_text(text)
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "with.txt").write_text(text)  # the user's own file: not a benchmark copy
+    settings = Settings(database_url=database_url, schema="dup_" + uuid.uuid4().hex[:12])
+    with UniversalRAG(settings=settings, embedder=minilm, generator=None, visual_encoder=None) as rag:
+        try:
+            assert rag.ingest([kbs[0] / "pyref", kbs[1] / "pyref", tmp_path / "notes"]).ok
+            assert len(rag.store.sources()) == 3
+            assert drop_stale_copies(rag.store, kbs[1]) == 1
+            kept = sorted(s["uri"] for s in rag.store.sources())
+            assert kept == sorted([(kbs[1] / "pyref" / "with.txt").resolve().as_uri(),
+                                   (tmp_path / "notes" / "with.txt").resolve().as_uri()])
+            assert drop_stale_copies(rag.store, kbs[1]) == 0
+        finally:
+            rag.store.downgrade("base")
