@@ -8,7 +8,8 @@ The graph is built here, in memory, from the same ``model.safetensors`` tensors 
 reads (``onnx.helper``: no torch import, and no exported file to cache or keep in step with the weights):
 embeddings, post-norm self-attention layers with exact (erf) GELU, masked mean pooling and, for the router, its
 head. It computes what ``transformers.BertModel`` computes in evaluation mode, in float32 (cosine ≥ 0.9999
-against torch, checked in ``tests/test_onnx_inference.py``).
+against torch, checked in ``tests/test_onnx_inference.py``). Built ``quantized`` (``UNIVERSALRAG_ONNX_WEIGHTS=int8``,
+query-time sessions only), its linear layers hold 8-bit blocks for ONNX Runtime's ``MatMulNBits``.
 
 A query's session runs on one intra-op thread unless ``UNIVERSALRAG_ONNX_THREADS`` says otherwise (threads never
 spin while they wait): a query is too small to share out, and on a two-core machine a second thread only competes
@@ -274,7 +275,8 @@ class OnnxBert:
 
     Build with :meth:`load` (a model directory) or the constructor (a config dict and :class:`BertWeights`);
     the session is created there, with ``threads`` intra-op threads (default: ``UNIVERSALRAG_ONNX_THREADS``, else
-    1). :meth:`mean_pooled` and :meth:`logits` are thread-safe (ONNX Runtime sessions
+    1), and with ``quantized`` the encoder's linear layers in 8-bit blocks (see :func:`query_weights_quantized`).
+    :meth:`mean_pooled` and :meth:`logits` are thread-safe (ONNX Runtime sessions
     are); the tokenizer is not, so callers serialise :meth:`tokenize`.
     """
 
@@ -312,7 +314,7 @@ class OnnxBert:
              quantized: bool = False) -> OnnxBert:
         """The encoder in ``directory`` (see :func:`~.numpy_bert.numpy_supported`: the same directories qualify),
         its tokenizer from ``tokenizer.json``; ``overrides`` replaces tensors by name, ``head`` adds layers,
-        ``threads`` as in the constructor."""
+        ``threads`` and ``quantized`` as in the constructor."""
         from .numpy_bert import NumpyBert, numpy_supported
 
         path = Path(directory)

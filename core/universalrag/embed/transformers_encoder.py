@@ -337,7 +337,8 @@ class TransformersEmbedder:
     def _batcher(self, n: int, *, query: bool) -> tuple[Callable[[list[str]], np.ndarray], int]:
         """How a call of ``n`` texts runs a batch, and how many texts go in each; loads what it needs. Passages
         go to the bulk session when the call is bulk, or when it exists and the query session does not (an
-        ingesting process then holds one session); queries take the path they always took."""
+        ingesting process then holds one session), or always when queries run on 8-bit weights; queries take the
+        path they always took."""
         if not query and (n >= BULK_TEXTS or self._bulk is not None or self._quantized_queries()):
             route = self._bulk_route(n)
             if route == "onnx" and (n >= BULK_TEXTS or self._numpy is None or self._quantized_queries()):
