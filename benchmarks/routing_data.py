@@ -309,10 +309,10 @@ def prepare_benchmark(rag: Any, work: Path, *, quick: bool = False, pages: int |
 
     start = time.perf_counter()
     folders = build_own_corpora(work / "kb", pyref_topics=pyref_topics_asked() if quick else None)
-    stale = drop_stale_copies(rag.store, work / "kb")
+    report = rag.ingest(list(folders.values()), options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
+    stale = drop_stale_copies(rag.store, work / "kb")  # after the ingest: a new schema exists from then on
     if stale:
         log(f"removed {stale} sources of the own corpora ingested from another results folder")
-    report = rag.ingest(list(folders.values()), options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
     notes: dict[str, Any] = {"own_ingest": report.to_dict()}
     questions = own_questions(folders)
     if wikitables is not None:

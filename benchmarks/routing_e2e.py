@@ -238,8 +238,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-latency", action="store_true", help="skip the synthetic latency part (recall only)")
     ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out",
                     help="results folder; the own corpora are written to OUT/e2e_<schema>/kb and ingested from "
-                    "there (copies of them that an earlier run ingested from another results folder are removed "
-                    "from the schema first)")
+                    "there (copies of them that an earlier run ingested from another results folder are then removed "
+                    "from the schema)")
     args = ap.parse_args(argv)
     quick = args.quick
     args.schema = args.schema or ("routing_e2e_quick" if quick else "routing_e2e")

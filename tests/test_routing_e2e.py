@@ -136,7 +136,7 @@ def test_wikitable_positions_match_the_tables_ingestion_parses() -> None:
 
 def test_copies_ingested_from_another_results_folder_are_dropped(database_url: str, minilm,  # type: ignore[no-untyped-def]
                                                                  tmp_path: Path) -> None:
-    """A run with another ``--out`` for the same schema wrote the own corpora under other paths; before ingesting,
+    """A run with another ``--out`` for the same schema wrote the own corpora under other paths; before asking,
     the benchmark deletes those copies (and nothing else), so that duplicates do not crowd gold units out of the top
     5 (five runs left five copies of every photo and video in one schema, and every strategy lost recall)."""
     import uuid

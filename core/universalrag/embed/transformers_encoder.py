@@ -303,7 +303,7 @@ class TransformersEmbedder:
     def _quantized_queries(self) -> bool:
         """Whether queries run on 8-bit weights (:func:`.onnx_bert.query_weights_quantized`): passages then never
         take the query session, so that every stored vector comes from the float32 weights."""
-        return self._numpy_serves() and query_backend() == "onnx" and query_weights_quantized()
+        return query_weights_quantized() and self._numpy_serves() and query_backend() == "onnx"
 
     def _load_numpy(self, path: Path) -> None:
         bert = OnnxBert.load(path, quantized=query_weights_quantized()) if query_backend() == "onnx" \
