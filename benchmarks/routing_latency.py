@@ -38,6 +38,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -185,17 +186,10 @@ def int8_variant(settings: Any, rag: Any) -> Any:
     from universalrag.pipeline import UniversalRAG
     from universalrag.routing import TrainedRouter
 
-    before = os.environ.get(ONNX_WEIGHTS_ENV)
-    os.environ[ONNX_WEIGHTS_ENV] = "int8"  # read when a session is built
-    try:
+    with mock.patch.dict(os.environ, {ONNX_WEIGHTS_ENV: "int8"}):  # read when a session is built
         embedder, router = TransformersEmbedder.bundled_minilm(), TrainedRouter.default()
         embedder.embed_query("warm up")
         router.route("warm up")
-    finally:
-        if before is None:
-            del os.environ[ONNX_WEIGHTS_ENV]
-        else:
-            os.environ[ONNX_WEIGHTS_ENV] = before
     return UniversalRAG(settings=settings, embedder=embedder, router=router, combiner=rag.combiner, generator=None,
                         visual_encoder=None, log_decisions=False)
 

@@ -339,9 +339,10 @@ class TransformersEmbedder:
         go to the bulk session when the call is bulk, or when it exists and the query session does not (an
         ingesting process then holds one session), or always when queries run on 8-bit weights; queries take the
         path they always took."""
-        if not query and (n >= BULK_TEXTS or self._bulk is not None or self._quantized_queries()):
+        apart = not query and self._quantized_queries()
+        if not query and (n >= BULK_TEXTS or self._bulk is not None or apart):
             route = self._bulk_route(n)
-            if route == "onnx" and (n >= BULK_TEXTS or self._numpy is None or self._quantized_queries()):
+            if route == "onnx" and (n >= BULK_TEXTS or self._numpy is None or apart):
                 bert = self._bulk_session()
                 return (lambda batch: self._embed_batch_light(bert, batch)), min(self.batch_size, BULK_BATCH)
             if route == "torch":

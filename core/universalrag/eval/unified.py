@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
-from pgvector.sqlalchemy import HALFVEC, Vector
+from pgvector.sqlalchemy import Vector
 
 from ..errors import InvalidInputError
-from ..store.queries import index_order, query_vector, set_local
+from ..store.queries import index_key, index_order, query_vector, set_local
 from ..store.scan_rule import MAX_EF_SEARCH
 from ..store.vectors import half_indexed, hnsw_indexed
 from ..types import Hit
@@ -83,7 +83,8 @@ class UnifiedIndex:
         self.index: sa.Index | None = None  # wider than pgvector indexes: scanned exactly
         if hnsw_indexed(dimension):  # built as the corpora's (migrations 0011 and 0012)
             half = half_indexed(dimension)
-            key = sa.cast(self.table.c.embedding, HALFVEC(dimension)).label("half") if half else self.table.c.embedding
+            key = index_key(self.table.c.embedding, dimension)
+            key = key.label("half") if half else key
             self.index = sa.Index(f"{table}_hnsw", key, postgresql_using="hnsw",
                                   postgresql_with={"m": 16, "ef_construction": 128},
                                   postgresql_ops={key.name: "halfvec_cosine_ops" if half else "vector_cosine_ops"})

@@ -26,6 +26,7 @@ from .vectors import half_indexed
 
 __all__ = [
     "best_parts_exact",
+    "index_key",
     "index_order",
     "nearest_parts",
     "nearest_units",
@@ -49,14 +50,17 @@ def query_vector(vector: Sequence[float], dimension: int, *, name: str = "query_
     return sa.cast(sa.bindparam(name, list(map(float, vector)), type_=Vector(dimension)), Vector(dimension))
 
 
+def index_key(vectors: sa.ColumnElement[Any], dimension: int) -> sa.ColumnElement[Any]:
+    """What an HNSW index of vectors of ``dimension`` is built on: the vectors themselves, or, wider than
+    :data:`~.vectors.HNSW_MAX_VECTOR` dimensions, the vectors cast to ``halfvec`` (migration 0012)."""
+    return sa.cast(vectors, HALFVEC(dimension)) if half_indexed(dimension) else vectors
+
+
 def index_order(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int) -> sa.ColumnElement[Any]:
     """The cosine distance of ``column`` to ``query`` (a :func:`query_vector`) that the column's HNSW index orders by:
-    of the vectors themselves, or, in a corpus wider than :data:`~.vectors.HNSW_MAX_VECTOR` dimensions, of both cast
-    to ``halfvec``, the expression its index is built on (migration 0012). A search orders by it and reports the
+    of the :func:`index_key` of both, the expression its index is built on. A search orders by it and reports the
     full-precision distance beside it."""
-    if half_indexed(dimension):
-        return sa.cast(column, HALFVEC(dimension)).cosine_distance(sa.cast(query, HALFVEC(dimension)))
-    return column.cosine_distance(query)
+    return index_key(column, dimension).cosine_distance(index_key(query, dimension))
 
 
 def _by_distance(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int, *,
