@@ -4,10 +4,13 @@ rows, stores as JSON, applies the `none` rule, and the shipped weights say what 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from universalrag.errors import ConfigError, RoutingError
 from universalrag.fusion import TABLE_OFFSET
 from universalrag.routing.combiner import (
@@ -39,6 +42,7 @@ from universalrag.routing.features import (
     query_terms,
     sibling_corpora,
 )
+from universalrag.routing.features import _stem as stem_of
 from universalrag.types import Hit
 
 CORPORA = ("paragraph", "document", "table", "image", "clip")
@@ -205,6 +209,43 @@ def test_lexical_overlap_reads_matched_rows_and_ignores_stop_words() -> None:
     row = Hit(corpus="table", id="t", score=0.5, content="planet,moons", matched_parts=((5, "Saturn,146", 0.6),))
     assert lexical_overlap(terms, [row]) == 1.0
     assert lexical_overlap(terms, []) == 0.0
+
+
+def _overlap_by_tokens(terms: frozenset[str], texts: list[str]) -> tuple[float, int]:
+    """The definition :func:`lexical_overlap` and :func:`matched_terms` implement: each text cut into words (runs of
+    letters and digits, lowercased); a term counts when it is one of the words, else when a word starts with its
+    stem (a one-character stem: when it is the word)."""
+    share, count = 0.0, 0
+    for text in texts:
+        words = {w.lower() for w in re.findall(r"[^\W_]+", text)}
+        exact = terms & words
+        stems = {stem_of(t) for t in terms - exact}
+        found = {s for s in stems if any(w == s if len(s) < 2 else w.startswith(s) for w in words)}
+        share, count = max(share, len(exact) / len(terms)), max(count, len(exact) + len(found))
+    return share, count
+
+
+_WORDS = ["saturn", "Saturn", "SATURN", "moons", "moon", "tuples", "Tuple", "changed", "change", "1952", "1952-53",
+          "panellinios", "x", "5", "50", "naïve", "CAFÉ", "İstanbul", "istanbul", "straße", "ΟΔΟΣ", "οδος", "_", "e2e",
+          "the", "in", "seasons", "cheers", "ﬁnance", "finance", "Ⅻ", "٣"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(" ".join),
+       texts=st.lists(st.lists(st.one_of(st.sampled_from(_WORDS), st.text(max_size=6)), max_size=12).map(
+           lambda words: "".join(w + sep for w, sep in zip(words, [" ", ",", "-", "_", "|", "", "\n"] * 4))),
+           min_size=1, max_size=3))
+def test_lexical_overlap_matches_its_definition_on_any_text(query: str, texts: list[str]) -> None:
+    """The overlap features find words where they stand in the lowered text instead of cutting it into words:
+    the same counts as the definition on any text — words glued by underscores or hyphens, digits, non-ASCII
+    letters, a dotted capital I (whose lowercase is two characters), ligatures, arbitrary characters between."""
+    terms = query_terms(query)
+    if not terms:
+        return
+    hits = [Hit(corpus="paragraph", id=str(i), score=0.5, content=text) for i, text in enumerate(texts)]
+    # a hit's words are read from its matched parts, its text and its title, joined by spaces
+    want = _overlap_by_tokens(terms, [f" {text} " for text in texts])
+    assert (lexical_overlap(terms, hits, top=3), matched_terms(terms, hits, top=3)) == want
 
 
 def _probe(corpus: str, granularity: str, prior: float, scores: list[float], text: str) -> ProbeEvidence:

@@ -52,6 +52,7 @@ method, L2 penalty pulling towards a base model's weights when adapting).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -331,9 +332,10 @@ class Combiner:
     answerable_model: Logistic
     info: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def version(self) -> str:
-        """A short content hash of the weights (recorded with every logged decision)."""
+        """A short content hash of the weights (recorded with every logged decision; computed once: the weights
+        are frozen, and writing them out as JSON took ~0.3 ms of every routed query)."""
         blob = json.dumps([self.corpus_model.to_dict(), self.answerable_model.to_dict()], sort_keys=True)
         return "combiner-" + hashlib.sha256(blob.encode()).hexdigest()[:10]
 
