@@ -573,3 +573,36 @@ def test_long_texts_are_compared_whole_only_when_they_begin_alike() -> None:
     together = SeenTexts()  # the same answers as a set of whole keys
     assert [together.add(p) for p in pages] == [text_key(p) not in {text_key(q) for q in pages[:i]}
                                                 for i, p in enumerate(pages)] == [True] * 3 + [False] * 3
+
+
+def test_fused_hits_drop_repeated_texts_as_whole_keys_would() -> None:
+    """``fusion.distinct`` reads whole texts only for hits whose first words another hit shares: the same hits
+    kept as when every text's whitespace-collapsed key is compared, for texts that begin alike and differ later,
+    repeat with other spacing, are shorter than the first words compared, or are empty, and for a whole document
+    whose text is also a passage's (the passage is kept)."""
+    import itertools
+
+    from universalrag.fusion import distinct, text_key
+    from universalrag.types import Granularity, Hit
+
+    def by_whole_keys(hits: list[Hit]) -> list[Hit]:  # the definition
+        keys = [h.modality in (Modality.TEXT, Modality.TABLE) and text_key(h.content) for h in hits]
+        finer = {k for h, k in zip(hits, keys) if k and h.granularity is not Granularity.DOCUMENT}
+        seen: set[str] = set()
+        out = []
+        for h, k in zip(hits, keys):
+            if k and (k in seen or h.granularity is Granularity.DOCUMENT and k in finer):
+                continue
+            seen.add(k) if k else None
+            out.append(h)
+        return out
+
+    opening = " ".join(f"w{i}" for i in range(40))
+    texts = [opening + " ends one way", opening.replace(" ", "\n ", 3) + " ends  one way", opening + " other end",
+             "a short text", " a  short\ttext", "", "   ", opening[:20], opening]
+    kinds = [(Modality.TEXT, Granularity.PARAGRAPH), (Modality.TEXT, Granularity.DOCUMENT),
+             (Modality.TABLE, Granularity.TABLE), (Modality.IMAGE, Granularity.IMAGE)]
+    for n, combo in enumerate(itertools.product(range(len(texts)), range(len(kinds)), repeat=3)):
+        hits = [Hit(corpus="c", id=f"{n}-{i}", score=1.0, content=texts[t], modality=kinds[m][0],
+                    granularity=kinds[m][1]) for i, (t, m) in enumerate(zip(combo[::2], combo[1::2]))]
+        assert [h.id for h in distinct(hits)] == [h.id for h in by_whole_keys(hits)], [h.content for h in hits]

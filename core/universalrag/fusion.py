@@ -8,6 +8,7 @@ A low layer: it knows hits and ids, never the store. ``store/search.py`` combine
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from typing import TypeVar
@@ -242,7 +243,7 @@ def distinct(hits: Sequence[Hit]) -> list[Hit]:
     them: a document that is a single passage is also that passage, and the same passage twice is one answer twice.
     Of a whole document and a passage with one text, the passage is kept, in its own place (its id is the one a
     caller's evidence names, its parent the document)."""
-    textual = [h.modality in _TEXTUAL and text_key(h.content) for h in hits]
+    textual = _text_keys(hits)
     finer = {key for h, key in zip(hits, textual) if key and h.granularity is not Granularity.DOCUMENT}
     seen: set[str] = set()
     out = []
@@ -253,6 +254,22 @@ def distinct(hits: Sequence[Hit]) -> list[Hit]:
             seen.add(key)
         out.append(h)
     return out
+
+
+def _head(content: str | None) -> str:
+    """The first :data:`_HEAD_WORDS` words of a text, whitespace collapsed (the start of its :func:`text_key`)."""
+    return " ".join((content or "").split(None, _HEAD_WORDS)[:_HEAD_WORDS])
+
+
+def _text_keys(hits: Sequence[Hit]) -> list[str | None]:
+    """For each hit of a text or table corpus, a key equal to another's exactly when their texts are word for word
+    the same (``None`` for the others and for empty texts): the first words, and the whole :func:`text_key` only
+    for hits whose first words another hit shares. Two texts alike have the same first words, so a text whose first
+    words no other hit has is unlike every other; fused rankings hold whole pages, and collapsing the whitespace of
+    each took ~1 ms of a routed query's Python time over the 250 Wikipedia pages."""
+    heads = [_head(h.content) if h.modality in _TEXTUAL else "" for h in hits]
+    shared = {head for head, n in Counter(heads).items() if head and n > 1}
+    return [(text_key(h.content) if head in shared else head) or None for h, head in zip(hits, heads)]
 
 
 def comparable(per_corpus: Sequence[Sequence[Hit]], spaces: Sequence[str]) -> bool:
