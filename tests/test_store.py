@@ -575,27 +575,19 @@ def test_long_texts_are_compared_whole_only_when_they_begin_alike() -> None:
                                                 for i, p in enumerate(pages)] == [True] * 3 + [False] * 3
 
 
-def test_fused_hits_drop_repeated_texts_as_whole_keys_would() -> None:
+def test_fused_hits_drop_repeated_texts_as_whole_keys_would(monkeypatch: pytest.MonkeyPatch) -> None:
     """``fusion.distinct`` reads whole texts only for hits whose first words another hit shares: the same hits
     kept as when every text's whitespace-collapsed key is compared, for texts that begin alike and differ later,
     repeat with other spacing, are shorter than the first words compared, or are empty, and for a whole document
     whose text is also a passage's (the passage is kept)."""
     import itertools
 
-    from universalrag.fusion import distinct, text_key
+    from universalrag import fusion
     from universalrag.types import Granularity, Hit
 
-    def by_whole_keys(hits: list[Hit]) -> list[Hit]:  # the definition
-        keys = [h.modality in (Modality.TEXT, Modality.TABLE) and text_key(h.content) for h in hits]
-        finer = {k for h, k in zip(hits, keys) if k and h.granularity is not Granularity.DOCUMENT}
-        seen: set[str] = set()
-        out = []
-        for h, k in zip(hits, keys):
-            if k and (k in seen or h.granularity is Granularity.DOCUMENT and k in finer):
-                continue
-            seen.add(k) if k else None
-            out.append(h)
-        return out
+    def whole_keys(hits: list[Hit]) -> list[str | None]:  # the definition: every text keyed whole
+        return [fusion.text_key(h.content) or None if h.modality in (Modality.TEXT, Modality.TABLE) else None
+                for h in hits]
 
     opening = " ".join(f"w{i}" for i in range(40))
     texts = [opening + " ends one way", opening.replace(" ", "\n ", 3) + " ends  one way", opening + " other end",
@@ -605,4 +597,10 @@ def test_fused_hits_drop_repeated_texts_as_whole_keys_would() -> None:
     for n, combo in enumerate(itertools.product(range(len(texts)), range(len(kinds)), repeat=3)):
         hits = [Hit(corpus="c", id=f"{n}-{i}", score=1.0, content=texts[t], modality=kinds[m][0],
                     granularity=kinds[m][1]) for i, (t, m) in enumerate(zip(combo[::2], combo[1::2]))]
-        assert [h.id for h in distinct(hits)] == [h.id for h in by_whole_keys(hits)], [h.content for h in hits]
+        kept = [h.id for h in fusion.distinct(hits)]
+        with monkeypatch.context() as patched:
+            patched.setattr(fusion, "_text_keys", whole_keys)
+            assert kept == [h.id for h in fusion.distinct(hits)], [h.content for h in hits]
+    copies = [Hit(corpus="c", id=str(i), score=1.0, content=texts[i % 2], modality=Modality.TEXT,
+                  granularity=Granularity.PARAGRAPH) for i in range(3)]
+    assert [h.id for h in fusion.distinct(copies)] == ["0"]  # the same words, whatever the spacing: one answer
