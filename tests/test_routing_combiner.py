@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from universalrag.errors import ConfigError, RoutingError
 from universalrag.fusion import TABLE_OFFSET
@@ -235,6 +235,9 @@ _WORDS = ["saturn", "Saturn", "SATURN", "moons", "moon", "tuples", "Tuple", "cha
        texts=st.lists(st.lists(st.one_of(st.sampled_from(_WORDS), st.text(max_size=6)), max_size=12).map(
            lambda words: "".join(w + sep for w, sep in zip(words, [" ", ",", "-", "_", "|", "", "\n"] * 4))),
            min_size=1, max_size=3))
+@example(query="moons", texts=["honeymoons"])  # a term inside a longer word is not that word
+@example(query="5 moons", texts=["50 moons"])  # a one-character stem finds only a word of its own
+@example(query="Tuple", texts=["Tuples, __tuple_"])  # a stem that begins a word; "_" is no letter
 def test_lexical_overlap_matches_its_definition_on_any_text(query: str, texts: list[str]) -> None:
     """The overlap features find words where they stand in the lowered text instead of cutting it into words:
     the same counts as the definition on any text — words glued by underscores or hyphens, digits, non-ASCII

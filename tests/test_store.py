@@ -586,8 +586,7 @@ def test_fused_hits_drop_repeated_texts_as_whole_keys_would(monkeypatch: pytest.
     from universalrag.types import Granularity, Hit
 
     def whole_keys(hits: list[Hit]) -> list[str | None]:  # the definition: every text keyed whole
-        return [fusion.text_key(h.content) or None if h.modality in (Modality.TEXT, Modality.TABLE) else None
-                for h in hits]
+        return [fusion.text_key(h.content) or None if h.modality in fusion._TEXTUAL else None for h in hits]
 
     opening = " ".join(f"w{i}" for i in range(40))
     texts = [opening + " ends one way", opening.replace(" ", "\n ", 3) + " ends  one way", opening + " other end",

@@ -134,6 +134,11 @@ def text_key(content: str | None) -> str:
 _HEAD_WORDS = 32
 
 
+def _head(content: str | None) -> str:
+    """The first :data:`_HEAD_WORDS` words of a text, whitespace collapsed (the start of its :func:`text_key`)."""
+    return " ".join((content or "").split(None, _HEAD_WORDS)[:_HEAD_WORDS])
+
+
 class SeenTexts:
     """Texts met so far, compared word for word (:func:`text_key`), reading a text whole only when its first
     words are those of a text met before: the units of a corpus of whole documents are whole pages, and collapsing
@@ -145,10 +150,9 @@ class SeenTexts:
     def add(self, content: str) -> bool:
         """Remember ``content``; ``False`` when a text met before says the same word for word (an empty text is
         always new)."""
-        words = content.split(None, _HEAD_WORDS)
-        if not words:
+        head = _head(content)
+        if not head:
             return True
-        head = " ".join(words[:_HEAD_WORDS])
         earlier = self._by_head.get(head)
         if earlier is None:
             self._by_head[head] = [content]
@@ -254,11 +258,6 @@ def distinct(hits: Sequence[Hit]) -> list[Hit]:
             seen.add(key)
         out.append(h)
     return out
-
-
-def _head(content: str | None) -> str:
-    """The first :data:`_HEAD_WORDS` words of a text, whitespace collapsed (the start of its :func:`text_key`)."""
-    return " ".join((content or "").split(None, _HEAD_WORDS)[:_HEAD_WORDS])
 
 
 def _text_keys(hits: Sequence[Hit]) -> list[str | None]:
