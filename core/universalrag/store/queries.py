@@ -26,6 +26,8 @@ from .vectors import half_indexed
 
 __all__ = [
     "best_parts_exact",
+    "holding_parameters",
+    "holding_shape",
     "index_key",
     "index_order",
     "nearest_parts",
@@ -256,7 +258,8 @@ def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filte
     """Units matching ``text`` in Postgres full-text search (``websearch_to_tsquery``: quotes, OR, -word),
     ranked by ``ts_rank_cd`` over the generated ``tsv`` column (GIN index)."""
     u = tables.units
-    query = sa.func.websearch_to_tsquery(sa.cast(sa.literal(language), REGCONFIG), sa.literal(text))
+    query = sa.func.websearch_to_tsquery(sa.cast(sa.literal(language), REGCONFIG),
+                                         sa.bindparam("lexical_text", text, type_=sa.Text))
     rank = sa.func.ts_rank_cd(u.c.tsv, query).label("rank")
     stmt = sa.select(*unit_columns(tables), rank).where(u.c.tsv.op("@@")(query))
     if filter:
@@ -276,20 +279,41 @@ def _spellings(term: str) -> tuple[str, ...]:
     return (term, f"/{term}", f"~/{term}") if term.startswith(".") else (term,)
 
 
+def holding_shape(terms: Sequence[str]) -> tuple[int, ...]:
+    """What the text of :func:`units_holding`'s statement depends on besides its table and limit: how many spellings
+    each term is looked up in (its parameters, :func:`holding_parameters`, carry the terms themselves)."""
+    return tuple(len(_spellings(t)) for t in terms)
+
+
+def holding_parameters(terms: Sequence[str]) -> dict[str, str]:
+    """The parameters of :func:`units_holding`'s statement that vary with ``terms``: ``spelling0``, ``spelling1``,
+    ... (what the full-text index is asked for) and ``pattern0``, ``pattern1``, ... (what the text must match)."""
+    spellings = [s for term in terms for s in _spellings(term)]
+    return {**{f"spelling{i}": s for i, s in enumerate(spellings)},
+            **{f"pattern{i}": term_pattern(t) for i, t in enumerate(terms)}}
+
+
 def units_holding(tables: CorpusTables, terms: Sequence[str], *, limit: int, filter: Filter | None = None,
                   language: str = "english") -> sa.Select[Any]:
     """Units whose text holds one of ``terms`` as a whole word (:func:`~universalrag.exact_terms.term_pattern`),
     found through the full-text index (each term as a phrase of its words, each word also as the start of a longer
     token: the parser reads "CMakeLists.txt" as one token, which the word "CMakeLists" alone would not find) and
-    confirmed on the text."""
+    confirmed on the text. The terms are named parameters (:func:`holding_parameters`), so the statement's text
+    depends on :func:`holding_shape` alone and is compiled once per shape."""
     u = tables.units
     config = sa.cast(sa.literal(language), REGCONFIG)
-    phrases = [sa.cast(sa.func.regexp_replace(sa.cast(sa.func.phraseto_tsquery(config, sa.literal(t)), sa.Text),
+    values = holding_parameters(terms)
+
+    def value(name: str) -> sa.BindParameter[str]:
+        return sa.bindparam(name, values[name], type_=sa.Text)
+
+    spellings = sum(holding_shape(terms))
+    phrases = [sa.cast(sa.func.regexp_replace(sa.cast(sa.func.phraseto_tsquery(config, value(f"spelling{i}")), sa.Text),
                                               sa.literal(_LEXEME_END), sa.literal(r"':*\1"), sa.literal("g")),
-                       TSQUERY) for term in terms for t in _spellings(term)]
+                       TSQUERY) for i in range(spellings)]
     query = functools.reduce(lambda a, b: a.op("||")(b), phrases)
     stmt = sa.select(*unit_columns(tables)).where(
-        u.c.tsv.op("@@")(query), sa.or_(*(u.c.content.op("~*")(sa.literal(term_pattern(t))) for t in terms)))
+        u.c.tsv.op("@@")(query), sa.or_(*(u.c.content.op("~*")(value(f"pattern{i}")) for i in range(len(terms)))))
     if filter:
         stmt = stmt.where(unit_filter(u, filter))
     return stmt.limit(_limit(limit))
