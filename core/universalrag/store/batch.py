@@ -12,7 +12,7 @@ run through SQLAlchemy one after the other (those whose parameters need SQLAlche
 metadata filter). Where listeners of SQLAlchemy's cursor events are registered (logging, tracing), every
 statement goes through SQLAlchemy instead, so they keep seeing all of them. Query vectors go to the server in
 pgvector's binary format where the connection registered pgvector's types (:func:`vector_parameter`), not as 384
-numbers written out as text.
+numbers written out as text; lists of ids and part numbers as one array literal (:func:`array_parameter`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from psycopg.rows import dict_row
 from sqlalchemy import exc as sa_exc
 
-__all__ = ["Raw", "Search", "Step", "compiled", "run_steps", "vector_parameter"]
+__all__ = ["Raw", "Search", "Step", "array_parameter", "compiled", "run_steps", "vector_parameter"]
 
 _T = TypeVar("_T")
 
@@ -76,6 +76,22 @@ def vector_parameter(vector: Sequence[float] | np.ndarray, *, binary: bool) -> n
     if binary:
         return array
     return "[" + ",".join(map(repr, array.tolist())) + "]"
+
+
+def array_parameter(values: Sequence[str | int]) -> str:
+    """``values`` (strings or whole numbers) as PostgreSQL's array literal, for a placeholder the statement casts
+    (``%(ids)s::TEXT[]``, ``%(ords)s::INTEGER[]``): psycopg dumps a Python list element by element, 230 µs for the 75
+    keys of a table probe's matched parts, against 3 µs for one string. Strings are quoted and escaped, so any text
+    stays one element; anything else (None, a float, a nested list) is a ``TypeError``."""
+    items = []
+    for v in values:
+        if isinstance(v, str):
+            items.append('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        elif isinstance(v, int) and not isinstance(v, bool):
+            items.append(str(v))
+        else:
+            raise TypeError(f"an array parameter holds strings or whole numbers, not {type(v).__name__}")
+    return "{" + ",".join(items) + "}"
 
 
 def run_steps(conn: sa.Connection, searches: Sequence[Search[_T]]) -> list[_T]:

@@ -45,7 +45,7 @@ from ..exact_terms import holds_name, identifiers, term_pattern
 from ..fusion import SeenTexts, rrf_scores, weighted
 from ..types import CorpusSpec, Hit, Modality
 from . import queries
-from .batch import Raw, Search, Step, compiled, run_steps, vector_parameter
+from .batch import Raw, Search, Step, array_parameter, compiled, run_steps, vector_parameter
 from .engine import has_binary_vectors
 from .filters import Filter
 from .scan_rule import MAX_EF_SEARCH, needs_check, scan_exactly, tuned_ef
@@ -171,9 +171,11 @@ class _Sql:
 
     def raw(self, key: tuple[Any, ...], build: Callable[[], sa.ClauseElement], **values: Any) -> Raw:
         text, params = compiled(self.dialect, key, build)
-        for name in ("query_vector", "visual_vector"):
-            if values.get(name) is not None:
-                values[name] = vector_parameter(values[name], binary=self.binary)
+        for name, value in values.items():
+            if name in ("query_vector", "visual_vector") and value is not None:
+                values[name] = vector_parameter(value, binary=self.binary)
+            elif isinstance(value, list):  # ids, part numbers: the statement casts the placeholder to its array type
+                values[name] = array_parameter(value)
         return Raw(text, {**params, **values})
 
 
