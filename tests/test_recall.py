@@ -106,6 +106,32 @@ def test_without_the_iterative_scan_the_index_returns_at_most_ef_search_rows(
     assert len(capped) == 40 and len(widened) == 160
 
 
+@pytest.mark.parametrize("limit", [20, 160, 640])
+def test_the_server_groups_a_window_of_parts_as_python_did(tables_store: Store, minilm,  # type: ignore[no-untyped-def]
+                                                           limit: int) -> None:
+    """A window of parts reaches the client grouped by unit (``queries.parts_by_unit``): the units of the nearest
+    parts first, each with its five nearest parts, and the window's size (whether the index ran out of rows). On
+    tables of thousands of near-identical rows, that is what grouping the window's rows in Python gives."""
+    from universalrag.store.search import PARTS_PER_HIT, _group
+
+    tables = tables_store.tables.corpus(tables_store.corpus("table"))
+    for text in (QUERY, "monthly rainfall in millimetres", "2.5 3.1 4.0"):
+        window = queries.nearest_parts(tables, minilm.embed_query(text).tolist(), limit=limit)
+        with tables_store.transaction() as conn:
+            conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
+            conn.execute(queries.set_local("hnsw.iterative_scan", "relaxed_order"))
+            flat = [{**r, "unit_id": str(r["unit_id"])} for r in conn.execute(window).mappings().all()]
+            grouped = conn.execute(queries.parts_by_unit(window, units=6, per_unit=PARTS_PER_HIT)).mappings().all()
+        expected = _group(flat, 6)
+        assert len(flat) == limit and all(int(r["window_rows"]) == limit for r in grouped)
+        assert [r["unit_id"] for r in grouped] == list(expected)
+        for r in grouped:  # nearest first, at most five, the same parts at the same similarities
+            parts = expected[r["unit_id"]]
+            assert len(r["ords"]) == len(parts) <= PARTS_PER_HIT
+            assert [1.0 - d for d in r["distances"]] == pytest.approx([s for _, s in parts], abs=1e-12)
+            assert sorted(r["ords"]) == sorted(o for o, _ in parts)
+
+
 def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large(  # type: ignore[no-untyped-def]
         tables_store: Store, minilm) -> None:
     """Issue 10's rule: a parts table above ``Settings.exact_search_rows`` goes through the HNSW index unless the

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import HALFVEC, Vector
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSQUERY, UUID
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSQUERY, UUID, aggregate_order_by
 
 from ..exact_terms import term_pattern
 from .filters import FIELDS, Filter, compile_filter, mentions
@@ -33,6 +33,7 @@ __all__ = [
     "nearest_parts",
     "nearest_units",
     "part_texts",
+    "parts_by_unit",
     "parts_with_terms",
     "query_vector",
     "search_lexical",
@@ -160,15 +161,30 @@ def nearest_units(
 def nearest_parts(
     tables: CorpusTables, vector: Sequence[float], *, limit: int, filter: Filter | None = None
 ) -> sa.Select[Any]:
-    """The ``limit`` nearest parts (chunks, rows) of a multi-vector corpus through the parts table's HNSW index;
-    the caller groups them by unit."""
+    """The ``limit`` nearest parts (chunks, rows) of a multi-vector corpus through the parts table's HNSW index
+    (``unit_id`` as the UUID it is: :func:`parts_by_unit` groups them by unit)."""
     assert tables.parts is not None, "nearest_parts needs a multi-vector corpus"
     p, u = tables.parts, tables.units
     query = query_vector(vector, tables.spec.dimension)
-    stmt = sa.select(text_id(p.c.unit_id), p.c.ord, p.c.embedding.cosine_distance(query).label("distance"))
+    stmt = sa.select(p.c.unit_id, p.c.ord, p.c.embedding.cosine_distance(query).label("distance"))
     if filter:
         stmt = stmt.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
     return stmt.order_by(_by_distance(p.c.embedding, query, tables.spec.dimension)).limit(_limit(limit))
+
+
+def parts_by_unit(window: sa.Select[Any], *, units: int, per_unit: int) -> sa.Select[Any]:
+    """The rows of ``window`` (a :func:`nearest_parts` statement, with its settings) grouped by unit on the server,
+    the ``units`` units of the nearest parts first: ``(unit_id, ords, distances, window_rows)`` — a unit's first
+    ``per_unit`` parts, nearest first, as two arrays, and how many rows the window held. A window of 160 parts
+    reaches the client as 20 rows, not 160 to be turned into dicts and grouped in Python. Ties go by part number
+    and unit id, so the order is the same at every run."""
+    w = window.subquery("window")
+    order = (w.c.distance, w.c.ord)
+    ords = sa.func.array_agg(aggregate_order_by(w.c.ord, *order), type_=ARRAY(sa.Integer))
+    distances = sa.func.array_agg(aggregate_order_by(w.c.distance, *order), type_=ARRAY(sa.Float))
+    return (sa.select(text_id(w.c.unit_id), ords[1:per_unit].label("ords"), distances[1:per_unit].label("distances"),
+                      sa.func.sum(sa.func.count()).over().label("window_rows"))
+            .group_by(w.c.unit_id).order_by(sa.func.min(w.c.distance), w.c.unit_id).limit(_limit(units)))
 
 
 def best_parts_exact(

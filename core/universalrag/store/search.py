@@ -442,17 +442,22 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
         wanted = min(max(ef, limit), MAX_EF_SEARCH)
         settings = _settings(request, wanted)
 
+        units = max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1)
+
         def build(flt: Filter | None = None, limit: int = limit, settings: dict[str, str | int] = settings) -> Any:
-            return queries.with_settings(queries.nearest_parts(tables, request.vector, limit=limit, filter=flt),
-                                         settings)
+            window = queries.with_settings(queries.nearest_parts(tables, request.vector, limit=limit, filter=flt),
+                                           settings)
+            return queries.parts_by_unit(window, units=units, per_unit=PARTS_PER_HIT)
 
         if request.filter:
             rows = yield build(request.filter)
         else:
-            key = ("parts", tables.parts.fullname, tables.spec.dimension, limit, tuple(settings.items()))
+            key = ("parts", tables.parts.fullname, tables.spec.dimension, limit, units, tuple(settings.items()))
             rows = yield sql.raw(key, build, query_vector=request.vector)
-        grouped = _group(rows, max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1))
-        exhausted = len(rows) < limit or (not request.iterative and limit >= MAX_EF_SEARCH)
+        grouped = {str(r["unit_id"]): tuple((int(o), 1.0 - float(d)) for o, d in zip(r["ords"], r["distances"]))
+                   for r in rows}
+        held = int(rows[0]["window_rows"]) if rows else 0
+        exhausted = held < limit or (not request.iterative and limit >= MAX_EF_SEARCH)
         if len(grouped) >= max(k, MIN_DISTINCT_UNITS) or exhausted or limit >= MAX_PART_WINDOW:
             break
         limit = min(limit * 4, MAX_PART_WINDOW)
