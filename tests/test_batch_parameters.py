@@ -10,8 +10,8 @@ import pytest
 from universalrag.store import Store
 from universalrag.store.batch import Raw, array_parameter, run_steps
 
-AWKWARD = ["plain", "with space", 'a "quoted" word', "back\\slash", "comma,inside", "{braces}", "NULL", "", "naïve 東京",
-           "trailing\\", "c7b1d2e0-0000-4000-8000-000000000001"]
+AWKWARD = ["plain", "with space", 'a "quoted" word', "back\\slash", "comma,inside", "{braces}", "NULL", "",
+           "naïve 東京", "trailing\\", "c7b1d2e0-0000-4000-8000-000000000001"]
 
 
 def _read(store: Store, sql: str, params: dict[str, object]) -> list[dict[str, object]]:

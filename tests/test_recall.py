@@ -112,7 +112,16 @@ def test_the_server_groups_a_window_of_parts_as_python_did(tables_store: Store, 
     """A window of parts reaches the client grouped by unit (``queries.parts_by_unit``): the units of the nearest
     parts first, each with its five nearest parts, and the window's size (whether the index ran out of rows). On
     tables of thousands of near-identical rows, that is what grouping the window's rows in Python gives."""
-    from universalrag.store.search import PARTS_PER_HIT, _group
+    from universalrag.store.search import PARTS_PER_HIT
+
+    def _group(rows: list[dict[str, object]], k: int) -> dict[str, list[tuple[int, float]]]:
+        """What the search did in Python before: the units of the best parts first, each unit's five best parts."""
+        best: dict[str, list[tuple[int, float]]] = {}
+        for r in rows:
+            sim = 1.0 - float(r["distance"])  # type: ignore[arg-type]
+            best.setdefault(str(r["unit_id"]), []).append((int(r["ord"]), sim))  # type: ignore[call-overload]
+        ranked = sorted(best.items(), key=lambda kv: -max(s for _, s in kv[1]))[:k]
+        return {uid: sorted(parts, key=lambda p: -p[1])[:PARTS_PER_HIT] for uid, parts in ranked}
 
     tables = tables_store.tables.corpus(tables_store.corpus("table"))
     for text in (QUERY, "monthly rainfall in millimetres", "2.5 3.1 4.0"):

@@ -173,11 +173,11 @@ def nearest_parts(
 
 
 def parts_by_unit(window: sa.Select[Any], *, units: int, per_unit: int) -> sa.Select[Any]:
-    """The rows of ``window`` (a :func:`nearest_parts` statement, with its settings) grouped by unit on the server,
-    the ``units`` units of the nearest parts first: ``(unit_id, ords, distances, window_rows)`` — a unit's first
-    ``per_unit`` parts, nearest first, as two arrays, and how many rows the window held. A window of 160 parts
-    reaches the client as 20 rows, not 160 to be turned into dicts and grouped in Python. Ties go by part number
-    and unit id, so the order is the same at every run."""
+    """The rows of ``window`` (a :func:`nearest_parts` or :func:`best_parts_exact` statement, with its settings)
+    grouped by unit on the server, the ``units`` units of the nearest parts first: ``(unit_id, ords, distances,
+    window_rows)`` — a unit's first ``per_unit`` parts, nearest first, as two arrays, and how many rows the window
+    held. A window of 160 parts reaches the client as 20 rows, not 160 to be turned into dicts and grouped in
+    Python. Ties go by part number and unit id, so the order is the same at every run."""
     w = window.subquery("window")
     order = (w.c.distance, w.c.ord)
     ords = sa.func.array_agg(aggregate_order_by(w.c.ord, *order), type_=ARRAY(sa.Integer))
@@ -194,7 +194,8 @@ def best_parts_exact(
     """The ``per_unit`` nearest parts of every unit (an exact scan: every part's distance is computed), best
     first, at most ``limit`` rows; restricted to ``unit_ids`` when given, and then also to the ``near_units``
     units whose own vectors are nearest (a sub-select). Because no unit has more than ``per_unit`` rows,
-    ``limit = per_unit · k`` rows always span ``k`` units when there are that many."""
+    ``limit = per_unit · k`` rows always span ``k`` units when there are that many (``unit_id`` as the UUID it is:
+    :func:`parts_by_unit` groups them by unit)."""
     assert tables.parts is not None, "best_parts_exact needs a multi-vector corpus"
     p, u = tables.parts, tables.units
     distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))
@@ -214,7 +215,7 @@ def best_parts_exact(
         else:
             inner = inner.where(p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids)))
     ranked = inner.subquery()
-    return (sa.select(text_id(ranked.c.unit_id), ranked.c.ord, ranked.c.distance)
+    return (sa.select(ranked.c.unit_id, ranked.c.ord, ranked.c.distance)
             .where(ranked.c.rn <= per_unit).order_by(ranked.c.distance).limit(_limit(limit)))
 
 

@@ -432,9 +432,7 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
     visited), nor the best row of the right one (issue 11)."""
     assert tables.parts is not None
     if exact:
-        rows = yield _best_parts_exact(sql, tables, request, per_unit=PARTS_PER_HIT, limit=PARTS_PER_HIT * k,
-                                       flt=request.filter)
-        return _group(rows, k)
+        return _grouped((yield _best_parts_exact(sql, tables, request, units=k, flt=request.filter)))
     limit = _first_part_window(k)
     while True:
         # The search beam is at least as wide as the window: without the iterative scan the index returns at most
@@ -454,8 +452,7 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
         else:
             key = ("parts", tables.parts.fullname, tables.spec.dimension, limit, units, tuple(settings.items()))
             rows = yield sql.raw(key, build, query_vector=request.vector)
-        grouped = {str(r["unit_id"]): tuple((int(o), 1.0 - float(d)) for o, d in zip(r["ords"], r["distances"]))
-                   for r in rows}
+        grouped = _grouped(rows)
         held = int(rows[0]["window_rows"]) if rows else 0
         exhausted = held < limit or (not request.iterative and limit >= MAX_EF_SEARCH)
         if len(grouped) >= max(k, MIN_DISTINCT_UNITS) or exhausted or limit >= MAX_PART_WINDOW:
@@ -463,34 +460,35 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
         limit = min(limit * 4, MAX_PART_WINDOW)
     if refine:
         units, near = list(grouped), max(k, MIN_DISTINCT_UNITS)
-        grouped = _group((yield _best_parts_exact(sql, tables, request, per_unit=PARTS_PER_HIT,
-                                                  limit=PARTS_PER_HIT * (len(units) + near), flt=request.filter,
-                                                  unit_ids=units, near_units=near)), len(units) + near)
+        grouped = _grouped((yield _best_parts_exact(sql, tables, request, units=len(units) + near,
+                                                    flt=request.filter, unit_ids=units, near_units=near)))
     return dict(list(grouped.items())[:k])  # best first
 
 
-def _best_parts_exact(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, per_unit: int, limit: int,
+def _best_parts_exact(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, units: int,
                       flt: Filter | None = None, unit_ids: Sequence[str] | None = None, near_units: int = 0) -> Step:
+    """The statement of the ``units`` units whose parts are nearest by an exact scan (``queries.best_parts_exact``
+    over ``PARTS_PER_HIT`` times as many rows), grouped by unit on the server (:func:`~.queries.parts_by_unit`)."""
     def build(f: Filter | None = None) -> Any:
-        stmt = queries.best_parts_exact(tables, request.vector, per_unit=per_unit, limit=limit, filter=f,
-                                        unit_ids=unit_ids, near_units=near_units)
-        return queries.with_settings(stmt, {"hnsw.ef_search": NEAR_UNITS_BEAM}) if near_units else stmt
+        stmt = queries.best_parts_exact(tables, request.vector, per_unit=PARTS_PER_HIT, limit=PARTS_PER_HIT * units,
+                                        filter=f, unit_ids=unit_ids, near_units=near_units)
+        if near_units:
+            stmt = queries.with_settings(stmt, {"hnsw.ef_search": NEAR_UNITS_BEAM})
+        return queries.parts_by_unit(stmt, units=units, per_unit=PARTS_PER_HIT)
 
     if flt:
         return build(flt)
     assert tables.parts is not None
-    key = ("best_parts", tables.parts.fullname, tables.spec.dimension, per_unit, limit, unit_ids is not None,
-           near_units)
+    key = ("best_parts", tables.parts.fullname, tables.spec.dimension, units, unit_ids is not None, near_units)
     return sql.raw(key, build, query_vector=request.vector,
                    **({"unit_ids": [str(u) for u in unit_ids]} if unit_ids is not None else {}))
 
 
-def _group(rows: Sequence[Mapping[str, Any]], k: int) -> dict[str, tuple[tuple[int, float], ...]]:
-    best: dict[str, list[tuple[int, float]]] = {}
-    for r in rows:
-        best.setdefault(str(r["unit_id"]), []).append((int(r["ord"]), 1.0 - float(r["distance"])))
-    ranked = sorted(best.items(), key=lambda kv: -max(s for _, s in kv[1]))[:k]
-    return {uid: tuple(sorted(parts, key=lambda p: -p[1])[:PARTS_PER_HIT]) for uid, parts in ranked}
+def _grouped(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[tuple[int, float], ...]]:
+    """The rows of a :func:`~.queries.parts_by_unit` statement as ``{unit id: ((part, similarity), ...)}``, in their
+    order (the units of the nearest parts first, each unit's parts nearest first)."""
+    return {str(r["unit_id"]): tuple((int(o), 1.0 - float(d)) for o, d in zip(r["ords"], r["distances"]))
+            for r in rows}
 
 
 def _complete(sql: _Sql, tables: CorpusTables, request: SearchRequest, candidates: dict[str, _Candidate], *,
@@ -513,8 +511,7 @@ def _complete(sql: _Sql, tables: CorpusTables, request: SearchRequest, candidate
     if tables.parts is not None:
         need = [uid for uid, c in candidates.items() if not c.parts and c.row is not None]
         if need:
-            found = _group((yield _best_parts_exact(sql, tables, request, per_unit=PARTS_PER_HIT,
-                                                    limit=PARTS_PER_HIT * len(need), unit_ids=need)), len(need))
+            found = _grouped((yield _best_parts_exact(sql, tables, request, units=len(need), unit_ids=need)))
             for uid in need:
                 c = candidates[uid]
                 c.parts = found.get(uid, ())
