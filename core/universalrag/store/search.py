@@ -439,22 +439,21 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
         # ef_search rows, and with it a narrow beam stays among near-identical rows (issue 11).
         wanted = min(max(ef, limit), MAX_EF_SEARCH)
         settings = _settings(request, wanted)
-
-        units = max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1)
+        keep = max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1)  # units the window's grouping returns
 
         def build(flt: Filter | None = None, limit: int = limit, settings: dict[str, str | int] = settings) -> Any:
             window = queries.with_settings(queries.nearest_parts(tables, request.vector, limit=limit, filter=flt),
                                            settings)
-            return queries.parts_by_unit(window, units=units, per_unit=PARTS_PER_HIT)
+            return queries.parts_by_unit(window, units=keep, per_unit=PARTS_PER_HIT)
 
         if request.filter:
             rows = yield build(request.filter)
         else:
-            key = ("parts", tables.parts.fullname, tables.spec.dimension, limit, units, tuple(settings.items()))
+            key = ("parts", tables.parts.fullname, tables.spec.dimension, limit, keep, tuple(settings.items()))
             rows = yield sql.raw(key, build, query_vector=request.vector)
         grouped = _grouped(rows)
-        held = int(rows[0]["window_rows"]) if rows else 0
-        exhausted = held < limit or (not request.iterative and limit >= MAX_EF_SEARCH)
+        window_rows = int(rows[0]["window_rows"]) if rows else 0
+        exhausted = window_rows < limit or (not request.iterative and limit >= MAX_EF_SEARCH)
         if len(grouped) >= max(k, MIN_DISTINCT_UNITS) or exhausted or limit >= MAX_PART_WINDOW:
             break
         limit = min(limit * 4, MAX_PART_WINDOW)
