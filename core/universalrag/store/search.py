@@ -434,12 +434,12 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
     if exact:
         return _grouped((yield _best_parts_exact(sql, tables, request, units=k, flt=request.filter)))
     limit = _first_part_window(k)
+    keep = max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1)  # units the window's grouping returns
     while True:
         # The search beam is at least as wide as the window: without the iterative scan the index returns at most
         # ef_search rows, and with it a narrow beam stays among near-identical rows (issue 11).
         wanted = min(max(ef, limit), MAX_EF_SEARCH)
         settings = _settings(request, wanted)
-        keep = max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1)  # units the window's grouping returns
 
         def build(flt: Filter | None = None, limit: int = limit, settings: dict[str, str | int] = settings) -> Any:
             window = queries.with_settings(queries.nearest_parts(tables, request.vector, limit=limit, filter=flt),
