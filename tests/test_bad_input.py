@@ -162,32 +162,80 @@ def test_unknown_corpus_is_typed(loaded: Store) -> None:
         loaded.search("nope", [0.1] * 384)
 
 
-def test_long_queries_are_bounded_or_refused(loaded: Store, minilm, settings) -> None:  # type: ignore[no-untyped-def]
-    rag = UniversalRAG(settings=settings, store=loaded, embedder=minilm, generator=None)
+class _Recording:
+    """The real encoder, recording the length of every query text it is given."""
+
+    def __init__(self, embedder) -> None:  # type: ignore[no-untyped-def]
+        self._embedder = embedder
+        self.lengths: list[int] = []
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._embedder, name)
+
+    def embed_query(self, text: str):  # type: ignore[no-untyped-def]
+        self.lengths.append(len(text))
+        return self._embedder.embed_query(text)
+
+
+def _lexical_texts(store: Store) -> list[str]:
+    """Every text the full-text channel sends to the server from now on (the ``lexical_text`` parameter)."""
+    sent: list[str] = []
+
+    @sa.event.listens_for(store.engine, "before_cursor_execute")
+    def record(conn, cursor, statement, parameters, context, executemany):  # type: ignore[no-untyped-def]
+        if isinstance(parameters, dict) and isinstance(parameters.get("lexical_text"), str):
+            sent.append(parameters["lexical_text"])
+
+    return sent
+
+
+def test_long_queries_are_read_up_to_a_bound_and_answered(loaded: Store, minilm, settings) -> None:  # type: ignore[no-untyped-def]
+    from universalrag.plan import QUERY_CHARS, bounded_query
+    from universalrag.store.queries import LEXICAL_WORDS
+
+    recording = _Recording(minilm)
+    rag = UniversalRAG(settings=settings, store=loaded, embedder=recording, generator=None)
+    sent = _lexical_texts(loaded)
     huge = ("lighthouse keeper's log, entry " * 40_000)[:1_000_000]  # 1 MB
     for hybrid in (False, True):
         rag.hybrid = hybrid
-        for call in (lambda: rag.search(huge, k=2)[1], lambda: rag.route(huge).routes):
-            try:
-                result = call()
-            except UniversalRAGError as e:
-                _clean(e)
-                assert "max_stack_depth" not in str(e) and "shorten it" in str(e)
-            else:
-                assert all(math.isfinite(h.score) for h in result) if result and hasattr(result[0], "score") \
-                    else result
+        decision, hits = rag.search(huge, k=2)
+        assert hits and all(math.isfinite(h.score) for h in hits)
+        assert "lighthouse" in hits[0].content.lower()  # what the first words ask for
+        bounded = rag.route(bounded_query(huge))
+        assert (rag.route(huge).routes, rag.route(huge).scores) == (bounded.routes, bounded.scores)
+    assert recording.lengths and max(recording.lengths) <= QUERY_CHARS
+    assert QUERY_CHARS // 2 < recording.lengths[0]  # cut at a word, not emptied
+    assert sent and huge.startswith(" ".join(sent[0].split()))  # the hybrid search ran its full-text channel ...
+    assert all(len(text.split()) <= LEXICAL_WORDS for text in sent)  # ... on the query's first words
 
 
-def test_hybrid_query_of_many_words_says_so(loaded: Store, minilm, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_long_query_is_cut_after_a_whole_word() -> None:
+    from universalrag.plan import QueryPlan, bounded_query
+
+    assert bounded_query("a question of a few words", limit=1000) == "a question of a few words"
+    assert bounded_query("lighthouse keeper log", limit=15) == "lighthouse"  # not "lighthouse keep"
+    assert bounded_query("x" * 40, limit=15) == "x" * 15  # no word boundary in reach: the first characters
+    assert bounded_query("ab " + "y" * 40, limit=15) == "ab " + "y" * 12  # one in the first half only: likewise
+    plan = QueryPlan("how many moons does saturn have " * 2_000, k=2)
+    assert plan.text == bounded_query(plan.query) and plan.query.startswith(plan.text)
+    assert plan.text.split()[-1] in {"how", "many", "moons", "does", "saturn", "have"}  # a whole word last
+
+
+def test_a_query_of_many_words_asks_the_full_text_channel_for_its_first_words(loaded: Store, minilm,  # type: ignore[no-untyped-def]
+                                                                              settings) -> None:
+    from universalrag.routing.features import QUERY_TERMS, query_terms
+    from universalrag.store.queries import LEXICAL_WORDS, lexical_words
+
     rag = UniversalRAG(settings=settings, store=loaded, embedder=minilm, generator=None, hybrid=True)
+    sent = _lexical_texts(loaded)
     words = " ".join(f"w{i}" for i in range(200_000))
-    try:
-        hits = rag.retrieve(words, k=2, routes=["paragraph"])
-    except UniversalRAGError as e:
-        _clean(e)
-        assert "max_stack_depth" not in str(e) and "query" in str(e).lower()
-    else:
-        assert all(math.isfinite(h.score) for h in hits)
+    hits = rag.retrieve(words, k=2, routes=["paragraph"])
+    assert all(math.isfinite(h.score) for h in hits)
+    assert sent and all(text == lexical_words(words) for text in sent)
+    assert lexical_words(words).split() == [f"w{i}" for i in range(LEXICAL_WORDS)]
+    assert lexical_words("  few   words\t") == "  few   words\t"  # a question goes as typed
+    assert query_terms(words) == frozenset(f"w{i}" for i in range(10, 10 + QUERY_TERMS))  # "w0"-"w9": too short
 
 
 def test_langchain_vectorstore_refuses_bad_vectors_and_filters(loaded: Store, minilm) -> None:
@@ -259,8 +307,8 @@ def _adapter_calls(rag: UniversalRAG) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("hybrid", [False, True], ids=["dense", "hybrid"])
-def test_long_queries_through_the_adapters_are_bounded_or_refused(loaded: Store, minilm, settings,  # type: ignore[no-untyped-def]
-                                                                  hybrid: bool) -> None:
+def test_long_queries_through_the_adapters_are_answered_like_the_core(loaded: Store, minilm, settings,  # type: ignore[no-untyped-def]
+                                                                      hybrid: bool) -> None:
     import time
 
     rag = UniversalRAG(settings=settings, store=loaded, embedder=minilm, generator=None, hybrid=hybrid)
@@ -278,9 +326,9 @@ def test_long_queries_through_the_adapters_are_bounded_or_refused(loaded: Store,
             assert result and str(result), name  # documents, nodes, a state update, a route, a tool's text
             outcomes[name] = "answered"
         assert time.monotonic() - start < 120, name  # a bound against a hang, not a speed target
-    try:  # the adapters do what the core does with the same query (dense: answered; hybrid: refused)
+    try:  # the adapters do what the core does with the same query (both modes read its first words and answer)
         rag.search(huge, k=2)
         core = "answered"
     except UniversalRAGError:
         core = "refused"
-    assert set(outcomes.values()) == {core}, (core, outcomes)
+    assert set(outcomes.values()) == {core} == {"answered"}, (core, outcomes)

@@ -10,6 +10,7 @@ probe hits, so one request never searches the same corpus twice.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,7 +26,25 @@ if TYPE_CHECKING:
     from .embed.base import Embedder
     from .embed.visual import VisualEncoder
 
-__all__ = ["QueryPlan"]
+__all__ = ["QUERY_CHARS", "QueryPlan", "bounded_query"]
+
+#: The most characters of a query that routing and search read. A question, even with a pasted paragraph, is far
+#: shorter, and an encoder reads less still (the bundled MiniLM 256 tokens, about 1,200 characters); a text of a
+#: megabyte passed as the query (an agent handing over a whole document) cost 5 s of tokenising and word matching
+#: before this bound, and 27 s in hybrid search before the server gave up on its full-text query.
+QUERY_CHARS = 16_384
+
+_LAST_SPACE = re.compile(r"\s+\S*\Z")
+
+
+def bounded_query(query: str, limit: int = QUERY_CHARS) -> str:
+    """``query`` itself when it has at most ``limit`` characters, else its first ``limit`` cut after the last whole
+    word (no half word is searched for)."""
+    if len(query) <= limit:
+        return query
+    head = query[:limit]
+    tail = _LAST_SPACE.search(head)
+    return head[: tail.start()] if tail is not None and tail.start() > limit // 2 else head
 
 
 @dataclass(eq=False)
@@ -36,6 +55,10 @@ class QueryPlan:
     fixes the corpora and skips the router; ``allow_none=False`` makes routing search the most likely corpus
     when the router concludes ``none`` (what agent tools want). ``probe_k`` is how many hits each probe keeps
     (at least ``k``). Thread-safe: the probes of several corpora fill it from worker threads.
+
+    ``text`` is what routing and search read of the query: the query itself, or its first :data:`QUERY_CHARS`
+    characters when it is longer (:func:`bounded_query`). ``query`` stays what the caller asked: a generator is
+    given that.
     """
 
     query: str
@@ -51,11 +74,13 @@ class QueryPlan:
     probes: dict[str, list[Hit]] = field(default_factory=dict, repr=False)
     probe_depths: dict[str, int] = field(default_factory=dict, repr=False)
     decision: RouteDecision | None = None
+    text: str = field(init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():
-            raise RoutingError(f"A query must be a non-empty string, got {self.query!r}.")
+            raise RoutingError(f"A query must be a non-empty string, got {self.query!r:.80}.")
+        self.text = bounded_query(self.query)
         if int(self.k) < 1:
             raise RoutingError(f"k must be at least 1, got {self.k}.")
         if isinstance(self.routes, str):
@@ -69,14 +94,14 @@ class QueryPlan:
         """The query embedded by ``embedder`` (computed once per embedder name, then reused)."""
         with self._lock:  # held while embedding: two threads never embed the same text with the same model
             if embedder.name not in self.embeddings:
-                self.embeddings[embedder.name] = embedder.embed_query(self.query)
+                self.embeddings[embedder.name] = embedder.embed_query(self.text)
             return self.embeddings[embedder.name]
 
     def visual_vector(self, encoder: VisualEncoder) -> np.ndarray:
         """The query embedded by a visual encoder's text tower (once per encoder name)."""
         with self._lock:
             if encoder.name not in self.visual_vectors:
-                self.visual_vectors[encoder.name] = encoder.embed_texts([self.query])[0]
+                self.visual_vectors[encoder.name] = encoder.embed_texts([self.text])[0]
             return self.visual_vectors[encoder.name]
 
     # -- probes ------------------------------------------------------------------------------------------
@@ -100,7 +125,7 @@ class QueryPlan:
     def exact_terms(self) -> tuple[str, ...]:
         """The query's identifiers, numbers and quoted phrases (:func:`universalrag.exact_terms.exact_terms`): a
         multi-vector hit's matched parts that hold them come first."""
-        return exact_terms(self.query)
+        return exact_terms(self.text)
 
     @property
     def chosen(self) -> tuple[str, ...]:

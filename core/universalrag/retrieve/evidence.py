@@ -119,10 +119,10 @@ class EvidenceRouting:
         # Intel Xeon, p50 34.9 / 35.9 ms against 37.2 / 38.6 ms with the pass run here after the probes were sent
         # (alternated, load 0.8-1.4). torch's many small operations contend for the GIL (p50 206 against 188 ms
         # at load 3 for an overlapped pass, UNIVERSALRAG_INFERENCE=torch), a path kept for training.
-        pending = pool.submit(self._prior, plan.query) if pool is not None else None
+        pending = pool.submit(self._prior, plan.text) if pool is not None else None
         plan.embedding(searcher.embedder)
         collect = searcher.start_probes(plan, corpora, pool=pool)
-        prior = pending.result() if pending is not None else self._prior(plan.query)
+        prior = pending.result() if pending is not None else self._prior(plan.text)
         probes = collect()
         specs = searcher.store.corpora()
         sizes = self.sizes(searcher)
@@ -137,7 +137,7 @@ class EvidenceRouting:
                                           prior=float(prior.get(route, 0.0)), hits=tuple(probes.get(name, ())),
                                           size=sizes.get(name, 0), description=description, examples=examples))
         prior_none = float(prior.get(NO_RETRIEVAL, 0.0))
-        pairs = pair_features(plan.query, evidence, prior_none=prior_none, typed=plan.exact_terms)
+        pairs = pair_features(plan.text, evidence, prior_none=prior_none, typed=plan.exact_terms)
         return ProbedQuery(plan, prior, pairs, prior_none, (time.perf_counter() - started) * 1000)
 
     def route(self, plan: QueryPlan, searcher: Searcher, *, pool: Executor | None = None) -> RouteDecision:
@@ -160,7 +160,7 @@ class EvidenceRouting:
 
     def _router_only(self, plan: QueryPlan, searcher: Searcher) -> RouteDecision:
         candidates = [NO_RETRIEVAL, *self.candidates(searcher, plan)]
-        decision = self.router.route(plan.query, candidates=candidates)
+        decision = self.router.route(plan.text, candidates=candidates)
         if decision.needs_retrieval or plan.allow_none:
             return _with(decision, id=str(uuid.uuid4()))
         corpora = [c for c in candidates if c != NO_RETRIEVAL]

@@ -72,7 +72,7 @@ class Searcher:
         weight = self.visual_weight(spec.modality) if self.visual_weight is not None else None
         return CorpusQuery(corpus, plan.embedding(self.embedder), k=k, filter=plan.filter,
                            visual_vector=self._visual_vector(spec, plan), visual_weight=weight,
-                           lexical_text=plan.query if plan.hybrid else None, exact_terms=plan.exact_terms,
+                           lexical_text=plan.text if plan.hybrid else None, exact_terms=plan.exact_terms,
                            head=head)
 
     def holds_parts(self, corpus: str) -> bool:

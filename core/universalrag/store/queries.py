@@ -30,6 +30,7 @@ __all__ = [
     "holding_shape",
     "index_key",
     "index_order",
+    "lexical_words",
     "nearest_parts",
     "nearest_units",
     "part_texts",
@@ -270,13 +271,27 @@ def units_with_similarity(
     return sa.select(*columns).where(u.c.id == sa.any_(_ids("unit_ids", ids)))
 
 
+#: The most words of a query the full-text channel searches for. ``websearch_to_tsquery`` wants every word (AND), so
+#: the first 64 words of a longer text find every unit the whole text finds, while the server's work grows faster
+#: than the words: 4,000 characters of a repeated sentence took 90-140 ms a corpus, 128,000 of them 2.5 s, and 1 MB
+#: exhausted the server's stack after 22 s.
+LEXICAL_WORDS = 64
+
+
+def lexical_words(text: str, limit: int = LEXICAL_WORDS) -> str:
+    """``text`` as the full-text channel searches it: its first ``limit`` words (split at whitespace)."""
+    words = text.split(maxsplit=limit)
+    return text if len(words) <= limit else " ".join(words[:limit])
+
+
 def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filter | None = None,
                    language: str = "english") -> sa.Select[Any]:
-    """Units matching ``text`` in Postgres full-text search (``websearch_to_tsquery``: quotes, OR, -word),
-    ranked by ``ts_rank_cd`` over the generated ``tsv`` column (GIN index)."""
+    """Units matching ``text`` (its first :data:`LEXICAL_WORDS` words, :func:`lexical_words`) in Postgres full-text
+    search (``websearch_to_tsquery``: quotes, OR, -word), ranked by ``ts_rank_cd`` over the generated ``tsv`` column
+    (GIN index)."""
     u = tables.units
     query = sa.func.websearch_to_tsquery(sa.cast(sa.literal(language), REGCONFIG),
-                                         sa.bindparam("lexical_text", text, type_=sa.Text))
+                                         sa.bindparam("lexical_text", lexical_words(text), type_=sa.Text))
     rank = sa.func.ts_rank_cd(u.c.tsv, query).label("rank")
     stmt = sa.select(*unit_columns(tables), rank).where(u.c.tsv.op("@@")(query))
     if filter:

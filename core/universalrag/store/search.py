@@ -270,7 +270,7 @@ def _lexical(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, limit: 
         return queries.search_lexical(tables, request.lexical_text, limit=limit, filter=request.filter)
     key = ("lexical", tables.units.fullname, limit)
     return sql.raw(key, lambda: queries.search_lexical(tables, request.lexical_text or "", limit=limit),
-                   lexical_text=request.lexical_text)
+                   lexical_text=queries.lexical_words(request.lexical_text))
 
 
 def _units_holding(sql: _Sql, tables: CorpusTables, request: SearchRequest, names: tuple[str, ...], *,
