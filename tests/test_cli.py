@@ -366,10 +366,11 @@ def test_ingest_accepts_an_asr_choice(cli_env: dict[str, str]) -> None:
 
 def test_ctrl_c_during_ingest_says_what_was_kept_and_a_rerun_continues(cli_env: dict[str, str],
                                                                        tmp_path: Path) -> None:
+    FILES = 20  # enough that the interrupt lands mid-folder: it is sent as soon as the first file is announced
     folder = tmp_path / "many"
     folder.mkdir()
     sources = sorted((DATA / "corpus").glob("*.txt")) + sorted((DATA / "corpus").glob("*.md"))
-    for i in range(60):
+    for i in range(FILES):
         src = sources[i % len(sources)]
         (folder / f"{i:02d}_{src.name}").write_text(src.read_text(encoding="utf-8") + f"\n\nCopy {i}.\n",
                                                    encoding="utf-8")
@@ -386,8 +387,8 @@ def test_ctrl_c_during_ingest_says_what_was_kept_and_a_rerun_continues(cli_env: 
     assert "stopping after the current file" in err
     assert "interrupted: stopped after" in err and "Run the same command again to continue" in err
     kept = int(err.split("files: ", 1)[1].split(" sources were committed")[0])
-    assert 1 <= kept < 60
+    assert 1 <= kept < FILES
     assert json.loads(run(cli_env, "status", "--json")[1])["sources"] == kept
     code, out, _ = run(cli_env, "ingest", str(folder), "--json")
     report = json.loads(out)
-    assert code == 0 and report["unchanged"] == kept and report["added"] == 60 - kept
+    assert code == 0 and report["unchanged"] == kept and report["added"] == FILES - kept
