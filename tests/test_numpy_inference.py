@@ -117,7 +117,8 @@ except SystemExit as e:
     code = e.code
 else:
     code = 0
-print(json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules]}))
+print(json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules],
+                  "ingest": "universalrag.ingest" in sys.modules}))
 """
 
 
@@ -130,6 +131,7 @@ def test_cold_command_imports_no_torch(command: list[str], cli_env: dict[str, st
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["code"] == 0, proc.stderr
     assert report["heavy"] == [], f"the cold {command[0]} imported {report['heavy']}"
+    assert not report["ingest"]  # nor the ingestion package (its readers and their libraries: ~0.2 s)
     assert proc.stdout.count("\n") > 1  # it printed its answer before the report
 
 

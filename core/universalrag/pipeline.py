@@ -18,8 +18,6 @@ from .decision_log import DecisionLog, query_hash
 from .errors import ConfigError, GenerationError, RoutingError
 from .evidence import EvidenceBudget, build_evidence
 from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, by_source, comparable, fuse, with_source_table
-from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport, ingest_paths
-from .ingest.report import Progress
 from .plan import QueryPlan
 from .retrieve import EvidenceRouting, Searcher
 from .store import Filter, Store
@@ -28,6 +26,8 @@ from .types import NO_RETRIEVAL, Answer, CorpusSpec, Hit, RouteDecision
 if TYPE_CHECKING:
     from .adapt import AdaptReport, Example
     from .embed.base import Embedder
+    from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport
+    from .ingest.report import Progress
     from .embed.visual import VisualEncoder
     from .generate.base import Generator
     from .routing.base import Router
@@ -203,6 +203,8 @@ class UniversalRAG:
         """Ingest files and folders into their corpora (see :func:`universalrag.ingest_paths`; ``on_progress``
         hears of each committed batch of a large source; ``strict`` fails the files a folder holds that are not
         ingested, instead of skipping them)."""
+        from .ingest.pipeline import IngestOptions, ingest_paths  # here: a process that only searches never loads it
+
         if not self._initialised:
             self.init()
         opts = options or IngestOptions.from_settings(self.settings, visual_encoder=self.visual_encoder)
