@@ -202,8 +202,8 @@ def test_long_queries_are_read_up_to_a_bound_and_answered(loaded: Store, minilm,
         decision, hits = rag.search(huge, k=2)
         assert hits and all(math.isfinite(h.score) for h in hits)
         assert "lighthouse" in hits[0].content.lower()  # what the first words ask for
-        bounded = rag.route(bounded_query(huge))
-        assert (rag.route(huge).routes, rag.route(huge).scores) == (bounded.routes, bounded.scores)
+        whole, bounded = rag.route(huge), rag.route(bounded_query(huge))
+        assert (whole.routes, whole.scores) == (bounded.routes, bounded.scores)
     assert recording.lengths and max(recording.lengths) <= QUERY_CHARS
     assert QUERY_CHARS // 2 < recording.lengths[0]  # cut at a word, not emptied
     assert sent and huge.startswith(" ".join(sent[0].split()))  # the hybrid search ran its full-text channel ...

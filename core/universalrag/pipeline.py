@@ -26,10 +26,10 @@ from .types import NO_RETRIEVAL, Answer, CorpusSpec, Hit, RouteDecision
 if TYPE_CHECKING:
     from .adapt import AdaptReport, Example
     from .embed.base import Embedder
-    from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport
-    from .ingest.report import Progress
     from .embed.visual import VisualEncoder
     from .generate.base import Generator
+    from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport
+    from .ingest.report import Progress
     from .routing.base import Router
     from .routing.combiner import Combiner
 
