@@ -74,13 +74,11 @@ class QueryPlan:
     probes: dict[str, list[Hit]] = field(default_factory=dict, repr=False)
     probe_depths: dict[str, int] = field(default_factory=dict, repr=False)
     decision: RouteDecision | None = None
-    text: str = field(init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():
             raise RoutingError(f"A query must be a non-empty string, got {self.query!r:.80}.")
-        self.text = bounded_query(self.query)
         if int(self.k) < 1:
             raise RoutingError(f"k must be at least 1, got {self.k}.")
         if isinstance(self.routes, str):
@@ -120,6 +118,11 @@ class QueryPlan:
         with self._lock:
             self.probes[corpus] = list(hits)
             self.probe_depths[corpus] = max(int(asked or self.probe_k), len(hits))
+
+    @functools.cached_property
+    def text(self) -> str:
+        """What routing and search read of the query (:func:`bounded_query`; see the class docstring)."""
+        return bounded_query(self.query)
 
     @functools.cached_property
     def exact_terms(self) -> tuple[str, ...]:

@@ -286,12 +286,12 @@ def lexical_words(text: str, limit: int = LEXICAL_WORDS) -> str:
 
 def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filter | None = None,
                    language: str = "english") -> sa.Select[Any]:
-    """Units matching ``text`` (its first :data:`LEXICAL_WORDS` words, :func:`lexical_words`) in Postgres full-text
-    search (``websearch_to_tsquery``: quotes, OR, -word), ranked by ``ts_rank_cd`` over the generated ``tsv`` column
-    (GIN index)."""
+    """Units matching ``text`` in Postgres full-text search (``websearch_to_tsquery``: quotes, OR, -word),
+    ranked by ``ts_rank_cd`` over the generated ``tsv`` column (GIN index). The search passes a query's first
+    :data:`LEXICAL_WORDS` words (:func:`lexical_words`)."""
     u = tables.units
     query = sa.func.websearch_to_tsquery(sa.cast(sa.literal(language), REGCONFIG),
-                                         sa.bindparam("lexical_text", lexical_words(text), type_=sa.Text))
+                                         sa.bindparam("lexical_text", text, type_=sa.Text))
     rank = sa.func.ts_rank_cd(u.c.tsv, query).label("rank")
     stmt = sa.select(*unit_columns(tables), rank).where(u.c.tsv.op("@@")(query))
     if filter:

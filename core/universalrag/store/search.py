@@ -266,11 +266,11 @@ def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vect
 def _lexical(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, limit: int) -> Step:
     """The full-text channel's statement: compiled once per table and limit, the text a parameter."""
     assert request.lexical_text is not None
+    text = queries.lexical_words(request.lexical_text)
     if request.filter:  # its parameters need SQLAlchemy's processing: not cached
-        return queries.search_lexical(tables, request.lexical_text, limit=limit, filter=request.filter)
+        return queries.search_lexical(tables, text, limit=limit, filter=request.filter)
     key = ("lexical", tables.units.fullname, limit)
-    return sql.raw(key, lambda: queries.search_lexical(tables, request.lexical_text or "", limit=limit),
-                   lexical_text=queries.lexical_words(request.lexical_text))
+    return sql.raw(key, lambda: queries.search_lexical(tables, text, limit=limit), lexical_text=text)
 
 
 def _units_holding(sql: _Sql, tables: CorpusTables, request: SearchRequest, names: tuple[str, ...], *,
