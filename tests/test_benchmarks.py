@@ -125,8 +125,8 @@ def test_exact_rows(database_url: str, tmp_path: Path) -> None:
 
     if find_wikitables() is None:
         pytest.skip("the shared wikitables folder is not on this machine")
-    r = run_benchmark("exact_rows.py", ["--quick", "--pages", "6"], database_url, tmp_path)
-    assert r["pages"] == 6 and 0 < r["judged"] <= r["questions"]
+    r = run_benchmark("exact_rows.py", ["--quick", "--pages", "3"], database_url, tmp_path)
+    assert r["pages"] == 3 and 0 < r["judged"] <= r["questions"]
     for mode in ("similarity", "exact_terms"):  # more rows shown never hold the answer less often
         assert 0 <= r[mode]["row1"] <= r[mode]["rows1_3"] <= r[mode]["rows1_5"] <= 1
     assert positive(r["p50_ms_similarity"]) and positive(r["p50_ms_exact_terms"])
