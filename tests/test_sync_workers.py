@@ -91,11 +91,12 @@ def _worker_env(store: Any, tmp_path: Path) -> dict[str, str]:
 
 def test_a_worker_killed_mid_batch_loses_and_duplicates_nothing(app: Any, store: Any, tmp_path: Path) -> None:
     conn, app_schema = app
-    # ~180-word titles: a batch of 100 takes a second or more to embed, so the poll below sees the next batch
-    # claimed; with five-word titles an idle machine embedded all six batches between two polls
-    fill(conn, app_schema, 600, repeat=60)
+    # ~180-word titles: a batch of 25 takes about a second to embed, so the poll below sees the next batch
+    # claimed; with five-word titles an idle machine embedded every batch between two polls
+    rows, batch = 150, 25
+    fill(conn, app_schema, rows, repeat=60)
     attach(conn, store.schema, app_schema)
-    command = [sys.executable, "-c", "from universalrag.cli import main; main()", "worker", "--batch", "100"]
+    command = [sys.executable, "-c", "from universalrag.cli import main; main()", "worker", "--batch", str(batch)]
     proc = subprocess.Popen(command, env=_worker_env(store, tmp_path), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
@@ -104,7 +105,7 @@ def test_a_worker_killed_mid_batch_loses_and_duplicates_nothing(app: Any, store:
         deadline = time.monotonic() + 300
         # Wait until a batch has been written and the next one is claimed (being embedded), then kill.
         while time.monotonic() < deadline and not (
-                store.counts()["items"] >= 100 and conn.execute(claimed).fetchone()[0]):
+                store.counts()["items"] >= batch and conn.execute(claimed).fetchone()[0]):
             assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
@@ -113,14 +114,14 @@ def test_a_worker_killed_mid_batch_loses_and_duplicates_nothing(app: Any, store:
         if proc.poll() is None:
             proc.kill()
     written_before = store.counts()["items"]
-    assert 100 <= written_before < 600
+    assert batch <= written_before < rows
     assert conn.execute(claimed).fetchone()[0] > 0  # the dead worker's claims are still recorded
-    restart = subprocess.run([*command[:-2], "--once", "--batch", "100"], env=_worker_env(store, tmp_path),
+    restart = subprocess.run([*command[:-2], "--once", "--batch", str(batch)], env=_worker_env(store, tmp_path),
                              capture_output=True, text=True, timeout=600)
     assert restart.returncode == 0, restart.stderr
     units = unit_rows(conn, store.schema, "items")
-    assert len(units) == 600 and store.counts()["items"] == 600
-    assert len({u["content"] for u in units.values()}) == 600
+    assert len(units) == rows and store.counts()["items"] == rows
+    assert len({u["content"] for u in units.values()}) == rows
     assert queue_count(conn, store.schema) == 0
     # The killed batch was counted as an attempt, nothing more.
     assert "0 failed" in restart.stdout
