@@ -91,7 +91,7 @@ def _worker_env(store: Any, tmp_path: Path) -> dict[str, str]:
 
 def test_a_worker_killed_mid_batch_loses_and_duplicates_nothing(app: Any, store: Any, tmp_path: Path) -> None:
     conn, app_schema = app
-    # ~180-word titles: a batch of 25 takes about a second to embed, so the poll below sees the next batch
+    # ~180-word titles: a batch of 25 takes a second or more to embed, so the poll below sees the next batch
     # claimed; with five-word titles an idle machine embedded every batch between two polls
     rows, batch = 150, 25
     fill(conn, app_schema, rows, repeat=60)
