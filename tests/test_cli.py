@@ -88,12 +88,18 @@ def test_ingest_with_bad_files_exits_non_zero_with_a_summary(cli_env: dict[str, 
 
 def test_route_bound_to_the_database_only_picks_corpora_with_rows(cli_env: dict[str, str]) -> None:
     question = "What does the Kestrel Point lighthouse look like from the sea?"
+    code, out, _ = run(cli_env, "route", question, "--prior", "--json")
+    assert code == 0 and json.loads(out)["routes"] == ["image"]  # the question-only prior, unbound: seven routes
     code, out, _ = run(cli_env, "route", question, "--json")
-    assert code == 0 and json.loads(out)["routes"] == ["image"]  # unbound: all seven routes
+    assert code == 0 and json.loads(out)["routes"] == ["none"]  # as search: an empty database has nothing to search
     run(cli_env, "ingest", str(DATA / "corpus" / "kestrel_point_lighthouse.txt"))
-    code, out, _ = run(cli_env, "route", question, "--bound", "--json")
+    code, out, _ = run(cli_env, "route", question, "--prior", "--bound", "--json")
     decision = json.loads(out)
     assert code == 0 and set(decision["scores"]) == {"none", "document", "paragraph"}
+    assert decision["routes"][0] in {"document", "paragraph"}
+    code, out, _ = run(cli_env, "route", question, "--json")  # as search: the text that answers it is found
+    decision = json.loads(out)
+    assert code == 0 and decision["router"].startswith("evidence") and decision["evidence"]
     assert decision["routes"][0] in {"document", "paragraph"}
 
 

@@ -126,6 +126,32 @@ def test_the_server_routes_with_the_combiner_adapted_or_reset_after_it_started(
     assert _scores(cli(env, "ask", QUESTION, "--json")) == shipped
 
 
+def test_the_server_searches_what_other_processes_ingest_and_create(served: tuple[dict[str, str], Served]) -> None:
+    """A running server caches the corpus registry and corpus sizes; rows ingested into a corpus it knew as empty,
+    and a corpus created after it started, by other processes, are searched within the caches' short lives (a
+    corpus known empty: a second; the registry: two seconds), not after a restart."""
+    from universalrag.store.sizes import EMPTY_TTL_S
+    from universalrag.store.store import REGISTRY_TTL_S
+
+    env, server = served
+    table_question = "How many games did the Denver Nuggets win in the 2023 NBA season?"
+    before = json.loads(cli(env, "search", table_question, "--json").stdout)
+    assert server.request_line().startswith("search: exit 0") and not any(h["corpus"] == "table" for h in before)
+    assert cli(env, "ingest", str(DATA / "tables" / "nba_2023.csv")).returncode == 0  # another process
+    created = cli(env, "corpora", "create", "coast", "--modality", "text", "--granularity", "paragraph",
+                  "--description", "Guides to lighthouses and the coast")
+    assert created.returncode == 0, created.stderr
+    lighthouse = DATA / "corpus" / "kestrel_point_lighthouse.txt"
+    assert cli(env, "ingest", "--corpus", "coast", str(lighthouse)).returncode == 0
+    time.sleep(max(EMPTY_TTL_S, REGISTRY_TTL_S) + 0.3)
+    hits = json.loads(cli(env, "search", table_question, "--json").stdout)
+    assert server.request_line().startswith("search: exit 0")
+    assert hits and hits[0]["corpus"] == "table" and "nba_2023" in hits[0]["uri"]
+    hits = json.loads(cli(env, "search", "What does the Kestrel Point lighthouse look like from the sea?",
+                          "--json").stdout)
+    assert hits and hits[0]["corpus"] == "coast" and "kestrel" in hits[0]["uri"]
+
+
 def test_served_errors_and_usage_look_like_in_process_ones(served: tuple[dict[str, str], Served]) -> None:
     env, server = served
     remote = cli(env, "search", "x", "--corpus", "nope")
@@ -150,7 +176,7 @@ def test_commands_run_in_process_when_the_server_is_gone(served: tuple[dict[str,
     server.proc.wait(timeout=60)
     assert server.socket.exists()
     result = cli(env, "route", QUESTION, "--json")
-    assert result.returncode == 0 and json.loads(result.stdout)["routes"] == ["paragraph"]
+    assert result.returncode == 0 and json.loads(result.stdout)["routes"][0] == "paragraph"
     # a new server replaces the stale socket
     again = Served(env, server.socket.parent)
     try:

@@ -50,8 +50,12 @@ def test_route_says_what_it_shows_and_evidence_shows_what_search_does(cli_env: d
         return result.exit_code, result.stdout
 
     assert run("ingest", str(DATA / "corpus" / "apollo_11.txt"), str(DATA / "tables" / "nba_2023.csv"))[0] == 0
-    code, out = run("route", QUESTION)
+    code, out = run("route", QUESTION, "--prior")
     assert code == 0 and "question-only prior" in out
+    code, out = run("route", QUESTION)
+    assert code == 0 and "as search" in out
+    code, out = run("route", "What is 7 times 8?")  # `none` is shown as none, with what search still does
+    assert code == 0 and out.startswith("none") and "search still searches" in out
     code, out = run("route", QUESTION, "--evidence", "--json")
     shown = json.loads(out)
     code, out = run("search", QUESTION, "--json", "-k", "1")

@@ -27,12 +27,12 @@ def _write(path: Path, rows: list[dict]) -> Path:
 
 
 def test_route_json_and_text(app: typer.Typer) -> None:
-    res = runner.invoke(app, ["route", "What does a snow leopard look like?", "--json"])
+    res = runner.invoke(app, ["route", "What does a snow leopard look like?", "--prior", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert list(out) == ["query", "routes", "scores", "router", "latency_ms"]
     assert out["routes"][0] == "image" and out["router"] == "trained"
-    res = runner.invoke(app, ["route", "What is 7 times 8?", "--candidates", "table,image"])
+    res = runner.invoke(app, ["route", "What is 7 times 8?", "--prior", "--candidates", "table,image"])
     assert res.exit_code == 0 and "none" in res.stdout
 
 

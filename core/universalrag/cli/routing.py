@@ -107,9 +107,10 @@ def register(app: typer.Typer) -> None:
                                    "rows (plus none)."),
         router: RouterOpt = "trained",
         as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
-        evidence: bool = typer.Option(False, "--evidence", help="Show the decision `search` makes: the trained "
-                                      "router's prior, probes of your corpora and the combiner (the default shows "
-                                      "the question-only prior)."),
+        evidence: bool | None = typer.Option(
+            None, "--evidence/--prior", help="--evidence (the default with the shipped trained router): the decision "
+            "`search` makes, from the router's prior, probes of your corpora and the combiner. --prior: the "
+            "question-only prior, which never looks at your corpora."),
         candidates: str | None = typer.Option(None, "--candidates", help="Comma-separated routes to choose from."),
         model_dir: ModelDirOpt = None,
         threshold: ThresholdOpt = None,
@@ -121,7 +122,8 @@ def register(app: typer.Typer) -> None:
         no_server: bool = NoServerOpt,
     ) -> None:
         """Route a query: which corpora should be searched for it (the argument, '-' for standard input, or
-        --query-file). By default the router's question-only prior; --evidence shows the decision search makes."""
+        --query-file). By default the decision search makes (prior, probes of your corpora, combiner); --prior
+        shows the router's question-only prior."""
         obj = _obj(ctx)
         query = read_query(query, query_file, served=obj.served)
         opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, timeout, tau)
@@ -132,9 +134,11 @@ def register(app: typer.Typer) -> None:
             obj.ensure_initialised()
             available = routing_candidates(obj.store)
             chosen = [c for c in available if chosen is None or c in chosen]
-        if evidence and not searches_with_evidence(router, opts):
+        as_search = searches_with_evidence(router, opts)
+        if evidence and not as_search:
             raise ConfigError("--evidence shows the decision search makes, with the default trained router; drop "
                               "--router, --model and --threshold, or drop --evidence.")
+        evidence = as_search if evidence is None else evidence
         with warnings_shown(obj.output):
             if evidence:
                 obj.ensure_initialised()
@@ -145,9 +149,13 @@ def register(app: typer.Typer) -> None:
         if as_json:
             out.line(json.dumps({"query": query, **decision.to_dict()}, ensure_ascii=False))
             return
-        how = "with the probes of your corpora, as search" if evidence else "question-only prior; --evidence: as search"
-        out.print(Text.assemble((", ".join(decision.routes), "bold"),
+        how = ("with the probes of your corpora, as search" if evidence else
+               "question-only prior, your corpora not looked at" if as_search else "from the question alone")
+        out.print(Text.assemble(("none" if decision.fallback else ", ".join(decision.routes), "bold"),
                                 f"  ({decision.router}, {decision.latency_ms:.1f} ms; {how})"))
+        if decision.fallback:  # as search: `none` concluded, the likeliest corpora searched all the same
+            out.print(Text(f"  nothing in your corpora looked relevant; search still searches {', '.join(decision.routes)},"
+                           " and ask answers without retrieval", "dim"))
         ranked = sorted(decision.scores.items(), key=lambda kv: -kv[1])
         if not out.terminal:
             for name, score in ranked:

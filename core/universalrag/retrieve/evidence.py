@@ -30,6 +30,7 @@ from ..plan import QueryPlan
 from ..routing.base import ROUTES, Router
 from ..routing.combiner import Combiner
 from ..routing.features import ProbeEvidence, pair_features, prior_route
+from ..store.sizes import EMPTY_TTL_S
 from ..store.stats import corpus_sizes
 from ..types import NO_RETRIEVAL, CorpusSpec, RouteDecision
 from .search import Searcher
@@ -50,8 +51,10 @@ class ProbedQuery:
 class EvidenceRouting:
     """The router's prior plus probe evidence, decided by ``combiner`` (``None``: the router decides alone).
 
-    ``stats_ttl`` is how long (seconds) corpus sizes and the list of non-empty corpora are cached; call
-    :meth:`invalidate` after writing. Description and example vectors are cached per embedder and text.
+    ``stats_ttl`` is how long (seconds) corpus sizes are cached — while a registered corpus is empty or not yet
+    counted, :data:`~universalrag.store.sizes.EMPTY_TTL_S` only, so that what another process ingests is routed to
+    within a second; call :meth:`invalidate` after writing here. Description and example vectors are cached per
+    embedder and text.
     """
 
     def __init__(self, router: Router, combiner: Combiner | None, *, stats_ttl: float = 30.0) -> None:
@@ -72,11 +75,15 @@ class EvidenceRouting:
 
     # -- cached corpus facts ---------------------------------------------------------------------------------
     def sizes(self, searcher: Searcher) -> dict[str, int]:
-        """Units per registered corpus (cached for ``stats_ttl`` seconds)."""
+        """Units per registered corpus (cached, see the class)."""
+        names = searcher.store.corpora()
         with self._lock:
-            if self._sizes is not None and time.monotonic() - self._sizes[0] < self.stats_ttl:
-                return self._sizes[1]
-        sizes = corpus_sizes(searcher.store, list(searcher.store.corpora()))
+            if self._sizes is not None:
+                read, sizes = self._sizes
+                settled = names.keys() == sizes.keys() and all(sizes.values())
+                if time.monotonic() - read < (self.stats_ttl if settled else min(self.stats_ttl, EMPTY_TTL_S)):
+                    return sizes
+        sizes = corpus_sizes(searcher.store, list(names))
         with self._lock:
             self._sizes = (time.monotonic(), sizes)
         return sizes

@@ -10,7 +10,8 @@ costs about what reading its statistics does, and right after an ingest the stat
 writer's counts when it goes idle, and ANALYZE runs up to a minute later): the demo's 24-row paragraph table read
 3 rows for its first minute, and routing, which reads corpus sizes, decided differently until it settled. One
 statement reads every table asked for (and one more counts the small ones); results are cached for :data:`TTL_S`
-seconds per database, schema and table (:func:`forget` drops them).
+seconds per database, schema and table — an empty table's for :data:`EMPTY_TTL_S` only, so that rows another process
+ingests are routed to within a second (:func:`forget` drops them).
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ from collections.abc import Iterable, Mapping
 
 import sqlalchemy as sa
 
-__all__ = ["COUNT_BELOW", "COUNT_CAP", "TTL_S", "forget", "table_rows"]
+__all__ = ["COUNT_BELOW", "COUNT_CAP", "EMPTY_TTL_S", "TTL_S", "forget", "table_rows"]
 
 #: How long an estimate is reused (seconds).
 TTL_S = 10.0
+#: How long an empty table's count is reused (seconds): the first rows another process writes (``universalrag
+#: ingest`` beside ``universalrag serve``) make a corpus a routing candidate this soon.
+EMPTY_TTL_S = 1.0
 #: A table without usable statistics is counted up to this many rows (``COUNT_CAP + 1`` means "more").
 COUNT_CAP = 200_000
 #: A table estimated below this many rows is counted (up to :data:`COUNT_CAP`) instead of trusting the estimate.
@@ -57,14 +61,14 @@ def _regclass(table: sa.Table) -> sa.ColumnElement[object]:
 
 def table_rows(conn: sa.Connection, tables: Iterable[sa.Table], *, ttl: float | None = None) -> dict[str, int]:
     """Estimated rows of each table, by table name (see the module docstring); cached for ``ttl`` seconds
-    (default :data:`TTL_S`; 0: read now)."""
+    (default :data:`TTL_S`; 0: read now), an empty table's for :data:`EMPTY_TTL_S` at most."""
     ttl = TTL_S if ttl is None else ttl
     tables = list(tables)
     database, now = _database(conn), time.monotonic()
     out: dict[str, int] = {}
     for t in tables:  # reads need no lock: a dict lookup is atomic, and entries are replaced whole
         hit = _cache.get((database, t.schema or "", t.name))
-        if hit is not None and now - hit[0] < ttl:
+        if hit is not None and now - hit[0] < (ttl if hit[1] else min(ttl, EMPTY_TTL_S)):
             out[t.name] = hit[1]
     missing = [t for t in tables if t.name not in out] if len(out) < len(tables) else []
     if not missing:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -29,11 +30,14 @@ from .servers import ServerPool
 from .sources import Sources, WriteResult
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 
-__all__ = ["MIN_PGVECTOR", "CorpusQuery", "ServerInfo", "Store", "WriteResult"]
+__all__ = ["MIN_PGVECTOR", "REGISTRY_TTL_S", "CorpusQuery", "ServerInfo", "Store", "WriteResult"]
 
 _T = TypeVar("_T")
 
 MIN_PGVECTOR = (0, 7, 0)
+#: How long (seconds) the corpus registry is reused before it is read again: a long-lived process (``universalrag
+#: serve``, an agent) sees a corpus that another process created, or an index check it measured, within this time.
+REGISTRY_TTL_S = 2.0
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -82,6 +86,7 @@ class Store(Placement, Sources, Searching):
         self._engine = engine
         self._owns_engine = engine is None
         self._specs: dict[str, CorpusSpec] | None = None
+        self._specs_read = 0.0  # when the registry was last read (time.monotonic())
         self._pgvector: tuple[int, ...] | None = None
 
     def __repr__(self) -> str:
@@ -266,8 +271,10 @@ class Store(Placement, Sources, Searching):
 
     # -- corpora --------------------------------------------------------------------------------------------
     def corpora(self, *, refresh: bool = False) -> dict[str, CorpusSpec]:
-        """Every registered corpus by name (read from the registry, cached until ``refresh``)."""
-        if self._specs is None or refresh:
+        """Every registered corpus by name (read from the registry, cached for :data:`REGISTRY_TTL_S` seconds or
+        until ``refresh``: a corpus another process creates is searched here within seconds)."""
+        if self._specs is None or refresh or time.monotonic() - self._specs_read > REGISTRY_TTL_S:
+            read_at = time.monotonic()
             c = self.tables.corpora
 
             def read(conn: sa.Connection) -> Sequence[Any]:
@@ -296,6 +303,7 @@ class Store(Placement, Sources, Searching):
                 )
                 for r in rows
             }
+            self._specs_read = read_at
         return dict(self._specs)
 
     def corpus(self, name: str) -> CorpusSpec:
