@@ -128,7 +128,7 @@ def test_wikitable_positions_match_the_tables_ingestion_parses() -> None:
     soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
     wikitables = [t for t in soup.find_all("table") if "wikitable" in (t.get("class") or [])]
     assert len(positions) == len(wikitables) and all(p is not None for p in positions)
-    assert positions == sorted(positions) and len(parsed) > len(positions)  # infoboxes and navboxes are parsed too
+    assert positions == sorted(positions) and len(parsed) > len(positions)  # the infobox is parsed too
     first_cell = " ".join(wikitables[0].find("td").get_text(" ").split())
     rows = next(iter(parsed[positions[0]].batches(50)))
     assert any(first_cell in cell for row in rows for cell in row)
