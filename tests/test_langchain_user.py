@@ -110,6 +110,15 @@ def test_a_documents_source_filters_its_file(rag: UniversalRAG) -> None:
     assert source not in {d.metadata["source"] for d in others}
     assert UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph"],
                                  filter={"source": source + ".missing"}).invoke(LIGHTHOUSE) == []
+    # the file's name alone, as a user types it, matches that file in whatever folder it was ingested from (it was
+    # read as a path under the working directory, and found nothing)
+    name = Path(source).name
+    kept = UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph", "document"],
+                                 search_kwargs={"filter": {"source": name}}).invoke(LIGHTHOUSE)
+    assert kept and {d.metadata["source"] for d in kept} == {source}
+    others = UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph", "table"],
+                                   search_kwargs={"filter": {"source": {"$nin": [name]}}}).invoke(LIGHTHOUSE)
+    assert others and source not in {d.metadata["source"] for d in others}  # the league's table, not the text
 
 
 # -- 6. tools built before ingestion ------------------------------------------------------------------------------------

@@ -300,3 +300,7 @@ def test_a_nodes_file_path_filters_its_file(rag: UniversalRAG) -> None:
     assert kept and {n.metadata["file_path"] for n in kept} == {path}
     missing = UniversalRAGRetriever(rag=rag, routes=["paragraph"], filter={"file_path": path + ".missing"})
     assert missing.retrieve(FS_Q) == []
+    # a node's file_name (the name alone) matches that file in whatever folder it was ingested from
+    name = MetadataFilters(filters=[MetadataFilter(key="file_name", value=Path(path).name)])
+    kept = UniversalRAGRetriever(rag=rag, routes=["document", "paragraph"], filter=name).retrieve(FS_Q)
+    assert kept and {n.metadata["file_path"] for n in kept} == {path}

@@ -540,6 +540,11 @@ def test_paths_as_uris_turns_a_shown_path_into_the_units_uri() -> None:
                                   {"source": {"$like": "/docs/%"}}]}, "source") == {
         "$or": [{"uri": {"$in": ["file:///x.md", "https://e.org/p"]}}, {"uri": {"$like": "file:///docs/%"}}]}
     assert paths_as_uris({"title": "x"}, "source") == {"title": "x"}
+    # a bare file name: that file in any folder, percent-encoded as stored, LIKE's wildcards taken literally
+    assert paths_as_uris({"source": "a b_1.md", "lang": "en"}, "source") == {
+        "lang": "en", "uri": {"$like": "%/a\\%20b\\_1.md"}}
+    assert paths_as_uris({"source": {"$nin": ["x.md", "/d/y.md"]}}, "source") == {"$and": [{"$not": {"$or": [
+        {"uri": {"$like": "%/x.md"}}, {"uri": {"$in": ["file:///d/y.md"]}}]}}]}
 
 
 def test_a_text_repeated_word_for_word_is_returned_once(small: Store) -> None:

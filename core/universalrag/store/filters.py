@@ -217,12 +217,53 @@ def _file_uri(value: Any, op: str = "$eq") -> Any:
     return Path(value).expanduser().absolute().as_uri()
 
 
+def _file_name(value: Any) -> bool:
+    """Whether ``value`` is a bare file name ("planets.csv"): no folder, no URI, not ``~``."""
+    return isinstance(value, str) and bool(value) and value not in (".", "..", "~") and "/" not in value \
+        and "\\" not in value
+
+
+def _named_like(name: str) -> str:
+    """A ``$like`` pattern for the ``file://`` URIs of files called ``name`` in any folder (percent-encoded as
+    ingestion stores URIs, LIKE's wildcards in the name escaped)."""
+    from pathlib import PurePosixPath
+
+    encoded = PurePosixPath("/", name).as_uri().removeprefix("file:///")
+    return "%/" + encoded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _uri_conditions(value: Any) -> list[dict[str, Any]]:
+    """Conditions on ``uri`` meaning what a condition on a shown path ``value`` means (see :func:`paths_as_uris`)."""
+    def named(names: list[Any]) -> dict[str, Any]:
+        likes = [{"uri": {"$like": _named_like(n)}} for n in names]
+        return likes[0] if len(likes) == 1 else {"$or": likes}
+
+    if not isinstance(value, Mapping):
+        return [named([value]) if _file_name(value) else {"uri": _file_uri(value)}]
+    out: list[dict[str, Any]] = []
+    for op, arg in value.items():
+        if op in ("$eq", "$ne") and _file_name(arg):
+            out.append(named([arg]) if op == "$eq" else {"$not": named([arg])})
+        elif op in ("$in", "$nin") and isinstance(arg, (list, tuple)) and any(_file_name(x) for x in arg):
+            either = [named([x]) for x in arg if _file_name(x)]
+            paths = [_file_uri(x) for x in arg if not _file_name(x)]
+            either += [{"uri": {"$in": paths}}] if paths else []
+            match = either[0] if len(either) == 1 else {"$or": either}
+            out.append(match if op == "$in" else {"$not": match})
+        else:
+            out.append({"uri": {op: [_file_uri(x) for x in arg] if isinstance(arg, (list, tuple))
+                                else _file_uri(arg, op)}})
+    return out
+
+
 def paths_as_uris(filter: Filter, key: str) -> Filter:
-    """``filter`` with the conditions on ``key`` — a field the frameworks show as a unit's local path (LangChain's
-    ``source``, LlamaIndex's ``file_path``) — turned into conditions on ``uri``, the paths into ``file://`` URIs,
-    so that filtering on what a document shows finds it (it found nothing: no unit holds the key). A filter that
-    does not name ``key`` is returned as it is; one that does and nests too deep is refused (:class:`FilterError`),
-    as :func:`compile_filter` refuses it."""
+    """``filter`` with the conditions on ``key`` — a field the frameworks show as a unit's local path or file name
+    (LangChain's ``source``, LlamaIndex's ``file_path`` and ``file_name``) — turned into conditions on ``uri``, so
+    that filtering on what a document shows finds it (it found nothing: no unit holds the key). A path becomes the
+    ``file://`` URI ingestion stores; a bare file name ("planets.csv") matches that file in any folder (it was
+    read as a path under the process's working directory, and a LangChain user's ``{"source": "planets.csv"}``
+    found nothing). A filter that does not name ``key`` is returned as it is; one that does and nests too deep is
+    refused (:class:`FilterError`), as :func:`compile_filter` refuses it."""
     if not mentions(filter, frozenset({key})):
         return filter
     _check_size(filter)
@@ -231,16 +272,21 @@ def paths_as_uris(filter: Filter, key: str) -> Filter:
         if not isinstance(node, Mapping):
             return node
         out: dict[str, Any] = {}
+        more: list[dict[str, Any]] = []
         for k, v in node.items():
             if k in ("$and", "$or") and isinstance(v, (list, tuple)):
                 out[k] = [turn(f) for f in v]
             elif k == "$not":
                 out[k] = turn(v)
             elif k == key:
-                out["uri"] = ({op: [_file_uri(x) for x in arg] if isinstance(arg, (list, tuple)) else _file_uri(arg, op)
-                               for op, arg in v.items()} if isinstance(v, Mapping) else _file_uri(v))
+                more += _uri_conditions(v)
             else:
                 out[k] = v
+        for condition in more:  # one plain condition on uri stays a key; the rest are AND-ed
+            if list(condition) == ["uri"] and "uri" not in out:
+                out.update(condition)
+            else:
+                out["$and"] = [*out.get("$and", []), condition]
         return out
 
     return turn(filter)

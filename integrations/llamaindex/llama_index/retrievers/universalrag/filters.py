@@ -19,8 +19,8 @@ LlamaIndex                  core                                        note
 
 ``IS_EMPTY`` (and any operator added later) has no equivalent and raises the core's
 :class:`~universalrag.errors.FilterError` naming it. A mapping passes through unchanged, but for one key in either
-form: ``file_path``, which a node shows as its file's path, filters on the unit's URI
-(:func:`~universalrag.store.filters.paths_as_uris`).
+form: ``file_path`` and ``file_name``, which a node shows as its file's path and name, filter on the unit's URI
+(:func:`~universalrag.store.filters.paths_as_uris`: a file name matches that file in any folder).
 """
 
 from __future__ import annotations
@@ -48,11 +48,17 @@ def to_core_filter(filter: Mapping[str, Any] | MetadataFilters | MetadataFilter 
     if filter is None:
         return None
     if isinstance(filter, Mapping):
-        return paths_as_uris(filter, "file_path")
-    if isinstance(filter, (MetadataFilters, MetadataFilter)):  # file_path, as nodes show it: the unit's URI
-        return paths_as_uris(_filters(filter) if isinstance(filter, MetadataFilters) else _one(filter), "file_path")
+        return _shown_paths(filter)
+    if isinstance(filter, (MetadataFilters, MetadataFilter)):
+        return _shown_paths(_filters(filter) if isinstance(filter, MetadataFilters) else _one(filter))
     raise FilterError(f"A filter must be a mapping in the core's syntax or LlamaIndex MetadataFilters, got "
                       f"{type(filter).__name__}.")
+
+
+def _shown_paths(filter: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``file_path`` and ``file_name``, as nodes show them (:func:`~.base.hit_to_metadata`), as conditions on the
+    unit's URI."""
+    return paths_as_uris(paths_as_uris(filter, "file_path"), "file_name")
 
 
 def _filters(filters: MetadataFilters) -> dict[str, Any]:
