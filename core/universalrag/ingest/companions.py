@@ -20,19 +20,29 @@ def alt_texts(files: Sequence[Path], parsed: dict[Path, TextDocument]) -> dict[P
     """Alt text of local images referenced by the HTML pages of this run (image path → alt).
 
     Only images that are themselves part of the run are described: a page cannot reach outside the paths
-    the user gave. Pages are read only when the run has images; each page read is kept in ``parsed`` so
-    that ingesting it does not read it again.
+    the user gave. Pages are parsed only when the run has images and their bytes name one of them (a page
+    that never spells an image's file name cannot show it: re-ingesting an unchanged folder of 15 Wikipedia
+    pages and 4 images parsed every page for alt text, 5.7-8.6 s against 2.3 s for the pages alone); each
+    page parsed is kept in ``parsed`` so that ingesting it does not parse it again.
     """
     from urllib.parse import unquote, urlparse
 
     from .text.document import read_text_file
 
-    if not any(f.suffix.lower() in IMAGE_EXTENSIONS for f in files):
+    images = [f for f in files if f.suffix.lower() in IMAGE_EXTENSIONS]
+    if not images:
         return {}
+    spellings = {form for image in images for form in _spellings(image.name)}
     in_run = {f.resolve() for f in files}
     alts: dict[Path, str] = {}
     for page in files:
         if page.suffix.lower() not in (".html", ".htm"):
+            continue
+        try:
+            raw = page.read_bytes()
+        except OSError:
+            continue  # the page itself is reported when its turn comes
+        if not any(form in raw for form in spellings):
             continue
         try:
             parsed[page] = read_text_file(page)
@@ -47,6 +57,15 @@ def alt_texts(files: Sequence[Path], parsed: dict[Path, TextDocument]) -> dict[P
             if target in in_run:
                 alts.setdefault(target, alt)
     return alts
+
+
+def _spellings(name: str) -> set[bytes]:
+    """How a page's bytes may spell the file name ``name`` in an ``src``: as it is, percent-encoded, with HTML's
+    entities (UTF-8; a page in another encoding names an ASCII file the same way)."""
+    import html
+    from urllib.parse import quote
+
+    return {name.encode(), quote(name).encode(), html.escape(name).encode()}
 
 
 def companion_files(path: Path) -> list[Path]:
