@@ -63,3 +63,10 @@ def test_route_says_what_it_shows_and_evidence_shows_what_search_does(cli_env: d
     assert {h["corpus"] for h in json.loads(out)} <= set(shown["routes"])  # search searched what route showed
     code, _ = run("route", QUESTION, "--evidence", "--router", "examples")
     assert code == 1
+    # a filter no unit passes says so, instead of "nothing looked relevant"
+    code, out = run("search", QUESTION, "--filter", '{"file_name": "apollo_11.txt"}')
+    assert code == 0 and "no unit matches the filter" in out and "nothing looked relevant" not in out
+    code, out = run("search", QUESTION, "--filter", '{"uri": {"$like": "%/apollo_11.txt"}}')
+    assert code == 0 and "no unit matches" not in out and "apollo_11.txt" in out
+    code, out = run("search", QUESTION, "-c", "table", "--filter", '{"file_name": "apollo_11.txt"}')
+    assert code == 0 and "no unit of this corpus matches the filter" in out

@@ -241,7 +241,9 @@ def search(
         obj.output.json([hit_dict(h, i) for i, h in enumerate(hits, 1)])
         return
     if decision is not None:
-        print_decision(obj.output, decision)
+        print_decision(obj.output, decision, filtered_out=bool(filters) and not hits)
+    elif filters and not hits:
+        obj.output.print(Text("no unit of this corpus matches the filter", "yellow"))
     print_hits(obj.output, hits, title=f"{', '.join(routes)}: {query}", query=query)
 
 

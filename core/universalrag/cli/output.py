@@ -155,14 +155,19 @@ def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None, qu
         out.print(Text("  similarity is each corpus's own score; the order is the fused ranking", style="dim"))
 
 
-def print_decision(out: Output, decision: RouteDecision) -> None:
-    """The routes chosen and the probability of each candidate, best first."""
+def print_decision(out: Output, decision: RouteDecision, *, filtered_out: bool = False) -> None:
+    """The routes chosen and the probability of each candidate, best first; ``filtered_out``: the query's metadata
+    filter matched no unit, which is then what a ``none`` conclusion is put down to (it was "nothing looked
+    relevant": a filter on a key no unit holds read as a question nothing answers)."""
     ranked = sorted(decision.scores.items(), key=lambda kv: -kv[1])
     scores = ", ".join(f"{name} {p:.2f}" for name, p in ranked if p >= 0.01 or name in decision.routes)
     out.print(Text.assemble(("route", "bold"), " ", (" + ".join(decision.routes), "magenta"),
                             (f" ({decision.router}, {decision.latency_ms:.0f} ms{'; ' + scores if scores else ''})",
                              "dim")), soft_wrap=True)
-    if decision.fallback:
+    if filtered_out:
+        out.print(Text("  no unit matches the filter (`universalrag sources list` shows the files; a hit's metadata, "
+                       "with --json and without the filter, its keys)", "yellow"))
+    elif decision.fallback:
         likeliest = "corpus" if len(decision.routes) == 1 else "corpora"  # the fallback may search a sibling too
         out.print(Text(f"  nothing looked relevant (route none); searched the likeliest {likeliest} anyway", "dim"))
 
