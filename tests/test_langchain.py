@@ -151,6 +151,9 @@ def test_corpus_tools_return_text_and_documents(rag: UniversalRAG) -> None:
     assert set(tools) == {"search_paragraph", "search_document", "search_table", "search_image", "search_clip",
                           "search_video"}
     assert rag.store.corpus("table").description in tools["search_table"].description
+    # what each corpus holds, so that a model choosing a tool knows what it can find there
+    assert "It holds 2 sources: " in tools["search_table"].description and "league.csv" in tools["search_table"].description
+    assert "lighthouse.txt" in tools["search_paragraph"].description
     message = tools["search_table"].invoke({"type": "tool_call", "name": "search_table", "id": "c1",
                                             "args": {"query": "Quarry Lions wins"}})
     assert isinstance(message, ToolMessage) and "Quarry Lions" in message.content

@@ -386,6 +386,7 @@ def test_corpus_retriever_tools(rag: UniversalRAG) -> None:
     table = tools[names.index("search_table")]
     assert table.metadata.description.startswith(rag.store.corpus("table").description)
     assert "'table' corpus" in table.metadata.description
+    assert "It holds 2 sources: " in table.metadata.description and "ferries.xlsx" in table.metadata.description
     output = table.call("Quarry Lions wins")
     assert "Quarry Lions" in output.content and _corpora(output.raw_output) == ["table"]
     image = asyncio.run(tools[names.index("search_image")].acall(IMAGE_Q))

@@ -133,3 +133,24 @@ def test_a_pipeline_refuses_pickling_and_says_what_to_do(tmp_path: Path) -> None
 def test_unknown_fusion_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="fusion"):
         UniversalRAG(settings=Settings(home=tmp_path), fusion="borda")
+
+
+def test_corpus_holdings_names_the_latest_sources(database_url: str, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """What a corpus holds, for an agent tool's description: how many sources and the latest by name."""
+    from support.schemas import ingested_store
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for name in ("alpha.txt", "beta notes.txt", "gamma.txt"):
+        (folder / name).write_text(f"{name}: a few words about {name.split('.')[0]} for the test.", encoding="utf-8")
+    with ingested_store(database_url, minilm, [folder]) as store:
+        rag = UniversalRAG(store=store, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
+        try:
+            everything = rag.corpus_holdings("paragraph")
+            assert everything.startswith("It holds 3 sources: ") and "beta notes.txt" in everything
+            assert "among them" not in everything
+            latest = rag.corpus_holdings("paragraph", limit=2)
+            assert latest.startswith("It holds 3 sources, among them the latest: ") and latest.count(",") == 2
+            assert rag.corpus_holdings("image") == ""  # nothing ingested there
+        finally:
+            rag.close()

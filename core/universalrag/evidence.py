@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
 __all__ = ["UNIT_TEXT_TOKENS", "EvidenceBudget", "build_evidence", "check_unit_tokens", "hit_content", "hit_file",
-           "hit_images", "hit_name", "hit_path", "hit_source", "hit_text", "text_shares", "unit_text", "uri_file"]
+           "hit_images", "hit_name", "hit_path", "hit_source", "hit_text", "source_label", "text_shares", "unit_text",
+           "uri_file"]
 
 _WORDS_PER_TOKEN = 0.75
 _WORD = re.compile(r"\S+")
@@ -55,6 +56,14 @@ def uri_file(uri: str | None) -> str | None:
         return None
     parsed = urlparse(uri)
     return unquote(parsed.path) if parsed.scheme == "file" else None
+
+
+def source_label(uri: str) -> str:
+    """A short name for a source's URI: a file's name ("planets.csv"), else the last part of a web address
+    ("Cunard_Line"), else the address itself."""
+    parsed = urlparse(uri)
+    last = unquote(parsed.path).rstrip("/").rsplit("/", 1)[-1]
+    return last or parsed.netloc or uri
 
 
 def hit_file(hit: Hit) -> str | None:

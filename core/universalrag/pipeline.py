@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from .config import Settings
 from .decision_log import DecisionLog, query_hash
 from .errors import ConfigError, GenerationError, RoutingError
-from .evidence import EvidenceBudget, build_evidence
+from .evidence import EvidenceBudget, build_evidence, source_label
 from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, by_source, comparable, fuse, with_source_table
 from .plan import QueryPlan
 from .retrieve import EvidenceRouting, Searcher
@@ -403,6 +403,19 @@ class UniversalRAG:
         if report.saved:
             self.use_combiner(report.combiner)
         return report
+
+    def corpus_holdings(self, corpus: str, *, limit: int = 8) -> str:
+        """What ``corpus`` holds, in a sentence for an agent's tool description ("It holds 42 sources, among them
+        the latest: planets.csv, Kazakhstan.html."): a model choosing between tools reads what each corpus is about, and a
+        registry description says only what kind of units it keeps. Empty when no source is recorded."""
+        count, uris = self.store.corpus_sources(corpus, limit=limit)
+        if not count:
+            return ""
+        names = ", ".join(dict.fromkeys(source_label(u) for u in uris))
+        if count == 1:
+            return f"It holds one source: {names}."
+        latest = "" if count <= limit else ", among them the latest"
+        return f"It holds {count} sources{latest}: {names}."
 
     def reset_router(self, name: str = "default") -> str | None:
         """Remove the combiner :meth:`adapt_router` stored in the database under ``name``: a new ``UniversalRAG()``

@@ -72,6 +72,23 @@ class Sources:
             rows.extend(member.sources())
         return sorted(rows, key=lambda r: (r["uri"], r["scope"]))
 
+    def corpus_sources(self, corpus: str, *, limit: int = 8) -> tuple[int, list[str]]:
+        """How many stored sources hold units of ``corpus``, and the URIs of up to ``limit`` of them, the latest
+        ingested first (read where the corpus lives; rows written by SQL sync have no source and are not counted)."""
+        owner = self.owner(corpus)
+        if owner is not self:
+            return owner.corpus_sources(corpus, limit=limit)
+        s = self.tables.sources
+        holds = sa.literal(corpus) == sa.any_(s.c.corpora)
+
+        def read(conn: sa.Connection) -> tuple[int, list[str]]:
+            count = int(conn.execute(sa.select(sa.func.count()).select_from(s).where(holds)).scalar_one())
+            uris = conn.execute(sa.select(s.c.uri).where(holds).order_by(s.c.ingested_at.desc().nulls_last(), s.c.uri)
+                                .limit(limit)).scalars().all()
+            return count, list(uris)
+
+        return self._read("read a corpus's sources", read, read_only=True)
+
     def delete_source(self, uri: str, *, scope: str | None = None) -> bool:
         """Delete the source ``uri`` (in every scope, or only in ``scope``) and every unit made from it, with
         any batches of it a crashed run left staged; ``False`` when it was not stored."""

@@ -41,9 +41,9 @@ def format_documents(documents: Sequence[Document], *, rag: UniversalRAG | None 
     return "\n\n".join(f"{e.label}\n{e.text}".strip() for e in evidence) or "No results."
 
 
-def _description(name: str, registered: str) -> str:
+def _description(name: str, registered: str, holdings: str) -> str:
     what = registered.strip() or f"The {name} corpus."
-    return f"Search the {name} corpus. {what}"
+    return " ".join(p for p in (f"Search the {name} corpus.", what, holdings) if p)
 
 
 def _checked_query(tool: str, query: str) -> str:
@@ -61,7 +61,10 @@ def _for_model(tool: str, error: Exception) -> ToolException:
 
 def create_corpus_tool(rag: UniversalRAG, corpus: str, *, k: int = 4, description: str | None = None,
                        max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> BaseTool:
-    """A tool named ``search_<corpus>`` searching ``corpus`` (its description from the registry unless given).
+    """A tool named ``search_<corpus>`` searching ``corpus``, described (unless ``description`` is given) by the
+    registry's description and what the corpus holds now (:meth:`UniversalRAG.corpus_holdings
+    <universalrag.pipeline.UniversalRAG.corpus_holdings>`: how many sources, the latest by name), so that a model
+    choosing between tools knows what each one can find.
 
     It returns ``(text, documents)`` (``response_format="content_and_artifact"``): the model reads the text
     (per document a label naming its corpus and source, then its text, each unit cut at ``max_unit_tokens``;
@@ -90,7 +93,8 @@ def create_corpus_tool(rag: UniversalRAG, corpus: str, *, k: int = 4, descriptio
 
     return StructuredTool.from_function(
         func=search, coroutine=asearch, name=name,
-        description=description or _description(corpus, spec.description), args_schema=CorpusSearchInput,
+        description=description or _description(corpus, spec.description, rag.corpus_holdings(corpus)),
+        args_schema=CorpusSearchInput,
         response_format="content_and_artifact", handle_tool_error=True, handle_validation_error=True,
     )
 

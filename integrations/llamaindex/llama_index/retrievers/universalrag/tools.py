@@ -16,17 +16,19 @@ from .retriever import UniversalRAGRetriever
 __all__ = ["corpus_retriever_tools", "corpus_tool_description"]
 
 
-def corpus_tool_description(spec: CorpusSpec) -> str:
-    """A tool description for ``spec``: the registry's description, then what one result is."""
+def corpus_tool_description(spec: CorpusSpec, holdings: str = "") -> str:
+    """A tool description for ``spec``: the registry's description, what one result is, then ``holdings`` (what
+    the corpus holds: :meth:`UniversalRAG.corpus_holdings <universalrag.pipeline.UniversalRAG.corpus_holdings>`)."""
     what = f"Searches the {spec.name!r} corpus ({spec.modality} content, one {spec.granularity} per result)."
-    return f"{spec.description.rstrip()} {what}" if spec.description else what
+    return " ".join(p for p in (spec.description.rstrip(), what, holdings) if p)
 
 
 def corpus_retriever_tools(rag: UniversalRAG, *, corpora: Sequence[str] | None = None,
                            similarity_top_k: int | None = None, image_mode: ImageMode = "path",
                            budget: EvidenceBudget | None = None,
                            max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> list[RetrieverTool]:
-    """A ``RetrieverTool`` named ``search_<corpus>`` per corpus, described from the registry, each searching
+    """A ``RetrieverTool`` named ``search_<corpus>`` per corpus, described from the registry and what the corpus
+    holds (how many sources, the latest by name), each searching
     only its corpus (no routing) with a :class:`UniversalRAGRetriever`.
 
     ``corpora`` picks the corpora (default: every registered corpus that holds rows, in registry order;
@@ -49,6 +51,7 @@ def corpus_retriever_tools(rag: UniversalRAG, *, corpora: Sequence[str] | None =
         spec = store.corpus(name)
         retriever = UniversalRAGRetriever(rag=rag, similarity_top_k=similarity_top_k, routes=[name],
                                           image_mode=image_mode, budget=budget, max_unit_tokens=max_unit_tokens)
-        metadata = ToolMetadata(name=f"{TOOL_PREFIX}{name}", description=corpus_tool_description(spec))
+        metadata = ToolMetadata(name=f"{TOOL_PREFIX}{name}",
+                                description=corpus_tool_description(spec, rag.corpus_holdings(name)))
         tools.append(RetrieverTool(retriever=retriever, metadata=metadata))
     return tools
