@@ -173,9 +173,8 @@ def test_the_pipeline_passes_the_terms(inventory, minilm) -> None:  # type: igno
     ("servers in sgp1", ("sgp1",)),
     ("how do I use PGVectorStore", ("PGVectorStore",)),
     ('Show me "Jammy Jellyfish" release', ("Jammy Jellyfish",)),
-    ("previous to 1977 how many greek leagues were champion?", ()),  # a year names no one thing
-    ("which team completed only two laps at Le Mans in 1967", ()),
-    ("what runs on port 5432", ("5432",)),  # a four-digit number that is no year
+    ("previous to 1977 how many greek leagues were champion?", ("1977",)),  # the search ignores it if many hold it
+    ("what runs on port 5432", ("5432",)),
     ("which country has numeric code 533", ("533",)),
     ("how many tickets did 1,500 people buy", ("1,500",)),
     ("who scored 24 points, 2.5 a game", ()),  # short numbers and decimals: too many rows hold them
@@ -332,8 +331,9 @@ YEAR_PAGES = ("1967 24 Hours of Le Mans.html", "List of Football League Cup fina
 
 @pytest.mark.skipif(not (WIKITABLES / "pages").is_dir(), reason="../shared/data/wikitables is absent")
 def test_a_year_in_the_question_keeps_the_page_it_is_about(tmp_path: Path, database_url: str, minilm) -> None:  # type: ignore[no-untyped-def]
-    """Real Wikipedia pages ingested as a folder, five of six holding "1967": the year named no one thing, yet as a
-    name it put the four pages that only mention it before the Le Mans page, which fell out of the top 5."""
+    """Real Wikipedia pages ingested as a folder, five of six holding "1967": as a name like any other, the year put
+    the four pages that only mention it (similarity 0.17-0.32) before the Le Mans page (0.71), which fell out of the
+    top 5. A number pulls forward only the units about as near as the best."""
     import shutil
     from urllib.parse import unquote
 
@@ -349,6 +349,7 @@ def test_a_year_in_the_question_keeps_the_page_it_is_about(tmp_path: Path, datab
                 _, hits = rag.search(question, k=5)
                 pages = [unquote(h.uri or "").rsplit("/", 1)[-1] for h in hits]
                 assert pages[0] == page, (question, pages)
-                assert not any(h.channel_scores.get("exact") for h in hits)  # no unit pulled forward by the year
+                pulled = {unquote(h.uri or "").rsplit("/", 1)[-1] for h in hits if h.channel_scores.get("exact")}
+                assert pulled <= {page}, (question, pulled)  # no page far from the question pulled forward
         finally:
             rag.close()

@@ -48,8 +48,6 @@ _CODE_JOIN = re.compile(r"[A-Za-z0-9][_.:/@][A-Za-z]")
 _NUMBER_WORD = re.compile(r"\d[\d,.]*[A-Za-z]{1,3}")
 #: A whole number of three digits or more ("533", "1977", "1,500"): a code or a count the user read somewhere.
 _NUMBER = re.compile(r"\d{3,}|\d{1,3}(?:,\d{3})+")
-#: A year from 1000 to 2099, as questions write one ("in 1967").
-_YEAR = re.compile(r"1\d{3}|20\d{2}")
 
 
 def exact_terms(query: str) -> tuple[str, ...]:
@@ -75,14 +73,11 @@ def identifiers(terms: tuple[str, ...]) -> tuple[str, ...]:
     unlikely to be about: quoted phrases, codes mixing letters and digits ("E0382", "sgp1"), names joined by
     ``_ . : / @`` ("max_concurrent_requests", "dns.lookup", "os.EOL"), camel case ("PGVectorStore") and what only a
     program's text spells ("--no-deps", ".netrc", "__NOGLOBS__"), and whole numbers of three digits or more ("533",
-    "5432", "1,500"). Not years ("1967": a number from 1000 to 2099), shorter numbers, decimals, addresses, seasons or
-    ordinals ("24", "2.5", "10.0.1.5", "1952-53", "2nd"), nor hyphenated words, nor a file name's extension (".bz2",
-    ".yaml"). A year is an exact term still (the rows holding it come first among a hit's matched rows), but it names
-    no one thing: over 15 Wikipedia pages, five held "1967", and "which team completed only two laps at Le Mans in
-    1967" had the four pages that were not about Le Mans in its top 5 and the Le Mans page out of it. A name many
-    units hold is left alone by the search (it tells them apart no better than their meaning), while the code 533 that
-    three of eight ISO tables hold brings the countries table into the top 5 for "which country has numeric code 533",
-    where the encoder had put it sixth."""
+    "1977", "1,500"). Not shorter numbers, decimals, addresses, seasons or ordinals ("24", "2.5", "10.0.1.5", "1952-53",
+    "2nd"), nor hyphenated words, nor a file name's extension (".bz2", ".yaml"). A name many units hold is left alone by
+    the search (it tells them apart no better than their meaning): so a year every page of a history holds changes
+    nothing, while the code 533 that three of eight ISO tables hold brings the countries table into the top 5 for "which
+    country has numeric code 533", where the encoder had put it sixth."""
     out = []
     for term in terms:
         if _file_extension(term):
@@ -91,7 +86,7 @@ def identifiers(terms: tuple[str, ...]) -> tuple[str, ...]:
         letters, digits = any(c.isalpha() for c in term), any(c.isdigit() for c in term)
         code = letters and digits and not _NUMBER_WORD.fullmatch(term) and not term[:1].isdigit()
         joined = _CODE_JOIN.search(term) and sum(c.isalnum() for c in term) >= 4  # not "U.S" or "e.g"
-        number = is_number(term) and not _YEAR.fullmatch(term)
+        number = is_number(term)
         if quoted or code or joined or number or _CAMEL.search(term) or _PROGRAM.fullmatch(term):
             out.append(term)
     return tuple(out)
