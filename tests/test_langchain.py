@@ -152,7 +152,8 @@ def test_corpus_tools_return_text_and_documents(rag: UniversalRAG) -> None:
                           "search_video"}
     assert rag.store.corpus("table").description in tools["search_table"].description
     # what each corpus holds, so that a model choosing a tool knows what it can find there
-    assert "It holds 2 sources: " in tools["search_table"].description and "league.csv" in tools["search_table"].description
+    described = tools["search_table"].description
+    assert "It holds 2 sources: " in described and "league.csv" in described
     assert "lighthouse.txt" in tools["search_paragraph"].description
     message = tools["search_table"].invoke({"type": "tool_call", "name": "search_table", "id": "c1",
                                             "args": {"query": "Quarry Lions wins"}})

@@ -406,8 +406,8 @@ class UniversalRAG:
 
     def corpus_holdings(self, corpus: str, *, limit: int = 8) -> str:
         """What ``corpus`` holds, in a sentence for an agent's tool description ("It holds 42 sources, among them
-        the latest: planets.csv, Kazakhstan.html."): a model choosing between tools reads what each corpus is about, and a
-        registry description says only what kind of units it keeps. Empty when no source is recorded."""
+        the latest: planets.csv, Kazakhstan.html."): a model choosing between tools reads what each corpus is about,
+        and a registry description says only what kind of units it keeps. Empty when no source is recorded."""
         count, uris = self.store.corpus_sources(corpus, limit=limit)
         if not count:
             return ""

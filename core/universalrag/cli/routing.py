@@ -154,8 +154,9 @@ def register(app: typer.Typer) -> None:
         out.print(Text.assemble(("none" if decision.fallback else ", ".join(decision.routes), "bold"),
                                 f"  ({decision.router}, {decision.latency_ms:.1f} ms; {how})"))
         if decision.fallback:  # as search: `none` concluded, the likeliest corpora searched all the same
-            out.print(Text(f"  nothing in your corpora looked relevant; search still searches {', '.join(decision.routes)},"
-                           " and ask answers without retrieval", "dim"))
+            searched = ", ".join(decision.routes)
+            out.print(Text(f"  nothing in your corpora looked relevant; search still searches {searched}, and ask "
+                           "answers without retrieval", "dim"))
         ranked = sorted(decision.scores.items(), key=lambda kv: -kv[1])
         if not out.terminal:
             for name, score in ranked:

@@ -12,9 +12,9 @@ Shared by the text reader (paragraphs) and the table reader (data tables), on a 
   ``contentinfo``, ``search``), ``<aside>``, page-level ``<header>``/``<footer>``, elements whose class or id
   names a menu, breadcrumb, sidebar, navigation bar, header or footer, or a wiki's navigation box or hidden
   person data (Wikipedia's ``table.navbox``: on the page of Kazakhstan, 10 of its 13 tables, which came out as
-  "data tables" titled "Government (2)" to "(7)" and were found for questions on other pages; Texinfo's ``div.header`` and
-  ``div.nav-panel`` with "Previous: … Up: … Next: …"), skip links, and blocks that are mostly links
-  (tables of contents, link lists), and interface controls (``<button>``, ``<select>``: the "copy" a code block's
+  "data tables" titled "Government (2)" to "(7)" and were found for questions on other pages; Texinfo's
+  ``div.header`` and ``div.nav-panel`` with "Previous: … Up: … Next: …"), skip links, and blocks that are mostly
+  links (tables of contents, link lists), and interface controls (``<button>``, ``<select>``: the "copy" a code block's
   button would add to it). A class name never makes chrome of a heading or its parts: mdBook's
   ``<h2><a class="header">``, rustdoc's ``<h4 class="code-header">`` (each method's signature) and Wikipedia's
   ``<h3><span id="Toolbar">`` are content. When the page marks its
@@ -50,8 +50,8 @@ _NAV_WORDS = re.compile(
 )
 #: ... and of tables that are page furniture: an index, a table of contents, a wiki's message boxes ("This article
 #: needs additional citations", the sister project's "Wikimedia Commons has media related to ...").
-_TABLE_NAV_WORDS = re.compile(r"(?:^|[\s_-])(?:index|navigation|toc|contents|ambox|mbox-small|sistersitebox)(?:$|[\s_-])",
-                              re.IGNORECASE)
+_TABLE_NAV_WORDS = re.compile(
+    r"(?:^|[\s_-])(?:index|navigation|toc|contents|ambox|mbox-small|sistersitebox)(?:$|[\s_-])", re.IGNORECASE)
 _BLOCK_CONTENT = ["h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "form", "pre", "blockquote"]
 _LINK_BLOCKS = ["ul", "ol", "dl", "p", "div", "td", "section", "menu"]
 #: A block whose link text is at least this share of its text (and has this many links) is navigation.
