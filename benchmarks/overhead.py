@@ -65,6 +65,7 @@ def capture(store, vector: np.ndarray) -> tuple[list[tuple[str, object]], bool]:
             modes.add(bool(cursor.connection.autocommit))
 
     engines = {id(e): e for e in (store.engine, store.read_engine)}.values()  # reads may use the read URL
+    store.corpora(refresh=True)  # the registry read now, not by the search (it is re-read every REGISTRY_TTL_S)
     for engine in engines:
         sa.event.listen(engine, "before_cursor_execute", record)
     try:

@@ -415,8 +415,10 @@ def test_a_search_counts_nothing_and_takes_few_statements(settings, monkeypatch)
     statement, an exact scan needs no setting flipped, and a single-vector corpus gets its rows with its
     distances — two statements for a paragraph search, four for a multi-vector one (search, rows, part texts)."""
     from universalrag.store import index_check, sizes
+    from universalrag.store import store as store_module
 
-    monkeypatch.setattr(sizes, "TTL_S", 3600.0)  # a loaded machine must not expire the cache mid-test
+    monkeypatch.setattr(sizes, "TTL_S", 3600.0)  # a loaded machine must not expire the caches mid-test
+    monkeypatch.setattr(store_module, "REGISTRY_TTL_S", 3600.0)
     unchecked: list[str] = []  # the background index check, recorded instead of run (it would reset the cache)
     monkeypatch.setattr(index_check, "check_in_background", lambda _store, corpus: unchecked.append(corpus))
     s = Store(settings=settings.with_(exact_search_rows=100))
