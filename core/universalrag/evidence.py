@@ -58,12 +58,15 @@ def uri_file(uri: str | None) -> str | None:
     return unquote(parsed.path) if parsed.scheme == "file" else None
 
 
+def _uri_name(uri: str) -> str:
+    """The last part of a URI's path, decoded ("planets.csv", "Cunard_Line"); empty when it has none."""
+    return Path(unquote(urlparse(uri).path)).name
+
+
 def source_label(uri: str) -> str:
     """A short name for a source's URI: a file's name ("planets.csv"), else the last part of a web address
-    ("Cunard_Line"), else the address itself."""
-    parsed = urlparse(uri)
-    last = unquote(parsed.path).rstrip("/").rsplit("/", 1)[-1]
-    return last or parsed.netloc or uri
+    ("Cunard_Line"), else its host, else the address itself."""
+    return _uri_name(uri) or urlparse(uri).netloc or uri
 
 
 def hit_file(hit: Hit) -> str | None:
@@ -157,7 +160,7 @@ def hit_name(hit: Hit) -> str:
     title = str(meta.get("title") or "")
     if title and file and title not in (file, Path(file).stem):
         return f"{title} ({file})"
-    return title or file or (Path(unquote(urlparse(hit.uri).path)).name if hit.uri else "") or hit.id
+    return title or file or (_uri_name(hit.uri) if hit.uri else "") or hit.id
 
 
 def _label(hit: Hit, index: int) -> str:
