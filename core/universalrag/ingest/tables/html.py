@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from ...dates import iso_date
 from ..html_clean import HEADINGS, heading_text
 from .model import (
     ParsedTable,
@@ -102,6 +103,64 @@ def _grid(table: Any) -> tuple[list[list[str]], list[list[bool]], int]:
     return grid, copies, header_rows
 
 
+def _is_label(cell: Any) -> bool:
+    """A ``<th>``, or a ``<td>`` whose text is all bold (``<td><b>Date</b></td>``, as older infoboxes write labels)."""
+    if cell.name == "th":
+        return True
+    bold = " ".join(b.get_text(" ") for b in cell.find_all(["b", "strong"]))
+    return bool(bold.strip()) and " ".join(bold.split()) == _own_text(cell)
+
+
+def _label_cells(table: Any) -> list[bool | None]:
+    """Per row of ``table``: whether it is a field's label (:func:`_is_label`) followed by its value in ``<td>``
+    cells (an infobox's row); ``None`` for a row of one cell or of labels only (a section's heading, a picture)."""
+    out: list[bool | None] = []
+    for tr in (tr for tr in table.find_all("tr") if tr.find_parent("table") is table):
+        cells = [c for c in tr.find_all(["td", "th"]) if c.find_parent("tr") is tr and _own_text(c)]
+        labels = [_is_label(c) for c in cells]
+        if len(cells) < 2 or all(labels):
+            out.append(None)
+        else:
+            out.append(labels[0] and not any(labels[1:]))
+    return out
+
+
+def _distinct(row: list[str]) -> list[str]:
+    """The filled cells of a grid row, a cell repeated by a span once."""
+    return [v for i, v in enumerate(row) if v and (i == 0 or v != row[i - 1])]
+
+
+def _record(table: Any, grid: list[list[str]], header_rows: int) -> list[list[str]] | None:
+    """The rows of a table laid out as one record — each row a field's label beside its value, as in a Wikipedia
+    infobox — as one cell each, ``"Dates: 22 June–14 July 1964"``; ``None`` for a table of other rows.
+
+    Read as columns, such a table has no header but its title row ("Race details" spanning every column), and each
+    row read "Race details: Dates | Race details_3: 22 June–14 July 1964". A record: at least two rows of a label
+    and a value, and 80 % of the rows holding more than one cell are such rows. A table of class ``infobox`` needs
+    no more; another must have one title row at most above them, and one value in each (a table whose rows are
+    labelled and hold several values, as a transposed table of isotopes, keeps its columns). A heading or picture
+    row is kept as its text alone, and the rows above the fields become the first rows."""
+    kinds = _label_cells(table)[: len(grid)]
+    infobox = "infobox" in (table.get("class") or [])
+    start = 0 if infobox else header_rows
+    fields = [(k, len(_distinct(row))) for row, k in zip(grid[start:], kinds[start:]) if k is not None]
+    labelled = [n for k, n in fields if k]
+    if len(labelled) < 2 or len(labelled) < 0.8 * len(fields) or not infobox and (
+            len({c for row in grid[:header_rows] for c in row if c}) > 1 or any(n > 2 for n in labelled)):
+        return None
+    out: list[list[str]] = []
+    for row, kind in zip(grid, kinds):
+        values = _distinct(row)
+        if values and kind:
+            label = values[0] if values[0].endswith(":") else f"{values[0]}:"
+            value = " ".join(values[1:])
+            iso = iso_date(value)  # as serialize_row adds to a date cell: the field's cell is not a date
+            out.append([f"{label} {value} ({iso})" if iso else f"{label} {value}"])
+        elif values:
+            out.append([" ".join(dict.fromkeys(values))])
+    return out
+
+
 def _lead_in(table: Any) -> str:
     """The paragraph right before ``table`` when it leads into it (:func:`~.model.lead_in`), else ``""``."""
     previous = table.find_previous_sibling()
@@ -141,6 +200,10 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
         width = max((len(r) for r in grid), default=0)
         if width == 0:
             continue
+        record = _record(table, grid, header_rows)
+        if record is not None:  # an infobox: one column of "label: value" under a blank name, written alone
+            grid, copies, header_rows = [[""], *record], [[False]] * (len(record) + 1), 1
+            width = 1
         synthesized = header_rows == 0 and looks_like_data(grid[0])
         if header_rows == 0 and not synthesized:
             header_rows = 1
@@ -168,6 +231,8 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
             "column_count": width, "title_from": title_from, "header_rows": header_rows,
             "header_synthesized": synthesized or not any(names), "blank_rows_skipped": len(rows) - len(data),
         }
+        if record is not None:
+            metadata["layout"] = "record"
         if table.get("id"):
             metadata["html_id"] = str(table["id"])
         found.append((title or f"{title_stem(name)} table {number}", header, metadata, data))
