@@ -162,6 +162,22 @@ def test_generate_node_uses_the_state_documents(rag: UniversalRAG) -> None:
     assert make_generate_node(rag).invoke({"question": "q", "documents": []}) == {"answer": None, "citations": []}
 
 
+def test_the_answer_is_written_from_k_documents_merged_as_retrieve_merges(rag: UniversalRAG) -> None:
+    """Two retrieve nodes give k documents each; the model is handed the best k of them, ranked as
+    ``rag.retrieve`` ranks the same corpora (it was handed all 2k, one corpus after the other)."""
+    question = "Who designed the lighthouse?"
+    docs = [d for corpus in ("table", "paragraph")
+            for d in make_retrieve_node(rag, corpus, k=2).invoke({"question": question})["documents"]]
+    assert len(docs) == 4
+    llm = RecordingModel(messages=iter([AIMessage(content="Agnes Ferrow designed it [E1].")]))
+    llm.seen.clear()
+    make_generate_node(rag, llm, k=2).invoke({"question": question, "documents": docs})
+    prompt = str(llm.seen[-1][-1].content)  # the question and its evidence (the system message explains the ids)
+    assert "[E2]" in prompt and "[E3]" not in prompt
+    expected = rag.retrieve(question, k=2, routes=["table", "paragraph"])
+    assert prompt.index(expected[0].content[:40]) < prompt.index("[E2]")
+
+
 def test_question_comes_from_the_state_or_the_last_human_message() -> None:
     assert question_of({"question": "a"}) == "a"
     assert question_of({"messages": [HumanMessage("b"), AIMessage("c")]}) == "b"

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -264,16 +264,26 @@ class UniversalRAG:
         corpora = list(plan.chosen)
         if not corpora:
             return []
-        per_corpus = list(self.corpus_hits(plan, corpora, k=k).values())
+        per_corpus = self.corpus_hits(plan, corpora, k=k)
         if len(corpora) == 1:
-            return self.with_source_table(plan, per_corpus[0], k=k)
+            return self.with_source_table(plan, per_corpus[corpora[0]], k=k)
+        return self.with_source_table(plan, self.merge(per_corpus, k=k), k=k)
+
+    def merge(self, per_corpus: Mapping[str, Sequence[Hit]], *, k: int | None = None) -> list[Hit]:
+        """The best ``k`` (default :attr:`k`) of several corpora's hits as one ranking, as :meth:`retrieve` fuses
+        them: by similarity where the corpora share one embedding space, else by reciprocal rank, the first
+        corpus's (of ``per_corpus``, in order) best kept among the ``k``. The LangGraph answer node ranks the
+        documents its retrieve nodes gathered with it."""
+        corpora = [name for name, hits in per_corpus.items() if hits]
+        if not corpora:
+            return []
         spaces = [_space(self.store.corpus(name)) for name in corpora]
         # The first corpus is what the question asks for (a whole video, whose own scenes rank above it); the
         # others are ranked where the merge puts them. Keeping every routed corpus's best cost the routing
         # benchmark 0.5 points of answering units in the top 5, and every corpus's best, when all six are
         # searched, filled the five places with one hit of each (20 points).
-        hits = _best(fuse(per_corpus, method=self.fusion, spaces=spaces), k, primary=corpora[0])
-        return self.with_source_table(plan, hits, k=k)
+        merged = fuse([list(per_corpus[name]) for name in corpora], method=self.fusion, spaces=spaces)
+        return _best(merged, k or self.k, primary=corpora[0])
 
     def with_source_table(self, plan: QueryPlan, hits: list[Hit], *, k: int | None = None) -> list[Hit]:
         """The first ``k`` (default ``plan.k``) of ``hits`` (the hits retrieved for ``plan``) with a table of the best

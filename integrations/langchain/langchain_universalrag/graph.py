@@ -12,7 +12,7 @@ The pieces read and write plain state keys, so they drop into a user's own ``Sta
   thread's earlier turns do not pile into the next answer's context (``make_route_node(..., new_turn=True)`` does
   the same in your own graph on :class:`UniversalRAGState`). Each node's documents keep its corpus's ranking
   (``metadata["rank"]`` counts from 1 per corpus, and parallel nodes append in the order they finish); the
-  generation node fuses them into one ranking;
+  generation node merges them into one ranking of the best ``k``, as ``UniversalRAG.retrieve`` would;
 - ``answer`` (``str | None``) and ``citations`` (``list[str]``) — written by the generation node.
 
 A node whose keys the graph's state lacks would have its writes dropped by LangGraph without a word; each node
@@ -50,7 +50,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 from universalrag.errors import ConfigError, RoutingError
 from universalrag.evidence import UNIT_TEXT_TOKENS, build_evidence, check_unit_tokens
-from universalrag.pipeline import UniversalRAG, fuse
+from universalrag.pipeline import UniversalRAG
 from universalrag.plan import QueryPlan
 from universalrag.store.filters import paths_as_uris
 from universalrag.types import NO_RETRIEVAL, Hit, RouteDecision
@@ -350,22 +350,25 @@ def _turn_documents(state: Any) -> list[Document]:
     return found
 
 
-def _ranked(rag: UniversalRAG, documents: Sequence[Document], decision: RouteDecision | None) -> list[Hit]:
-    """The state's documents as one ranking: per corpus (in the decision's order), fused like the core does."""
+def _ranked(rag: UniversalRAG, documents: Sequence[Document], decision: RouteDecision | None,
+            k: int | None) -> list[Hit]:
+    """The state's documents as one ranking of ``k``, per corpus in the decision's order, merged as
+    :meth:`UniversalRAG.retrieve` merges corpora (:meth:`UniversalRAG.merge`)."""
     by_corpus: dict[str, list[Hit]] = {}
     for hit in documents_to_hits(documents):
         by_corpus.setdefault(hit.corpus, []).append(hit)
     order = {r: i for i, r in enumerate(decision.routes if decision else ())}
-    lists = [sorted(hits, key=lambda h: -h.score)
-             for _, hits in sorted(by_corpus.items(), key=lambda kv: order.get(kv[0], len(order)))]
-    return fuse(lists, method=rag.fusion)
+    ordered = sorted(by_corpus.items(), key=lambda kv: order.get(kv[0], len(order)))
+    return rag.merge({name: sorted(hits, key=lambda h: -h.score) for name, hits in ordered}, k=k)
 
 
-def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None) -> RunnableLambda:
+def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None, *,
+                       k: int | None = None) -> RunnableLambda:
     """A node answering the question from the state's documents.
 
-    The documents are fused into one ranking and turned into evidence (text, table rows, images, frames of
-    clips and videos, within ``rag.budget``). With ``llm`` (any LangChain chat model; multimodal models see
+    The documents are merged into one ranking of the best ``k`` (default ``rag.k``), as ``rag.retrieve`` merges
+    the corpora it searched (the retrieve nodes give up to ``k`` each), and turned into evidence (text, table rows,
+    images, frames of clips and videos, within ``rag.budget``). With ``llm`` (any LangChain chat model; multimodal models see
     the pictures as image blocks) or else the core's configured generator, it writes ``answer`` and
     ``citations`` (and appends an ``AIMessage`` when the state has ``messages``); with neither, ``answer`` is
     ``None`` and the documents are the result.
@@ -379,7 +382,7 @@ def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None) -> R
         question, gen = question_of(state), generator or rag.generator
         if gen is None:  # retrieval only: no need to load pictures
             return question, [], None
-        hits = _ranked(rag, _turn_documents(state), _decision(state))
+        hits = _ranked(rag, _turn_documents(state), _decision(state), k)
         return question, build_evidence(hits, budget=rag.budget), gen
 
     def finish(state: Any, config: RunnableConfig, text: str | None, citations: Sequence[str]) -> dict[str, Any]:
@@ -453,7 +456,7 @@ def build_graph(rag: UniversalRAG, llm: BaseChatModel | None = None, *, corpora:
     for name in names:
         builder.add_node(retrieve_node_name(name), make_retrieve_node(rag, name, k=k, max_unit_tokens=max_unit_tokens))
         builder.add_edge(retrieve_node_name(name), GENERATE)
-    builder.add_node(GENERATE, make_generate_node(rag, llm))
+    builder.add_node(GENERATE, make_generate_node(rag, llm, k=k))
     builder.add_edge(START, "route")
     builder.add_conditional_edges("route", make_route_edge(rag, corpora=names, allow_none=allow_none),
                                   [*map(retrieve_node_name, names), GENERATE])
