@@ -368,8 +368,8 @@ def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None, *,
 
     The documents are merged into one ranking of the best ``k`` (default ``rag.k``), as ``rag.retrieve`` merges
     the corpora it searched (the retrieve nodes give up to ``k`` each), and turned into evidence (text, table rows,
-    images, frames of clips and videos, within ``rag.budget``). With ``llm`` (any LangChain chat model; multimodal models see
-    the pictures as image blocks) or else the core's configured generator, it writes ``answer`` and
+    images, frames of clips and videos, within ``rag.budget``). With ``llm`` (any LangChain chat model; multimodal
+    models see the pictures as image blocks) or else the core's configured generator, it writes ``answer`` and
     ``citations`` (and appends an ``AIMessage`` when the state has ``messages``); with neither, ``answer`` is
     ``None`` and the documents are the result.
     """
