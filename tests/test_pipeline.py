@@ -154,3 +154,30 @@ def test_corpus_holdings_names_the_latest_sources(database_url: str, minilm, tmp
             assert rag.corpus_holdings("image") == ""  # nothing ingested there
         finally:
             rag.close()
+
+
+def test_a_filter_on_source_names_the_file_in_the_python_api(rag: UniversalRAG) -> None:
+    """LangChain's documents show a unit's file as ``source``, and the README filters on it; in the Python API and the
+    CLI ``{"source": "lighthouse.txt"}`` found nothing for text, PDF, image and video files (no unit holds a
+    ``source`` field; only tables held one, their file's name). A file name, a path and a ``file://`` URI now name
+    the file; a unit's own ``source`` field still matches."""
+    question = "Who designed the lighthouse?"
+    for source in ("lighthouse.txt", {"$in": ["lighthouse.txt", "nowhere.md"]}):
+        hits = rag.retrieve(question, filter={"source": source})
+        assert hits and all(h.uri and h.uri.endswith("/lighthouse.txt") for h in hits), source
+    path = next(h.uri for h in rag.retrieve(question, filter={"source": "lighthouse.txt"}))
+    assert rag.retrieve(question, filter={"source": path})  # the file:// URI as the hit shows it
+    assert not rag.retrieve(question, filter={"source": "elsewhere.txt"})
+    others = rag.retrieve(question, filter={"source": {"$ne": "lighthouse.txt"}})
+    assert others and not any(h.uri.endswith("/lighthouse.txt") for h in others if h.uri)
+    table = rag.retrieve("Quarry Lions record", filter={"source": "league.csv"}, routes=["table"])
+    assert table and table[0].metadata.get("source") == "league.csv"  # a table's own field, as before
+
+
+def test_paths_as_uris_keeps_a_units_own_field_when_asked() -> None:
+    from universalrag.store.filters import paths_as_uris
+
+    assert paths_as_uris({"source": "a.md"}, "source", keep=True) == {
+        "$and": [{"$or": [{"source": "a.md"}, {"uri": {"$like": "%/a.md"}}]}]}
+    assert paths_as_uris({"source": {"$ne": "a.md"}}, "source", keep=True) == {
+        "$and": [{"$and": [{"source": {"$ne": "a.md"}}, {"$not": {"uri": {"$like": "%/a.md"}}}]}]}

@@ -21,6 +21,7 @@ from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, by_source, comparable,
 from .plan import QueryPlan
 from .retrieve import EvidenceRouting, Searcher
 from .store import Filter, Store
+from .store.filters import paths_as_uris
 from .types import NO_RETRIEVAL, Answer, CorpusSpec, Hit, RouteDecision
 
 if TYPE_CHECKING:
@@ -218,9 +219,16 @@ class UniversalRAG:
     def plan(self, query: str | QueryPlan, *, k: int | None = None, filter: Filter | None = None,
              routes: Sequence[str] | None = None, candidates: Sequence[str] | None = None,
              allow_none: bool = True, hybrid: bool | None = None) -> QueryPlan:
-        """The request object for ``query`` (a plan is returned as is): see :class:`~universalrag.plan.QueryPlan`."""
+        """The request object for ``query`` (a plan is returned as is): see :class:`~universalrag.plan.QueryPlan`.
+
+        A ``filter`` on ``source`` names a file — a path, a ``file://`` URI or a bare file name matching that file
+        in any folder, as LangChain's documents show it — or a metadata field ``source`` of the user's own
+        (:func:`~universalrag.store.filters.paths_as_uris` with ``keep``): most units hold no such field, and
+        ``{"source": "report.pdf"}`` found nothing in the Python API and the CLI."""
         if isinstance(query, QueryPlan):
             return query
+        if filter is not None:
+            filter = paths_as_uris(filter, "source", keep=True)
         return QueryPlan(query, k=k or self.k, filter=filter, routes=tuple(routes) if routes is not None else None,
                          candidates=tuple(candidates) if candidates is not None else None,
                          hybrid=self.hybrid if hybrid is None else hybrid, allow_none=allow_none,

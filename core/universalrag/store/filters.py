@@ -256,14 +256,16 @@ def _uri_conditions(value: Any) -> list[dict[str, Any]]:
     return out
 
 
-def paths_as_uris(filter: Filter, key: str) -> Filter:
+def paths_as_uris(filter: Filter, key: str, *, keep: bool = False) -> Filter:
     """``filter`` with the conditions on ``key`` — a field the frameworks show as a unit's local path or file name
     (LangChain's ``source``, LlamaIndex's ``file_path`` and ``file_name``) — turned into conditions on ``uri``, so
     that filtering on what a document shows finds it (it found nothing: no unit holds the key). A path becomes the
     ``file://`` URI ingestion stores; a bare file name ("planets.csv") matches that file in any folder (it was
     read as a path under the process's working directory, and a LangChain user's ``{"source": "planets.csv"}``
-    found nothing). A filter that does not name ``key`` is returned as it is; one that does and nests too deep is
-    refused (:class:`FilterError`), as :func:`compile_filter` refuses it."""
+    found nothing). With ``keep`` a unit whose own metadata field ``key`` matches matches too (for ``$ne`` and
+    ``$nin``: it must pass both), as :meth:`UniversalRAG.plan <universalrag.pipeline.UniversalRAG.plan>` reads
+    ``source``: the file, or a metadata field of that name. A filter that does not name ``key`` is returned as it
+    is; one that does and nests too deep is refused (:class:`FilterError`), as :func:`compile_filter` refuses it."""
     if not mentions(filter, frozenset({key})):
         return filter
     _check_size(filter)
@@ -278,6 +280,11 @@ def paths_as_uris(filter: Filter, key: str) -> Filter:
                 out[k] = [turn(f) for f in v]
             elif k == "$not":
                 out[k] = turn(v)
+            elif k == key and keep:
+                on_uri = _uri_conditions(v)
+                either = on_uri[0] if len(on_uri) == 1 else {"$and": on_uri}
+                negative = isinstance(v, Mapping) and bool(v) and set(v) <= {"$ne", "$nin"}
+                more.append({"$and" if negative else "$or": [{key: v}, either]})
             elif k == key:
                 more += _uri_conditions(v)
             else:
