@@ -116,16 +116,19 @@ def test_merging_puts_named_hits_before_lifted_tables() -> None:
 
 def test_a_document_holding_the_name_goes_by_similarity_when_its_passage_holds_it() -> None:
     """Found on a library's PDF manual: "is libtasn1 thread safe" put the whole manual first (it holds the product's
-    name, like every page of it) above the passage on thread safety; 13 of 18 first hits were such documents. A
-    document whose own passage holds the name is ranked by its similarity; one whose passages were not found keeps
-    its place among the hits holding the name."""
-    manual, spec = "file:///docs/libtasn1.pdf", "file:///docs/spec.pdf"
+    name, like every page of it) above the passage on thread safety; 13 of 18 first hits were such documents. Then a
+    user's trial found the product's short README (its passages not among the hits) first for five of six questions
+    typing the name. Once a passage holding the name is among the hits, documents go by their similarity; with no
+    such passage, a document holding the name keeps its place among the hits holding it."""
+    manual, readme = "file:///docs/libtasn1.pdf", "file:///docs/README.md"
     documents = [_hit("document", 0.43, Granularity.DOCUMENT, named=True, uri=manual),
-                 _hit("document", 0.41, Granularity.DOCUMENT, named=True, uri=spec)]
+                 _hit("document", 0.41, Granularity.DOCUMENT, named=True, uri=readme)]
     passages = [_hit("paragraph", 0.66, Granularity.PARAGRAPH, uri=manual),
                 _hit("paragraph", 0.52, Granularity.PARAGRAPH, named=True, uri=manual)]
     merged = [h.id for h in similarity([documents, passages])]
-    assert merged == ["paragraph-0.52", "document-0.41", "paragraph-0.66", "document-0.43"]
+    assert merged == ["paragraph-0.52", "paragraph-0.66", "document-0.43", "document-0.41"]
+    unnamed = [_hit("paragraph", 0.66, Granularity.PARAGRAPH, uri=manual)]
+    assert [h.id for h in similarity([documents, unnamed])] == ["document-0.43", "document-0.41", "paragraph-0.66"]
 
 
 def test_merging_keeps_one_hit_of_each_text(build_docs, minilm) -> None:  # type: ignore[no-untyped-def]
