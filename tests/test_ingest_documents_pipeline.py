@@ -84,6 +84,11 @@ def test_a_pdf_fills_document_paragraph_table_and_image_with_provenance(store: S
     passage = search_corpus(store, minilm, "paragraph", "When was the light automated?", k=1)[0]
     assert passage.parent_id == doc.id and passage.metadata["page"] == 4
     assert passage.metadata["heading_path"] == ["5 Automation"] and "1987" in passage.content
+    # shown and indexed under its heading (a block of its own in the PDF): which section it is, for a reader and for
+    # a search of the name the heading gives (a function reference's "Returns: ..." named no function)
+    assert passage.content.startswith("5 Automation\n\n")
+    [named] = search_corpus(store, minilm, "paragraph", '"5 Automation"', k=1)
+    assert named.id == passage.id and named.channel_scores.get("exact")
 
 
 def test_evidence_labels_cite_file_page_and_table(store: Store, minilm, report: Path) -> None:  # type: ignore[no-untyped-def]

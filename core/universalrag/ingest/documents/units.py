@@ -148,6 +148,15 @@ def _heading(path: Sequence[str]) -> str:
     return " > ".join(path)
 
 
+def _headed(p: _Passage) -> str:
+    """A passage's text as stored and shown: under its section's heading when the text does not hold it. A section's
+    text is cut into passages of about 100 words, and the heading, a block of its own, led none of them: a function
+    reference's "Returns: ASN1_SUCCESS if DER encoding OK …" did not say which function it described, to a reader
+    or to the search for the function's name the user typed (the embedded text has always had the headings)."""
+    heading = p.heading_path[-1].strip() if p.heading_path else ""
+    return f"{heading}\n\n{p.text}" if heading and heading not in p.text else p.text
+
+
 def _tables(doc: ParsedDocument, *, source: str, document_id: str | None) -> list[ParsedTable]:
     tables = []
     for index, block in enumerate(b for b in doc.blocks() if b.kind is BlockKind.TABLE and b.table is not None):
@@ -232,7 +241,7 @@ def document_units(doc: ParsedDocument, targets: DocumentTargets, embedder: Embe
         for index, (p, vec) in enumerate(zip(found, passage_vecs, strict=True)):
             meta = {**_provenance(doc, source=source, document_id=doc_id, pages=p.pages, heading_path=p.heading_path,
                                   bbox=p.bbox), "title": doc.title, "format": doc.info.format, "index": index}
-            units.append(Unit(id=_new_id(), corpus=spec.name, content=p.text, uri=uri, embedding=vec.tolist(),
+            units.append(Unit(id=_new_id(), corpus=spec.name, content=_headed(p), uri=uri, embedding=vec.tolist(),
                               parent_id=linked, metadata=meta))
     if targets.image is not None:
         units.extend(_figure_units(doc, figures, figure_vecs, targets.image, uri=uri, source=source,
