@@ -89,10 +89,11 @@ def similarity(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
     own name ("libtasn1" on every page of its manual), above the passage that answers; the passages holding the
     name are the precise evidence. That goes for another file's document too: a short README naming the product
     came first for five of six questions typing it (similarity 0.40–0.56, the manual's passages 0.78 below it),
-    its own passages not among the hits because the manual's passages holding the name were nearer. Likewise a document comes after its own best passage when it is no
-    more than :data:`PASSAGE_TIE` more similar: its similarity is that of its best chunk, which is mostly that
-    passage again (on pip's docs, the same file's document beat the answering passage by 0.001 for most questions
-    whose passage came second), and the passage says where the answer is."""
+    its own passages not among the hits because the manual's passages holding the name were nearer. Likewise a
+    document comes after its own best passage when it is no more than :data:`PASSAGE_TIE` more similar: its
+    similarity is that of its best chunk, which is mostly that passage again (on pip's docs, the same file's
+    document beat the answering passage by 0.001 for most questions whose passage came second), and the passage
+    says where the answer is."""
     merged = [replace(h, channel_scores={**h.channel_scores, "similarity": h.score}) for hits in per_corpus
               for h in hits]
     finer = any(_names(h) and h.granularity is not Granularity.DOCUMENT for h in merged)
