@@ -61,6 +61,35 @@ def test_first_row_of_a_table_set_with_white_space_is_kept(tmp_path: Path) -> No
     assert words.count("checks the syntax only") == 1  # in the table, not lost and not twice
 
 
+def test_a_code_listing_set_in_columns_stays_text(tmp_path: Path) -> None:
+    """libtasn1's manual sets an ASN.1 example's fields one to a line, names and types aligned like two columns:
+    it was read as a table ("column_1 | Dss-Sig-Value ::= SEQUENCE {", rows "r | INTEGER,") and cut out of the
+    passage that explains it. Its lines end as code does; an option table beside it stays a table."""
+    from reportlab.pdfgen import canvas
+
+    font = _short_font(tmp_path)
+    path = tmp_path / "listing.pdf"
+    c = canvas.Canvas(str(path), pagesize=(612, 792))
+    c.setFont(font, 11)
+    c.drawString(100, 720, "Given the following schema:")
+    c.drawString(100, 700, "Dss-Sig-Value ::= SEQUENCE {")
+    for i, (name, kind) in enumerate((("r", "INTEGER,"), ("s", "INTEGER,"), ("other", "OtherStruct,"),
+                                      ("z", "INTEGER OPTIONAL,"))):
+        c.drawString(120, 687 - 13 * i, name)
+        c.drawString(200, 687 - 13 * i, kind)
+    c.drawString(100, 635, "}")
+    c.drawString(100, 600, "The program asn1Coding encodes a value of it and accepts these options:")
+    for i, (option, meaning) in enumerate(OPTIONS):
+        c.drawString(100, 570 - 13 * i, option)
+        c.drawString(226, 570 - 13 * i, meaning)
+    c.save()
+    doc = read_document(path)
+    tables = [b.table for b in doc.blocks() if b.kind is BlockKind.TABLE and b.table is not None]
+    assert [t.rows for t in tables] == [OPTIONS]
+    words = " ".join(doc.text.split())
+    assert "other OtherStruct," in words and "z INTEGER OPTIONAL," in words
+
+
 def test_text_inside_a_tables_box_but_in_no_cell_stays_text(tmp_path: Path) -> None:
     """A ruled table whose last row is narrower than the others: a note set beside that row lies inside the table's
     box but in none of its cells, and used to be dropped with the table's lines."""

@@ -12,7 +12,9 @@ What keeps prose out: every segment of a row is narrower than :data:`MAX_CELL_SH
 most :data:`MAX_CELL_WORDS` words (the lines of a two- or three-column article are wide and wordy), and a row
 belongs to a stack only when its segments line up with the stack's. A row that lines up with a stack already
 begun may have one wider cell, up to :data:`MAX_CONTINUED_SHARE` ("-v, --version  output version information and
-exit" ended libtasn1's option tables a row early, and a long field name cut the mime.cache header in two).
+exit" ended libtasn1's option tables a row early, and a long field name cut the mime.cache header in two). Rows
+of which half end as lines of code do (``,`` ``;`` ``{`` ``}``) are a listing, not a table: libtasn1's ASN.1
+example "Dss-Sig-Value ::= SEQUENCE { r INTEGER, s INTEGER, ... }" was cut out of its passage as a table.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ _SAME_ROW = 2.0
 #: Consecutive rows of one table are at most this many line heights apart (top to top).
 _MAX_PITCH = 2.6
 _CAPTION = re.compile(r"^(?:table|tab\.|figure|fig\.)\s*\d", re.IGNORECASE)
+#: How a line of code ends that a table's cell does not (:func:`_code`).
+_CODE_ENDS = (",", ";", "{", "}")
 #: The header's last line may stand this many line heights above the first row (top to top) ...
 _HEADER_PITCH = 3.2
 #: ... and the header has at most this many lines ("Compress / usage" over a column).
@@ -92,6 +96,14 @@ def _heads(row: Sequence[Line], below: Sequence[Line], box: BBox, *, first: bool
             and pitch <= (_HEADER_PITCH if first else _MAX_PITCH) * max(ln.height for ln in row))
 
 
+def _code(rows: Sequence[Sequence[Line]]) -> bool:
+    """Whether aligned rows are a program's text rather than a table: half of them end with a separator of code
+    (``,`` ``;`` ``{`` ``}``), as the fields of an ASN.1 or C structure do, one to a line and indented alike
+    ("r  INTEGER," / "s  INTEGER,"); a cell of a table rarely ends so."""
+    ends = sum(1 for row in rows if row[-1].text.rstrip().endswith(_CODE_ENDS))
+    return ends * 2 >= len(rows)
+
+
 def _box(rows: Sequence[Sequence[Line]]) -> BBox:
     return box_union(ln.bbox for row in rows for ln in row)
 
@@ -117,6 +129,9 @@ def aligned_regions(lines: Sequence[Line], *, width: float) -> list[BBox]:
             j += 1
         if len(stack) < MIN_ROWS:
             i += 1
+            continue
+        if _code(stack):
+            i = j
             continue
         box = _box(stack)
         below, k = stack[0], i - 1
