@@ -13,7 +13,6 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from ...dates import iso_date
 from ..html_clean import HEADINGS, heading_text
 from .model import (
     ParsedTable,
@@ -22,6 +21,7 @@ from .model import (
     lead_in,
     looks_like_data,
     make_header,
+    serialize_row,
     source_name,
     synthetic_header,
     title_stem,
@@ -140,22 +140,20 @@ def _record(table: Any, grid: list[list[str]], header_rows: int) -> list[list[st
     no more; another must have one title row at most above them, and one value in each (a table whose rows are
     labelled and hold several values, as a transposed table of isotopes, keeps its columns). A heading or picture
     row is kept as its text alone, and the rows above the fields become the first rows."""
-    kinds = _label_cells(table)[: len(grid)]
     infobox = "infobox" in (table.get("class") or [])
+    if not infobox and len({c for row in grid[:header_rows] for c in row if c}) > 1:
+        return None  # a header of several names: a table of columns (most tables end here, their cells unread)
+    kinds = _label_cells(table)[: len(grid)]
     start = 0 if infobox else header_rows
     fields = [(k, len(_distinct(row))) for row, k in zip(grid[start:], kinds[start:]) if k is not None]
     labelled = [n for k, n in fields if k]
-    if len(labelled) < 2 or len(labelled) < 0.8 * len(fields) or not infobox and (
-            len({c for row in grid[:header_rows] for c in row if c}) > 1 or any(n > 2 for n in labelled)):
+    if len(labelled) < 2 or len(labelled) < 0.8 * len(fields) or not infobox and any(n > 2 for n in labelled):
         return None
     out: list[list[str]] = []
     for row, kind in zip(grid, kinds):
         values = _distinct(row)
-        if values and kind:
-            label = values[0] if values[0].endswith(":") else f"{values[0]}:"
-            value = " ".join(values[1:])
-            iso = iso_date(value)  # as serialize_row adds to a date cell: the field's cell is not a date
-            out.append([f"{label} {value} ({iso})" if iso else f"{label} {value}"])
+        if values and kind:  # written as a row's cell under its name is, a date followed by its ISO spelling
+            out.append([serialize_row([values[0].removesuffix(":")], [" ".join(values[1:])])])
         elif values:
             out.append([" ".join(dict.fromkeys(values))])
     return out

@@ -20,9 +20,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ...dates import iso_date
 from ...errors import ConfigError, IngestError
 
-__all__ = ["ParsedTable", "RowSource"]
+__all__ = ["ParsedTable", "RowSource", "serialize_row"]
 
 RowSource = Callable[[], Iterable[list[str]]]
 
@@ -293,3 +294,25 @@ def with_unique_titles(tables: list[ParsedTable]) -> list[ParsedTable]:
     """Tables with repeated titles made unique ("X", "X (2)")."""
     titles = unique_titles([t.title for t in tables])
     return [t if t.title == title else replace(t, title=title) for t, title in zip(tables, titles)]
+
+
+def serialize_row(header: Sequence[str], row: Sequence[Any]) -> str:
+    """The text a row is embedded as: ``"Team: Lakers | Wins: 57"``; empty cells are left out, and a cell under a
+    blank name (the rows' labels: see :func:`~universalrag.ingest.tables.model.make_header`) is written alone
+    (``"Proline: | Min: 278"``). A date spelled otherwise than in ISO 8601 is followed by its ISO spelling
+    (``"Date: 19-Sep-03 (2003-09-19)"``, :func:`universalrag.dates.iso_date`), so that a question giving the date
+    either way finds the row by its characters (:mod:`universalrag.exact_terms`).
+
+    Whitespace inside cells collapses to single spaces. A row shorter than the header counts its
+    missing cells as empty; a longer one raises :class:`ConfigError`.
+    """
+    if len(row) > len(header):
+        raise ConfigError(f"Row has {len(row)} cells but the header has {len(header)} columns.")
+    parts = []
+    for name, cell in zip(header, row):
+        text = " ".join(format_value(cell).split())
+        if text:
+            iso = iso_date(text)
+            value = f"{text} ({iso})" if iso else text
+            parts.append(f"{name}: {value}" if name else value)
+    return " | ".join(parts)

@@ -37,12 +37,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...dates import iso_date
 from ...errors import ConfigError, IngestError
 from ..files import HEAD_BYTES, check_file, declared_encoding, decode_text, read_content, read_error
 from .html import html_tables, markdown_tables
 from .json_records import JSON_RULES, read_json
-from .model import ParsedTable, fit_row, format_value, make_header, records_table
+from .model import ParsedTable, fit_row, format_value, make_header, records_table, serialize_row
 from .text_formats import read_csv
 from .xlsx import read_xlsx
 
@@ -90,29 +89,7 @@ TABLE_RULES: dict[str, str] = {
 }
 
 
-# --------------------------------------------------------------------------- row text and rendering
-
-
-def serialize_row(header: Sequence[str], row: Sequence[Any]) -> str:
-    """The text a row is embedded as: ``"Team: Lakers | Wins: 57"``; empty cells are left out, and a cell under a
-    blank name (the rows' labels: see :func:`~universalrag.ingest.tables.model.make_header`) is written alone
-    (``"Proline: | Min: 278"``). A date spelled otherwise than in ISO 8601 is followed by its ISO spelling
-    (``"Date: 19-Sep-03 (2003-09-19)"``, :func:`universalrag.dates.iso_date`), so that a question giving the date
-    either way finds the row by its characters (:mod:`universalrag.exact_terms`).
-
-    Whitespace inside cells collapses to single spaces. A row shorter than the header counts its
-    missing cells as empty; a longer one raises :class:`ConfigError`.
-    """
-    if len(row) > len(header):
-        raise ConfigError(f"Row has {len(row)} cells but the header has {len(header)} columns.")
-    parts = []
-    for name, cell in zip(header, row):
-        text = " ".join(format_value(cell).split())
-        if text:
-            iso = iso_date(text)
-            value = f"{text} ({iso})" if iso else text
-            parts.append(f"{name}: {value}" if name else value)
-    return " | ".join(parts)
+# --------------------------------------------------------------------------- rendering (a row's text: model.serialize_row)
 
 
 def _md_line(cells: Iterable[Any]) -> str:
