@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .config import Settings
 from .decision_log import DecisionLog, query_hash
-from .errors import ConfigError, GenerationError, RoutingError
+from .errors import ConfigError, GenerationError, RoutingError, StoreError
 from .evidence import EvidenceBudget, build_evidence, source_label
 from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, by_source, comparable, fuse, with_source_table
-from .plan import QueryPlan
+from .plan import QueryPlan, bounded_query
 from .retrieve import EvidenceRouting, Searcher
+from .spelling import Correction, correct
 from .store import Filter, Store
 from .store.filters import paths_as_uris
 from .types import NO_RETRIEVAL, Answer, CorpusSpec, Hit, RouteDecision
@@ -49,7 +50,8 @@ class UniversalRAG:
     ``UNIVERSALRAG_LLM_MODEL`` is set, an OpenAI-compatible chat model; without one, :meth:`query` returns the
     evidence with ``text=None``. A ``router`` given without a ``combiner`` decides alone (no probes). Decisions
     are logged in the ``routing_log`` table (``log_decisions``; the query's text only with
-    ``log_query_text=True``). The constructor does no I/O.
+    ``log_query_text=True``). A query's typos are corrected to words its corpora hold before it is routed and
+    searched (:mod:`universalrag.spelling`; ``spelling=False`` turns that off). The constructor does no I/O.
     """
 
     def __init__(self, *, database_url: str | None = None, schema: str | None = None,
@@ -58,7 +60,7 @@ class UniversalRAG:
                  generator: Generator | None = _UNSET, visual_encoder: VisualEncoder | None = _UNSET, k: int = 5,
                  fusion: str = "auto", hybrid: bool = False, budget: EvidenceBudget = EvidenceBudget(),
                  max_workers: int = 4, log_decisions: bool = True, log_query_text: bool = False,
-                 source_weight: float = SOURCE_WEIGHT) -> None:
+                 source_weight: float = SOURCE_WEIGHT, spelling: bool = True) -> None:
         base = settings or Settings.from_env()
         self.settings = base.with_(database_url=database_url, schema=schema)
         if fusion not in FUSIONS:
@@ -67,6 +69,7 @@ class UniversalRAG:
             raise ConfigError(f"source_weight must be between 0 and 1 (0 turns the source evidence off), got "
                               f"{source_weight}.")
         self.k, self.fusion, self.hybrid, self.budget, self.max_workers = k, fusion, hybrid, budget, max_workers
+        self.spelling = spelling
         self.source_weight = float(source_weight)
         self.log_decisions, self.log_query_text = log_decisions, log_query_text
         self._store, self._embedder, self._router = store, embedder, router
@@ -229,10 +232,30 @@ class UniversalRAG:
             return query
         if filter is not None:
             filter = paths_as_uris(filter, "source", keep=True)
-        return QueryPlan(query, k=k or self.k, filter=filter, routes=tuple(routes) if routes is not None else None,
+        plan = QueryPlan(query, k=k or self.k, filter=filter, routes=tuple(routes) if routes is not None else None,
                          candidates=tuple(candidates) if candidates is not None else None,
                          hybrid=self.hybrid if hybrid is None else hybrid, allow_none=allow_none,
                          probe_k=max(k or self.k, 5))
+        if self.spelling:
+            plan.corrections = self.corrections(bounded_query(plan.query), plan.routes or plan.candidates)
+        return plan
+
+    def corrections(self, text: str, corpora: Sequence[str] | None = None) -> tuple[Correction, ...]:
+        """The typos of ``text`` and the words of ``corpora`` (default: all) they are corrected to
+        (:func:`universalrag.spelling.correct`); a plan's ``text`` reads the corrected query unless the facade was
+        made with ``spelling=False``. Best effort: when the lookup fails, nothing is corrected (logged)."""
+        def spelled(words: Sequence[str]) -> dict[str, int | None]:
+            names = [c for c in (corpora if corpora is not None else self.store.corpora()) if c != NO_RETRIEVAL]
+            return self.store.word_units(words, names, surface=True)
+
+        try:
+            found = correct(text, spelled)
+        except StoreError as e:  # the search that follows reports the same failure, with its own context
+            _log.warning("Spelling correction skipped: %s", e)
+            return ()
+        if found:
+            _log.info("Query corrected: %s", ", ".join(f"{c.typo} -> {c.word}" for c in found))
+        return found
 
     def route(self, query: str | QueryPlan, *, allow_none: bool = True) -> RouteDecision:
         """Which corpora to search for ``query``: the router's prior and a probe of every non-empty corpus,

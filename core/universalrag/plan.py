@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import RoutingError
 from .exact_terms import exact_terms
+from .spelling import Correction, apply
 from .types import NO_RETRIEVAL, Hit, RouteDecision
 
 if TYPE_CHECKING:
@@ -57,8 +58,9 @@ class QueryPlan:
     (at least ``k``). Thread-safe: the probes of several corpora fill it from worker threads.
 
     ``text`` is what routing and search read of the query: the query itself, or its first :data:`QUERY_CHARS`
-    characters when it is longer (:func:`bounded_query`). ``query`` stays what the caller asked: a generator is
-    given that.
+    characters when it is longer (:func:`bounded_query`), with the typos of ``corrections`` corrected
+    (:mod:`universalrag.spelling`; set before ``text`` is first read). ``query`` stays what the caller asked: a
+    generator is given that.
     """
 
     query: str
@@ -74,6 +76,7 @@ class QueryPlan:
     probes: dict[str, list[Hit]] = field(default_factory=dict, repr=False)
     probe_depths: dict[str, int] = field(default_factory=dict, repr=False)
     decision: RouteDecision | None = None
+    corrections: tuple[Correction, ...] = ()
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -122,7 +125,7 @@ class QueryPlan:
     @functools.cached_property
     def text(self) -> str:
         """What routing and search read of the query (:func:`bounded_query`; see the class docstring)."""
-        return bounded_query(self.query)
+        return apply(bounded_query(self.query), self.corrections)
 
     @functools.cached_property
     def exact_terms(self) -> tuple[str, ...]:

@@ -231,15 +231,18 @@ def search(
     opts = RouterOptions(model_dir, threshold, llm_model, llm_url, llm_key, obj.settings.llm_timeout, tau)
     rag = _rag(obj, router, opts, hybrid=hybrid)
     with warnings_shown(obj.output):
+        plan = rag.plan(query, k=k, filter=filters, routes=[corpus] if corpus else None, allow_none=False)
         if corpus:
             decision, routes = None, [corpus]
-            hits = rag.retrieve(query, k=k, routes=routes, filter=filters)
+            hits = rag.retrieve(plan)
         else:  # one probe of every corpus decides and is the retrieval; a search never comes back empty-handed
-            decision, hits = rag.search(query, k=k, filter=filters)
+            decision, hits = rag.search(plan)
             routes = list(decision.routes)
     if as_json:
         obj.output.json([hit_dict(h, i) for i, h in enumerate(hits, 1)])
         return
+    if plan.corrections:  # as a search engine says "showing results for"
+        obj.output.print(Text(f"searched for: {plan.text}", "yellow"))
     if decision is not None:
         print_decision(obj.output, decision, filtered_out=bool(filters) and not hits)
     elif filters and not hits:

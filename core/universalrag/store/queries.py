@@ -46,6 +46,7 @@ __all__ = [
     "units_holding",
     "units_with_similarity",
     "with_settings",
+    "word_units",
 ]
 
 
@@ -297,6 +298,37 @@ def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filte
     if filter:
         stmt = stmt.where(unit_filter(u, filter))
     return stmt.order_by(sa.desc("rank")).limit(_limit(limit))
+
+
+@functools.lru_cache(maxsize=32)
+def word_units(unit_tables: tuple[sa.Table, ...], *, cap: int, surface: bool = False,
+               language: str = "english") -> sa.Select[Any]:
+    """For each word of the array parameter ``words``: how many units of the corpora hold it (``unit_tables``: their
+    unit tables), each corpus counted to ``cap``, found by the same full-text index as :func:`search_lexical` — so
+    "exception" is held where a text says "exceptions", and so is "exceptioned", whose stem is the same. With
+    ``surface`` a unit counts only when its text also spells the word itself, as a whole word in any case (a few
+    texts are read, those the index found). Columns ``word``, ``units`` (0 when none holds it) and ``stop`` (a
+    stop word, which the index never holds).
+
+    One statement for all the corpora; each word's query is parsed once (``plainto_tsquery`` costs ~15 µs, more
+    than an index lookup, and a small table scanned row by row would parse it once a row). Built once per set of
+    corpora (cached): building and compiling it took 8 ms, running it 2."""
+    unnested = sa.func.unnest(sa.bindparam("words", type_=ARRAY(sa.Text))).table_valued("word").render_derived("w")
+    words = sa.select(unnested.c.word,
+                      sa.func.plainto_tsquery(sa.cast(sa.literal(language), REGCONFIG), unnested.c.word).label("q"),
+                      sa.func.concat(r"\m", unnested.c.word, r"\M").label("spelled")).cte("words")
+    counts = []
+    for u in unit_tables:
+        held = u.c.tsv.op("@@")(words.c.q)
+        if surface:
+            held = sa.and_(held, u.c.content.op("~*")(words.c.spelled))
+        found = sa.select(sa.literal_column("1").label("one")).where(held).limit(_limit(cap)).lateral()
+        counts.append(sa.select(words.c.word, sa.func.count(found.c.one).label("units"))
+                      .select_from(words.outerjoin(found, sa.true())).group_by(words.c.word))
+    every = (sa.union_all(*counts) if len(counts) > 1 else counts[0]).subquery("counts")
+    stops = sa.select(words.c.word).where(sa.func.numnode(words.c.q) == 0)
+    return sa.select(every.c.word, sa.func.sum(every.c.units).label("units"),
+                     every.c.word.in_(stops).label("stop")).group_by(every.c.word)
 
 
 #: The closing quote of a lexeme in a tsquery's text form (``'cmakelist' <-> 'txt'``), where ``:*`` makes it a

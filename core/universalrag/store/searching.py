@@ -23,6 +23,7 @@ from ..types import CorpusSpec, Hit
 from . import index_check
 from .engine import SearchConnection
 from .filters import Filter
+from .queries import word_units
 from .restrict import check_required_filter
 from .scan_rule import MAX_EF_SEARCH
 from .schema import Tables
@@ -57,6 +58,7 @@ class Searching:
         def read_engine(self) -> sa.Engine: ...
         def corpus(self, name: str) -> CorpusSpec: ...
         def owner(self, corpus: str) -> Any: ...
+        def _owners(self, corpora: Any) -> dict[Any, list[str]]: ...
         def _translate(self, action: str, url: str | None = None) -> contextlib.AbstractContextManager[None]: ...
 
     def _supports_iterative_scan(self, conn: sa.Connection) -> bool:
@@ -130,6 +132,32 @@ class Searching:
                 for i, hits in zip(idx, future.result()):
                     out[i] = hits
         return out
+
+    def word_units(self, words: Sequence[str], corpora: Sequence[str], *, cap: int = 100,
+                   surface: bool = False) -> dict[str, int | None]:
+        """How many units of ``corpora`` hold each of ``words`` in their full-text index (each corpus counted to
+        ``cap``): 0 when none does, ``None`` for a stop word (which the index never holds). Words are matched as
+        lexical search matches them, by their stem (a text's "exceptions" holds "exception"); with ``surface`` a
+        unit must also spell the word itself (:func:`~universalrag.store.queries.word_units`). One statement per
+        server."""
+        words = list(dict.fromkeys(w for w in words if w))
+        counts: dict[str, int | None] = dict.fromkeys(words, 0)
+        if not words or not corpora:
+            return counts
+        for owner, names in self._owners(dict.fromkeys(corpora)).items():
+            if owner is not self:
+                found = owner.word_units(words, names, cap=cap, surface=surface)
+            else:
+                stmt = word_units(tuple(self.tables.corpus(self.corpus(n)).units for n in names), cap=cap,
+                                  surface=surface)
+
+                def read(conn: sa.Connection, stmt: Any = stmt) -> dict[str, int | None]:
+                    return {w: None if stop else int(n or 0) for w, n, stop in conn.execute(stmt, {"words": words})}
+
+                found = self._search_read(lambda: f"look up {len(words)} words in the full-text index", read)
+            for word, n in found.items():
+                counts[word] = None if n is None else (counts[word] or 0) + n
+        return counts
 
     def _search_here(self, queries: Sequence[CorpusQuery]) -> list[list[Hit]]:
         """:meth:`search_many` of corpora that live on this server (validated first: nothing is sent for bad input)."""
