@@ -139,3 +139,25 @@ def test_the_cli_says_what_it_searched_for(cli_env: dict[str, str], tmp_path: Pa
         result.stdout
     result = runner.invoke(app, ["search", "what does raise do", "--json"], env=cli_env)
     assert result.exit_code == 0 and "searched for" not in result.stdout
+
+
+def test_a_word_lookup_refuses_what_is_not_a_word(ref: UniversalRAG) -> None:
+    from universalrag.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="single words"):
+        ref.store.word_units(["exception", "a.*("], list(ref.store.corpora()), surface=True)
+
+
+def test_a_failed_lookup_corrects_nothing_and_the_search_still_runs(ref: UniversalRAG,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    from universalrag.errors import StoreError
+
+    def down(*args: object, **kwargs: object) -> None:
+        raise StoreError("the server went away")
+
+    monkeypatch.setattr(ref.store, "word_units", down)  # fault injection: the lookup alone fails
+    plan = ref.plan(ASSERT_Q)
+    assert plan.corrections == () and plan.text == ASSERT_Q
+    assert "Spelling correction skipped: the server went away" in caplog.text
+    assert ref.retrieve(ASSERT_Q, k=3)  # routing and search do not depend on the correction

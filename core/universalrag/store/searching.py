@@ -10,6 +10,7 @@ its own store.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -33,6 +34,7 @@ from .vectors import check_vector
 __all__ = ["Searching"]
 
 _T = TypeVar("_T")
+_WORD = re.compile(r"\w+")
 _ITERATIVE_SCAN = (0, 8, 0)
 
 
@@ -139,8 +141,11 @@ class Searching:
         ``cap``): 0 when none does, ``None`` for a stop word (which the index never holds). Words are matched as
         lexical search matches them, by their stem (a text's "exceptions" holds "exception"); with ``surface`` a
         unit must also spell the word itself (:func:`~universalrag.store.queries.word_units`). One statement per
-        server."""
+        server. A word is letters, digits and underscores (a regular expression or a phrase is refused)."""
         words = list(dict.fromkeys(w for w in words if w))
+        odd = [w for w in words if not _WORD.fullmatch(w)]
+        if odd:
+            raise InvalidInputError(f"word_units looks up single words (letters, digits, underscores); got {odd[0]!r}.")
         counts: dict[str, int | None] = dict.fromkeys(words, 0)
         if not words or not corpora:
             return counts
