@@ -31,6 +31,7 @@ RANK: dict[str, int] = {
     "config": 2,
     "fusion": 2,
     "exact_terms": 2,
+    "spelling": 2,
     "openai_client": 3,
     "media": 3,
     "store": 3,

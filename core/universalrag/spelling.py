@@ -45,8 +45,9 @@ MAX_WORDS = 3
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 #: The accented letters of Latin alphabets, by the plain letter people type for them.
-_ACCENTED = {"a": "áàâäãåāą", "c": "çćč", "d": "ďđ", "e": "éèêëēęě", "g": "ğ", "i": "íìîïī", "l": "łľ", "n": "ñńň",
-             "o": "óòôöõøő", "r": "ř", "s": "śšşș", "t": "ťţț", "u": "úùûüůűū", "y": "ýÿ", "z": "źżž"}
+_ACCENTED = {"a": "áàâäãåāą", "c": "çćč", "d": "ďđ", "e": "éèêëēęě", "g": "ğ", "i": "íìîïī", "l": "łľ",
+             "n": "ñńň", "o": "óòôöõøő", "r": "ř", "s": "śšşș", "t": "ťţț", "u": "úùûüůűū", "y": "ýÿ",
+             "z": "źżž"}
 _QUOTED = re.compile(r"\"[^\"]*\"")
 #: A run of letters that is a word of its own: not part of a name joined by ``_ . : / @ -`` or digits.
 _WORD = re.compile(r"(?<![\w.:/@-])[A-Za-z]+(?![\w:/@-]|\.\w)")

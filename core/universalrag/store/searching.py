@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -34,6 +34,7 @@ from .vectors import check_vector
 __all__ = ["Searching"]
 
 _T = TypeVar("_T")
+_I = TypeVar("_I")
 _WORD = re.compile(r"\w+")
 _ITERATIVE_SCAN = (0, 8, 0)
 
@@ -60,7 +61,6 @@ class Searching:
         def read_engine(self) -> sa.Engine: ...
         def corpus(self, name: str) -> CorpusSpec: ...
         def owner(self, corpus: str) -> Any: ...
-        def _owners(self, corpora: Any) -> dict[Any, list[str]]: ...
         def _translate(self, action: str, url: str | None = None) -> contextlib.AbstractContextManager[None]: ...
 
     def _supports_iterative_scan(self, conn: sa.Connection) -> bool:
@@ -112,27 +112,37 @@ class Searching:
         server=)``) are searched on theirs at the same time, in threads."""
         if not queries:
             return []
-        groups: dict[int, tuple[Any, list[int]]] = {}
-        for i, q in enumerate(queries):
+        for q in queries:
             _check_k(q.k)
-            owner = self.owner(q.corpus)
-            groups.setdefault(id(owner), (owner, []))[1].append(i)
         out: list[list[Hit]] = [[] for _ in queries]
+        for idx, hits in self._on_each_server(range(len(queries)), lambda i: queries[i].corpus,
+                                              lambda store, idx: store._search_here([queries[i] for i in idx]),
+                                              lambda store, idx: store.search_many([queries[i] for i in idx])):
+            for i, found in zip(idx, hits):
+                out[i] = found
+        return out
+
+    def _on_each_server(self, items: Iterable[_I], corpus: Callable[[_I], str], here: Callable[[Any, list[_I]], _T],
+                        there: Callable[[Any, list[_I]], _T]) -> list[tuple[list[_I], _T]]:
+        """``items`` grouped by the server holding their ``corpus``, each group's result with it: this server's
+        by ``here(self, group)`` in this thread, every member server's by ``there(member, group)`` in a thread of
+        its own, all at the same time (a slow or locked server does not hold the others back)."""
+        groups: dict[int, tuple[Any, list[_I]]] = {}
+        for item in items:
+            owner = self.owner(corpus(item))
+            groups.setdefault(id(owner), (owner, []))[1].append(item)
         local = groups.pop(id(self), None)
-        remote = list(groups.values())
+        out: list[tuple[list[_I], _T]] = []
         with contextlib.ExitStack() as stack:
             futures = []
-            if remote:
+            if groups:
                 from concurrent.futures import ThreadPoolExecutor
 
-                pool = stack.enter_context(ThreadPoolExecutor(len(remote), thread_name_prefix="universalrag-search"))
-                futures = [(idx, pool.submit(owner.search_many, [queries[i] for i in idx])) for owner, idx in remote]
+                pool = stack.enter_context(ThreadPoolExecutor(len(groups), thread_name_prefix="universalrag-search"))
+                futures = [(group, pool.submit(there, owner, group)) for owner, group in groups.values()]
             if local is not None:
-                for i, hits in zip(local[1], self._search_here([queries[i] for i in local[1]])):
-                    out[i] = hits
-            for idx, future in futures:
-                for i, hits in zip(idx, future.result()):
-                    out[i] = hits
+                out.append((local[1], here(self, local[1])))
+            out.extend((group, future.result()) for group, future in futures)
         return out
 
     def word_units(self, words: Sequence[str], corpora: Sequence[str], *, cap: int = 100,
@@ -141,7 +151,8 @@ class Searching:
         ``cap``): 0 when none does, ``None`` for a stop word (which the index never holds). Words are matched as
         lexical search matches them, by their stem (a text's "exceptions" holds "exception"); with ``surface`` a
         unit must also spell the word itself (:func:`~universalrag.store.queries.word_units`). One statement per
-        server. A word is letters, digits and underscores (a regular expression or a phrase is refused)."""
+        server, the servers at the same time. A word is letters, digits and underscores (a regular expression or a
+        phrase is refused)."""
         words = list(dict.fromkeys(w for w in words if w))
         odd = [w for w in words if not _WORD.fullmatch(w)]
         if odd:
@@ -149,20 +160,22 @@ class Searching:
         counts: dict[str, int | None] = dict.fromkeys(words, 0)
         if not words or not corpora:
             return counts
-        for owner, names in self._owners(dict.fromkeys(corpora)).items():
-            if owner is not self:
-                found = owner.word_units(words, names, cap=cap, surface=surface)
-            else:
-                stmt = word_units(tuple(self.tables.corpus(self.corpus(n)).units for n in names), cap=cap,
-                                  surface=surface)
-
-                def read(conn: sa.Connection, stmt: Any = stmt) -> dict[str, int | None]:
-                    return {w: None if stop else int(n or 0) for w, n, stop in conn.execute(stmt, {"words": words})}
-
-                found = self._search_read(lambda: f"look up {len(words)} words in the full-text index", read)
-            for word, n in found.items():
+        for _, part in self._on_each_server(
+                dict.fromkeys(corpora), lambda name: name,
+                lambda store, names: store._local_word_units(words, names, cap=cap, surface=surface),
+                lambda store, names: store.word_units(words, names, cap=cap, surface=surface)):
+            for word, n in part.items():
                 counts[word] = None if n is None else (counts[word] or 0) + n
         return counts
+
+    def _local_word_units(self, words: list[str], corpora: list[str], *, cap: int,
+                          surface: bool) -> dict[str, int | None]:
+        stmt = word_units(tuple(self.tables.corpus(self.corpus(n)).units for n in corpora), cap=cap, surface=surface)
+
+        def read(conn: sa.Connection) -> dict[str, int | None]:
+            return {w: None if stop else int(n or 0) for w, n, stop in conn.execute(stmt, {"words": words})}
+
+        return self._search_read(lambda: f"look up {len(words)} words in the full-text index", read)
 
     def _search_here(self, queries: Sequence[CorpusQuery]) -> list[list[Hit]]:
         """:meth:`search_many` of corpora that live on this server (validated first: nothing is sent for bad input)."""
