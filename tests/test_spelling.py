@@ -27,6 +27,8 @@ def test_only_words_the_encoder_does_not_know_are_suspect() -> None:
     assert words == ["capriossi"]  # known words, quotes, capitals, joined names and camel case are left alone
     assert suspect_words("what is the exception raised by assert") == []
     assert suspect_words("teh cat") == []  # shorter than four letters
+    assert suspect_words("meteors broadcasted realise studies") == []  # known words with an English ending
+    assert suspect_words("meteorss") == ["meteorss"]
 
 
 def test_edits_are_one_step_away_and_keep_the_first_letter() -> None:

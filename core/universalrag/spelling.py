@@ -8,7 +8,8 @@ user's words and picks the wrong ones ("asert" → "alert", "debain" → "detain
 to are those its corpora hold, as their full-text index holds them (:meth:`~universalrag.store.Store.word_units`).
 
 Which words are suspect: words of letters only, at least :data:`MIN_LETTERS` long, that the bundled encoder does
-not know as a whole word (its 21,000-odd English words: "exception" is one, "panellinios" is not), outside quotes,
+not know as a whole word (its 21,000-odd English words: "exception" is one, "panellinios" is not) nor as one with
+an English ending ("meteors", "broadcasted", "realise"), outside quotes,
 not written in capitals ("HTTPS") or camel case, and not part of a name joined by ``_ . : / @ -``. A suspect word
 that some unit spells is left as it is: a name ("panellinios"). One that no unit spells is replaced by the word one
 edit away that the most units spell. Spelled, not only held by the full-text index, which holds stems: "differance"
@@ -80,9 +81,23 @@ def suspect_words(text: str) -> list[str]:
         if not MIN_LETTERS <= len(word) <= MAX_LETTERS or word.isupper() or re.search(r"[a-z][A-Z]", word):
             continue
         lower = word.lower()
-        if lower not in known:
+        if lower not in known and not _inflected(lower, known):
             out[lower] = None
     return list(out)
+
+
+#: Endings of inflected English words and what stands in their place in the word inflected (the encoder's
+#: vocabulary holds "meteor", not "meteors"; "realize", not "realise").
+_ENDINGS = (("ies", "y"), ("es", ""), ("s", ""), ("ied", "y"), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"),
+            ("ly", ""), ("ise", "ize"), ("ised", "ized"), ("ises", "izes"), ("ising", "izing"),
+            ("isation", "ization"))
+
+
+def _inflected(word: str, known: frozenset[str]) -> bool:
+    """Whether ``word`` is a known word with an English ending ("meteors", "broadcasted", "realise"): a real word,
+    not a typo, so no lookup is spent on it."""
+    return any(word.endswith(end) and len(word) - len(end) >= 3 and word[: len(word) - len(end)] + base in known
+               for end, base in _ENDINGS)
 
 
 def accented(word: str) -> list[str]:
