@@ -22,8 +22,9 @@ exactly), so the effect of that rule is measured in the same run; not by default
 
 Every mode but the last corrects typos (``universalrag.spelling``); the last is evidence routing without the
 correction, so its cost is measured in the same run: 2 of the 12 questions have a word the encoder does not know
-("Carrow", "Summarise"), which synthetic units never spell, so each costs the full lookup of its
-neighbours. Prints p50/p95 in milliseconds per mode and its ratio to the trained router alone, the CPU time a query costs
+("Carrow", "Summarise"), which synthetic units never spell, so each costs the full lookup of its neighbours.
+
+Prints p50/p95 in milliseconds per mode and its ratio to the trained router alone, the CPU time a query costs
 (this process's threads plus its database backends, read from ``/proc``: nearly independent of the load; on 2
 cores the wall time at rest cannot be below half of it), the CPU model and the load average (before and after:
 on a shared machine every wall-clock figure depends on it).

@@ -28,9 +28,7 @@ import json
 import os
 import random
 import re
-import statistics
 import sys
-import time
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from machine import cpu_model  # noqa: E402
+from machine import cpu_model, figure, percentile, save_png, timed  # noqa: E402
 from routing_data import BenchQuestion, find_wikitables, prepare_benchmark  # noqa: E402
 from routing_e2e import K, evaluate  # noqa: E402
 
@@ -72,27 +70,14 @@ def misspell(question: str) -> tuple[str, str, str] | None:
 
 
 def _plan_ms(rag: Any, questions: Sequence[BenchQuestion]) -> dict[str, float]:
-    times = []
-    for q in questions:
-        start = time.perf_counter()
-        rag.plan(q.query)
-        times.append((time.perf_counter() - start) * 1000)
-    ordered = sorted(times)
-    return {"p50_ms": round(statistics.median(ordered), 2),
-            "p95_ms": round(ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))], 2)}
+    times = [timed(rag.plan, q.query)[0] * 1000 for q in questions]
+    return {"p50_ms": round(percentile(times, 50), 2), "p95_ms": round(percentile(times, 95), 2)}
 
 
-def plot(results: dict[str, dict[str, Any]], path: Path, *, title: str) -> bool:
+def plot(results: dict[str, dict[str, Any]], path: Path, *, title: str) -> Path:
     """Bars: gold in the top 5 (hit@5, unit@5) per run."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
     names = list(results)
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = figure(size=(8, 4.4))
     for j, metric in enumerate(("hit5", "unit5")):
         values = [results[n][metric] or 0 for n in names]
         bars = ax.bar([i + j * 0.4 for i in range(len(names))], values, 0.4, label=f"{metric[:-1]}@{K}")
@@ -100,13 +85,8 @@ def plot(results: dict[str, dict[str, Any]], path: Path, *, title: str) -> bool:
     ax.set_xticks([i + 0.2 for i in range(len(names))], names, fontsize=8)
     ax.set_ylim(0, 1.0)
     ax.set_ylabel(f"share of answerable questions, gold in top {K}")
-    ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return save_png(fig, path, title=title)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -179,8 +159,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "spelling.json").write_text(json.dumps(summary, indent=2))
     title = f"Typos: routed retrieval with and without correction, {args.split} split, {len(typed)} questions"
-    if plot(results, args.out / "spelling.png", title=title):
-        log(f"plot: {args.out / 'spelling.png'}")
+    log(f"plot: {plot(results, args.out / 'spelling.png', title=title)}")
     rag.close()
     return summary
 
