@@ -234,11 +234,60 @@ def test_a_request_embeds_the_query_once_and_searches_each_corpus_once(ref_rag: 
         for call in calls:
             embedder.texts.clear()
             searched.clear()
+            rag.query_vectors.clear()  # each call as a new question (the next test asks one again)
             call()
             assert embedder.texts[SATURN_Q] == 1, (calls.index(call), embedder.texts)
             assert set(searched) == nonempty and set(searched.values()) == {1}, searched
     finally:
         del rag.store.search_many
+
+
+def test_a_question_asked_again_by_another_tool_or_node_is_not_embedded_again(ref_rag: UniversalRAG) -> None:
+    from langchain_universalrag import create_corpus_tools
+    from langchain_universalrag.graph import UniversalRAGState, make_retrieve_node, make_route_node
+    from langgraph.graph import END, START, StateGraph
+
+    embedder = CountingEmbedder(ref_rag.embedder)
+    rag = UniversalRAG(settings=ref_rag.settings, store=ref_rag.store, embedder=embedder, generator=None,
+                       visual_encoder=None, log_decisions=False)
+    tools = {t.name: t for t in create_corpus_tools(rag)}
+    assert {"search_paragraph", "search_table"} <= set(tools)
+    # An agent asking one question of two per-corpus tools: embedded once, each tool still finds its own units.
+    rows = tools["search_table"].invoke({"query": SATURN_Q})
+    passages = tools["search_paragraph"].invoke({"query": SATURN_Q})
+    assert embedder.texts[SATURN_Q] == 1, embedder.texts
+    assert "Saturn" in rows and passages != rows
+    # A graph whose table node has a filter searches again (the probe had no filter) but does not embed again.
+    builder = StateGraph(UniversalRAGState)
+    builder.add_node("route", make_route_node(rag))
+    builder.add_node("retrieve_table", make_retrieve_node(rag, "table", filter={"source": "planets.csv"}))
+    builder.add_edge(START, "route")
+    builder.add_edge("route", "retrieve_table")
+    builder.add_edge("retrieve_table", END)
+    embedder.texts.clear()
+    rag.query_vectors.clear()
+    state = builder.compile().invoke({"question": SATURN_Q})
+    assert embedder.texts[SATURN_Q] == 1, embedder.texts
+    assert state["documents"] and all(d.metadata["source"].endswith("planets.csv") for d in state["documents"])
+    # Another question is embedded; the vectors kept are bounded.
+    rag.retrieve("which planet has the longest day?", k=2)
+    assert embedder.texts["which planet has the longest day?"] == 1
+    assert 1 <= len(rag.query_vectors) <= rag.query_vectors.size
+
+
+def test_query_vectors_keep_the_most_recently_used_and_are_read_only() -> None:
+    from universalrag.plan import QueryVectors
+
+    kept = QueryVectors(size=2)
+    first = kept.put("a", np.ones(3, dtype=np.float32))
+    kept.put("b", np.zeros(3, dtype=np.float32))
+    assert kept.get("a") is first  # "a" is now the most recently used: "b" goes first
+    kept.put("c", np.ones(3, dtype=np.float32))
+    assert kept.get("b") is None and kept.get("a") is not None and len(kept) == 2
+    with pytest.raises(ValueError):
+        first[0] = 2.0  # shared between plans: nobody may change it in place
+    with pytest.raises(ValueError):
+        QueryVectors(size=0)
 
 
 class Slowed:

@@ -18,7 +18,7 @@ from .decision_log import DecisionLog, query_hash
 from .errors import ConfigError, GenerationError, RoutingError, StoreError
 from .evidence import EvidenceBudget, build_evidence, source_label
 from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, by_source, comparable, fuse, with_source_table
-from .plan import QueryPlan, bounded_query
+from .plan import QueryPlan, QueryVectors, bounded_query
 from .retrieve import EvidenceRouting, Searcher
 from .spelling import Correction, correct
 from .store import Filter, Store
@@ -51,7 +51,9 @@ class UniversalRAG:
     evidence with ``text=None``. A ``router`` given without a ``combiner`` decides alone (no probes). Decisions
     are logged in the ``routing_log`` table (``log_decisions``; the query's text only with
     ``log_query_text=True``). A query's typos are corrected to words its corpora hold before it is routed and
-    searched (:mod:`universalrag.spelling`; ``spelling=False`` turns that off). The constructor does no I/O.
+    searched (:mod:`universalrag.spelling`; ``spelling=False`` turns that off). The vectors of the latest 256 query
+    texts are kept per model (:class:`~universalrag.plan.QueryVectors`): the same question asked again — of another
+    per-corpus tool, by another graph node — is not embedded again. The constructor does no I/O.
     """
 
     def __init__(self, *, database_url: str | None = None, schema: str | None = None,
@@ -78,6 +80,7 @@ class UniversalRAG:
         self._routing: EvidenceRouting | None = None
         self._log: DecisionLog | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self.query_vectors = QueryVectors()
         self._lock = threading.Lock()
         self._initialised = False
 
@@ -235,7 +238,7 @@ class UniversalRAG:
         plan = QueryPlan(query, k=k or self.k, filter=filter, routes=tuple(routes) if routes is not None else None,
                          candidates=tuple(candidates) if candidates is not None else None,
                          hybrid=self.hybrid if hybrid is None else hybrid, allow_none=allow_none,
-                         probe_k=max(k or self.k, 5))
+                         probe_k=max(k or self.k, 5), vectors=self.query_vectors)
         if self.spelling:
             plan.corrections = self.corrections(bounded_query(plan.query), plan.routes or plan.candidates)
         return plan

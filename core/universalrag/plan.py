@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from .embed.base import Embedder
     from .embed.visual import VisualEncoder
 
-__all__ = ["QUERY_CHARS", "QueryPlan", "bounded_query"]
+__all__ = ["QUERY_CHARS", "QueryPlan", "QueryVectors", "bounded_query"]
 
 #: The most characters of a query that routing and search read. A question, even with a pasted paragraph, is far
 #: shorter, and an encoder reads less still (the bundled MiniLM 256 tokens, about 1,200 characters); a text of a
@@ -48,6 +49,48 @@ def bounded_query(query: str, limit: int = QUERY_CHARS) -> str:
     return head[: tail.start()] if tail is not None and tail.start() > limit // 2 else head
 
 
+class QueryVectors:
+    """The vectors of recent queries per model and text, shared by the plans of one facade, so that the same text
+    is embedded once by a model across requests too: an agent asking one question of several per-corpus search
+    tools, or a graph's filtered retrieval node after its route node. Bounded: the ``size`` most recently used
+    vectors are kept. Thread-safe; the vectors are read-only arrays (shared between plans)."""
+
+    def __init__(self, size: int = 256) -> None:
+        if size < 1:
+            raise ValueError(f"size must be at least 1, got {size}.")
+        self.size = size
+        self._vectors: OrderedDict[Hashable, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def get(self, key: Hashable) -> np.ndarray | None:
+        """The vector stored under ``key`` (made the most recently used), else ``None``."""
+        with self._lock:
+            found = self._vectors.get(key)
+            if found is not None:
+                self._vectors.move_to_end(key)
+            return found
+
+    def put(self, key: Hashable, vector: np.ndarray) -> np.ndarray:
+        """Keep a read-only copy of ``vector`` under ``key`` (dropping the least recently used beyond ``size``) and
+        return it."""
+        kept = vector.copy()
+        kept.flags.writeable = False
+        with self._lock:
+            self._vectors[key] = kept
+            self._vectors.move_to_end(key)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+        return kept
+
+    def clear(self) -> None:
+        """Forget every vector."""
+        with self._lock:
+            self._vectors.clear()
+
+
 @dataclass(eq=False)
 class QueryPlan:
     """One request: the query and its options, and the work done for it (embeddings, probe hits, decision).
@@ -60,7 +103,8 @@ class QueryPlan:
     ``text`` is what routing and search read of the query: the query itself, or its first :data:`QUERY_CHARS`
     characters when it is longer (:func:`bounded_query`), with the typos of ``corrections`` corrected
     (:mod:`universalrag.spelling`; set before ``text`` is first read). ``query`` stays what the caller asked: a
-    generator is given that.
+    generator is given that. ``vectors`` (the facade's :class:`QueryVectors`) lends the embeddings of the same text
+    computed for an earlier request.
     """
 
     query: str
@@ -77,6 +121,7 @@ class QueryPlan:
     probe_depths: dict[str, int] = field(default_factory=dict, repr=False)
     decision: RouteDecision | None = None
     corrections: tuple[Correction, ...] = ()
+    vectors: QueryVectors | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -95,15 +140,24 @@ class QueryPlan:
         """The query embedded by ``embedder`` (computed once per embedder name, then reused)."""
         with self._lock:  # held while embedding: two threads never embed the same text with the same model
             if embedder.name not in self.embeddings:
-                self.embeddings[embedder.name] = embedder.embed_query(self.text)
+                self.embeddings[embedder.name] = self._vector(("text", embedder.name),
+                                                              lambda: embedder.embed_query(self.text))
             return self.embeddings[embedder.name]
 
     def visual_vector(self, encoder: VisualEncoder) -> np.ndarray:
         """The query embedded by a visual encoder's text tower (once per encoder name)."""
         with self._lock:
             if encoder.name not in self.visual_vectors:
-                self.visual_vectors[encoder.name] = encoder.embed_texts([self.text])[0]
+                self.visual_vectors[encoder.name] = self._vector(("visual", encoder.name),
+                                                                 lambda: encoder.embed_texts([self.text])[0])
             return self.visual_vectors[encoder.name]
+
+    def _vector(self, model: tuple[str, str], compute: Callable[[], np.ndarray]) -> np.ndarray:
+        if self.vectors is None:
+            return compute()
+        key = (*model, self.text)
+        found = self.vectors.get(key)
+        return found if found is not None else self.vectors.put(key, compute())
 
     # -- probes ------------------------------------------------------------------------------------------
     def probed(self, corpus: str, k: int) -> list[Hit] | None:
