@@ -112,7 +112,8 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="urag-bench-"))
     schema = "bench_cli_" + uuid.uuid4().hex[:8]
     env = {k: v for k, v in os.environ.items() if not k.startswith("UNIVERSALRAG_")}
-    env.update(UNIVERSALRAG_HOME=str(home), UNIVERSALRAG_SCHEMA=schema)
+    # every run a new question for the server too: its vectors of recent queries would skip the embedding
+    env.update(UNIVERSALRAG_HOME=str(home), UNIVERSALRAG_SCHEMA=schema, UNIVERSALRAG_QUERY_VECTORS="0")
     if os.environ.get("UNIVERSALRAG_DATABASE_URL"):
         env["UNIVERSALRAG_DATABASE_URL"] = os.environ["UNIVERSALRAG_DATABASE_URL"]
     server: subprocess.Popen[bytes] | None = None

@@ -112,7 +112,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema)
+    settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema, query_vectors=0)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)
     start = time.perf_counter()
     questions, notes = prepare_benchmark(rag, args.out / f"paper_{args.schema}", quick=args.quick, pages=args.pages,

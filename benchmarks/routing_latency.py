@@ -223,7 +223,8 @@ def main() -> None:
 
     synthetic = args.units is not None
     schema = args.schema or (synthetic_schema(args.units, args.vectors) if synthetic else "lat_" + uuid.uuid4().hex[:8])
-    settings = Settings.from_env().with_(database_url=args.database_url, schema=schema)
+    # the timed questions repeat (rounds, modes): each is embedded every time, as a new question is
+    settings = Settings.from_env().with_(database_url=args.database_url, schema=schema, query_vectors=0)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)
     backends = BackendCPU()
     backends.watch(rag.store.engine)

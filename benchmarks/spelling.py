@@ -110,7 +110,8 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema)
+    # both facades ask the same questions: each embeds them every time, as a new question is (timed)
+    settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema, query_vectors=0)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)
     plain = UniversalRAG(settings=settings, store=rag.store, embedder=rag.embedder, generator=None,
                          visual_encoder=None, log_decisions=False, spelling=False)

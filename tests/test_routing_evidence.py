@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from universalrag.config import Settings
+from universalrag.errors import ConfigError
 from universalrag.pipeline import UniversalRAG
 
 WITH_Q = "How does the with statement call __enter__ and __exit__ on a context manager?"
@@ -288,6 +289,10 @@ def test_query_vectors_keep_the_most_recently_used_and_are_read_only() -> None:
         first[0] = 2.0  # shared between plans: nobody may change it in place
     with pytest.raises(ValueError):
         QueryVectors(size=0)
+    assert UniversalRAG(settings=Settings(query_vectors=0)).query_vectors is None  # the setting turns it off
+    assert Settings.from_env({"UNIVERSALRAG_QUERY_VECTORS": "12"}).query_vectors == 12
+    with pytest.raises(ConfigError):
+        Settings(query_vectors=-1)
 
 
 class Slowed:

@@ -56,6 +56,8 @@ ENV_VARS: dict[str, str] = {
     "handshake) before failing with an error naming the host and port (default 5).",
     "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger, and to the "
     "beam a corpus's index check tuned for that corpus).",
+    "UNIVERSALRAG_QUERY_VECTORS": "How many recent query texts keep their vectors per model, so that a question "
+    "asked again (of another per-corpus tool, by another graph node) is not embedded again (default 256; 0: none).",
     "UNIVERSALRAG_LLM_MODEL": "Chat model for answers and for the LLM router, e.g. gpt-4o-mini or a local model "
     "name. Unset: `ask`/`query` return the evidence without an answer.",
     "UNIVERSALRAG_LLM_BASE_URL": "Base URL of the OpenAI-compatible chat endpoint (vLLM, Ollama, LM Studio, OpenAI).",
@@ -159,6 +161,8 @@ class Settings:
     #: A larger table is scanned exactly only when its stored index check found the index unreliable (see
     #: :mod:`universalrag.store.scan_rule`), and only up to this many rows.
     exact_max_rows: int = 100_000
+    #: The vectors of this many recent query texts are kept per model (0: none; ``UNIVERSALRAG_QUERY_VECTORS``).
+    query_vectors: int = 256
     visual_encoder: str | None = None
     visual_weight: float = 0.8
     video_visual_weight: float = 0.4
@@ -200,6 +204,8 @@ class Settings:
             raise ConfigError(f"exact_search_rows must be 0 or more, got {self.exact_search_rows}.")
         if self.exact_max_rows < 0:
             raise ConfigError(f"exact_max_rows must be 0 or more, got {self.exact_max_rows}.")
+        if self.query_vectors < 0:
+            raise ConfigError(f"query_vectors must be 0 or more, got {self.query_vectors}.")
         for name in ("visual_weight", "video_visual_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}.")
@@ -268,6 +274,7 @@ class Settings:
             embed_dimensions=get_int("UNIVERSALRAG_EMBED_DIMENSIONS"),
             device=get("UNIVERSALRAG_DEVICE"),
             ef_search=get_int("UNIVERSALRAG_EF_SEARCH"),
+            query_vectors=get_int("UNIVERSALRAG_QUERY_VECTORS"),
             connect_timeout=get_float("UNIVERSALRAG_CONNECT_TIMEOUT"),
             visual_encoder=get("UNIVERSALRAG_VISUAL_ENCODER"),
             visual_weight=get_float("UNIVERSALRAG_VISUAL_WEIGHT"),

@@ -51,9 +51,10 @@ class UniversalRAG:
     evidence with ``text=None``. A ``router`` given without a ``combiner`` decides alone (no probes). Decisions
     are logged in the ``routing_log`` table (``log_decisions``; the query's text only with
     ``log_query_text=True``). A query's typos are corrected to words its corpora hold before it is routed and
-    searched (:mod:`universalrag.spelling`; ``spelling=False`` turns that off). The vectors of the latest 256 query
-    texts are kept per model (:class:`~universalrag.plan.QueryVectors`): the same question asked again — of another
-    per-corpus tool, by another graph node — is not embedded again. The constructor does no I/O.
+    searched (:mod:`universalrag.spelling`; ``spelling=False`` turns that off). The vectors of the latest query texts
+    are kept per model (``query_vectors``, :class:`~universalrag.plan.QueryVectors`; ``Settings.query_vectors``, 256,
+    0 for none): the same question asked again — of another per-corpus tool, by another graph node — is not
+    embedded again. The constructor does no I/O.
     """
 
     def __init__(self, *, database_url: str | None = None, schema: str | None = None,
@@ -80,7 +81,7 @@ class UniversalRAG:
         self._routing: EvidenceRouting | None = None
         self._log: DecisionLog | None = None
         self._pool: ThreadPoolExecutor | None = None
-        self.query_vectors = QueryVectors()
+        self.query_vectors = QueryVectors(self.settings.query_vectors) if self.settings.query_vectors else None
         self._lock = threading.Lock()
         self._initialised = False
 
