@@ -130,3 +130,16 @@ def test_exact_rows(database_url: str, tmp_path: Path) -> None:
     for mode in ("similarity", "exact_terms"):  # more rows shown never hold the answer less often
         assert 0 <= r[mode]["row1"] <= r[mode]["rows1_3"] <= r[mode]["rows1_5"] <= 1
     assert positive(r["p50_ms_similarity"]) and positive(r["p50_ms_exact_terms"])
+
+
+def test_index_settle(database_url: str, tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from routing_data import find_wikitables
+
+    if find_wikitables() is None:
+        pytest.skip("the shared wikitables folder is not on this machine")
+    r = run_benchmark("index_settle.py", ["--quick", "--pages", "3", "--questions", "6"], database_url, tmp_path)
+    assert r["pages"] == 3 and r["pending_pages_merged"] > 0  # the ingest without the step left entries pending
+    for name in ("corrections", "hybrid"):  # merging the lists changes how fast, never what is found
+        assert r[name]["same_answers"] is True
+        assert positive(r[name]["pending"]["p50_ms"]) and positive(r[name]["settled"]["p50_ms"])

@@ -288,6 +288,7 @@ def ingest_tables(
     source = source_record(uri, content_hash, Modality.TABLE, units, metadata={"tables": len(tables)})
     source = replace(source, scope=run.scope("table"))
     result = store.write_source(source, units, parts=parts)
+    store.settle(source.corpora)
     return FileOutcome(path=uri, status=result.status, kind="table", corpora=source.corpora, rows=dict(result.rows))
 
 
@@ -304,6 +305,9 @@ def ingest_paths(
     strict: bool = False,
 ) -> IngestReport:
     """Ingest files and folders (walked recursively) into their corpora; see the module docstring.
+
+    When it has written, the corpora's full-text indexes are settled (:meth:`~universalrag.store.Store.settle`: no
+    entry waits in a pending list that every later lookup would read).
 
     Files found in a folder that are not ingested are reported as ``skipped`` with the reason; with
     ``strict`` they fail instead (and so does the run). A path given explicitly that is not ingested fails.
@@ -372,6 +376,7 @@ def ingest_paths(
         flush()  # keep the outcomes in file order
         emit(outcome)
     flush()
+    store.settle({c for o in report.outcomes if o.status in ("added", "replaced") for c in o.corpora})
     return report
 
 

@@ -7,6 +7,7 @@ a source is one transaction (or, for a large source, committed batches made visi
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -14,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import sqlalchemy as sa
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, StoreError, UniversalRAGError
 from ..types import CorpusSpec, PartBatch, SourceRecord, Unit
-from . import staging, writer
+from . import queries, staging, writer
 
 if TYPE_CHECKING:
     from .schema import Tables
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["Sources", "WriteResult"]
 
 _T = TypeVar("_T")
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +217,32 @@ class Sources:
                 writer.copy_units(raw, self.schema, tables, by_corpus[name], source_id=None)
                 if tables.parts is not None:
                     writer.copy_parts(raw, self.schema, tables, by_corpus[name])
+        self.settle(by_corpus)
         return len(units)
+
+    def settle(self, corpora: Iterable[str]) -> int:
+        """Merge the pending entries of the corpora's GIN indexes (and those of the rows kept whole of large tables)
+        into the indexes (:func:`~.queries.clean_gin_pending`), each corpus on its server: what an ingest does when it
+        has written, so that full-text lookups (hybrid search, exact terms, spelling) read the index alone. Best
+        effort: a role that may not maintain the tables, or a server that fails, leaves the lists to autovacuum
+        (logged). Returns how many pending pages were merged."""
+        groups: dict[Any, list[str]] = {}
+        for name in dict.fromkeys(corpora):
+            try:
+                tables = self.tables.corpus(self.corpus(name))
+            except UniversalRAGError:  # a corpus dropped meanwhile: nothing to settle
+                continue
+            names = [t.name for t in (tables.units, tables.parts) if t is not None]
+            groups.setdefault(self.owner(name), [staging.StageTables(self.schema).table_rows.name]).extend(names)
+        merged = 0
+        for owner, names in groups.items():
+            try:
+                with owner.transaction("merge the pending entries of the full-text indexes") as conn:
+                    merged += int(conn.execute(queries.clean_gin_pending(),
+                                               {"schema": owner.schema, "tables": names}).scalar_one())
+            except StoreError as e:
+                _log.info("Full-text indexes left to autovacuum: %s", e)
+        return merged
 
     def delete_units(self, corpus: str, ids: Sequence[str]) -> int:
         """Delete units of ``corpus`` by id (their parts and children go with them); returns how many."""
