@@ -13,23 +13,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 from conftest import DATA
+from support.schemas import pending_pages
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.store import Store
 from universalrag.types import Unit
-
-GIN_PENDING = sa.text(
-    "SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0) FROM pg_index i "
-    "JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam "
-    "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace "
-    "WHERE am.amname = 'gin' AND n.nspname = :schema AND t.relname LIKE 'corpus%'")
-
-
-def pending_pages(store: Store) -> int:
-    """Pending GIN pages of the schema's corpus tables (merging them: the check is destructive)."""
-    with store.engine.begin() as conn:
-        return int(conn.execute(GIN_PENDING, {"schema": store.schema}).scalar_one())
 
 
 def test_an_ingest_leaves_no_pending_index_entries(store: Store, minilm, tmp_path: Path,  # type: ignore[no-untyped-def]

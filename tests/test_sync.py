@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from support.schemas import pending_pages
 from support.sync import app_sql, queue_count, unit_rows
 
 from universalrag.errors import FilterError
@@ -63,6 +64,7 @@ def test_insert_update_delete_follow_the_table(app: Any, store: Any, minilm: Any
     assert attach(conn, s, app_schema) == 3
     assert queue_count(conn, s, "tickets") == 3
     assert drain(store, minilm).written == 3
+    assert pending_pages(store) == 0  # a worker whose queue ran dry settles the full-text indexes it wrote
     units = unit_rows(conn, s, "tickets")
     assert set(units) == {"1", "2", "3"} and queue_count(conn, s) == 0
     assert units["1"]["metadata"] == {"status": "open", "tenant": "acme", "source_key": {"id": 1}}

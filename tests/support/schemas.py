@@ -61,3 +61,18 @@ def ingested_rag(database_url: str, embedder: Any, paths: Sequence[Path]) -> Ite
             yield rag
         finally:
             rag.close()
+
+
+#: How many pending pages the GIN indexes of a schema's corpus tables hold, merging them as it counts
+#: (``gin_clean_pending_list``: independent of ``Store.settle``, whose work it checks).
+GIN_PENDING = sa.text(
+    "SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0) FROM pg_index i "
+    "JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam "
+    "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace "
+    "WHERE am.amname = 'gin' AND n.nspname = :schema AND t.relname LIKE 'corpus%'")
+
+
+def pending_pages(store: Any) -> int:
+    """Pending GIN pages of the store's corpus tables (merged by the count: the check is destructive)."""
+    with store.engine.begin() as conn:
+        return int(conn.execute(GIN_PENDING, {"schema": store.schema}).scalar_one())

@@ -152,6 +152,7 @@ class Worker:
         self._conn: Any = None
         self._checked: set[str] = set()
         self._members: dict[str, Worker] | None = None
+        self._unsettled: set[str] = set()  # corpora written since their full-text indexes were last settled
 
     def __enter__(self) -> Worker:
         return self
@@ -325,6 +326,7 @@ class Worker:
                     writer.copy_units(conn, schema, self.store.tables.corpus(self.store.corpus(name)), units,
                                       source_id=None)
                     result.written += len(units)
+                    self._unsettled.add(name)
             settled = {(i.corpus, i.unit_id) for i in done}
             released.extend(i for i in superseded if (i.corpus, i.unit_id) not in settled)
             result.parked += queue.finish(conn, schema, done=done, failed=failed, released=released,
@@ -352,7 +354,16 @@ class Worker:
             if on_batch is not None and batch.claimed:
                 on_batch(batch)
             if batch.claimed == 0 or not batch.progressed:
+                self.settle()
                 return total
+
+    def settle(self) -> None:
+        """Settle the full-text indexes of the corpora written since the last time, here and on the member servers
+        (:meth:`~universalrag.store.Store.settle`): what the worker does whenever its queue runs dry."""
+        for worker in (self, *self.members().values()):
+            if worker._unsettled:
+                worker.store.settle(sorted(worker._unsettled))
+                worker._unsettled.clear()
 
     def run(self, *, stop: threading.Event | None = None,
             on_batch: Callable[[BatchResult], None] | None = None) -> None:
@@ -374,6 +385,7 @@ class Worker:
                         on_batch(batch)
                     if batch.claimed and batch.progressed:
                         continue
+                    self.settle()
                     self._wait(listener, stop)
                 except (StoreError, psycopg.OperationalError) as e:
                     if not self._lost(listener, e):
