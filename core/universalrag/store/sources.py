@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import sqlalchemy as sa
 
-from ..errors import InvalidInputError, StoreError, UniversalRAGError
+from ..errors import CorpusNotFoundError, InvalidInputError, StoreError
 from ..types import CorpusSpec, PartBatch, SourceRecord, Unit
 from . import queries, staging, writer
 
@@ -227,21 +227,21 @@ class Sources:
         effort: a role that may not maintain the tables, or a server that fails, leaves the lists to autovacuum
         (logged). Returns how many pending pages were merged."""
         groups: dict[Any, list[str]] = {}
-        for name in dict.fromkeys(corpora):
-            try:
-                tables = self.tables.corpus(self.corpus(name))
-            except UniversalRAGError:  # a corpus dropped meanwhile: nothing to settle
-                continue
-            names = [t.name for t in (tables.units, tables.parts) if t is not None]
-            groups.setdefault(self.owner(name), [staging.StageTables(self.schema).table_rows.name]).extend(names)
         merged = 0
-        for owner, names in groups.items():
-            try:
+        try:
+            for name in dict.fromkeys(corpora):
+                try:
+                    tables = self.tables.corpus(self.corpus(name))
+                except CorpusNotFoundError:  # a corpus dropped meanwhile: nothing to settle
+                    continue
+                names = [t.name for t in (tables.units, tables.parts) if t is not None]
+                groups.setdefault(self.owner(name), [staging.StageTables(self.schema).table_rows.name]).extend(names)
+            for owner, names in groups.items():
                 with owner.transaction("merge the pending entries of the full-text indexes") as conn:
                     merged += int(conn.execute(queries.clean_gin_pending(),
                                                {"schema": owner.schema, "tables": names}).scalar_one())
-            except StoreError as e:
-                _log.info("Full-text indexes left to autovacuum: %s", e)
+        except StoreError as e:  # what was written stays written; only the lookups' speed is at stake
+            _log.info("Full-text indexes left to autovacuum: %s", e)
         return merged
 
     def delete_units(self, corpus: str, ids: Sequence[str]) -> int:
