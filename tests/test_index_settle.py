@@ -85,3 +85,12 @@ def test_a_role_that_may_not_maintain_the_tables_still_writes(  # type: ignore[n
         with admin.begin() as conn:
             conn.execute(sa.text(f"DROP OWNED BY {quote(role)}"))
             conn.execute(sa.text(f"DROP ROLE {quote(role)}"))
+
+
+def test_init_settles_what_an_earlier_version_left_pending(store: Store, minilm,  # type: ignore[no-untyped-def]
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    with monkeypatch.context() as patched:  # units written as an earlier version wrote them
+        patched.setattr(Store, "settle", lambda self, corpora: 0)
+        store.add_units(paragraphs(minilm, ["Honeybees dance to show where the flowers are."]))
+    store.init(embedder=minilm.name, dimension=minilm.dimension)  # what `universalrag init` and an ingest run
+    assert pending_pages(store) == 0

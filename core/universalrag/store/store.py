@@ -230,7 +230,9 @@ class Store(Placement, Sources, Searching):
             )
 
     def init(self, *, embedder: str, dimension: int) -> list[str]:
-        """Migrate the schema to the newest revision and create the built-in corpora that are missing.
+        """Migrate the schema to the newest revision, create the built-in corpora that are missing and settle the
+        corpora's full-text indexes (:meth:`settle`: a schema written by an earlier version may hold pending entries
+        that no autovacuum will merge).
 
         Idempotent. Returns the names of the corpora it created.
         """
@@ -245,6 +247,7 @@ class Store(Placement, Sources, Searching):
                     dimension=dimension, embedder=embedder, parent=parent, multi_vector=multi, builtin=True,
                 ))
                 created.append(name)
+        self.settle(existing)
         return created
 
     def _engine_register_vector(self) -> None:
