@@ -6,7 +6,7 @@ PostgreSQL adds a new row's entries to a GIN index's *pending list*, which autov
 inserts plus a fifth of the table, or an insert merges once it outgrows ``gin_pending_list_limit`` (4 MB). A corpus
 of a few hundred documents reaches neither, so every full-text lookup read the whole list, and the planner, counting
 those pages, scanned a small table of whole documents row by row. An ingest now merges the lists of the corpora it
-wrote (``Store.settle``). Here ``--pages`` pages of ``../shared/data/wikitables`` are ingested as a folder into a
+wrote (``Store.settle``). Here ``--pages`` pages of ``../shared/data/wikitables`` are ingested into a
 scratch schema with that step left out (``Store.settle`` patched to do nothing: the state an ingest left before),
 then the same lookups run before and after ``Store.settle``, on the same rows:
 
