@@ -227,6 +227,7 @@ class Sources:
         effort: a role that may not maintain the tables, or a server that fails, leaves the lists to autovacuum
         (logged). Returns how many pending pages were merged."""
         groups: dict[Any, list[str]] = {}
+        kept_rows = staging.StageTables(self.schema).table_rows.name  # built once, not once a corpus
         merged = 0
         try:
             for name in dict.fromkeys(corpora):
@@ -235,7 +236,7 @@ class Sources:
                 except CorpusNotFoundError:  # a corpus dropped meanwhile: nothing to settle
                     continue
                 names = [t.name for t in (tables.units, tables.parts) if t is not None]
-                groups.setdefault(self.owner(name), [staging.StageTables(self.schema).table_rows.name]).extend(names)
+                groups.setdefault(self.owner(name), [kept_rows]).extend(names)
             for owner, names in groups.items():
                 with owner.transaction("merge the pending entries of the full-text indexes") as conn:
                     merged += int(conn.execute(queries.clean_gin_pending(),
