@@ -32,7 +32,7 @@ SHOWN = (1, 3, 5)  # the first n matched rows
 def _store(args: Any, stack: Any) -> Any:
     """The store to search: ``--schema`` (reused when it holds the pages), else a scratch schema."""
     if not args.schema:
-        return stack.enter_context(scratch_store(args.database_url, "exact_rows"))
+        return stack.enter_context(scratch_store(args.database_url, "exact_scan_rows"))
     from universalrag.config import Settings
     from universalrag.store import Store
 
@@ -114,7 +114,7 @@ def main() -> None:
     save_png(fig, args.out / "exact_rows.png",
              title=f"Matched rows of the gold table, {judged} wikitables questions with exact terms, "
                    f"{len(pages)} pages")
-    finish("exact_rows", {"pages": len(pages), "questions": len(questions), "judged": judged,
+    finish("exact_scan_rows", {"pages": len(pages), "questions": len(questions), "judged": judged,
                           "similarity": share["similarity"], "exact_terms": share["exact terms"],
                           "p50_ms_similarity": p50["similarity"], "p50_ms_exact_terms": p50["exact terms"]}, args.out)
 

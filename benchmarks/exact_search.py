@@ -1,10 +1,10 @@
 """Exact scan vs HNSW index for a multi-vector corpus: latency and recall by the size of its parts table.
 
-Informs ``Settings.exact_search_rows`` (the size up to which a search scans a table exactly) and shows what the
+Informs ``Settings.exact_scan_rows`` (the size up to which a search scans a table exactly) and shows what the
 index check (``universalrag.store.index_check``) measures on such data (issue 11: on tables of near-identical
 numeric rows, the HNSW graph search missed an exact match). For each size N, writes N parts of
 384 dimensions (tables of rows that differ a little around a few directions, plus one rare "text" table),
-then times ``Store.search(k=5)`` with ``exact=True`` and ``exact=False`` (median of ``--repeat`` runs, random
+then times ``Store.search(k=5)`` with ``exact_scan=True`` and ``exact_scan=False`` (median of ``--repeat`` runs, random
 queries near the rows) and counts how often the index's top unit is the exact scan's.
 
 Run: ``python benchmarks/exact_search.py [--quick] [--sizes 5000,20000,50000]`` with
@@ -72,10 +72,10 @@ def measure(store: Store, rare: np.ndarray, rng: np.random.Generator, repeat: in
         q = rare[i % len(rare)] + 0.3 * rng.normal(size=DIM)
         q = (q / np.linalg.norm(q)).tolist()
         t = time.perf_counter()
-        exact = store.search("table", q, k=5, exact=True)
+        exact = store.search("table", q, k=5, exact_scan=True)
         exact_ms.append((time.perf_counter() - t) * 1000)
         t = time.perf_counter()
-        index = store.search("table", q, k=5, exact=False)
+        index = store.search("table", q, k=5, exact_scan=False)
         index_ms.append((time.perf_counter() - t) * 1000)
         agree += bool(exact and index and exact[0].id == index[0].id)
     return statistics.median(exact_ms), statistics.median(index_ms), agree / repeat
@@ -101,8 +101,8 @@ def main() -> None:
             rare = fill(store, n, rng)
             exact, index, agree = measure(store, rare, rng, repeat)
             check = check_index(store, "table", queries=12)
-            rule = scan_exactly(check.rows, store.corpus("table").metadata, exact_rows=store.settings.exact_search_rows,
-                                exact_max_rows=store.settings.exact_max_rows)
+            rule = scan_exactly(check.rows, store.corpus("table").metadata, exact_scan_rows=store.settings.exact_scan_rows,
+                                exact_scan_max_rows=store.settings.exact_scan_max_rows)
             print(f"{n:>7} {exact:>9.1f} {index:>9.1f} {exact / index:>6.1f} {agree:>19.0%} {check.recall:>13.0%} "
                   f"{'exact' if rule else 'index':>6}")
         finally:

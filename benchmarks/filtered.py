@@ -2,7 +2,7 @@
 
     python benchmarks/filtered.py [--quick] [--units 100000] [--queries 50]
 
-One corpus of N synthetic 384-d units (clustered like text embeddings; above ``Settings.exact_search_rows``, so
+One corpus of N synthetic 384-d units (clustered like text embeddings; above ``Settings.exact_scan_rows``, so
 searches go through the HNSW index), each with ``{"bucket": i % 100}`` in its metadata. A query near a stored
 unit asks for the 10 nearest units of one bucket (1 % of the corpus), in two filter forms:
 
@@ -112,8 +112,8 @@ def main() -> None:
     n = len(vectors)
     with bench.scratch_store(args.database_url, "filtered") as store:
         load_s, ids = bench.timed(load, store, vectors)
-        bench.log(f"{n} units ({n // BUCKETS} per bucket) loaded in {load_s:.0f} s; exact_search_rows = "
-                  f"{store.settings.exact_search_rows}, ef_search = {store.settings.ef_search}")
+        bench.log(f"{n} units ({n // BUCKETS} per bucket) loaded in {load_s:.0f} s; exact_scan_rows = "
+                  f"{store.settings.exact_scan_rows}, ef_search = {store.settings.ef_search}")
         bench.log("planner's choice (library defaults):")
         unfiltered = run_unfiltered(store, vectors, ids, rng, n_queries)
         planner = run_forms(store, vectors, ids, rng, n_queries)

@@ -31,12 +31,12 @@ WIKITABLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitabl
 EF_CONSTRUCTION = importlib.import_module("universalrag.migrations.versions.0011_hnsw_build").EF_CONSTRUCTION
 
 
-def _search(store, vectors, questions, *, exact: bool | None) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def _search(store, vectors, questions, *, exact_scan: bool | None) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """``(share of questions whose gold table is in the top 5, p50 ms)``."""
     found, times = 0, []
     for q, v in zip(questions, vectors):
         started = time.perf_counter()
-        hits = store.search("table", v.tolist(), k=5, exact=exact)
+        hits = store.search("table", v.tolist(), k=5, exact_scan=exact_scan)
         times.append((time.perf_counter() - started) * 1000)
         found += any(h.id in q.gold_units for h in hits)
     return found / len(questions), statistics.median(times)
@@ -74,13 +74,13 @@ def main() -> None:
         tables = rag.store.counts().get("table", 0)
         bench.log(bench.machine_line())
         bench.log(f"{len(questions)} questions over {tables} tables of {len(chosen)} pages")
-        exact_share, exact_ms = _search(rag.store, vectors, questions, exact=True)
+        exact_share, exact_ms = _search(rag.store, vectors, questions, exact_scan=True)
         bench.log(f"exact scan                     top-5 {100 * exact_share:5.2f} %  p50 {exact_ms:6.2f} ms")
         runs: dict[int, list[dict[str, float]]] = {ef: [] for ef in lists}
         for round_ in range(args.builds):
             for ef in lists:
                 build_s = rebuild_index(rag.store, "table", ef, parts=True)
-                share, ms = _search(rag.store, vectors, questions, exact=False)
+                share, ms = _search(rag.store, vectors, questions, exact_scan=False)
                 runs[ef].append({"top5": share, "p50_ms": ms, "build_s": build_s})
                 bench.log(f"ef_construction {ef:4d}, build {round_ + 1}  top-5 {100 * share:5.2f} %  p50 {ms:6.2f} ms"
                           f"  build {build_s:5.1f} s")

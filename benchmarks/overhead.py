@@ -4,9 +4,9 @@
 
 One corpus of N synthetic 384-d units, searched through its HNSW index. Per query vector, k = 10:
 
-* ``library``: ``Store.search(corpus, vector, k=10, exact=False)``, the public call, with the query vector as the
+* ``library``: ``Store.search(corpus, vector, k=10, exact_scan=False)``, the public call, with the query vector as the
   encoders return it (a float32 numpy array, ``Embedder.embed_query``; the encoder's time is the same for any
-  caller and is left out). ``exact=False`` keeps it on the index: left to the scan rule, the corpus's index check
+  caller and is left out). ``exact_scan=False`` keeps it on the index: left to the scan rule, the corpus's index check
   (which measures the index's recall on these clustered vectors at 0.79–0.96 from run to run) sends some runs to
   an exact scan of every row, where the SQL is 25× dearer and the ratio says nothing about the call's overhead.
   It skips the rule (a cached table-size lookup and the stored check read: a few µs of the call);
@@ -69,7 +69,7 @@ def capture(store, vector: np.ndarray) -> tuple[list[tuple[str, object]], bool]:
     for engine in engines:
         sa.event.listen(engine, "before_cursor_execute", record)
     try:
-        store.search(CORPUS, vector, k=K, exact=False)
+        store.search(CORPUS, vector, k=K, exact_scan=False)
     finally:
         for engine in engines:
             sa.event.remove(engine, "before_cursor_execute", record)

@@ -13,7 +13,7 @@ near it (rows of one table, chunks of one file resemble each other); ``--vectors
 directions, the fill of every figure before 2026-11-27 and the worst case for an HNSW graph: at the same beam a
 search of 40,000 of them took 4.2 ms against 2.1 for text-like vectors (real questions as queries, Intel Xeon),
 since no neighbour stands out. ``--old-rule`` adds a fourth mode, evidence routing with the exact-scan threshold of
-before the index check (``exact_search_rows`` 20,000: every corpus of this layout but ``paragraph`` scanned
+before the index check (``exact_scan_rows`` 20,000: every corpus of this layout but ``paragraph`` scanned
 exactly), so the effect of that rule is measured in the same run; not by default, since its exact scans of up to
 30 MB a query, interleaved with the other modes, evict what they keep in the CPU's caches (evidence routing measured
 30.4-31.5 ms at p50 beside it, 26.0-26.8 ms without it, same schema and load). ``--check`` runs the index check
@@ -284,7 +284,7 @@ def main() -> None:
             "evidence routing, spelling=False": lambda q: unspelled.search(q, allow_none=True),
         }
         if synthetic and args.old_rule:
-            old = UniversalRAG(settings=settings.with_(exact_search_rows=OLD_EXACT_ROWS), embedder=rag.embedder,
+            old = UniversalRAG(settings=settings.with_(exact_scan_rows=OLD_EXACT_ROWS), embedder=rag.embedder,
                                router=rag.router, combiner=rag.combiner, generator=None, visual_encoder=None,
                                log_decisions=False)
             others.append(old)

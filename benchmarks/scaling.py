@@ -13,8 +13,8 @@ topics, where a query's 10th and 100th nearest units are all but tied — a wors
 
 * routed: ``Store.search`` of that one corpus (what runs after the router picked it; the router's own time is
   measured by ``routing.py`` and not counted here), k = 10, library defaults — a corpus of at most
-  ``Settings.exact_search_rows`` units is scanned exactly, a larger one goes through its HNSW index;
-* routed, index: the same with ``exact=False`` (always the HNSW index);
+  ``Settings.exact_scan_rows`` units is scanned exactly, a larger one goes through its HNSW index;
+* routed, index: the same with ``exact_scan=False`` (always the HNSW index);
 * unified: ``Store.search`` of the unified corpus, k = 10, library defaults.
 
 Before the timed queries, every corpus's index check (``universalrag.store.index_check``) is run to the end, as
@@ -102,7 +102,7 @@ def measure(store, vectors, ids, rng, n_queries: int) -> dict:  # type: ignore[n
     per_corpus: dict[str, dict[str, list[float]]] = {name: {"ms": [], "recall": []} for name in CORPORA}
     for n, (name, q) in enumerate(queries):
         t_routed, _ = bench.timed(store.search, name, q, k=K)
-        t_index, r_hits = bench.timed(store.search, name, q, k=K, exact=False)
+        t_index, r_hits = bench.timed(store.search, name, q, k=K, exact_scan=False)
         if n < WARM_UP:
             continue
         routed.append(t_routed * 1000)
@@ -112,7 +112,7 @@ def measure(store, vectors, ids, rng, n_queries: int) -> dict:  # type: ignore[n
         per_corpus[name]["recall"].append(r_recall[-1])
     for n, (_, q) in enumerate(queries):
         t_unified, _ = bench.timed(store.search, "unified", q, k=K)
-        u_index = store.search("unified", q, k=K, exact=False)
+        u_index = store.search("unified", q, k=K, exact_scan=False)
         if n < WARM_UP:
             continue
         unified.append(t_unified * 1000)
@@ -148,7 +148,7 @@ def rebuild_index(store, corpus: str, ef_construction: int, *, parts: bool = Fal
 
 def beam_vs_exact(store, rows: int, rng, n_queries: int,  # type: ignore[no-untyped-def]
                   ef_constructions: list[int], kind: str = "text-like") -> dict:  # type: ignore[type-arg]
-    """One corpus of ``rows`` units (a table the exact scan may serve, up to ``Settings.exact_max_rows``): p50
+    """One corpus of ``rows`` units (a table the exact scan may serve, up to ``Settings.exact_scan_max_rows``): p50
     latency and recall@10 of the exact scan against the index at each beam from 100 to 1000, interleaved —
     whether a tuned index beats an exact scan there — and the index check per beam; with the graph built at each
     of ``ef_constructions`` in turn (its build time too): the other lever when the widest beam is not enough."""

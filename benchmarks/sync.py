@@ -141,7 +141,7 @@ def main() -> None:
     home = None
     url = args.database_url
     if not url:
-        from universalrag.store.server import embedded_url
+        from universalrag.store.embedded import embedded_url
 
         home = Path(tempfile.mkdtemp(prefix="universalrag-bench-"))
         url = embedded_url(home)
@@ -178,7 +178,7 @@ def main() -> None:
     finally:
         bench.teardown()
         if home is not None:
-            from universalrag.store.server import stop_embedded
+            from universalrag.store.embedded import stop_embedded
 
             stop_embedded(home)
     results["load_after"] = os.getloadavg()[0]

@@ -29,7 +29,7 @@ def database_url() -> Iterator[str]:
     if url:
         yield url
         return
-    from universalrag.store.server import embedded_url, stop_embedded
+    from universalrag.store.embedded import embedded_url, stop_embedded
 
     home = Path(tempfile.mkdtemp(prefix="universalrag-test-"))
     try:

@@ -130,7 +130,7 @@ def test_the_server_searches_what_other_processes_ingest_and_create(served: tupl
     """A running server caches the corpus registry and corpus sizes; rows ingested into a corpus it knew as empty,
     and a corpus created after it started, by other processes, are searched within the caches' short lives (a
     corpus known empty: a second; the registry: two seconds), not after a restart."""
-    from universalrag.store.sizes import EMPTY_TTL_S
+    from universalrag.store.row_estimates import EMPTY_TTL_S
     from universalrag.store.store import REGISTRY_TTL_S
 
     env, server = served

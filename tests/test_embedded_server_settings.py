@@ -16,7 +16,7 @@ SHOW = """
 import sys
 from pathlib import Path
 import psycopg
-from universalrag.store.server import embedded_url
+from universalrag.store.embedded import embedded_url
 with psycopg.connect(embedded_url(Path(sys.argv[1])), autocommit=True) as conn:
     if len(sys.argv) > 2:
         conn.execute("ALTER SYSTEM SET shared_buffers = '" + sys.argv[2] + "'")
@@ -38,7 +38,7 @@ def _show(home: Path, *set_to: str) -> str:
 
 @pytest.mark.slow
 def test_the_first_start_sizes_shared_buffers_and_a_user_value_is_kept() -> None:
-    from universalrag.store.server import shared_buffers_size
+    from universalrag.store.embedded import shared_buffers_size
 
     home = Path(tempfile.mkdtemp(prefix="universalrag-buffers-"))  # the server's system user must enter it
     os.chmod(home, 0o755)

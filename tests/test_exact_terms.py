@@ -27,7 +27,7 @@ KINDS = ("web", "db", "cache", "build", "queue", "ml")
     ("who owns the box at 10.0.1.5", ("10.0.1.5",)),
     ("when was build-04 bought?", ("build-04",)),
     ("ml-06 cores", ("ml-06",)),
-    ("what is exact_max_rows", ("exact_max_rows",)),
+    ("what is exact_scan_max_rows", ("exact_scan_max_rows",)),
     ("previous to 1977 how many greek leagues were champion?", ("1977",)),
     ("servers in sgp1", ("sgp1",)),
     ("what is the 1,500 euros budget for", ("1,500",)),  # thousands separators stay in the number
@@ -59,7 +59,7 @@ def test_exact_terms_are_capped() -> None:
     ("build-04", "hostname: BUILD-04 |", True),  # case-insensitive
     ("build-04", "hostname: build-045 |", False),
     ("1952-53", "Season: 1952\u201353 | Coach", True),  # a typed hyphen matches the page's en dash
-    ("exact_max_rows", "set `exact_max_rows` higher", True),
+    ("exact_scan_max_rows", "set `exact_scan_max_rows` higher", True),
     ("1,500", "a budget of 1,500 euros", True),
     ("1,500", "a budget of 21,500 euros", False),
     ("a(b)*c", "the a(b)*c case", True),  # regular-expression characters are escaped

@@ -150,7 +150,7 @@ def test_four_processes_and_eight_query_threads_on_one_server(groups: list[Path]
 
 
 def test_four_processes_sharing_one_embedded_server(groups: list[Path], clean: dict[str, tuple[int, ...]]) -> None:
-    from universalrag.store.server import embedded_url, stop_embedded
+    from universalrag.store.embedded import embedded_url, stop_embedded
 
     home = Path(tempfile.mkdtemp(prefix="universalrag-shared-"))
     store = None

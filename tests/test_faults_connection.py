@@ -111,7 +111,7 @@ def _pg_ctl(pgdata: Path, *args: str) -> None:
 
 
 def test_queries_recover_in_process_after_two_restarts() -> None:
-    from universalrag.store.server import data_dir, embedded_url, stop_embedded
+    from universalrag.store.embedded import data_dir, embedded_url, stop_embedded
 
     home = Path(tempfile.mkdtemp(prefix="universalrag-restart-"))
     store: Store | None = None

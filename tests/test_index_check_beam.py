@@ -43,12 +43,12 @@ def _source(uri: str) -> SourceRecord:
 
 @pytest.fixture
 def loaded(settings, monkeypatch):  # type: ignore[no-untyped-def]
-    """A store whose paragraph corpus holds :data:`ROWS` clustered units, above ``exact_search_rows`` (100) and
-    ``exact_max_rows`` (1000); no background check (the tests run the checks themselves)."""
+    """A store whose paragraph corpus holds :data:`ROWS` clustered units, above ``exact_scan_rows`` (100) and
+    ``exact_scan_max_rows`` (1000); no background check (the tests run the checks themselves)."""
     from universalrag.store import index_check
 
     monkeypatch.setattr(index_check, "check_in_background", lambda *_a: False)
-    s = Store(settings=settings.with_(exact_search_rows=100, exact_max_rows=1000))
+    s = Store(settings=settings.with_(exact_scan_rows=100, exact_scan_max_rows=1000))
     s.init(embedder="test-encoder", dimension=DIM)
     _default_graph(s)
     rng = np.random.default_rng(14)
@@ -117,7 +117,7 @@ def test_the_check_widens_the_beam_where_the_narrow_one_misses(loaded: Store) ->
     assert [tuple(x) for x in stored["recalls"]] == [(ef, round(r, 4)) for ef, r in check.recalls]
     assert tuned_ef(loaded.corpus("paragraph").metadata) == check.ef_search
     # A reliable tuned beam keeps the table on the index, even where an exact scan is allowed (rows <= max)
-    assert not scan_exactly(check.rows, {CHECK_KEY: stored}, exact_rows=100, exact_max_rows=10_000)
+    assert not scan_exactly(check.rows, {CHECK_KEY: stored}, exact_scan_rows=100, exact_scan_max_rows=10_000)
     # the search now sends the tuned beam (the request's own is 1, from the settings of the store that checked)
     narrow = Store(settings=loaded.settings.with_(ef_search=1))
     try:
@@ -145,26 +145,26 @@ def test_searches_use_the_stored_beam_and_older_checks_still_work(loaded: Store)
     assert set(_beams_sent(loaded)) == {400}  # max(request's 100, stored 400)
     assert set(_beams_sent(loaded, ef_search=600)) == {600}  # max(request's 600, stored 400)
     assert set(_beams_sent(loaded, filter={"x": 1})) == {1000}  # a filtered search widens x4 on top, capped
-    assert set(_beams_sent(loaded, exact=True)) == set()  # an exact scan carries no beam
-    # A table where even the widest beam misses: exact up to exact_max_rows, above it the index at that beam
+    assert set(_beams_sent(loaded, exact_scan=True)) == set()  # an exact scan carries no beam
+    # A table where even the widest beam misses: exact up to exact_scan_max_rows, above it the index at that beam
     unreliable = {"rows": ROWS, "recall": 0.6, "queries": 24, EF_KEY: 1000, "recalls": [[100, 0.3], [1000, 0.6]]}
     _set_check(loaded, unreliable)
-    assert set(_beams_sent(loaded)) == {1000}  # 3,000 rows > exact_max_rows 1,000: the index, widest beam
-    assert scan_exactly(ROWS, {CHECK_KEY: unreliable}, exact_rows=100, exact_max_rows=10_000)
+    assert set(_beams_sent(loaded)) == {1000}  # 3,000 rows > exact_scan_max_rows 1,000: the index, widest beam
+    assert scan_exactly(ROWS, {CHECK_KEY: unreliable}, exact_scan_rows=100, exact_scan_max_rows=10_000)
     # An older check below MIN_RECALL (no beam) still scans exactly where allowed
-    assert scan_exactly(ROWS, {CHECK_KEY: {"rows": ROWS, "recall": 0.5}}, exact_rows=100, exact_max_rows=10_000)
+    assert scan_exactly(ROWS, {CHECK_KEY: {"rows": ROWS, "recall": 0.5}}, exact_scan_rows=100, exact_scan_max_rows=10_000)
     assert tuned_ef({CHECK_KEY: {"rows": 10, "recall": 1.0, EF_KEY: "400"}}) == 0  # not a number: ignored
 
 
 def test_a_table_above_exact_max_rows_is_checked_in_the_background(  # type: ignore[no-untyped-def]
         settings, monkeypatch) -> None:
-    """The check now tunes the beam, which matters most on the largest tables: a table above ``exact_max_rows``
+    """The check now tunes the beam, which matters most on the largest tables: a table above ``exact_scan_max_rows``
     without a check at about its size asks for one too (before, only tables the exact scan could serve did)."""
     from universalrag.store import index_check
 
     asked: list[str] = []
     monkeypatch.setattr(index_check, "check_in_background", lambda _store, corpus: asked.append(corpus))
-    s = Store(settings=settings.with_(exact_search_rows=100, exact_max_rows=200))
+    s = Store(settings=settings.with_(exact_scan_rows=100, exact_scan_max_rows=200))
     s.init(embedder="test-encoder", dimension=DIM)
     try:
         s.write_source(_source("mem://p"), _units(np.random.default_rng(3), 400))
@@ -198,7 +198,7 @@ def test_a_query_of_the_check_scores_its_top_ten_recall_behind_a_strict_best_hit
 
 
 def test_a_table_too_large_to_scan_exactly_is_checked_by_its_top_ten(loaded: Store, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """The same table, queries and beams, checked as one above ``exact_max_rows`` (the fixture's 1000: no exact
+    """The same table, queries and beams, checked as one above ``exact_scan_max_rows`` (the fixture's 1000: no exact
     scan to fall back on, so each query scores its top-10 recall) and as one below it (the best hit alone): the
     first scores top-10 recall and never reads higher (both search ``CHECK_K`` units: the same statements)."""
     from universalrag.store import index_check
@@ -212,7 +212,7 @@ def test_a_table_too_large_to_scan_exactly_is_checked_by_its_top_ten(loaded: Sto
     monkeypatch.setattr(index_check, "check_score", recording)
     checks = {}
     for limit in (1000, 10_000):
-        s = Store(settings=loaded.settings.with_(ef_search=1, exact_max_rows=limit))
+        s = Store(settings=loaded.settings.with_(ef_search=1, exact_scan_max_rows=limit))
         try:
             modes.clear()
             checks[limit] = check_index(s, "paragraph", k=CHECK_K, save=False)

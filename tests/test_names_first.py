@@ -209,7 +209,7 @@ def test_a_names_statement_is_compiled_once_and_finds_what_sqlalchemy_finds(  # 
     from universalrag.store import queries
     from universalrag.store.batch import Raw, run_steps
     from universalrag.store.engine import has_binary_vectors
-    from universalrag.store.search import SearchRequest, _Sql, _units_holding
+    from universalrag.store.corpus_search import SearchRequest, _Sql, _units_holding
 
     tables = build_docs.tables.corpus(build_docs.corpus("paragraph"))
     request = SearchRequest(vector=[1.0] * 384, k=10, visual_weight=0.0)

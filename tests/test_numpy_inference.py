@@ -94,7 +94,7 @@ def test_numpy_tokenisation_equals_the_transformers_tokenizer(queries: list[str]
 
 def test_router_artefact_with_foreign_tensors_is_a_config_error(tmp_path: Path) -> None:
     from safetensors.numpy import save_file
-    from universalrag.routing.trained import DEFAULT_ARTEFACT
+    from universalrag.routing.trained_router import DEFAULT_ARTEFACT
 
     config = json.loads((DEFAULT_ARTEFACT / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(config))

@@ -63,21 +63,21 @@ def test_the_exact_match_is_found_by_default(tables_store: Store, minilm) -> Non
 @pytest.mark.parametrize("ef_search", [40, 100])
 def test_the_index_path_finds_it_too(tables_store: Store, minilm,  # type: ignore[no-untyped-def]
                                      ef_search: int) -> None:
-    """Forced through the HNSW index (``exact=False``) at the low ef_search values the report tried, the iterative
+    """Forced through the HNSW index (``exact_scan=False``) at the low ef_search values the report tried, the iterative
     scan and the widening window of parts (until it holds several distinct tables) still put the Ubuntu table
     first for the reported query, at k=3 and at k=1, and mostly agree with an exact scan on the best table for
     queries that each target one table. pgvector builds its graph with random levels, so on thousands of
     near-identical rows the graph search alone is approximate from one build to the next (one of these queries
-    missed in about half of the builds tried): that is why tables up to ``Settings.exact_search_rows`` rows are
+    missed in about half of the builds tried): that is why tables up to ``Settings.exact_scan_rows`` rows are
     scanned exactly, larger ones are checked (``store/index_check.py``), and an index search of a table of many
-    rows per unit is refined by an exact scan of the units it found (``store/search.py``)."""
+    rows per unit is refined by an exact scan of the units it found (``store/corpus_search.py``)."""
     agree = 0
     for text, expected in [(QUERY, "ubuntu.csv"), ("Debian Bookworm release date", "debian.csv"),
                            ("Noble Numbat end of life", "ubuntu.csv"), ("petal width of setosa", "iris.csv"),
                            ("median house value by latitude and longitude", "california_housing.csv")]:
         query = minilm.embed_query(text).tolist()
-        exact = tables_store.search("table", query, k=3, exact=True)
-        index = tables_store.search("table", query, k=3, exact=False, ef_search=ef_search)
+        exact = tables_store.search("table", query, k=3, exact_scan=True)
+        index = tables_store.search("table", query, k=3, exact_scan=False, ef_search=ef_search)
         assert _name(exact[0]) == expected, text
         agree += index[0].id == exact[0].id  # below the top, numeric tables tie at ~0.1 and may swap
         assert len({h.id for h in index}) == 3
@@ -86,7 +86,7 @@ def test_the_index_path_finds_it_too(tables_store: Store, minilm,  # type: ignor
         if text == QUERY:
             assert _name(index[0]) == "ubuntu.csv"  # the reported case, always
     assert agree >= 4, agree
-    jammy = tables_store.search("table", minilm.embed_query(QUERY).tolist(), k=1, exact=False, ef_search=ef_search)
+    jammy = tables_store.search("table", minilm.embed_query(QUERY).tolist(), k=1, exact_scan=False, ef_search=ef_search)
     assert _name(jammy[0]) == "ubuntu.csv"  # k=1 widens like k=3 while its window holds few distinct tables
 
 
@@ -112,7 +112,7 @@ def test_the_server_groups_a_window_of_parts_as_python_did(tables_store: Store, 
     """A window of parts reaches the client grouped by unit (``queries.parts_by_unit``): the units of the nearest
     parts first, each with its five nearest parts, and the window's size (whether the index ran out of rows). On
     tables of thousands of near-identical rows, that is what grouping the window's rows in Python gives."""
-    from universalrag.store.search import PARTS_PER_HIT
+    from universalrag.store.corpus_search import PARTS_PER_HIT
 
     def _group(rows: list[dict[str, object]], k: int) -> dict[str, list[tuple[int, float]]]:
         """What the search did in Python before: the units of the best parts first, each unit's five best parts."""
@@ -143,11 +143,11 @@ def test_the_server_groups_a_window_of_parts_as_python_did(tables_store: Store, 
 
 def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large(  # type: ignore[no-untyped-def]
         tables_store: Store, minilm) -> None:
-    """Issue 10's rule: a parts table above ``Settings.exact_search_rows`` goes through the HNSW index unless the
+    """Issue 10's rule: a parts table above ``Settings.exact_scan_rows`` goes through the HNSW index unless the
     index check, measured on the corpus's own rows, found the index unreliable. With the threshold lowered below
     this table's 2,000 rows, the stored check decides — and whichever way it decides, every query still gets the
     exact scan's best table first, with a best row as good as the exact scan's. Through the index that takes the
-    refinement (``store/search.py``, ``_text_by_parts``): the graph search alone, which the check had found
+    refinement (``store/corpus_search.py``, ``_text_by_parts``): the graph search alone, which the check had found
     reliable on 16 queries, missed in 4 of 14 builds (Debian's 9 rows never reached among 2,000 numeric ones, or
     a 0.19 Noble Numbat row instead of the 0.57 one)."""
     from universalrag.store.index_check import SCORE_TOLERANCE, check_index
@@ -157,17 +157,17 @@ def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large( 
     stored = stored_check(tables_store.corpus("table").metadata)
     assert stored is not None and stored["rows"] == check.rows and check.rows > 2000 and check.queries == 16
     assert 0.0 <= check.recall <= 1.0
-    small = Store(settings=tables_store.settings.with_(exact_search_rows=500))
+    small = Store(settings=tables_store.settings.with_(exact_scan_rows=500))
     try:
         metadata = small.corpus("table").metadata
         assert stored_check(metadata) == stored  # read back from the registry by another Store
-        exact_path = scan_exactly(check.rows, metadata, exact_rows=500, exact_max_rows=small.settings.exact_max_rows)
+        exact_path = scan_exactly(check.rows, metadata, exact_scan_rows=500, exact_scan_max_rows=small.settings.exact_scan_max_rows)
         assert exact_path == (not check.reliable)
         for text, expected in [(QUERY, "ubuntu.csv"), ("Debian Bookworm release date", "debian.csv"),
                                ("Noble Numbat end of life", "ubuntu.csv"), ("petal width of setosa", "iris.csv"),
                                ("median house value by latitude and longitude", "california_housing.csv")]:
             query = minilm.embed_query(text).tolist()
-            exact = small.search("table", query, k=3, exact=True)
+            exact = small.search("table", query, k=3, exact_scan=True)
             hits = small.search("table", query, k=3)
             assert _name(hits[0]) == expected, text
             assert hits[0].id == exact[0].id, text

@@ -111,7 +111,7 @@ def test_the_table_of_the_page_the_question_is_about_comes_first(classes: Univer
 
 def test_a_deeper_search_returns_first_what_a_search_for_the_head_returns(classes: UniversalRAG) -> None:
     from universalrag.exact_terms import exact_terms
-    from universalrag.store.search import CorpusQuery
+    from universalrag.store.corpus_search import CorpusQuery
 
     store = classes.store
     for query in (QUESTION, "ships launched in 1935", "Kestrel", "who built Merlin?"):

@@ -22,7 +22,7 @@ from universalrag.routing import (
     split_by_source,
     train_router,
 )
-from universalrag.routing.trained import SHARD_BYTES, weight_files
+from universalrag.routing.trained_router import SHARD_BYTES, weight_files
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data" / "routing" / "train.jsonl"
@@ -182,7 +182,7 @@ def test_weights_are_written_in_shards_and_read_back_whole(tmp_path: Path) -> No
     import shutil
 
     from safetensors.numpy import load_file
-    from universalrag.routing.trained import write_weights
+    from universalrag.routing.trained_router import write_weights
 
     tensors = {}
     for file in weight_files(DEFAULT_ARTEFACT):

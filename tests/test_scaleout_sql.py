@@ -62,7 +62,7 @@ def test_the_checks_catch_what_citus_refuses() -> None:
 
 @pytest.mark.parametrize("index", [True, False], ids=["index-scan", "exact-scan"])
 def test_search_and_routing_sql_follows_the_checklist(settings, minilm, tmp_path: Path, index: bool) -> None:  # type: ignore[no-untyped-def]
-    rag = UniversalRAG(settings=settings.with_(exact_search_rows=0 if index else 100000), embedder=minilm,
+    rag = UniversalRAG(settings=settings.with_(exact_scan_rows=0 if index else 100000), embedder=minilm,
                        generator=None, visual_encoder=None, log_decisions=False)
     try:
         assert rag.ingest([DATA / "corpus" / "apollo_11.txt", DATA / "corpus" / "sourdough_baking.md",
@@ -113,7 +113,7 @@ def test_the_partitioning_recipe_of_the_docs_keeps_search_results(settings, mini
         assert kind == "p"  # partitioned
         assert rag.store.counts()["paragraph"] == count
         for exact in (True, False):
-            hits = rag.store.search("paragraph", minilm.embed_query(question), k=5, exact=exact)
+            hits = rag.store.search("paragraph", minilm.embed_query(question), k=5, exact_scan=exact)
             assert [(h.id, round(h.score, 5)) for h in hits] == before
         # Re-ingesting a changed file still replaces its units through the partitioned table.
         assert rag.store.delete_source(str(next(iter(

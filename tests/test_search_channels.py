@@ -157,8 +157,8 @@ def test_exact_and_index_paths_agree(store: Store, minilm) -> None:  # type: ign
     store.write_source(SourceRecord(uri="mem://d", content_hash="h", modality=Modality.TEXT, corpora=("document",)),
                        list(units.values()))
     query = minilm.embed_query(QUESTION).tolist()
-    exact = store.search("document", query, k=3, exact=True)
-    index = store.search("document", query, k=3, exact=False)
+    exact = store.search("document", query, k=3, exact_scan=True)
+    index = store.search("document", query, k=3, exact_scan=False)
     assert [h.id for h in exact] == [h.id for h in index]
     assert [h.matched_parts for h in exact] == [h.matched_parts for h in index]
 

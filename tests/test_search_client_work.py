@@ -14,9 +14,10 @@ import pytest
 import sqlalchemy as sa
 from test_store import DIM, small  # noqa: F401  (the store fixture: 8-dimensional built-in corpora)
 from universalrag.errors import DimensionMismatchError, InvalidInputError
-from universalrag.store import Store, sizes
+from universalrag.store import Store
+from universalrag.store import row_estimates as sizes
 from universalrag.store.engine import SearchConnection, make_engine
-from universalrag.store.search import hit_from_row
+from universalrag.store.corpus_search import hit_from_row
 from universalrag.store.vectors import check_vector
 from universalrag.types import CorpusSpec, Granularity, Hit, Modality, SourceRecord, Unit
 

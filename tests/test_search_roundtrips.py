@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from conftest import REPO
 from universalrag.store import Store, queries
 from universalrag.store import engine as engine_module
-from universalrag.store.search import CorpusQuery
+from universalrag.store.corpus_search import CorpusQuery
 from universalrag.types import SourceRecord, Unit
 
 DIM = 384
@@ -84,14 +84,14 @@ def filled(store: Store) -> Store:
 
 def test_a_plain_search_is_one_round_trip_and_a_recent_connection_is_not_pinged(
         filled: Store, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store, round_trips = _traced(settings.with_(exact_search_rows=100), tmp_path, monkeypatch)  # 300 rows > 100: the index
+    store, round_trips = _traced(settings.with_(exact_scan_rows=100), tmp_path, monkeypatch)  # 300 rows > 100: the index
     try:
         query = _vec(np.random.default_rng(1))
         store.search("paragraph", query, k=5)  # registry, pgvector version and table sizes read once
         before = round_trips()
         hits = store.search("paragraph", query, k=5)
         assert round_trips() - before == 1  # settings inside the statement, no BEGIN/COMMIT, no ping
-        assert [h.id for h in hits] == [h.id for h in store.search("paragraph", query, k=5, exact=True)]
+        assert [h.id for h in hits] == [h.id for h in store.search("paragraph", query, k=5, exact_scan=True)]
         monkeypatch.setattr(engine_module, "PING_AFTER_S", 0.05)
         time.sleep(0.2)  # the connection was last used longer ago than that: it is pinged first
         before = round_trips()
@@ -103,7 +103,7 @@ def test_a_plain_search_is_one_round_trip_and_a_recent_connection_is_not_pinged(
 
 def test_probes_of_several_corpora_share_their_round_trips(filled: Store, settings: Any, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    store, round_trips = _traced(settings.with_(exact_search_rows=100), tmp_path, monkeypatch)  # parts: 180 > 100, the index
+    store, round_trips = _traced(settings.with_(exact_scan_rows=100), tmp_path, monkeypatch)  # parts: 180 > 100, the index
     try:
         query = _vec(np.random.default_rng(2))
         corpora = ["paragraph", "image", "clip", "document"]
@@ -118,7 +118,7 @@ def test_probes_of_several_corpora_share_their_round_trips(filled: Store, settin
         trips = round_trips() - before
         assert [[h.id for h in hits] for hits in together] == [alone[c][0] for c in corpora]
         assert [alone[c][1] for c in corpora[:3]] == [1, 1, 1]  # a single-vector corpus: one statement
-        # nearest parts, the units' rows, the matched parts' texts (units of 3 parts are not refined: store/search.py)
+        # nearest parts, the units' rows, the matched parts' texts (units of 3 parts are not refined: store/corpus_search.py)
         assert alone["document"][1] == 3
         assert trips == max(n for _, n in alone.values()) == 3  # not 1 + 1 + 1 + 3
         assert together[3][0].matched_parts and together[3][0].matched_parts[0][1].startswith("d")
@@ -152,7 +152,7 @@ def test_a_filtered_index_search_of_real_text_finds_at_least_what_the_earlier_st
     store.write_source(SourceRecord(uri="mem://sentences", content_hash="h", modality="text", corpora=("paragraph",)),
                        [Unit(id=i, corpus="paragraph", content=s, embedding=v, metadata={"bucket": n % 20})
                         for n, (i, s, v) in enumerate(zip(ids, sentences, vectors))])
-    store.settings = store.settings.with_(exact_search_rows=0)  # every search through the HNSW index
+    store.settings = store.settings.with_(exact_scan_rows=0)  # every search through the HNSW index
     questions = ["When did the lunar module land?", "How do bees tell others where flowers are?",
                  "How often should a starter be fed?", "Who tends the lighthouse lamp?", "How old is the organ?",
                  "What temperature does dough need to rise?", "What did the astronauts bring back?",

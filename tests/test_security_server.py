@@ -19,7 +19,7 @@ import pytest
 HOLD = """
 import sys, time
 from pathlib import Path
-from universalrag.store.server import embedded_url
+from universalrag.store.embedded import embedded_url
 print(embedded_url(Path(sys.argv[1])), flush=True)
 time.sleep(float(sys.argv[2]))
 """
@@ -64,7 +64,7 @@ def test_a_killed_holder_does_not_keep_the_server_running() -> None:
 def test_prune_keeps_live_holders_and_drops_dead_ones(tmp_path: Path) -> None:
     import json
 
-    from universalrag.store.server import prune_stale_holders
+    from universalrag.store.embedded import prune_stale_holders
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -1,4 +1,4 @@
-"""Corpus sizes as searches and routing read them (``universalrag.store.sizes``). Real PostgreSQL.
+"""Corpus sizes as searches and routing read them (``universalrag.store.row_estimates``). Real PostgreSQL.
 
 Right after an ingest the server's statistics lag: a writer's row counts reach the cumulative statistics when it
 goes idle, and ANALYZE runs up to a minute later. The demo's 24-row paragraph table read 3 rows for a minute, and
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from universalrag.store import Store
-from universalrag.store.sizes import COUNT_BELOW, forget, table_rows
+from universalrag.store.row_estimates import COUNT_BELOW, forget, table_rows
 from universalrag.types import Modality, SourceRecord, Unit
 
 DIM = 384  # the conftest store's corpora are built for the bundled MiniLM

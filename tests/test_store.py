@@ -414,14 +414,15 @@ def test_a_search_counts_nothing_and_takes_few_statements(settings, monkeypatch)
     """Issue 10: table sizes come from cached statistics (no COUNT per query); the index settings are one
     statement, an exact scan needs no setting flipped, and a single-vector corpus gets its rows with its
     distances — two statements for a paragraph search, four for a multi-vector one (search, rows, part texts)."""
-    from universalrag.store import index_check, sizes
+    from universalrag.store import index_check
+    from universalrag.store import row_estimates as sizes
     from universalrag.store import store as store_module
 
     monkeypatch.setattr(sizes, "TTL_S", 3600.0)  # a loaded machine must not expire the caches mid-test
     monkeypatch.setattr(store_module, "REGISTRY_TTL_S", 3600.0)
     unchecked: list[str] = []  # the background index check, recorded instead of run (it would reset the cache)
     monkeypatch.setattr(index_check, "check_in_background", lambda _store, corpus: unchecked.append(corpus))
-    s = Store(settings=settings.with_(exact_search_rows=100))
+    s = Store(settings=settings.with_(exact_scan_rows=100))
     s.init(embedder="test-encoder", dimension=DIM)
     try:
         rng = np.random.default_rng(11)
@@ -432,7 +433,7 @@ def test_a_search_counts_nothing_and_takes_few_statements(settings, monkeypatch)
                  parts=[f"d{i} c{j}" for j in range(3)], part_embeddings=[_vec(rng) for _ in range(3)])
             for i in range(10)])  # 30 parts: below the threshold, scanned exactly
         query = _vec(rng)
-        expected = s.search("paragraph", query, k=5, exact=True)
+        expected = s.search("paragraph", query, k=5, exact_scan=True)
         s.search("paragraph", query, k=5)  # sizes read once, then cached
         s.search("document", query, k=3)
         seen = _statements(s)
@@ -455,15 +456,16 @@ def test_a_search_counts_nothing_and_takes_few_statements(settings, monkeypatch)
 
 
 def test_the_scan_rule_follows_the_stored_index_check(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Above ``exact_search_rows`` a table goes through the index, unless its stored check (measured at about
-    this size) found the index unreliable, and then only up to ``exact_max_rows``; a real check is stored."""
-    from universalrag.store import index_check, sizes
+    """Above ``exact_scan_rows`` a table goes through the index, unless its stored check (measured at about
+    this size) found the index unreliable, and then only up to ``exact_scan_max_rows``; a real check is stored."""
+    from universalrag.store import index_check
+    from universalrag.store import row_estimates as sizes
     from universalrag.store.index_check import check_index
     from universalrag.store.scan_rule import CHECK_KEY, needs_check, scan_exactly
 
     monkeypatch.setattr(index_check, "check_in_background", lambda *_a: False)  # the test sets the checks itself
 
-    s = Store(settings=settings.with_(exact_search_rows=100, exact_max_rows=1000))
+    s = Store(settings=settings.with_(exact_scan_rows=100, exact_scan_max_rows=1000))
     s.init(embedder="test-encoder", dimension=DIM)
     try:
         rng = np.random.default_rng(12)
@@ -486,8 +488,8 @@ def test_the_scan_rule_follows_the_stored_index_check(settings, monkeypatch) -> 
         assert path({CHECK_KEY: {"rows": 400, "recall": 0.5, "queries": 12}}) == "exact"  # unreliable index
         assert path({CHECK_KEY: {"rows": 100, "recall": 0.5, "queries": 12}}) == "index"  # measured at 1/4 the size
         assert needs_check({CHECK_KEY: {"rows": 100, "recall": 0.5}}, 400)
-        assert not scan_exactly(2000, {CHECK_KEY: {"rows": 2000, "recall": 0.5}}, exact_rows=100, exact_max_rows=1000)
-        assert scan_exactly(50, {}, exact_rows=100, exact_max_rows=1000)
+        assert not scan_exactly(2000, {CHECK_KEY: {"rows": 2000, "recall": 0.5}}, exact_scan_rows=100, exact_scan_max_rows=1000)
+        assert scan_exactly(50, {}, exact_scan_rows=100, exact_scan_max_rows=1000)
         assert path({CHECK_KEY: check.as_dict()}) == ("index" if check.reliable else "exact")
         # sizes: a table never analysed is counted; after ANALYZE, new rows are seen through the activity statistics
         sizes.forget(s.schema)
@@ -561,7 +563,7 @@ def test_a_text_repeated_word_for_word_is_returned_once(small: Store) -> None:
             Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"page {i} prose", embedding=_vec(rng))])
     texts = [h.content for h in small.search("paragraph", query, k=4)]
     assert texts[0] == "ignore-scripts\n\nDefault: false" and len(set(texts)) == len(texts) == 4
-    exact = [h.content for h in small.search("paragraph", query, k=4, exact=True)]
+    exact = [h.content for h in small.search("paragraph", query, k=4, exact_scan=True)]
     assert exact == texts
 
 

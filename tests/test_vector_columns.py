@@ -91,8 +91,8 @@ def test_a_3072_dimension_store_searches_through_half_precision_indexes(settings
                      for i in range(0, 400, 2)])
     query = vectors[7] + 0.6 * _unit_vectors(1, 3072, seed=1)[0]
     statements = _statements(store)
-    through_index = store.search("paragraph", query.tolist(), k=5, exact=False)
-    exact = store.search("paragraph", query.tolist(), k=5, exact=True)
+    through_index = store.search("paragraph", query.tolist(), k=5, exact_scan=False)
+    exact = store.search("paragraph", query.tolist(), k=5, exact_scan=True)
     assert [h.content for h in through_index] == [h.content for h in exact]
     assert through_index[0].content == "passage 7"
     expected = vectors @ query / np.linalg.norm(query)
@@ -103,7 +103,7 @@ def test_a_3072_dimension_store_searches_through_half_precision_indexes(settings
         conn.exec_driver_sql("SET enable_seqscan = off")
         plan = "\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters))
     assert "corpus_paragraph_hnsw" in plan, plan
-    parts = store.search("table", query.tolist(), k=2, exact=False)
+    parts = store.search("table", query.tolist(), k=2, exact_scan=False)
     assert parts[0].content == "table 6" and parts[0].matched_parts[0][1] == "row b"  # vectors[7] is its row b
     store.close()
 
@@ -116,7 +116,7 @@ def test_a_corpus_wider_than_4000_dimensions_is_scanned_exactly(settings: Settin
                      for i, v in enumerate(vectors)])
     query = vectors[11] + 0.5 * _unit_vectors(1, 4096, seed=2)[0]
     statements = _statements(store)
-    hits = store.search("paragraph", query.tolist(), k=3, exact=False)  # exact=False cannot ask for a missing index
+    hits = store.search("paragraph", query.tolist(), k=3, exact_scan=False)  # exact_scan=False cannot ask for a missing index
     ranking = np.argsort(-(vectors @ query))[:3]
     assert [h.content for h in hits] == [f"passage {i}" for i in ranking]
     assert not any("set_config" in s for s, _ in statements)  # the exact statement: no index settings
@@ -195,7 +195,7 @@ def test_a_wide_visual_channel_is_searched_through_its_half_precision_index(sett
     query = visual[123] + 0.5 * _unit_vectors(1, 2304, seed=4)[0]
     statements = _statements(store)
     hits = store.search("image", _unit_vectors(1, 384, seed=5)[0].tolist(), k=3, visual_vector=query.tolist(),
-                        visual_weight=1.0, exact=False)
+                        visual_weight=1.0, exact_scan=False)
     assert hits[0].content == "photo 123"
     assert hits[0].channel_scores["visual"] == pytest.approx(float(visual[123] @ query / np.linalg.norm(query)),
                                                               abs=1e-5)
@@ -257,5 +257,5 @@ def test_vectors_stay_in_their_rows_and_existing_columns_get_the_setting(setting
             f'VACUUM FULL "{store.schema}".corpus_paragraph')
     assert _external_vectors(store, "corpus_paragraph") == 0  # the rewrite the migration's docstring gives
     query = _passages(1, seed=2)[0].embedding
-    assert store.search("paragraph", list(query), k=1, exact=True)[0].score == pytest.approx(1.0, abs=1e-6)
+    assert store.search("paragraph", list(query), k=1, exact_scan=True)[0].score == pytest.approx(1.0, abs=1e-6)
     store.close()

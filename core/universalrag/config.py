@@ -157,10 +157,10 @@ class Settings:
     connect_timeout: float = 5.0
     #: A search scans a corpus's table exactly (no index) when it holds at most this many rows (where an exact scan
     #: costs about what an index search does); 0: never.
-    exact_search_rows: int = 5000
+    exact_scan_rows: int = 5000
     #: A larger table is scanned exactly only when its stored index check found the index unreliable (see
     #: :mod:`universalrag.store.scan_rule`), and only up to this many rows.
-    exact_max_rows: int = 100_000
+    exact_scan_max_rows: int = 100_000
     #: The vectors of this many recent query texts are kept per model (0: none; ``UNIVERSALRAG_QUERY_VECTORS``).
     query_vectors: int = 256
     visual_encoder: str | None = None
@@ -200,10 +200,10 @@ class Settings:
         if not 0 < self.llm_timeout <= 3600:
             raise ConfigError(f"llm_timeout must be between 0 and 3600 seconds, got {self.llm_timeout} "
                               "(UNIVERSALRAG_LLM_TIMEOUT).")
-        if self.exact_search_rows < 0:
-            raise ConfigError(f"exact_search_rows must be 0 or more, got {self.exact_search_rows}.")
-        if self.exact_max_rows < 0:
-            raise ConfigError(f"exact_max_rows must be 0 or more, got {self.exact_max_rows}.")
+        if self.exact_scan_rows < 0:
+            raise ConfigError(f"exact_scan_rows must be 0 or more, got {self.exact_scan_rows}.")
+        if self.exact_scan_max_rows < 0:
+            raise ConfigError(f"exact_scan_max_rows must be 0 or more, got {self.exact_scan_max_rows}.")
         if self.query_vectors < 0:
             raise ConfigError(f"query_vectors must be 0 or more, got {self.query_vectors}.")
         for name in ("visual_weight", "video_visual_weight"):

@@ -5,14 +5,14 @@ A text encoder places "10.0.1.5" near any address, "build-04" near any host name
 so among the rows of one table the nearest by meaning is often not the row that holds the term the user typed
 (in a 60-row server inventory, "who owns the box at 10.0.1.5" matched the row of another address). Such a row
 is found by its characters instead: a multi-vector corpus's search puts the parts holding these terms first among
-a hit's matched parts (:func:`universalrag.store.search`). Which tokens count:
+a hit's matched parts (:func:`universalrag.store.corpus_search`). Which tokens count:
 
 - a phrase in double quotes, as typed;
 - a date, in ISO 8601 ("September 10, 2003" → ``2003-09-10``, "June 1996" → ``1996-06``): a table's date cells
   carry that spelling beside their own (:mod:`universalrag.dates`);
 - a token holding a digit (``db-02``, ``sgp1``, ``10.0.1.5``, ``1977``, ``1,500``; a lone digit is too common
   to count);
-- a token with ``-``, ``_``, ``.``, ``:``, ``/`` or ``@`` between letters or digits (``exact_max_rows``,
+- a token with ``-``, ``_``, ``.``, ``:``, ``/`` or ``@`` between letters or digits (``exact_scan_max_rows``,
   ``sign-on``, ``security@example.org``);
 - a camel-case token (``PGVectorStore``);
 - what only a program's text spells so: a long command-line option (``--no-deps``), a dotfile or a path under one

@@ -2,7 +2,7 @@
 of several rankings, min-max normalisation of several corpora's scores, and a plain merge by similarity for
 corpora that share one embedding space; a merge keeps one hit of each text.
 
-A low layer: it knows hits and ids, never the store. ``store/search.py`` combines a corpus's channels with
+A low layer: it knows hits and ids, never the store. ``store/corpus_search.py`` combines a corpus's channels with
 :func:`weighted` and :func:`rrf_scores`; the pipeline merges corpora with :func:`fuse`.
 """
 

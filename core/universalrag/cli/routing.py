@@ -187,8 +187,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Train a router and print its validation accuracy per source and per route."""
         from ..routing import TrainedRouter, bundled_heldout, bundled_queries, read_jsonl, split_by_source
-        from ..routing.train import TrainConfig, train_router
-        from ..routing.trained import annotate_artefact
+        from ..routing.training import TrainConfig, train_router
+        from ..routing.trained_router import annotate_artefact
 
         cfg = TrainConfig.for_mode(
             mode, trainable_layers=layers, seed=seed, num_threads=threads, **({"epochs": epochs} if epochs else {})

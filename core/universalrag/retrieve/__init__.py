@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .evidence import EvidenceRouting, ProbedQuery
-from .search import Searcher, routing_candidates, search_corpus
+from .probing import EvidenceRouting, ProbedQuery
+from .searcher import Searcher, routing_candidates, search_corpus
 
 __all__ = ["EvidenceRouting", "ProbedQuery", "Searcher", "routing_candidates", "search_corpus"]

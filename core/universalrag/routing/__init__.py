@@ -32,8 +32,8 @@ from .ensemble import EnsembleRouter, vote
 from .examples import ExampleRouter
 from .llm import LLMRouter, build_prompt, parse_routes
 from .metrics import EVAL_KEYS, evaluate, score_decisions
-from .train import TrainConfig, TrainResult, train_router
-from .trained import DEFAULT_ARTEFACT, TrainedRouter
+from .training import TrainConfig, TrainResult, train_router
+from .trained_router import DEFAULT_ARTEFACT, TrainedRouter
 
 __all__ = [
     "DEFAULT_ARTEFACT",

@@ -1,6 +1,6 @@
 """Searches as sequences of statements, run on one connection with the fewest round trips.
 
-A search (:mod:`universalrag.store.search`) is written as a generator that yields the statements it needs, one
+A search (:mod:`universalrag.store.corpus_search`) is written as a generator that yields the statements it needs, one
 step at a time, and receives each one's rows. :func:`run_steps` drives several such searches together: at every
 step it sends the next statement of every search still running in one round trip (psycopg's pipeline mode), so
 probing six corpora costs as many round trips as the longest of their searches, not the sum, on one connection

@@ -6,7 +6,7 @@ lost an exact match among them. Whether an index is reliable depends on the data
 a seeded pseudo-random order so that a small unit counts as much as a large one, each moved away from its source
 by random noise (cosine ≈ 0.7, the distance of a real question to its answer) — and searches the table both ways.
 A query counts as found when the index's best unit is the exact scan's, with a best part as good (within
-:data:`SCORE_TOLERANCE`: near-identical rows tie). On a table larger than ``Settings.exact_max_rows``, which no
+:data:`SCORE_TOLERANCE`: near-identical rows tie). On a table larger than ``Settings.exact_scan_max_rows``, which no
 search scans exactly whatever the check says, the beam alone must carry recall, so a found query scores the share
 of the exact top :data:`CHECK_K` units that the index's top :data:`CHECK_K` holds (a unit tied with the exact
 list's last, within the tolerance, counts): at 1M synthetic units a best-hit check passed a 166k-unit corpus at
@@ -20,7 +20,7 @@ same queries go through the index again at beams twice as wide each time (:func:
 against the same exact results (the expensive part, computed once), until one reaches :data:`MIN_RECALL`. The
 beam stored is the smallest that did, or the widest tried; index searches of the corpus then use at least that
 beam (:func:`~universalrag.store.scan_rule.tuned_ef`). Where even the widest beam stays below :data:`MIN_RECALL`,
-the search scans that table exactly (up to ``Settings.exact_max_rows``; above, the index at the widest beam).
+the search scans that table exactly (up to ``Settings.exact_scan_max_rows``; above, the index at the widest beam).
 
 The result is stored in the corpus's registry metadata under
 :data:`~universalrag.store.scan_rule.CHECK_KEY` (``{"rows", "recall", "queries", "ef_search", "recalls"}``:
@@ -45,8 +45,8 @@ import sqlalchemy as sa
 from ..errors import StoreError
 from ..types import Hit
 from .scan_rule import CHECK_KEY, EF_KEY, MAX_EF_SEARCH, MIN_RECALL
-from .search import SearchRequest, run_search
-from .sizes import forget, table_rows
+from .corpus_search import SearchRequest, run_search
+from .row_estimates import forget, table_rows
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from .schema import Tables
 
 
-class Store(Protocol):
+class CheckedStore(Protocol):
     """What the check uses of a :class:`~universalrag.store.Store` (which imports this module)."""
 
     settings: Settings
@@ -169,12 +169,12 @@ def check_score(exact: Sequence[Hit], index: Sequence[Hit], *, top: bool = False
     return min(found, len(exact)) / len(exact)
 
 
-def check_index(store: Store, corpus: str, *, queries: int = 24, k: int | None = None, seed: int = 0,
+def check_index(store: CheckedStore, corpus: str, *, queries: int = 24, k: int | None = None, seed: int = 0,
                 save: bool = True) -> IndexCheck:
     """Measure the recall of ``corpus``'s index search against an exact scan, widening the beam from the store's
     ``ef_search`` until the recall reaches :data:`MIN_RECALL` (see the module docstring) and, with ``save``, store
     it in the corpus's metadata, where searches read it. ``k``: units per search (default :data:`CHECK_K` on a
-    table above ``exact_max_rows``, whose check scores the top units, else 5: there the best hit is what counts)."""
+    table above ``exact_scan_max_rows``, whose check scores the top units, else 5: there the best hit is what counts)."""
     spec = store.corpus(corpus)
     # Measured without the stored check's beam, which the search would otherwise use as a floor (scan_rule.tuned_ef)
     tables = replace(store.tables.corpus(spec), spec=replace(spec, metadata={
@@ -183,13 +183,13 @@ def check_index(store: Store, corpus: str, *, queries: int = 24, k: int | None =
     recalls: list[tuple[int, float]] = []
     with store.transaction(f"check the index of corpus {corpus!r}") as conn:
         rows = table_rows(conn, [searched], ttl=0.0)[searched.name]
-        top = rows > store.settings.exact_max_rows  # no exact scan to fall back on: the beam carries recall@10
+        top = rows > store.settings.exact_scan_max_rows  # no exact scan to fall back on: the beam carries recall@10
         vectors = _query_vectors(conn, searched, queries, seed=seed)
         requests = [SearchRequest(vector=q.tolist(), k=k or (CHECK_K if top else 5), visual_weight=0.0)
                     for q in (_noisy(vectors, np.random.default_rng(seed)) if len(vectors) else ())]
-        exact = [run_search(conn, tables, replace(r, exact=True)) for r in requests]
+        exact = [run_search(conn, tables, replace(r, exact_scan=True)) for r in requests]
         for ef in beams(store.settings.ef_search):
-            found = sum(check_score(e, run_search(conn, tables, replace(r, exact=False, ef_search=ef)), top=top)
+            found = sum(check_score(e, run_search(conn, tables, replace(r, exact_scan=False, ef_search=ef)), top=top)
                         for r, e in zip(requests, exact))
             recalls.append((ef, found / len(requests) if requests else 1.0))
             if recalls[-1][1] >= MIN_RECALL:
@@ -208,7 +208,7 @@ def check_index(store: Store, corpus: str, *, queries: int = 24, k: int | None =
     return check
 
 
-def check_in_background(store: Store, corpus: str) -> bool:
+def check_in_background(store: CheckedStore, corpus: str) -> bool:
     """Run :func:`check_index` for ``corpus`` on a daemon thread (best effort: a failure is logged, and the
     search rule keeps using the index meanwhile); at most once per :data:`RETRY_S` per database, schema and
     corpus. Returns whether a check was started."""

@@ -3,7 +3,7 @@
 :class:`Placement` is the part of :class:`~universalrag.store.Store` that answers "which store holds this
 corpus?" from the registry's ``server`` column, so that every Store method can hand a remote corpus to the store
 of its server. It keeps no state of its own beyond what ``Store`` gives it: ``_where`` (remote corpus → alias,
-refreshed with the registry) and ``_members`` (a :class:`~universalrag.store.servers.ServerPool`).
+refreshed with the registry) and ``_members`` (a :class:`~universalrag.store.member_servers.ServerPool`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sqlalchemy import exc as sa_exc
 from ..config import Settings
 from ..errors import InvalidInputError, StoreError
 from ..types import CorpusSpec
-from .servers import ServerPool, member_settings
+from .member_servers import ServerPool, member_settings
 from .translate import sqlstate
 
 _log = logging.getLogger("universalrag.store")

@@ -70,10 +70,10 @@ def index_order(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dim
 
 
 def _by_distance(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int, *,
-                 exact: bool = False) -> sa.ColumnElement[Any]:
+                 exact_scan: bool = False) -> sa.ColumnElement[Any]:
     """The ordering key of a statement whose ``distance`` column is the full-precision distance: that column, unless
     the statement goes through a half-precision index (:func:`index_order`)."""
-    if half_indexed(dimension) and not exact:
+    if half_indexed(dimension) and not exact_scan:
         return index_order(column, query, dimension)
     return sa.literal_column("distance")
 
@@ -138,12 +138,12 @@ def unit_filter(units: sa.Table, filter: Filter) -> sa.ColumnElement[bool]:
 
 def nearest_units(
     tables: CorpusTables, vector: Sequence[float], *, limit: int, filter: Filter | None = None,
-    visual: bool = False, exact: bool = False, rows: bool = False,
+    visual: bool = False, exact_scan: bool = False, rows: bool = False,
 ) -> sa.Select[Any]:
     """Ids (``unit_id``) and cosine distances of the ``limit`` units nearest to ``vector`` in the text column
     (``embedding``) or, with ``visual``, the visual column; with ``rows``, every column a search returns too.
 
-    Through the column's HNSW index, or with ``exact`` by an exact scan: the ordering key is ``distance + 0``, an
+    Through the column's HNSW index, or with ``exact_scan`` by an exact scan: the ordering key is ``distance + 0``, an
     expression the index cannot serve, so the planner scans and sorts (no ``enable_indexscan`` setting to flip, no
     extra round trip; plain SQL that Citus accepts)."""
     u = tables.units
@@ -152,13 +152,13 @@ def nearest_units(
     assert dimension, "nearest_units(visual=True) needs a corpus with a visual channel"
     query = query_vector(vector, dimension)
     distance = column.cosine_distance(query)
-    if exact:
+    if exact_scan:
         distance = distance + sa.literal_column("0")
     stmt = sa.select(text_id(u.c.id, "unit_id"), distance.label("distance"), *(unit_columns(tables) if rows else ()))
     stmt = stmt.where(column.is_not(None))
     if filter:
         stmt = stmt.where(unit_filter(u, filter))
-    return stmt.order_by(_by_distance(column, query, dimension, exact=exact)).limit(_limit(limit))
+    return stmt.order_by(_by_distance(column, query, dimension, exact_scan=exact_scan)).limit(_limit(limit))
 
 
 def nearest_parts(

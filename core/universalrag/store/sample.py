@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from ..types import Hit
 from .queries import unit_columns
-from .search import hit_from_row
+from .corpus_search import hit_from_row
 
 if TYPE_CHECKING:
     from .store import Store

@@ -1,19 +1,19 @@
 """The rule that decides, per searched table, between an exact scan and the HNSW index.
 
-- A table of at most ``exact_rows`` rows (``Settings.exact_search_rows``) is scanned exactly: there an exact scan
+- A table of at most ``exact_scan_rows`` rows (``Settings.exact_scan_rows``) is scanned exactly: there an exact scan
   costs about what an index search costs, and it is always right.
 - A larger table goes through its HNSW index (iterative scan, a beam of at least ``ef_search`` and at least the
   beam the corpus's index check tuned: :func:`tuned_ef`), unless the corpus's stored index check
   (:mod:`universalrag.store.index_check`, measured on the corpus's own data at about this size) found the index
   unreliable even at the widest beam it tried — e.g. the parts table of numeric CSVs, thousands of near-identical
-  row vectors (issue 11) — and the table holds at most ``exact_max_rows`` rows (``Settings.exact_max_rows``),
+  row vectors (issue 11) — and the table holds at most ``exact_scan_max_rows`` rows (``Settings.exact_scan_max_rows``),
   beyond which an exact scan is too slow to be the default (that table then uses the index at the widest beam).
 
 A check that reaches :data:`MIN_RECALL` at a widened beam makes the index the choice even for a table the exact
-scan could afford (up to ``exact_max_rows``): on 100k synthetic rows an index search at ef_search 1000 took 53 ms
+scan could afford (up to ``exact_scan_max_rows``): on 100k synthetic rows an index search at ef_search 1000 took 53 ms
 (recall@10 0.97) against 183 ms for the exact scan (``docs/benchmarks.md``, scaling section).
 
-Row counts are estimates read from the planner's statistics (:mod:`universalrag.store.sizes`), never counted per
+Row counts are estimates read from the planner's statistics (:mod:`universalrag.store.row_estimates`), never counted per
 query.
 """
 
@@ -61,13 +61,13 @@ def needs_check(metadata: Mapping[str, Any], rows: int) -> bool:
     return not measured / 2 <= rows <= measured * 2
 
 
-def scan_exactly(rows: int, metadata: Mapping[str, Any], *, exact_rows: int, exact_max_rows: int,
+def scan_exactly(rows: int, metadata: Mapping[str, Any], *, exact_scan_rows: int, exact_scan_max_rows: int,
                  checked: bool = True) -> bool:
     """Whether a table of ``rows`` rows of a corpus with registry ``metadata`` is scanned exactly (see the module
     docstring); ``checked=False`` for a table the index check does not cover (a visual column)."""
-    if rows <= exact_rows:
+    if rows <= exact_scan_rows:
         return True
-    if not checked or rows > exact_max_rows:
+    if not checked or rows > exact_scan_max_rows:
         return False
     check = stored_check(metadata)
     return check is not None and not needs_check(metadata, rows) and float(check["recall"]) < MIN_RECALL

@@ -24,9 +24,9 @@ from . import federation, migrate, queries
 from .engine import make_engine
 from .placement import Placement
 from .schema import Tables
-from .search import CorpusQuery, hit_from_row
-from .searching import Searching
-from .servers import ServerPool
+from .corpus_search import CorpusQuery, hit_from_row
+from .search_methods import Searching
+from .member_servers import ServerPool
 from .sources import Sources, WriteResult
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 
@@ -102,7 +102,7 @@ class Store(Placement, Sources, Searching):
     def resolve_url(self) -> str:
         """The database URL, starting (or joining) the embedded server when none is configured."""
         if self._url is None:
-            from .server import embedded_url
+            from .embedded import embedded_url
 
             self._url = embedded_url(self.settings.home_dir)
         return self._url

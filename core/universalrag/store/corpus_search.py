@@ -23,7 +23,7 @@ candidate is scored the same way, whichever channel found it (:func:`_combine`):
   is filled with distinct texts (:func:`_distinct`).
 
 Whether a channel scans its table exactly or goes through the HNSW index (iterative scan on, pgvector 0.8+)
-is :mod:`universalrag.store.scan_rule`'s decision, from row estimates cached by :mod:`universalrag.store.sizes`
+is :mod:`universalrag.store.scan_rule`'s decision, from row estimates cached by :mod:`universalrag.store.row_estimates`
 (nothing is counted per query); a multi-vector corpus's index search widens its window of parts until it holds
 ``k`` distinct units, and a filtered index search widens its beam (:data:`FILTERED_BEAM`) and its window.
 
@@ -51,7 +51,7 @@ from .engine import has_binary_vectors
 from .filters import Filter
 from .scan_rule import MAX_EF_SEARCH, needs_check, scan_exactly, tuned_ef
 from .schema import CorpusTables
-from .sizes import table_rows
+from .row_estimates import table_rows
 from .vectors import hnsw_indexed
 
 __all__ = [
@@ -90,12 +90,12 @@ class SearchRequest:
 
     ``visual_vector`` is the query in the corpus's visual space (ignored when the corpus has none);
     ``lexical_text`` turns on hybrid search. ``exact_terms`` (:func:`universalrag.exact_terms.exact_terms`) puts the
-    parts holding them first among a multi-vector hit's matched parts. ``exact_rows`` and ``exact_max_rows`` are the
+    parts holding them first among a multi-vector hit's matched parts. ``exact_scan_rows`` and ``exact_scan_max_rows`` are the
     thresholds of
-    :func:`~universalrag.store.scan_rule.scan_exactly` (``exact=True``: always scan exactly, ``False``: never).
+    :func:`~universalrag.store.scan_rule.scan_exactly` (``exact_scan=True``: always scan exactly, ``False``: never).
     ``iterative`` says the server has pgvector's iterative index scan (0.8+); ``ef_search`` is the narrowest
     search beam (raised to the beam the corpus's index check tuned, :func:`~.scan_rule.tuned_ef`).
-    ``on_unchecked`` is called when a searched table above ``exact_rows`` rows has no index check measured at about
+    ``on_unchecked`` is called when a searched table above ``exact_scan_rows`` rows has no index check measured at about
     its size (the store then runs one in the background: it decides the scan and tunes the beam).
     """
 
@@ -108,9 +108,9 @@ class SearchRequest:
     exact_terms: tuple[str, ...] = ()
     head: int | None = None  # see CorpusQuery.head
     ef_search: int = 100
-    exact_rows: int = 0
-    exact_max_rows: int = 0
-    exact: bool | None = None
+    exact_scan_rows: int = 0
+    exact_scan_max_rows: int = 0
+    exact_scan: bool | None = None
     iterative: bool = True
     on_unchecked: Callable[[], None] | None = None
 
@@ -128,7 +128,7 @@ class CorpusQuery:
     visual_vector: Sequence[float] | None = None
     visual_weight: float | None = None
     lexical_text: str | None = None
-    exact: bool | None = None
+    exact_scan: bool | None = None
     exact_terms: tuple[str, ...] = ()
     #: The first ``head`` hits are those a search for ``head`` hits returns, in its order (default ``k``): a deeper
     #: search (candidates to re-rank) leaves what a probe of ``head`` hits tells the router unchanged.
@@ -151,7 +151,7 @@ def run_search(conn: sa.Connection, tables: CorpusTables, request: SearchRequest
 def run_searches(conn: sa.Connection, jobs: Sequence[tuple[CorpusTables, SearchRequest]]) -> list[list[Hit]]:
     """The hits of several corpus searches on one connection: at each step, the next statement of every search
     goes to the server in one round trip (:func:`~universalrag.store.batch.run_steps`)."""
-    undecided = [t for tables, request in jobs if request.exact is None
+    undecided = [t for tables, request in jobs if request.exact_scan is None
                  for t in (tables.units, tables.parts) if t is not None]
     if len(jobs) > 1 and undecided:
         table_rows(conn, undecided)  # one statement for every table; each search below reads the cache
@@ -205,19 +205,19 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     candidates: dict[str, _Candidate] = {}
     alone = not visual and not request.lexical_text and not multi  # the rows come with their distances
     if multi:
-        by_parts = yield from _text_by_parts(sql, tables, request, window, exact=exact["parts"], ef=ef,
+        by_parts = yield from _text_by_parts(sql, tables, request, window, exact_scan=exact["parts"], ef=ef,
                                              refine=exact.get("refine", False))
         for uid, parts in by_parts.items():
             candidates[uid] = _Candidate(text=parts[0][1], parts=parts)
     else:
-        rows = yield _nearest_units(sql, tables, request, request.vector, limit=window, exact=exact["units"],
+        rows = yield _nearest_units(sql, tables, request, request.vector, limit=window, exact_scan=exact["units"],
                                     rows=alone, ef=ef)
         for r in rows:
             candidates[str(r["unit_id"])] = _Candidate(text=1.0 - float(r["distance"]), row=r if alone else None)
     if visual:
         assert request.visual_vector is not None
         rows = yield _nearest_units(sql, tables, request, request.visual_vector, limit=window,
-                                    exact=exact["units"], visual=True, ef=ef)
+                                    exact_scan=exact["units"], visual=True, ef=ef)
         for r in rows:
             candidates.setdefault(str(r["unit_id"]), _Candidate()).visual = 1.0 - float(r["distance"])
     lexical: list[str] = []
@@ -251,18 +251,18 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
 
 
 def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vector: Sequence[float], *, limit: int,
-                   exact: bool, ef: int, visual: bool = False, rows: bool = False) -> Step:
+                   exact_scan: bool, ef: int, visual: bool = False, rows: bool = False) -> Step:
     """The nearest-units statement of a channel, carrying its index settings unless it scans exactly."""
-    settings = {} if exact else _settings(request, ef, iterative=bool(request.filter) or limit > ef)
+    settings = {} if exact_scan else _settings(request, ef, iterative=bool(request.filter) or limit > ef)
 
     def build(v: Sequence[float] = vector, flt: Filter | None = None) -> sa.Select[Any]:
-        stmt = queries.nearest_units(tables, v, limit=limit, filter=flt, visual=visual, exact=exact, rows=rows)
+        stmt = queries.nearest_units(tables, v, limit=limit, filter=flt, visual=visual, exact_scan=exact_scan, rows=rows)
         return queries.with_settings(stmt, settings) if settings else stmt
 
     if request.filter:  # its parameters need SQLAlchemy's processing: not cached
         return build(flt=request.filter)
     dimension = tables.spec.visual_dimension if visual else tables.spec.dimension
-    key = ("units", tables.units.fullname, dimension, limit, visual, exact, rows, tuple(settings.items()))
+    key = ("units", tables.units.fullname, dimension, limit, visual, exact_scan, rows, tuple(settings.items()))
     return sql.raw(key, build, query_vector=vector)
 
 
@@ -295,39 +295,39 @@ def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequ
     index search of parts is refined by an exact scan of the units it found (``refine``, :func:`_refined`)."""
     multi = tables.parts is not None
     spec = tables.spec
-    if request.exact or not hnsw_indexed(spec.dimension) or (visual and not hnsw_indexed(spec.visual_dimension or 0)):
+    if request.exact_scan or not hnsw_indexed(spec.dimension) or (visual and not hnsw_indexed(spec.visual_dimension or 0)):
         return {"units": True, "parts": True}  # asked for, or a corpus too wide for an HNSW index (migration 0012)
     searched = [t for t in (tables.units, tables.parts) if t is not None]  # the units' size too: see _refined
     rows = table_rows(conn, searched)
     metadata = spec.metadata
-    if request.exact is False:  # through the index, refined where that pays
-        return {"units": False, "parts": False, "refine": _refined(tables, rows, request.exact_max_rows)}
+    if request.exact_scan is False:  # through the index, refined where that pays
+        return {"units": False, "parts": False, "refine": _refined(tables, rows, request.exact_scan_max_rows)}
 
     def rule(table: sa.Table | None, *, checked: bool) -> bool:
         if table is None or table.name not in rows:
             return False
         n = rows[table.name]
-        # Above exact_max_rows too: there the check tunes the index's beam (store/index_check.py).
-        if checked and request.on_unchecked is not None and request.exact_rows < n and needs_check(metadata, n):
+        # Above exact_scan_max_rows too: there the check tunes the index's beam (store/index_check.py).
+        if checked and request.on_unchecked is not None and request.exact_scan_rows < n and needs_check(metadata, n):
             request.on_unchecked()
-        return scan_exactly(n, metadata, exact_rows=request.exact_rows, exact_max_rows=request.exact_max_rows,
+        return scan_exactly(n, metadata, exact_scan_rows=request.exact_scan_rows, exact_scan_max_rows=request.exact_scan_max_rows,
                             checked=checked)
 
     parts = rule(tables.parts, checked=True)
     return {"units": rule(tables.units, checked=not multi) if visual or not multi else False, "parts": parts,
-            "refine": not parts and _refined(tables, rows, request.exact_max_rows)}
+            "refine": not parts and _refined(tables, rows, request.exact_scan_max_rows)}
 
 
-def _refined(tables: CorpusTables, rows: Mapping[str, int], exact_max_rows: int) -> bool:
+def _refined(tables: CorpusTables, rows: Mapping[str, int], exact_scan_max_rows: int) -> bool:
     """Whether an index search of ``tables``' parts is refined (:func:`_text_by_parts`): where the parts table holds
-    at most ``exact_max_rows`` rows (the exact scan of the found units' parts stays small) and its units have
+    at most ``exact_scan_max_rows`` rows (the exact scan of the found units' parts stays small) and its units have
     :data:`REFINE_PARTS_PER_UNIT` parts or more on average — units of many parts (table rows, chunks of long
     files) are where the graph search loses a small unit or a unit's best part; with one or two parts per unit the
     window of parts is as good as a search of the units."""
     if tables.parts is None:
         return False
     parts, units = rows.get(tables.parts.name, 0), rows.get(tables.units.name, 0)
-    return parts <= exact_max_rows and parts >= REFINE_PARTS_PER_UNIT * max(units, 1)
+    return parts <= exact_scan_max_rows and parts >= REFINE_PARTS_PER_UNIT * max(units, 1)
 
 
 #: An index search of parts widens its window until it holds this many distinct units (or ``k``, if more): a
@@ -451,7 +451,7 @@ def _hits(spec: CorpusSpec, ranked: Sequence[tuple[str, float, _Candidate, dict[
             for uid, score, c, channels in ranked]
 
 
-def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: int, *, exact: bool,
+def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: int, *, exact_scan: bool,
                    ef: int, refine: bool = False) -> Search[dict[str, tuple[tuple[int, float], ...]]]:
     """The ``k`` units whose best parts are nearest, each with its best :data:`PARTS_PER_HIT` parts (``ef``: the
     narrowest beam). With ``refine``, the units the index found (at most :data:`REFINED_UNITS` times ``k``) and
@@ -460,7 +460,7 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
     table (a CI build returned the Ubuntu table for "Debian Bookworm release date", Debian's 9 rows never
     visited), nor the best row of the right one (issue 11)."""
     assert tables.parts is not None
-    if exact:
+    if exact_scan:
         return _grouped((yield _best_parts_exact(sql, tables, request, units=k, flt=request.filter)))
     limit = _first_part_window(k)
     keep = max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1)  # units the window's grouping returns

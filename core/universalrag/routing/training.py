@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from .base import ROUTES
 from .dataset import LabelledQuery, labels_of
 from .encoder import RouterNet, load_base, seed_everything, set_threads, tokenize
-from .trained import save_artefact
+from .trained_router import save_artefact
 
 __all__ = ["TRAIN_MODES", "TrainConfig", "TrainResult", "train_router"]
 
@@ -89,7 +89,7 @@ class TrainResult:
     losses: list[float] = field(default_factory=list)
 
     def artefact_config(self, **extra: Any) -> dict[str, Any]:
-        """The config.json content for :func:`~universalrag.routing.trained.save_artefact`."""
+        """The config.json content for :func:`~universalrag.routing.trained_router.save_artefact`."""
         enc = self.net.encoder.config
         return {
             "labels": list(self.labels),

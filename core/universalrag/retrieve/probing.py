@@ -30,10 +30,10 @@ from ..plan import QueryPlan
 from ..routing.base import ROUTES, Router
 from ..routing.combiner import Combiner
 from ..routing.features import ProbeEvidence, pair_features, prior_route
-from ..store.sizes import EMPTY_TTL_S
-from ..store.stats import corpus_sizes
+from ..store.row_estimates import EMPTY_TTL_S
+from ..store.corpus_sizes import corpus_sizes
 from ..types import NO_RETRIEVAL, CorpusSpec, RouteDecision
-from .search import Searcher
+from .searcher import Searcher
 
 __all__ = ["EvidenceRouting", "ProbedQuery"]
 
@@ -52,7 +52,7 @@ class EvidenceRouting:
     """The router's prior plus probe evidence, decided by ``combiner`` (``None``: the router decides alone).
 
     ``stats_ttl`` is how long (seconds) corpus sizes are cached — while a registered corpus is empty or not yet
-    counted, :data:`~universalrag.store.sizes.EMPTY_TTL_S` only, so that what another process ingests is routed to
+    counted, :data:`~universalrag.store.row_estimates.EMPTY_TTL_S` only, so that what another process ingests is routed to
     within a second; call :meth:`invalidate` after writing here. Description and example vectors are cached per
     embedder and text.
     """

@@ -1,6 +1,6 @@
 """Row estimates of corpus tables without counting them, cached per process for a few seconds.
 
-A search decides per table whether to scan it exactly or through its HNSW index (:mod:`universalrag.store.search`)
+A search decides per table whether to scan it exactly or through its HNSW index (:mod:`universalrag.store.corpus_search`)
 and routing reads corpus sizes as evidence; neither may count rows per query. The estimate is the larger of the
 cumulative statistics' live-row count (``pg_stat_get_live_tuples``: follows inserts and deletes within about a
 second) and ``pg_class.reltuples`` (kept by ANALYZE and autovacuum; what a read replica has, whose activity

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import StoreError
-from .sizes import table_rows
+from .row_estimates import table_rows
 
 if TYPE_CHECKING:
     from .store import Store
@@ -15,7 +15,7 @@ __all__ = ["corpus_sizes"]
 
 
 def corpus_sizes(store: Store, corpora: Sequence[str]) -> dict[str, int]:
-    """Units per corpus, estimated without a scan (see :mod:`universalrag.store.sizes`: the planner's row density
+    """Units per corpus, estimated without a scan (see :mod:`universalrag.store.row_estimates`: the planner's row density
     times the table's current pages; a table never analysed is counted) — one statement per server. Each corpus
     is read on its server; the corpora of a member server that cannot be reached count as 0 (not routed to;
     logged)."""

@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..fusion import SOURCE_DEPTH
 from ..plan import QueryPlan
 from ..store import Filter, Store
-from ..store.search import CorpusQuery
+from ..store.corpus_search import CorpusQuery
 from ..types import NO_RETRIEVAL, CorpusSpec, Granularity, Hit, Modality
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 ``search`` is ``search_many`` of one corpus. ``search_many`` groups the corpora by the server that holds them:
 those of this server are searched together on one pooled connection in autocommit mode (every statement its own
 transaction, its index settings inside it), one round trip per step of their searches
-(:func:`~universalrag.store.search.run_searches`); those of member servers at the same time, in threads, each by
+(:func:`~universalrag.store.corpus_search.run_searches`); those of member servers at the same time, in threads, each by
 its own store.
 """
 
@@ -28,7 +28,7 @@ from .queries import word_units
 from .restrict import check_required_filter
 from .scan_rule import MAX_EF_SEARCH
 from .schema import Tables
-from .search import CorpusQuery, SearchRequest, run_searches
+from .corpus_search import CorpusQuery, SearchRequest, run_searches
 from .vectors import check_vector
 
 __all__ = ["Searching"]
@@ -74,7 +74,7 @@ class Searching:
     def search(self, corpus: str, vector: Sequence[float], *, k: int = 5, filter: Filter | None = None,
                ef_search: int | None = None, visual_vector: Sequence[float] | None = None,
                visual_weight: float | None = None, lexical_text: str | None = None,
-               exact: bool | None = None, exact_terms: Sequence[str] = ()) -> list[Hit]:
+               exact_scan: bool | None = None, exact_terms: Sequence[str] = ()) -> list[Hit]:
         """The ``k`` units of ``corpus`` nearest to ``vector`` by cosine similarity (``score`` = 1 − distance).
 
         Multi-vector corpora rank a unit by its best part and report its best parts as ``matched_parts``.
@@ -82,15 +82,15 @@ class Searching:
         ``visual_weight · visual + (1 − visual_weight) · text`` (default: ``settings.visual_weight_for`` the
         corpus's modality). With ``lexical_text`` (hybrid search), that ranking is fused with Postgres full-text
         ranking by reciprocal rank, and ``score`` becomes the fused score. Every channel combines the same way
-        in every corpus kind (see :mod:`universalrag.store.search`).
+        in every corpus kind (see :mod:`universalrag.store.corpus_search`).
 
         A channel whose table (the unit table, or a multi-vector corpus's parts table) holds at most
-        ``settings.exact_search_rows`` rows is scanned exactly; a larger one goes through the HNSW index with
+        ``settings.exact_scan_rows`` rows is scanned exactly; a larger one goes through the HNSW index with
         pgvector's iterative scan (0.8+), so filters and grouping parts by unit still return ``k`` units when they
         exist — unless the corpus's index check (:func:`universalrag.store.index_check.check_index`, run in the
         background the first time such a table is searched) found the index unreliable on its data: then up to
-        ``settings.exact_max_rows`` rows are scanned exactly (see :mod:`universalrag.store.scan_rule`).
-        ``exact=True`` always scans exactly, ``exact=False`` always uses the index. ``exact_terms`` (identifiers,
+        ``settings.exact_scan_max_rows`` rows are scanned exactly (see :mod:`universalrag.store.scan_rule`).
+        ``exact_scan=True`` always scans exactly, ``exact_scan=False`` always uses the index. ``exact_terms`` (identifiers,
         numbers, quoted phrases: :func:`universalrag.exact_terms.exact_terms` of the query) puts the parts that hold
         them first among a multi-vector hit's matched parts, whatever their similarity.
 
@@ -99,7 +99,7 @@ class Searching:
         """
         _check_k(k)
         query = CorpusQuery(corpus, vector, k=k, filter=filter, ef_search=ef_search, visual_vector=visual_vector,
-                            visual_weight=visual_weight, lexical_text=lexical_text, exact=exact,
+                            visual_weight=visual_weight, lexical_text=lexical_text, exact_scan=exact_scan,
                             exact_terms=tuple(exact_terms))
         if self.owner(corpus) is self:  # the common case, without search_many's grouping by server
             return self._search_here([query])[0]
@@ -199,8 +199,8 @@ class Searching:
             return run_searches(conn, [(tables, SearchRequest(
                 vector=vector, k=q.k, filter=q.filter, visual_vector=visual, visual_weight=weight,
                 lexical_text=q.lexical_text, exact_terms=tuple(q.exact_terms), head=q.head, ef_search=ef,
-                exact_rows=self.settings.exact_search_rows,
-                exact_max_rows=self.settings.exact_max_rows, exact=q.exact, iterative=iterative,
+                exact_scan_rows=self.settings.exact_scan_rows,
+                exact_scan_max_rows=self.settings.exact_scan_max_rows, exact_scan=q.exact_scan, iterative=iterative,
                 on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name)))
                 for q, (spec, tables, weight, ef, vector, visual) in zip(queries, jobs)])
 
