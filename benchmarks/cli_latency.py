@@ -47,7 +47,6 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
-
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall-clock and CPU seconds (user + system) of one subprocess run; raises when it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -72,8 +71,12 @@ MODES: dict[str, tuple[dict[str, str], bool]] = {
 }
 
 
-def measure(exe: str, env: dict[str, str], runs: int, modes: dict[str, tuple[dict[str, str], bool]],
-            ) -> dict[str, dict[str, list[tuple[float, float]]]]:
+def measure(
+    exe: str,
+    env: dict[str, str],
+    runs: int,
+    modes: dict[str, tuple[dict[str, str], bool]],
+) -> dict[str, dict[str, list[tuple[float, float]]]]:
     """Each command in each mode ``runs`` times, round robin (so a load spike hits every command alike)."""
     out: dict[str, dict[str, list[tuple[float, float]]]] = {m: {n: [] for n in COMMANDS} for m in modes}
     for _ in range(runs):
@@ -104,8 +107,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="Runs per command and mode (default 5).")
     parser.add_argument("--quick", action="store_true", help="3 runs per command.")
-    parser.add_argument("--exe", default=str(Path(sys.executable).with_name("universalrag")),
-                        help="The universalrag executable to measure.")
+    parser.add_argument(
+        "--exe",
+        default=str(Path(sys.executable).with_name("universalrag")),
+        help="The universalrag executable to measure.",
+    )
     args = parser.parse_args()
     runs = 3 if args.quick else args.runs
 
@@ -136,8 +142,9 @@ def main() -> None:
         if os.environ.get("UNIVERSALRAG_DATABASE_URL"):
             import sqlalchemy as sa
 
-            engine = sa.create_engine(os.environ["UNIVERSALRAG_DATABASE_URL"].replace("postgresql://",
-                                                                                        "postgresql+psycopg://", 1))
+            engine = sa.create_engine(
+                os.environ["UNIVERSALRAG_DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://", 1)
+            )
             with engine.begin() as conn:
                 conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))
             engine.dispose()
@@ -146,30 +153,47 @@ def main() -> None:
     def med(values: list[tuple[float, float]], part: int = 0) -> float | None:
         return round(statistics.median(v[part] for v in values), 3) if values else None
 
-    print(f"CPU {cpu_model()} x{os.cpu_count()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"{runs} runs each; database {'URL' if 'UNIVERSALRAG_DATABASE_URL' in env else 'embedded'}")
+    print(
+        f"CPU {cpu_model()} x{os.cpu_count()}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+        f"{runs} runs each; database {'URL' if 'UNIVERSALRAG_DATABASE_URL' in env else 'embedded'}"
+    )
     print(f"{'command':<10} {'mode':<11} {'wall median':>12} {'wall min':>9} {'CPU median':>11}")
     for name in COMMANDS:
         for mode, values in results.items():
             if values[name]:
-                print(f"{name:<10} {mode:<11} {med(values[name]):>11.3f}s {min(v[0] for v in values[name]):>8.3f}s "
-                      f"{med(values[name], 1):>10.3f}s")
+                print(
+                    f"{name:<10} {mode:<11} {med(values[name]):>11.3f}s {min(v[0] for v in values[name]):>8.3f}s "
+                    f"{med(values[name], 1):>10.3f}s"
+                )
     for name in ("route", "search"):
         new, old_ = results["cold"][name], results["cold torch"][name]
         if new and old_:
-            print(f"{name}: cold NumPy path {med(new):.2f} s vs torch path {med(old_):.2f} s "
-                  f"({med(old_) / med(new):.1f}x faster; CPU {med(old_, 1) / med(new, 1):.1f}x less)")
+            print(
+                f"{name}: cold NumPy path {med(new):.2f} s vs torch path {med(old_):.2f} s "
+                f"({med(old_) / med(new):.1f}x faster; CPU {med(old_, 1) / med(new, 1):.1f}x less)"
+            )
     if serve_start is not None:
         print(f"serve: ready {serve_start:.2f} s after start")
-    print(json.dumps({
-        "benchmark": "cli_latency", "cpu": cpu_model(), "cores": os.cpu_count(),
-        "load_average": [round(x, 2) for x in os.getloadavg()], "runs": runs,
-        **{f"{mode.replace(' ', '_')}_median_s": {n: med(v) for n, v in values.items() if v}
-           for mode, values in results.items()},
-        **{f"{mode.replace(' ', '_')}_cpu_median_s": {n: med(v, 1) for n, v in values.items() if v}
-           for mode, values in results.items()},
-        "serve_ready_s": round(serve_start, 2) if serve_start is not None else None,
-    }))
+    print(
+        json.dumps(
+            {
+                "benchmark": "cli_latency",
+                "cpu": cpu_model(),
+                "cores": os.cpu_count(),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+                "runs": runs,
+                **{
+                    f"{mode.replace(' ', '_')}_median_s": {n: med(v) for n, v in values.items() if v}
+                    for mode, values in results.items()
+                },
+                **{
+                    f"{mode.replace(' ', '_')}_cpu_median_s": {n: med(v, 1) for n, v in values.items() if v}
+                    for mode, values in results.items()
+                },
+                "serve_ready_s": round(serve_start, 2) if serve_start is not None else None,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -29,17 +29,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # for support.documents
 
+from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 from support.documents import write_table_pdf, write_text_pdf  # noqa: E402
 
 from universalrag.ingest.documents import BlockKind, open_document  # noqa: E402
-
-from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
 
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
 
 
 def _stream(path: Path, *, on_page=None) -> tuple[int, float]:  # type: ignore[no-untyped-def]
@@ -91,8 +89,13 @@ def _random_tables(count: int, seed: int) -> list[list[list[str]]]:
     for _ in range(count):
         width = rng.randint(2, 6)
         header = [f"{rng.choice(words).title()} {c}" for c in range(width)]
-        rows = [[(f"{rng.uniform(0, 5000):,.2f}" if rng.random() < 0.5 else f"{rng.choice(words)} {rng.randint(1, 99)}")
-                 for _ in range(width)] for _ in range(rng.randint(3, 15))]
+        rows = [
+            [
+                (f"{rng.uniform(0, 5000):,.2f}" if rng.random() < 0.5 else f"{rng.choice(words)} {rng.randint(1, 99)}")
+                for _ in range(width)
+            ]
+            for _ in range(rng.randint(3, 15))
+        ]
         tables.append([header, *rows])
     return tables
 
@@ -120,8 +123,12 @@ def main() -> None:
     args = parser.parse_args()
     text_pages, mixed_pages, tables_n = (40, 15, 20) if args.quick else (200, 60, 60)
     long_pages = 500
-    results: dict[str, object] = {"cpu": cpu_model(), "cores": os.cpu_count(), "load_1m": os.getloadavg()[0],
-                                  "quick": args.quick}
+    results: dict[str, object] = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "load_1m": os.getloadavg()[0],
+        "quick": args.quick,
+    }
     with tempfile.TemporaryDirectory(prefix="documents-bench-") as tmp:
         folder = Path(tmp)
         text_pdf = write_text_pdf(folder / "text.pdf", pages=text_pages)
@@ -134,9 +141,11 @@ def main() -> None:
         results["text_pdfplumber_pages_per_s"] = round(_pdfplumber_baseline(text_pdf, min(n, 20)), 1)
         n, seconds = _stream(mixed_pdf)
         results["tables_figures_pages_per_s"] = round(n / seconds, 1)
-        print(f"text PDF ({text_pages} pages): {results['text_pages_per_s']} pages/s "
-              f"(PDFium plain text {results['text_pdfium_plain_pages_per_s']}, pdfplumber text "
-              f"{results['text_pdfplumber_pages_per_s']})")
+        print(
+            f"text PDF ({text_pages} pages): {results['text_pages_per_s']} pages/s "
+            f"(PDFium plain text {results['text_pdfium_plain_pages_per_s']}, pdfplumber text "
+            f"{results['text_pdfplumber_pages_per_s']})"
+        )
         print(f"tables+figures PDF ({mixed_pages} pages): {results['tables_figures_pages_per_s']} pages/s")
 
         long_pdf = write_text_pdf(folder / "long.pdf", pages=long_pages, seed=2)
@@ -151,8 +160,10 @@ def main() -> None:
         results["long_pages_per_s"] = round(n / seconds, 1)
         results["rss_mb_at_page"] = {str(k): round(v, 1) for k, v in sorted(samples.items())}
         results["rss_growth_mb_25_to_500"] = round(samples[long_pages] - samples[25], 1)
-        print(f"{long_pages}-page PDF: {results['long_pages_per_s']} pages/s, RSS at pages 25/250/500: "
-              f"{results['rss_mb_at_page']} MB (growth {results['rss_growth_mb_25_to_500']} MB)")
+        print(
+            f"{long_pages}-page PDF: {results['long_pages_per_s']} pages/s, RSS at pages 25/250/500: "
+            f"{results['rss_mb_at_page']} MB (growth {results['rss_growth_mb_25_to_500']} MB)"
+        )
 
         tables = _random_tables(tables_n, seed=9)
         accuracies = []

@@ -57,8 +57,11 @@ def main() -> None:
 
     pages = wikitables_pages(root, limit=args.pages or (12 if args.quick else 60))
     names = {p.name for p in pages}
-    questions = [q for q in map(json.loads, (root / "questions.jsonl").read_text(encoding="utf-8").splitlines())
-                 if q["page"] in names and exact_terms(q["query"])]
+    questions = [
+        q
+        for q in map(json.loads, (root / "questions.jsonl").read_text(encoding="utf-8").splitlines())
+        if q["page"] in names and exact_terms(q["query"])
+    ]
     embedder = bundled_minilm()
     shown = {mode: dict.fromkeys(SHOWN, 0) for mode in ("similarity", "exact terms")}
     ms: dict[str, list[float]] = {mode: [] for mode in shown}
@@ -74,8 +77,10 @@ def main() -> None:
         if not report.ok or report.count("added") + report.count("unchanged") != len(pages):
             failed = [(o.path, o.status) for o in report.outcomes if o.status != "added"]
             raise SystemExit(f"ingestion failed: {failed}")
-        log(f"{len(pages)} pages ingested ({report.count('added')} added, {report.count('unchanged')} unchanged); "
-            f"{len(questions)} questions hold an exact term")
+        log(
+            f"{len(pages)} pages ingested ({report.count('added')} added, {report.count('unchanged')} unchanged); "
+            f"{len(questions)} questions hold an exact term"
+        )
         for i, q in enumerate(questions):
             vector = embedder.embed_query(q["query"])
             runs = {"similarity": (), "exact terms": exact_terms(q["query"])}
@@ -84,8 +89,10 @@ def main() -> None:
             for mode in order:
                 seconds, hits[mode] = timed(store.search, "table", vector, k=5, exact_terms=runs[mode])
                 ms[mode].append(seconds * 1000)
-            gold = {mode: next((h for h in found if q["page"] in unquote(h.uri or "")), None)
-                    for mode, found in hits.items()}
+            gold = {
+                mode: next((h for h in found if q["page"] in unquote(h.uri or "")), None)
+                for mode, found in hits.items()
+            }
             if any(hit is None for hit in gold.values()):
                 continue
             judged += 1
@@ -94,29 +101,50 @@ def main() -> None:
                 rows = [text.lower() for _, text, _ in hit.matched_parts]
                 for n in SHOWN:
                     shown[mode][n] += any(answer in row for row in rows[:n])
-    share = {mode: {f"row{n}" if n == 1 else f"rows1_{n}": round(c / max(judged, 1), 4) for n, c in counts.items()}
-             for mode, counts in shown.items()}
+    share = {
+        mode: {f"row{n}" if n == 1 else f"rows1_{n}": round(c / max(judged, 1), 4) for n, c in counts.items()}
+        for mode, counts in shown.items()
+    }
     p50 = {mode: round(statistics.median(v), 2) if v else None for mode, v in ms.items()}
     for mode in shown:
-        log(f"{mode:12}: answer in the first matched row {share[mode]['row1']:.1%}, in rows 1-3 "
-            f"{share[mode]['rows1_3']:.1%}, in rows 1-5 {share[mode]['rows1_5']:.1%}; search p50 {p50[mode]} ms")
+        log(
+            f"{mode:12}: answer in the first matched row {share[mode]['row1']:.1%}, in rows 1-3 "
+            f"{share[mode]['rows1_3']:.1%}, in rows 1-5 {share[mode]['rows1_5']:.1%}; search p50 {p50[mode]} ms"
+        )
     log(f"{judged} of {len(questions)} questions have their gold page's table in the top 5")
     log(machine_line())
     fig, ax = figure(size=(6.4, 3.8))
     width = 0.38
     for j, mode in enumerate(shown):
         values = list(share[mode].values())
-        ax.bar([i + (j - 0.5) * width for i in range(len(values))], values, width, label=mode,
-               color="C0" if mode == "exact terms" else "C7")
+        ax.bar(
+            [i + (j - 0.5) * width for i in range(len(values))],
+            values,
+            width,
+            label=mode,
+            color="C0" if mode == "exact terms" else "C7",
+        )
     ax.set_xticks(range(len(SHOWN)), [f"first {n} row{'s' if n > 1 else ''}" for n in SHOWN])
     ax.set_ylabel("answer shown (share of judged questions)")
     ax.legend(fontsize=8)
-    save_png(fig, args.out / "exact_rows.png",
-             title=f"Matched rows of the gold table, {judged} wikitables questions with exact terms, "
-                   f"{len(pages)} pages")
-    finish("exact_scan_rows", {"pages": len(pages), "questions": len(questions), "judged": judged,
-                          "similarity": share["similarity"], "exact_terms": share["exact terms"],
-                          "p50_ms_similarity": p50["similarity"], "p50_ms_exact_terms": p50["exact terms"]}, args.out)
+    save_png(
+        fig,
+        args.out / "exact_rows.png",
+        title=f"Matched rows of the gold table, {judged} wikitables questions with exact terms, {len(pages)} pages",
+    )
+    finish(
+        "exact_scan_rows",
+        {
+            "pages": len(pages),
+            "questions": len(questions),
+            "judged": judged,
+            "similarity": share["similarity"],
+            "exact_terms": share["exact terms"],
+            "p50_ms_similarity": p50["similarity"],
+            "p50_ms_exact_terms": p50["exact terms"],
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import uuid
 
 import numpy as np
 import sqlalchemy as sa
+from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 
 from universalrag.config import Settings
 from universalrag.store import Store
@@ -30,10 +31,7 @@ from universalrag.store.index_check import check_index
 from universalrag.store.scan_rule import scan_exactly
 from universalrag.types import Modality, PartBatch, SourceRecord, Unit
 
-from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
-
 DIM = 384
-
 
 
 def _unit_vectors(rng: np.random.Generator, center: np.ndarray, n: int, spread: float) -> np.ndarray:
@@ -51,16 +49,27 @@ def fill(store: Store, n: int, rng: np.random.Generator) -> np.ndarray:
         rows = _unit_vectors(rng, centers[t % 3], per, 0.02)  # near-identical rows
         units.append(Unit(id=uid, corpus="table", content=f"numeric table {t}", embedding=rows.mean(0).tolist()))
         for start in range(0, per, 5000):
-            chunk = rows[start:start + 5000]
-            batches.append(PartBatch(corpus="table", unit_id=uid, start=start,
-                                     texts=[f"row {start + i}" for i in range(len(chunk))], vectors=chunk))
+            chunk = rows[start : start + 5000]
+            batches.append(
+                PartBatch(
+                    corpus="table",
+                    unit_id=uid,
+                    start=start,
+                    texts=[f"row {start + i}" for i in range(len(chunk))],
+                    vectors=chunk,
+                )
+            )
     rare = _unit_vectors(rng, rng.normal(size=DIM), 20, 0.5)
     rare_id = str(uuid.uuid4())
     units.append(Unit(id=rare_id, corpus="table", content="text table", embedding=rare.mean(0).tolist()))
-    batches.append(PartBatch(corpus="table", unit_id=rare_id, start=0, texts=[f"release {i}" for i in range(20)],
-                             vectors=rare))
-    store.write_source(SourceRecord(uri=f"bench://{n}", content_hash="h", modality=Modality.TABLE,
-                                    corpora=("table",)), units, parts=batches)
+    batches.append(
+        PartBatch(corpus="table", unit_id=rare_id, start=0, texts=[f"release {i}" for i in range(20)], vectors=rare)
+    )
+    store.write_source(
+        SourceRecord(uri=f"bench://{n}", content_hash="h", modality=Modality.TABLE, corpora=("table",)),
+        units,
+        parts=batches,
+    )
     with store.engine.begin() as conn:
         conn.execute(sa.text(f"ANALYZE {store.schema}.corpus_table_parts"))
     return rare
@@ -90,8 +99,10 @@ def main() -> None:
     sizes = [2000, 10000, 20000] if args.quick else [int(s) for s in args.sizes.split(",")]
     repeat = 5 if args.quick else args.repeat
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'parts':>7} {'exact ms':>9} {'index ms':>9} {'ratio':>6} {'index top-1 = exact':>20} "
-          f"{'check recall':>13} {'rule':>6}")
+    print(
+        f"{'parts':>7} {'exact ms':>9} {'index ms':>9} {'ratio':>6} {'index top-1 = exact':>20} "
+        f"{'check recall':>13} {'rule':>6}"
+    )
     rng = np.random.default_rng(0)
     for n in sizes:
         schema = f"bench_exact_{uuid.uuid4().hex[:8]}"
@@ -101,10 +112,16 @@ def main() -> None:
             rare = fill(store, n, rng)
             exact, index, agree = measure(store, rare, rng, repeat)
             check = check_index(store, "table", queries=12)
-            rule = scan_exactly(check.rows, store.corpus("table").metadata, exact_scan_rows=store.settings.exact_scan_rows,
-                                exact_scan_max_rows=store.settings.exact_scan_max_rows)
-            print(f"{n:>7} {exact:>9.1f} {index:>9.1f} {exact / index:>6.1f} {agree:>19.0%} {check.recall:>13.0%} "
-                  f"{'exact' if rule else 'index':>6}")
+            rule = scan_exactly(
+                check.rows,
+                store.corpus("table").metadata,
+                exact_scan_rows=store.settings.exact_scan_rows,
+                exact_scan_max_rows=store.settings.exact_scan_max_rows,
+            )
+            print(
+                f"{n:>7} {exact:>9.1f} {index:>9.1f} {exact / index:>6.1f} {agree:>19.0%} {check.recall:>13.0%} "
+                f"{'exact' if rule else 'index':>6}"
+            )
         finally:
             with store.engine.begin() as conn:
                 conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import machine as bench
 import numpy as np
 import sqlalchemy as sa
+
 from universalrag.store.queries import nearest_units, set_local
 
 DIM, K, BUCKETS, CORPUS = 384, 10, 100, "filtered"
@@ -59,10 +60,10 @@ def index_only(store):  # type: ignore[no-untyped-def]
     """A store on the same schema whose connections tell the planner to avoid sequential and bitmap scans
     (libpq ``options=-c enable_seqscan=off -c enable_bitmapscan=off``), so filtered searches go through HNSW."""
     from sqlalchemy.engine import make_url
+
     from universalrag.store import Store
 
-    url = make_url(store.resolve_url()).update_query_dict(
-        {"options": "-c enable_seqscan=off -c enable_bitmapscan=off"})
+    url = make_url(store.resolve_url()).update_query_dict({"options": "-c enable_seqscan=off -c enable_bitmapscan=off"})
     return Store(url.render_as_string(hide_password=False), schema=store.schema, settings=store.settings)
 
 
@@ -84,12 +85,18 @@ def run_forms(store, vectors, ids, rng, n_queries: int) -> dict[str, dict[str, f
             it_ms.append(t_it * 1000)
             pl_ms.append(t_pl * 1000)
         plan = plain(store, vectors[0].tolist(), make(0), explain=True)
-        results[form] = {"recall_iterative": float(np.mean(it_recall)), "recall_plain": float(np.mean(pl_recall)),
-                         "p50_ms_iterative": bench.percentile(it_ms, 50), "p50_ms_plain": bench.percentile(pl_ms, 50)}
+        results[form] = {
+            "recall_iterative": float(np.mean(it_recall)),
+            "recall_plain": float(np.mean(pl_recall)),
+            "p50_ms_iterative": bench.percentile(it_ms, 50),
+            "p50_ms_plain": bench.percentile(pl_ms, 50),
+        }
         r = results[form]
-        bench.log(f"  {form:9} filter: recall@10 library {r['recall_iterative']:.3f} "
-                  f"(p50 {r['p50_ms_iterative']:.1f} ms), plain {r['recall_plain']:.3f} "
-                  f"(p50 {r['p50_ms_plain']:.1f} ms); plan: {plan[0] if plan else '?'}")
+        bench.log(
+            f"  {form:9} filter: recall@10 library {r['recall_iterative']:.3f} "
+            f"(p50 {r['p50_ms_iterative']:.1f} ms), plain {r['recall_plain']:.3f} "
+            f"(p50 {r['p50_ms_plain']:.1f} ms); plan: {plan[0] if plan else '?'}"
+        )
     return results
 
 
@@ -112,8 +119,10 @@ def main() -> None:
     n = len(vectors)
     with bench.scratch_store(args.database_url, "filtered") as store:
         load_s, ids = bench.timed(load, store, vectors)
-        bench.log(f"{n} units ({n // BUCKETS} per bucket) loaded in {load_s:.0f} s; exact_scan_rows = "
-                  f"{store.settings.exact_scan_rows}, ef_search = {store.settings.ef_search}")
+        bench.log(
+            f"{n} units ({n // BUCKETS} per bucket) loaded in {load_s:.0f} s; exact_scan_rows = "
+            f"{store.settings.exact_scan_rows}, ef_search = {store.settings.ef_search}"
+        )
         bench.log("planner's choice (library defaults):")
         unfiltered = run_unfiltered(store, vectors, ids, rng, n_queries)
         planner = run_forms(store, vectors, ids, rng, n_queries)
@@ -134,12 +143,19 @@ def main() -> None:
     ax.legend(fontsize=8)
     bench.save_png(fig, args.out / "filtered.png", title=f"Filtered search, {n} synthetic units, k = {K}")
     main_form = index["range"]
-    bench.finish("filtered", {"recall_iterative": round(main_form["recall_iterative"], 4),
-                        "recall_plain": round(main_form["recall_plain"], 4),
-                        "hnsw_forced": {f: {k: round(v, 4) for k, v in r.items()} for f, r in index.items()},
-                        "planner": {f: {k: round(v, 4) for k, v in r.items()} for f, r in planner.items()},
-                        "unfiltered": {k: round(v, 4) for k, v in unfiltered.items()},
-                        "units": n, "queries": n_queries}, args.out)
+    bench.finish(
+        "filtered",
+        {
+            "recall_iterative": round(main_form["recall_iterative"], 4),
+            "recall_plain": round(main_form["recall_plain"], 4),
+            "hnsw_forced": {f: {k: round(v, 4) for k, v in r.items()} for f, r in index.items()},
+            "planner": {f: {k: round(v, 4) for k, v in r.items()} for f, r in planner.items()},
+            "unfiltered": {k: round(v, 4) for k, v in unfiltered.items()},
+            "units": n,
+            "queries": n_queries,
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

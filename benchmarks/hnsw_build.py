@@ -67,8 +67,9 @@ def main() -> None:
             bench.log(f"ingesting {len(chosen)} wikitables pages into {args.schema}")
             target = [WIKITABLES / "pages"] if len(chosen) == len(wikitables_pages(WIKITABLES)) else chosen
             rag.ingest(target)
-        questions, _ = resolve_gold(rag.store, [q for q in wikitables_questions(WIKITABLES, pages=chosen)
-                                                if q.corpus == "table"])
+        questions, _ = resolve_gold(
+            rag.store, [q for q in wikitables_questions(WIKITABLES, pages=chosen) if q.corpus == "table"]
+        )
         questions = [q for q in questions if q.gold_units]
         vectors = rag.embedder.embed([q.query for q in questions])
         tables = rag.store.counts().get("table", 0)
@@ -82,18 +83,30 @@ def main() -> None:
                 build_s = rebuild_index(rag.store, "table", ef, parts=True)
                 share, ms = _search(rag.store, vectors, questions, exact_scan=False)
                 runs[ef].append({"top5": share, "p50_ms": ms, "build_s": build_s})
-                bench.log(f"ef_construction {ef:4d}, build {round_ + 1}  top-5 {100 * share:5.2f} %  p50 {ms:6.2f} ms"
-                          f"  build {build_s:5.1f} s")
+                bench.log(
+                    f"ef_construction {ef:4d}, build {round_ + 1}  top-5 {100 * share:5.2f} %  p50 {ms:6.2f} ms"
+                    f"  build {build_s:5.1f} s"
+                )
         rebuild_index(rag.store, "table", EF_CONSTRUCTION, parts=True)
-        summary = {str(ef): {key: round(statistics.mean(r[key] for r in rs), 4) for key in rs[0]}
-                   for ef, rs in runs.items()}
+        summary = {
+            str(ef): {key: round(statistics.mean(r[key] for r in rs), 4) for key in rs[0]} for ef, rs in runs.items()
+        }
         for ef, s in summary.items():
-            bench.log(f"ef_construction {ef:>4s}, mean of {args.builds}  top-5 {100 * s['top5']:5.2f} %"
-                      f"  p50 {s['p50_ms']:6.2f} ms  build {s['build_s']:5.1f} s")
+            bench.log(
+                f"ef_construction {ef:>4s}, mean of {args.builds}  top-5 {100 * s['top5']:5.2f} %"
+                f"  p50 {s['p50_ms']:6.2f} ms  build {s['build_s']:5.1f} s"
+            )
         _plot(runs, exact_share, args.out / "hnsw_build.png")
-        bench.finish("hnsw_build", {"questions": len(questions), "pages": len(chosen),
-                                    "exact": {"top5": exact_share, "p50_ms": exact_ms}, "builds": summary},
-                     args.out)
+        bench.finish(
+            "hnsw_build",
+            {
+                "questions": len(questions),
+                "pages": len(chosen),
+                "exact": {"top5": exact_share, "p50_ms": exact_ms},
+                "builds": summary,
+            },
+            args.out,
+        )
     finally:
         rag.close()
 

@@ -74,16 +74,25 @@ def main(argv: list[str] | None = None) -> int:
         # the timed questions repeat (pending, then settled): each is embedded every time, as a new one is
         settings = store.settings.with_(query_vectors=0)
         rag = UniversalRAG(settings=settings, store=store, generator=None, visual_encoder=None, log_decisions=False)
-        hybrid = UniversalRAG(settings=settings, store=store, embedder=rag.embedder, generator=None,
-                              visual_encoder=None, log_decisions=False, hybrid=True)
+        hybrid = UniversalRAG(
+            settings=settings,
+            store=store,
+            embedder=rag.embedder,
+            generator=None,
+            visual_encoder=None,
+            log_decisions=False,
+            hybrid=True,
+        )
         with mock.patch.object(Store, "settle", lambda self, corpora: 0):  # the ingest as it was: lists left pending
             seconds, report = timed(rag.ingest, pages)
         log(f"ingested {len(pages)} pages in {seconds:.0f} s: {report}")
         questions = [q.query for q in wikitables_questions(args.wikitables, pages=pages)]
         questions = questions[: args.questions or (15 if args.quick else 60)]
         typos = [t[0] for t in map(misspell, questions) if t is not None]
-        calls = {"corrections": (rag.corrections, typos),
-                 "hybrid": (lambda q: [h.id for h in hybrid.retrieve(q)], questions)}
+        calls = {
+            "corrections": (rag.corrections, typos),
+            "hybrid": (lambda q: [h.id for h in hybrid.retrieve(q)], questions),
+        }
         results: dict[str, dict[str, Any]] = {name: {} for name in calls}
         answers: dict[str, dict[str, list[Any]]] = {name: {} for name in calls}
         for state in ("pending", "settled"):
@@ -98,12 +107,23 @@ def main(argv: list[str] | None = None) -> int:
             before, after = figures["pending"], figures["settled"]
             figures["ratio_p50"] = round(before["p50_ms"] / after["p50_ms"], 2) if after["p50_ms"] else None
             figures["same_answers"] = answers[name]["pending"] == answers[name]["settled"]
-            log(f"{name:<12} pending p50 {before['p50_ms']:7.1f} ms  p95 {before['p95_ms']:7.1f} ms   settled p50 "
+            log(
+                f"{name:<12} pending p50 {before['p50_ms']:7.1f} ms  p95 {before['p95_ms']:7.1f} ms   settled p50 "
                 f"{after['p50_ms']:7.1f} ms  p95 {after['p95_ms']:7.1f} ms   {figures['ratio_p50']}x  same answers: "
-                f"{figures['same_answers']}")
+                f"{figures['same_answers']}"
+            )
         plot(results, args.out / "index_settle.png", title=f"Full-text lookups, {len(pages)} wikitables pages")
-        finish("index_settle", {"pages": len(pages), "questions": len(questions), "typos": len(typos),
-                                "pending_pages_merged": merged, **results}, args.out)
+        finish(
+            "index_settle",
+            {
+                "pages": len(pages),
+                "questions": len(questions),
+                "typos": len(typos),
+                "pending_pages_merged": merged,
+                **results,
+            },
+            args.out,
+        )
     return 0
 
 

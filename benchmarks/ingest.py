@@ -64,8 +64,12 @@ def make_corpus(folder: Path, copies: int, n_files: int | None = None) -> list[P
         for src in sorted((REPO / "tests" / "data" / "corpus").iterdir())[:n_files]:
             dst = folder / f"{src.stem}_{i}{src.suffix}"
             text = src.read_text(encoding="utf-8")
-            dst.write_text(text.replace("</body>", f"<p>Copy {i}.</p></body>") if src.suffix == ".html"
-                           else text + f"\n\nCopy {i}.\n", encoding="utf-8")
+            dst.write_text(
+                text.replace("</body>", f"<p>Copy {i}.</p></body>")
+                if src.suffix == ".html"
+                else text + f"\n\nCopy {i}.\n",
+                encoding="utf-8",
+            )
             files.append(dst)
     return files
 
@@ -137,9 +141,16 @@ def run_llamaindex(url: str, schema: str, embedding: Any, texts: list[str], tabl
     store = PGVectorStore.from_params(
         connection_string=base.set(drivername="postgresql+psycopg2").render_as_string(hide_password=False),
         async_connection_string=base.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False),
-        schema_name=schema, table_name=table, embed_dim=DIM,
-        hnsw_kwargs={"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 40,
-                     "hnsw_dist_method": "vector_cosine_ops"})
+        schema_name=schema,
+        table_name=table,
+        embed_dim=DIM,
+        hnsw_kwargs={
+            "hnsw_m": 16,
+            "hnsw_ef_construction": 64,
+            "hnsw_ef_search": 40,
+            "hnsw_dist_method": "vector_cosine_ops",
+        },
+    )
     storage_context = StorageContext.from_defaults(vector_store=store)
     VectorStoreIndex([TextNode(text=t) for t in texts], storage_context=storage_context, embed_model=embedding)
 
@@ -174,6 +185,7 @@ def llamaindex_ours(embedder: Any) -> Any:
 def langchain_documented(embedder: Any) -> Any:
     """LangChain's documented local encoder (sentence-transformers) on the bundled MiniLM weights."""
     from langchain_huggingface import HuggingFaceEmbeddings
+
     from universalrag.routing.encoder import base_model_path
 
     return HuggingFaceEmbeddings(model_name=str(base_model_path()), model_kwargs={"device": "cpu"})
@@ -182,6 +194,7 @@ def langchain_documented(embedder: Any) -> Any:
 def llamaindex_documented(embedder: Any) -> Any:
     """LlamaIndex's documented local encoder (sentence-transformers) on the bundled MiniLM weights."""
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
     from universalrag.routing.encoder import base_model_path
 
     return HuggingFaceEmbedding(model_name=str(base_model_path()), device="cpu")
@@ -234,8 +247,10 @@ def table_rows(store: Any, embedder: Any, tmp: Path, n: int) -> None:
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     assert report.ok, report.failed
-    log(f"table       : {n / seconds:8.1f} rows/s ({seconds:.1f} s), peak Python memory {peak:.1f} MiB, "
-        f"size on disk {path.stat().st_size / 2**20:.1f} MiB")
+    log(
+        f"table       : {n / seconds:8.1f} rows/s ({seconds:.1f} s), peak Python memory {peak:.1f} MiB, "
+        f"size on disk {path.stat().st_size / 2**20:.1f} MiB"
+    )
 
 
 def main() -> None:
@@ -303,21 +318,32 @@ def main() -> None:
     seconds["raw encoder (torch)"] = (torch_before + torch_after) / 2
     rates = {k: (len(texts) / v if v else None) for k, v in seconds.items()}
     ours = rates["universalrag"]
-    log(f"raw encoder      : {rates['raw encoder']:8.1f} texts/s ({raw_before:.2f} s, then {raw_after:.2f} s) "
-        f"on {bulk_backend}, the backend our ingestion used")
-    log(f"raw torch encoder: {rates['raw encoder (torch)']:8.1f} texts/s ({torch_before:.2f} s, then "
-        f"{torch_after:.2f} s); universalrag / it = {ours / rates['raw encoder (torch)']:.2f}")
+    log(
+        f"raw encoder      : {rates['raw encoder']:8.1f} texts/s ({raw_before:.2f} s, then {raw_after:.2f} s) "
+        f"on {bulk_backend}, the backend our ingestion used"
+    )
+    log(
+        f"raw torch encoder: {rates['raw encoder (torch)']:8.1f} texts/s ({torch_before:.2f} s, then "
+        f"{torch_after:.2f} s); universalrag / it = {ours / rates['raw encoder (torch)']:.2f}"
+    )
     log(f"universalrag runs: {ours_first:.2f} s first, {ours_again:.2f} s last")
     cpu = {k: sum(v) / len(v) for k, v in CPU.items()}
-    log("CPU seconds of this process (mean): " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
-        + f"; universalrag / raw encoder in CPU terms: {cpu['raw encoder'] / cpu['universalrag']:.3f}")
+    log(
+        "CPU seconds of this process (mean): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+        + f"; universalrag / raw encoder in CPU terms: {cpu['raw encoder'] / cpu['universalrag']:.3f}"
+    )
     for name in ("universalrag", *peers):
         if rates.get(name):
-            log(f"{name:17}: {rates[name]:8.1f} texts/s ({seconds[name]:.2f} s); universalrag / it = "
-                f"{ours / rates[name]:.2f}")
+            log(
+                f"{name:17}: {rates[name]:8.1f} texts/s ({seconds[name]:.2f} s); universalrag / it = "
+                f"{ours / rates[name]:.2f}"
+            )
     ratio = {name: (round(ours / rates[name], 3) if rates.get(name) else None) for name in peers}
-    log(f"ratio vs raw encoder ({bulk_backend}): {ours / rates['raw encoder']:.3f} (goal >= 0.9); vs raw torch "
-        f"encoder: {ours / rates['raw encoder (torch)']:.3f}; vs peers: {ratio} (goal >= 3)")
+    log(
+        f"ratio vs raw encoder ({bulk_backend}): {ours / rates['raw encoder']:.3f} (goal >= 0.9); vs raw torch "
+        f"encoder: {ours / rates['raw encoder (torch)']:.3f}; vs peers: {ratio} (goal >= 3)"
+    )
     log(machine_line())
     fig, ax = figure(size=(6.4, 4))
     shown = {k: v for k, v in rates.items() if v}
@@ -325,17 +351,26 @@ def main() -> None:
     ax.set_ylabel("texts embedded and stored per second")
     ax.tick_params(axis="x", labelsize=7, labelrotation=20)
     save_png(fig, args.out / "ingest.png", title=f"Ingestion, {len(texts)} texts, bundled MiniLM, same server")
-    finish("ingest", {"rows_per_s": round(ours, 2), "ratio_vs_encoder": round(ours / rates["raw encoder"], 3),
-                      "encoder_backend": bulk_backend,
-                      "ratio_vs_encoder_torch": round(ours / rates["raw encoder (torch)"], 3),
-                      "cpu_ratio_vs_encoder": round(cpu["raw encoder"] / cpu["universalrag"], 3),
-                      "cpu_s_by_contender": {k: round(v, 2) for k, v in cpu.items()},
-                      "ratio_vs_langchain_postgres": ratio.get("langchain_postgres"),
-                      "ratio_vs_llamaindex": ratio.get("llamaindex"),
-                      "ratio_vs_langchain_postgres_documented": ratio.get("langchain_postgres_documented"),
-                      "ratio_vs_llamaindex_documented": ratio.get("llamaindex_documented"),
-                      "rows_per_s_by_contender": {k: (round(v, 2) if v else None) for k, v in rates.items()},
-                      "texts": len(texts), "stored_by_peer": stored, "files": len(files)}, args.out)
+    finish(
+        "ingest",
+        {
+            "rows_per_s": round(ours, 2),
+            "ratio_vs_encoder": round(ours / rates["raw encoder"], 3),
+            "encoder_backend": bulk_backend,
+            "ratio_vs_encoder_torch": round(ours / rates["raw encoder (torch)"], 3),
+            "cpu_ratio_vs_encoder": round(cpu["raw encoder"] / cpu["universalrag"], 3),
+            "cpu_s_by_contender": {k: round(v, 2) for k, v in cpu.items()},
+            "ratio_vs_langchain_postgres": ratio.get("langchain_postgres"),
+            "ratio_vs_llamaindex": ratio.get("llamaindex"),
+            "ratio_vs_langchain_postgres_documented": ratio.get("langchain_postgres_documented"),
+            "ratio_vs_llamaindex_documented": ratio.get("llamaindex_documented"),
+            "rows_per_s_by_contender": {k: (round(v, 2) if v else None) for k, v in rates.items()},
+            "texts": len(texts),
+            "stored_by_peer": stored,
+            "files": len(files),
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

@@ -34,7 +34,34 @@ import time
 import uuid
 from pathlib import Path
 
-WORDS = ["harbour", "lantern", "granite", "meadow", "orchard", "falcon", "copper", "willow", "summit", "canal", "quarry", "beacon", "glacier", "tundra", "prairie", "lagoon", "estuary", "ridge", "valley", "basin", "delta", "fjord", "plateau", "canyon", "marsh", "grove"]
+WORDS = [
+    "harbour",
+    "lantern",
+    "granite",
+    "meadow",
+    "orchard",
+    "falcon",
+    "copper",
+    "willow",
+    "summit",
+    "canal",
+    "quarry",
+    "beacon",
+    "glacier",
+    "tundra",
+    "prairie",
+    "lagoon",
+    "estuary",
+    "ridge",
+    "valley",
+    "basin",
+    "delta",
+    "fjord",
+    "plateau",
+    "canyon",
+    "marsh",
+    "grove",
+]
 
 
 class WordHashEmbedder:
@@ -96,18 +123,27 @@ def child(args: argparse.Namespace) -> None:
         store.init(embedder=embedder.name, dimension=embedder.dimension)
         options = IngestOptions(**cfg["options"])
         started = time.perf_counter()
-        report = ingest_paths(store, embedder, [cfg["path"]], options=options,
-                              on_progress=lambda p: progress.append(p.done))
+        report = ingest_paths(
+            store, embedder, [cfg["path"]], options=options, on_progress=lambda p: progress.append(p.done)
+        )
         elapsed = time.perf_counter() - started
         store.downgrade("base")
     outcome = report.outcomes[0]
-    print(json.dumps({"seconds": elapsed, "status": outcome.status, "error": outcome.error, "rows": outcome.rows,
-                      "batches": len(progress)}))
+    print(
+        json.dumps(
+            {
+                "seconds": elapsed,
+                "status": outcome.status,
+                "error": outcome.error,
+                "rows": outcome.rows,
+                "batches": len(progress),
+            }
+        )
+    )
 
 
 def run_case(name: str, cfg: dict[str, object]) -> dict[str, object]:
-    proc = subprocess.Popen([sys.executable, __file__, "--child", json.dumps(cfg)], stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen([sys.executable, __file__, "--child", json.dumps(cfg)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)  # reaped here, with the child's own resource usage
@@ -116,8 +152,11 @@ def run_case(name: str, cfg: dict[str, object]) -> dict[str, object]:
         raise SystemExit(f"{name}: the child process failed ({proc.returncode})")
     result = json.loads(out.strip().splitlines()[-1])
     result["peak_mb"] = usage.ru_maxrss / 1024
-    print(f"{name:<26} {result['seconds']:>8.1f} s  peak {result['peak_mb']:>7.0f} MB  {result['status']:<7} "
-          f"batches={result['batches']} rows={result['rows']} {result['error'] or ''}", flush=True)
+    print(
+        f"{name:<26} {result['seconds']:>8.1f} s  peak {result['peak_mb']:>7.0f} MB  {result['status']:<7} "
+        f"batches={result['batches']} rows={result['rows']} {result['error'] or ''}",
+        flush=True,
+    )
     return result
 
 
@@ -126,8 +165,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--embedder", choices=("minilm", "hash"), default="minilm")
     parser.add_argument("--no-baseline", action="store_true")
-    parser.add_argument("--case", choices=("all", "text", "csv"), default="all",
-                        help="run only the text cases or only the CSV case")
+    parser.add_argument(
+        "--case", choices=("all", "text", "csv"), default="all", help="run only the text cases or only the CSV case"
+    )
     parser.add_argument("--child")
     args = parser.parse_args()
     if args.child:
@@ -137,34 +177,55 @@ def main() -> None:
     from machine import cpu_model
 
     text_mb, csv_rows, embedded = (16, 200_000, 20_000) if args.quick else (200, 1_000_000, 100_000)
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at start; "
-          f"embedder {args.embedder}")
+    print(
+        f"CPU: {cpu_model()}, {os.cpu_count()} cores; load average {os.getloadavg()[0]:.1f} at start; "
+        f"embedder {args.embedder}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        base = {"url": os.environ.get("UNIVERSALRAG_DATABASE_URL"), "home": str(folder / "home"),
-                "embedder": args.embedder}
+        base = {
+            "url": os.environ.get("UNIVERSALRAG_DATABASE_URL"),
+            "home": str(folder / "home"),
+            "embedder": args.embedder,
+        }
         text, table = folder / "big.txt", folder / "big.csv"
         if args.case in ("all", "text"):
             write_text(text, text_mb)
             run_text(args, base, text, text_mb)
         if args.case in ("all", "csv"):
             write_csv(table, csv_rows)
-            run_case(f"csv {csv_rows:,} rows", {**base, "path": str(table),
-                                                "options": {"max_embedded_rows": embedded},
-                                                "schema": "bench_" + uuid.uuid4().hex[:8]})
+            run_case(
+                f"csv {csv_rows:,} rows",
+                {
+                    **base,
+                    "path": str(table),
+                    "options": {"max_embedded_rows": embedded},
+                    "schema": "bench_" + uuid.uuid4().hex[:8],
+                },
+            )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
 def run_text(args: argparse.Namespace, base: dict[str, object], text: Path, text_mb: int) -> None:
     """The streamed text case and, unless ``--no-baseline``, the whole-file baseline."""
-    streamed = run_case(f"text {text_mb} MB streamed", {**base, "path": str(text), "options": {},
-                                                        "schema": "bench_" + uuid.uuid4().hex[:8]})
+    streamed = run_case(
+        f"text {text_mb} MB streamed",
+        {**base, "path": str(text), "options": {}, "schema": "bench_" + uuid.uuid4().hex[:8]},
+    )
     if not args.no_baseline:
-        whole = run_case(f"text {text_mb} MB whole-file", {
-            **base, "path": str(text), "options": {"large_text_bytes": 1 << 40},
-            "schema": "bench_" + uuid.uuid4().hex[:8]})
-        print(f"peak memory streamed / whole-file: {streamed['peak_mb'] / whole['peak_mb']:.2f}; "
-              f"time: {streamed['seconds'] / whole['seconds']:.2f}")
+        whole = run_case(
+            f"text {text_mb} MB whole-file",
+            {
+                **base,
+                "path": str(text),
+                "options": {"large_text_bytes": 1 << 40},
+                "schema": "bench_" + uuid.uuid4().hex[:8],
+            },
+        )
+        print(
+            f"peak memory streamed / whole-file: {streamed['peak_mb'] / whole['peak_mb']:.2f}; "
+            f"time: {streamed['seconds'] / whole['seconds']:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -63,6 +63,7 @@ def scratch_store(database_url: str | None, prefix: str) -> Iterator[Any]:
     dropped with everything in it on exit. ``database_url=None``: ``UNIVERSALRAG_DATABASE_URL``, else the
     embedded server."""
     import sqlalchemy as sa
+
     from universalrag.config import Settings
     from universalrag.store import Store
 
@@ -123,8 +124,13 @@ def save_png(fig: Any, path: Path, *, title: str) -> Path:
 def finish(name: str, result: dict[str, Any], out: Path) -> None:
     """Write ``<out>/<name>.json`` and print the summary as the last stdout line (one JSON object, with the CPU
     and the load at the end of the run)."""
-    summary = {**result, "cpu": cpu_model(), "cores": os.cpu_count(), "load": load(),
-               "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    summary = {
+        **result,
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "load": load(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.json").write_text(json.dumps(summary, indent=2) + "\n")
     sys.stdout.flush()
@@ -134,13 +140,15 @@ def finish(name: str, result: dict[str, Any], out: Path) -> None:
 def analyze(store: Any, *corpora: str) -> None:
     """``ANALYZE`` the unit tables of ``corpora`` (fresh planner statistics after a bulk load)."""
     from psycopg import sql
+
     from universalrag.store.schema import unit_table_name
 
     with store.transaction("analyze") as conn:
         raw = conn.connection.driver_connection
         for name in corpora:
-            raw.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(store.schema),
-                                                        sql.Identifier(unit_table_name(name))))
+            raw.execute(
+                sql.SQL("ANALYZE {}.{}").format(sql.Identifier(store.schema), sql.Identifier(unit_table_name(name)))
+            )
 
 
 @contextlib.contextmanager
@@ -149,6 +157,7 @@ def index_after_load(store: Any, *corpora: str) -> Iterator[None]:
     definitions (``pg_get_indexdef``), afterwards: one index build is several times faster than inserting
     every row into the graph, which matters for the large synthetic corpora only."""
     from psycopg import sql
+
     from universalrag.store.schema import unit_table_name
 
     tables = [unit_table_name(c) for c in corpora]
@@ -156,7 +165,9 @@ def index_after_load(store: Any, *corpora: str) -> Iterator[None]:
         raw = conn.connection.driver_connection
         defs = raw.execute(
             "SELECT i.indexname, i.indexdef FROM pg_indexes i WHERE i.schemaname = %s AND i.tablename = ANY(%s) "
-            "AND i.indexdef ILIKE '%% USING hnsw %%'", (store.schema, tables)).fetchall()
+            "AND i.indexdef ILIKE '%% USING hnsw %%'",
+            (store.schema, tables),
+        ).fetchall()
         for name, _ in defs:
             raw.execute(sql.SQL("DROP INDEX {}.{}").format(sql.Identifier(store.schema), sql.Identifier(name)))
     yield
@@ -183,8 +194,9 @@ def synthetic_vectors(rng: Any, n: int, *, dim: int = 384, topics: int = 12) -> 
     return unit_rows(centers[rng.integers(0, topics, size=n)] + 1.2 * unit_rows(rng.normal(size=(n, dim))))
 
 
-def text_like_vectors(rng: Any, n: int, *, dim: int = 384, topics: int = 24, subtopics: int = 64,
-                      decay: float = 0.7) -> Any:
+def text_like_vectors(
+    rng: Any, n: int, *, dim: int = 384, topics: int = 24, subtopics: int = 64, decay: float = 0.7
+) -> Any:
     """``n`` unit vectors shaped like real MiniLM text embeddings, shape ``(n, dim)``: topics around one base
     direction, subtopics within each, units around their subtopic, every offset drawn with variances falling as
     ``rank ** -decay`` along a random basis (text embeddings spread over a few dozen directions, not all 384).
@@ -217,8 +229,9 @@ def near(rng: Any, x: Any, spread: float = 0.5) -> Any:
     return unit_rows(x + spread * unit_rows(rng.normal(size=x.shape[-1])))
 
 
-def load_synthetic(store: Any, corpora: dict[str, tuple[list[str], Any]], *,
-                   metadata: Callable[[int], dict[str, Any]] | None = None) -> None:
+def load_synthetic(
+    store: Any, corpora: dict[str, tuple[list[str], Any]], *, metadata: Callable[[int], dict[str, Any]] | None = None
+) -> None:
     """Initialise ``store`` and write synthetic corpora: ``{name: (ids, vectors)}``, one single-vector text
     corpus each (embedder ``bench``), ``metadata(i)`` on unit ``i``; HNSW indexes built after the load."""
     from universalrag.types import CorpusSpec, Granularity, Modality, SourceRecord, Unit
@@ -226,16 +239,36 @@ def load_synthetic(store: Any, corpora: dict[str, tuple[list[str], Any]], *,
     dim = next(iter(corpora.values()))[1].shape[1]
     store.init(embedder="bench", dimension=dim)
     for name in corpora:
-        store.create_corpus(CorpusSpec(name=name, modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
-                                       description=f"synthetic corpus {name}", dimension=dim, embedder="bench"))
+        store.create_corpus(
+            CorpusSpec(
+                name=name,
+                modality=Modality.TEXT,
+                granularity=Granularity.PARAGRAPH,
+                description=f"synthetic corpus {name}",
+                dimension=dim,
+                embedder="bench",
+            )
+        )
     with index_after_load(store, *corpora):
         for name, (ids, vectors) in corpora.items():
             for start in range(0, len(vectors), 5000):
                 stop = min(start + 5000, len(vectors))
-                units = [Unit(id=ids[i], corpus=name, content=f"{name} unit {i}", embedding=vectors[i],
-                              metadata=metadata(i) if metadata else {}) for i in range(start, stop)]
-                store.write_source(SourceRecord(uri=f"bench://{name}/{start}", content_hash="h",
-                                                modality=Modality.TEXT, corpora=(name,)), units)
+                units = [
+                    Unit(
+                        id=ids[i],
+                        corpus=name,
+                        content=f"{name} unit {i}",
+                        embedding=vectors[i],
+                        metadata=metadata(i) if metadata else {},
+                    )
+                    for i in range(start, stop)
+                ]
+                store.write_source(
+                    SourceRecord(
+                        uri=f"bench://{name}/{start}", content_hash="h", modality=Modality.TEXT, corpora=(name,)
+                    ),
+                    units,
+                )
 
 
 def new_ids(n: int) -> list[str]:
@@ -243,8 +276,9 @@ def new_ids(n: int) -> list[str]:
     return [str(uuid.uuid4()) for _ in range(n)]
 
 
-def synthetic_setup(doc: str | None, *, units: tuple[int, int], queries: tuple[int, int],
-                    seed: int) -> tuple[argparse.Namespace, Any, int, Any]:
+def synthetic_setup(
+    doc: str | None, *, units: tuple[int, int], queries: tuple[int, int], seed: int
+) -> tuple[argparse.Namespace, Any, int, Any]:
     """Parse the options of a benchmark over one synthetic corpus (``--units``, ``--queries``: defaults given as
     ``(full, quick)``), print the machine line and draw the vectors: ``(args, vectors, n_queries, rng)``."""
     import numpy as np

@@ -43,6 +43,7 @@ import psycopg
 import sqlalchemy as sa
 from pgvector.psycopg import register_vector
 from psycopg import sql
+
 from universalrag.store.schema import unit_table_name
 
 DIM, K, CORPUS = 384, 10, "overhead"
@@ -74,8 +75,7 @@ def capture(store, vector: np.ndarray) -> tuple[list[tuple[str, object]], bool]:
         for engine in engines:
             sa.event.remove(engine, "before_cursor_execute", record)
     assert len(modes) == 1, modes
-    return [(s, p) for s, p in sent if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK"))], \
-        modes.pop()
+    return [(s, p) for s, p in sent if not s.lstrip().upper().startswith(("BEGIN", "COMMIT", "ROLLBACK"))], modes.pop()
 
 
 def replay(conn: psycopg.Connection, statements: list[tuple[str, object]], autocommit: bool) -> int:
@@ -128,12 +128,14 @@ def main() -> None:
                 q_array = bench.near(rng, vectors[rng.integers(n)]).astype(np.float32)
                 statements, autocommit = capture(store, q_array)
                 as_list = q_array.tolist()
-                calls = {"library": (store.search, (CORPUS, q_array), {"k": K, "exact": False}),
-                         "raw": (replay, (conn, statements, autocommit), {}),
-                         "one": (run_one, (conn, hand, ef, q_array), {}),
-                         "list": (store.search, (CORPUS, as_list), {"k": K, "exact": False})}
+                calls = {
+                    "library": (store.search, (CORPUS, q_array), {"k": K, "exact": False}),
+                    "raw": (replay, (conn, statements, autocommit), {}),
+                    "one": (run_one, (conn, hand, ef, q_array), {}),
+                    "list": (store.search, (CORPUS, as_list), {"k": K, "exact": False}),
+                }
                 order = list(calls)
-                order = order[i % 4:] + order[:i % 4]  # each side in each position as often: no side always runs
+                order = order[i % 4 :] + order[: i % 4]  # each side in each position as often: no side always runs
                 # right after the untimed capture (measured: a search just after it is slower, whichever side it is)
                 got = {name: cpu_timed(calls[name][0], *calls[name][1], **calls[name][2]) for name in order}
                 hits, rows, rows_one, list_hits = (got[name][2] for name in ("library", "raw", "one", "list"))
@@ -144,30 +146,49 @@ def main() -> None:
                         wall.append(got[name][0] * 1000)
                     lib_cpu.append(got["library"][1] * 1000)
                     raw_cpu.append(got["raw"][1] * 1000)
-        bench.log(f"statements per search call: {len(statements)} ({'autocommit' if autocommit else 'in a transaction'})")
+        bench.log(
+            f"statements per search call: {len(statements)} ({'autocommit' if autocommit else 'in a transaction'})"
+        )
         for statement, _ in statements:
             bench.log("   " + " ".join(statement.split())[:150])
     lib, raw, one, listed = (bench.percentile(v, 50) for v in (lib_ms, raw_ms, one_ms, list_ms))
     cpu_lib, cpu_raw = float(np.mean(lib_cpu)), float(np.mean(raw_cpu))
-    bench.log(f"library search p50 {lib:.2f} ms (p95 {bench.percentile(lib_ms, 95):.2f}); its raw SQL p50 {raw:.2f} ms "
-              f"(p95 {bench.percentile(raw_ms, 95):.2f}); one hand-written statement p50 {one:.2f} ms; library with a "
-              f"list p50 {listed:.2f} ms")
-    bench.log(f"client CPU per call (mean): library {cpu_lib:.3f} ms, raw SQL {cpu_raw:.3f} ms — the library's own "
-              f"work {cpu_lib - cpu_raw:.3f} ms")
+    bench.log(
+        f"library search p50 {lib:.2f} ms (p95 {bench.percentile(lib_ms, 95):.2f}); its raw SQL p50 {raw:.2f} ms "
+        f"(p95 {bench.percentile(raw_ms, 95):.2f}); one hand-written statement p50 {one:.2f} ms; library with a "
+        f"list p50 {listed:.2f} ms"
+    )
+    bench.log(
+        f"client CPU per call (mean): library {cpu_lib:.3f} ms, raw SQL {cpu_raw:.3f} ms — the library's own "
+        f"work {cpu_lib - cpu_raw:.3f} ms"
+    )
     bench.log(f"ratio library / raw SQL: {lib / raw:.2f} (goal <= 1.2); library / one statement: {lib / one:.2f}")
     bench.log(bench.machine_line())
     fig, ax = bench.figure(size=(6.4, 4))
     ax.boxplot([lib_ms, raw_ms, one_ms, list_ms], showfliers=False)
-    ax.set_xticks([1, 2, 3, 4], ["Store.search", "its SQL, replayed", "one hand-written\nstatement",
-                                 "Store.search,\nlist vector"])
+    ax.set_xticks(
+        [1, 2, 3, 4], ["Store.search", "its SQL, replayed", "one hand-written\nstatement", "Store.search,\nlist vector"]
+    )
     ax.set_ylabel(f"ms per search (k = {K}, {n} units, HNSW)")
     bench.save_png(fig, args.out / "overhead.png", title="Search call overhead over the SQL it runs")
-    bench.finish("overhead", {"ratio_vs_raw_sql": round(lib / raw, 3), "ratio_vs_one_statement": round(lib / one, 3),
-                        "library_p50_ms": round(lib, 3), "raw_sql_p50_ms": round(raw, 3),
-                        "one_statement_p50_ms": round(one, 3), "library_list_p50_ms": round(listed, 3),
-                        "library_cpu_ms": round(cpu_lib, 4), "raw_sql_cpu_ms": round(cpu_raw, 4),
-                        "statements": len(statements), "autocommit": autocommit, "units": n,
-                        "queries": n_queries}, args.out)
+    bench.finish(
+        "overhead",
+        {
+            "ratio_vs_raw_sql": round(lib / raw, 3),
+            "ratio_vs_one_statement": round(lib / one, 3),
+            "library_p50_ms": round(lib, 3),
+            "raw_sql_p50_ms": round(raw, 3),
+            "one_statement_p50_ms": round(one, 3),
+            "library_list_p50_ms": round(listed, 3),
+            "library_cpu_ms": round(cpu_lib, 4),
+            "raw_sql_cpu_ms": round(cpu_raw, 4),
+            "statements": len(statements),
+            "autocommit": autocommit,
+            "units": n,
+            "queries": n_queries,
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

@@ -91,14 +91,20 @@ def _cell(value: float | None) -> str:
 def print_table(report: dict[str, Any], out: Any) -> None:
     """recall@5, MRR, routing accuracy and p50 per strategy, then recall@5 per question set."""
     sources = list(report["sources"])
-    print(f"{'strategy':12} {'recall@5':>8} {'MRR':>6} {'routing':>7} {'p50 ms':>7}  "
-          + " ".join(f"{s[:10]:>10}" for s in sources), file=out)
+    print(
+        f"{'strategy':12} {'recall@5':>8} {'MRR':>6} {'routing':>7} {'p50 ms':>7}  "
+        + " ".join(f"{s[:10]:>10}" for s in sources),
+        file=out,
+    )
     for name, s in report["strategies"].items():
         o = s["overall"]
-        cells = " ".join(_cell(s['per_source'].get(src, {}).get('recall')) for src in sources)
+        cells = " ".join(_cell(s["per_source"].get(src, {}).get("recall")) for src in sources)
         routing = f"{o['routing_accuracy']:7.3f}" if "routing_accuracy" in o else "      -"
-        print(f"{name:12} {o.get('recall', 0):8.3f} {o.get('mrr', 0):6.3f} {routing} "
-              f"{s['latency_ms']['total']['p50']:7.1f}  {cells}", file=out)
+        print(
+            f"{name:12} {o.get('recall', 0):8.3f} {o.get('mrr', 0):6.3f} {routing} "
+            f"{s['latency_ms']['total']['p50']:7.1f}  {cells}",
+            file=out,
+        )
 
 
 def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -115,20 +121,25 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema, query_vectors=0)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)
     start = time.perf_counter()
-    questions, notes = prepare_benchmark(rag, args.out / f"paper_{args.schema}", quick=args.quick, pages=args.pages,
-                                         wikitables=args.wikitables, log=log)
+    questions, notes = prepare_benchmark(
+        rag, args.out / f"paper_{args.schema}", quick=args.quick, pages=args.pages, wikitables=args.wikitables, log=log
+    )
     asked = _cap([q for q in questions if args.split == "all" or q.split == args.split], args.max_questions)
     examples = [to_example(q) for q in asked]
     table_level = sum(1 for q in asked if q.source == "wikitables" and q.gold_units)
-    log(f"{len(asked)} questions ({args.split} split); wikitables gold at table level for {table_level} of "
-        f"{sum(1 for q in asked if q.source == 'wikitables')}")
+    log(
+        f"{len(asked)} questions ({args.split} split); wikitables gold at table level for {table_level} of "
+        f"{sum(1 for q in asked if q.source == 'wikitables')}"
+    )
     names = [*NAMED, *(n for n in strategy_names(rag) if n not in NAMED)]
     index = UnifiedIndex(rag.store, rag.embedder)
     strategies = [UnifiedStrategy(rag, index) if n == "unified" else build_strategy(n, rag) for n in names]
     built = time.perf_counter()
     state = index.build()
-    log(f"unified index: {state.rows} vectors of {len(state.corpora)} corpora "
-        f"({'built' if state.built else 'reused'} in {time.perf_counter() - built:.1f} s)")
+    log(
+        f"unified index: {state.rows} vectors of {len(state.corpora)} corpora "
+        f"({'built' if state.built else 'reused'} in {time.perf_counter() - built:.1f} s)"
+    )
 
     def progress(name: str, done: int, total: int) -> None:
         if done == total:
@@ -137,21 +148,36 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     report = evaluate(rag, examples, strategies, k=K, progress=progress).to_dict()
     print_table(report, sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
-    plot = plot_report(report, args.out / "paper.png", title=(
-        f"UniversalRAG strategies, {args.split} split, {len(asked)} questions "
-        f"({'quick' if args.quick else 'full'}): recall@{K}, MRR, routing accuracy"))
+    plot = plot_report(
+        report,
+        args.out / "paper.png",
+        title=(
+            f"UniversalRAG strategies, {args.split} split, {len(asked)} questions "
+            f"({'quick' if args.quick else 'full'}): recall@{K}, MRR, routing accuracy"
+        ),
+    )
     log(f"plot: {plot}")
     summary = {
-        "benchmark": "paper", "quick": args.quick, "split": args.split, "k": K, "questions": report["sources"],
+        "benchmark": "paper",
+        "quick": args.quick,
+        "split": args.split,
+        "k": K,
+        "questions": report["sources"],
         "tuning": "the shipped combiner was fitted on the tune split; these figures are on the "
-                  f"{args.split} split" + (" (held out)" if args.split == "report" else ""),
-        "strategies": {name: {"recall_at_5": s["overall"].get("recall"), "mrr": s["overall"].get("mrr"),
-                              "routing_accuracy": s["overall"].get("routing_accuracy"),
-                              "p50_ms": s["latency_ms"]["total"]["p50"],
-                              "recall_per_source": {src: v.get("recall") for src, v in s["per_source"].items()}}
-                       for name, s in report["strategies"].items()},
+        f"{args.split} split" + (" (held out)" if args.split == "report" else ""),
+        "strategies": {
+            name: {
+                "recall_at_5": s["overall"].get("recall"),
+                "mrr": s["overall"].get("mrr"),
+                "routing_accuracy": s["overall"].get("routing_accuracy"),
+                "p50_ms": s["latency_ms"]["total"]["p50"],
+                "recall_per_source": {src: v.get("recall") for src, v in s["per_source"].items()},
+            }
+            for name, s in report["strategies"].items()
+        },
         "unified_index": index.describe(),
-        "wikitables_table_level": table_level, "seconds": round(time.perf_counter() - start, 1),
+        "wikitables_table_level": table_level,
+        "seconds": round(time.perf_counter() - start, 1),
         "machine": machine(),
         "attribution": "wikitables: pages and questions of WikiTableQuestions (Pasupat & Liang, 2015), CC BY-SA 4.0",
     }

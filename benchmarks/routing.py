@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"routing data not found at {args.data}; pass --data", file=sys.stderr)
         return 2
     import torch
+
     from universalrag.embed import bundled_minilm
 
     rows = read_jsonl(args.data)

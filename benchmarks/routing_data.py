@@ -121,9 +121,18 @@ def wikitables_questions(root: Path, *, pages: Sequence[Path] | None = None) -> 
         if chosen is not None and row["page"] not in chosen:
             continue
         uri = (root / "pages" / row["page"]).resolve().as_uri()
-        out.append(BenchQuestion(query=row["query"], source="wikitables", style="crowd", corpus="table",
-                                 split=split_of(row["page"]), uri=uri, table_index=int(row["table_index"]),
-                                 judge="uri"))
+        out.append(
+            BenchQuestion(
+                query=row["query"],
+                source="wikitables",
+                style="crowd",
+                corpus="table",
+                split=split_of(row["page"]),
+                uri=uri,
+                table_index=int(row["table_index"]),
+                judge="uri",
+            )
+        )
     return out
 
 
@@ -131,6 +140,7 @@ def wikitable_positions(page: Path) -> list[int | None]:
     """For each ``class="wikitable"`` table of ``page`` (the numbering of the questions' ``table_index``), its
     position among the tables that ingestion parses from the page (``metadata["index_in_file"]``), or None."""
     from bs4 import BeautifulSoup
+
     from universalrag.ingest.tables import tables_from_html
 
     html = page.read_text(encoding="utf-8", errors="replace")
@@ -226,9 +236,17 @@ def own_questions(folders: Mapping[str, Path], *, sets: Sequence[str] = _OWN_SET
                 if not path.is_file():
                     continue
                 uri = path.resolve().as_uri()
-            out.append(BenchQuestion(query=row["query"], source=row["source"], style=row["style"],
-                                     corpus=row["corpus"], split=split_of(row["query"]), uri=uri,
-                                     phrase=row.get("phrase")))
+            out.append(
+                BenchQuestion(
+                    query=row["query"],
+                    source=row["source"],
+                    style=row["style"],
+                    corpus=row["corpus"],
+                    split=split_of(row["query"]),
+                    uri=uri,
+                    phrase=row.get("phrase"),
+                )
+            )
     return out
 
 
@@ -243,8 +261,9 @@ def normalise(text: str) -> str:
     return " ".join(re.sub(r"[*\"“”'’`]", "", text).lower().split())
 
 
-def resolve_gold(store: Any, questions: Sequence[BenchQuestion], *,
-                 positions: dict[str, list[int | None]] | None = None) -> tuple[list[BenchQuestion], list[BenchQuestion]]:
+def resolve_gold(
+    store: Any, questions: Sequence[BenchQuestion], *, positions: dict[str, list[int | None]] | None = None
+) -> tuple[list[BenchQuestion], list[BenchQuestion]]:
     """``(resolved, unresolved)``: each answerable question with the ids of its gold units; a question whose
     gold cannot be found among the ingested units is unresolved (``none`` questions are always resolved).
     ``positions`` caches :func:`wikitable_positions` by page uri (it is filled as pages are parsed)."""
@@ -298,9 +317,15 @@ def drop_stale_copies(store: Any, kb: Path) -> int:
     return sum(bool(store.delete_source(uri)) for uri in stale)
 
 
-def prepare_benchmark(rag: Any, work: Path, *, quick: bool = False, pages: int | None = None,
-                      wikitables: Path | None = None, log: Callable[[str], None] = lambda _: None,
-                      ) -> tuple[list[BenchQuestion], dict[str, Any]]:
+def prepare_benchmark(
+    rag: Any,
+    work: Path,
+    *,
+    quick: bool = False,
+    pages: int | None = None,
+    wikitables: Path | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> tuple[list[BenchQuestion], dict[str, Any]]:
     """Build the own corpora under ``work``, ingest them and the wikitables pages (all of them as a folder, or
     ``pages`` evenly spaced ones) into ``rag``, and resolve the gold units: ``(questions, notes)``, both splits.
     ``quick`` writes only the language-reference topics that questions are about."""

@@ -68,12 +68,14 @@ def make_strategies(rag: Any, *, adapted: Any = None, baseline: Any = None) -> d
     trained = TrainedRouter.default()
     descriptions = ExampleRouter.from_descriptions(
         {NO_RETRIEVAL: ROUTE_DESCRIPTIONS[NO_RETRIEVAL], **{c: rag.store.corpus(c).description for c in corpora}},
-        embedder=rag.embedder)
+        embedder=rag.embedder,
+    )
 
     def by(router: Any) -> Strategy:
         def run(q: BenchQuestion) -> list[Any]:
             decision = router.route(q.query, candidates=routing_candidates(rag.store))
             return rag.retrieve(q.query, k=K, routes=decision.routes)
+
         return run
 
     out: dict[str, Strategy] = {
@@ -92,7 +94,9 @@ def make_strategies(rag: Any, *, adapted: Any = None, baseline: Any = None) -> d
 
 
 def _p(values: Sequence[float], q: float) -> float:
-    return float(statistics.quantiles(values, n=100)[int(q) - 1]) if len(values) > 1 else float(values[0] if values else 0)
+    return (
+        float(statistics.quantiles(values, n=100)[int(q) - 1]) if len(values) > 1 else float(values[0] if values else 0)
+    )
 
 
 def evaluate(strategy: Strategy, questions: Sequence[BenchQuestion]) -> dict[str, Any]:
@@ -121,13 +125,24 @@ def evaluate(strategy: Strategy, questions: Sequence[BenchQuestion]) -> dict[str
         "per_source": {s: share([r for r in answerable if r[0].source == s], lambda r: r[1]) for s in sources},
         "false_none": share(answerable, lambda r: r[3]),
         "correct_none": share(unanswerable, lambda r: r[3]),
-        "p50_ms": round(_p(times, 50), 2), "p95_ms": round(_p(times, 95), 2),
-        "n_answerable": len(answerable), "n_unanswerable": len(unanswerable),
+        "p50_ms": round(_p(times, 50), 2),
+        "p95_ms": round(_p(times, 95), 2),
+        "n_answerable": len(answerable),
+        "n_unanswerable": len(unanswerable),
     }
 
 
-def latency_part(settings: Any, embedder: Any, *, schema: str, units: int, queries: Sequence[str], seed: int = 0,
-                 vectors: str = "text-like", log: Callable[[str], None]) -> dict[str, Any]:
+def latency_part(
+    settings: Any,
+    embedder: Any,
+    *,
+    schema: str,
+    units: int,
+    queries: Sequence[str],
+    seed: int = 0,
+    vectors: str = "text-like",
+    log: Callable[[str], None],
+) -> dict[str, Any]:
     """Route + retrieve p50 with ``units`` synthetic units over six corpora (``vectors`` of
     ``routing_latency.VECTOR_KINDS``, written through the Store), beside searching all six and fusing, in the same
     run."""
@@ -136,10 +151,16 @@ def latency_part(settings: Any, embedder: Any, *, schema: str, units: int, queri
     rag = UniversalRAG(settings=settings.with_(schema=schema), embedder=embedder, generator=None, visual_encoder=None)
     fill_synthetic(rag, units, seed=seed, vectors=vectors, log=log)
     corpora = list(LATENCY_CORPORA)
-    out: dict[str, Any] = {"units": sum(rag.store.counts()[c] for c in corpora), "corpora": len(corpora),
-                           "vectors": vectors, "queries": len(queries)}
-    for name, run in (("routed", lambda q: rag.retrieve(q, k=K)),
-                      ("all_fused", lambda q: rag.retrieve(q, k=K, routes=corpora))):
+    out: dict[str, Any] = {
+        "units": sum(rag.store.counts()[c] for c in corpora),
+        "corpora": len(corpora),
+        "vectors": vectors,
+        "queries": len(queries),
+    }
+    for name, run in (
+        ("routed", lambda q: rag.retrieve(q, k=K)),
+        ("all_fused", lambda q: rag.retrieve(q, k=K, routes=corpora)),
+    ):
         for q in queries[:3]:
             run(q)
         times = []
@@ -162,12 +183,21 @@ def targets(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for name, key in (("oracle", "vs_oracle"), ("all_fused", "vs_fused")):
             gap = round(100 * ((r[metric] or 0) - (results[name][metric] or 0)), 1)
             sign = "+" if TARGETS[key] > 0 else ""
-            out[f"routed_vs_{name}_points{suffix}"] = {"value": gap, "target": f">= {sign}{TARGETS[key]}",
-                                                        "met": gap >= TARGETS[key]}
-    out["false_none"] = {"value": r["false_none"], "target": f"<= {TARGETS['false_none']}",
-                         "met": (r["false_none"] or 0) <= TARGETS["false_none"]}
-    out["correct_none"] = {"value": r["correct_none"], "target": f">= {TARGETS['correct_none']}",
-                           "met": r["correct_none"] is not None and r["correct_none"] >= TARGETS["correct_none"]}
+            out[f"routed_vs_{name}_points{suffix}"] = {
+                "value": gap,
+                "target": f">= {sign}{TARGETS[key]}",
+                "met": gap >= TARGETS[key],
+            }
+    out["false_none"] = {
+        "value": r["false_none"],
+        "target": f"<= {TARGETS['false_none']}",
+        "met": (r["false_none"] or 0) <= TARGETS["false_none"],
+    }
+    out["correct_none"] = {
+        "value": r["correct_none"],
+        "target": f">= {TARGETS['correct_none']}",
+        "met": r["correct_none"] is not None and r["correct_none"] >= TARGETS["correct_none"],
+    }
     return out
 
 
@@ -182,11 +212,16 @@ def print_table(results: dict[str, dict[str, Any]], goals: dict[str, dict[str, A
     print(head + f" {'false none':>10} {'corr none':>9} {'p50 ms':>7} {'p95 ms':>7}", file=out)
     for name, r in results.items():
         cells = " ".join(f"{_pct(r['per_source'].get(s)):>10}" for s in sources)
-        print(f"{name:14} {_pct(r['hit5'])} {_pct(r['unit5'])} {cells} {_pct(r['false_none']):>10} "
-              f"{_pct(r['correct_none']):>9} {r['p50_ms']:7.1f} {r['p95_ms']:7.1f}", file=out)
+        print(
+            f"{name:14} {_pct(r['hit5'])} {_pct(r['unit5'])} {cells} {_pct(r['false_none']):>10} "
+            f"{_pct(r['correct_none']):>9} {r['p50_ms']:7.1f} {r['p95_ms']:7.1f}",
+            file=out,
+        )
     for key, goal in goals.items():
-        print(f"  target {key}: {goal['value']} (want {goal['target']}) -> {'met' if goal['met'] else 'NOT met'}",
-              file=out)
+        print(
+            f"  target {key}: {goal['value']} (want {goal['target']}) -> {'met' if goal['met'] else 'NOT met'}",
+            file=out,
+        )
 
 
 def plot(results: dict[str, dict[str, Any]], path: Path, *, title: str) -> bool:
@@ -221,11 +256,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help="few pages, topics, questions and units (about 2 min)")
     ap.add_argument("--database-url", help="PostgreSQL URL (default: UNIVERSALRAG_DATABASE_URL, else embedded)")
     ap.add_argument("--schema", help="schema of the knowledge base (default routing_e2e[_quick])")
-    ap.add_argument("--latency-schema", help="schema of the synthetic latency corpora (default "
-                    "routing_latency_<units>_<vectors>)")
-    ap.add_argument("--latency-vectors", choices=VECTOR_KINDS, default="text-like",
-                    help="synthetic vectors of the latency part: shaped like text embeddings (default) or random "
-                    "directions (the worst case for HNSW; see routing_latency.py)")
+    ap.add_argument(
+        "--latency-schema", help="schema of the synthetic latency corpora (default routing_latency_<units>_<vectors>)"
+    )
+    ap.add_argument(
+        "--latency-vectors",
+        choices=VECTOR_KINDS,
+        default="text-like",
+        help="synthetic vectors of the latency part: shaped like text embeddings (default) or random "
+        "directions (the worst case for HNSW; see routing_latency.py)",
+    )
     ap.add_argument("--wikitables", type=Path, default=find_wikitables(), help="the shared wikitables folder")
     ap.add_argument("--pages", type=int, help="wikitables pages to ingest (default: all; --quick: 6)")
     ap.add_argument("--max-questions", type=int, help="cap per question set (default: none; --quick: 30)")
@@ -233,13 +273,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--latency-units", type=int, help="synthetic units (default 100000; --quick: 6000)")
     ap.add_argument("--latency-queries", type=int, help="timed queries (default 200; --quick: 30)")
     ap.add_argument("--adapt", action="store_true", help="add the 'adapted' strategy (needs adapt_router)")
-    ap.add_argument("--baseline-combiner", type=Path, help="add 'routed_baseline': routed with this combiner "
-                    "JSON instead of the shipped one (a before/after comparison in one run)")
+    ap.add_argument(
+        "--baseline-combiner",
+        type=Path,
+        help="add 'routed_baseline': routed with this combiner "
+        "JSON instead of the shipped one (a before/after comparison in one run)",
+    )
     ap.add_argument("--no-latency", action="store_true", help="skip the synthetic latency part (recall only)")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out",
-                    help="results folder; the own corpora are written to OUT/e2e_<schema>/kb and ingested from "
-                    "there (copies of them that an earlier run ingested from another results folder are then removed "
-                    "from the schema)")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "benchmarks" / "out",
+        help="results folder; the own corpora are written to OUT/e2e_<schema>/kb and ingested from "
+        "there (copies of them that an earlier run ingested from another results folder are then removed "
+        "from the schema)",
+    )
     args = ap.parse_args(argv)
     quick = args.quick
     args.schema = args.schema or ("routing_e2e_quick" if quick else "routing_e2e")
@@ -278,13 +326,18 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema, query_vectors=0)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, combiner=Combiner.default())
     work = args.out / f"e2e_{args.schema}"
-    questions, notes = prepare_benchmark(rag, work, quick=args.quick, pages=args.pages, wikitables=args.wikitables, log=log)
+    questions, notes = prepare_benchmark(
+        rag, work, quick=args.quick, pages=args.pages, wikitables=args.wikitables, log=log
+    )
     asked = _cap([q for q in questions if args.split == "all" or q.split == args.split], args.max_questions)
     counts: dict[str, dict[str, int]] = {}
     for q in asked:
         counts.setdefault(q.source, {}).setdefault(q.style, 0)
         counts[q.source][q.style] += 1
-    log(f"{len(asked)} questions ({args.split} split): " + ", ".join(f"{s} {sum(c.values())}" for s, c in counts.items()))
+    log(
+        f"{len(asked)} questions ({args.split} split): "
+        + ", ".join(f"{s} {sum(c.values())}" for s, c in counts.items())
+    )
     adapted = None
     if args.adapt:
         if not hasattr(UniversalRAG, "adapt_router"):
@@ -292,12 +345,19 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
         adapted = UniversalRAG(settings=settings, embedder=rag.embedder, generator=None, visual_encoder=None)
         report = adapted.adapt_router(tune_examples(questions), save=False)  # the schema keeps what it had
         adapted.use_combiner(report.combiner)
-        log(f"adapted on the tune split: held-out accuracy {report.before.get('accuracy')} -> "
-            f"{report.after.get('accuracy')}")
+        log(
+            f"adapted on the tune split: held-out accuracy {report.before.get('accuracy')} -> "
+            f"{report.after.get('accuracy')}"
+        )
     baseline = None
     if args.baseline_combiner:
-        baseline = UniversalRAG(settings=settings, embedder=rag.embedder, generator=None, visual_encoder=None,
-                                combiner=Combiner.load(args.baseline_combiner))
+        baseline = UniversalRAG(
+            settings=settings,
+            embedder=rag.embedder,
+            generator=None,
+            visual_encoder=None,
+            combiner=Combiner.load(args.baseline_combiner),
+        )
     results = {}
     for name, strategy in make_strategies(rag, adapted=adapted, baseline=baseline).items():
         results[name] = evaluate(strategy, asked)
@@ -306,20 +366,38 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     print_table(results, goals, sys.stderr)
     latency: dict[str, Any] | None = None
     if not args.no_latency:
-        latency = latency_part(settings, rag.embedder, schema=args.latency_schema, units=args.latency_units,
-                               queries=[q.query for q in asked][: args.latency_queries],
-                               vectors=args.latency_vectors, log=log)
-        log(f"latency, {latency['units']} units ({args.latency_vectors} vectors) over {latency['corpora']} corpora: "
-            f"routed p50 {latency['routed_p50_ms']} ms, all fused p50 {latency['all_fused_p50_ms']} ms")
-    summary = {"benchmark": "routing_e2e", "quick": args.quick, "split": args.split, "k": K,
-               "questions": counts, "strategies": results, "targets": goals, "latency": latency,
-               "notes": notes, "machine": machine(),
-               "attribution": "wikitables: pages and questions of WikiTableQuestions (Pasupat & Liang, 2015), "
-                              "CC BY-SA 4.0"}
+        latency = latency_part(
+            settings,
+            rag.embedder,
+            schema=args.latency_schema,
+            units=args.latency_units,
+            queries=[q.query for q in asked][: args.latency_queries],
+            vectors=args.latency_vectors,
+            log=log,
+        )
+        log(
+            f"latency, {latency['units']} units ({args.latency_vectors} vectors) over {latency['corpora']} corpora: "
+            f"routed p50 {latency['routed_p50_ms']} ms, all fused p50 {latency['all_fused_p50_ms']} ms"
+        )
+    summary = {
+        "benchmark": "routing_e2e",
+        "quick": args.quick,
+        "split": args.split,
+        "k": K,
+        "questions": counts,
+        "strategies": results,
+        "targets": goals,
+        "latency": latency,
+        "notes": notes,
+        "machine": machine(),
+        "attribution": "wikitables: pages and questions of WikiTableQuestions (Pasupat & Liang, 2015), CC BY-SA 4.0",
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "routing_e2e.json").write_text(json.dumps(summary, indent=2))
-    title = (f"Routing judged by retrieval: gold in top {K}, {args.split} split, {len(asked)} questions "
-             f"({'quick' if args.quick else 'full'})")
+    title = (
+        f"Routing judged by retrieval: gold in top {K}, {args.split} split, {len(asked)} questions "
+        f"({'quick' if args.quick else 'full'})"
+    )
     if plot(results, args.out / "routing_e2e.png", title=title):
         log(f"plot: {args.out / 'routing_e2e.png'}")
     rag.close()

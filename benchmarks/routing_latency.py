@@ -49,11 +49,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import cpu_model, text_like_vectors, unit_rows
 
 QUESTIONS = [
-    "How many clear nights were there in March 2024?", "What colour are Chelsea's eyes?",
-    "what exposure do they use for the moon in the video", "When was the asteroid Carrow discovered?",
-    "Summarise the night sky photography video", "how much did the glacier retreat in 2018",
-    "What is 15% of 240?", "how long should roasted coffee beans rest", "show me the rocket at dusk",
-    "can I renew library books online", "hello there", "Which month had the most meteors?",
+    "How many clear nights were there in March 2024?",
+    "What colour are Chelsea's eyes?",
+    "what exposure do they use for the moon in the video",
+    "When was the asteroid Carrow discovered?",
+    "Summarise the night sky photography video",
+    "how much did the glacier retreat in 2018",
+    "What is 15% of 240?",
+    "how long should roasted coffee beans rest",
+    "show me the rocket at dusk",
+    "can I renew library books online",
+    "hello there",
+    "Which month had the most meteors?",
 ]
 #: The corpora of the synthetic layout and their shares of the units (as ``routing_e2e.py``'s latency part).
 LATENCY_CORPORA = {"paragraph": 0.40, "document": 0.10, "table": 0.15, "image": 0.15, "clip": 0.15, "video": 0.05}
@@ -87,11 +94,13 @@ def near_rows(rng: Any, rows: Any, spread: float = 0.5) -> Any:
     return unit_rows(rows + spread * unit_rows(rng.normal(size=rows.shape)))
 
 
-def fill_synthetic(rag: Any, units: int, *, seed: int = 0, vectors: str = "text-like",
-                   log: Callable[[str], None] = print) -> None:
+def fill_synthetic(
+    rag: Any, units: int, *, seed: int = 0, vectors: str = "text-like", log: Callable[[str], None] = print
+) -> None:
     """Top up the six corpora of :data:`LATENCY_CORPORA` to ``units`` units in all (``vectors`` of
     :data:`VECTOR_KINDS`; two parts per unit of a multi-vector corpus, near it unless the vectors are random)."""
     import numpy as np
+
     from universalrag.types import Unit
 
     rag.init()
@@ -108,12 +117,22 @@ def fill_synthetic(rag: Any, units: int, *, seed: int = 0, vectors: str = "text-
             vecs = _unit_vectors(rng, n, dim, vectors)
             parts = None
             if multi:
-                parts = (_unit_vectors(rng, 2 * n, dim, vectors) if vectors == "random"
-                         else near_rows(rng, np.repeat(vecs, 2, axis=0))).reshape(n, 2, dim)
-            batch = [Unit(id=str(uuid.uuid4()), corpus=corpus, content=f"synthetic {corpus} unit", embedding=v,
-                          parts=("part one", "part two") if parts is not None else (),
-                          part_embeddings=parts[i].tolist() if parts is not None else ())
-                     for i, v in enumerate(vecs.tolist())]
+                parts = (
+                    _unit_vectors(rng, 2 * n, dim, vectors)
+                    if vectors == "random"
+                    else near_rows(rng, np.repeat(vecs, 2, axis=0))
+                ).reshape(n, 2, dim)
+            batch = [
+                Unit(
+                    id=str(uuid.uuid4()),
+                    corpus=corpus,
+                    content=f"synthetic {corpus} unit",
+                    embedding=v,
+                    parts=("part one", "part two") if parts is not None else (),
+                    part_embeddings=parts[i].tolist() if parts is not None else (),
+                )
+                for i, v in enumerate(vecs.tolist())
+            ]
             rag.store.add_units(batch)
             want -= n
     if time.perf_counter() - started > 1:
@@ -189,9 +208,13 @@ def prewarm(store: Any) -> None:
 
     with store.engine.begin() as conn:
         conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
-        blocks = conn.execute(sa.text(
-            "SELECT coalesce(sum(pg_prewarm(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = :schema AND c.relkind IN ('r', 'i')"), {"schema": store.schema}).scalar_one()
+        blocks = conn.execute(
+            sa.text(
+                "SELECT coalesce(sum(pg_prewarm(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = :schema AND c.relkind IN ('r', 'i')"
+            ),
+            {"schema": store.schema},
+        ).scalar_one()
         buffers = conn.execute(sa.text("SELECT current_setting('shared_buffers')")).scalar_one()
     print(f"prewarmed {int(blocks) * 8 // 1024} MB of {store.schema} (shared_buffers {buffers})")
 
@@ -207,8 +230,15 @@ def int8_variant(settings: Any, rag: Any) -> Any:
         embedder, router = TransformersEmbedder.bundled_minilm(), TrainedRouter.default()
         embedder.embed_query("warm up")
         router.route("warm up")
-    return UniversalRAG(settings=settings, embedder=embedder, router=router, combiner=rag.combiner, generator=None,
-                        visual_encoder=None, log_decisions=False)
+    return UniversalRAG(
+        settings=settings,
+        embedder=embedder,
+        router=router,
+        combiner=rag.combiner,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
 
 
 def main() -> None:
@@ -216,21 +246,37 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 rounds instead of 10.")
     parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
     parser.add_argument("--units", type=int, help="synthetic units over six corpora instead of the demo")
-    parser.add_argument("--schema", help="schema of the synthetic corpora (default "
-                        "routing_latency_<units>_<vectors>; it must hold vectors of that kind)")
-    parser.add_argument("--vectors", choices=VECTOR_KINDS, default="text-like",
-                        help="synthetic vectors shaped like real text embeddings (default), or random directions "
-                        "(the worst case for HNSW, the fill of the figures before 2026-11-27)")
+    parser.add_argument(
+        "--schema",
+        help="schema of the synthetic corpora (default "
+        "routing_latency_<units>_<vectors>; it must hold vectors of that kind)",
+    )
+    parser.add_argument(
+        "--vectors",
+        choices=VECTOR_KINDS,
+        default="text-like",
+        help="synthetic vectors shaped like real text embeddings (default), or random directions "
+        "(the worst case for HNSW, the fill of the figures before 2026-11-27)",
+    )
     parser.add_argument("--check", action="store_true", help="run each corpus's index check first")
     parser.add_argument("--profile", action="store_true", help="print where one routed query's time goes")
-    parser.add_argument("--prewarm", action="store_true",
-                        help="read the schema's tables and indexes into the server's buffers first (pg_prewarm, "
-                             "created if missing), as a server in use holds them")
-    parser.add_argument("--old-rule", action="store_true",
-                        help="add evidence routing with the exact-scan threshold of before the index check")
-    parser.add_argument("--int8", action="store_true",
-                        help="add evidence routing with the query embedding and the router on 8-bit weights "
-                        "(UNIVERSALRAG_ONNX_WEIGHTS=int8)")
+    parser.add_argument(
+        "--prewarm",
+        action="store_true",
+        help="read the schema's tables and indexes into the server's buffers first (pg_prewarm, "
+        "created if missing), as a server in use holds them",
+    )
+    parser.add_argument(
+        "--old-rule",
+        action="store_true",
+        help="add evidence routing with the exact-scan threshold of before the index check",
+    )
+    parser.add_argument(
+        "--int8",
+        action="store_true",
+        help="add evidence routing with the query embedding and the router on 8-bit weights "
+        "(UNIVERSALRAG_ONNX_WEIGHTS=int8)",
+    )
     args = parser.parse_args()
 
     from universalrag.config import Settings
@@ -269,8 +315,15 @@ def main() -> None:
                 print(f"index check {corpus}: {c.rows} rows searched, recall {c.recall:.2f} over {c.queries} queries")
 
         def variant(**kwargs: Any) -> UniversalRAG:
-            other = UniversalRAG(settings=settings, store=rag.store, embedder=rag.embedder, generator=None,
-                                 visual_encoder=None, log_decisions=False, **kwargs)
+            other = UniversalRAG(
+                settings=settings,
+                store=rag.store,
+                embedder=rag.embedder,
+                generator=None,
+                visual_encoder=None,
+                log_decisions=False,
+                **kwargs,
+            )
             others.append(other)
             return other
 
@@ -284,9 +337,15 @@ def main() -> None:
             "evidence routing, spelling=False": lambda q: unspelled.search(q, allow_none=True),
         }
         if synthetic and args.old_rule:
-            old = UniversalRAG(settings=settings.with_(exact_scan_rows=OLD_EXACT_ROWS), embedder=rag.embedder,
-                               router=rag.router, combiner=rag.combiner, generator=None, visual_encoder=None,
-                               log_decisions=False)
+            old = UniversalRAG(
+                settings=settings.with_(exact_scan_rows=OLD_EXACT_ROWS),
+                embedder=rag.embedder,
+                router=rag.router,
+                combiner=rag.combiner,
+                generator=None,
+                visual_encoder=None,
+                log_decisions=False,
+            )
             others.append(old)
             backends.watch(old.store.engine)
             modes[f"evidence routing, exact <= {OLD_EXACT_ROWS} rows"] = lambda q: old.search(q, allow_none=True)
@@ -317,18 +376,24 @@ def main() -> None:
                     if name == names[start]:
                         first[name].append(timings[name][-1])
                     cpu[name] += time.process_time() * 1000 + backends.ms() - cpu_before
-        print(f"CPU: {cpu_model()} ({os.cpu_count()} logical), load average {load_before:.1f} before, "
-              f"{os.getloadavg()[0]:.1f} after")
+        print(
+            f"CPU: {cpu_model()} ({os.cpu_count()} logical), load average {load_before:.1f} before, "
+            f"{os.getloadavg()[0]:.1f} after"
+        )
         units = sum(rag.store.counts()[c] for c in corpora)
         shape = f"{args.vectors} vectors" if synthetic else "the demo"
-        print(f"{len(corpora)} corpora, {units} units ({shape}): {', '.join(corpora)}; {len(QUESTIONS)} questions x "
-              f"{rounds} rounds")
+        print(
+            f"{len(corpora)} corpora, {units} units ({shape}): {', '.join(corpora)}; {len(QUESTIONS)} questions x "
+            f"{rounds} rounds"
+        )
         base = statistics.median(timings["trained router alone (route+retrieve)"])
         for name, values in timings.items():
             p50, p95 = _percentiles(values)
-            print(f"{name:<40} p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  ({p50 / base:.2f}x router alone)  "
-                  f"CPU {cpu[name] / len(values):5.1f} ms/query  "
-                  f"asked first: p50 {_percentiles(first[name])[0]:5.1f} ms ({len(first[name])}x)")
+            print(
+                f"{name:<40} p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  ({p50 / base:.2f}x router alone)  "
+                f"CPU {cpu[name] / len(values):5.1f} ms/query  "
+                f"asked first: p50 {_percentiles(first[name])[0]:5.1f} ms ({len(first[name])}x)"
+            )
         if args.profile:
             profile(rag, QUESTIONS, rounds)
     finally:

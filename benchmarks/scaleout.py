@@ -26,14 +26,20 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "tests" / "data" / "corpus"
 HOME_FILES = ("apollo_11.txt", "honeybee_behaviour.md", "kestrel_point_lighthouse.txt")
 NOTES_FILES = ("sourdough_baking.md", "st_aldric_organ.md", "brennmoor_tramways.html")
-QUERIES = ("How often should I feed a sourdough starter?", "When did Apollo 11 land on the Moon?",
-           "Who built the organ of St Aldric?", "How do honeybees tell each other where flowers are?")
+QUERIES = (
+    "How often should I feed a sourdough starter?",
+    "When did Apollo 11 land on the Moon?",
+    "Who built the organ of St Aldric?",
+    "How do honeybees tell each other where flowers are?",
+)
 
 
 def _stats(ms: list[float]) -> dict[str, float]:
     ordered = sorted(ms)
-    return {"median_ms": round(statistics.median(ordered), 1),
-            "p90_ms": round(ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], 1)}
+    return {
+        "median_ms": round(statistics.median(ordered), 1),
+        "p90_ms": round(ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))], 1),
+    }
 
 
 def build(home_url: str, remote_url: str | None, embedder):  # type: ignore[no-untyped-def]
@@ -43,14 +49,19 @@ def build(home_url: str, remote_url: str | None, embedder):  # type: ignore[no-u
     from universalrag.types import CorpusSpec
 
     schema = "bench_fed" if remote_url else "bench_local"
-    settings = Settings(database_url=home_url, schema=schema, servers={"b": remote_url} if remote_url else {},
-                        query_vectors=0)  # the timed questions repeat: each is embedded every time, as a new one is
-    rag = UniversalRAG(settings=settings, embedder=embedder, generator=None, visual_encoder=None,
-                       log_decisions=False)
+    settings = Settings(
+        database_url=home_url, schema=schema, servers={"b": remote_url} if remote_url else {}, query_vectors=0
+    )  # the timed questions repeat: each is embedded every time, as a new one is
+    rag = UniversalRAG(settings=settings, embedder=embedder, generator=None, visual_encoder=None, log_decisions=False)
     rag.init()
-    spec = CorpusSpec(name="notes", modality="text", granularity="paragraph",  # type: ignore[arg-type]
-                      description="Notes on baking, church organs and tramways", embedder=embedder.name,
-                      dimension=embedder.dimension)
+    spec = CorpusSpec(
+        name="notes",
+        modality="text",
+        granularity="paragraph",  # type: ignore[arg-type]
+        description="Notes on baking, church organs and tramways",
+        embedder=embedder.name,
+        dimension=embedder.dimension,
+    )
     rag.store.create_corpus(spec, server="b" if remote_url else None)
     assert rag.ingest([CORPUS / f for f in HOME_FILES]).ok
     assert rag.ingest([CORPUS / f for f in NOTES_FILES], corpus="notes").ok
@@ -59,8 +70,10 @@ def build(home_url: str, remote_url: str | None, embedder):  # type: ignore[no-u
 
 def measure(rags: dict[str, object], runs: int) -> dict[str, dict[str, dict[str, float]]]:
     """Each step timed on every configuration in turn (interleaved, so load changes hit both alike)."""
-    steps = {"retrieve": lambda rag, q: rag.retrieve(q, routes=["paragraph", "notes"], k=5),
-             "route": lambda rag, q: rag.route(q)}
+    steps = {
+        "retrieve": lambda rag, q: rag.retrieve(q, routes=["paragraph", "notes"], k=5),
+        "route": lambda rag, q: rag.route(q),
+    }
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in rags}
     for step, fn in steps.items():
         times: dict[str, list[float]] = {name: [] for name in rags}
@@ -110,13 +123,26 @@ def main() -> None:
     print(f"{'step':10} {'one server':>22} {'notes on a 2nd server':>24} {'ratio':>7}")
     for step in ("retrieve", "route"):
         a, b = local[step], federated[step]
-        print(f"{step:10} {a['median_ms']:>9} ms (p90 {a['p90_ms']:>6}) {b['median_ms']:>10} ms (p90 {b['p90_ms']:>6})"
-              f" {b['median_ms'] / a['median_ms']:>7.2f}")
+        print(
+            f"{step:10} {a['median_ms']:>9} ms (p90 {a['p90_ms']:>6}) {b['median_ms']:>10} ms (p90 {b['p90_ms']:>6})"
+            f" {b['median_ms'] / a['median_ms']:>7.2f}"
+        )
     load = os.getloadavg()
-    print(f"CPU: {cpu_model()} × {os.cpu_count()}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
-          f"{runs} runs per figure, both servers on this machine (unix sockets)")
-    print(json.dumps({"runs": runs, "one_server": local, "two_servers": federated, "cpu": cpu_model(),
-                      "load": [round(x, 2) for x in load]}))
+    print(
+        f"CPU: {cpu_model()} × {os.cpu_count()}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"{runs} runs per figure, both servers on this machine (unix sockets)"
+    )
+    print(
+        json.dumps(
+            {
+                "runs": runs,
+                "one_server": local,
+                "two_servers": federated,
+                "cpu": cpu_model(),
+                "load": [round(x, 2) for x in load],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

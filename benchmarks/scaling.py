@@ -117,13 +117,23 @@ def measure(store, vectors, ids, rng, n_queries: int) -> dict:  # type: ignore[n
             continue
         unified.append(t_unified * 1000)
         u_recall.append(bench.recall([h.id for h in u_index], exact_top(all_vecs, all_ids, np.asarray(q))))
-    return {"routed_ms": bench.percentile(routed, 50), "routed_index_ms": bench.percentile(routed_index, 50),
-            "unified_ms": bench.percentile(unified, 50), "routed_p95_ms": bench.percentile(routed, 95),
-            "unified_p95_ms": bench.percentile(unified, 95), "recall_routed": float(np.mean(r_recall)),
-            "recall_unified": float(np.mean(u_recall)),
-            "per_corpus": {name: {"routed_ms": round(bench.percentile(v["ms"], 50), 2),
-                                  "recall_at_10": round(float(np.mean(v["recall"])), 4)}
-                           for name, v in per_corpus.items() if v["ms"]}}
+    return {
+        "routed_ms": bench.percentile(routed, 50),
+        "routed_index_ms": bench.percentile(routed_index, 50),
+        "unified_ms": bench.percentile(unified, 50),
+        "routed_p95_ms": bench.percentile(routed, 95),
+        "unified_p95_ms": bench.percentile(unified, 95),
+        "recall_routed": float(np.mean(r_recall)),
+        "recall_unified": float(np.mean(u_recall)),
+        "per_corpus": {
+            name: {
+                "routed_ms": round(bench.percentile(v["ms"], 50), 2),
+                "recall_at_10": round(float(np.mean(v["recall"])), 4),
+            }
+            for name, v in per_corpus.items()
+            if v["ms"]
+        },
+    }
 
 
 def rebuild_index(store, corpus: str, ef_construction: int, *, parts: bool = False) -> float:  # type: ignore[no-untyped-def]
@@ -131,23 +141,38 @@ def rebuild_index(store, corpus: str, ef_construction: int, *, parts: bool = Fal
     ``ef_construction`` (the library builds them with 16 and 128 since migration 0011; pgvector's default is 64);
     returns the build's seconds."""
     from psycopg import sql
+
     from universalrag.store.schema import parts_table_name, unit_table_name
 
     table = parts_table_name(corpus) if parts else unit_table_name(corpus)
     with store.transaction("rebuild the HNSW index") as conn:
         raw = conn.connection.driver_connection
-        raw.execute(sql.SQL("DROP INDEX IF EXISTS {}.{}").format(sql.Identifier(store.schema),
-                                                                   sql.Identifier(f"{table}_hnsw")))
+        raw.execute(
+            sql.SQL("DROP INDEX IF EXISTS {}.{}").format(sql.Identifier(store.schema), sql.Identifier(f"{table}_hnsw"))
+        )
         raw.execute("SET LOCAL maintenance_work_mem = '1GB'")
-        seconds, _ = bench.timed(raw.execute, sql.SQL(
-            "CREATE INDEX {} ON {}.{} USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = {})"
-        ).format(sql.Identifier(f"{table}_hnsw"), sql.Identifier(store.schema), sql.Identifier(table),
-                 sql.Literal(int(ef_construction))))
+        seconds, _ = bench.timed(
+            raw.execute,
+            sql.SQL(
+                "CREATE INDEX {} ON {}.{} USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = {})"
+            ).format(
+                sql.Identifier(f"{table}_hnsw"),
+                sql.Identifier(store.schema),
+                sql.Identifier(table),
+                sql.Literal(int(ef_construction)),
+            ),
+        )
     return seconds
 
 
-def beam_vs_exact(store, rows: int, rng, n_queries: int,  # type: ignore[no-untyped-def]
-                  ef_constructions: list[int], kind: str = "text-like") -> dict:  # type: ignore[type-arg]
+def beam_vs_exact(
+    store,
+    rows: int,
+    rng,
+    n_queries: int,  # type: ignore[no-untyped-def]
+    ef_constructions: list[int],
+    kind: str = "text-like",
+) -> dict:  # type: ignore[type-arg]
     """One corpus of ``rows`` units (a table the exact scan may serve, up to ``Settings.exact_scan_max_rows``): p50
     latency and recall@10 of the exact scan against the index at each beam from 100 to 1000, interleaved —
     whether a tuned index beats an exact scan there — and the index check per beam; with the graph built at each
@@ -173,16 +198,26 @@ def beam_vs_exact(store, rows: int, rng, n_queries: int,  # type: ignore[no-unty
                     recalls[way].append(bench.recall([h.id for h in hits], truth))
         check = check_index(store, "s0", save=False)
         out[f"ef_construction {ef_construction}"] = {
-            "build_s": round(build_s, 1), "check": [[ef, round(r, 4)] for ef, r in check.recalls],
-            **{way: {"p50_ms": round(bench.percentile(times[way], 50), 2),
-                     "recall_at_10": round(float(np.mean(recalls[way])), 4)} for way in ways}}
+            "build_s": round(build_s, 1),
+            "check": [[ef, round(r, 4)] for ef, r in check.recalls],
+            **{
+                way: {
+                    "p50_ms": round(bench.percentile(times[way], 50), 2),
+                    "recall_at_10": round(float(np.mean(recalls[way])), 4),
+                }
+                for way in ways
+            },
+        }
     return out
 
 
 def plot(sizes: list[int], rows: list[dict[str, float]], path, kind: str) -> None:  # type: ignore[no-untyped-def]
     fig, (ax, ax2) = bench.figure(2, size=(10, 4))
-    for key, label in (("routed_ms", "routed (library default)"), ("routed_index_ms", "routed, HNSW index"),
-                       ("unified_ms", "unified (one shared table)")):
+    for key, label in (
+        ("routed_ms", "routed (library default)"),
+        ("routed_index_ms", "routed, HNSW index"),
+        ("unified_ms", "unified (one shared table)"),
+    ):
         ax.plot(sizes, [r[key] for r in rows], marker="o", label=label)
     ax.set_xscale("log")
     ax.set_xlabel("units in total")
@@ -203,20 +238,36 @@ def main() -> None:
     ap = bench.parser(__doc__)
     ap.add_argument("--sizes", help="total units per step, comma-separated (default 10000,100000)")
     ap.add_argument("--queries", type=int, help="timed queries per size (default 100; --quick: 30)")
-    ap.add_argument("--beam-vs-exact", type=int, metavar="ROWS",
-                    help="instead: one corpus of ROWS units, the exact scan against the index at beams 100-1000")
+    ap.add_argument(
+        "--beam-vs-exact",
+        type=int,
+        metavar="ROWS",
+        help="instead: one corpus of ROWS units, the exact scan against the index at beams 100-1000",
+    )
     ap.add_argument("--ef-construction", default="64", help="with --beam-vs-exact: graphs to build, e.g. 64,128")
-    ap.add_argument("--vectors", choices=list(GENERATORS), default="text-like",
-                    help="synthetic vectors shaped like real text embeddings, or isotropic clusters (the worst case)")
+    ap.add_argument(
+        "--vectors",
+        choices=list(GENERATORS),
+        default="text-like",
+        help="synthetic vectors shaped like real text embeddings, or isotropic clusters (the worst case)",
+    )
     args = ap.parse_args()
     if args.beam_vs_exact:
         bench.log(bench.machine_line())
         with bench.scratch_store(args.database_url, "scaling") as store:
-            result = beam_vs_exact(store, args.beam_vs_exact, np.random.default_rng(1), args.queries or 30,
-                                   [int(x) for x in args.ef_construction.split(",")], args.vectors)
+            result = beam_vs_exact(
+                store,
+                args.beam_vs_exact,
+                np.random.default_rng(1),
+                args.queries or 30,
+                [int(x) for x in args.ef_construction.split(",")],
+                args.vectors,
+            )
         for graph, r in result.items():
-            bench.log(f"{args.beam_vs_exact} units, {graph}: build {r['build_s']:.0f} s; check "
-                      + " ".join(f"{rc:.2f}@{ef}" for ef, rc in r["check"]))
+            bench.log(
+                f"{args.beam_vs_exact} units, {graph}: build {r['build_s']:.0f} s; check "
+                + " ".join(f"{rc:.2f}@{ef}" for ef, rc in r["check"])
+            )
             for way, w in r.items():
                 if isinstance(w, dict):
                     bench.log(f"    {way:>8}: p50 {w['p50_ms']:7.2f} ms, recall@10 {w['recall_at_10']:.3f}")
@@ -227,8 +278,10 @@ def main() -> None:
     n_queries = args.queries or (30 if args.quick else 100)
     bench.log(bench.machine_line())
     bench.log(f"synthetic vectors: {args.vectors}")
-    bench.log(f"{'units':>9} {'load s':>7} {'routed':>8} {'routed idx':>10} {'unified':>8} "
-              f"{'recall routed':>13} {'recall unified':>14}   (p50 ms, k = {K})")
+    bench.log(
+        f"{'units':>9} {'load s':>7} {'routed':>8} {'routed idx':>10} {'unified':>8} "
+        f"{'recall routed':>13} {'recall unified':>14}   (p50 ms, k = {K})"
+    )
     rng = np.random.default_rng(0)
     rows = []
     for size in sizes:
@@ -236,36 +289,56 @@ def main() -> None:
             vectors = make_vectors(rng, size // len(CORPORA), args.vectors)
             load_s, ids = bench.timed(load_corpora, store, vectors)
             check_s, checks = bench.timed(run_checks, store)
-            bench.log(f"index checks ({check_s:.0f} s; recall of the index's best hit against an exact scan, per "
-                      "beam tried -> the tuned ef_search): " + "; ".join(
-                          f"{name} " + " ".join(f"{r:.2f}@{ef}" for ef, r in c.recalls) + f" -> {c.ef_search}"
-                          for name, c in checks.items()))
+            bench.log(
+                f"index checks ({check_s:.0f} s; recall of the index's best hit against an exact scan, per "
+                "beam tried -> the tuned ef_search): "
+                + "; ".join(
+                    f"{name} " + " ".join(f"{r:.2f}@{ef}" for ef, r in c.recalls) + f" -> {c.ef_search}"
+                    for name, c in checks.items()
+                )
+            )
             row = measure(store, vectors, ids, rng, n_queries)
             row["tuned_ef"] = {name: c.ef_search for name, c in checks.items()}
             row["check_recall"] = {name: round(c.recall, 4) for name, c in checks.items()}
             row["check_s"] = check_s
-            bench.log("per corpus (p50 ms on the default path, recall@10 through the index, tuned ef_search): "
-                      + "; ".join(f"{name} {v['routed_ms']:.1f} ms {v['recall_at_10']:.3f} ef {row['tuned_ef'][name]}"
-                                  for name, v in row["per_corpus"].items()))
+            bench.log(
+                "per corpus (p50 ms on the default path, recall@10 through the index, tuned ef_search): "
+                + "; ".join(
+                    f"{name} {v['routed_ms']:.1f} ms {v['recall_at_10']:.3f} ef {row['tuned_ef'][name]}"
+                    for name, v in row["per_corpus"].items()
+                )
+            )
         rows.append(row)
-        bench.log(f"{size:>9} {load_s:>7.0f} {row['routed_ms']:>8.1f} {row['routed_index_ms']:>10.1f} "
-                  f"{row['unified_ms']:>8.1f} {row['recall_routed']:>13.3f} {row['recall_unified']:>14.3f}   "
-                  f"({bench.machine_line().split(', ', 2)[2]})")
+        bench.log(
+            f"{size:>9} {load_s:>7.0f} {row['routed_ms']:>8.1f} {row['routed_index_ms']:>10.1f} "
+            f"{row['unified_ms']:>8.1f} {row['recall_routed']:>13.3f} {row['recall_unified']:>14.3f}   "
+            f"({bench.machine_line().split(', ', 2)[2]})"
+        )
     plot(sizes, rows, args.out / "scaling.png", args.vectors)
     goal = all(r["routed_ms"] <= r["unified_ms"] for s, r in zip(sizes, rows) if s >= 100_000)
-    bench.log(f"goal routed <= unified from 100k: {'met' if goal else 'NOT met'} "
-              f"(sizes >= 100k measured: {[s for s in sizes if s >= 100_000] or 'none'}); recall goal >= 0.95: "
-              f"{'met' if min(min(r['recall_routed'], r['recall_unified']) for r in rows) >= 0.95 else 'NOT met'}")
-    bench.finish("scaling", {
-        "sizes": sizes, "routed_ms": [round(r["routed_ms"], 2) for r in rows],
-        "unified_ms": [round(r["unified_ms"], 2) for r in rows],
-        "routed_index_ms": [round(r["routed_index_ms"], 2) for r in rows],
-        "recall_at_10": [round(r["recall_routed"], 4) for r in rows],
-        "recall_at_10_unified": [round(r["recall_unified"], 4) for r in rows],
-        "tuned_ef": [r["tuned_ef"] for r in rows], "check_recall": [r["check_recall"] for r in rows],
-        "check_s": [round(r["check_s"], 1) for r in rows], "per_corpus": [r["per_corpus"] for r in rows],
-        "queries": n_queries, "vectors": args.vectors,
-    }, args.out)
+    bench.log(
+        f"goal routed <= unified from 100k: {'met' if goal else 'NOT met'} "
+        f"(sizes >= 100k measured: {[s for s in sizes if s >= 100_000] or 'none'}); recall goal >= 0.95: "
+        f"{'met' if min(min(r['recall_routed'], r['recall_unified']) for r in rows) >= 0.95 else 'NOT met'}"
+    )
+    bench.finish(
+        "scaling",
+        {
+            "sizes": sizes,
+            "routed_ms": [round(r["routed_ms"], 2) for r in rows],
+            "unified_ms": [round(r["unified_ms"], 2) for r in rows],
+            "routed_index_ms": [round(r["routed_index_ms"], 2) for r in rows],
+            "recall_at_10": [round(r["recall_routed"], 4) for r in rows],
+            "recall_at_10_unified": [round(r["recall_unified"], 4) for r in rows],
+            "tuned_ef": [r["tuned_ef"] for r in rows],
+            "check_recall": [r["check_recall"] for r in rows],
+            "check_s": [round(r["check_s"], 1) for r in rows],
+            "per_corpus": [r["per_corpus"] for r in rows],
+            "queries": n_queries,
+            "vectors": args.vectors,
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

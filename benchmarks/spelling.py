@@ -58,15 +58,15 @@ def misspell(question: str) -> tuple[str, str, str] | None:
     i = rng.randrange(1, len(word) - 1)
     kind = rng.choice(("swap", "drop", "double", "near"))
     if kind == "swap" and word[i].lower() != word[i + 1].lower():
-        typo = word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        typo = word[:i] + word[i + 1] + word[i] + word[i + 2 :]
     elif kind == "drop":
-        typo = word[:i] + word[i + 1:]
+        typo = word[:i] + word[i + 1 :]
     elif kind == "double":
         typo = word[:i] + word[i] + word[i:]
     else:
         near = _NEAR.get(word[i].lower()) or "e"
-        typo = word[:i] + rng.choice(near) + word[i + 1:]
-    return question[:match.start()] + typo + question[match.end():], word.lower(), typo.lower()
+        typo = word[:i] + rng.choice(near) + word[i + 1 :]
+    return question[: match.start()] + typo + question[match.end() :], word.lower(), typo.lower()
 
 
 def _plan_ms(rag: Any, questions: Sequence[BenchQuestion]) -> dict[str, float]:
@@ -96,8 +96,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--wikitables", type=Path, default=find_wikitables(), help="the shared wikitables folder")
     ap.add_argument("--split", choices=["report", "tune", "all"], default="report")
     ap.add_argument("--max-questions", type=int, help="ask at most this many questions (the first ones)")
-    ap.add_argument("--out", type=Path, default=REPO / "benchmarks" / "out",
-                    help="results folder; routing_e2e.py's own corpora are under OUT/e2e_<schema>/kb")
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=REPO / "benchmarks" / "out",
+        help="results folder; routing_e2e.py's own corpora are under OUT/e2e_<schema>/kb",
+    )
     return ap.parse_args(argv)
 
 
@@ -113,10 +117,18 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     # both facades ask the same questions: each embeds them every time, as a new question is (timed)
     settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema, query_vectors=0)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)
-    plain = UniversalRAG(settings=settings, store=rag.store, embedder=rag.embedder, generator=None,
-                         visual_encoder=None, log_decisions=False, spelling=False)
-    questions, _ = prepare_benchmark(rag, args.out / f"e2e_{args.schema}", quick=False, pages=None,
-                                     wikitables=args.wikitables, log=log)
+    plain = UniversalRAG(
+        settings=settings,
+        store=rag.store,
+        embedder=rag.embedder,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+        spelling=False,
+    )
+    questions, _ = prepare_benchmark(
+        rag, args.out / f"e2e_{args.schema}", quick=False, pages=None, wikitables=args.wikitables, log=log
+    )
     clean = [q for q in questions if q.answerable and (args.split == "all" or q.split == args.split)]
     clean = clean[: args.max_questions] if args.max_questions else clean
     typos: list[tuple[BenchQuestion, BenchQuestion, str, str]] = []
@@ -137,26 +149,46 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     results: dict[str, dict[str, Any]] = {}
     for name, (instance, asked) in runs.items():
         results[name] = evaluate(lambda q, r=instance: r.retrieve(q.query, k=K, allow_none=True), asked)
-        log(f"  {name}: hit@{K} {results[name]['hit5']}, unit@{K} {results[name]['unit5']}, "
-            f"false none {results[name]['false_none']}")
-    restored = sum(any(c.typo == typo and c.word == word for c in rag.plan(t.query).corrections)
-                   for _, t, word, typo in typos)
+        log(
+            f"  {name}: hit@{K} {results[name]['hit5']}, unit@{K} {results[name]['unit5']}, "
+            f"false none {results[name]['false_none']}"
+        )
+    restored = sum(
+        any(c.typo == typo and c.word == word for c in rag.plan(t.query).corrections) for _, t, word, typo in typos
+    )
     changed = [q.query for q in clean if rag.plan(q.query).corrections]
-    timing = {"clean": _plan_ms(rag, clean), "typo": _plan_ms(rag, typed),
-              "clean, correction off": _plan_ms(plain, clean)}
-    summary = {
-        "benchmark": "spelling", "split": args.split, "k": K, "questions": len(clean), "with_typo": len(typed),
-        "runs": results, "typos_restored": restored, "clean_changed": len(changed),
-        "clean_changed_examples": changed[:10], "plan_ms": timing,
-        "machine": {"cpu": cpu_model(), "load_before": round(load_before, 2),
-                    "load_after": round(os.getloadavg()[0], 2)},
+    timing = {
+        "clean": _plan_ms(rag, clean),
+        "typo": _plan_ms(rag, typed),
+        "clean, correction off": _plan_ms(plain, clean),
     }
-    log(f"typos restored to the word as it was: {restored} of {len(typos)}; clean questions changed: "
-        f"{len(changed)} of {len(clean)}")
-    log(f"UniversalRAG.plan wall time p50/p95: clean {timing['clean']['p50_ms']}/{timing['clean']['p95_ms']} ms "
+    summary = {
+        "benchmark": "spelling",
+        "split": args.split,
+        "k": K,
+        "questions": len(clean),
+        "with_typo": len(typed),
+        "runs": results,
+        "typos_restored": restored,
+        "clean_changed": len(changed),
+        "clean_changed_examples": changed[:10],
+        "plan_ms": timing,
+        "machine": {
+            "cpu": cpu_model(),
+            "load_before": round(load_before, 2),
+            "load_after": round(os.getloadavg()[0], 2),
+        },
+    }
+    log(
+        f"typos restored to the word as it was: {restored} of {len(typos)}; clean questions changed: "
+        f"{len(changed)} of {len(clean)}"
+    )
+    log(
+        f"UniversalRAG.plan wall time p50/p95: clean {timing['clean']['p50_ms']}/{timing['clean']['p95_ms']} ms "
         f"(off: {timing['clean, correction off']['p50_ms']}/{timing['clean, correction off']['p95_ms']}), "
         f"with a typo {timing['typo']['p50_ms']}/{timing['typo']['p95_ms']} ms; {summary['machine']['cpu']}, "
-        f"load {summary['machine']['load_before']} before, {summary['machine']['load_after']} after")
+        f"load {summary['machine']['load_before']} before, {summary['machine']['load_after']} after"
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "spelling.json").write_text(json.dumps(summary, indent=2))
     title = f"Typos: routed retrieval with and without correction, {args.split} split, {len(typed)} questions"

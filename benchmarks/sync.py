@@ -29,22 +29,46 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
 from psycopg import sql
 
-from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
-
-_SUBJECTS = ["printer", "VPN", "laptop", "badge", "coffee machine", "parking gate", "mailbox", "phone", "monitor",
-             "keyboard", "invoice", "payroll", "projector", "Wi-Fi", "calendar"]
-_PROBLEMS = ["stops working after lunch", "shows an error about an expired certificate", "is very slow since Monday",
-             "cannot be reached from the second floor", "rejects my password", "makes a grinding noise",
-             "lost all its settings", "asks for an update every hour", "prints blank pages"]
+_SUBJECTS = [
+    "printer",
+    "VPN",
+    "laptop",
+    "badge",
+    "coffee machine",
+    "parking gate",
+    "mailbox",
+    "phone",
+    "monitor",
+    "keyboard",
+    "invoice",
+    "payroll",
+    "projector",
+    "Wi-Fi",
+    "calendar",
+]
+_PROBLEMS = [
+    "stops working after lunch",
+    "shows an error about an expired certificate",
+    "is very slow since Monday",
+    "cannot be reached from the second floor",
+    "rejects my password",
+    "makes a grinding noise",
+    "lost all its settings",
+    "asks for an update every hour",
+    "prints blank pages",
+]
 
 
 def _texts(n: int, seed: int) -> list[str]:
     rng = random.Random(seed)
-    return [f"Ticket {i}: the {rng.choice(_SUBJECTS)} in room {rng.randint(1, 400)} {rng.choice(_PROBLEMS)}; "
-            f"reported by {rng.choice(['Ana', 'Bo', 'Chen', 'Dee', 'Eli'])}." for i in range(n)]
-
+    return [
+        f"Ticket {i}: the {rng.choice(_SUBJECTS)} in room {rng.randint(1, 400)} {rng.choice(_PROBLEMS)}; "
+        f"reported by {rng.choice(['Ana', 'Bo', 'Chen', 'Dee', 'Eli'])}."
+        for i in range(n)
+    ]
 
 
 class _Bench:
@@ -78,15 +102,20 @@ class _Bench:
             for i, text in enumerate(texts):
                 copy.write_row((i, text))
         started = time.perf_counter()
-        self.conn.execute(sql.SQL("SELECT {}.attach_table(%s::regclass, corpus => %s, content => 'body')").format(
-            sql.Identifier(self.schema)), (f"{self.app}.{name}", name))
+        self.conn.execute(
+            sql.SQL("SELECT {}.attach_table(%s::regclass, corpus => %s, content => 'body')").format(
+                sql.Identifier(self.schema)
+            ),
+            (f"{self.app}.{name}", name),
+        )
         return time.perf_counter() - started
 
     def drain(self, workers: int, batch: int) -> float:
         from universalrag.sync import Worker, WorkerOptions
 
-        pool = [Worker(self.store, embedder=self.encoder, options=WorkerOptions(batch_size=batch))
-                for _ in range(workers)]
+        pool = [
+            Worker(self.store, embedder=self.encoder, options=WorkerOptions(batch_size=batch)) for _ in range(workers)
+        ]
         started = time.perf_counter()
         threads = [threading.Thread(target=w.drain) for w in pool]
         for t in threads:
@@ -112,8 +141,10 @@ class _Bench:
         try:
             time.sleep(1.0)
             for i in range(samples):
-                self.conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(sql.Identifier(self.app, "live")),
-                                  (i, _texts(1, 1000 + i)[0]))
+                self.conn.execute(
+                    sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(sql.Identifier(self.app, "live")),
+                    (i, _texts(1, 1000 + i)[0]),
+                )
                 started = time.perf_counter()
                 while (probe.execute(units).fetchone() or (0,))[0] <= i and time.perf_counter() - started < 60:
                     time.sleep(0.005)
@@ -156,15 +187,20 @@ def main() -> None:
         assert bench.store.counts()["backlog"] == args.rows, "the worker did not write every row"
         raw_after = _time(lambda: bench.encoder.embed(texts))
         raw = (raw_before + raw_after) / 2
-        results.update(rows=args.rows, worker_rows_s=args.rows / worker_s, encoder_rows_s=args.rows / raw,
-                       ratio=raw / worker_s)
-        print(f"backlog of {args.rows} rows: attach_table queued them in {results['enqueue_s']:.2f} s; worker "
-              f"{results['worker_rows_s']:.1f} rows/s, raw encoder {results['encoder_rows_s']:.1f} rows/s "
-              f"(before {args.rows / raw_before:.1f}, after {args.rows / raw_after:.1f}): ratio {results['ratio']:.2f}")
+        results.update(
+            rows=args.rows, worker_rows_s=args.rows / worker_s, encoder_rows_s=args.rows / raw, ratio=raw / worker_s
+        )
+        print(
+            f"backlog of {args.rows} rows: attach_table queued them in {results['enqueue_s']:.2f} s; worker "
+            f"{results['worker_rows_s']:.1f} rows/s, raw encoder {results['encoder_rows_s']:.1f} rows/s "
+            f"(before {args.rows / raw_before:.1f}, after {args.rows / raw_after:.1f}): ratio {results['ratio']:.2f}"
+        )
         lags = bench.lag(args.lag_samples)
         results.update(lag_p50_s=statistics.median(lags), lag_p95_s=sorted(lags)[max(0, int(len(lags) * 0.95) - 1)])
-        print(f"INSERT -> searchable with an idle worker: p50 {results['lag_p50_s']:.3f} s, "
-              f"p95 {results['lag_p95_s']:.3f} s over {len(lags)} inserts")
+        print(
+            f"INSERT -> searchable with an idle worker: p50 {results['lag_p50_s']:.3f} s, "
+            f"p95 {results['lag_p95_s']:.3f} s over {len(lags)} inserts"
+        )
         scaling = _texts(args.scaling_rows, 7)
         bench.table("one", scaling)
         one = bench.drain(1, args.batch)
@@ -173,8 +209,10 @@ def main() -> None:
         counts = bench.store.counts()
         assert counts["one"] == counts["two"] == args.scaling_rows, "a worker did not write every row"
         results.update(one_worker_s=one, two_workers_s=two, two_vs_one=one / two)
-        print(f"{args.scaling_rows} rows: one worker {one:.1f} s, two workers {two:.1f} s -> {one / two:.2f}x "
-              f"({os.cpu_count()} cores; the encoder already uses them all)")
+        print(
+            f"{args.scaling_rows} rows: one worker {one:.1f} s, two workers {two:.1f} s -> {one / two:.2f}x "
+            f"({os.cpu_count()} cores; the encoder already uses them all)"
+        )
     finally:
         bench.teardown()
         if home is not None:
@@ -182,8 +220,10 @@ def main() -> None:
 
             stop_embedded(home)
     results["load_after"] = os.getloadavg()[0]
-    print(f"CPU: {results['cpu']}, {results['cores']} cores, load {results['load_before']:.1f} -> "
-          f"{results['load_after']:.1f}")
+    print(
+        f"CPU: {results['cpu']}, {results['cores']} cores, load {results['load_before']:.1f} -> "
+        f"{results['load_after']:.1f}"
+    )
     print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in results.items()}))
 
 

@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # for su
 
 from machine import figure, finish, log, machine_line, parser, save_png, timed
 from support.video import write_video
+
 from universalrag.ingest.video import VideoOptions, iter_frames, plan_video
 
-PHOTOS = ["astronaut", "coffee", "rocket", "camera", "chelsea", "hubble_deep_field", "immunohistochemistry",
-          "retina"]
+PHOTOS = ["astronaut", "coffee", "rocket", "camera", "chelsea", "hubble_deep_field", "immunohistochemistry", "retina"]
 SIZES = {"360p": (640, 360), "720p": (1280, 720)}
 
 
@@ -40,10 +40,22 @@ def make_video(folder: Path, seconds: float, size: tuple[int, int]) -> tuple[Pat
         hold = min(rng.uniform(4, 12), max(1.0, seconds - total))
         scenes.append((PHOTOS[len(scenes) % len(PHOTOS)], hold))
         total += hold
-    cues = [(s + 0.5, s + 3.0, f"Scene {i} narration.") for i, s in enumerate([0.0, *[
-        sum(h for _n, h in scenes[:k]) for k in range(1, len(scenes))]])]
-    written = write_video(folder / f"bench{size[1]}p.mp4", scenes, fps=25, size=size, motion=20, noise=6,
-                          gop=50, cues=cues, sidecar="srt", audio="tones")
+    cues = [
+        (s + 0.5, s + 3.0, f"Scene {i} narration.")
+        for i, s in enumerate([0.0, *[sum(h for _n, h in scenes[:k]) for k in range(1, len(scenes))]])
+    ]
+    written = write_video(
+        folder / f"bench{size[1]}p.mp4",
+        scenes,
+        fps=25,
+        size=size,
+        motion=20,
+        noise=6,
+        gop=50,
+        cues=cues,
+        sidecar="srt",
+        audio="tones",
+    )
     return written.path, written.cut_times, written.duration_s
 
 
@@ -61,9 +73,16 @@ def measure(path: Path, cuts: list[float], duration: float, repeat: int) -> dict
     found = [clip.start_s for clip in plan.clips[1:]]
     errors = [min(abs(f - c) for f in found) for c in cuts] if found else []
     best_plan, best_frames = min(plan_s), min(frames_s)
-    return {"clips": len(plan.clips), "frames": n_frames, "max_cut_error_ms": max(errors, default=0.0) * 1000,
-            "x_plan": duration / best_plan, "x_frames": duration / best_frames,
-            "x_realtime": duration / (best_plan + best_frames), "plan_s": best_plan, "frames_s": best_frames}
+    return {
+        "clips": len(plan.clips),
+        "frames": n_frames,
+        "max_cut_error_ms": max(errors, default=0.0) * 1000,
+        "x_plan": duration / best_plan,
+        "x_frames": duration / best_frames,
+        "x_realtime": duration / (best_plan + best_frames),
+        "plan_s": best_plan,
+        "frames_s": best_frames,
+    }
 
 
 def main() -> None:
@@ -81,28 +100,40 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         for label, size in SIZES.items():
             write_s, (path, cuts, duration) = timed(make_video, folder, seconds, size)
-            log(f"{label}: {path.name}, {duration:.1f} s, {size[0]}x{size[1]} @ 25 fps, {len(cuts)} cuts, "
-                f"{path.stat().st_size / 2**20:.1f} MiB (written in {write_s:.1f} s)")
+            log(
+                f"{label}: {path.name}, {duration:.1f} s, {size[0]}x{size[1]} @ 25 fps, {len(cuts)} cuts, "
+                f"{path.stat().st_size / 2**20:.1f} MiB (written in {write_s:.1f} s)"
+            )
             r = results[label] = measure(path, cuts, duration, repeat)
             log(f"  clips {r['clips']}, max cut error {r['max_cut_error_ms']:.1f} ms over {len(cuts)} cuts")
             log(f"  plan (probe+hash+transcript+scenes+clips) {r['plan_s']:6.2f} s -> {r['x_plan']:5.1f}x real time")
-            log(f"  frames ({r['frames']} decoded)              {r['frames_s']:6.2f} s -> "
-                f"{r['x_frames']:5.1f}x real time")
+            log(
+                f"  frames ({r['frames']} decoded)              {r['frames_s']:6.2f} s -> "
+                f"{r['x_frames']:5.1f}x real time"
+            )
             log(f"  plan + frames: {r['x_realtime']:5.1f}x real time (goal >= 10x at 360p)   [{machine_line()}]")
     fig, ax = figure(size=(6, 4))
     labels = list(results)
     ax.bar([i - 0.2 for i in range(len(labels))], [r["x_plan"] for r in results.values()], 0.4, label="plan")
-    ax.bar([i + 0.2 for i in range(len(labels))], [r["x_realtime"] for r in results.values()], 0.4,
-           label="plan + frames")
+    ax.bar(
+        [i + 0.2 for i in range(len(labels))], [r["x_realtime"] for r in results.values()], 0.4, label="plan + frames"
+    )
     ax.axhline(10, color="grey", linestyle=":", label="goal 10x (360p)")
     ax.set_xticks(range(len(labels)), labels)
     ax.set_ylabel("seconds of video per wall-clock second")
     ax.legend(fontsize=8)
     save_png(fig, args.out / "video.png", title=f"Video segmentation, {seconds:.0f} s videos, best of {repeat}")
-    finish("video", {"x_realtime_360p": round(results["360p"]["x_realtime"], 2),
-                     "x_realtime_720p": round(results["720p"]["x_realtime"], 2),
-                     "details": {k: {m: round(v, 3) for m, v in r.items()} for k, r in results.items()},
-                     "seconds": seconds, "repeat": repeat}, args.out)
+    finish(
+        "video",
+        {
+            "x_realtime_360p": round(results["360p"]["x_realtime"], 2),
+            "x_realtime_720p": round(results["720p"]["x_realtime"], 2),
+            "details": {k: {m: round(v, 3) for m, v in r.items()} for k, r in results.items()},
+            "seconds": seconds,
+            "repeat": repeat,
+        },
+        args.out,
+    )
 
 
 if __name__ == "__main__":

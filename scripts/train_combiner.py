@@ -73,7 +73,7 @@ def _gold(label: str) -> frozenset[str]:
 
 
 def _held_out(key: str, share: float) -> bool:
-    digest = hashlib.sha1(f"combiner-heldout:{key}".encode("utf-8")).hexdigest()  # independent of the page split
+    digest = hashlib.sha1(f"combiner-heldout:{key}".encode()).hexdigest()  # independent of the page split
     return int(digest[:8], 16) / 0xFFFFFFFF < share
 
 
@@ -141,24 +141,40 @@ def build(rag, work: Path, tune: list[str], shared: Path) -> None:  # type: igno
 
     started = time.perf_counter()
     rag.init()
-    rag.store.create_corpus(CorpusSpec(
-        name="handbook", modality="text", granularity="paragraph", embedder=rag.embedder.name,
-        dimension=rag.embedder.dimension, description="Web engineering handbook: HTTP, caching, CDNs, headers",
-        metadata={"examples": ["How long does a CDN keep a cached page?", "What does the ETag header do?",
-                               "When should a response set Cache-Control private?"]}))
+    rag.store.create_corpus(
+        CorpusSpec(
+            name="handbook",
+            modality="text",
+            granularity="paragraph",
+            embedder=rag.embedder.name,
+            dimension=rag.embedder.dimension,
+            description="Web engineering handbook: HTTP, caching, CDNs, headers",
+            metadata={
+                "examples": [
+                    "How long does a CDN keep a cached page?",
+                    "What does the ETag header do?",
+                    "When should a response set Cache-Control private?",
+                ]
+            },
+        )
+    )
     assert rag.ingest([DATA / "texts" / "http_caching.md"], corpus="handbook").ok
     build_folder(work / "kb", tune, shared)
     result = rag.ingest([work / "kb"], options=IngestOptions(video=DEMO_VIDEO_OPTIONS))
-    print(f"ingested {len(tune)} wiki pages + demo + notes in {time.perf_counter() - started:.0f} s; "
-          f"failed: {[str(f) for f in result.failed][:3]}", flush=True)
+    print(
+        f"ingested {len(tune)} wiki pages + demo + notes in {time.perf_counter() - started:.0f} s; "
+        f"failed: {[str(f) for f in result.failed][:3]}",
+        flush=True,
+    )
 
 
 def _ingested_pages(shared: Path, n: int) -> list[str]:
     """The Wikipedia pages put into the knowledge base: a fixed sample by SHA-1 of the name. Only the questions of
     its ``tune`` pages (:func:`wikitables_split`, CRC-32, the benchmark's split) train; those of its ``report``
     pages are the held-out Wikipedia questions."""
-    pages = [p for p in os.listdir(shared / "wikitables" / "pages") if hashlib.sha1(p.encode()).hexdigest()[0] in
-             "01234567"]
+    pages = [
+        p for p in os.listdir(shared / "wikitables" / "pages") if hashlib.sha1(p.encode()).hexdigest()[0] in "01234567"
+    ]
     return sorted(pages, key=lambda p: hashlib.sha1(p.encode()).hexdigest())[:n]
 
 
@@ -187,8 +203,11 @@ def report(name: str, queries, decide) -> dict[str, float]:  # type: ignore[no-u
             answerable += 1
             false_none += primary == "none"
     flat = [v for vs in by_source.values() for v in vs]
-    out = {"accuracy": sum(flat) / max(len(flat), 1), "false_none": false_none / max(answerable, 1),
-           **{f"acc_{s}": sum(v) / len(v) for s, v in sorted(by_source.items())}}
+    out = {
+        "accuracy": sum(flat) / max(len(flat), 1),
+        "false_none": false_none / max(answerable, 1),
+        **{f"acc_{s}": sum(v) / len(v) for s, v in sorted(by_source.items())},
+    }
     print(f"{name:>12}: " + "  ".join(f"{k}={v:.3f}" for k, v in out.items()))
     return out
 
@@ -200,22 +219,45 @@ def main() -> None:
     parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
     parser.add_argument("--out", type=Path, default=None, help="Default: the shipped combiner.json.")
     parser.add_argument("--l2", type=float, default=1.0)
-    parser.add_argument("--answerable-weight", type=float, default=1.5, help="Weight of an answerable question "
-                        "against one that needs no retrieval in the answerable model (a false 'none' returns "
-                        "nothing; a missed one costs a search). 1.5 was chosen on the held-out questions and the "
-                        "tune split of benchmarks/routing_e2e.py.")
-    parser.add_argument("--corpus-model", type=Path, default=None, help="Keep the corpus model of this combiner "
-                        "JSON and fit only the answerable model (which corpora a question goes to stays as it "
-                        "was; only the 'none' decision is learned again).")
+    parser.add_argument(
+        "--answerable-weight",
+        type=float,
+        default=1.5,
+        help="Weight of an answerable question "
+        "against one that needs no retrieval in the answerable model (a false 'none' returns "
+        "nothing; a missed one costs a search). 1.5 was chosen on the held-out questions and the "
+        "tune split of benchmarks/routing_e2e.py.",
+    )
+    parser.add_argument(
+        "--corpus-model",
+        type=Path,
+        default=None,
+        help="Keep the corpus model of this combiner "
+        "JSON and fit only the answerable model (which corpora a question goes to stays as it "
+        "was; only the 'none' decision is learned again).",
+    )
     parser.add_argument("--synth", type=int, default=50, help="Synthetic queries per corpus (0: none).")
-    parser.add_argument("--synth-holdout", type=float, default=0.0, help="Share of the synthetic queries held out "
-                        "(default none: they are training material; the held-out figures are the written and "
-                        "crowd questions).")
-    parser.add_argument("--schema", default=None, help="Schema to build in (reused when it already holds the "
-                        "knowledge base: nothing is ingested again).")
+    parser.add_argument(
+        "--synth-holdout",
+        type=float,
+        default=0.0,
+        help="Share of the synthetic queries held out "
+        "(default none: they are training material; the held-out figures are the written and "
+        "crowd questions).",
+    )
+    parser.add_argument(
+        "--schema",
+        default=None,
+        help="Schema to build in (reused when it already holds the knowledge base: nothing is ingested again).",
+    )
     parser.add_argument("--keep", action="store_true", help="Keep the schema afterwards (for --schema).")
-    parser.add_argument("--dump", type=Path, default=None, help="Also write the features of every training and "
-                        "held-out question to this pickle (for studying the combiner without probing again).")
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="Also write the features of every training and "
+        "held-out question to this pickle (for studying the combiner without probing again).",
+    )
     args = parser.parse_args()
 
     from universalrag.config import Settings
@@ -226,8 +268,14 @@ def main() -> None:
     shared = _shared()
     tune = _ingested_pages(shared, args.pages)
     schema = args.schema or "combiner_train_" + uuid.uuid4().hex[:8]
-    rag = UniversalRAG(settings=Settings(database_url=args.database_url, schema=schema), generator=None,
-                       visual_encoder=None, router=TrainedRouter.default(), combiner=None, log_decisions=False)
+    rag = UniversalRAG(
+        settings=Settings(database_url=args.database_url, schema=schema),
+        generator=None,
+        visual_encoder=None,
+        router=TrainedRouter.default(),
+        combiner=None,
+        log_decisions=False,
+    )
     work = Path(tempfile.mkdtemp(prefix="combiner-train-"))
     try:
         if args.schema and rag.store.revision() is not None and "handbook" in rag.store.corpora():
@@ -248,18 +296,25 @@ def main() -> None:
             probed = routing.gather(plan, searcher, pool=pool)
             if any(h.id == item.unit_id for h in plan.probes.get(item.corpus, ())):  # retrieval-aware label
                 kept += 1
-                query = TrainingQuery(probed.pairs, probed.prior_none, frozenset({item.corpus}), "synth",
-                                      item.query)
+                query = TrainingQuery(probed.pairs, probed.prior_none, frozenset({item.corpus}), "synth", item.query)
                 (held if _held_out(item.query, args.synth_holdout) else train).append(query)
-        print(f"features for {len(rows)} questions and {len(synth)} synthetic ones ({kept} kept: their unit is in "
-              f"their corpus's probe) in {time.perf_counter() - started:.0f} s (train {len(train)}, held out "
-              f"{len(held)})", flush=True)
+        print(
+            f"features for {len(rows)} questions and {len(synth)} synthetic ones ({kept} kept: their unit is in "
+            f"their corpus's probe) in {time.perf_counter() - started:.0f} s (train {len(train)}, held out "
+            f"{len(held)})",
+            flush=True,
+        )
         if args.dump:
             args.dump.write_bytes(pickle.dumps({"train": train, "held": held}))
         counts = Counter(q.source for q in train)
         frozen = Combiner.load(args.corpus_model) if args.corpus_model else None
-        combiner = train_combiner(train, l2=args.l2, info={}, answerable_weight=args.answerable_weight,
-                                  corpus_model=frozen.corpus_model if frozen else None)
+        combiner = train_combiner(
+            train,
+            l2=args.l2,
+            info={},
+            answerable_weight=args.answerable_weight,
+            corpus_model=frozen.corpus_model if frozen else None,
+        )
         print("held-out figures:")
         figures = {
             "combiner": report("combiner", held, lambda q: combiner.decide(q.pairs, prior_none=q.prior_none).routes[0]),
@@ -267,11 +322,15 @@ def main() -> None:
             "best_similarity": report("best sim", held, lambda q: max(q.pairs, key=lambda c: q.pairs[c]["best"])),
         }
         info = {
-            "trained_by": "scripts/train_combiner.py", "wikitables_pages": len(tune), "synth_per_corpus": args.synth,
-            "synth_holdout": args.synth_holdout, "answerable_weight": args.answerable_weight,
+            "trained_by": "scripts/train_combiner.py",
+            "wikitables_pages": len(tune),
+            "synth_per_corpus": args.synth,
+            "synth_holdout": args.synth_holdout,
+            "answerable_weight": args.answerable_weight,
             "corpus_model": f"kept from {frozen.version}" if frozen else "trained",
             "split": "wikitables tune pages (CRC-32, as benchmarks/routing_data.py)",
-            "train_questions": dict(counts), "heldout_questions": dict(Counter(q.source for q in held)),
+            "train_questions": dict(counts),
+            "heldout_questions": dict(Counter(q.source for q in held)),
             "heldout": {k: {m: round(v, 4) for m, v in f.items()} for k, f in figures.items()},
         }
         shipped = Combiner(combiner.corpus_model, combiner.answerable_model, info)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from universalrag.evidence import build_evidence
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.retrieve import search_corpus
@@ -26,12 +27,13 @@ CORPUS = Path(__file__).parent / "data" / "corpus"
 def test_every_hit_names_its_file_as_the_frameworks_loaders_do(store: Store, minilm, tmp_path: Path) -> None:
     folder = tmp_path / "kb"
     folder.mkdir()
-    (folder / "sourdough.md").write_text((CORPUS / "sourdough_baking.md").read_text(encoding="utf-8"),
-                                         encoding="utf-8")
-    (folder / "ferries.csv").write_text("ferry,departs,crossing\nMorning Star,07:10,Sandwick to Holm\n"
-                                        "Gannet,09:30,Sandwick to Fara\n", encoding="utf-8")
-    (folder / "locks.rst").write_text("Locks\n=====\n\nThe Holm lock keeper answers on VHF 16 from dawn to dusk.\n",
-                                      encoding="utf-8")
+    (folder / "sourdough.md").write_text((CORPUS / "sourdough_baking.md").read_text(encoding="utf-8"), encoding="utf-8")
+    (folder / "ferries.csv").write_text(
+        "ferry,departs,crossing\nMorning Star,07:10,Sandwick to Holm\nGannet,09:30,Sandwick to Fara\n", encoding="utf-8"
+    )
+    (folder / "locks.rst").write_text(
+        "Locks\n=====\n\nThe Holm lock keeper answers on VHF 16 from dawn to dusk.\n", encoding="utf-8"
+    )
     assert ingest_paths(store, minilm, [folder]).ok
     hits: list[Hit] = [
         search_corpus(store, minilm, "paragraph", "how long does sourdough starter take to rise", k=1)[0],
@@ -44,8 +46,12 @@ def test_every_hit_names_its_file_as_the_frameworks_loaders_do(store: Store, min
     # the title does not already say it (a CSV's title is its stem)
     labels = [e.label for e in build_evidence(hits, with_media=False)]
     title = hits[0].metadata["title"]
-    assert labels == [f"[paragraph 1] {title} (sourdough.md)", f"[document 2] {title} (sourdough.md)",
-                      "[table 3] ferries", "[paragraph 4] Locks (locks.rst)"]
+    assert labels == [
+        f"[paragraph 1] {title} (sourdough.md)",
+        f"[document 2] {title} (sourdough.md)",
+        "[table 3] ferries",
+        "[paragraph 4] Locks (locks.rst)",
+    ]
     for hit, path in zip(hits, expected, strict=True):
         doc = hit_to_document(hit)
         assert doc.metadata["source"] == str(path.resolve()), (hit.corpus, doc.metadata)

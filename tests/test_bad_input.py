@@ -13,6 +13,7 @@ import uuid
 import numpy as np
 import pytest
 import sqlalchemy as sa
+
 from universalrag import UniversalRAG
 from universalrag.errors import (
     CorpusNotFoundError,
@@ -26,8 +27,20 @@ from universalrag.store import Store
 from universalrag.types import Unit
 
 SQL_WORDS = ("SELECT ", "INSERT ", "[SQL:", "jsonb_", "FROM t_", "DELETE ")
-HOSTILE_CORPUS_NAMES = ["x'; DROP TABLE corpora; --", 'a"b', "a\\b", "a\x00b", "../etc", "Robert'); --", "ÄÖ",
-                        "a b", "", "a" * 200, "corpora", "pg_catalog.pg_class"]
+HOSTILE_CORPUS_NAMES = [
+    "x'; DROP TABLE corpora; --",
+    'a"b',
+    "a\\b",
+    "a\x00b",
+    "../etc",
+    "Robert'); --",
+    "ÄÖ",
+    "a b",
+    "",
+    "a" * 200,
+    "corpora",
+    "pg_catalog.pg_class",
+]
 
 
 def _deep(depth: int, op: str = "$and") -> dict:
@@ -52,16 +65,25 @@ HOSTILE_FILTERS = [
     _deep(2_000, "$or"),
     {"$not": _deep(5_000)},
 ]
-HOSTILE_VALUES = [{"lang": "en'; DROP TABLE x; --"}, {"lang": "a\\'b"}, {"lang": {"$ilike": "%'%"}},
-                  {"lang": "nul\x00byte"}, {"lang": {"$in": ["a\x00", "b"]}}]
+HOSTILE_VALUES = [
+    {"lang": "en'; DROP TABLE x; --"},
+    {"lang": "a\\'b"},
+    {"lang": {"$ilike": "%'%"}},
+    {"lang": "nul\x00byte"},
+    {"lang": {"$in": ["a\x00", "b"]}},
+]
 
 
 @pytest.fixture
 def loaded(store: Store, minilm) -> Store:  # type: ignore[no-untyped-def]
     texts = ["Kestrel Point lighthouse was first lit in 1889.", "Sourdough needs a ripe starter and time."]
     vectors = minilm.embed(texts)
-    store.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content=t, embedding=v.tolist(), metadata={"lang": "en"})
-                     for i, (t, v) in enumerate(zip(texts, vectors))])
+    store.add_units(
+        [
+            Unit(id=str(uuid.uuid4()), corpus="paragraph", content=t, embedding=v.tolist(), metadata={"lang": "en"})
+            for i, (t, v) in enumerate(zip(texts, vectors))
+        ]
+    )
     return store
 
 
@@ -98,9 +120,12 @@ def test_bad_unit_vectors_store_nothing(loaded: Store, bad: str) -> None:
         vector[3] = float(bad)
     before = loaded.counts()["paragraph"]
     with pytest.raises((InvalidInputError, DimensionMismatchError)) as info:
-        loaded.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content="fine",
-                               embedding=np.full(384, 0.1).tolist()),
-                          Unit(id=str(uuid.uuid4()), corpus="paragraph", content="broken", embedding=vector)])
+        loaded.add_units(
+            [
+                Unit(id=str(uuid.uuid4()), corpus="paragraph", content="fine", embedding=np.full(384, 0.1).tolist()),
+                Unit(id=str(uuid.uuid4()), corpus="paragraph", content="broken", embedding=vector),
+            ]
+        )
     _clean(info.value)
     assert loaded.counts()["paragraph"] == before  # the good unit of the batch was not written either
 
@@ -135,8 +160,11 @@ def test_hostile_corpus_names_in_python_and_sql(loaded: Store, minilm, name: str
     _clean(info.value)
     if name != "corpora":
         with pytest.raises((InvalidInputError, StoreError)) as created:
-            loaded.create_corpus(CorpusSpec(name=name, modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
-                                            dimension=384, embedder="m"))
+            loaded.create_corpus(
+                CorpusSpec(
+                    name=name, modality=Modality.TEXT, granularity=Granularity.PARAGRAPH, dimension=384, embedder="m"
+                )
+            )
         _clean(created.value)
     tables_before = _tables(loaded)
     with loaded.engine.connect() as conn:  # straight to the SQL function, as a database user could
@@ -146,15 +174,20 @@ def test_hostile_corpus_names_in_python_and_sql(loaded: Store, minilm, name: str
                 conn.execute(sa.text("SELECT create_corpus(:n, 'text', 'paragraph', '', 'm', 8)"), {"n": name})
         except sa.exc.DBAPIError:
             pass  # refused by the function
-    assert _tables(loaded) - tables_before <= {f"corpus_{name}"} if name.isidentifier() and name.islower() else \
-        _tables(loaded) == tables_before
+    assert (
+        _tables(loaded) - tables_before <= {f"corpus_{name}"}
+        if name.isidentifier() and name.islower()
+        else _tables(loaded) == tables_before
+    )
     assert "corpora" in _tables(loaded)
 
 
 def _tables(store: Store) -> set[str]:
     with store.engine.connect() as conn:
-        return {r[0] for r in conn.execute(sa.text("SELECT tablename FROM pg_tables WHERE schemaname = :s"),
-                                           {"s": store.schema})}
+        return {
+            r[0]
+            for r in conn.execute(sa.text("SELECT tablename FROM pg_tables WHERE schemaname = :s"), {"s": store.schema})
+        }
 
 
 def test_unknown_corpus_is_typed(loaded: Store) -> None:
@@ -222,8 +255,11 @@ def test_a_long_query_is_cut_after_a_whole_word() -> None:
     assert plan.text.split()[-1] in {"how", "many", "moons", "does", "saturn", "have"}  # a whole word last
 
 
-def test_a_query_of_many_words_asks_the_full_text_channel_for_its_first_words(loaded: Store, minilm,  # type: ignore[no-untyped-def]
-                                                                              settings) -> None:
+def test_a_query_of_many_words_asks_the_full_text_channel_for_its_first_words(
+    loaded: Store,
+    minilm,  # type: ignore[no-untyped-def]
+    settings,
+) -> None:
     from universalrag.routing.features import QUERY_TERMS, query_terms
     from universalrag.store.queries import LEXICAL_WORDS, lexical_words
 
@@ -280,8 +316,14 @@ def test_json_output_never_holds_nan(loaded: Store) -> None:
     from universalrag.cli.output import hit_dict
     from universalrag.types import Hit, Modality
 
-    hit = Hit(id="x", corpus="paragraph", modality=Modality.TEXT, content="c", score=math.nan,
-              channel_scores={"similarity": math.inf})
+    hit = Hit(
+        id="x",
+        corpus="paragraph",
+        modality=Modality.TEXT,
+        content="c",
+        score=math.nan,
+        channel_scores={"similarity": math.inf},
+    )
     text = json.dumps(hit_dict(hit, 1), allow_nan=False)  # raises on NaN/inf
     assert json.loads(text)["similarity"] is None
 
@@ -307,8 +349,12 @@ def _adapter_calls(rag: UniversalRAG) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("hybrid", [False, True], ids=["dense", "hybrid"])
-def test_long_queries_through_the_adapters_are_answered_like_the_core(loaded: Store, minilm, settings,  # type: ignore[no-untyped-def]
-                                                                      hybrid: bool) -> None:
+def test_long_queries_through_the_adapters_are_answered_like_the_core(
+    loaded: Store,
+    minilm,
+    settings,  # type: ignore[no-untyped-def]
+    hybrid: bool,
+) -> None:
     import time
 
     rag = UniversalRAG(settings=settings, store=loaded, embedder=minilm, generator=None, hybrid=hybrid)

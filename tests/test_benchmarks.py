@@ -24,7 +24,11 @@ def run_benchmark(script: str, args: list[str], database_url: str, out: Path) ->
     """Run ``benchmarks/<script>`` with ``args``; returns its last stdout line, parsed, after checking the files."""
     proc = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / script), *args, "--database-url", database_url, "--out", str(out)],
-        check=False, capture_output=True, text=True, timeout=420, cwd=REPO,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=420,
+        cwd=REPO,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
@@ -96,13 +100,18 @@ def test_ingest(database_url: str, tmp_path: Path) -> None:
     r = run_benchmark("ingest.py", ["--quick", "--files", "2"], database_url, tmp_path)
     assert r["texts"] > 10 and r["files"] == 2
     assert positive(r["rows_per_s"]) and 0 < r["ratio_vs_encoder"] < 5
-    peers = {"ratio_vs_langchain_postgres": ["langchain_postgres"],
-             "ratio_vs_llamaindex": ["llama_index.vector_stores"],
-             "ratio_vs_langchain_postgres_documented": ["langchain_postgres", "langchain_huggingface"],
-             "ratio_vs_llamaindex_documented": ["llama_index.vector_stores", "llama_index.embeddings.huggingface"]}
+    peers = {
+        "ratio_vs_langchain_postgres": ["langchain_postgres"],
+        "ratio_vs_llamaindex": ["llama_index.vector_stores"],
+        "ratio_vs_langchain_postgres_documented": ["langchain_postgres", "langchain_huggingface"],
+        "ratio_vs_llamaindex_documented": ["llama_index.vector_stores", "llama_index.embeddings.huggingface"],
+    }
     for key, modules in peers.items():
-        installed = all(importlib.util.find_spec(module.split(".")[0]) is not None and (
-            "." not in module or importlib.util.find_spec(module) is not None) for module in modules)
+        installed = all(
+            importlib.util.find_spec(module.split(".")[0]) is not None
+            and ("." not in module or importlib.util.find_spec(module) is not None)
+            for module in modules
+        )
         assert positive(r[key]) if installed else r[key] is None, (key, r[key])
     for peer, rows in r["stored_by_peer"].items():
         assert rows == r["texts"], (peer, rows)  # every contender stored every text

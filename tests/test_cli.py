@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 from typer.testing import CliRunner
+
 from universalrag.cli import app
 from universalrag.fusion import lifted as lifted_score
 
@@ -64,10 +65,10 @@ def test_ingest_search_sources_round_trip(cli_env: dict[str, str], tmp_path: Pat
     hits = json.loads(out)
     assert len(hits) == 3 and any(item["answer_phrase"] in h["content"] for h in hits)
     assert {"corpus", "score", "content", "uri", "metadata"} <= set(hits[0])
-    code, out, _ = run(cli_env, "search", "lighthouse", "-c", "paragraph", "--filter",
-                       '{"title": {"$ilike": "%sourdough%"}}', "--json")
-    assert code == 0 and json.loads(out) and all("sourdough" in h["metadata"]["title"].lower()
-                                                  for h in json.loads(out))
+    code, out, _ = run(
+        cli_env, "search", "lighthouse", "-c", "paragraph", "--filter", '{"title": {"$ilike": "%sourdough%"}}', "--json"
+    )
+    assert code == 0 and json.loads(out) and all("sourdough" in h["metadata"]["title"].lower() for h in json.loads(out))
 
     code, out, _ = run(cli_env, "sources", "delete", str(folder / "sourdough_baking.md"))
     assert code == 0
@@ -117,8 +118,18 @@ def test_search_without_a_corpus_routes_and_ask_without_a_model_gives_evidence(c
 
 
 def test_corpora_create_list_drop(cli_env: dict[str, str]) -> None:
-    code, _, err = run(cli_env, "corpora", "create", "faq", "--modality", "text", "--granularity", "paragraph",
-                       "--description", "Answers from the support desk")
+    code, _, err = run(
+        cli_env,
+        "corpora",
+        "create",
+        "faq",
+        "--modality",
+        "text",
+        "--granularity",
+        "paragraph",
+        "--description",
+        "Answers from the support desk",
+    )
     assert code == 0, err
     listed = json.loads(run(cli_env, "corpora", "list", "--json")[1])
     faq = next(c for c in listed if c["name"] == "faq")
@@ -164,8 +175,11 @@ def test_demo_routes_each_question_to_the_corpus_that_answers_it(cli_env: dict[s
         # document), hits merge by similarity, so the routed corpus's best hit may come second
         assert {h["corpus"] for h in answer["hits"]} <= set(answer["routes"]), (item.question, answer["routes"])
         # a document that is one passage comes back once, as that passage (the merge keeps one hit of each text)
-        found = [h for h in answer["hits"] if h["corpus"] == item.route
-                 or item.route == "document" and h["corpus"] == "paragraph"]
+        found = [
+            h
+            for h in answer["hits"]
+            if h["corpus"] == item.route or item.route == "document" and h["corpus"] == "paragraph"
+        ]
         assert found, (item.question, answer)
         top = found[0]
         # a figure of a PDF is stored as a picture of its own; its metadata names the PDF it came from
@@ -183,8 +197,7 @@ def _console(home: Path, *args: str) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("UNIVERSALRAG_")}
     env["UNIVERSALRAG_HOME"] = str(home)
     script = Path(sys.executable).with_name("universalrag")
-    return subprocess.Popen([str(script), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    return subprocess.Popen([str(script), *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.mark.slow
@@ -192,9 +205,11 @@ def test_embedded_server_is_shared_by_concurrent_processes_and_stopped(tmp_path:
     home = tmp_path / "home"
     first = _console(home, "init")
     assert first.wait(timeout=300) == 0, first.stderr.read() if first.stderr else ""
-    procs = [_console(home, "ingest", str(DATA / "corpus" / "apollo_11.txt")),
-             _console(home, "ingest", str(DATA / "corpus" / "honeybee_behaviour.md")),
-             _console(home, "status", "--json")]
+    procs = [
+        _console(home, "ingest", str(DATA / "corpus" / "apollo_11.txt")),
+        _console(home, "ingest", str(DATA / "corpus" / "honeybee_behaviour.md")),
+        _console(home, "status", "--json"),
+    ]
     outputs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], [o[1][-500:] for o in outputs]
     assert not (home / "pgdata" / "postmaster.pid").exists()  # the last process stopped the server cleanly
@@ -211,14 +226,24 @@ def test_embedded_server_is_shared_by_concurrent_processes_and_stopped(tmp_path:
 MODEL_LIBRARIES = ("torch", "transformers", "sklearn", "av", "PIL")
 
 
-def _heavy_modules_after(*args: str, env: dict[str, str] | None = None,
-                         heavy: tuple[str, ...] = (*MODEL_LIBRARIES, "numpy", "sqlalchemy", "psycopg")) -> list[str]:
+def _heavy_modules_after(
+    *args: str,
+    env: dict[str, str] | None = None,
+    heavy: tuple[str, ...] = (*MODEL_LIBRARIES, "numpy", "sqlalchemy", "psycopg"),
+) -> list[str]:
     """Run the command in a fresh interpreter and list the heavy libraries it imported."""
-    code = ("import sys\nfrom universalrag.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            f"heavy = {heavy!r}\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy and '.' not in m))")
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **(env or {})})
+    code = (
+        "import sys\nfrom universalrag.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        f"heavy = {heavy!r}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy and '.' not in m))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1].replace("'", '"'))
 
@@ -257,16 +282,14 @@ def test_status_initialises_a_fresh_schema(cli_env: dict[str, str]) -> None:
     assert {c["name"] for c in json.loads(out)["corpora"]} >= {"paragraph", "document"}
 
 
-def test_a_schema_made_by_an_older_version_is_upgraded_on_first_use(cli_env: dict[str, str],
-                                                                     tmp_path: Path) -> None:
+def test_a_schema_made_by_an_older_version_is_upgraded_on_first_use(cli_env: dict[str, str], tmp_path: Path) -> None:
     """A user upgrades the library over a schema an older version made (revision 0005, before the ``server``
     column): Python says how to upgrade, the CLI upgrades it on first use and keeps what was ingested."""
     from universalrag import Settings, UniversalRAG
     from universalrag.errors import StoreError
     from universalrag.store import Store, migrate
 
-    (tmp_path / "kept.txt").write_text("The lighthouse keeper logs the fog horn hours every night.\n",
-                                       encoding="utf-8")
+    (tmp_path / "kept.txt").write_text("The lighthouse keeper logs the fog horn hours every night.\n", encoding="utf-8")
     code, _, err = run(cli_env, "ingest", str(tmp_path / "kept.txt"))
     assert code == 0, err
     settings = Settings.from_env(cli_env)
@@ -304,8 +327,11 @@ def test_piped_output_is_whole_lines(cli_env: dict[str, str], tmp_path: Path) ->
 
 def test_user_content_is_never_markup(cli_env: dict[str, str], tmp_path: Path) -> None:
     note = tmp_path / "zorblax.txt"
-    note.write_text("Zorblax notes\n\nThe [/bold] tag and [link=https://example.org]a link[/link] stay as "
-                    "written in the Zorblax field notes about [red]glaciers[/red].\n", encoding="utf-8")
+    note.write_text(
+        "Zorblax notes\n\nThe [/bold] tag and [link=https://example.org]a link[/link] stay as "
+        "written in the Zorblax field notes about [red]glaciers[/red].\n",
+        encoding="utf-8",
+    )
     assert run(cli_env, "ingest", str(note))[0] == 0
     code, out, err = run(cli_env, "search", "[/bold] Zorblax [link=x]", "-c", "paragraph", "-k", "1")
     assert code == 0, err
@@ -317,9 +343,12 @@ def test_user_content_is_never_markup(cli_env: dict[str, str], tmp_path: Path) -
 
 def test_fused_hits_show_their_similarity_and_rank(cli_env: dict[str, str], tmp_path: Path) -> None:
     missions = tmp_path / "apollo_missions.csv"
-    missions.write_text("mission,crew,launch,lunar landing\nApollo 11,Armstrong Aldrin Collins,16 July 1969,"
-                        "20 July 1969\nApollo 12,Conrad Bean Gordon,14 November 1969,19 November 1969\n"
-                        "Apollo 13,Lovell Swigert Haise,11 April 1970,none (aborted)\n", encoding="utf-8")
+    missions.write_text(
+        "mission,crew,launch,lunar landing\nApollo 11,Armstrong Aldrin Collins,16 July 1969,"
+        "20 July 1969\nApollo 12,Conrad Bean Gordon,14 November 1969,19 November 1969\n"
+        "Apollo 13,Lovell Swigert Haise,11 April 1970,none (aborted)\n",
+        encoding="utf-8",
+    )
     code, out, _ = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), str(missions), "--json")
     assert code == 0 and json.loads(out)["rows"].get("table")
     question = "When did the Apollo 11 crew land on the Moon?"
@@ -333,8 +362,11 @@ def test_fused_hits_show_their_similarity_and_rank(cli_env: dict[str, str], tmp_
     assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
     lifted = [lifted_score(h["similarity"], table=h["corpus"] == "table") for h in hits]  # tables lifted to merge
     assert lifted == sorted(lifted, reverse=True)
-    own = {h["id"]: h["score"] for c in {h["corpus"] for h in hits}
-           for h in json.loads(run(cli_env, "search", question, "-c", c, "-k", "5", "--json")[1])}
+    own = {
+        h["id"]: h["score"]
+        for c in {h["corpus"] for h in hits}
+        for h in json.loads(run(cli_env, "search", question, "-c", c, "-k", "5", "--json")[1])
+    }
     assert all(abs(h["similarity"] - own[h["id"]]) < 1e-6 and h["similarity"] > 0.2 for h in hits)
     assert all(abs(h["score"] - h["similarity"]) < 1e-6 for h in hits)
     code, out, _ = run(cli_env, *args)
@@ -362,28 +394,28 @@ def test_rank_fused_hits_show_their_similarity_beside_the_fused_score() -> None:
 
 
 def test_ingest_accepts_an_asr_choice(cli_env: dict[str, str]) -> None:
-    code, out, err = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), "--asr", "openai",
-                         "--json")
+    code, out, err = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), "--asr", "openai", "--json")
     assert code == 0, err
     assert json.loads(out)["added"] == 1
     code, _, err = run(cli_env, "ingest", str(DATA / "corpus" / "apollo_11.txt"), "--asr", "bogus")
     assert code == 1 and "Unknown ASR engine 'bogus'" in err and "faster-whisper" in err
 
 
-def test_ctrl_c_during_ingest_says_what_was_kept_and_a_rerun_continues(cli_env: dict[str, str],
-                                                                       tmp_path: Path) -> None:
+def test_ctrl_c_during_ingest_says_what_was_kept_and_a_rerun_continues(cli_env: dict[str, str], tmp_path: Path) -> None:
     FILES = 20  # enough that the interrupt lands mid-folder: it is sent as soon as the first file is announced
     folder = tmp_path / "many"
     folder.mkdir()
     sources = sorted((DATA / "corpus").glob("*.txt")) + sorted((DATA / "corpus").glob("*.md"))
     for i in range(FILES):
         src = sources[i % len(sources)]
-        (folder / f"{i:02d}_{src.name}").write_text(src.read_text(encoding="utf-8") + f"\n\nCopy {i}.\n",
-                                                   encoding="utf-8")
+        (folder / f"{i:02d}_{src.name}").write_text(
+            src.read_text(encoding="utf-8") + f"\n\nCopy {i}.\n", encoding="utf-8"
+        )
     env = {k: v for k, v in os.environ.items() if not k.startswith("UNIVERSALRAG_")} | cli_env
     script = Path(sys.executable).with_name("universalrag")
-    proc = subprocess.Popen([str(script), "ingest", str(folder)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(script), "ingest", str(folder)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None
     first = proc.stdout.readline()
     assert first.startswith("added: "), first + (proc.stderr.read() if proc.stderr else "")

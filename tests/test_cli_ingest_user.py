@@ -11,6 +11,7 @@ from pathlib import Path
 
 from conftest import DATA
 from typer.testing import CliRunner
+
 from universalrag.cli import app
 from universalrag.cli.context import Output
 from universalrag.cli.output import IngestProgress, print_hits
@@ -32,8 +33,9 @@ def _uris(env: dict[str, str]) -> set[str]:
     return {s["uri"] for s in json.loads(run(env, "sources", "list", "--json")[1])}
 
 
-def test_empty_files_in_a_folder_are_skipped_and_only_a_named_one_fails(cli_env: dict[str, str],
-                                                                        tmp_path: Path) -> None:
+def test_empty_files_in_a_folder_are_skipped_and_only_a_named_one_fails(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "apollo.txt").write_bytes(APOLLO.read_bytes())
@@ -46,7 +48,9 @@ def test_empty_files_in_a_folder_are_skipped_and_only_a_named_one_fails(cli_env:
         assert f"skipped: {docs / 'empty.md'}" in out.splitlines() and "failed 0" in " ".join(out.split())
     report = json.loads(run(cli_env, "ingest", str(docs), "--json")[1])
     assert {Path(s["path"]).name: s["reason"] for s in report["skipped"]} == {
-        "__init__.py": "is empty (0 bytes)", "empty.md": "is empty (0 bytes)"}
+        "__init__.py": "is empty (0 bytes)",
+        "empty.md": "is empty (0 bytes)",
+    }
     code, out, _ = run(cli_env, "ingest", str(docs), "--strict", "--json")
     report = json.loads(out)
     assert code == 1 and len(report["failed"]) == 2 and report["skipped"] == []
@@ -55,8 +59,9 @@ def test_empty_files_in_a_folder_are_skipped_and_only_a_named_one_fails(cli_env:
     assert code == 1 and "the file is empty (0 bytes)" in json.loads(out)["failed"][0]["error"]
 
 
-def _two_folders(env: dict[str, str], first: Path, top: str, nested: str, second: Path,
-                 other: str) -> tuple[Path, Path]:
+def _two_folders(
+    env: dict[str, str], first: Path, top: str, nested: str, second: Path, other: str
+) -> tuple[Path, Path]:
     """``first`` holding ``top`` and ``sub/nested``, ``second`` holding ``other``, both ingested."""
     (first / "sub").mkdir(parents=True)
     second.mkdir()
@@ -67,10 +72,12 @@ def _two_folders(env: dict[str, str], first: Path, top: str, nested: str, second
     return first, second
 
 
-def test_prune_removes_the_sources_of_deleted_files_under_the_folder_only(cli_env: dict[str, str],
-                                                                          tmp_path: Path) -> None:
-    docs, other = _two_folders(cli_env, tmp_path / "docs", "apollo.txt", "npm-ci.md", tmp_path / "other",
-                               "lighthouse.txt")
+def test_prune_removes_the_sources_of_deleted_files_under_the_folder_only(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    docs, other = _two_folders(
+        cli_env, tmp_path / "docs", "apollo.txt", "npm-ci.md", tmp_path / "other", "lighthouse.txt"
+    )
     (docs / "sub" / "npm-ci.md").rename(tmp_path / "npm-ci.md")  # moved away, as the user did
     (other / "lighthouse.txt").unlink()  # gone too, but not under the folder given
 
@@ -89,8 +96,7 @@ def test_prune_removes_the_sources_of_deleted_files_under_the_folder_only(cli_en
     assert code == 0 and json.loads(out)["removed"] == [] and json.loads(out)["unchanged"] == 1
 
 
-def test_a_prune_that_fails_on_one_source_keeps_it_and_removes_the_others(store: Store, minilm,
-                                                                          tmp_path: Path) -> None:
+def test_a_prune_that_fails_on_one_source_keeps_it_and_removes_the_others(store: Store, minilm, tmp_path: Path) -> None:
     from universalrag.ingest.pipeline import prune_missing
 
     docs = tmp_path / "docs"
@@ -152,10 +158,22 @@ def test_each_file_is_announced_before_its_work(store: Store, minilm, tmp_path: 
     (docs / "c.csv").write_text("host,owner\nbuild-04,alice\n", encoding="utf-8")
     (docs / "d.txt").write_bytes(APOLLO.read_bytes() + b"\n\nA copy.\n")
     events: list[str] = []
-    ingest_paths(store, minilm, [docs], on_file=lambda o: events.append(f"{o.status} {Path(o.path).name}"),
-                 on_progress=lambda p: events.append(f"start {Path(p.path).name} {p.done}/{p.total} {p.what}"))
-    assert events == ["start a.txt 0/2 text files", "added a.txt", "added b.md", "start c.csv 0/1 table",
-                      "added c.csv", "start d.txt 0/1 text", "added d.txt"]
+    ingest_paths(
+        store,
+        minilm,
+        [docs],
+        on_file=lambda o: events.append(f"{o.status} {Path(o.path).name}"),
+        on_progress=lambda p: events.append(f"start {Path(p.path).name} {p.done}/{p.total} {p.what}"),
+    )
+    assert events == [
+        "start a.txt 0/2 text files",
+        "added a.txt",
+        "added b.md",
+        "start c.csv 0/1 table",
+        "added c.csv",
+        "start d.txt 0/1 text",
+        "added d.txt",
+    ]
 
 
 def test_progress_names_the_file_being_worked_on_and_a_pipe_one_line_per_file() -> None:
@@ -176,18 +194,41 @@ def test_progress_names_the_file_being_worked_on_and_a_pipe_one_line_per_file() 
 
 
 def test_search_output_says_why_a_name_hit_comes_first_and_names_files_and_pages() -> None:
-    lock = Hit(corpus="paragraph", id="p1", score=0.63, content="npm ci installs exactly what package-lock.json "
-               "lists.", uri="file:///docs/npm-ci.md", metadata={"title": "npm-ci"},
-               channel_scores={"named": 1.0})
-    table = Hit(corpus="table", id="t1", score=0.61, content="| host | owner |", uri="file:///docs/servers.csv",
-                metadata={"title": "servers"}, modality=Modality.TABLE, granularity=Granularity.TABLE,
-                matched_parts=((0, "host: build-04 | owner: alice", 0.6),), channel_scores={"exact": 1.0})
-    pdf = Hit(corpus="paragraph", id="p2", score=0.69, content="Install with npm install.",
-              uri="file:///docs/guide.pdf#page=7", metadata={"document_format": "pdf", "source": "/docs/guide.pdf",
-                                                             "page": 7, "page_label": "vii"})
+    lock = Hit(
+        corpus="paragraph",
+        id="p1",
+        score=0.63,
+        content="npm ci installs exactly what package-lock.json lists.",
+        uri="file:///docs/npm-ci.md",
+        metadata={"title": "npm-ci"},
+        channel_scores={"named": 1.0},
+    )
+    table = Hit(
+        corpus="table",
+        id="t1",
+        score=0.61,
+        content="| host | owner |",
+        uri="file:///docs/servers.csv",
+        metadata={"title": "servers"},
+        modality=Modality.TABLE,
+        granularity=Granularity.TABLE,
+        matched_parts=((0, "host: build-04 | owner: alice", 0.6),),
+        channel_scores={"exact": 1.0},
+    )
+    pdf = Hit(
+        corpus="paragraph",
+        id="p2",
+        score=0.69,
+        content="Install with npm install.",
+        uri="file:///docs/guide.pdf#page=7",
+        metadata={"document_format": "pdf", "source": "/docs/guide.pdf", "page": 7, "page_label": "vii"},
+    )
     stdout = io.StringIO()
-    print_hits(Output(terminal=False, stdout=stdout, stderr=io.StringIO()), [lock, table, pdf],
-               query="what does package-lock.json do for build-04")
+    print_hits(
+        Output(terminal=False, stdout=stdout, stderr=io.StringIO()),
+        [lock, table, pdf],
+        query="what does package-lock.json do for build-04",
+    )
     lines = stdout.getvalue().splitlines()
     assert lines[0] == "  1. 0.630 paragraph npm-ci.md  [holds 'package-lock.json']"
     assert lines[2] == "  2. 0.610 table servers.csv  [holds 'build-04']"
@@ -198,12 +239,10 @@ def test_search_output_says_why_a_name_hit_comes_first_and_names_files_and_pages
 def test_search_text_output_tags_the_hit_holding_the_typed_name(cli_env: dict[str, str], tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "servers.csv").write_text("name,ip,owner\nbuild-04,10.0.1.5,alice\ndb-02,10.0.1.6,bob\n",
-                                      encoding="utf-8")
+    (docs / "servers.csv").write_text("name,ip,owner\nbuild-04,10.0.1.5,alice\ndb-02,10.0.1.6,bob\n", encoding="utf-8")
     (docs / "apollo.txt").write_bytes(APOLLO.read_bytes())
     assert run(cli_env, "ingest", str(docs))[0] == 0
     code, out, err = run(cli_env, "search", "who owns build-04", "-c", "table")
     assert code == 0, err
     first = next(line for line in out.splitlines() if line.strip().startswith("1. "))
     assert first.endswith("table servers.csv  [holds 'build-04']")
-

@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from conftest import DATA
 
 SCRIPT = str(Path(sys.executable).with_name("universalrag"))
@@ -46,8 +45,9 @@ class Served:
     """A running `universalrag serve` process; its stdout holds one line per request."""
 
     def __init__(self, env: dict[str, str], home: Path) -> None:
-        self.proc = subprocess.Popen([SCRIPT, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+        self.proc = subprocess.Popen(
+            [SCRIPT, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         self.socket = home / "serve.sock"
         deadline = time.monotonic() + 300
         while not self.socket.exists():
@@ -86,8 +86,12 @@ def _without_timing(obj: object) -> object:
 def test_served_commands_give_the_same_results_as_in_process(served: tuple[dict[str, str], Served]) -> None:
     env, server = served
     assert str(server.socket) in server.banner
-    for args in (["search", QUESTION, "--json"], ["ask", QUESTION, "--json"],
-                 ["search", QUESTION, "-c", "paragraph", "-k", "3"], ["route", QUESTION, "--bound"]):
+    for args in (
+        ["search", QUESTION, "--json"],
+        ["ask", QUESTION, "--json"],
+        ["search", QUESTION, "-c", "paragraph", "-k", "3"],
+        ["route", QUESTION, "--bound"],
+    ):
         remote = cli(env, *args)
         assert remote.returncode == 0, remote.stderr
         assert server.request_line().startswith(f"{args[0]}: exit 0")  # the server answered it
@@ -109,7 +113,8 @@ def _scores(result: subprocess.CompletedProcess[str]) -> dict[str, float]:
 
 
 def test_the_server_routes_with_the_combiner_adapted_or_reset_after_it_started(
-        served: tuple[dict[str, str], Served]) -> None:
+    served: tuple[dict[str, str], Served],
+) -> None:
     """`router adapt` and `router reset` (other processes) change the stored combiner; the running server notices
     before its next request and decides as `--no-server` does."""
     env, server = served
@@ -138,8 +143,18 @@ def test_the_server_searches_what_other_processes_ingest_and_create(served: tupl
     before = json.loads(cli(env, "search", table_question, "--json").stdout)
     assert server.request_line().startswith("search: exit 0") and not any(h["corpus"] == "table" for h in before)
     assert cli(env, "ingest", str(DATA / "tables" / "nba_2023.csv")).returncode == 0  # another process
-    created = cli(env, "corpora", "create", "coast", "--modality", "text", "--granularity", "paragraph",
-                  "--description", "Guides to lighthouses and the coast")
+    created = cli(
+        env,
+        "corpora",
+        "create",
+        "coast",
+        "--modality",
+        "text",
+        "--granularity",
+        "paragraph",
+        "--description",
+        "Guides to lighthouses and the coast",
+    )
     assert created.returncode == 0, created.stderr
     lighthouse = DATA / "corpus" / "kestrel_point_lighthouse.txt"
     assert cli(env, "ingest", "--corpus", "coast", str(lighthouse)).returncode == 0
@@ -147,8 +162,9 @@ def test_the_server_searches_what_other_processes_ingest_and_create(served: tupl
     hits = json.loads(cli(env, "search", table_question, "--json").stdout)
     assert server.request_line().startswith("search: exit 0")
     assert hits and hits[0]["corpus"] == "table" and "nba_2023" in hits[0]["uri"]
-    hits = json.loads(cli(env, "search", "What does the Kestrel Point lighthouse look like from the sea?",
-                          "--json").stdout)
+    hits = json.loads(
+        cli(env, "search", "What does the Kestrel Point lighthouse look like from the sea?", "--json").stdout
+    )
     assert hits and hits[0]["corpus"] == "coast" and "kestrel" in hits[0]["uri"]
 
 
@@ -211,9 +227,17 @@ def test_one_text_encoder_per_process_with_a_user_corpus(settings) -> None:  # t
     rag = session.rag(settings)
     try:
         rag.init()
-        rag.store.create_corpus(CorpusSpec(
-            name="recipes", modality=Modality.TEXT, granularity=Granularity.PARAGRAPH, description="Cooking recipes",
-            dimension=384, embedder=rag.embedder.name, metadata={"examples": ["How long do I bake sourdough?"]}))
+        rag.store.create_corpus(
+            CorpusSpec(
+                name="recipes",
+                modality=Modality.TEXT,
+                granularity=Granularity.PARAGRAPH,
+                description="Cooking recipes",
+                dimension=384,
+                embedder=rag.embedder.name,
+                metadata={"examples": ["How long do I bake sourdough?"]},
+            )
+        )
         recipe = DATA / "corpus" / "sourdough_baking.md"
         assert rag.ingest([recipe], corpus="recipes").ok
         decision = rag.route("How long should sourdough bread bake?")

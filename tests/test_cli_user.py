@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from conftest import DATA
+
 from universalrag.cli.context import CliContext, Output, Session
 from universalrag.cli.routers import PRIOR_ONLY_NOTE, RouterOptions, routes_as_search, searches_with_evidence
 
@@ -42,11 +43,16 @@ def test_route_says_what_it_shows_and_evidence_shows_what_search_does(cli_env: d
     import json
 
     from typer.testing import CliRunner
+
     from universalrag.cli import app
 
     def run(*args: str) -> tuple[int, str]:
-        result = CliRunner().invoke(app, [*args, "--no-server"] if args[0] in ("route", "search") else list(args),
-                                    env=cli_env, prog_name="universalrag")
+        result = CliRunner().invoke(
+            app,
+            [*args, "--no-server"] if args[0] in ("route", "search") else list(args),
+            env=cli_env,
+            prog_name="universalrag",
+        )
         return result.exit_code, result.stdout
 
     assert run("ingest", str(DATA / "corpus" / "apollo_11.txt"), str(DATA / "tables" / "nba_2023.csv"))[0] == 0

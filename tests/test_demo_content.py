@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from universalrag.demo import DEMO_VIDEO_OPTIONS, build_demo_files, demo_file_names, demo_questions
 from universalrag.demo.build import video_cues
 from universalrag.demo.content import PHOTOS, TABLES, VIDEO
@@ -122,8 +123,9 @@ def test_shipped_router_sends_each_question_to_its_route() -> None:
     assert [d.primary for d in decisions] == [q.route for q in questions]
 
 
-def test_media_helpers_refuse_bad_input_and_name_missing_extras(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_media_helpers_refuse_bad_input_and_name_missing_extras(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(ValueError, match="bundled"):
         sample_photo("brick_wall_downloaded")
     with pytest.raises(ValueError, match="at least one scene"):

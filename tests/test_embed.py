@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.openai_server import OpenAICompatServer, fake_embedding
 
 import universalrag.embed as embed_pkg
 from universalrag.config import Settings
@@ -24,8 +25,6 @@ from universalrag.embed import (
     make_embedder,
 )
 from universalrag.errors import ConfigError, EmbeddingError, MissingDependencyError
-
-from support.openai_server import OpenAICompatServer, fake_embedding
 
 TEXTS = [
     "The cat sat on the mat.",
@@ -55,15 +54,25 @@ def cos(a: np.ndarray, b: np.ndarray) -> float:
 
 def test_public_api_is_pinned() -> None:
     assert embed_pkg.__all__ == [
-        "Embedder", "TransformersEmbedder", "OpenAIEmbedder", "MINILM_NAME", "bundled_minilm",
-        "make_embedder", "embedder_from_settings", "embedder_specs", "register_embedder", "check_embedder",
-        "VisualEncoder", "CLIPVisualEncoder", "visual_encoder_from_settings", "normalised_mean",
+        "Embedder",
+        "TransformersEmbedder",
+        "OpenAIEmbedder",
+        "MINILM_NAME",
+        "bundled_minilm",
+        "make_embedder",
+        "embedder_from_settings",
+        "embedder_specs",
+        "register_embedder",
+        "check_embedder",
+        "VisualEncoder",
+        "CLIPVisualEncoder",
+        "visual_encoder_from_settings",
+        "normalised_mean",
     ]
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, universalrag.embed; "
-            "print([m for m in ('torch', 'transformers', 'openai') if m in sys.modules])")
+    code = "import sys, universalrag.embed; print([m for m in ('torch', 'transformers', 'openai') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -88,18 +97,29 @@ def test_shape_dtype_and_unit_norm(minilm: TransformersEmbedder) -> None:
 @pytest.mark.parametrize(
     ("anchor", "paraphrase", "unrelated"),
     [
-        ("How do I reset my password?", "What are the steps to change a forgotten login password?",
-         "The river flooded the village after heavy rain."),
-        ("A man is playing the guitar on stage.", "Someone performs a song with a guitar at a concert.",
-         "The quarterly report shows rising interest rates."),
-        ("The capital of France is Paris.", "Paris is France's capital city.",
-         "Photosynthesis converts light into chemical energy."),
-        ("Children are playing football in the park.", "Kids kick a soccer ball around on the grass.",
-         "The database index speeds up range queries."),
+        (
+            "How do I reset my password?",
+            "What are the steps to change a forgotten login password?",
+            "The river flooded the village after heavy rain.",
+        ),
+        (
+            "A man is playing the guitar on stage.",
+            "Someone performs a song with a guitar at a concert.",
+            "The quarterly report shows rising interest rates.",
+        ),
+        (
+            "The capital of France is Paris.",
+            "Paris is France's capital city.",
+            "Photosynthesis converts light into chemical energy.",
+        ),
+        (
+            "Children are playing football in the park.",
+            "Kids kick a soccer ball around on the grass.",
+            "The database index speeds up range queries.",
+        ),
     ],
 )
-def test_paraphrase_beats_unrelated(minilm: TransformersEmbedder, anchor: str, paraphrase: str,
-                                    unrelated: str) -> None:
+def test_paraphrase_beats_unrelated(minilm: TransformersEmbedder, anchor: str, paraphrase: str, unrelated: str) -> None:
     a, p, u = minilm.embed([anchor, paraphrase, unrelated])
     assert cos(a, p) > cos(a, u) + 0.2
 
@@ -115,7 +135,7 @@ def test_batched_equals_one_by_one_and_order_is_kept(minilm: TransformersEmbedde
     singles = np.stack([minilm.embed_query(t) for t in texts])
     np.testing.assert_allclose(batched, singles, atol=1e-5)
     np.testing.assert_allclose(reversed_batch[::-1], singles, atol=1e-5)
-    np.testing.assert_allclose(batched[: len(TEXTS)], batched[len(TEXTS): 2 * len(TEXTS)], atol=1e-6)
+    np.testing.assert_allclose(batched[: len(TEXTS)], batched[len(TEXTS) : 2 * len(TEXTS)], atol=1e-6)
 
 
 def test_matches_sentence_transformers_reference(minilm: TransformersEmbedder) -> None:
@@ -237,8 +257,9 @@ def test_invalid_specs_list_the_valid_forms(spec: str) -> None:
 
 
 def test_embedder_from_settings_configures_openai() -> None:
-    settings = Settings(embedder="openai:my-model@8", embed_base_url="http://127.0.0.1:9/v1",
-                        embed_api_key="sk-settings-secret")
+    settings = Settings(
+        embedder="openai:my-model@8", embed_base_url="http://127.0.0.1:9/v1", embed_api_key="sk-settings-secret"
+    )
     embedder = embedder_from_settings(settings)
     assert isinstance(embedder, OpenAIEmbedder) and isinstance(embedder, Embedder)
     assert embedder.name == "openai:my-model@8" and embedder.dimension == 8
@@ -277,8 +298,7 @@ def test_openai_batches_split_requests_and_keep_order() -> None:
 
 def test_openai_dimensions_are_passed_through() -> None:
     with OpenAICompatServer(embedding_dim=32) as server:
-        embedder = OpenAIEmbedder("text-embedding-3-small", base_url=server.base_url, api_key="k",
-                                  dimensions=8)
+        embedder = OpenAIEmbedder("text-embedding-3-small", base_url=server.base_url, api_key="k", dimensions=8)
         vectors = embedder.embed(["a", "b"])
     assert embedder.name == "openai:text-embedding-3-small@8" and embedder.dimension == 8
     assert vectors.shape == (2, 8)
@@ -327,8 +347,7 @@ def test_openai_auth_error_hides_the_key() -> None:
 
 def test_openai_timeout_becomes_embedding_error() -> None:
     with OpenAICompatServer(delay_s=1.5) as server:
-        embedder = OpenAIEmbedder("test-embed", base_url=server.base_url, api_key="k", timeout=0.2,
-                                  max_retries=0)
+        embedder = OpenAIEmbedder("test-embed", base_url=server.base_url, api_key="k", timeout=0.2, max_retries=0)
         started = time.monotonic()
         with pytest.raises(EmbeddingError, match="timeout="):
             embedder.embed(["slow"])
@@ -379,8 +398,9 @@ def test_server_chat_endpoint_with_real_client() -> None:
         completion = client.chat.completions.create(model="m", messages=messages)
         assert completion.choices[0].message.content == "echo: hello there"
         assert completion.choices[0].finish_reason == "stop" and completion.usage.total_tokens > 0
-        stream = client.chat.completions.create(model="m", messages=messages, stream=True,
-                                                stream_options={"include_usage": True})
+        stream = client.chat.completions.create(
+            model="m", messages=messages, stream=True, stream_options={"include_usage": True}
+        )
         chunks = list(stream)
         text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         assert text == "echo: hello there"

@@ -31,8 +31,9 @@ def _mb(value: str) -> int:
 
 def _show(home: Path, *set_to: str) -> str:
     """``SHOW shared_buffers`` in a process of its own, which starts the server and stops it on exit."""
-    out = subprocess.run([sys.executable, "-c", SHOW, str(home), *set_to], capture_output=True, text=True,
-                         timeout=180, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SHOW, str(home), *set_to], capture_output=True, text=True, timeout=180, check=True
+    )
     return out.stdout.strip().splitlines()[-1]
 
 

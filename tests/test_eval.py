@@ -18,6 +18,7 @@ from conftest import DATA
 from support.media import write_photo
 from support.openai_server import OpenAICompatServer
 from typer.testing import CliRunner
+
 from universalrag.cli import app
 from universalrag.errors import ConfigError
 from universalrag.eval import (
@@ -48,8 +49,12 @@ def kb(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     shutil.copy(DATA / "tables" / "nba_2023.csv", folder / "nba_2023.csv")
     write_photo(folder / "IMG_0042.jpg", name="coffee")
     (folder / "IMG_0042.jpg.txt").write_text(CAPTION, encoding="utf-8")
-    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="evalrag_" + uuid.uuid4().hex[:12]),
-                       generator=None, visual_encoder=None, log_decisions=False)
+    rag = UniversalRAG(
+        settings=Settings(database_url=database_url, schema="evalrag_" + uuid.uuid4().hex[:12]),
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
     report = rag.ingest([folder])
     assert report.ok, report.failed
     rag.folder = folder  # type: ignore[attr-defined]
@@ -62,12 +67,23 @@ def kb(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 def _rows(folder: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = [
         {"query": q["question"], "routes": ["paragraph"], "evidence": [str(folder / q["file"])], "source": "text"}
-        for q in QUESTIONS if q["file"] in TEXTS][:6]
+        for q in QUESTIONS
+        if q["file"] in TEXTS
+    ][:6]
     rows += [
-        {"query": "How many games did the Boston Celtics win in the 2023 NBA season?", "routes": ["table"],
-         "evidence": [{"uri": str(folder / "nba_2023.csv"), "table": 0}], "source": "tables", "answer": "57"},
-        {"query": "Show me the photo of black coffee in a white cup from above", "routes": ["image"],
-         "evidence": [str(folder / "IMG_0042.jpg")], "source": "images"},
+        {
+            "query": "How many games did the Boston Celtics win in the 2023 NBA season?",
+            "routes": ["table"],
+            "evidence": [{"uri": str(folder / "nba_2023.csv"), "table": 0}],
+            "source": "tables",
+            "answer": "57",
+        },
+        {
+            "query": "Show me the photo of black coffee in a white cup from above",
+            "routes": ["image"],
+            "evidence": [str(folder / "IMG_0042.jpg")],
+            "source": "images",
+        },
         {"query": "What is 17 multiplied by 3?", "routes": ["none"], "answer": "51", "source": "none"},
     ]
     return rows
@@ -111,7 +127,9 @@ def test_every_strategy_end_to_end(kb: Any, examples: list[Any]) -> None:
     # unified: does not route (no routing accuracy) and searches across corpora
     assert "routing_accuracy" not in s["unified"]["overall"]
     assert all(r.routes is None for r in _per_question(report, "unified"))
-    assert s["unified"]["per_source"]["images"]["recall"] == 1.0 and s["unified"]["per_source"]["tables"]["recall"] == 1.0
+    assert (
+        s["unified"]["per_source"]["images"]["recall"] == 1.0 and s["unified"]["per_source"]["tables"]["recall"] == 1.0
+    )
     # random: one route each, drawn among none and the corpora, the same on every run
     drawn = [r.routes for r in _per_question(report, "random")]
     assert all(len(r) == 1 and r[0] in {"none", *corpora} for r in drawn)
@@ -141,19 +159,33 @@ def test_the_unified_baseline_shares_one_table_and_one_hnsw_index(kb: Any) -> No
     schema = kb.store.schema
     corpora = set(kb.store.nonempty())
     with kb.store.transaction() as conn:
-        tables = conn.execute(sa.text(
-            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = :s AND c.relkind = 'r' AND c.relname LIKE 'eval%'"), {"s": schema}).scalars().all()
-        indexes = conn.execute(sa.text(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s AND tablename = 'eval_unified'"),
-            {"s": schema}).all()
+        tables = (
+            conn.execute(
+                sa.text(
+                    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = :s AND c.relkind = 'r' AND c.relname LIKE 'eval%'"
+                ),
+                {"s": schema},
+            )
+            .scalars()
+            .all()
+        )
+        indexes = conn.execute(
+            sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s AND tablename = 'eval_unified'"),
+            {"s": schema},
+        ).all()
         in_table = set(conn.execute(sa.text(f'SELECT DISTINCT corpus FROM "{schema}".eval_unified')).scalars())
         rows = conn.execute(sa.text(f'SELECT count(*) FROM "{schema}".eval_unified')).scalar_one()
         conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
         vector = "[" + ",".join(["0.05"] * 384) + "]"
-        plan = "\n".join(conn.execute(sa.text(
-            f"EXPLAIN SELECT unit_id FROM \"{schema}\".eval_unified ORDER BY embedding <=> '{vector}'::vector "
-            "LIMIT 5")).scalars())
+        plan = "\n".join(
+            conn.execute(
+                sa.text(
+                    f"EXPLAIN SELECT unit_id FROM \"{schema}\".eval_unified ORDER BY embedding <=> '{vector}'::vector "
+                    "LIMIT 5"
+                )
+            ).scalars()
+        )
     assert tables == ["eval_unified"]
     hnsw = [d for _, d in indexes if "USING hnsw" in d]
     assert len(hnsw) == 1 and "vector_cosine_ops" in hnsw[0]
@@ -181,12 +213,22 @@ def test_answers_from_a_chat_model(kb: Any) -> None:
         return "57" if "Boston Celtics" in text else "I do not know"
 
     rows = [r for r in _rows(kb.folder) if "answer" in r] + [
-        {"query": "Which corpus holds spreadsheets?", "choices": ["image", "table", "video"], "answer": "B",
-         "source": "mc"}]
+        {
+            "query": "Which corpus holds spreadsheets?",
+            "choices": ["image", "table", "video"],
+            "answer": "B",
+            "source": "mc",
+        }
+    ]
     with OpenAICompatServer(chat_reply=reply) as server:
         generator = OpenAIChatGenerator("test-model", base_url=server.base_url, api_key="test")
-        report = evaluate(kb, examples_from(rows), [build_strategy("routed", kb), build_strategy("none", kb)], k=3,
-                          generator=generator)
+        report = evaluate(
+            kb,
+            examples_from(rows),
+            [build_strategy("routed", kb), build_strategy("none", kb)],
+            k=3,
+            generator=generator,
+        )
         chats = [r for r in server.requests if r["path"] == "/v1/chat/completions"]
     out = report.to_dict()
     assert len(chats) == 2 * len(rows)
@@ -213,8 +255,13 @@ runner = CliRunner()
 
 def _env(kb: Any, tmp_path: Path, **extra: str) -> dict[str, str]:
     url = kb.store.url
-    return {"UNIVERSALRAG_DATABASE_URL": url, "UNIVERSALRAG_SCHEMA": kb.store.schema,
-            "UNIVERSALRAG_HOME": str(tmp_path / "home"), "UNIVERSALRAG_LLM_MODEL": "", **extra}
+    return {
+        "UNIVERSALRAG_DATABASE_URL": url,
+        "UNIVERSALRAG_SCHEMA": kb.store.schema,
+        "UNIVERSALRAG_HOME": str(tmp_path / "home"),
+        "UNIVERSALRAG_LLM_MODEL": "",
+        **extra,
+    }
 
 
 def _data(kb: Any, tmp_path: Path) -> Path:
@@ -225,9 +272,30 @@ def _data(kb: Any, tmp_path: Path) -> Path:
 
 def test_cli_json_and_plot(kb: Any, tmp_path: Path) -> None:
     png = tmp_path / "eval.png"
-    result = runner.invoke(app, ["eval", "rag", "--data", str(_data(kb, tmp_path)), "--json", "-k", "3",
-                                 "-s", "routed", "-s", "unified", "-s", "oracle", "-s", "table", "--plot", str(png)],
-                           env=_env(kb, tmp_path), prog_name="universalrag")
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "rag",
+            "--data",
+            str(_data(kb, tmp_path)),
+            "--json",
+            "-k",
+            "3",
+            "-s",
+            "routed",
+            "-s",
+            "unified",
+            "-s",
+            "oracle",
+            "-s",
+            "table",
+            "--plot",
+            str(png),
+        ],
+        env=_env(kb, tmp_path),
+        prog_name="universalrag",
+    )
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert list(report["strategies"]) == ["routed", "unified", "oracle", "table"] and report["k"] == 3
@@ -240,14 +308,31 @@ def test_cli_json_and_plot(kb: Any, tmp_path: Path) -> None:
 
 def test_cli_table_and_answers_with_a_configured_chat_model(kb: Any, tmp_path: Path) -> None:
     with OpenAICompatServer(chat_reply="57") as server:
-        env = _env(kb, tmp_path, UNIVERSALRAG_LLM_MODEL="test-model", UNIVERSALRAG_LLM_BASE_URL=server.base_url,
-                   UNIVERSALRAG_LLM_API_KEY="test")
-        result = runner.invoke(app, ["eval", "rag", "--data", str(_data(kb, tmp_path)), "-s", "oracle", "-s", "none"],
-                               env=env, prog_name="universalrag")
+        env = _env(
+            kb,
+            tmp_path,
+            UNIVERSALRAG_LLM_MODEL="test-model",
+            UNIVERSALRAG_LLM_BASE_URL=server.base_url,
+            UNIVERSALRAG_LLM_API_KEY="test",
+        )
+        result = runner.invoke(
+            app,
+            ["eval", "rag", "--data", str(_data(kb, tmp_path)), "-s", "oracle", "-s", "none"],
+            env=env,
+            prog_name="universalrag",
+        )
     assert result.exit_code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split("\t") == ["strategy", "recall", "mrr", "routing_accuracy", "exact_match", "f1",
-                                    "rouge_l", "p50_ms"]
+    assert lines[0].split("\t") == [
+        "strategy",
+        "recall",
+        "mrr",
+        "routing_accuracy",
+        "exact_match",
+        "f1",
+        "rouge_l",
+        "p50_ms",
+    ]
     oracle = dict(zip(lines[0].split("\t"), lines[1].split("\t")))
     assert oracle["strategy"] == "oracle" and float(oracle["recall"]) == 1.0
     assert float(oracle["exact_match"]) == pytest.approx(0.5)  # tables right ("57"), none wrong; 2 sources
@@ -259,11 +344,16 @@ def test_cli_bad_input(kb: Any, tmp_path: Path) -> None:
     result = runner.invoke(app, ["eval", "rag", "--data", str(bad)], env=_env(kb, tmp_path), prog_name="universalrag")
     assert result.exit_code == 1 and "line 2" in result.stderr and "0-based index" in result.stderr
     data = _data(kb, tmp_path)
-    result = runner.invoke(app, ["eval", "rag", "--data", str(data), "-s", "telepathy"], env=_env(kb, tmp_path),
-                           prog_name="universalrag")
+    result = runner.invoke(
+        app, ["eval", "rag", "--data", str(data), "-s", "telepathy"], env=_env(kb, tmp_path), prog_name="universalrag"
+    )
     assert result.exit_code == 1 and "Unknown strategy 'telepathy'" in result.stderr
-    result = runner.invoke(app, ["eval", "rag", "--data", str(data), "--plot", str(tmp_path / "x.jpg")],
-                           env=_env(kb, tmp_path), prog_name="universalrag")
+    result = runner.invoke(
+        app,
+        ["eval", "rag", "--data", str(data), "--plot", str(tmp_path / "x.jpg")],
+        env=_env(kb, tmp_path),
+        prog_name="universalrag",
+    )
     assert result.exit_code == 1 and "ending in .png" in result.stderr
     assert read_examples(data)  # the good file reads
 
@@ -283,8 +373,9 @@ def test_a_file_replaced_with_as_many_units_rebuilds_the_unified_index(kb: Any, 
     """Same row counts, new unit ids: the shared index must not keep searching the replaced units (it did when
     only the counts were compared, and every hit of a re-ingested corpus then missed its gold)."""
     note = tmp_path / "ferry_note.txt"
-    note.write_text("The harbour ferry timetable changed in March: crossings now leave every forty minutes.\n",
-                    encoding="utf-8")
+    note.write_text(
+        "The harbour ferry timetable changed in March: crossings now leave every forty minutes.\n", encoding="utf-8"
+    )
     assert kb.ingest([note]).ok
     first = UnifiedIndex(kb.store, kb.embedder).build()
     assert not UnifiedIndex(kb.store, kb.embedder).build().built  # unchanged: reused
@@ -301,31 +392,51 @@ def test_a_file_replaced_with_as_many_units_rebuilds_the_unified_index(kb: Any, 
 
 
 def test_cli_reads_evidence_paths_relative_to_the_current_folder_and_warns_about_missing_ones(
-        kb: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kb: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A data file kept in its own folder whose evidence paths are written from the current folder: they are
     matched against the ingested sources there, and evidence naming no ingested file is warned about once (on
     stderr: stdout stays the JSON report) instead of silently scoring 0."""
     monkeypatch.chdir(kb.folder.parent)
     questions = tmp_path / "eval" / "questions.jsonl"
     questions.parent.mkdir()
-    rows = [{"query": q["question"], "routes": ["paragraph"], "evidence": [f"{kb.folder.name}/{q['file']}"]}
-            for q in QUESTIONS if q["file"] == "apollo_11.txt"][:2]
-    rows.append({"query": "Who designed the lighthouse?", "routes": ["paragraph"],
-                 "evidence": [f"{kb.folder.name}/no_such_file.md", "not-ingested.txt"]})
+    rows = [
+        {"query": q["question"], "routes": ["paragraph"], "evidence": [f"{kb.folder.name}/{q['file']}"]}
+        for q in QUESTIONS
+        if q["file"] == "apollo_11.txt"
+    ][:2]
+    rows.append(
+        {
+            "query": "Who designed the lighthouse?",
+            "routes": ["paragraph"],
+            "evidence": [f"{kb.folder.name}/no_such_file.md", "not-ingested.txt"],
+        }
+    )
     questions.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    result = runner.invoke(app, ["eval", "rag", "--data", str(questions), "--json", "-s", "oracle"],
-                           env=_env(kb, tmp_path), prog_name="universalrag")
+    result = runner.invoke(
+        app,
+        ["eval", "rag", "--data", str(questions), "--json", "-s", "oracle"],
+        env=_env(kb, tmp_path),
+        prog_name="universalrag",
+    )
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["strategies"]["oracle"]["overall"]["recall"] == pytest.approx(2 / 3, abs=1e-3)  # cwd-relative: hit
     assert report["notes"]["unmatched_evidence"] == {
-        "questions": 1, "items": [f"{kb.folder.name}/no_such_file.md", "not-ingested.txt"], "lines": [3]}
+        "questions": 1,
+        "items": [f"{kb.folder.name}/no_such_file.md", "not-ingested.txt"],
+        "lines": [3],
+    }
     assert result.stderr.count("warning:") == 1
     assert "1 of 3 questions names no ingested source" in result.stderr and "no_such_file.md" in result.stderr
     # all matched: no warning, no note
     questions.write_text("\n".join(json.dumps(r) for r in rows[:2]) + "\n", encoding="utf-8")
-    result = runner.invoke(app, ["eval", "rag", "--data", str(questions), "--json", "-s", "oracle"],
-                           env=_env(kb, tmp_path), prog_name="universalrag")
+    result = runner.invoke(
+        app,
+        ["eval", "rag", "--data", str(questions), "--json", "-s", "oracle"],
+        env=_env(kb, tmp_path),
+        prog_name="universalrag",
+    )
     assert result.exit_code == 0 and "warning" not in result.stderr
     assert json.loads(result.stdout)["strategies"]["oracle"]["overall"]["recall"] == 1.0
 

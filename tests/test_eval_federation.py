@@ -10,14 +10,19 @@ import psycopg
 import pytest
 from conftest import DATA
 from support.pg_servers import Servers
+
 from universalrag.config import Settings
 from universalrag.eval import UnifiedIndex
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import CorpusSpec
 
 pytestmark = pytest.mark.slow
-BAKING = CorpusSpec(name="baking", modality="text", granularity="paragraph",  # type: ignore[arg-type]
-                    description="Home baking notes: bread, sourdough starters, dough, ovens")
+BAKING = CorpusSpec(
+    name="baking",
+    modality="text",
+    granularity="paragraph",  # type: ignore[arg-type]
+    description="Home baking notes: bread, sourdough starters, dough, ovens",
+)
 
 
 @pytest.fixture
@@ -25,16 +30,18 @@ def rag(settings: Settings, minilm) -> Iterator[UniversalRAG]:  # type: ignore[n
     servers = Servers()
     try:
         remote_url = servers.start("eu1")
-        fed = Settings(database_url=settings.database_url, schema=settings.schema, home=settings.home,
-                       servers={"eu1": remote_url})
+        fed = Settings(
+            database_url=settings.database_url, schema=settings.schema, home=settings.home, servers={"eu1": remote_url}
+        )
         rag = UniversalRAG(settings=fed, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
         rag.init()
         rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="eu1")
         yield rag
         rag.close()
         with psycopg.connect(remote_url, autocommit=True) as conn:
-            conn.execute(psycopg.sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
-                psycopg.sql.Identifier(settings.schema)))
+            conn.execute(
+                psycopg.sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(psycopg.sql.Identifier(settings.schema))
+            )
     finally:
         servers.close()
 

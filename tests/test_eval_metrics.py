@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from universalrag.errors import InvalidInputError
 from universalrag.eval import (
     GoldEvidence,
@@ -22,14 +23,17 @@ from universalrag.eval import (
 from universalrag.types import Hit
 
 
-@pytest.mark.parametrize(("text", "normalised"), [
-    ("The Eiffel Tower", "eiffel tower"),
-    ("  An apple, a day! ", "apple day"),
-    ("Eiffel-Tower.", "eiffeltower"),  # SQuAD drops punctuation without a space
-    ("THEATRE the", "theatre"),  # articles only as whole words
-    ("Mr. O'Neil's 1,000 cats", "mr oneils 1000 cats"),
-    ("a an the", ""),
-])
+@pytest.mark.parametrize(
+    ("text", "normalised"),
+    [
+        ("The Eiffel Tower", "eiffel tower"),
+        ("  An apple, a day! ", "apple day"),
+        ("Eiffel-Tower.", "eiffeltower"),  # SQuAD drops punctuation without a space
+        ("THEATRE the", "theatre"),  # articles only as whole words
+        ("Mr. O'Neil's 1,000 cats", "mr oneils 1000 cats"),
+        ("a an the", ""),
+    ],
+)
 def test_squad_normalisation(text: str, normalised: str) -> None:
     assert normalize_answer(text) == normalised
 
@@ -59,30 +63,51 @@ def test_rouge_l_hand_checked() -> None:
     assert rouge_l("x", ["y"]) == 0.0
 
 
-@pytest.mark.parametrize(("reply", "letter"), [
-    ("B", "B"),
-    ("(B) Paris", "B"),
-    ("C. Rome, of course", "C"),
-    ("The answer is C.", "C"),
-    ("answer: (a)", "A"),
-    ("I think it is Rome.", "C"),  # the one option the reply names
-    ("A city on the Seine: Paris", "B"),  # "A" is a word here, not a letter
-    ("Both London and Paris", None),
-    ("D", None),  # not among three choices
-])
+@pytest.mark.parametrize(
+    ("reply", "letter"),
+    [
+        ("B", "B"),
+        ("(B) Paris", "B"),
+        ("C. Rome, of course", "C"),
+        ("The answer is C.", "C"),
+        ("answer: (a)", "A"),
+        ("I think it is Rome.", "C"),  # the one option the reply names
+        ("A city on the Seine: Paris", "B"),  # "A" is a word here, not a letter
+        ("Both London and Paris", None),
+        ("D", None),  # not among three choices
+    ],
+)
 def test_choice_of_reads_the_letter(reply: str, letter: str | None) -> None:
     assert choice_of(reply, ["London", "Paris", "Rome"]) == letter
 
 
-def _hit(unit: str, *, uri: str = "file:///v.mp4", start: float | None = None, end: float | None = None,
-         table: int | None = None) -> Hit:
-    return Hit(corpus="c", id=unit, score=1.0, content="", uri=uri, start_s=start, end_s=end,
-               metadata={} if table is None else {"index_in_file": table})
+def _hit(
+    unit: str,
+    *,
+    uri: str = "file:///v.mp4",
+    start: float | None = None,
+    end: float | None = None,
+    table: int | None = None,
+) -> Hit:
+    return Hit(
+        corpus="c",
+        id=unit,
+        score=1.0,
+        content="",
+        uri=uri,
+        start_s=start,
+        end_s=end,
+        metadata={} if table is None else {"index_in_file": table},
+    )
 
 
 def test_gold_evidence_matching_and_rank() -> None:
-    hits = [_hit("u1", uri="file:///a.html", table=0), _hit("u2", uri="file:///a.html", table=2),
-            _hit("u3", start=10, end=20), _hit("u4", uri="file:///b.txt")]
+    hits = [
+        _hit("u1", uri="file:///a.html", table=0),
+        _hit("u2", uri="file:///a.html", table=2),
+        _hit("u3", start=10, end=20),
+        _hit("u4", uri="file:///b.txt"),
+    ]
     assert first_gold_rank(hits, [GoldEvidence(uri="file:///a.html", table=2)]) == 2
     assert first_gold_rank(hits, [GoldEvidence(uri="file:///a.html")]) == 1
     assert first_gold_rank(hits, [GoldEvidence(uri="file:///v.mp4", start_s=19.5, end_s=30)]) == 3
@@ -121,36 +146,50 @@ def test_reading_every_kind_of_answer_and_evidence(tmp_path: Path) -> None:
         tmp_path,
         {"query": "Who?", "answer": "Agnes Ferrow", "routes": "paragraph", "evidence": ["docs/a.txt"]},
         "",
-        {"query": "Which?", "answer": ["NYC", "New York"], "source": "s2",
-         "evidence": [{"uri": "https://x.org/p.html", "table": 2}, "0b4c7c1e-5d6a-4f8e-9a1b-2c3d4e5f6a7b"]},
-        {"query": "Pick", "choices": ["London", "Paris"], "answer": "b", "routes": ["none"],
-         "evidence": [{"uri": "/abs/v.mp4", "start_s": 1, "end_s": 2.5}]},
+        {
+            "query": "Which?",
+            "answer": ["NYC", "New York"],
+            "source": "s2",
+            "evidence": [{"uri": "https://x.org/p.html", "table": 2}, "0b4c7c1e-5d6a-4f8e-9a1b-2c3d4e5f6a7b"],
+        },
+        {
+            "query": "Pick",
+            "choices": ["London", "Paris"],
+            "answer": "b",
+            "routes": ["none"],
+            "evidence": [{"uri": "/abs/v.mp4", "start_s": 1, "end_s": 2.5}],
+        },
     )
     a, b, c = read_examples(path)
     assert a.answers == ("Agnes Ferrow",) and a.routes == ("paragraph",) and a.source == "default"
     assert a.evidence == (GoldEvidence(uri=(tmp_path / "docs" / "a.txt").resolve().as_uri()),)
     assert a.line == 1 and b.line == 3 and c.line == 4
     assert b.answers == ("NYC", "New York") and b.source == "s2"
-    assert b.evidence == (GoldEvidence(uri="https://x.org/p.html", table=2),
-                          GoldEvidence(id="0b4c7c1e-5d6a-4f8e-9a1b-2c3d4e5f6a7b"))
+    assert b.evidence == (
+        GoldEvidence(uri="https://x.org/p.html", table=2),
+        GoldEvidence(id="0b4c7c1e-5d6a-4f8e-9a1b-2c3d4e5f6a7b"),
+    )
     assert c.multiple_choice and c.choice == "B" and c.answers == ()
     assert c.evidence == (GoldEvidence(uri="file:///abs/v.mp4", start_s=1.0, end_s=2.5),)
     assert "(A) London" in c.prompt and "(B) Paris" in c.prompt
 
 
-@pytest.mark.parametrize(("row", "fragment"), [
-    ('{"query": "ok"}\n{"query": ', "line 2: not valid JSON"),
-    ({"answer": "x"}, "'query' must be a non-empty string"),
-    ({"query": "q", "answer": []}, "'answer' is empty"),
-    ({"query": "q", "choices": ["a", "b", "c"], "answer": "D"}, "one letter among A, B, C"),
-    ({"query": "q", "routes": []}, "'routes' is empty"),
-    ({"query": "q", "evidence": [{"id": "0b4c7c1e-5d6a-4f8e-9a1b-2c3d4e5f6a7b", "uri": "x"}]}, "exactly one of"),
-    ({"query": "q", "evidence": [{"uri": "x", "start_s": 5, "end_s": 2}]}, "must be after"),
-    ({"query": "q", "evidence": [{"uri": "x", "table": -1}]}, "0-based index"),
-    ({"query": "q", "evidence": [{"id": "unit-7"}]}, "a unit id (a UUID)"),
-    ({"query": "q", "anwser": "typo"}, "unknown field(s) ['anwser']"),
-    (["not", "an", "object"], "expected a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("row", "fragment"),
+    [
+        ('{"query": "ok"}\n{"query": ', "line 2: not valid JSON"),
+        ({"answer": "x"}, "'query' must be a non-empty string"),
+        ({"query": "q", "answer": []}, "'answer' is empty"),
+        ({"query": "q", "choices": ["a", "b", "c"], "answer": "D"}, "one letter among A, B, C"),
+        ({"query": "q", "routes": []}, "'routes' is empty"),
+        ({"query": "q", "evidence": [{"id": "0b4c7c1e-5d6a-4f8e-9a1b-2c3d4e5f6a7b", "uri": "x"}]}, "exactly one of"),
+        ({"query": "q", "evidence": [{"uri": "x", "start_s": 5, "end_s": 2}]}, "must be after"),
+        ({"query": "q", "evidence": [{"uri": "x", "table": -1}]}, "0-based index"),
+        ({"query": "q", "evidence": [{"id": "unit-7"}]}, "a unit id (a UUID)"),
+        ({"query": "q", "anwser": "typo"}, "unknown field(s) ['anwser']"),
+        (["not", "an", "object"], "expected a JSON object"),
+    ],
+)
 def test_bad_lines_name_the_line_and_the_rule(tmp_path: Path, row: object, fragment: str) -> None:
     path = tmp_path / "q.jsonl"
     path.write_text(row if isinstance(row, str) else json.dumps(row) + "\n", encoding="utf-8")

@@ -18,8 +18,21 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.timeout(2400)  # minutes on a loaded 2-core machine: it ingests every own corpus from scratch
 def test_quick_paper_benchmark(database_url: str, schema: str, tmp_path: Path) -> None:
     env = {**os.environ, "UNIVERSALRAG_HOME": str(tmp_path / "home")}
-    cmd = [sys.executable, str(REPO / "benchmarks" / "paper.py"), "--quick", "--database-url", database_url,
-           "--schema", schema, "--pages", "1", "--max-questions", "4", "--out", str(tmp_path / "out")]
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "paper.py"),
+        "--quick",
+        "--database-url",
+        database_url,
+        "--schema",
+        schema,
+        "--pages",
+        "1",
+        "--max-questions",
+        "4",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=2300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()

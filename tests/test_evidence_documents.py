@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from universalrag.cli.context import Output
 from universalrag.cli.output import print_hits
 from universalrag.errors import InvalidInputError
@@ -27,9 +28,11 @@ from universalrag.store import Store
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 #: The last chapter of the handbook, about 4,400 words in: past any first-pages budget.
-LAST = ("## Visiting the tide mill\n\nThe tide mill at Sandwick grinds oats on the ebb twice a day from April to "
-        "October. Visitors buy tickets at the granary door; a family ticket costs 14 euros and the miller shows the "
-        "wheel turning at every low water.\n")
+LAST = (
+    "## Visiting the tide mill\n\nThe tide mill at Sandwick grinds oats on the ebb twice a day from April to "
+    "October. Visitors buy tickets at the granary door; a family ticket costs 14 euros and the miller shows the "
+    "wheel turning at every low water.\n"
+)
 
 
 def _handbook(tmp_path: Path) -> Path:
@@ -76,8 +79,9 @@ def test_a_short_document_is_not_repeated(store: Store, minilm, tmp_path: Path) 
     assert hit_text(hit) == hit.content and hit.content.count("family ticket costs 14 euros") == 1
 
 
-def test_a_units_text_for_a_retriever_is_bounded_and_leads_with_what_matched(store: Store, minilm,
-                                                                              tmp_path: Path) -> None:
+def test_a_units_text_for_a_retriever_is_bounded_and_leads_with_what_matched(
+    store: Store, minilm, tmp_path: Path
+) -> None:
     """A retriever's document holds at most ``UNIT_TEXT_TOKENS`` of a unit (a whole manual was 80,000 characters, and
     a chain joining four sent 250,000 to the model): the handbook's matched chapter first, the cut marked."""
     path = _handbook(tmp_path)
@@ -93,15 +97,19 @@ def test_a_units_text_for_a_retriever_is_bounded_and_leads_with_what_matched(sto
         unit_text(hit, max_tokens=0)
 
 
-@pytest.mark.parametrize(("needs", "total", "shares"), [
-    ([100, 200], 1000, [100, 200]),  # everything fits
-    ([5000, 40, 60], 600, [500, 40, 60]),  # the short ones whole, the long one what they leave
-    ([900, 900, 30], 630, [300, 300, 30]),
-    ([10, 10], 0, [0, 0]),
-    ([], 100, []),
-])
-def test_text_shares_give_every_hit_its_need_up_to_an_even_share(needs: list[int], total: int,
-                                                                  shares: list[int]) -> None:
+@pytest.mark.parametrize(
+    ("needs", "total", "shares"),
+    [
+        ([100, 200], 1000, [100, 200]),  # everything fits
+        ([5000, 40, 60], 600, [500, 40, 60]),  # the short ones whole, the long one what they leave
+        ([900, 900, 30], 630, [300, 300, 30]),
+        ([10, 10], 0, [0, 0]),
+        ([], 100, []),
+    ],
+)
+def test_text_shares_give_every_hit_its_need_up_to_an_even_share(
+    needs: list[int], total: int, shares: list[int]
+) -> None:
     assert text_shares(needs, total) == shares
     assert sum(text_shares(needs, total)) <= total
 

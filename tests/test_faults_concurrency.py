@@ -18,13 +18,12 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from test_faults_kill import OPTIONS, WORDS, HashEmbedder, init_store, orphans, per_source
 
 from universalrag.config import Settings
 from universalrag.ingest import IngestOptions, ingest_paths
 
-from test_faults_kill import HashEmbedder, OPTIONS, WORDS, init_store, orphans, per_source
-
-CHILD = r'''
+CHILD = r"""
 import json, sys
 cfg = json.loads(sys.argv[1])
 sys.path.insert(0, cfg["tests"])
@@ -39,7 +38,7 @@ with Store(settings=settings) as store:
     report = ingest_paths(store, HashEmbedder(), cfg["paths"], options=IngestOptions(**cfg["options"]))
 print(json.dumps(report.to_dict()))
 sys.exit(0 if report.ok else 3)
-'''
+"""
 
 
 def make_groups(root: Path) -> list[Path]:
@@ -61,15 +60,35 @@ def make_groups(root: Path) -> list[Path]:
     return groups
 
 
-def run_concurrently(groups: list[Path], *, url: str | None, schema: str, home: Path, store: Any,
-                     tests: Path) -> tuple[list[subprocess.CompletedProcess[str]], int, list[BaseException]]:
+def run_concurrently(
+    groups: list[Path], *, url: str | None, schema: str, home: Path, store: Any, tests: Path
+) -> tuple[list[subprocess.CompletedProcess[str]], int, list[BaseException]]:
     """Four ingesting processes (each over two overlapping folders; the first over all four) and eight
     querying threads until they finish; returns the processes, the queries run and the query errors."""
     plans = [[str(g) for g in groups]] + [[str(groups[i]), str(groups[(i + 1) % 4])] for i in (1, 2, 3)]
-    children = [subprocess.Popen(
-        [sys.executable, "-c", CHILD, json.dumps({"tests": str(tests), "url": url, "schema": schema,
-                                                   "home": str(home), "paths": paths, "options": OPTIONS})],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for paths in plans]
+    children = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                CHILD,
+                json.dumps(
+                    {
+                        "tests": str(tests),
+                        "url": url,
+                        "schema": schema,
+                        "home": str(home),
+                        "paths": paths,
+                        "options": OPTIONS,
+                    }
+                ),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for paths in plans
+    ]
     errors: list[BaseException] = []
     queries = [0]
     stop = threading.Event()
@@ -104,8 +123,13 @@ def run_concurrently(groups: list[Path], *, url: str | None, schema: str, home: 
     return done, queries[0], errors
 
 
-def check(store: Any, done: list[subprocess.CompletedProcess[str]], queries: int, errors: list[BaseException],
-          clean: dict[str, tuple[int, ...]]) -> None:
+def check(
+    store: Any,
+    done: list[subprocess.CompletedProcess[str]],
+    queries: int,
+    errors: list[BaseException],
+    clean: dict[str, tuple[int, ...]],
+) -> None:
     assert [c.returncode for c in done] == [0, 0, 0, 0], [c.stderr[-2000:] for c in done]
     assert not errors and queries > 8, (queries, errors[:3])
     added = sum(json.loads(c.stdout)["added"] for c in done)
@@ -115,9 +139,15 @@ def check(store: Any, done: list[subprocess.CompletedProcess[str]], queries: int
     with store.engine.connect() as conn:
         s = f'"{store.schema}"'
         assert conn.execute(sa.text(f"SELECT count(*) FROM {s}.stages")).scalar_one() == 0
-        assert conn.execute(sa.text(
-            f"SELECT count(*) FROM (SELECT content FROM {s}.corpus_paragraph GROUP BY source_id, content "
-            "HAVING count(*) > 1) d")).scalar_one() == 0
+        assert (
+            conn.execute(
+                sa.text(
+                    f"SELECT count(*) FROM (SELECT content FROM {s}.corpus_paragraph GROUP BY source_id, content "
+                    "HAVING count(*) > 1) d"
+                )
+            ).scalar_one()
+            == 0
+        )
 
 
 @pytest.fixture(scope="module")
@@ -138,12 +168,19 @@ def clean(groups: list[Path], database_url: str) -> dict[str, tuple[int, ...]]:
         store.close()
 
 
-def test_four_processes_and_eight_query_threads_on_one_server(groups: list[Path], clean: dict[str, tuple[int, ...]],
-                                                              settings: Settings, tmp_path: Path) -> None:
+def test_four_processes_and_eight_query_threads_on_one_server(
+    groups: list[Path], clean: dict[str, tuple[int, ...]], settings: Settings, tmp_path: Path
+) -> None:
     store = init_store(settings)
     try:
-        done, queries, errors = run_concurrently(groups, url=settings.database_url, schema=settings.schema,
-                                                 home=tmp_path, store=store, tests=Path(__file__).parent)
+        done, queries, errors = run_concurrently(
+            groups,
+            url=settings.database_url,
+            schema=settings.schema,
+            home=tmp_path,
+            store=store,
+            tests=Path(__file__).parent,
+        )
         check(store, done, queries, errors, clean)
     finally:
         store.close()
@@ -156,8 +193,9 @@ def test_four_processes_sharing_one_embedded_server(groups: list[Path], clean: d
     store = None
     try:
         store = init_store(Settings(database_url=embedded_url(home), schema="shared", home=home))
-        done, queries, errors = run_concurrently(groups, url=None, schema="shared", home=home, store=store,
-                                                 tests=Path(__file__).parent)
+        done, queries, errors = run_concurrently(
+            groups, url=None, schema="shared", home=home, store=store, tests=Path(__file__).parent
+        )
         check(store, done, queries, errors, clean)
     finally:
         if store is not None:

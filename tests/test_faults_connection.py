@@ -78,11 +78,16 @@ def test_status_search_and_ingest_fail_within_the_connect_timeout(silent_server:
 
 
 def test_cli_status_fails_within_the_connect_timeout(silent_server: int, tmp_path: Path) -> None:
-    env = {**os.environ, "UNIVERSALRAG_DATABASE_URL": f"postgresql://u:{PASSWORD}@127.0.0.1:{silent_server}/rag",
-           "UNIVERSALRAG_CONNECT_TIMEOUT": "2", "UNIVERSALRAG_HOME": str(tmp_path)}
+    env = {
+        **os.environ,
+        "UNIVERSALRAG_DATABASE_URL": f"postgresql://u:{PASSWORD}@127.0.0.1:{silent_server}/rag",
+        "UNIVERSALRAG_CONNECT_TIMEOUT": "2",
+        "UNIVERSALRAG_HOME": str(tmp_path),
+    }
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "universalrag.cli", "status"], env=env, capture_output=True,
-                          text=True, timeout=90)
+    done = subprocess.run(
+        [sys.executable, "-m", "universalrag.cli", "status"], env=env, capture_output=True, text=True, timeout=90
+    )
     elapsed = time.monotonic() - started
     assert done.returncode != 0
     out = done.stdout + done.stderr
@@ -119,11 +124,23 @@ def test_queries_recover_in_process_after_two_restarts() -> None:
         url = embedded_url(home)
         store = Store(url, schema="restart", settings=Settings(connect_timeout=3))
         store.init(embedder="test", dimension=8)
-        store.create_corpus(CorpusSpec(name="notes", modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
-                                       dimension=8, embedder="test"))
+        store.create_corpus(
+            CorpusSpec(
+                name="notes", modality=Modality.TEXT, granularity=Granularity.PARAGRAPH, dimension=8, embedder="test"
+            )
+        )
         rng = np.random.default_rng(0)
-        store.add_units([Unit(id=f"00000000-0000-0000-0000-{i:012d}", corpus="notes", content=f"note {i}",
-                              embedding=rng.normal(size=8).tolist()) for i in range(50)])
+        store.add_units(
+            [
+                Unit(
+                    id=f"00000000-0000-0000-0000-{i:012d}",
+                    corpus="notes",
+                    content=f"note {i}",
+                    embedding=rng.normal(size=8).tolist(),
+                )
+                for i in range(50)
+            ]
+        )
         query = rng.normal(size=8).tolist()
         results: list[tuple[float, float, BaseException | None]] = []  # (start, duration, error)
         stop = threading.Event()
@@ -204,9 +221,13 @@ def test_a_read_whose_connection_dies_mid_query_is_run_once_more(store: Any) -> 
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             with admin.begin() as conn:
-                if conn.execute(sa.text("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                                        "WHERE application_name = :tag AND query LIKE '%pg_sleep%'"),
-                                {"tag": tag}).scalar_one():
+                if conn.execute(
+                    sa.text(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                        "WHERE application_name = :tag AND query LIKE '%pg_sleep%'"
+                    ),
+                    {"tag": tag},
+                ).scalar_one():
                     return
             time.sleep(0.05)
 

@@ -18,8 +18,8 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,9 +66,11 @@ def init_store(settings: Any) -> Any:
     store = Store(settings=settings)
     store.init(embedder=HashEmbedder.name, dimension=HashEmbedder.dimension)
     return store
+
+
 WORDS = "harbour lantern granite meadow orchard falcon copper willow summit canal quarry beacon".split()
 
-CHILD = r'''
+CHILD = r"""
 import json, sys, time
 from pathlib import Path
 cfg = json.loads(sys.argv[1])
@@ -118,7 +120,7 @@ def progress(p):
 store = Store(settings=Settings(database_url=cfg["url"], schema=cfg["schema"]))
 ingest_paths(store, HashEmbedder(), [cfg["folder"]], options=IngestOptions(**cfg["options"]), on_progress=progress)
 marker.write_text("finished")
-'''
+"""
 
 
 def make_folder(root: Path) -> Path:
@@ -156,10 +158,15 @@ def per_source(engine: sa.Engine, schema: str) -> dict[str, tuple[int, ...]]:
 
 def orphans(engine: sa.Engine, schema: str) -> int:
     with engine.connect() as conn:
-        return sum(conn.execute(sa.text(
-            f'SELECT count(*) FROM "{schema}".corpus_{c} u WHERE u.source_id IS NULL OR NOT EXISTS '
-            f'(SELECT 1 FROM "{schema}".sources s WHERE s.id = u.source_id)')).scalar_one()
-            for c in ("document", "paragraph", "table"))
+        return sum(
+            conn.execute(
+                sa.text(
+                    f'SELECT count(*) FROM "{schema}".corpus_{c} u WHERE u.source_id IS NULL OR NOT EXISTS '
+                    f'(SELECT 1 FROM "{schema}".sources s WHERE s.id = u.source_id)'
+                )
+            ).scalar_one()
+            for c in ("document", "paragraph", "table")
+        )
 
 
 @pytest.fixture
@@ -192,14 +199,23 @@ def clean(folder: Path, database_url: str) -> dict[str, tuple[int, ...]]:
 
 @pytest.mark.parametrize("point", ["early", "mid-copy", "mid-file", "in-move"])
 def test_kill_9_leaves_nothing_half_written_and_a_rerun_matches_a_clean_run(
-        point: str, folder: Path, clean: dict[str, tuple[int, ...]], store: Any, tmp_path: Path) -> None:
+    point: str, folder: Path, clean: dict[str, tuple[int, ...]], store: Any, tmp_path: Path
+) -> None:
     assert clean["large.csv"][3] == 60 and clean["small.csv"][3] == 50  # the sizes cross the batch boundaries
     assert clean["large.csv"][5] == 250 and clean["small.csv"][5] == 0  # the sampled table keeps every row
     marker = tmp_path / "marker"
-    cfg = {"tests": str(Path(__file__).parent), "url": store.url, "schema": store.schema, "folder": str(folder), "point": point,
-           "marker": str(marker), "options": OPTIONS}
-    child = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(cfg)], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True)
+    cfg = {
+        "tests": str(Path(__file__).parent),
+        "url": store.url,
+        "schema": store.schema,
+        "folder": str(folder),
+        "point": point,
+        "marker": str(marker),
+        "options": OPTIONS,
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, json.dumps(cfg)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 240
         while not marker.exists() and child.poll() is None and time.monotonic() < deadline:

@@ -16,8 +16,10 @@ import pytest
 
 pytest.importorskip("openai")
 
-import universalrag.generate as generate_pkg
 from PIL import Image
+
+import universalrag.generate as generate_pkg
+from tests.support.openai_server import OpenAICompatServer
 from universalrag.config import Settings
 from universalrag.errors import GenerationError
 from universalrag.generate import (
@@ -30,8 +32,6 @@ from universalrag.generate import (
     short_ids,
 )
 from universalrag.types import Evidence, Hit, Modality
-
-from tests.support.openai_server import OpenAICompatServer
 
 SECRET = "sk-generate-secret-0123456789"
 TABLE_MD = "| driver | points |\n| --- | --- |\n| Vettel | 392 |\n| Button | 270 |"
@@ -47,15 +47,37 @@ def jpeg(color: tuple[int, int, int], size: tuple[int, int] = (32, 24)) -> bytes
 def evidence() -> list[Evidence]:
     """A paragraph, a table, an image and a clip with 8 frames, as the pipeline builds them."""
     return [
-        Evidence(id="p-111", corpus="paragraph", modality=Modality.TEXT, label="[paragraph 1] alhambra.md",
-                 text="The Alhambra is a palace and fortress in Granada, Spain."),
-        Evidence(id="t-222", corpus="table", modality=Modality.TABLE, label="[table 2] standings_2011.csv",
-                 text=f"Matched rows (best first):\n- row 1: Vettel 392\n\n{TABLE_MD}"),
-        Evidence(id="i-333", corpus="image", modality=Modality.IMAGE, label="[image 3] domes.jpg",
-                 text="Onion domes of a church in Saint Petersburg.", images=(jpeg((200, 40, 40)),)),
-        Evidence(id="c-444", corpus="clip", modality=Modality.VIDEO, label="[clip 4] morning.mp4 00:06–00:09",
-                 text="Transcript of morning.mp4 from 00:06 to 00:09: the chef adds the garlic.",
-                 images=tuple(jpeg((10 * i, 90, 160)) for i in range(8)), frame_times=FRAME_TIMES),
+        Evidence(
+            id="p-111",
+            corpus="paragraph",
+            modality=Modality.TEXT,
+            label="[paragraph 1] alhambra.md",
+            text="The Alhambra is a palace and fortress in Granada, Spain.",
+        ),
+        Evidence(
+            id="t-222",
+            corpus="table",
+            modality=Modality.TABLE,
+            label="[table 2] standings_2011.csv",
+            text=f"Matched rows (best first):\n- row 1: Vettel 392\n\n{TABLE_MD}",
+        ),
+        Evidence(
+            id="i-333",
+            corpus="image",
+            modality=Modality.IMAGE,
+            label="[image 3] domes.jpg",
+            text="Onion domes of a church in Saint Petersburg.",
+            images=(jpeg((200, 40, 40)),),
+        ),
+        Evidence(
+            id="c-444",
+            corpus="clip",
+            modality=Modality.VIDEO,
+            label="[clip 4] morning.mp4 00:06–00:09",
+            text="Transcript of morning.mp4 from 00:06 to 00:09: the chef adds the garlic.",
+            images=tuple(jpeg((10 * i, 90, 160)) for i in range(8)),
+            frame_times=FRAME_TIMES,
+        ),
     ]
 
 
@@ -71,7 +93,7 @@ def groups(parts: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     current: str | None = None
     for part in parts:
         if part["type"] == "text" and part["text"].startswith("[E"):
-            current = part["text"][1:part["text"].index("]")]
+            current = part["text"][1 : part["text"].index("]")]
             out[current] = []
         elif current is not None and not (part["type"] == "text" and part["text"].startswith("Question:")):
             out[current].append(part)
@@ -137,8 +159,10 @@ def test_custom_system_prompt_is_sent() -> None:
         generator(srv, system_prompt="Answer in French.").generate("What is 2+2?", [])
         with_evidence, without = chat_bodies(srv)
     assert with_evidence["messages"][0] == {"role": "system", "content": "Answer in French."}
-    assert without["messages"] == [{"role": "system", "content": "Answer in French."},
-                                   {"role": "user", "content": "What is 2+2?"}]
+    assert without["messages"] == [
+        {"role": "system", "content": "Answer in French."},
+        {"role": "user", "content": "What is 2+2?"},
+    ]
 
 
 def test_async_twin_and_one_client_per_event_loop() -> None:
@@ -153,8 +177,9 @@ def test_async_twin_and_one_client_per_event_loop() -> None:
         third = asyncio.run(gen.agenerate("q3", items))  # a new loop gets a new client and still works
         bodies = chat_bodies(srv)
     assert first.citations == second.citations == third.citations == ("i-333", "c-444")
-    assert len(bodies) == 3 and all(sum(p["type"] == "image_url" for p in b["messages"][1]["content"]) == 9
-                                    for b in bodies)
+    assert len(bodies) == 3 and all(
+        sum(p["type"] == "image_url" for p in b["messages"][1]["content"]) == 9 for b in bodies
+    )
 
 
 # -- errors ----------------------------------------------------------------------------------------------
@@ -186,8 +211,9 @@ def test_connection_refused_becomes_generation_error() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    gen = OpenAIChatGenerator("m", base_url=f"http://user:pw@127.0.0.1:{port}/v1", api_key=SECRET, timeout=2,
-                              max_retries=0)
+    gen = OpenAIChatGenerator(
+        "m", base_url=f"http://user:pw@127.0.0.1:{port}/v1", api_key=SECRET, timeout=2, max_retries=0
+    )
     with pytest.raises(GenerationError, match="cannot connect") as err:
         gen.generate("q", [])
     assert "pw" not in str(err.value) and "UNIVERSALRAG_LLM_BASE_URL" in str(err.value)
@@ -217,8 +243,15 @@ def test_bad_input_is_rejected_before_any_request() -> None:
             gen.generate("   ", [])
         with pytest.raises(GenerationError, match="build_evidence"):
             gen.generate("q", [Hit(corpus="paragraph", id="x", score=1.0, content="text")])  # type: ignore[list-item]
-        broken = Evidence(id="c", corpus="clip", modality=Modality.VIDEO, label="clip", text="",
-                          images=(jpeg((0, 0, 0)),) * 3, frame_times=(1.0, 2.0))
+        broken = Evidence(
+            id="c",
+            corpus="clip",
+            modality=Modality.VIDEO,
+            label="clip",
+            text="",
+            images=(jpeg((0, 0, 0)),) * 3,
+            frame_times=(1.0, 2.0),
+        )
         with pytest.raises(GenerationError, match="3 images but 2 frame times"):
             gen.generate("q", [broken])
         assert srv.requests == []
@@ -241,7 +274,8 @@ def test_from_settings() -> None:
 def test_from_settings_reaches_the_server() -> None:
     with OpenAICompatServer(chat_reply="fine", api_key=SECRET) as srv:
         gen = OpenAIChatGenerator.from_settings(
-            Settings(llm_model="test-vlm", llm_base_url=srv.base_url, llm_api_key=SECRET), max_retries=0)
+            Settings(llm_model="test-vlm", llm_base_url=srv.base_url, llm_api_key=SECRET), max_retries=0
+        )
         assert gen is not None and gen.generate("hello?", []).text == "fine"
 
 
@@ -285,12 +319,27 @@ def test_parse_citations() -> None:
 
 def test_public_api_and_layering() -> None:
     assert generate_pkg.__all__ == [
-        "DEFAULT_SYSTEM_PROMPT", "Generation", "Generator", "OpenAIChatGenerator", "build_messages",
-        "image_data_url", "parse_citations", "short_ids",
+        "DEFAULT_SYSTEM_PROMPT",
+        "Generation",
+        "Generator",
+        "OpenAIChatGenerator",
+        "build_messages",
+        "image_data_url",
+        "parse_citations",
+        "short_ids",
     ]
-    forbidden = ("universalrag.ingest", "universalrag.store", "universalrag.routing", "universalrag.retrieve",
-                 "universalrag.pipeline", "universalrag.cli", "universalrag.embed", "langchain", "llama_index",
-                 "langgraph")
+    forbidden = (
+        "universalrag.ingest",
+        "universalrag.store",
+        "universalrag.routing",
+        "universalrag.retrieve",
+        "universalrag.pipeline",
+        "universalrag.cli",
+        "universalrag.embed",
+        "langchain",
+        "llama_index",
+        "langgraph",
+    )
     package = Path(generate_pkg.__file__).parent
     for path in package.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

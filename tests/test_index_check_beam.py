@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 import sqlalchemy as sa
+
 from universalrag.store import Store
 from universalrag.store.index_check import CHECK_K, SCORE_TOLERANCE, beams, check_index, check_score
 from universalrag.store.scan_rule import CHECK_KEY, EF_KEY, MIN_RECALL, scan_exactly, tuned_ef
@@ -33,8 +34,10 @@ def _units(rng: np.random.Generator, n: int, *, cluster: int = 50, spread: float
     noise = rng.standard_normal((n, DIM))
     noise *= spread / np.linalg.norm(noise, axis=1, keepdims=True)
     vectors = (np.repeat(centres, cluster, axis=0)[:n] + noise).astype(np.float32)
-    return [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}", embedding=v.tolist())
-            for i, v in enumerate(vectors)]
+    return [
+        Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}", embedding=v.tolist())
+        for i, v in enumerate(vectors)
+    ]
 
 
 def _source(uri: str) -> SourceRecord:
@@ -65,8 +68,11 @@ def _default_graph(s: Store) -> None:
     from psycopg import sql
 
     with s.transaction() as conn:
-        conn.connection.driver_connection.execute(sql.SQL("ALTER INDEX {}.{} RESET (ef_construction)").format(
-            sql.Identifier(s.schema), sql.Identifier("corpus_paragraph_hnsw")))
+        conn.connection.driver_connection.execute(
+            sql.SQL("ALTER INDEX {}.{} RESET (ef_construction)").format(
+                sql.Identifier(s.schema), sql.Identifier("corpus_paragraph_hnsw")
+            )
+        )
 
 
 def _set_check(s: Store, check: dict[str, Any] | None) -> None:
@@ -82,8 +88,9 @@ def _beams_sent(s: Store, **search: Any) -> list[int]:
 
     def record(_conn, _cursor, _statement, parameters, *_a) -> None:  # type: ignore[no-untyped-def]
         values = list(parameters.values()) if isinstance(parameters, dict) else []
-        sent.extend(int(values[i + 1]) for i, v in enumerate(values[:-1])
-                    if isinstance(v, str) and v == "hnsw.ef_search")
+        sent.extend(
+            int(values[i + 1]) for i, v in enumerate(values[:-1]) if isinstance(v, str) and v == "hnsw.ef_search"
+        )
 
     sa.event.listen(s.engine, "before_cursor_execute", record)
     try:
@@ -140,8 +147,10 @@ def test_searches_use_the_stored_beam_and_older_checks_still_work(loaded: Store)
     _set_check(loaded, {"rows": ROWS, "recall": 0.99, "queries": 24})  # stored before the tuning: no beam
     assert set(_beams_sent(loaded)) == {100}
     assert tuned_ef(loaded.corpus("paragraph").metadata) == 0
-    _set_check(loaded, {"rows": ROWS, "recall": 0.97, "queries": 24, EF_KEY: 400, "recalls": [[100, 0.5], [200, 0.8],
-                                                                                          [400, 0.97]]})
+    _set_check(
+        loaded,
+        {"rows": ROWS, "recall": 0.97, "queries": 24, EF_KEY: 400, "recalls": [[100, 0.5], [200, 0.8], [400, 0.97]]},
+    )
     assert set(_beams_sent(loaded)) == {400}  # max(request's 100, stored 400)
     assert set(_beams_sent(loaded, ef_search=600)) == {600}  # max(request's 600, stored 400)
     assert set(_beams_sent(loaded, filter={"x": 1})) == {1000}  # a filtered search widens x4 on top, capped
@@ -152,12 +161,15 @@ def test_searches_use_the_stored_beam_and_older_checks_still_work(loaded: Store)
     assert set(_beams_sent(loaded)) == {1000}  # 3,000 rows > exact_scan_max_rows 1,000: the index, widest beam
     assert scan_exactly(ROWS, {CHECK_KEY: unreliable}, exact_scan_rows=100, exact_scan_max_rows=10_000)
     # An older check below MIN_RECALL (no beam) still scans exactly where allowed
-    assert scan_exactly(ROWS, {CHECK_KEY: {"rows": ROWS, "recall": 0.5}}, exact_scan_rows=100, exact_scan_max_rows=10_000)
+    assert scan_exactly(
+        ROWS, {CHECK_KEY: {"rows": ROWS, "recall": 0.5}}, exact_scan_rows=100, exact_scan_max_rows=10_000
+    )
     assert tuned_ef({CHECK_KEY: {"rows": 10, "recall": 1.0, EF_KEY: "400"}}) == 0  # not a number: ignored
 
 
 def test_a_table_above_exact_max_rows_is_checked_in_the_background(  # type: ignore[no-untyped-def]
-        settings, monkeypatch) -> None:
+    settings, monkeypatch
+) -> None:
     """The check now tunes the beam, which matters most on the largest tables: a table above ``exact_scan_max_rows``
     without a check at about its size asks for one too (before, only tables the exact scan could serve did)."""
     from universalrag.store import index_check

@@ -16,6 +16,7 @@ import pytest
 import sqlalchemy as sa
 from conftest import DATA
 from support.schemas import pending_pages
+
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.store import Store
 from universalrag.types import Unit
@@ -23,12 +24,18 @@ from universalrag.types import Unit
 
 def paragraphs(minilm, texts: list[str]) -> list[Unit]:  # type: ignore[no-untyped-def]
     """Units of the paragraph corpus holding ``texts``, embedded by the real encoder."""
-    return [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=t, embedding=v.tolist())
-            for t, v in zip(texts, minilm.embed(texts))]
+    return [
+        Unit(id=str(uuid.uuid4()), corpus="paragraph", content=t, embedding=v.tolist())
+        for t, v in zip(texts, minilm.embed(texts))
+    ]
 
 
-def test_an_ingest_leaves_no_pending_index_entries(store: Store, minilm, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_ingest_leaves_no_pending_index_entries(
+    store: Store,
+    minilm,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()
     second.mkdir()
@@ -47,15 +54,17 @@ def test_an_ingest_leaves_no_pending_index_entries(store: Store, minilm, tmp_pat
 
 
 def test_units_added_directly_are_settled_too(store: Store, minilm) -> None:  # type: ignore[no-untyped-def]
-    units = paragraphs(minilm, ["The tram depot at Brennmoor closed in 1961.",
-                                "Sourdough starter needs feeding twice a day."])
+    units = paragraphs(
+        minilm, ["The tram depot at Brennmoor closed in 1961.", "Sourdough starter needs feeding twice a day."]
+    )
     assert store.add_units(units) == 2
     assert pending_pages(store) == 0
     assert store.settle(["paragraph", "no_such_corpus"]) == 0  # nothing left; an unknown corpus is skipped
 
 
 def test_a_role_that_may_not_maintain_the_tables_still_writes(  # type: ignore[no-untyped-def]
-        store: Store, minilm, database_url: str, caplog: pytest.LogCaptureFixture) -> None:
+    store: Store, minilm, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """Settling needs the tables' owner (PostgreSQL 17+: the MAINTAIN privilege); a role that may only write them
     gets its rows written all the same, and the pending entries are left to autovacuum (logged)."""
     role = "t_writer_" + uuid.uuid4().hex[:8]
@@ -69,12 +78,17 @@ def test_a_role_that_may_not_maintain_the_tables_still_writes(  # type: ignore[n
     try:
         with admin.begin() as conn:
             conn.execute(sa.text(f"GRANT USAGE ON SCHEMA {quote(store.schema)} TO {quote(role)}"))
-            conn.execute(sa.text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {quote(store.schema)} "
-                                 f"TO {quote(role)}"))
+            conn.execute(
+                sa.text(
+                    f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {quote(store.schema)} "
+                    f"TO {quote(role)}"
+                )
+            )
         url = sa.engine.make_url(database_url).set(username=role, password=None)
         writer = Store(settings=store.settings.with_(database_url=url.render_as_string(hide_password=False)))
-        units = paragraphs(minilm, ["The organ of St Aldric has four manuals.",
-                                    "Kestrel Point light was automated in 1989."])
+        units = paragraphs(
+            minilm, ["The organ of St Aldric has four manuals.", "Kestrel Point light was automated in 1989."]
+        )
         with caplog.at_level("INFO", logger="universalrag.store.sources"):
             assert writer.add_units(units) == 2
         writer.close()
@@ -87,8 +101,11 @@ def test_a_role_that_may_not_maintain_the_tables_still_writes(  # type: ignore[n
             conn.execute(sa.text(f"DROP ROLE {quote(role)}"))
 
 
-def test_init_settles_what_an_earlier_version_left_pending(store: Store, minilm,  # type: ignore[no-untyped-def]
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_init_settles_what_an_earlier_version_left_pending(
+    store: Store,
+    minilm,  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with monkeypatch.context() as patched:  # units written as an earlier version wrote them
         patched.setattr(Store, "settle", lambda self, corpora: 0)
         store.add_units(paragraphs(minilm, ["Honeybees dance to show where the flowers are."]))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from support.openai_server import OpenAICompatServer
 from support.video import write_video
+
 from universalrag.config import ASR_ENGINES, Settings
 from universalrag.errors import ConfigError
 from universalrag.ingest.pipeline import IngestOptions, ingest_paths
@@ -46,7 +47,10 @@ def test_openai_asr_cues_carry_the_times_of_the_speech(talk) -> None:  # type: i
     assert len(sent) == 3  # 12 s in pieces of 5 s
     form = sent[0]["body"]
     assert (form["model"], form["response_format"], form["timestamp_granularities"]) == (
-        "whisper-1", "verbose_json", ["segment"])
+        "whisper-1",
+        "verbose_json",
+        ["segment"],
+    )
     assert form["file"]["filename"] == "talk-0.wav" and form["file"]["bytes"] == 44 + 5 * 16_000 * 2
     assert sent[0]["headers"]["authorization"] == "Bearer test"
 
@@ -58,7 +62,8 @@ def test_a_server_that_returns_only_text_gives_one_cue_per_piece(talk) -> None: 
 
 
 def test_ingestion_transcribes_with_the_asr_the_settings_name(  # type: ignore[no-untyped-def]
-        store, minilm, talk) -> None:
+    store, minilm, talk
+) -> None:
     with OpenAICompatServer(speech_texts=list(WORDS)) as server:
         settings = Settings(asr="openai", asr_base_url=server.base_url, asr_api_key="test")
         options = IngestOptions.from_settings(settings, video=CLIPS)
@@ -83,8 +88,12 @@ def test_without_asr_settings_the_speech_is_not_transcribed(talk) -> None:  # ty
 
 
 def test_asr_settings_from_the_environment() -> None:
-    env = {"UNIVERSALRAG_ASR": "openai", "UNIVERSALRAG_ASR_MODEL": "whisper-large-v3",
-           "UNIVERSALRAG_ASR_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-secret"}
+    env = {
+        "UNIVERSALRAG_ASR": "openai",
+        "UNIVERSALRAG_ASR_MODEL": "whisper-large-v3",
+        "UNIVERSALRAG_ASR_BASE_URL": "http://127.0.0.1:9/v1",
+        "OPENAI_API_KEY": "sk-secret",
+    }
     settings = Settings.from_env(env)
     assert (settings.asr, settings.asr_model, settings.asr_api_key) == ("openai", "whisper-large-v3", "sk-secret")
     assert "sk-secret" not in repr(settings)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.media import write_photo
+
 from universalrag.ingest.companions import fingerprint
 from universalrag.ingest.files import hash_file
 from universalrag.ingest.pipeline import IngestOptions, ingest_paths
@@ -91,12 +92,17 @@ def test_alt_text_reads_only_the_pages_that_name_an_image_of_the_run(tmp_path: P
 
     photo = write_photo(tmp_path / "harbour at dawn.jpg")
     shown = tmp_path / "shown.html"
-    shown.write_text('<html><body><p>The harbour.</p><img src="harbour%20at%20dawn.jpg" alt="Boats in the harbour '
-                     'at dawn"></body></html>', encoding="utf-8")
+    shown.write_text(
+        '<html><body><p>The harbour.</p><img src="harbour%20at%20dawn.jpg" alt="Boats in the harbour '
+        'at dawn"></body></html>',
+        encoding="utf-8",
+    )
     others = [tmp_path / f"page{i}.html" for i in range(3)]
     for page in others:
-        page.write_text('<html><body><p>No picture here.</p><img src="https://example.org/x.png" alt="x"></body>'
-                        "</html>", encoding="utf-8")
+        page.write_text(
+            '<html><body><p>No picture here.</p><img src="https://example.org/x.png" alt="x"></body></html>',
+            encoding="utf-8",
+        )
     parsed: dict = {}
     alts = alt_texts([photo, shown, *others], parsed)
     assert alts == {photo.resolve(): "Boats in the harbour at dawn"}

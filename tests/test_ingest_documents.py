@@ -72,8 +72,13 @@ def test_pdf_headings_paragraphs_and_heading_paths(report_pdf: Path) -> None:
     assert doc.info.format == "pdf" and doc.info.page_count == 5
     assert doc.title == "Kestrel Point Lighthouse"
     headings = [(b.page, b.text) for b in _kind(doc, BlockKind.HEADING)]
-    assert headings[:5] == [(1, "Kestrel Point Lighthouse"), (1, "1 Introduction"), (1, "2 Keepers"),
-                            (2, "3 The lamp room"), (3, "4 Life at the light")]
+    assert headings[:5] == [
+        (1, "Kestrel Point Lighthouse"),
+        (1, "1 Introduction"),
+        (1, "2 Keepers"),
+        (2, "3 The lamp room"),
+        (3, "4 Life at the light"),
+    ]
     intro = next(b for b in _kind(doc, BlockKind.PARAGRAPH) if b.text.startswith("Kestrel Point"))
     assert intro.text == INTRO
     assert intro.page == 1 and intro.heading_path == ("1 Introduction",)
@@ -158,16 +163,24 @@ def test_pdf_tables_cell_accuracy_on_random_tables(tmp_path: Path, ruling: str) 
     tables = []
     for t in range(4):
         header = [f"Column {c}" for c in range(rng.randint(2, 5))]
-        rows = [[rng.choice(["north", "south", "east"]) + f" {rng.randint(1, 999)}" if c % 2 else
-                 f"{rng.uniform(0, 1000):.2f}" for c in range(len(header))] for _ in range(rng.randint(3, 12))]
+        rows = [
+            [
+                rng.choice(["north", "south", "east"]) + f" {rng.randint(1, 999)}"
+                if c % 2
+                else f"{rng.uniform(0, 1000):.2f}"
+                for c in range(len(header))
+            ]
+            for _ in range(rng.randint(3, 12))
+        ]
         tables.append([header, *rows])
     doc = read_document(write_table_pdf(tmp_path / "tables.pdf", tables, ruling=ruling))
     found = [b.table.rows for b in _kind(doc, BlockKind.TABLE)]
     assert found == [tuple(tuple(r) for r in t) for t in tables]
 
 
-@pytest.mark.skipif(shutil.which("tesseract") is None,
-                    reason="the tesseract program is not installed (apt-get install tesseract-ocr)")
+@pytest.mark.skipif(
+    shutil.which("tesseract") is None, reason="the tesseract program is not installed (apt-get install tesseract-ocr)"
+)
 def test_scanned_page_is_read_by_ocr(tmp_path: Path) -> None:
     doc = read_document(write_scanned_pdf(tmp_path / "scan.pdf"))
     [page] = doc.pages
@@ -186,11 +199,14 @@ def test_scanned_page_without_ocr_is_kept_as_a_picture_with_a_warning(tmp_path: 
     assert Image.open(io.BytesIO(figure.figure.image)).width > 500
 
 
-@pytest.mark.parametrize("make, reason", [
-    (lambda p: write_encrypted_pdf(p), "password-protected"),
-    (lambda p: write_corrupt_pdf(p), "damaged"),
-    (lambda p: write_truncated_pdf(p, write_report_pdf(p.with_name("whole.pdf"))), "truncated"),
-])
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda p: write_encrypted_pdf(p), "password-protected"),
+        (lambda p: write_corrupt_pdf(p), "damaged"),
+        (lambda p: write_truncated_pdf(p, write_report_pdf(p.with_name("whole.pdf"))), "truncated"),
+    ],
+)
 def test_bad_pdfs_raise_typed_errors_with_the_reason(tmp_path: Path, make, reason: str) -> None:  # type: ignore[no-untyped-def]
     path = make(tmp_path / "bad.pdf")
     with pytest.raises(IngestError) as err:
@@ -283,7 +299,9 @@ def test_corrupt_docx_is_a_typed_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken.docx"
     with zipfile.ZipFile(broken, "w") as z:  # the package without its main document part's content
         for name in names:
-            z.writestr(name, "<not-xml" if name == "word/document.xml" else zipfile.ZipFile(io.BytesIO(data)).read(name))
+            z.writestr(
+                name, "<not-xml" if name == "word/document.xml" else zipfile.ZipFile(io.BytesIO(data)).read(name)
+            )
     with pytest.raises(IngestError, match="damaged|not a readable"):
         read_document(broken)
 
@@ -303,19 +321,31 @@ def test_reading_order_keeps_full_width_items_between_column_runs() -> None:
     left = [((50, 100 + 20 * i, 280, 112 + 20 * i), f"L{i}") for i in range(4)]
     right = [((320, 100 + 20 * i, 550, 112 + 20 * i), f"R{i}") for i in range(4)]
     figure = [((50, 200, 550, 300), "wide")]
-    after = [((50, 320 + 20 * i, 280, 332 + 20 * i), f"l{i}") for i in range(3)] + \
-            [((320, 320 + 20 * i, 550, 332 + 20 * i), f"r{i}") for i in range(3)]
+    after = [((50, 320 + 20 * i, 280, 332 + 20 * i), f"l{i}") for i in range(3)] + [
+        ((320, 320 + 20 * i, 550, 332 + 20 * i), f"r{i}") for i in range(3)
+    ]
     order = reading_order([*right, *after, *figure, *left], width=width)
     assert order == ["L0", "L1", "L2", "L3", "R0", "R1", "R2", "R3", "wide", "l0", "l1", "l2", "r0", "r1", "r2"]
 
 
 def test_running_lines_need_a_repeat_on_a_neighbouring_page() -> None:
     def page(n: int, header: str) -> tuple[int, list[Line], float]:
-        return n, [Line(header, (50, 20, 300, 30), 8), Line(f"Body {n}", (50, 300, 300, 312), 10),
-                   Line(f"{n}", (290, 800, 300, 810), 8)], 842.0
+        return (
+            n,
+            [
+                Line(header, (50, 20, 300, 30), 8),
+                Line(f"Body {n}", (50, 300, 300, 312), 10),
+                Line(f"{n}", (290, 800, 300, 810), 8),
+            ],
+            842.0,
+        )
 
-    pages = [page(1, "Annual report 2026"), page(2, "Annual report 2026"), page(3, "Annual report 2026"),
-             page(4, "A heading only here")]
+    pages = [
+        page(1, "Annual report 2026"),
+        page(2, "Annual report 2026"),
+        page(3, "Annual report 2026"),
+        page(4, "A heading only here"),
+    ]
     kept = {n: [ln.text for ln in lines] for n, lines in strip_running_lines(pages)}
     assert kept[1] == ["Body 1"] and kept[3] == ["Body 3"]
     assert kept[4] == ["A heading only here", "Body 4"]
@@ -371,8 +401,10 @@ def test_a_line_leading_into_a_table_joins_its_title(tmp_path: Path) -> None:
     d = docx.Document()
     d.add_heading("Fees", 1)
     d.add_paragraph("Visiting boats pay by the night; members pay by the season.")
-    for lead, rows in (("Harbour dues:", [("Boat", "Per night"), ("Under 8 m", "12 euros")]),
-                       ("Mooring fees:", [("Berth", "Per season"), ("Pontoon", "640 euros")])):
+    for lead, rows in (
+        ("Harbour dues:", [("Boat", "Per night"), ("Under 8 m", "12 euros")]),
+        ("Mooring fees:", [("Berth", "Per season"), ("Pontoon", "640 euros")]),
+    ):
         d.add_paragraph(lead)
         table = d.add_table(rows=0, cols=2)
         for row in rows:

@@ -105,8 +105,11 @@ def test_evidence_labels_cite_file_page_and_table(store: Store, minilm, report: 
     assert labels[2].endswith("report.pdf, p. 4"), labels
 
 
-def test_figure_table_and_paragraph_questions_find_their_units_in_the_top_3(store: Store, minilm,  # type: ignore[no-untyped-def]
-                                                                            report: Path) -> None:
+def test_figure_table_and_paragraph_questions_find_their_units_in_the_top_3(
+    store: Store,
+    minilm,  # type: ignore[no-untyped-def]
+    report: Path,
+) -> None:
     assert ingest_paths(store, minilm, [report]).ok
     cases = [
         ("image", "Show me the photograph of the keeper's coffee cup", lambda h: h.metadata.get("label") == "Figure 1"),
@@ -156,8 +159,11 @@ def test_word_and_powerpoint_files(store: Store, minilm, tmp_path: Path) -> None
         assert Image.open(io.BytesIO(data)).format == "JPEG"
 
 
-def test_a_scanned_page_without_ocr_is_stored_as_a_picture_with_its_warning(store: Store, minilm,  # type: ignore[no-untyped-def]
-                                                                            tmp_path: Path) -> None:
+def test_a_scanned_page_without_ocr_is_stored_as_a_picture_with_its_warning(
+    store: Store,
+    minilm,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     scan = write_scanned_pdf(tmp_path / "scan.pdf")
     result = ingest_paths(store, minilm, [scan], options=IngestOptions(documents=DocumentOptions(ocr=False)))
     assert result.ok, result.failed
@@ -180,21 +186,35 @@ def test_after_routing_each_question_finds_its_unit_in_the_top_3(store: Store, m
     assert ingest_paths(store, minilm, [report]).ok
     rag = UniversalRAG(store=store, embedder=minilm, generator=None, visual_encoder=None, k=3)
     cases = [
-        ("What does the photograph of the keeper's morning coffee cup look like?",
-         lambda h: h.corpus == "image" and h.metadata.get("label") == "Figure 1"),
-        ("Compare the number of keepers in the 1890s and the 1980s.",
-         lambda h: h.corpus == "table" and h.metadata.get("label") == "Table 1"),
-        ("In which year was the light at Kestrel Point automated?",
-         lambda h: h.corpus in ("paragraph", "document") and "automated in 1987" in h.content),
+        (
+            "What does the photograph of the keeper's morning coffee cup look like?",
+            lambda h: h.corpus == "image" and h.metadata.get("label") == "Figure 1",
+        ),
+        (
+            "Compare the number of keepers in the 1890s and the 1980s.",
+            lambda h: h.corpus == "table" and h.metadata.get("label") == "Table 1",
+        ),
+        (
+            "In which year was the light at Kestrel Point automated?",
+            lambda h: h.corpus in ("paragraph", "document") and "automated in 1987" in h.content,
+        ),
     ]
     for question, is_right in cases:
         decision = rag.route(question)
         hits = rag.retrieve(question, decision=decision, k=3)
-        assert any(is_right(h) for h in hits[:3]), (question, decision.routes, [(h.corpus, h.content[:50]) for h in hits])
+        assert any(is_right(h) for h in hits[:3]), (
+            question,
+            decision.routes,
+            [(h.corpus, h.content[:50]) for h in hits],
+        )
 
 
-def test_figures_get_a_visual_channel_with_a_tiny_random_clip(settings, minilm, report: Path,  # type: ignore[no-untyped-def]
-                                                             tmp_path: Path) -> None:
+def test_figures_get_a_visual_channel_with_a_tiny_random_clip(
+    settings,
+    minilm,
+    report: Path,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     """The visual plumbing only: the CLIP model is tiny and randomly initialised (no weights can be installed)."""
     from support.tiny_clip import build_tiny_clip
 
@@ -251,16 +271,23 @@ def test_a_price_list_set_without_rules_is_a_table_whose_rows_answer(store: Stor
         assert f"Part number: {number} |" in row and f"Stock: {stock}" in row and description in row, row
 
 
-def test_pdfs_ingested_before_tables_without_rules_were_found_are_replaced_once(store: Store, minilm,  # type: ignore[no-untyped-def]
-                                                                                 tmp_path: Path) -> None:
+def test_pdfs_ingested_before_tables_without_rules_were_found_are_replaced_once(
+    store: Store,
+    minilm,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     import sqlalchemy as sa
+
     from universalrag.ingest.files import hash_file
 
     pdf = write_price_list_pdf(tmp_path / "pricelist.pdf").resolve()
     assert ingest_paths(store, minilm, [pdf]).ok
     assert store.source_state(pdf.as_uri())[0] not in (None, hash_file(pdf))  # the identity covers PDF_RULES
     with store.transaction() as conn:  # as the earlier rule stored it: identified by its file hash alone
-        conn.execute(sa.update(store.tables.sources).where(store.tables.sources.c.uri == pdf.as_uri())
-                     .values(content_hash=hash_file(pdf)))
+        conn.execute(
+            sa.update(store.tables.sources)
+            .where(store.tables.sources.c.uri == pdf.as_uri())
+            .values(content_hash=hash_file(pdf))
+        )
     assert [o.status for o in ingest_paths(store, minilm, [pdf]).outcomes] == ["replaced"]
     assert [o.status for o in ingest_paths(store, minilm, [pdf]).outcomes] == ["unchanged"]

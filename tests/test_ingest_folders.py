@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from support.kb import VIDEO_OPTIONS
 from support.video import ContainerCodecs, encoder_available, write_video
+
 from universalrag.errors import IngestError
 from universalrag.ingest.detect import detect
 from universalrag.ingest.pipeline import IngestOptions, ingest_paths
@@ -61,13 +62,22 @@ Fees are paid at the café.
 def _write_source_tree(root: Path) -> None:
     """A project folder as users have them: docs, code, caches, arrays, compressed data."""
     (root / "__pycache__").mkdir(parents=True)
-    (root / "README").write_text("Harbour tools\n=============\n\nScripts that print the tide tables of "
-                                 "Sandwick harbour for the harbour master.\n", encoding="utf-8")
-    (root / "LICENSE").write_text("MIT License\n\nPermission is hereby granted, free of charge, to any person "
-                                  "obtaining a copy of this software.\n", encoding="utf-8")
+    (root / "README").write_text(
+        "Harbour tools\n=============\n\nScripts that print the tide tables of "
+        "Sandwick harbour for the harbour master.\n",
+        encoding="utf-8",
+    )
+    (root / "LICENSE").write_text(
+        "MIT License\n\nPermission is hereby granted, free of charge, to any person "
+        "obtaining a copy of this software.\n",
+        encoding="utf-8",
+    )
     (root / "moorings.rst").write_text(RST, encoding="utf-8")
-    (root / "tides.py").write_text('"""Tide tables for Sandwick harbour."""\n\n\ndef high_water(day: int) -> str:\n'
-                                   '    """Time of high water on ``day``."""\n    return "06:10"\n', encoding="utf-8")
+    (root / "tides.py").write_text(
+        '"""Tide tables for Sandwick harbour."""\n\n\ndef high_water(day: int) -> str:\n'
+        '    """Time of high water on ``day``."""\n    return "06:10"\n',
+        encoding="utf-8",
+    )
     (root / "__pycache__" / "tides.cpython-311.pyc").write_bytes(b"\xa7\r\r\n\x00\x00\x00\x00" + bytes(range(256)))
     np.save(root / "heights.npy", np.linspace(0.0, 4.6, 50))
     (root / "chart.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"><circle r="4"/></svg>')
@@ -75,8 +85,9 @@ def _write_source_tree(root: Path) -> None:
         fh.write("route,crossing minutes\nSandwick - Gull Island,40\nSandwick - Mousa,15\n")
     with gzip.open(root / "settings.json.gz", "wt", encoding="utf-8") as fh:
         json.dump({"name": "harbour-tools", "harbour": {"port": "Sandwick", "vhf_channel": 12}}, fh)
-    (root / "notes.txt.gz").write_bytes(gzip.compress(
-        "Pilot notes\n===========\n\nThe leading lights line up at 312 degrees.\n".encode()))
+    (root / "notes.txt.gz").write_bytes(
+        gzip.compress(b"Pilot notes\n===========\n\nThe leading lights line up at 312 degrees.\n")
+    )
     (root / "berths-cp1252.csv").write_bytes("berth,owner\nA1,Zoë Müller\nA2,François Lefèvre\n".encode("cp1252"))
     (root / "crew-utf16.csv").write_text("name,role\nJosé,skipper\nMàiri,crew\n", encoding="utf-16")
     (root / "orphan.srt").write_text("1\n00:00:01,000 --> 00:00:02,000\nNo video is named orphan.\n")
@@ -91,10 +102,18 @@ def test_kinds_come_from_the_content_then_the_extension(tmp_path: Path) -> None:
     found = {p.relative_to(tmp_path).as_posix(): detect(p) for p in tmp_path.rglob("*") if p.is_file()}
     kinds = {name: (d.kind, d.format) for name, d in found.items()}
     assert kinds == {
-        "README": ("text", "txt"), "LICENSE": ("text", "txt"), "moorings.rst": ("text", "rst"),
-        "tides.py": ("text", "code"), "ferries.csv.gz": ("table", "csv"), "settings.json.gz": ("text", "json"),
-        "notes.txt.gz": ("text", "txt"), "berths-cp1252.csv": ("table", "csv"), "crew-utf16.csv": ("table", "csv"),
-        "__pycache__/tides.cpython-311.pyc": (None, None), "heights.npy": (None, None), "chart.svg": (None, None),
+        "README": ("text", "txt"),
+        "LICENSE": ("text", "txt"),
+        "moorings.rst": ("text", "rst"),
+        "tides.py": ("text", "code"),
+        "ferries.csv.gz": ("table", "csv"),
+        "settings.json.gz": ("text", "json"),
+        "notes.txt.gz": ("text", "txt"),
+        "berths-cp1252.csv": ("table", "csv"),
+        "crew-utf16.csv": ("table", "csv"),
+        "__pycache__/tides.cpython-311.pyc": (None, None),
+        "heights.npy": (None, None),
+        "chart.svg": (None, None),
         "berths.ts": ("text", "code"),  # TypeScript, not an MPEG transport stream
         "orphan.srt": (None, None),  # subtitles are a video's text, not a document
     }
@@ -151,8 +170,10 @@ def test_declared_html_encoding_and_boilerplate() -> None:
     [table] = tables_from_html(TEXINFO.read_bytes().decode("latin-1"), name=str(TEXINFO))
     assert table.title == "Spring and neap tides at Sandwick"  # the layout tables are not data tables
     assert table.header == ["Tide", "High water", "Low water", "Range (m)"]
-    assert [r for batch in table.batches(10) for r in batch] == [["Spring", "06:10", "12:25", "4.6"],
-                                                                  ["Neap", "09:40", "15:55", "2.1"]]
+    assert [r for batch in table.batches(10) for r in batch] == [
+        ["Spring", "06:10", "12:25", "4.6"],
+        ["Neap", "09:40", "15:55", "2.1"],
+    ]
 
 
 @pytest.mark.skipif(not (LIBFFI / "Thread-Safety.html").is_file(), reason="Debian's libffi manual is not installed")
@@ -177,6 +198,7 @@ def test_real_latin1_manual_with_layout_tables() -> None:
 
 def test_multi_page_tiff_is_its_first_page(tmp_path: Path) -> None:
     from PIL import Image
+
     from universalrag.ingest.images.read import read_image
     from universalrag.media import load_rgb
 
@@ -194,12 +216,22 @@ def test_multi_page_tiff_is_its_first_page(tmp_path: Path) -> None:
 def _videos(root: Path) -> list[str]:
     written = []
     if encoder_available("mpeg2video"):
-        write_video(root / "harbour.ts", [("astronaut", 1.0), ("coffee", 1.0)], fps=10, size=(96, 64),
-                    codecs=ContainerCodecs("mpeg2video", "mp2", None))
+        write_video(
+            root / "harbour.ts",
+            [("astronaut", 1.0), ("coffee", 1.0)],
+            fps=10,
+            size=(96, 64),
+            codecs=ContainerCodecs("mpeg2video", "mp2", None),
+        )
         written.append("harbour.ts")
     if encoder_available("libvpx"):
-        write_video(root / "quay.ogv", [("rocket", 1.0), ("chelsea", 1.0)], fps=10, size=(96, 64),
-                    codecs=ContainerCodecs("libvpx", "libvorbis", None, (("deadline", "realtime"),)))
+        write_video(
+            root / "quay.ogv",
+            [("rocket", 1.0), ("chelsea", 1.0)],
+            fps=10,
+            size=(96, 64),
+            codecs=ContainerCodecs("libvpx", "libvorbis", None, (("deadline", "realtime"),)),
+        )
         written.append("quay.ogv")
     return written
 
@@ -216,18 +248,30 @@ def test_a_real_folder_skips_what_is_not_ingested(store: Store, minilm, tmp_path
     assert set(skipped) == {"tides.cpython-311.pyc", "heights.npy", "chart.svg", "orphan.srt"}
     assert all(reason and "not ingested" in reason for reason in skipped.values())
     kinds = {Path(o.path).name: o.kind for o in report.outcomes if o.status == "added"}
-    assert kinds == {"README": "text", "LICENSE": "text", "moorings.rst": "text", "tides.py": "text",
-                     "ferries.csv.gz": "table", "settings.json.gz": "text", "notes.txt.gz": "text",
-                     "berths-cp1252.csv": "table", "crew-utf16.csv": "table", "tides.html": "text",
-                     "berths.ts": "text", **{name: "video" for name in videos}}
+    assert kinds == {
+        "README": "text",
+        "LICENSE": "text",
+        "moorings.rst": "text",
+        "tides.py": "text",
+        "ferries.csv.gz": "table",
+        "settings.json.gz": "text",
+        "notes.txt.gz": "text",
+        "berths-cp1252.csv": "table",
+        "crew-utf16.csv": "table",
+        "tides.html": "text",
+        "berths.ts": "text",
+        **{name: "video" for name in videos},
+    }
     summary = report.to_dict()
     assert summary["failed"] == [] and len(summary["skipped"]) == 4  # type: ignore[arg-type]
     assert store.counts()["table"] == 4  # three files and the tide table of the page (not its layout tables)
 
     hit = search_corpus(store, minilm, "paragraph", "when does the pontoon gate get locked in winter", k=3)
     assert any("pontoon gate is locked at dusk" in h.content for h in hit)
-    assert not any("Previous:" in h.content or "Main Menu" in h.content for h in
-                   search_corpus(store, minilm, "paragraph", "Previous Up Next main menu home downloads", k=10))
+    assert not any(
+        "Previous:" in h.content or "Main Menu" in h.content
+        for h in search_corpus(store, minilm, "paragraph", "Previous Up Next main menu home downloads", k=10)
+    )
     berth = search_corpus(store, minilm, "table", "which berth does Zoë Müller own", k=1)[0]
     assert "Zoë Müller" in berth.matched_parts[0][1]
 
@@ -250,8 +294,9 @@ def test_a_tiff_pillow_cannot_decode_says_so(tmp_path: Path) -> None:
     from universalrag.ingest.images.read import read_image
 
     path = tmp_path / "stack.tif"  # three float32 planes in one page, as scientific tools write them
-    tifffile.imwrite(path, np.random.default_rng(0).random((3, 16, 16)).astype("float32"), photometric="rgb",
-                     planarconfig="separate")
+    tifffile.imwrite(
+        path, np.random.default_rng(0).random((3, 16, 16)).astype("float32"), photometric="rgb", planarconfig="separate"
+    )
     with pytest.raises(IngestError) as info:
         read_image(path)
     assert "layout Pillow cannot decode" in info.value.reason and "damaged" not in info.value.reason
@@ -282,6 +327,7 @@ def test_html5_landmarks_and_link_lists_are_not_content() -> None:
 
 def test_cli_skips_with_one_summary_line_and_strict_fails(cli_env: dict[str, str], tmp_path: Path) -> None:
     from typer.testing import CliRunner
+
     from universalrag.cli import app
 
     def run(*args: str) -> tuple[int, str]:
@@ -298,8 +344,10 @@ def test_cli_skips_with_one_summary_line_and_strict_fails(cli_env: dict[str, str
     code, out = run("ingest", str(root))
     assert code == 0, out
     summary = [" ".join(line.split()) for line in out.splitlines() if line.startswith("skipped ")]
-    assert summary == ["skipped 4 not ingested (binary file of a type that is not ingested ×3, NumPy array file "
-                       "×1; --strict fails on them)"]
+    assert summary == [
+        "skipped 4 not ingested (binary file of a type that is not ingested ×3, NumPy array file "
+        "×1; --strict fails on them)"
+    ]
     assert "Supported:" not in out and "failed /" not in out
     code, out = run("ingest", "--strict", "--json", str(root))
     report = json.loads(out)
@@ -308,8 +356,20 @@ def test_cli_skips_with_one_summary_line_and_strict_fails(cli_env: dict[str, str
     assert code == 1 and "NumPy array file" in json.loads(out)["failed"][0]["error"]
 
     # the same file in a user corpus is a second source; deleting it with --corpus keeps the first
-    assert run("corpora", "create", "manuals", "--modality", "text", "--granularity", "paragraph",
-               "--description", "Tool manuals")[0] == 0
+    assert (
+        run(
+            "corpora",
+            "create",
+            "manuals",
+            "--modality",
+            "text",
+            "--granularity",
+            "paragraph",
+            "--description",
+            "Tool manuals",
+        )[0]
+        == 0
+    )
     assert run("ingest", "--corpus", "manuals", str(root / "README"))[0] == 0
     sources = json.loads(run("sources", "list", "--json")[1])
     assert sorted(s["scope"] for s in sources) == ["", "manuals"]
@@ -376,8 +436,10 @@ def test_a_small_main_landmark_does_not_hide_the_page() -> None:
     from universalrag.ingest.text.document import parse_text
 
     article = " ".join(["The harbour wall was raised by a metre after the storm of 1953."] * 12)
-    page = (f"<html><body><main><p>Welcome aboard.</p></main><div class='article'><h1>The wall</h1><p>{article}</p>"
-            "</div></body></html>").encode()
+    page = (
+        f"<html><body><main><p>Welcome aboard.</p></main><div class='article'><h1>The wall</h1><p>{article}</p>"
+        "</div></body></html>"
+    ).encode()
     doc = parse_text(page, format="html", name="wall.html")
     assert "Welcome aboard." in doc.text and "The wall" in doc.text and article in doc.text
 
@@ -393,13 +455,19 @@ def test_a_heading_is_content_whatever_its_class_says() -> None:
     <a href="#method.dedup" class="fn">dedup</a>(&amp;mut self)</h4></section></summary>
     <div class="docblock"><p>Removes consecutive repeated elements.</p></div></details></body></html>"""
     assert parse_text(page, format="html", name="t.html").text.split("\n\n") == [
-        "Toolbar", "Get it.", "1.0.0 \u00b7 Source", "pub fn dedup(&mut self)",
+        "Toolbar",
+        "Get it.",
+        "1.0.0 \u00b7 Source",
+        "pub fn dedup(&mut self)",
         "Removes consecutive repeated elements.",
     ]
 
 
-MDBOOK = Path.home() / ".rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html/cargo/reference" / \
-    "profiles.html"
+MDBOOK = (
+    Path.home()
+    / ".rustup/toolchains/stable-x86_64-unknown-linux-gnu/share/doc/rust/html/cargo/reference"
+    / "profiles.html"
+)
 
 
 @pytest.mark.skipif(not MDBOOK.is_file(), reason="the Rust toolchain's Cargo book (mdBook HTML) is not installed")

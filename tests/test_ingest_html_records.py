@@ -48,15 +48,18 @@ def _texts(html: str, tmp_path: Path) -> list[tuple[dict, list[str]]]:
 def test_an_infobox_reads_as_label_value_rows(tmp_path: Path) -> None:
     [(meta, rows)] = _texts(INFOBOX, tmp_path)
     assert meta["layout"] == "record"
-    assert rows == ["Race details", "Dates: 3–9 May 1971", "Stages: 7", "Results",
-                    "Winner: Ada Brenner (Team Lark)"]
+    assert rows == ["Race details", "Dates: 3–9 May 1971", "Stages: 7", "Results", "Winner: Ada Brenner (Team Lark)"]
 
 
 def test_bold_labels_in_data_cells_are_labels_too(tmp_path: Path) -> None:
     [(meta, rows)] = _texts(BOLD_LABELS, tmp_path)
     assert meta["layout"] == "record"
-    assert rows == ["Ferry details", "Launched: 12 April 1958 (1958-04-12)", "Tonnage: 4,212 GRT",
-                    "Fate: Scrapped 1989"]
+    assert rows == [
+        "Ferry details",
+        "Launched: 12 April 1958 (1958-04-12)",
+        "Tonnage: 4,212 GRT",
+        "Fate: Scrapped 1989",
+    ]
 
 
 @pytest.mark.parametrize("html", [TRANSPOSED, ROW_HEADERS], ids=["transposed", "row-headers"])

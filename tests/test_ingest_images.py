@@ -20,6 +20,7 @@ from support.media import (
     write_photo,
     write_truncated_jpeg,
 )
+
 from universalrag.errors import ConfigError, IngestError, MissingDependencyError
 from universalrag.ingest.files import hash_file
 from universalrag.ingest.images import (
@@ -32,8 +33,16 @@ from universalrag.ingest.images import (
     sidecar_paths,
 )
 
-EXPECTED_FORMAT = {".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png", ".webp": "webp", ".gif": "gif",
-                   ".bmp": "bmp", ".tif": "tiff", ".tiff": "tiff"}
+EXPECTED_FORMAT = {
+    ".jpg": "jpeg",
+    ".jpeg": "jpeg",
+    ".png": "png",
+    ".webp": "webp",
+    ".gif": "gif",
+    ".bmp": "bmp",
+    ".tif": "tiff",
+    ".tiff": "tiff",
+}
 
 
 def difference(a: Image.Image, b: Image.Image) -> float:
@@ -50,8 +59,16 @@ def with_exif(path: Path, **tags: object) -> Path:
         elif tag == "datetime_original":
             exif.get_ifd(0x8769)[36867] = value
         else:
-            exif[{"description": 270, "make": 271, "model": 272, "orientation": 274, "datetime": 306,
-                  "xp_comment": 0x9C9C}[tag]] = value
+            exif[
+                {
+                    "description": 270,
+                    "make": 271,
+                    "model": 272,
+                    "orientation": 274,
+                    "datetime": 306,
+                    "xp_comment": 0x9C9C,
+                }[tag]
+            ] = value
     return write_photo(path, exif=exif)
 
 
@@ -129,11 +146,15 @@ def test_fake_jpeg_is_rejected_with_its_path(tmp_path: Path) -> None:
         load_rgb(path)
 
 
-@pytest.mark.parametrize(("content", "expected"), [
-    (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n", "is a PDF document, not an image"),
-    (b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + bytes(64), "HEIF/AVIF image, which is not supported"),
-    (b"\xff\xd8\xff\xe0" + bytes(40), "starts like a JPEG image but its header is damaged"),
-], ids=["pdf", "heic", "broken-jpeg-header"])
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n", "is a PDF document, not an image"),
+        (b"\x00\x00\x00\x18ftypheic\x00\x00\x00\x00mif1heic" + bytes(64), "HEIF/AVIF image, which is not supported"),
+        (b"\xff\xd8\xff\xe0" + bytes(40), "starts like a JPEG image but its header is damaged"),
+    ],
+    ids=["pdf", "heic", "broken-jpeg-header"],
+)
 def test_other_files_named_as_images(tmp_path: Path, content: bytes, expected: str) -> None:
     path = tmp_path / "scan.png"
     path.write_bytes(content)
@@ -184,10 +205,18 @@ def test_description_sources_in_priority_order(tmp_path: Path) -> None:
     named_json.write_text(json.dumps({"title": "json named after the whole file", "author": "ana"}), "utf-8")
     stem_json.write_text(json.dumps({"caption": "json named after the stem"}), "utf-8")
     steps = [
-        (lambda: read_image(path, caption="the caller's caption", alt="alt text"),
-         "caption", "the caller's caption", None),
-        (lambda: read_image(path, caption="   ", alt="alt text"), "sidecar", "sidecar named after the whole file",
-         named_txt),
+        (
+            lambda: read_image(path, caption="the caller's caption", alt="alt text"),
+            "caption",
+            "the caller's caption",
+            None,
+        ),
+        (
+            lambda: read_image(path, caption="   ", alt="alt text"),
+            "sidecar",
+            "sidecar named after the whole file",
+            named_txt,
+        ),
         (lambda: read_image(path, alt="alt text"), "sidecar", "sidecar named after the stem", stem_txt),
         (lambda: read_image(path, alt="alt text"), "json", "json named after the whole file", named_json),
         (lambda: read_image(path, alt="alt text"), "json", "json named after the stem", stem_json),
@@ -200,8 +229,7 @@ def test_description_sources_in_priority_order(tmp_path: Path) -> None:
         if remove_after is not None:
             remove_after.unlink()
     plain = write_photo(tmp_path / "IMG_7_red-mug.jpg")  # the same photo without EXIF
-    assert (read_image(plain, alt="A red mug").description_source, read_image(plain).description) == (
-        "alt", "red mug")
+    assert (read_image(plain, alt="A red mug").description_source, read_image(plain).description) == ("alt", "red mug")
     assert read_image(plain).description_source == "filename"
     assert DESCRIPTION_SOURCES == ("caption", "sidecar", "json", "exif", "alt", "filename")
 
@@ -224,10 +252,13 @@ def test_json_array_is_a_table_not_a_sidecar(tmp_path: Path) -> None:
     assert read_image(path).description_source == "filename"
 
 
-@pytest.mark.parametrize(("name", "content", "expected"), [
-    ("p.json", "{not json", "is not valid JSON"),
-    ("p.png.txt", b"caf\xe9", "is not UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("name", "content", "expected"),
+    [
+        ("p.json", "{not json", "is not valid JSON"),
+        ("p.png.txt", b"caf\xe9", "is not UTF-8"),
+    ],
+)
 def test_broken_sidecars_are_reported(tmp_path: Path, name: str, content: str | bytes, expected: str) -> None:
     path = write_photo(tmp_path / "p.png")
     sidecar = tmp_path / name
@@ -238,15 +269,26 @@ def test_broken_sidecars_are_reported(tmp_path: Path, name: str, content: str | 
 
 
 def test_exif_fields(tmp_path: Path) -> None:
-    path = with_exif(tmp_path / "a.jpg", description="Espresso in a white cup", make="Canon",
-                     model="Canon EOS 5D", datetime="2024:05:01 10:00:00",
-                     datetime_original="2024:04:30 09:15:00")
+    path = with_exif(
+        tmp_path / "a.jpg",
+        description="Espresso in a white cup",
+        make="Canon",
+        model="Canon EOS 5D",
+        datetime="2024:05:01 10:00:00",
+        datetime_original="2024:04:30 09:15:00",
+    )
     info = read_image(path)
     assert info.description_source == "exif"
-    assert info.metadata["exif"] == {"camera": "Canon EOS 5D", "datetime": "2024:04:30 09:15:00",
-                                     "description": "Espresso in a white cup"}
-    xp = with_exif(tmp_path / "b.jpg", description="OLYMPUS DIGITAL CAMERA",
-                   xp_comment="Latte art, seen from above".encode("utf-16-le") + b"\0\0")
+    assert info.metadata["exif"] == {
+        "camera": "Canon EOS 5D",
+        "datetime": "2024:04:30 09:15:00",
+        "description": "Espresso in a white cup",
+    }
+    xp = with_exif(
+        tmp_path / "b.jpg",
+        description="OLYMPUS DIGITAL CAMERA",
+        xp_comment="Latte art, seen from above".encode("utf-16-le") + b"\0\0",
+    )
     assert read_image(xp).description == "Latte art, seen from above"
     user = with_exif(tmp_path / "c.webp", user_comment=b"ASCII\0\0\0Cappuccino with cocoa")
     assert (read_image(user).description, read_image(user).description_source) == ("Cappuccino with cocoa", "exif")
@@ -256,14 +298,17 @@ def test_exif_fields(tmp_path: Path) -> None:
     assert info.metadata["exif"] == {"camera": "SONY ILCE-7"}
 
 
-@pytest.mark.parametrize(("name", "words"), [
-    ("IMG_2031_golden-gate.jpg", "golden gate"),
-    ("DSC01234 Eiffel Tower.JPG", "eiffel tower"),
-    ("PXL_20240501_101500123.MP.jpg", "mp"),
-    ("SunsetOverLake.png", "sunset over lake"),
-    ("2024-05-01_family_dinner_1920x1080.webp", "family dinner"),
-    ("IMG_2031.jpg", "IMG 2031"),
-])
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("IMG_2031_golden-gate.jpg", "golden gate"),
+        ("DSC01234 Eiffel Tower.JPG", "eiffel tower"),
+        ("PXL_20240501_101500123.MP.jpg", "mp"),
+        ("SunsetOverLake.png", "sunset over lake"),
+        ("2024-05-01_family_dinner_1920x1080.webp", "family dinner"),
+        ("IMG_2031.jpg", "IMG 2031"),
+    ],
+)
 def test_filename_words(name: str, words: str) -> None:
     assert filename_words(name) == words
 
@@ -301,7 +346,7 @@ def test_load_rgb_makes_upright_rgb(tmp_path: Path) -> None:
     rgba = Image.new("RGBA", (20, 10), (255, 0, 0, 0))
     rgba.save(tmp_path / "clear.png")
     assert load_rgb(tmp_path / "clear.png").getpixel((5, 5)) == (255, 255, 255)
-    deep = (np.asarray(photo("camera", size=(64, 64)).convert("L"), dtype=np.uint16) * 257)
+    deep = np.asarray(photo("camera", size=(64, 64)).convert("L"), dtype=np.uint16) * 257
     Image.fromarray(deep).save(tmp_path / "deep.png")
     assert Image.open(tmp_path / "deep.png").mode.startswith("I")
     assert difference(load_rgb(tmp_path / "deep.png"), photo("camera", size=(64, 64)).convert("L").convert("RGB")) < 1

@@ -43,7 +43,8 @@ def test_media_and_evidence_import_nothing_from_ingest() -> None:
         imported = [m for m, _ in _imports(MODULES[name])]
         assert not [m for m in imported if m.startswith("universalrag.ingest")], name
     assert {m for m, _ in _imports(MODULES["universalrag.media"]) if m.startswith("universalrag")} == {
-        "universalrag.errors"}
+        "universalrag.errors"
+    }
 
 
 def test_no_private_name_is_imported_across_modules() -> None:

@@ -14,6 +14,7 @@ from support.kb import VIDEO_OPTIONS, mixed_folder
 from support.media import write_photo
 from support.tiny_clip import build_tiny_clip
 from support.video import truncate_copy, write_video
+
 from universalrag.ingest.pipeline import IngestOptions, ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
@@ -31,8 +32,14 @@ def test_a_mixed_folder_fills_each_corpus_once(store: Store, minilm, mixed) -> N
     report = ingest_paths(store, minilm, [folder], options=options)
     assert report.ok, report.failed
     kinds = {Path(o.path).name: o.kind for o in report.outcomes}
-    assert kinds == {"lighthouse.txt": "text", "league.csv": "table", "ferries.xlsx": "table",
-                     "IMG_0042.jpg": "image", "rocket-on-launch-pad.png": "image", "morning.mp4": "video"}
+    assert kinds == {
+        "lighthouse.txt": "text",
+        "league.csv": "table",
+        "ferries.xlsx": "table",
+        "IMG_0042.jpg": "image",
+        "rocket-on-launch-pad.png": "image",
+        "morning.mp4": "video",
+    }
     counts = store.counts()
     assert counts["document"] == 1 and counts["paragraph"] > 3
     assert counts["table"] == 2 and counts["image"] == 2 and counts["video"] == 1 and counts["clip"] == 3
@@ -59,7 +66,8 @@ def test_a_mixed_folder_fills_each_corpus_once(store: Store, minilm, mixed) -> N
 
 
 def test_each_file_is_hashed_once_per_run(  # type: ignore[no-untyped-def]
-        store: Store, minilm, mixed, monkeypatch) -> None:
+    store: Store, minilm, mixed, monkeypatch
+) -> None:
     # A spy around the real SHA-256 constructor: it counts the digests taken inside universalrag.ingest.
     import hashlib
     import sys
@@ -108,7 +116,12 @@ def test_visual_channel_with_a_tiny_random_clip(settings, minilm, tmp_path: Path
     folder.mkdir()
     write_photo(folder / "coffee.jpg", name="coffee")
     write_photo(folder / "chelsea.jpg", name="chelsea")
-    write_video(folder / "clip.mp4", [("astronaut", 2.0), ("coffee", 2.0)], cues=[(0.2, 1.8, "An astronaut floats and waves."), (2.2, 3.8, "A cup of coffee steams.")], sidecar="srt")
+    write_video(
+        folder / "clip.mp4",
+        [("astronaut", 2.0), ("coffee", 2.0)],
+        cues=[(0.2, 1.8, "An astronaut floats and waves."), (2.2, 3.8, "A cup of coffee steams.")],
+        sidecar="srt",
+    )
     report = ingest_paths(store, minilm, [folder], options=IngestOptions(visual_encoder=encoder, video=VIDEO_OPTIONS))
     assert report.ok, report.failed
     for corpus in ("image", "clip", "video"):
@@ -130,7 +143,8 @@ def test_html_page_tables_and_image_alt_text(store: Store, minilm, tmp_path: Pat
     folder = tmp_path / "site"
     folder.mkdir()
     write_photo(folder / "DSC_1234.jpg", name="rocket")
-    (folder / "report.html").write_text("""<html><head><title>Spaceport report</title></head><body>
+    (folder / "report.html").write_text(
+        """<html><head><title>Spaceport report</title></head><body>
 <h1>Spaceport report</h1><p>The spaceport opened its second pad this spring.</p>
 <img src="DSC_1234.jpg" alt="A white rocket standing on the launch pad before dawn">
 <h2>Launches by year</h2>
@@ -138,7 +152,9 @@ def test_html_page_tables_and_image_alt_text(store: Store, minilm, tmp_path: Pat
 <table><caption>Crew rotation</caption><tr><th>crew</th><th>days in orbit</th></tr>
 <tr><td>Aster</td><td>182</td></tr><tr><td>Borealis</td><td>96</td></tr></table>
 <img src="https://example.invalid/remote.png" alt="a remote picture that is not ingested">
-</body></html>""", encoding="utf-8")
+</body></html>""",
+        encoding="utf-8",
+    )
     report = ingest_paths(store, minilm, [folder])
     assert report.ok, report.failed
     page = next(o for o in report.outcomes if o.path.endswith("report.html"))
@@ -155,16 +171,25 @@ def test_a_dataframe_is_ingested_as_a_table(store: Store, minilm) -> None:  # ty
     from universalrag.ingest.pipeline import ingest_tables
     from universalrag.ingest.tables import table_from_dataframe
 
-    df = pd.DataFrame({"planet": ["Mercury", "Venus", "Earth", "Mars"], "moons": [0, 0, 1, 2],
-                       "day_length_hours": [4222.6, 2802.0, 24.0, 24.7]})
+    df = pd.DataFrame(
+        {
+            "planet": ["Mercury", "Venus", "Earth", "Mars"],
+            "moons": [0, 0, 1, 2],
+            "day_length_hours": [4222.6, 2802.0, 24.0, 24.7],
+        }
+    )
     table = table_from_dataframe(df, title="Inner planets")
     first = ingest_tables(store, minilm, [table], uri="memory://planets")
     assert first.status == "added" and first.rows == {"table": 1, "table.parts": 4}
-    assert ingest_tables(store, minilm, [table_from_dataframe(df, title="Inner planets")],
-                         uri="memory://planets").status == "unchanged"
+    assert (
+        ingest_tables(store, minilm, [table_from_dataframe(df, title="Inner planets")], uri="memory://planets").status
+        == "unchanged"
+    )
     hit = search_corpus(store, minilm, "table", "how many moons does Mars have", k=1)[0]
     assert hit.uri == "memory://planets" and "Mars" in hit.matched_parts[0][1]
     df.loc[3, "moons"] = 3
-    assert ingest_tables(store, minilm, [table_from_dataframe(df, title="Inner planets")],
-                         uri="memory://planets").status == "replaced"
+    assert (
+        ingest_tables(store, minilm, [table_from_dataframe(df, title="Inner planets")], uri="memory://planets").status
+        == "replaced"
+    )
     assert store.counts()["table"] == 1

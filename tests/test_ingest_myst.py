@@ -65,8 +65,10 @@ def _paragraphs(text: str) -> list[str]:
 def test_roles_targets_and_comments_read_as_sphinx_shows_them() -> None:
     """47 of 487 passages of pip's docs held a raw ``{ref}`` role, 19 a ``(label)=`` target."""
     paragraphs = _paragraphs(_text(CACHING))
-    assert ("The harbour cache keeps every chart downloaded. See Installing from local charts and the keeper's "
-            "guide, or charts-cli.") in paragraphs
+    assert (
+        "The harbour cache keeps every chart downloaded. See Installing from local charts and the keeper's "
+        "guide, or charts-cli."
+    ) in paragraphs
     text = "\n".join(paragraphs)
     for markup in ("{ref}", "{doc}", "<local-charts>", "(chart-cache)=", "chart-cache", "a comment", "{"):
         assert markup not in text, markup
@@ -82,7 +84,7 @@ def test_directives_read_as_sphinx_shows_them() -> None:
     windows = paragraphs.index("Windows")
     assert paragraphs[windows + 1] == "%LocalAppData%\\harbour\\Cache"
     linux = paragraphs.index("Linux")
-    assert paragraphs[linux + 1: linux + 3] == ["~/.cache/harbour", "The tool also respects XDG_CACHE_HOME."]
+    assert paragraphs[linux + 1 : linux + 3] == ["~/.cache/harbour", "The tool also respects XDG_CACHE_HOME."]
     assert "```" not in "".join(paragraphs) and "{tab}" not in "".join(paragraphs)
 
 
@@ -145,8 +147,22 @@ Check the tide tables.
     assert "Note: Tides are given for the main lock." in paragraphs
     assert "Before you sail: Check the tide tables." in paragraphs and "Tide tables" in paragraphs
     assert ["Keeper: Morag Flett", "Radio channel: VHF 14"] == paragraphs[-2:]
-    for hidden in (":caption:", "Install it", "emphasize", "maxdepth", ":hidden:", "secret_page", "SECRET",
-                   "prompt", "---", ":class:", "eval-rst", "admonition", ".. note", "empty dropdown"):
+    for hidden in (
+        ":caption:",
+        "Install it",
+        "emphasize",
+        "maxdepth",
+        ":hidden:",
+        "secret_page",
+        "SECRET",
+        "prompt",
+        "---",
+        ":class:",
+        "eval-rst",
+        "admonition",
+        ".. note",
+        "empty dropdown",
+    ):
         assert hidden not in text, hidden
 
 
@@ -154,23 +170,25 @@ def test_plain_markdown_is_not_read_as_myst() -> None:
     """Only a directive fence or a role makes a page MyST: a plain page's ``(label)=`` line, ``%`` line, field-like
     line and shell ``${name}`` stay as written."""
     source = "# Notes\n\n(draft)=\n\n% of readers\n\n:Name: value\n\nRun `echo ${HOME}` here.\n"
-    assert _paragraphs(_text(source)) == ["Notes", "(draft)=", "% of readers", ":Name: value",
-                                          "Run echo ${HOME} here."]
+    assert _paragraphs(_text(source)) == ["Notes", "(draft)=", "% of readers", ":Name: value", "Run echo ${HOME} here."]
 
 
 def test_deeply_nested_directives_are_kept_as_written(tmp_path: Path) -> None:
     """Each directive's body is read by a call of its own: nesting beyond a bound is kept as written, not a
     RecursionError."""
     depth = 300
-    source = "".join(":" * (depth + 3 - i) + "{note}\n" for i in range(depth)) + "Innermost words.\n" + "".join(
-        ":" * (4 + i) + "\n" for i in range(depth))
+    source = (
+        "".join(":" * (depth + 3 - i) + "{note}\n" for i in range(depth))
+        + "Innermost words.\n"
+        + "".join(":" * (4 + i) + "\n" for i in range(depth))
+    )
     page = tmp_path / "deep.md"
     page.write_text(source, encoding="utf-8")
     assert "Innermost words." in read_text_file(page).text
 
 
 def test_a_tab_label_finds_its_passage(store: Store, minilm, tmp_path: Path) -> None:
-    """"where is the cache stored on Windows" found the passage of the Windows path sixth: the tab's label, the only
+    """ "where is the cache stored on Windows" found the passage of the Windows path sixth: the tab's label, the only
     place the word is written, was lost with the fence."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "caching.md").write_text(CACHING, encoding="utf-8")

@@ -33,18 +33,25 @@ def _paragraphs(path: Path, pieces: list[tuple[str, float, float, str]]) -> list
 def test_pieces_of_one_line_in_two_fonts_stay_left_to_right(tmp_path: Path) -> None:
     """An option in a typewriter font and its meaning in a text font on one baseline: PDFium's box of the text font
     starts about a point higher, and sorting on the top put the meaning first ("... and exit -v, --version")."""
-    found = _paragraphs(tmp_path / "usage.pdf", [("Helvetica", 72, 700, "The last option of the program is:"),
-                                                 ("Courier", 72, 680, "-v, --version"),
-                                                 ("Helvetica", 226, 680, "output version information and exit")])
+    found = _paragraphs(
+        tmp_path / "usage.pdf",
+        [
+            ("Helvetica", 72, 700, "The last option of the program is:"),
+            ("Courier", 72, 680, "-v, --version"),
+            ("Helvetica", 226, 680, "output version information and exit"),
+        ],
+    )
     assert "-v, --version output version information and exit" in found
 
 
 def test_a_line_end_hyphen_is_dropped_only_inside_a_lower_case_word(tmp_path: Path) -> None:
     """PDFium marks every line-end hyphen as a possible word break; "YYMMDDhhmm-hh'mm'" lost its minus sign."""
-    lines = ['A time is written in one of these formats: "YYMMDDhhmmssZ", "YYMMDDhhmm-',
-             "hh'mm'\" or the longer form with seconds. The library does the manip-",
-             "ulation of the trees for you, and the UTF-",
-             "8 strings are kept as they are."]
+    lines = [
+        'A time is written in one of these formats: "YYMMDDhhmmssZ", "YYMMDDhhmm-',
+        "hh'mm'\" or the longer form with seconds. The library does the manip-",
+        "ulation of the trees for you, and the UTF-",
+        "8 strings are kept as they are.",
+    ]
     [text] = _paragraphs(tmp_path / "hyphens.pdf", [("Helvetica", 72, 700 - 12 * i, t) for i, t in enumerate(lines)])
     assert "\"YYMMDDhhmm-hh'mm'\"" in text
     assert "the manipulation of the trees" in text and "the UTF-8 strings" in text

@@ -22,12 +22,28 @@ from universalrag.ingest.pipeline import ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
 
-CHAPTERS = (("1 Introduction", 2), ("1.1 Thread safety", 2), ("2 Parsing schemas", 3), ("2.1 Naming of elements", 3),
-            ("3 Encoding values", 3), ("Concept Index", 4))
-INDEX = (("A", None), ("ASN.1 schema", 3), ("element names", 3), ("T", None), ("thread safety", 2),
-         ("threads", 2), ("V", None), ("values, encoding of", 3))
-THREADS = ("The library keeps no global variables, so it is thread safe: several threads may parse schemas and "
-           "encode values at the same time, each with its own structures.")
+CHAPTERS = (
+    ("1 Introduction", 2),
+    ("1.1 Thread safety", 2),
+    ("2 Parsing schemas", 3),
+    ("2.1 Naming of elements", 3),
+    ("3 Encoding values", 3),
+    ("Concept Index", 4),
+)
+INDEX = (
+    ("A", None),
+    ("ASN.1 schema", 3),
+    ("element names", 3),
+    ("T", None),
+    ("thread safety", 2),
+    ("threads", 2),
+    ("V", None),
+    ("values, encoding of", 3),
+)
+THREADS = (
+    "The library keeps no global variables, so it is thread safe: several threads may parse schemas and "
+    "encode values at the same time, each with its own structures."
+)
 
 
 def _leaders(c, entries, *, top: float) -> None:  # type: ignore[no-untyped-def]
@@ -60,7 +76,7 @@ def _manual(path: Path) -> Path:
     c.setFont("Times-Roman", 11)
     cut = THREADS.rindex(" ", 0, 96)
     c.drawString(72, 646, THREADS[:cut])
-    c.drawString(72, 632, THREADS[cut + 1:])
+    c.drawString(72, 632, THREADS[cut + 1 :])
     c.drawString(72, 600, "This chapter covers:")
     _leaders(c, (("Thread safety", 2), ("Naming of elements", 3), ("Encoding values", 3)), top=580)
     c.showPage()
@@ -90,8 +106,13 @@ def test_contents_and_index_pages_are_navigation_not_text(tmp_path: Path) -> Non
     assert found and not [p for p in found if ". . ." in p.text]
     assert any(THREADS in " ".join(p.text.split()) for p in found)
     headings = [b.text for b in doc.blocks() if b.kind is BlockKind.HEADING]
-    assert headings == ["Table of Contents", "1 Introduction", "1.1 Thread safety", "2 Parsing schemas",
-                        "Concept Index"]
+    assert headings == [
+        "Table of Contents",
+        "1 Introduction",
+        "1.1 Thread safety",
+        "2 Parsing schemas",
+        "Concept Index",
+    ]
 
 
 def test_contents_stay_out_of_the_stored_passages_and_are_counted(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -95,7 +95,8 @@ def test_other_gzipped_binaries_are_still_refused(tmp_path: Path) -> None:
 
 
 def test_a_folder_with_a_gzipped_pdf_is_ingested_once(  # type: ignore[no-untyped-def]
-        tmp_path: Path, store, minilm, unpack_dir: Path) -> None:
+    tmp_path: Path, store, minilm, unpack_dir: Path
+) -> None:
     folder = tmp_path / "doc" / "bzip2"
     folder.mkdir(parents=True)
     _gzipped(_pdf(tmp_path / "a.pdf"), folder / "manual.pdf.gz")

@@ -58,8 +58,11 @@ def test_a_title_wrapped_over_two_lines_is_one_heading(tmp_path: Path) -> None:
 def _chapter(path: Path) -> Path:
     """A chapter's first page as DocBook sets it: heading, "Table of Contents", entries, then the prose."""
     c = _canvas(path)
-    _draw(c, ("Helvetica-Bold", 24, 72, 700, "3. Programming with libbzip2"),
-          ("Helvetica-Bold", 17, 72, 660, "Table of Contents"))
+    _draw(
+        c,
+        ("Helvetica-Bold", 24, 72, 700, "3. Programming with libbzip2"),
+        ("Helvetica-Bold", 17, 72, 660, "Table of Contents"),
+    )
     c.setFont("Times-Roman", 10)
     for i in range(12):
         name = f"3.{i + 1}. Section number {i + 1}"
@@ -125,10 +128,15 @@ def test_a_two_line_header_over_a_table_set_without_rules(tmp_path: Path) -> Non
 def test_a_row_of_stacked_cells_is_split_into_rows() -> None:
     from universalrag.ingest.documents.cells import split_stacked
 
-    rows = [["Method", "Slicing", "Multiword", "Improvement"],
-            ["CRC-32\nCRC-64\nCRC-128", "2.083\n2.093\n2.914", "1.16\n1.16\n1.68", "1.79\n1.79\n1.73"]]
-    assert split_stacked(rows)[1:] == [["CRC-32", "2.083", "1.16", "1.79"], ["CRC-64", "2.093", "1.16", "1.79"],
-                                       ["CRC-128", "2.914", "1.68", "1.73"]]
+    rows = [
+        ["Method", "Slicing", "Multiword", "Improvement"],
+        ["CRC-32\nCRC-64\nCRC-128", "2.083\n2.093\n2.914", "1.16\n1.16\n1.68", "1.79\n1.79\n1.73"],
+    ]
+    assert split_stacked(rows)[1:] == [
+        ["CRC-32", "2.083", "1.16", "1.79"],
+        ["CRC-64", "2.093", "1.16", "1.79"],
+        ["CRC-128", "2.914", "1.68", "1.73"],
+    ]
     prose = [["Option", "Meaning", "Default"], ["--fast\n--best", "the block size of the\ncompressor", "off\non"]]
     assert split_stacked(prose)[1] == prose[1]  # a line of more than four words is wrapped text, not a row
 
@@ -154,15 +162,23 @@ def test_a_ruled_table_without_rules_between_its_rows_keeps_its_rows(tmp_path: P
     c.setFont("Times-Roman", 10)
     for x, text in zip(xs, ("Method", "Slicing", "Multiword", "Improvement"), strict=False):
         c.drawString(x + 4, 589, text)
-    for i, row in enumerate((("CRC-32", "2.083", "1.164", "1.79"), ("CRC-64", "2.093", "1.164", "1.79"),
-                             ("CRC-128", "2.914", "1.684", "1.73"))):
+    for i, row in enumerate(
+        (
+            ("CRC-32", "2.083", "1.164", "1.79"),
+            ("CRC-64", "2.093", "1.164", "1.79"),
+            ("CRC-128", "2.914", "1.684", "1.73"),
+        )
+    ):
         for x, text in zip(xs, row, strict=False):
             c.drawString(x + 4, 572 - 12 * i, text)
     c.save()
     [table] = [b.table for b in read_document(path).blocks() if b.kind is BlockKind.TABLE and b.table is not None]
     assert table.header == ("Method", "Slicing", "Multiword", "Improvement")
-    assert table.body == (("CRC-32", "2.083", "1.164", "1.79"), ("CRC-64", "2.093", "1.164", "1.79"),
-                          ("CRC-128", "2.914", "1.684", "1.73"))
+    assert table.body == (
+        ("CRC-32", "2.083", "1.164", "1.79"),
+        ("CRC-64", "2.093", "1.164", "1.79"),
+        ("CRC-128", "2.914", "1.684", "1.73"),
+    )
 
 
 def test_contents_entries_without_dot_leaders_are_navigation_not_a_table(tmp_path: Path) -> None:
@@ -171,17 +187,22 @@ def test_contents_entries_without_dot_leaders_are_navigation_not_a_table(tmp_pat
     path = tmp_path / "paper.pdf"
     c = _canvas(path)
     intro = "This paper describes CRC algorithms as they evolved over time, in natural steps."
-    _draw(c, ("Times-Roman", 10, 72, 760, intro),
-          ("Times-Roman", 14.3, 72, 720, "Contents"))
+    _draw(c, ("Times-Roman", 10, 72, 760, intro), ("Times-Roman", 14.3, 72, 720, "Contents"))
     c.setFont("Times-Roman", 10)
     y = 696
-    for number, name, page in (("1", "Definition of CRC", "2"), ("2", "Related work", "3"),
-                               ("3", "CRC tricks and tips", "4")):
+    for number, name, page in (
+        ("1", "Definition of CRC", "2"),
+        ("2", "Related work", "3"),
+        ("3", "CRC tricks and tips", "4"),
+    ):
         c.drawString(72, y, f"{number} {name}")
         c.drawRightString(480, y, page)
         y -= 22
-    for number, name, page in (("3.1", "Incremental CRC computation", "4"), ("3.2", "Changing initial value", "4"),
-                               ("3.3", "Concatenation of CRCs", "5")):
+    for number, name, page in (
+        ("3.1", "Incremental CRC computation", "4"),
+        ("3.2", "Changing initial value", "4"),
+        ("3.3", "Concatenation of CRCs", "5"),
+    ):
         c.drawString(88, y + 10, f"{number} {name} " + " ".join("." * 20))
         c.drawRightString(480, y + 10, page)
         y -= 12

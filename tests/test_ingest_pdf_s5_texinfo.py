@@ -51,8 +51,9 @@ def _reference(path: Path) -> Path:
         c.setFont("Times-Roman", _SIZE)
         c.drawRightString(522, y, "[Constant]")
         y -= 18
-    _definition(c, y, ["void sha256", "update (struct sha256", "ctx *ctx, size", "t length, const uint8", "t"],
-                "[Function]")
+    _definition(
+        c, y, ["void sha256", "update (struct sha256", "ctx *ctx, size", "t length, const uint8", "t"], "[Function]"
+    )
     c.drawString(130, y - 13, "*data)")
     c.drawString(118, y - 27, "Hash some more data. The result is the digest of everything hashed so far.")
     c.drawString(118, y - 50, "Extracts the digest. length may be smaller than SHA256_DIGEST_")

@@ -19,8 +19,12 @@ pytest.importorskip("reportlab")
 
 from universalrag.ingest.documents import BlockKind, read_document
 
-OPTIONS = (("-c, --check", "checks the syntax only"), ("-o, --output=FILE", "output file"),
-           ("-n, --name=NAME", "array name"), ("-h, --help", "display this help and exit"))
+OPTIONS = (
+    ("-c, --check", "checks the syntax only"),
+    ("-o, --output=FILE", "output file"),
+    ("-n, --name=NAME", "array name"),
+    ("-h, --help", "display this help and exit"),
+)
 
 
 def _short_font(folder: Path) -> str:
@@ -73,8 +77,9 @@ def test_a_code_listing_set_in_columns_stays_text(tmp_path: Path) -> None:
     c.setFont(font, 11)
     c.drawString(100, 720, "Given the following schema:")
     c.drawString(100, 700, "Dss-Sig-Value ::= SEQUENCE {")
-    for i, (name, kind) in enumerate((("r", "INTEGER,"), ("s", "INTEGER,"), ("other", "OtherStruct,"),
-                                      ("z", "INTEGER OPTIONAL,"))):
+    for i, (name, kind) in enumerate(
+        (("r", "INTEGER,"), ("s", "INTEGER,"), ("other", "OtherStruct,"), ("z", "INTEGER OPTIONAL,"))
+    ):
         c.drawString(120, 687 - 13 * i, name)
         c.drawString(200, 687 - 13 * i, kind)
     c.drawString(100, 635, "}")
@@ -104,8 +109,13 @@ def test_text_inside_a_tables_box_but_in_no_cell_stays_text(tmp_path: Path) -> N
         c.line(100, y, right, y)
     for x, bottom in ((100, low), (200, low), (300, low), (400, mid)):
         c.line(x, top, x, bottom)
-    for x, y, text in ((105, 686, "Day"), (205, 686, "Opens"), (305, 686, "Closes"),
-                       (105, 666, "Monday"), (205, 666, "08:00")):
+    for x, y, text in (
+        (105, 686, "Day"),
+        (205, 686, "Opens"),
+        (305, 686, "Closes"),
+        (105, 666, "Monday"),
+        (205, 666, "08:00"),
+    ):
         c.drawString(x, y, text)
     c.drawString(305, 666, "Closed on holidays")
     c.save()
@@ -116,8 +126,15 @@ def test_text_inside_a_tables_box_but_in_no_cell_stays_text(tmp_path: Path) -> N
     assert "Closed on holidays" in paragraphs
 
 
-HEADER_FIELDS = ("MAJOR_VERSION", "MINOR_VERSION", "ALIAS_LIST_OFFSET", "PARENT_LIST_OFFSET",
-                 "REVERSE_SUFFIX_TREE_OFFSET_TOO", "GLOB_LIST_OFFSET", "MAGIC_LIST_OFFSET")
+HEADER_FIELDS = (
+    "MAJOR_VERSION",
+    "MINOR_VERSION",
+    "ALIAS_LIST_OFFSET",
+    "PARENT_LIST_OFFSET",
+    "REVERSE_SUFFIX_TREE_OFFSET_TOO",
+    "GLOB_LIST_OFFSET",
+    "MAGIC_LIST_OFFSET",
+)
 
 
 def test_a_wider_row_and_a_title_over_the_columns_stay_in_one_table(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DATA
+
 from universalrag.errors import CorpusNotFoundError
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.retrieve import search_corpus
@@ -46,8 +47,11 @@ def test_a_changed_file_replaces_its_rows(store: Store, minilm, corpus_dir: Path
     ingest_paths(store, minilm, [corpus_dir])
     before = _counts(store)
     target = corpus_dir / "kestrel_point_lighthouse.txt"
-    target.write_text(target.read_text(encoding="utf-8") + "\n\nA new wing for visitors opened in 2024 with a "
-                      "small museum of lenses, logbooks and the keepers' brass telescope.\n", encoding="utf-8")
+    target.write_text(
+        target.read_text(encoding="utf-8") + "\n\nA new wing for visitors opened in 2024 with a "
+        "small museum of lenses, logbooks and the keepers' brass telescope.\n",
+        encoding="utf-8",
+    )
     report = ingest_paths(store, minilm, [corpus_dir])
     assert report.count("replaced") == 1 and report.count("unchanged") == before[0] - 1
     docs, paragraphs, sources = _counts(store)
@@ -100,8 +104,10 @@ def test_document_search_returns_the_whole_document(ingested: Store, minilm) -> 
 
 def test_bad_inputs_store_nothing_and_the_rest_continue(store: Store, minilm, tmp_path: Path) -> None:
     good = tmp_path / "good.md"
-    good.write_text("# Tides\n\nThe tide at Sandwick harbour turns twice a day; spring tides follow the full "
-                    "moon.\n", encoding="utf-8")
+    good.write_text(
+        "# Tides\n\nThe tide at Sandwick harbour turns twice a day; spring tides follow the full moon.\n",
+        encoding="utf-8",
+    )
     paths = [DATA / "bad", good, tmp_path / "missing.txt"]
     report = ingest_paths(store, minilm, paths)
     failed = {Path(o.path).name: o.error for o in report.failed}
@@ -115,14 +121,29 @@ def test_bad_inputs_store_nothing_and_the_rest_continue(store: Store, minilm, tm
 
 
 def test_user_defined_text_corpus_and_wrong_targets(store: Store, minilm, tmp_path: Path) -> None:
-    store.create_corpus(CorpusSpec(name="faq", modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
-                                   description="Support answers", dimension=384, embedder=minilm.name))
+    store.create_corpus(
+        CorpusSpec(
+            name="faq",
+            modality=Modality.TEXT,
+            granularity=Granularity.PARAGRAPH,
+            description="Support answers",
+            dimension=384,
+            embedder=minilm.name,
+        )
+    )
     report = ingest_paths(store, minilm, [DATA / "corpus" / "sourdough_baking.md"], corpus="faq")
     assert report.ok and store.counts()["faq"] > 0 and store.counts()["paragraph"] == 0
     wrong = ingest_paths(store, minilm, [DATA / "corpus" / "apollo_11.txt"], corpus="image")
     assert not wrong.ok and "image" in (wrong.failed[0].error or "")
-    store.create_corpus(CorpusSpec(name="other_model", modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
-                                   dimension=384, embedder="some/other-encoder"))
+    store.create_corpus(
+        CorpusSpec(
+            name="other_model",
+            modality=Modality.TEXT,
+            granularity=Granularity.PARAGRAPH,
+            dimension=384,
+            embedder="some/other-encoder",
+        )
+    )
     other = ingest_paths(store, minilm, [DATA / "corpus" / "apollo_11.txt"], corpus="other_model")
     assert "some/other-encoder" in (other.failed[0].error or "")
     with pytest.raises(CorpusNotFoundError):
@@ -133,17 +154,23 @@ def test_csvs_ingested_when_wide_rows_were_cut_are_read_again_once(store: Store,
     """A CSV's identity covers what a CSV becomes (CSV_RULES): a table stored when its rows were cut to the width
     of a short first line is read again, whole, by the next ingest; then it is unchanged."""
     import sqlalchemy as sa
+
     from universalrag.ingest.files import hash_file
 
     wine = (tmp_path / "wine_data.csv").resolve()
-    wine.write_text("3,4,class_0,class_1\n14.23,1.71,2.43,15.6,127,0\n13.2,1.78,2.14,11.2,100,0\n"
-                    "12.37,0.94,1.36,10.6,88,1\n", encoding="utf-8")
+    wine.write_text(
+        "3,4,class_0,class_1\n14.23,1.71,2.43,15.6,127,0\n13.2,1.78,2.14,11.2,100,0\n12.37,0.94,1.36,10.6,88,1\n",
+        encoding="utf-8",
+    )
     assert ingest_paths(store, minilm, [wine]).ok
     assert store.source_state(wine.as_uri())[0] not in (None, hash_file(wine))  # the identity covers CSV_RULES
     hit = search_corpus(store, minilm, "table", "wine with magnesium 127", k=1)[0]
     assert hit.metadata["column_count"] == 6 and "127" in hit.matched_parts[0][1]  # the 5th cell was kept
     with store.transaction() as conn:  # as the earlier rule stored it: identified by its file hash alone
-        conn.execute(sa.update(store.tables.sources).where(store.tables.sources.c.uri == wine.as_uri())
-                     .values(content_hash=hash_file(wine)))
+        conn.execute(
+            sa.update(store.tables.sources)
+            .where(store.tables.sources.c.uri == wine.as_uri())
+            .values(content_hash=hash_file(wine))
+        )
     assert [o.status for o in ingest_paths(store, minilm, [wine]).outcomes] == ["replaced"]
     assert [o.status for o in ingest_paths(store, minilm, [wine]).outcomes] == ["unchanged"]

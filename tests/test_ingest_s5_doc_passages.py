@@ -9,16 +9,19 @@ import re
 
 from test_passage_boundaries import check_cover, last_paragraph, prose
 from test_passage_boundaries import passage_with as holder
+
 from universalrag.ingest.text import split_paragraphs
 
 
 def test_a_faq_question_stated_as_a_sentence_starts_the_passage_of_its_answer() -> None:
     """zlib's FAQ: "5. deflate() or inflate() returns Z_BUF_ERROR." is a question although it ends a sentence; it
     ended the passage of the entry before while its answer began the next one."""
-    entries = [("4. compress() returns Z_BUF_ERROR.", prose(45, "four")),
-               ("5. deflate() or inflate() returns Z_BUF_ERROR.", prose(90, "five")),
-               ("8. I found a bug in zlib.", prose(40, "eight")),
-               ("9. Why do I get an undefined reference?", prose(70, "nine"))]
+    entries = [
+        ("4. compress() returns Z_BUF_ERROR.", prose(45, "four")),
+        ("5. deflate() or inflate() returns Z_BUF_ERROR.", prose(90, "five")),
+        ("8. I found a bug in zlib.", prose(40, "eight")),
+        ("9. Why do I get an undefined reference?", prose(70, "nine")),
+    ]
     text = "\n\n".join([prose(20, "intro"), *(part for entry in entries for part in entry)])
     passages = split_paragraphs(text)
     check_cover(text, passages)
@@ -33,16 +36,28 @@ def test_an_entry_answered_by_leads_stays_whole() -> None:
     question = "31. Does zlib infringe on any patents?"
     answer = "As far as we know, no. In fact, that was the whole point. Look here for some more information:"
     link = "http://www.example.org/#faq11"
-    text = "\n\n".join([prose(60, "a"), "30. Is there a simpler inflate?", prose(25, "b"), question, answer, link,
-                       "32. Can zlib work with greater than 4 GB of data?", prose(120, "c")])
+    text = "\n\n".join(
+        [
+            prose(60, "a"),
+            "30. Is there a simpler inflate?",
+            prose(25, "b"),
+            question,
+            answer,
+            link,
+            "32. Can zlib work with greater than 4 GB of data?",
+            prose(120, "c"),
+        ]
+    )
     passages = split_paragraphs(text)
     check_cover(text, passages)
     assert f"{question}\n\n{answer}\n\n{link}" in holder(passages, question).text
     assert "32. Can zlib work with greater than 4 GB of data?\n\nC0" in holder(passages, "32. Can zlib").text
 
 
-SIGNATURES = [f"Function: void gcm_aes{bits}_digest (struct gcm_aes{bits}_ctx *ctx, size_t length, uint8_t *digest)"
-              for bits in ("128", "192", "256", "")]
+SIGNATURES = [
+    f"Function: void gcm_aes{bits}_digest (struct gcm_aes{bits}_ctx *ctx, size_t length, uint8_t *digest)"
+    for bits in ("128", "192", "256", "")
+]
 
 
 def test_every_signature_stays_with_the_description_they_share() -> None:

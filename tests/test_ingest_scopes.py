@@ -25,8 +25,16 @@ NEW = "Since version 3.5 every preparation function takes a lock, so the library
 
 
 def _manuals(store: Store, minilm) -> None:  # type: ignore[no-untyped-def]
-    store.create_corpus(CorpusSpec(name="manuals", modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
-                                   description="Library manuals", dimension=384, embedder=minilm.name))
+    store.create_corpus(
+        CorpusSpec(
+            name="manuals",
+            modality=Modality.TEXT,
+            granularity=Granularity.PARAGRAPH,
+            description="Library manuals",
+            dimension=384,
+            embedder=minilm.name,
+        )
+    )
 
 
 def _texts(store: Store, corpus: str) -> str:

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from universalrag.errors import ConfigError, IngestError
 from universalrag.ingest import tables as tables_module
 from universalrag.ingest.tables import (
@@ -53,17 +54,29 @@ def write(path: Path, data: bytes | str) -> Path:
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(tables_module.__all__) == sorted([
-        "TABLE_FORMATS", "ParsedTable", "read_tables", "render_markdown", "serialize_row",
-        "table_from_dataframe", "table_from_records", "tables_from_html", "tables_from_markdown",
-    ])
+    assert sorted(tables_module.__all__) == sorted(
+        [
+            "TABLE_FORMATS",
+            "ParsedTable",
+            "read_tables",
+            "render_markdown",
+            "serialize_row",
+            "table_from_dataframe",
+            "table_from_records",
+            "tables_from_html",
+            "tables_from_markdown",
+        ]
+    )
 
 
 def test_importing_tables_loads_neither_pandas_nor_openpyxl() -> None:
-    code = ("import sys, universalrag.ingest.tables as t; t.read_tables(sys.argv[1]); "
-            "print(sorted(m for m in ('pandas', 'openpyxl') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code, str(DATA / "nba_2023.csv")],
-                         capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys, universalrag.ingest.tables as t; t.read_tables(sys.argv[1]); "
+        "print(sorted(m for m in ('pandas', 'openpyxl') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(DATA / "nba_2023.csv")], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -77,8 +90,17 @@ def test_csv_header_rows_and_metadata() -> None:
     rows = all_rows(table)
     assert rows[2] == ["Los Angeles Lakers, The", "West", "43", "39", ".524"]  # quoted comma kept
     assert len(rows) == table.metadata["row_count"] == 4
-    assert subset(table.metadata, {"format": "csv", "source": "nba_2023.csv", "delimiter": ",",
-                                   "index_in_file": 0, "column_count": 5, "header_synthesized": False})
+    assert subset(
+        table.metadata,
+        {
+            "format": "csv",
+            "source": "nba_2023.csv",
+            "delimiter": ",",
+            "index_in_file": 0,
+            "column_count": 5,
+            "header_synthesized": False,
+        },
+    )
     json.dumps(table.metadata)  # JSON-ready
 
 
@@ -86,8 +108,11 @@ def test_tsv_keeps_commas_inside_cells() -> None:
     table = only(DATA / "elements.tsv")
     assert table.metadata["format"] == "tsv" and table.metadata["delimiter"] == "\t"
     assert table.header == ["Element", "Symbol", "Atomic number", "Notes"]
-    assert all_rows(table) == [["Hydrogen", "H", "1", "lightest, most abundant"],
-                               ["Helium", "He", "2", "noble gas"], ["Lithium", "Li", "3", ""]]
+    assert all_rows(table) == [
+        ["Hydrogen", "H", "1", "lightest, most abundant"],
+        ["Helium", "He", "2", "noble gas"],
+        ["Lithium", "Li", "3", ""],
+    ]
 
 
 def test_semicolon_csv_with_decimal_commas() -> None:
@@ -126,8 +151,12 @@ def test_ragged_rows_blank_lines_and_header_names(tmp_path: Path) -> None:
     # Duplicate and blank names are repaired; the trailing blank-named column that is always
     # empty is dropped, the blank-named column with values is kept, and so is the "9" past the header.
     assert table.header == ["name", "name_2", "column_3", "x", "column_5"]
-    assert all_rows(table) == [["1", "2", "3", "", ""], ["1", "2", "3", "4", "9"], ["1", "2", "3", "4", ""],
-                               ["5", "", "", "", ""]]
+    assert all_rows(table) == [
+        ["1", "2", "3", "", ""],
+        ["1", "2", "3", "4", "9"],
+        ["1", "2", "3", "4", ""],
+        ["5", "", "", "", ""],
+    ]
     meta = table.metadata
     assert meta["ragged_rows"] == 3  # short "1,2,3", long "…,,9", short "5"; "1,2,3,4," is exact
     assert meta["blank_rows_skipped"] == 2 and meta["empty_columns_dropped"] == 1
@@ -157,7 +186,7 @@ def test_whitespace_aligned_columns_but_never_over_a_delimiter(tmp_path: Path) -
     table = only(write(tmp_path / "linnerud_exercise.csv", "Chins Situps Jumps\n5 162 60\n2 110 60\n12 101 101\n"))
     assert table.header == ["Chins", "Situps", "Jumps"] and table.metadata["delimiter"] == " "
     assert all_rows(table) == [["5", "162", "60"], ["2", "110", "60"], ["12", "101", "101"]]
-    aligned = "  name        city      n\n  \"Ann Lee\"   Oslo      3  \n\n  Bob         \"New York\"  12\n"
+    aligned = '  name        city      n\n  "Ann Lee"   Oslo      3  \n\n  Bob         "New York"  12\n'
     table = only(write(tmp_path / "aligned.csv", aligned))
     assert table.header == ["name", "city", "n"] and table.metadata["delimiter"] == " "
     assert all_rows(table) == [["Ann Lee", "Oslo", "3"], ["Bob", "New York", "12"]]
@@ -199,8 +228,9 @@ def test_100k_row_csv_streams_with_bounded_memory(tmp_path: Path) -> None:
         writer = csv.writer(fh)
         writer.writerow([f"col{i}" for i in range(8)])
         for r in range(100_000):
-            writer.writerow([r, f"name {r}", r * 3, f"city-{r % 97}", f"{r / 7:.3f}", "x" * 12, r % 2,
-                             f"note {r}, lorem ipsum"])
+            writer.writerow(
+                [r, f"name {r}", r * 3, f"city-{r % 97}", f"{r / 7:.3f}", "x" * 12, r % 2, f"note {r}, lorem ipsum"]
+            )
     assert path.stat().st_size > 8_000_000
     tracemalloc.start()
     try:
@@ -213,8 +243,7 @@ def test_100k_row_csv_streams_with_bounded_memory(tmp_path: Path) -> None:
     finally:
         tracemalloc.stop()
     assert count == table.metadata["row_count"] == 100_000
-    assert last == ["99999", "name 99999", "299997", "city-89", "14285.571", "x" * 12, "1",
-                    "note 99999, lorem ipsum"]
+    assert last == ["99999", "name 99999", "299997", "city-89", "14285.571", "x" * 12, "1", "note 99999, lorem ipsum"]
     # Measured about 2.6 MB; the same file as a list of rows takes about 60 MB.
     assert peak < 12_000_000, f"peak {peak / 1e6:.1f} MB"
 
@@ -253,8 +282,18 @@ def test_excel_workbook_one_table_per_sheet_with_data(tmp_path: Path) -> None:
         ["Celtics", "64", "0.5", "1946-06-06", "", "false", "", ""],
         ["Nuggets", "53", "0.3333333333333333", "", "", "", "", ""],
     ]
-    assert subset(standings.metadata, {"format": "xlsx", "sheet": "Standings", "sheet_index": 0, "header_row": 2,
-                                       "row_count": 3, "index_in_file": 0, "blank_rows_skipped": 1})
+    assert subset(
+        standings.metadata,
+        {
+            "format": "xlsx",
+            "sheet": "Standings",
+            "sheet_index": 0,
+            "header_row": 2,
+            "row_count": 3,
+            "index_in_file": 0,
+            "blank_rows_skipped": 1,
+        },
+    )
     assert arenas.metadata["sheet"] == "Sheet2" and arenas.metadata["index_in_file"] == 1
     assert all_rows(arenas) == [["Denver", "Ball Arena"]]
     assert all_rows(arenas) == [["Denver", "Ball Arena"]]  # re-opens the workbook
@@ -268,28 +307,35 @@ def test_html_page_with_two_tables() -> None:
     assert [t.title for t in found] == ["Opening hours", "Telescopes"]  # caption; preceding heading
     hours, scopes = found
     assert hours.header == ["Day", "Hours Open", "Hours Close"]  # two header rows joined, colspan expanded
-    assert all_rows(hours) == [["Monday", "closed", ""], ["Friday", "18:00", "23:30"],
-                               ["Saturday", "16:00", "01:00"]]
+    assert all_rows(hours) == [["Monday", "closed", ""], ["Friday", "18:00", "23:30"], ["Saturday", "16:00", "01:00"]]
     assert hours.metadata["title_from"] == "caption" and hours.metadata["html_id"] == "hours"
     assert scopes.metadata["title_from"] == "heading" and scopes.metadata["index_in_file"] == 1
-    assert all_rows(scopes) == [["Great Refractor", "305", "refractor | achromat"],
-                                ["Dobson", "406", "reflector Newtonian"]]
+    assert all_rows(scopes) == [
+        ["Great Refractor", "305", "refractor | achromat"],
+        ["Dobson", "406", "reflector Newtonian"],
+    ]
 
 
 def test_a_paragraph_leading_into_a_table_names_it() -> None:
     """Docs introduce tables with a short line ending in a colon ("SA structure:"); under one heading the heading
     alone titled every table alike, so a question about one of them could not tell them apart."""
-    text = ("## Kddcup 99 dataset\n\nThe data set is split in two subsets.\n\nSA structure:\n\n"
-            "| Samples total | 976158 |\n|---|---|\n| Dimensionality | 41 |\n\nSF structure:\n\n"
-            "| Samples total | 699691 |\n|---|---|\n| Dimensionality | 4 |\n\n"
-            "The following table lists every feature of the data set with its type and its range of values:\n\n"
-            "| Feature | Type |\n|---|---|\n| duration | int |\n")
+    text = (
+        "## Kddcup 99 dataset\n\nThe data set is split in two subsets.\n\nSA structure:\n\n"
+        "| Samples total | 976158 |\n|---|---|\n| Dimensionality | 41 |\n\nSF structure:\n\n"
+        "| Samples total | 699691 |\n|---|---|\n| Dimensionality | 4 |\n\n"
+        "The following table lists every feature of the data set with its type and its range of values:\n\n"
+        "| Feature | Type |\n|---|---|\n| duration | int |\n"
+    )
     found = tables_from_markdown(text, name="kddcup99.md")
-    assert [t.title for t in found] == ["Kddcup 99 dataset — SA structure", "Kddcup 99 dataset — SF structure",
-                                        "Kddcup 99 dataset"]  # a long paragraph is prose, not a lead-in
+    assert [t.title for t in found] == [
+        "Kddcup 99 dataset — SA structure",
+        "Kddcup 99 dataset — SF structure",
+        "Kddcup 99 dataset",
+    ]  # a long paragraph is prose, not a lead-in
     assert [t.metadata["title_from"] for t in found] == ["heading and lead-in", "heading and lead-in", "heading"]
-    alone = tables_from_html("<p>Transfers in:</p><table><tr><th>Player</th></tr><tr><td>Kreek</td></tr></table>",
-                             name="club.html")
+    alone = tables_from_html(
+        "<p>Transfers in:</p><table><tr><th>Player</th></tr><tr><td>Kreek</td></tr></table>", name="club.html"
+    )
     assert alone[0].title == "Transfers in" and alone[0].metadata["title_from"] == "lead-in"
 
 
@@ -304,8 +350,7 @@ def test_html_rowspan_nesting_unclosed_cells_and_fallback_titles() -> None:
     <table><tr><th>only a header</th></tr></table>
     """
     found = tables_from_html(html, name="regions.html")
-    assert [t.title for t in found] == ["regions table 1", "regions table 2", "regions table 3",
-                                        "regions table 4"]
+    assert [t.title for t in found] == ["regions table 1", "regions table 2", "regions table 3", "regions table 4"]
     outer, inner, unclosed, numeric = found
     assert all_rows(outer) == [["North", "Oslo"], ["North", "Tromsø"], ["South", "Kristiansand"]]
     assert (inner.header, all_rows(inner)) == (["inner"], [["deep"]])
@@ -323,8 +368,11 @@ def test_markdown_pipe_table() -> None:
     table = only(DATA / "glacier_notes.md")  # the table inside the code block is not a table
     assert table.title == "Retreat by decade"
     assert table.header == ["Decade", "Retreat (m)", "Note"]
-    assert all_rows(table) == [["1980s", "120", "survey by ski patrol"],
-                               ["1990s", "210", "fastest so far | revised"], ["2000s", "185", ""]]
+    assert all_rows(table) == [
+        ["1980s", "120", "survey by ski patrol"],
+        ["1990s", "210", "fastest so far | revised"],
+        ["2000s", "185", ""],
+    ]
     assert table.metadata["format"] == "markdown"
     assert tables_from_markdown("a | b\n--|--\n1 | 2\n", name="n.md")[0].title == "n table 1"
 
@@ -377,15 +425,22 @@ def test_table_from_records() -> None:
 
 def test_table_from_dataframe() -> None:
     pd = pytest.importorskip("pandas")
-    df = pd.DataFrame({
-        "team": ["Lakers", "Celtics"], "wins": [57, 64], "ratio": [0.695, math.nan],
-        "day": pd.to_datetime(["2024-04-14", "2024-04-15 19:00"], format="ISO8601"), "champion": [True, False],
-        "note": [None, pd.NA],
-    })
+    df = pd.DataFrame(
+        {
+            "team": ["Lakers", "Celtics"],
+            "wins": [57, 64],
+            "ratio": [0.695, math.nan],
+            "day": pd.to_datetime(["2024-04-14", "2024-04-15 19:00"], format="ISO8601"),
+            "champion": [True, False],
+            "note": [None, pd.NA],
+        }
+    )
     table = table_from_dataframe(df, title="standings")
     assert table.header == ["team", "wins", "ratio", "day", "champion", "note"]
-    assert all_rows(table) == [["Lakers", "57", "0.695", "2024-04-14", "true", ""],
-                               ["Celtics", "64", "", "2024-04-15T19:00:00", "false", ""]]
+    assert all_rows(table) == [
+        ["Lakers", "57", "0.695", "2024-04-14", "true", ""],
+        ["Celtics", "64", "", "2024-04-15T19:00:00", "false", ""],
+    ]
     indexed = table_from_dataframe(df.set_index("team")[["wins"]], title="by team")
     assert indexed.header == ["team", "wins"] and all_rows(indexed)[1] == ["Celtics", "64"]
     with pytest.raises(IngestError, match="no rows"):
@@ -455,8 +510,7 @@ BAD_INPUTS: list[tuple[str, object, str]] = [
 
 
 @pytest.mark.parametrize(("name", "content", "reason"), BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
-def test_bad_input_raises_an_actionable_ingest_error(tmp_path: Path, name: str, content: object,
-                                                     reason: str) -> None:
+def test_bad_input_raises_an_actionable_ingest_error(tmp_path: Path, name: str, content: object, reason: str) -> None:
     path = tmp_path / name
     if callable(content):
         content(path)

@@ -69,8 +69,10 @@ def test_a_line_of_counts_is_not_the_header(tmp_path: Path) -> None:
     iris = write(tmp_path / "iris.csv", "150,4,setosa,versicolor,virginica\n5.1,3.5,1.4,0.2,0\n7.9,3.8,6.4,2.0,2\n")
     table = only(iris)
     assert table.header == ["column_1", "column_2", "column_3", "column_4", "column_5"]
-    assert texts(table) == ["column_1: 5.1 | column_2: 3.5 | column_3: 1.4 | column_4: 0.2 | column_5: 0",
-                            "column_1: 7.9 | column_2: 3.8 | column_3: 6.4 | column_4: 2.0 | column_5: 2"]
+    assert texts(table) == [
+        "column_1: 5.1 | column_2: 3.5 | column_3: 1.4 | column_4: 0.2 | column_5: 0",
+        "column_1: 7.9 | column_2: 3.8 | column_3: 6.4 | column_4: 2.0 | column_5: 2",
+    ]
     assert table.metadata["description"] == "150, 4, setosa, versicolor, virginica"
     assert table.metadata["header_synthesized"] is True and table.metadata["row_count"] == 2
     # breast_cancer.csv: 4 cells over 31-wide rows (here 12): not the header of those rows.
@@ -87,7 +89,9 @@ def test_a_title_line_leads_into_the_header(tmp_path: Path) -> None:
 
 
 def test_headers_with_numbers_stay_headers(tmp_path: Path) -> None:
-    years = only(write(tmp_path / "population.csv", "Country,1990,2000,2010\nFrance,56.7,59.0,62.9\nPeru,22.1,26.0,29.2\n"))
+    years = only(
+        write(tmp_path / "population.csv", "Country,1990,2000,2010\nFrance,56.7,59.0,62.9\nPeru,22.1,26.0,29.2\n")
+    )
     assert years.header == ["Country", "1990", "2000", "2010"] and "description" not in years.metadata
     assert texts(years)[0] == "Country: France | 1990: 56.7 | 2000: 59.0 | 2010: 62.9"
     # A year column beside a named one: the first cell is a word, so the line is the header.
@@ -107,16 +111,19 @@ def test_a_first_line_that_starts_with_a_number_over_numbers_is_a_row(tmp_path: 
 
 def test_a_blank_first_header_cell_over_row_labels_stays_blank(tmp_path: Path) -> None:
     # The table of statistics of scikit-learn's wine_data.rst, as an HTML table.
-    html = ("<table><thead><tr><th></th><th>Min</th><th>Max</th><th>Mean</th><th>SD</th></tr></thead><tbody>"
-            "<tr><td>Alcohol:</td><td>11.0</td><td>14.8</td><td>13.0</td><td>0.8</td></tr>"
-            "<tr><td>Proline:</td><td>278</td><td>1680</td><td>746</td><td>315</td></tr></tbody></table>")
+    html = (
+        "<table><thead><tr><th></th><th>Min</th><th>Max</th><th>Mean</th><th>SD</th></tr></thead><tbody>"
+        "<tr><td>Alcohol:</td><td>11.0</td><td>14.8</td><td>13.0</td><td>0.8</td></tr>"
+        "<tr><td>Proline:</td><td>278</td><td>1680</td><td>746</td><td>315</td></tr></tbody></table>"
+    )
     table = tables_from_html(html, name="wine_data.html")[0]
     assert table.header == ["", "Min", "Max", "Mean", "SD"]
     assert texts(table)[1] == "Proline: | Min: 278 | Max: 1680 | Mean: 746 | SD: 315"
     assert table.metadata["header_synthesized"] is False
     # A header row with no name at all (docutils' output for that table today) names no column.
-    blank = tables_from_html(html.replace("Min", "").replace("Max", "").replace("Mean", "").replace("SD", ""),
-                             name="wine_data.html")[0]
+    blank = tables_from_html(
+        html.replace("Min", "").replace("Max", "").replace("Mean", "").replace("SD", ""), name="wine_data.html"
+    )[0]
     assert texts(blank)[1] == "Proline: | column_2: 278 | column_3: 1680 | column_4: 746 | column_5: 315"
     assert blank.metadata["header_synthesized"] is True
     # A blank name over numbers (a DataFrame's index) is named: a bare "0" would say nothing.
@@ -141,7 +148,8 @@ def test_a_date_spelled_otherwise_is_followed_by_its_iso_spelling() -> None:
     header = ["Date", "Close", "Note"]
     assert serialize_row(header, ["19-Sep-03", "29.96", ""]) == "Date: 19-Sep-03 (2003-09-19) | Close: 29.96"
     assert serialize_row(header, ["1-Jan-70", "", "September 19, 2003"]) == (
-        "Date: 1-Jan-70 (1970-01-01) | Note: September 19, 2003 (2003-09-19)")
+        "Date: 1-Jan-70 (1970-01-01) | Note: September 19, 2003 (2003-09-19)"
+    )
     assert serialize_row(header, ["June 1996"]) == "Date: June 1996 (1996-06)"
     # ISO already, ambiguous (9 March or September 3?), no such day, or no date: as it is.
     for cell in ("2003-09-19", "9/3/2003", "31-Feb-03", "Warty Warthog", "Mayor 2020"):
@@ -155,9 +163,12 @@ def test_the_row_of_a_day_is_found_however_the_question_spells_it(store: Store, 
     lines = [f"{day},{20 + i / 10:.2f},{21 + i / 10:.2f},{5000000 + i * 1000}" for i, day in enumerate(days)]
     write((tmp_path / "kb").mkdir() or tmp_path / "kb" / "msft.csv", "Date,Open,Close,Volume\n" + "\n".join(lines))
     assert ingest_paths(store, minilm, [tmp_path / "kb"]).ok
-    for query, day in (("msft closing price on 2003-09-19", "19-Sep-03"), ("msft close on 19-Sep-03", "19-Sep-03"),
-                       ("Microsoft stock opening price on September 10, 2003", "10-Sep-03"),
-                       ("what did msft open at on 4 July 2003", "4-Jul-03")):
+    for query, day in (
+        ("msft closing price on 2003-09-19", "19-Sep-03"),
+        ("msft close on 19-Sep-03", "19-Sep-03"),
+        ("Microsoft stock opening price on September 10, 2003", "10-Sep-03"),
+        ("what did msft open at on 4 July 2003", "4-Jul-03"),
+    ):
         hit = search_corpus(store, minilm, "table", query, k=1)[0]
         assert hit.matched_parts[0][1].startswith(f"Date: {day} ("), query
 

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sentencex import segment
+
 from universalrag.errors import ConfigError, IngestError
-from universalrag.ingest.files import hash_file
 from universalrag.ingest.detect import detect_kind, iter_files, sniff
+from universalrag.ingest.files import hash_file
 from universalrag.ingest.text import (
     Passage,
     TextDocument,
@@ -97,8 +98,10 @@ def test_markdown_front_matter_description_leads_the_page() -> None:
     """Static-site pages (npm's docs, Docusaurus, Hugo) say what the page is in their front matter: npm's
     "npm-explain" page is "Explain installed packages", words its body never uses. YAML is parsed (quoted titles,
     colons); a block that is not YAML is still not text."""
-    md = (b'---\ntitle: "npm-explain: why"\nsection: 1\ndescription: Explain installed\n  packages\n'
-          b"tags: [cli, deps]\n---\n\n### Synopsis\n\n`npm explain <package-spec>`\n")
+    md = (
+        b'---\ntitle: "npm-explain: why"\nsection: 1\ndescription: Explain installed\n  packages\n'
+        b"tags: [cli, deps]\n---\n\n### Synopsis\n\n`npm explain <package-spec>`\n"
+    )
     doc = parse_text(md, format="markdown", name="npm-explain.md")
     assert doc.title == "npm-explain: why"
     assert doc.text == "Explain installed packages\n\nSynopsis\n\nnpm explain <package-spec>"
@@ -115,25 +118,28 @@ def test_html_visible_text_only() -> None:
     paras = paragraphs(doc)
     assert "The Brennmoor Tram Network" in paras
     assert any(
-        p.startswith("The first line opened in 1897") and p.endswith("from twenty-five minutes to nine.")
-        for p in paras
+        p.startswith("The first line opened in 1897") and p.endswith("from twenty-five minutes to nine.") for p in paras
     )
     # table cells stay apart, one row per paragraph
     assert "1 Westgate St Columba Hospital 7 min" in paras
     assert doc.metadata["headings"][0] == "The Brennmoor Tram Network"
-    assert doc.metadata["images"] == [{
-        "src": "images/tram-depot-1965.jpg",
-        "alt": "Green and cream tram leaving the Quarry Lane depot in 1965",
-    }]
+    assert doc.metadata["images"] == [
+        {
+            "src": "images/tram-depot-1965.jpg",
+            "alt": "Green and cream tram leaving the Quarry Lane depot in 1965",
+        }
+    ]
     report = read_text_file(CORPUS / "halvorsen_annual_report_2023.html")
     assert "@type" not in report.text and "cookie" not in report.text
     assert [i["alt"] for i in report.metadata["images"]][1].startswith("Cutaway drawing of the HX-40")
 
 
 def test_html_blocks_entities_and_title_fallbacks() -> None:
-    html = (b"<html><body><h1>Main &amp; Only</h1><div>one<br>two</div><p>a&nbsp;b <i>c</i>d</p>"
-            b"<!-- hidden comment --><template><p>tpl</p></template><svg><title>icon</title></svg>"
-            b"</body></html>")
+    html = (
+        b"<html><body><h1>Main &amp; Only</h1><div>one<br>two</div><p>a&nbsp;b <i>c</i>d</p>"
+        b"<!-- hidden comment --><template><p>tpl</p></template><svg><title>icon</title></svg>"
+        b"</body></html>"
+    )
     doc = parse_text(html, format="html", name="site/page.html")
     assert doc.title == "Main & Only"
     assert doc.text == "Main & Only\n\none\ntwo\n\na b cd"  # a <br> ends a line, not the paragraph
@@ -267,9 +273,9 @@ def test_bad_png_fixture_is_a_valid_png() -> None:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, chunks = 8, {}
     while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length : pos + 12 + length])
         assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
         chunks[kind] = body
         pos += 12 + length
@@ -294,7 +300,7 @@ def check_invariants(text: str, passages: list[Passage], *, min_words: int, max_
     assert [w for p in passages for w in p.text.split()] == text.split()
     assert [p.index for p in passages] == list(range(len(passages)))
     for p in passages:
-        assert text[p.start_char:p.end_char] == p.text
+        assert text[p.start_char : p.end_char] == p.text
         assert p.text == p.text.strip() and p.text
         assert p.word_count <= max_words
     for a, b in itertools.pairwise(passages):
@@ -346,8 +352,7 @@ def test_long_paragraph_splits_at_sentences() -> None:
 
 def test_abbreviations_are_not_sentence_breaks() -> None:
     sentences = [
-        f"Dr. Rowe measured sample {i} at 3.5 degrees, e.g. with the probe near plot {i} today."
-        for i in range(30)
+        f"Dr. Rowe measured sample {i} at 3.5 degrees, e.g. with the probe near plot {i} today." for i in range(30)
     ]
     text = " ".join(sentences)
     passages = split_paragraphs(text)
@@ -411,13 +416,14 @@ def test_split_invariants_on_generated_documents(plan: list[list[int]], sizes: t
         assert all(p.start_char in starts and p.end_char in ends for p in passages)
 
 
-TRICKY_TOKENS = ["Dr.", "e.g.", "x.y", "end.Next", "?", "!!", "\n\n", "\n", " ", "word", '"Hi."',
-                 "Ça.", "。", "…"]
+TRICKY_TOKENS = ["Dr.", "e.g.", "x.y", "end.Next", "?", "!!", "\n\n", "\n", " ", "word", '"Hi."', "Ça.", "。", "…"]
 
 
 @settings(max_examples=200, deadline=None)
-@given(text=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400)
-       | st.lists(st.sampled_from(TRICKY_TOKENS), max_size=120).map(" ".join))
+@given(
+    text=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=400)
+    | st.lists(st.sampled_from(TRICKY_TOKENS), max_size=120).map(" ".join)
+)
 def test_split_never_loses_text(text: str) -> None:
     passages = split_paragraphs(text, target_words=8, max_words=12, min_words=3)
     check_invariants(text, passages, min_words=3, max_words=12)
@@ -589,8 +595,12 @@ def load_questions(path: Path) -> list[dict[str, str]]:
 def assert_questions_answerable(folder: Path, questions: list[dict[str, str]]) -> None:
     docs = {p.name: read_text_file(p) for p in folder.iterdir()}
     for q in questions:
-        holders = [(name, i) for name, doc in docs.items() for i, para in enumerate(paragraphs(doc))
-                   if q["answer_phrase"] in para]
+        holders = [
+            (name, i)
+            for name, doc in docs.items()
+            for i, para in enumerate(paragraphs(doc))
+            if q["answer_phrase"] in para
+        ]
         assert len(holders) == 1 and holders[0][0] == q["file"], q
         assert q["answer_phrase"].lower() not in q["question"].lower()
     assert {q["file"] for q in questions} == set(docs)
@@ -606,4 +616,3 @@ def test_corpus_files_and_questions() -> None:
     questions = load_questions(DATA / "corpus_questions.json")
     assert len(questions) >= 12
     assert_questions_answerable(CORPUS, questions)
-

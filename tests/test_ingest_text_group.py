@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from psycopg import sql
+
 from universalrag.ingest.pipeline import IngestOptions, ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
@@ -52,8 +53,10 @@ Walkers on the ridge route sleep in huts run by the mountain club; bookings open
 | Lochan Lodge | 620 m | 40 | Ewan Ross |
 """
 
-PLAIN = ("The harbour's tide gauge has recorded the water level every fifteen minutes since 1952; spring tides "
-         "follow the full and new moon.\n")
+PLAIN = (
+    "The harbour's tide gauge has recorded the water level every fifteen minutes since 1952; spring tides "
+    "follow the full and new moon.\n"
+)
 
 
 class Counting:
@@ -87,9 +90,20 @@ def _table_rows(store: Store) -> list[dict[str, Any]]:
     tables = store.tables.corpus(store.corpus("table"))
     units, parts = tables.units, tables.parts
     assert parts is not None
-    query = sa.select(units.c.id, units.c.uri, units.c.content, units.c.metadata, units.c.embedding.label("unit_vec"),
-                      parts.c.ord, parts.c.content.label("row"), parts.c.embedding.label("row_vec")
-                      ).join(parts, parts.c.unit_id == units.c.id).order_by(units.c.uri, units.c.id, parts.c.ord)
+    query = (
+        sa.select(
+            units.c.id,
+            units.c.uri,
+            units.c.content,
+            units.c.metadata,
+            units.c.embedding.label("unit_vec"),
+            parts.c.ord,
+            parts.c.content.label("row"),
+            parts.c.embedding.label("row_vec"),
+        )
+        .join(parts, parts.c.unit_id == units.c.id)
+        .order_by(units.c.uri, units.c.id, parts.c.ord)
+    )
     with store.transaction() as conn:
         return [dict(r) for r in conn.execute(query).mappings()]
 
@@ -137,26 +151,32 @@ def test_each_row_and_table_gets_its_own_vector(store: Store, minilm, pages: Pat
         assert (index, text) == (r["ord"], r["row"]) and score > 0.99
 
 
-def test_a_page_whose_table_fails_leaves_no_rows_and_the_others_are_written(store: Store, minilm,
-                                                                            pages: Path) -> None:
+def test_a_page_whose_table_fails_leaves_no_rows_and_the_others_are_written(store: Store, minilm, pages: Path) -> None:
     (pages / "b_museum.html").write_text(MUSEUM.replace("Sunday only", "Sunday only (refused)"), encoding="utf-8")
     parts = store.tables.corpus(store.corpus("table")).parts
     assert parts is not None
-    trigger = sql.SQL("CREATE TRIGGER refuse BEFORE INSERT ON {}.{} FOR EACH ROW "
-                      "WHEN (position('(refused)' in NEW.content) > 0) EXECUTE FUNCTION {}.refuse_row()")
+    trigger = sql.SQL(
+        "CREATE TRIGGER refuse BEFORE INSERT ON {}.{} FOR EACH ROW "
+        "WHEN (position('(refused)' in NEW.content) > 0) EXECUTE FUNCTION {}.refuse_row()"
+    )
     with store.transaction() as conn:  # a real database error, raised while this page's rows are copied
         raw = conn.connection.driver_connection
-        raw.execute(sql.SQL("CREATE FUNCTION {}.refuse_row() RETURNS trigger LANGUAGE plpgsql AS "
-                            "$$ BEGIN RAISE EXCEPTION 'row refused by the test trigger'; END $$"
-                            ).format(sql.Identifier(store.schema)))
-        raw.execute(trigger.format(sql.Identifier(store.schema), sql.Identifier(parts.name),
-                                   sql.Identifier(store.schema)))
+        raw.execute(
+            sql.SQL(
+                "CREATE FUNCTION {}.refuse_row() RETURNS trigger LANGUAGE plpgsql AS "
+                "$$ BEGIN RAISE EXCEPTION 'row refused by the test trigger'; END $$"
+            ).format(sql.Identifier(store.schema))
+        )
+        raw.execute(
+            trigger.format(sql.Identifier(store.schema), sql.Identifier(parts.name), sql.Identifier(store.schema))
+        )
     try:
         report = ingest_paths(store, minilm, [pages])
     finally:
         with store.transaction() as conn:
             conn.connection.driver_connection.execute(
-                sql.SQL("DROP FUNCTION {}.refuse_row() CASCADE").format(sql.Identifier(store.schema)))
+                sql.SQL("DROP FUNCTION {}.refuse_row() CASCADE").format(sql.Identifier(store.schema))
+            )
     outcomes = {Path(o.path).name: o for o in report.outcomes}
     assert [Path(o.path).name for o in report.outcomes] == sorted(outcomes)  # file order kept
     assert outcomes["b_museum.html"].status == "failed"
@@ -173,8 +193,9 @@ def test_a_page_with_more_table_rows_than_a_batch_streams_them(store: Store, min
     report = ingest_paths(store, counting, [pages], options=IngestOptions(table_batch_rows=3))
     assert report.ok
     group = set(counting.calls[0])
-    assert "Harbour ferries: Ferry: Gannet | Departs: 09:30 | Arrives: 10:40 | Crossing: Sandwick to Fara" \
-        not in group  # 4 rows > 3: streamed in batches of 3 while the page is written
+    assert (
+        "Harbour ferries: Ferry: Gannet | Departs: 09:30 | Arrives: 10:40 | Crossing: Sandwick to Fara" not in group
+    )  # 4 rows > 3: streamed in batches of 3 while the page is written
     assert "Mountain huts: Hut: Corrie Hut | Altitude: 910 m | Beds: 24 | Warden: Ailsa Grant" in group
     assert sorted(len(c) for c in counting.calls[1:]) == [1, 1, 3]  # its preview, then rows 3 + 1
     rows = _table_rows(store)
@@ -203,16 +224,18 @@ def test_a_pages_tables_are_found_in_every_table_syntax(tmp_path: Path, text: st
     page.write_text("# Scores\n\n" + text, encoding="utf-8")
     expected = read_tables(page, format="markdown")  # the table reader on the whole file
     found = page_tables(page, "md")
-    assert [(t.title, t.header, list(t.rows())) for t in found] == \
-        [(t.title, t.header, list(t.rows())) for t in expected]
+    assert [(t.title, t.header, list(t.rows())) for t in found] == [
+        (t.title, t.header, list(t.rows())) for t in expected
+    ]
     assert found and found[0].header[0] == "Team"
 
 
 def test_pages_without_tables_have_none(tmp_path: Path) -> None:
     from universalrag.ingest.text_group import page_tables
 
-    (tmp_path / "a.md").write_text("# Notes\n\nA pipe | and a dash - in prose, and `|---|` in code.\n",
-                                   encoding="utf-8")
+    (tmp_path / "a.md").write_text(
+        "# Notes\n\nA pipe | and a dash - in prose, and `|---|` in code.\n", encoding="utf-8"
+    )
     (tmp_path / "b.html").write_text("<html><body><p>No tables | here --</p></body></html>", encoding="utf-8")
     assert page_tables(tmp_path / "a.md", "md") == [] and page_tables(tmp_path / "b.html", "html") == []
     # decoded before it is searched: a UTF-16 page's table is found
@@ -221,8 +244,9 @@ def test_pages_without_tables_have_none(tmp_path: Path) -> None:
     assert [list(t.rows()) for t in page_tables(tmp_path / "c.html", "html")] == [[["Lakers"]]]
 
 
-def test_an_encoder_that_returns_too_few_vectors_fails_the_group_and_writes_nothing(store: Store, minilm,
-                                                                                    pages: Path) -> None:
+def test_an_encoder_that_returns_too_few_vectors_fails_the_group_and_writes_nothing(
+    store: Store, minilm, pages: Path
+) -> None:
     class DropsOne(Counting):  # a broken plug-in encoder: one vector short
         def embed(self, texts):  # type: ignore[no-untyped-def]
             return super().embed(texts)[:-1]
@@ -236,12 +260,12 @@ def test_an_encoder_that_returns_too_few_vectors_fails_the_group_and_writes_noth
 def _texts(store: Store, corpus: str, uri_end: str) -> list[str]:
     units = store.tables.corpus(store.corpus(corpus)).units
     with store.transaction() as conn:
-        return [r for r in conn.execute(sa.select(units.c.content).where(units.c.uri.endswith(uri_end)))
-                .scalars()]
+        return [r for r in conn.execute(sa.select(units.c.content).where(units.c.uri.endswith(uri_end))).scalars()]
 
 
-def test_a_pages_table_is_searched_as_a_table_not_again_as_passages_of_its_cells(store: Store, minilm,
-                                                                                pages: Path) -> None:
+def test_a_pages_table_is_searched_as_a_table_not_again_as_passages_of_its_cells(
+    store: Store, minilm, pages: Path
+) -> None:
     """The rows of a page's table go to the table corpus; the page's passages hold one line naming the table
     instead of its run-together cells, so a question about the table finds the table, not a passage of its cells
     (on real Wikipedia pages the flattened rows outranked the tables they came from). The whole document keeps
@@ -261,11 +285,17 @@ def test_a_pages_table_is_searched_as_a_table_not_again_as_passages_of_its_cells
     assert table.uri.endswith("b_museum.html") and "Sunday only" in table.matched_parts[0][1]
 
 
-def test_a_page_ingested_into_a_named_corpus_keeps_its_tables_in_its_text(store: Store, minilm,
-                                                                         pages: Path) -> None:
+def test_a_page_ingested_into_a_named_corpus_keeps_its_tables_in_its_text(store: Store, minilm, pages: Path) -> None:
     """Named corpus: the page's tables are not ingested as tables, so nothing of them may be left out."""
-    store.create_corpus(CorpusSpec(name="notes", modality=Modality.TEXT, granularity=Granularity.PARAGRAPH,
-                                   embedder=minilm.name, dimension=minilm.dimension))
+    store.create_corpus(
+        CorpusSpec(
+            name="notes",
+            modality=Modality.TEXT,
+            granularity=Granularity.PARAGRAPH,
+            embedder=minilm.name,
+            dimension=minilm.dimension,
+        )
+    )
     report = ingest_paths(store, minilm, [pages / "b_museum.html"], corpus="notes")
     assert report.ok
     notes = " ".join(_texts(store, "notes", "b_museum.html"))
@@ -284,8 +314,11 @@ def test_pages_ingested_under_the_earlier_rule_are_replaced_once(store: Store, m
         assert store.source_state(page.as_uri())[0] not in (None, hash_file(page))
     with store.transaction() as conn:  # as the earlier rules stored them: identified by their file hash alone
         for page in (museum, tides):
-            conn.execute(sa.update(store.tables.sources).where(store.tables.sources.c.uri == page.as_uri())
-                         .values(content_hash=hash_file(page)))
+            conn.execute(
+                sa.update(store.tables.sources)
+                .where(store.tables.sources.c.uri == page.as_uri())
+                .values(content_hash=hash_file(page))
+            )
     report = ingest_paths(store, minilm, [pages])
     statuses = {Path(o.path).name: o.status for o in report.outcomes}
     assert statuses["b_museum.html"] == statuses["d_tides.txt"] == "replaced"

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from support.openai_server import OpenAICompatServer
 from support.video import CONTAINER_CODECS, encoder_available, truncate_copy, write_video
+
 from universalrag.errors import ConfigError, IngestError, MissingDependencyError
 from universalrag.ingest.video import (
     SCENE_DETECTORS,
@@ -73,8 +74,9 @@ def media(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def talk(media: Path):
     """The main video: five photographs with hard cuts, a sidecar .srt, a tone per scene, a title tag."""
-    return write_video(media / "talk.mp4", SCENES, fps=FPS, cues=CUES, sidecar="srt", audio="tones",
-                       title="Five photographs", gop=50)
+    return write_video(
+        media / "talk.mp4", SCENES, fps=FPS, cues=CUES, sidecar="srt", audio="tones", title="Five photographs", gop=50
+    )
 
 
 def _thumb(image) -> np.ndarray:
@@ -142,7 +144,9 @@ def test_default_options_merge_short_scenes_into_one_clip(talk) -> None:
 def test_shape_clips_examples() -> None:
     # 1 s scene between 10 s and 4 s scenes joins the shorter neighbour (the 4 s one).
     assert shape_clips([(0, 10), (10, 11), (11, 15)], duration_s=15, min_clip_s=2, max_clip_s=20) == [
-        (0.0, 10.0), (10.0, 15.0)]
+        (0.0, 10.0),
+        (10.0, 15.0),
+    ]
     # 25 s scene split into the fewest equal parts under 10 s.
     split = shape_clips([(0, 25)], duration_s=25, min_clip_s=2, max_clip_s=10)
     assert [t for clip in split for t in clip] == pytest.approx([0.0, 25 / 3, 25 / 3, 50 / 3, 50 / 3, 25.0])
@@ -221,8 +225,7 @@ def test_probe_each_container(media: Path, ext: str) -> None:
     spec = CONTAINER_CODECS[ext]
     if not encoder_available(spec.video):
         pytest.skip(f"this PyAV build has no {spec.video} encoder")
-    written = write_video(media / f"probe{ext}", [("coffee", 1.0), ("rocket", 1.0)], audio="silence",
-                          title="Probe me")
+    written = write_video(media / f"probe{ext}", [("coffee", 1.0), ("rocket", 1.0)], audio="silence", title="Probe me")
     probe = probe_video(written.path)
     assert ext in VIDEO_EXTENSIONS
     assert probe.duration_s == pytest.approx(2.0, abs=0.1)
@@ -241,8 +244,7 @@ def test_embedded_subtitle_stream_is_read_when_there_is_no_sidecar(media: Path, 
     if not encoder_available(spec.video) or not encoder_available(spec.subtitle or ""):
         pytest.skip(f"this PyAV build lacks {spec.video} or {spec.subtitle}")
     cues = [(0.3, 1.1, "First <i>line</i> &amp; more"), (1.4, 1.9, "Second\nline")]
-    written = write_video(media / f"soft{ext}", [("astronaut", 1.0), ("coffee", 1.0)], cues=cues,
-                          embed_subtitles=True)
+    written = write_video(media / f"soft{ext}", [("astronaut", 1.0), ("coffee", 1.0)], cues=cues, embed_subtitles=True)
     assert sidecar_paths(written.path) == []
     probe = probe_video(written.path)
     assert probe.subtitle_streams == 1
@@ -254,8 +256,9 @@ def test_embedded_subtitle_stream_is_read_when_there_is_no_sidecar(media: Path, 
 
 def test_vtt_sidecar_and_sidecar_preference(media: Path) -> None:
     cues = [(0.2, 0.9, "<v Ann>Hello</v> there"), (1.2, 1.8, "General Kenobi")]
-    written = write_video(media / "greeting.mkv", [("camera", 1.0), ("chelsea", 1.0)], cues=cues,
-                          sidecar="vtt", embed_subtitles=True)
+    written = write_video(
+        media / "greeting.mkv", [("camera", 1.0), ("chelsea", 1.0)], cues=cues, sidecar="vtt", embed_subtitles=True
+    )
     got, source = read_transcript(written.path)
     assert source == "sidecar:greeting.vtt"  # a sidecar wins over the muxed stream
     assert [(c.start_s, c.end_s, c.text) for c in got] == [(0.2, 0.9, "Hello there"), (1.2, 1.8, "General Kenobi")]
@@ -268,14 +271,21 @@ def test_vtt_sidecar_and_sidecar_preference(media: Path) -> None:
 
 
 def test_subtitle_parser_handles_real_world_files() -> None:
-    srt = ("1\r\n00:00:01,000 --> 00:00:02,500\r\n<b>Bold</b> {\\an8}move\r\n\r\n"
-           "2\r\n0:00:03.5 --> 0:00:04.25\r\nno blank line before the next cue\r\n"
-           "3\r\n00:00:05,000 --> 00:00:06,000\r\nl&#39;amour\r\n")
+    srt = (
+        "1\r\n00:00:01,000 --> 00:00:02,500\r\n<b>Bold</b> {\\an8}move\r\n\r\n"
+        "2\r\n0:00:03.5 --> 0:00:04.25\r\nno blank line before the next cue\r\n"
+        "3\r\n00:00:05,000 --> 00:00:06,000\r\nl&#39;amour\r\n"
+    )
     assert [(c.start_s, c.end_s, c.text) for c in parse_subtitles(srt)] == [
-        (1.0, 2.5, "Bold move"), (3.5, 4.25, "no blank line before the next cue"), (5.0, 6.0, "l'amour")]
-    rolling = ("WEBVTT\n\n00:00.000 --> 00:02.000\nwe are going\n\n"
-               "00:02.000 --> 00:04.000\nwe are going\nto the moon\n\n"
-               "00:04.000 --> 00:06.000\nto the moon\nand back\n")
+        (1.0, 2.5, "Bold move"),
+        (3.5, 4.25, "no blank line before the next cue"),
+        (5.0, 6.0, "l'amour"),
+    ]
+    rolling = (
+        "WEBVTT\n\n00:00.000 --> 00:02.000\nwe are going\n\n"
+        "00:02.000 --> 00:04.000\nwe are going\nto the moon\n\n"
+        "00:04.000 --> 00:06.000\nto the moon\nand back\n"
+    )
     assert [c.text for c in parse_subtitles(rolling)] == ["we are going", "to the moon", "and back"]
     with pytest.raises(IngestError, match="no subtitle cues"):
         parse_subtitles("just some words", name="notes.srt")
@@ -336,8 +346,11 @@ def test_local_asr_chunks_are_offset_and_failures_name_the_engine(talk) -> None:
         return [{"start": 0.5, "end": 1.5, "text": f"chunk {len(sizes)}"}, {"start": 2.0, "end": 2.5, "text": " "}]
 
     cues = transcribe_chunks(talk.path, 5.0, one_segment, engine="test-whisper")
-    assert [(c.start_s, c.end_s, c.text) for c in cues] == [(0.5, 1.5, "chunk 1"), (5.5, 6.5, "chunk 2"),
-                                                          (10.5, 11.5, "chunk 3")]
+    assert [(c.start_s, c.end_s, c.text) for c in cues] == [
+        (0.5, 1.5, "chunk 1"),
+        (5.5, 6.5, "chunk 2"),
+        (10.5, 11.5, "chunk 3"),
+    ]
     assert sizes[0] == 5 * 16_000
 
     def broken(samples: np.ndarray) -> list[dict]:
@@ -352,8 +365,9 @@ def test_local_asr_chunks_are_offset_and_failures_name_the_engine(talk) -> None:
 
 @pytest.mark.parametrize(("ext", "faststart"), [(".mkv", False), (".mp4", True), (".mp4", False), (".avi", False)])
 def test_truncated_video_is_rejected(media: Path, ext: str, faststart: bool) -> None:
-    whole = write_video(media / f"whole{int(faststart)}{ext}", [("coffee", 2.0), ("rocket", 2.0)],
-                        audio="tones", faststart=faststart)
+    whole = write_video(
+        media / f"whole{int(faststart)}{ext}", [("coffee", 2.0), ("rocket", 2.0)], audio="tones", faststart=faststart
+    )
     probe_video(whole.path)  # the complete file is fine
     cut = truncate_copy(whole.path, media / f"cut{int(faststart)}{ext}", keep=0.7)
     with pytest.raises(IngestError, match="truncated") as info:
@@ -442,10 +456,13 @@ def test_iter_frames_streams_with_bounded_memory(media: Path) -> None:
 # --------------------------------------------------------------------------- speech recognition
 
 
-@pytest.mark.parametrize(("cls", "module", "package"), [
-    (FasterWhisperASR, "faster_whisper", "faster-whisper"),
-    (WhisperASR, "whisper", "openai-whisper"),
-])
+@pytest.mark.parametrize(
+    ("cls", "module", "package"),
+    [
+        (FasterWhisperASR, "faster_whisper", "faster-whisper"),
+        (WhisperASR, "whisper", "openai-whisper"),
+    ],
+)
 def test_local_asr_without_its_package_names_it(talk, cls, module: str, package: str) -> None:
     if importlib.util.find_spec(module) is not None:
         pytest.skip(f"{module} is installed here")

@@ -12,7 +12,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import langchain_universalrag
 import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
@@ -23,6 +22,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.vectorstores import VectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests, VectorStoreIntegrationTests
+from support.fake_chat import ToolCallingFakeModel
+
+import langchain_universalrag
 from langchain_universalrag import (
     CorpusRetriever,
     LangChainEmbedder,
@@ -34,14 +36,26 @@ from langchain_universalrag import (
     create_corpus_tools,
     documents_to_content_blocks,
 )
-from support.fake_chat import ToolCallingFakeModel
 from universalrag.errors import ConfigError, GenerationError, MissingDependencyError
 from universalrag.generate import build_messages
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import CorpusSpec
 
-CORE_KEYS = {"id", "corpus", "modality", "granularity", "score", "uri", "start_s", "end_s", "source_id",
-             "parent_id", "routes", "route_scores", "router"}
+CORE_KEYS = {
+    "id",
+    "corpus",
+    "modality",
+    "granularity",
+    "score",
+    "uri",
+    "start_s",
+    "end_s",
+    "source_id",
+    "parent_id",
+    "routes",
+    "route_scores",
+    "router",
+}
 
 
 # -- the routed retriever ----------------------------------------------------------------------------------
@@ -82,8 +96,10 @@ def test_retriever_native_async(rag: UniversalRAG) -> None:
     retriever = UniversalRAGRetriever(rag=rag, k=2)
 
     async def main() -> tuple[list[Document], list[Document]]:
-        return await asyncio.gather(retriever.ainvoke("Show me what the coffee cup on the saucer looks like"),
-                                    retriever.ainvoke("Who designed the Kestrel Point lighthouse?", k=1))
+        return await asyncio.gather(
+            retriever.ainvoke("Show me what the coffee cup on the saucer looks like"),
+            retriever.ainvoke("Who designed the Kestrel Point lighthouse?", k=1),
+        )
 
     images, paragraphs = asyncio.run(main())
     assert images[0].metadata["corpus"] == "image" and "saucer" in images[0].page_content
@@ -94,15 +110,24 @@ def test_corpus_retriever_searches_one_corpus(rag: UniversalRAG) -> None:
     docs = CorpusRetriever(rag=rag, corpus="image", k=5).invoke("Who designed the lighthouse?")
     assert len(docs) == 2 and {d.metadata["corpus"] for d in docs} == {"image"}
     assert "routes" not in docs[0].metadata
-    assert asyncio.run(CorpusRetriever(rag=rag, corpus="paragraph", k=1).ainvoke("lighthouse"))[0].metadata[
-        "corpus"] == "paragraph"
+    assert (
+        asyncio.run(CorpusRetriever(rag=rag, corpus="paragraph", k=1).ainvoke("lighthouse"))[0].metadata["corpus"]
+        == "paragraph"
+    )
 
 
 def test_retriever_in_a_chain(rag: UniversalRAG) -> None:
     prompt = ChatPromptTemplate.from_messages([("system", "Context:\n{context}"), ("human", "{question}")])
     llm = FakeListChatModel(responses=["The Quarry Lions won 20 and lost 18."])
-    chain = ({"context": UniversalRAGRetriever(rag=rag, k=2) | (lambda ds: "\n".join(d.page_content for d in ds)),
-              "question": RunnablePassthrough()} | prompt | llm | StrOutputParser())
+    chain = (
+        {
+            "context": UniversalRAGRetriever(rag=rag, k=2) | (lambda ds: "\n".join(d.page_content for d in ds)),
+            "question": RunnablePassthrough(),
+        }
+        | prompt
+        | llm
+        | StrOutputParser()
+    )
     assert chain.invoke("What is the win-loss record of the Quarry Lions?") == "The Quarry Lions won 20 and lost 18."
 
 
@@ -117,8 +142,9 @@ def test_page_content_shows_a_tables_matched_rows_first(rag: UniversalRAG) -> No
     assert [d.metadata["id"] for d in docs] == [h.id for h in hits] and hits[0].matched_parts
     for doc, hit in zip(docs, hits, strict=True):
         first_row = hit.matched_parts[0][1]
-        assert doc.page_content.startswith(f"Matched rows (best first):\n- row {hit.matched_parts[0][0] + 1}: "
-                                           f"{first_row}\n")
+        assert doc.page_content.startswith(
+            f"Matched rows (best first):\n- row {hit.matched_parts[0][0] + 1}: {first_row}\n"
+        )
         assert doc.page_content.endswith("\n\n" + hit.content)
         assert document_to_hit(doc).content == hit.content  # the round trip keeps the unit's own content
 
@@ -148,15 +174,22 @@ class TestUniversalRAGRetrieverStandard(RetrieversIntegrationTests):
 # -- tools and agents ----------------------------------------------------------------------------------------
 def test_corpus_tools_return_text_and_documents(rag: UniversalRAG) -> None:
     tools = {t.name: t for t in create_corpus_tools(rag)}
-    assert set(tools) == {"search_paragraph", "search_document", "search_table", "search_image", "search_clip",
-                          "search_video"}
+    assert set(tools) == {
+        "search_paragraph",
+        "search_document",
+        "search_table",
+        "search_image",
+        "search_clip",
+        "search_video",
+    }
     assert rag.store.corpus("table").description in tools["search_table"].description
     # what each corpus holds, so that a model choosing a tool knows what it can find there
     described = tools["search_table"].description
     assert "It holds 2 sources: " in described and "league.csv" in described
     assert "lighthouse.txt" in tools["search_paragraph"].description
-    message = tools["search_table"].invoke({"type": "tool_call", "name": "search_table", "id": "c1",
-                                            "args": {"query": "Quarry Lions wins"}})
+    message = tools["search_table"].invoke(
+        {"type": "tool_call", "name": "search_table", "id": "c1", "args": {"query": "Quarry Lions wins"}}
+    )
     assert isinstance(message, ToolMessage) and "Quarry Lions" in message.content
     assert "Matched rows" in message.content  # the core's evidence text: the rows that matched come first
     assert all(isinstance(d, Document) and d.metadata["corpus"] == "table" for d in message.artifact)
@@ -169,11 +202,24 @@ def test_corpus_tools_return_text_and_documents(rag: UniversalRAG) -> None:
 def test_tools_inside_create_agent(rag: UniversalRAG) -> None:
     from langchain.agents import create_agent
 
-    model = ToolCallingFakeModel(messages=iter([
-        AIMessage(content="", tool_calls=[{"name": "search_table", "args": {"query": "Quarry Lions record"},
-                                           "id": "call_1", "type": "tool_call"}]),
-        AIMessage(content="The Quarry Lions won 20 games and lost 18."),
-    ]))
+    model = ToolCallingFakeModel(
+        messages=iter(
+            [
+                AIMessage(
+                    content="",
+                    tool_calls=[
+                        {
+                            "name": "search_table",
+                            "args": {"query": "Quarry Lions record"},
+                            "id": "call_1",
+                            "type": "tool_call",
+                        }
+                    ],
+                ),
+                AIMessage(content="The Quarry Lions won 20 games and lost 18."),
+            ]
+        )
+    )
     model.seen.clear()
     agent = create_agent(model, create_corpus_tools(rag, k=2), system_prompt="Use the search tools.")
     state = agent.invoke({"messages": [HumanMessage("What is the win-loss record of the Quarry Lions?")]})
@@ -215,8 +261,9 @@ def test_image_and_frame_hits_become_image_blocks(rag: UniversalRAG) -> None:
 
 
 def test_langchain_generator_answers_with_citations(rag: UniversalRAG) -> None:
-    llm = ToolCallingFakeModel(messages=iter([AIMessage(content="It is white [E1]."),
-                                              AIMessage(content="Agnes Ferrow [E1].")]))
+    llm = ToolCallingFakeModel(
+        messages=iter([AIMessage(content="It is white [E1]."), AIMessage(content="Agnes Ferrow [E1].")])
+    )
     llm.seen.clear()
     generator = LangChainGenerator(llm)
     images = CorpusRetriever(rag=rag, corpus="image", k=1).invoke("coffee cup on a saucer")
@@ -226,8 +273,9 @@ def test_langchain_generator_answers_with_citations(rag: UniversalRAG) -> None:
     sent = llm.seen[-1][1].content
     assert any(part["type"] == "image" for part in sent)  # the model saw the picture
     # the core facade answers through a LangChain chat model
-    answering = UniversalRAG(store=rag.store, embedder=rag.embedder, router=rag.router, generator=generator,
-                             visual_encoder=None)
+    answering = UniversalRAG(
+        store=rag.store, embedder=rag.embedder, router=rag.router, generator=generator, visual_encoder=None
+    )
     answer = answering.query("Who designed the Kestrel Point lighthouse?", k=1)
     assert answer.text == "Agnes Ferrow [E1]." and answer.citations == (answer.hits[0].id,)
 
@@ -249,8 +297,11 @@ class TestUniversalRAGVectorStoreStandard(VectorStoreIntegrationTests):
     def vectorstore(self, rag: UniversalRAG) -> Iterator[VectorStore]:
         embedder = LangChainEmbedder(self.get_embeddings())
         name = "lc_" + uuid.uuid4().hex[:10]
-        rag.store.create_corpus(CorpusSpec(name=name, modality="text", granularity="other",
-                                           dimension=embedder.dimension, embedder=embedder.name))
+        rag.store.create_corpus(
+            CorpusSpec(
+                name=name, modality="text", granularity="other", dimension=embedder.dimension, embedder=embedder.name
+            )
+        )
         try:
             yield UniversalRAGVectorStore(rag=rag, corpus=name, embedding=self.get_embeddings())
         finally:
@@ -261,14 +312,19 @@ def test_vector_store_with_the_bundled_encoder(rag: UniversalRAG) -> None:
     name = "lc_" + uuid.uuid4().hex[:10]
     store = UniversalRAGVectorStore.from_texts(
         ["The cryostat was serviced on Monday.", "Lunch is at noon in the atrium.", "The telescope dome leaks."],
-        metadatas=[{"team": "lab"}, {"team": "admin"}, {"team": "lab"}], ids=["n1", "n2", "n3"],
-        corpus=name, rag=rag, description="Notes of the lab")
+        metadatas=[{"team": "lab"}, {"team": "admin"}, {"team": "lab"}],
+        ids=["n1", "n2", "n3"],
+        corpus=name,
+        rag=rag,
+        description="Notes of the lab",
+    )
     try:
         assert rag.store.corpus(name).description == "Notes of the lab"
         assert rag.store.corpus(name).embedder == rag.embedder.name
         found = store.similarity_search_with_score("When was the cryostat serviced?", k=2)
-        assert found[0][0] == Document(id="n1", page_content="The cryostat was serviced on Monday.",
-                                       metadata={"team": "lab"})
+        assert found[0][0] == Document(
+            id="n1", page_content="The cryostat was serviced on Monday.", metadata={"team": "lab"}
+        )
         assert found[0][1] > found[1][1]
         lab = store.similarity_search("lunch", k=3, filter={"team": "lab"})
         assert {d.id for d in lab} == {"n1", "n3"}
@@ -294,12 +350,24 @@ def test_vector_store_with_the_bundled_encoder(rag: UniversalRAG) -> None:
 def test_vector_store_on_a_multi_vector_corpus(rag: UniversalRAG) -> None:
     """Texts added to a multi-vector corpus (documents) are found through their one part."""
     name = "lc_" + uuid.uuid4().hex[:10]
-    rag.store.create_corpus(CorpusSpec(name=name, modality="text", granularity="document", multi_vector=True,
-                                       dimension=rag.embedder.dimension, embedder=rag.embedder.name))
+    rag.store.create_corpus(
+        CorpusSpec(
+            name=name,
+            modality="text",
+            granularity="document",
+            multi_vector=True,
+            dimension=rag.embedder.dimension,
+            embedder=rag.embedder.name,
+        )
+    )
     try:
         store = UniversalRAGVectorStore(rag=rag, corpus=name)
-        store.add_documents([Document(page_content="Penguins live in the southern hemisphere.", id="p"),
-                             Document(page_content="The budget meeting moved to Friday.")])
+        store.add_documents(
+            [
+                Document(page_content="Penguins live in the southern hemisphere.", id="p"),
+                Document(page_content="The budget meeting moved to Friday."),
+            ]
+        )
         assert store.similarity_search("Where do penguins live?", k=1)[0].id == "p"
     finally:
         rag.store.drop_corpus(name)
@@ -307,11 +375,22 @@ def test_vector_store_on_a_multi_vector_corpus(rag: UniversalRAG) -> None:
 
 # -- packaging -----------------------------------------------------------------------------------------------------
 def test_public_api_is_pinned() -> None:
-    assert langchain_universalrag.__all__ == sorted([
-        "UniversalRAGRetriever", "CorpusRetriever", "create_corpus_tools", "create_corpus_tool", "format_documents",
-        "UniversalRAGVectorStore", "LangChainEmbedder", "UniversalRAGEmbeddings", "LangChainGenerator",
-        "documents_to_content_blocks", "documents_to_evidence", "build_chat_messages",
-    ])
+    assert langchain_universalrag.__all__ == sorted(
+        [
+            "UniversalRAGRetriever",
+            "CorpusRetriever",
+            "create_corpus_tools",
+            "create_corpus_tool",
+            "format_documents",
+            "UniversalRAGVectorStore",
+            "LangChainEmbedder",
+            "UniversalRAGEmbeddings",
+            "LangChainGenerator",
+            "documents_to_content_blocks",
+            "documents_to_evidence",
+            "build_chat_messages",
+        ]
+    )
     for name in langchain_universalrag.__all__:
         assert getattr(langchain_universalrag, name) is not None
 

@@ -23,8 +23,11 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def example_env(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """Arguments and environment pointing the examples at the test database, in a schema of their own."""
     schema = "ex_" + uuid.uuid4().hex[:12]
-    env = {**os.environ, "UNIVERSALRAG_HOME": str(tmp_path_factory.mktemp("home")),
-           "EXAMPLE_ARGS": f"--database-url={database_url} --schema={schema}"}
+    env = {
+        **os.environ,
+        "UNIVERSALRAG_HOME": str(tmp_path_factory.mktemp("home")),
+        "EXAMPLE_ARGS": f"--database-url={database_url} --schema={schema}",
+    }
     env.pop("UNIVERSALRAG_SCHEMA", None)
     yield env
     from universalrag.store.engine import make_engine
@@ -38,8 +41,15 @@ def example_env(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> 
 def _run(name: str, env: dict[str, str]) -> str:
     script = EXAMPLES / name / "main.py"
     assert (EXAMPLES / name / "README.md").is_file()
-    done = subprocess.run([sys.executable, str(script), *env["EXAMPLE_ARGS"].split()], env=env, cwd=EXAMPLES.parent,
-                          capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, str(script), *env["EXAMPLE_ARGS"].split()],
+        env=env,
+        cwd=EXAMPLES.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from support.fake_chat import ToolCallingFakeModel
+
 from langchain_universalrag import (
     CorpusRetriever,
     UniversalRAGRetriever,
@@ -20,7 +22,6 @@ from langchain_universalrag import (
     documents_to_evidence,
 )
 from langchain_universalrag._convert import document_to_hit
-from support.fake_chat import ToolCallingFakeModel
 from universalrag.errors import InvalidInputError
 from universalrag.evidence import hit_text
 from universalrag.pipeline import UniversalRAG
@@ -32,13 +33,28 @@ LIGHTHOUSE = "Who designed the Kestrel Point lighthouse?"
 def test_a_bad_tool_argument_goes_back_to_the_model_not_out_of_the_agent(rag: UniversalRAG) -> None:
     from langchain.agents import create_agent
 
-    model = ToolCallingFakeModel(messages=iter([
-        AIMessage(content="", tool_calls=[{"name": "search_table", "args": {"query": ""}, "id": "call_1",
-                                           "type": "tool_call"}]),
-        AIMessage(content="", tool_calls=[{"name": "search_table", "args": {"query": "Quarry Lions record"},
-                                           "id": "call_2", "type": "tool_call"}]),
-        AIMessage(content="The Quarry Lions won 20 games and lost 18."),
-    ]))
+    model = ToolCallingFakeModel(
+        messages=iter(
+            [
+                AIMessage(
+                    content="",
+                    tool_calls=[{"name": "search_table", "args": {"query": ""}, "id": "call_1", "type": "tool_call"}],
+                ),
+                AIMessage(
+                    content="",
+                    tool_calls=[
+                        {
+                            "name": "search_table",
+                            "args": {"query": "Quarry Lions record"},
+                            "id": "call_2",
+                            "type": "tool_call",
+                        }
+                    ],
+                ),
+                AIMessage(content="The Quarry Lions won 20 games and lost 18."),
+            ]
+        )
+    )
     model.seen.clear()
     agent = create_agent(model, create_corpus_tools(rag, ["table"], k=2))
     state = agent.invoke({"messages": [HumanMessage("What is the win-loss record of the Quarry Lions?")]})
@@ -97,33 +113,40 @@ def test_retriever_arguments_are_honoured_or_refused(rag: UniversalRAG) -> None:
         UniversalRAGRetriever(rag=rag).invoke(LIGHTHOUSE, routes="table")
 
 
-
 def test_a_documents_source_filters_its_file(rag: UniversalRAG) -> None:
     """A Document names its file in ``source`` (as LangChain's loaders do); filtering on it keeps that file's units
     (it found nothing: no unit holds the key), in the routed retriever and in one corpus's."""
     docs = UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph", "document"]).invoke(LIGHTHOUSE)
     source = docs[0].metadata["source"]
-    kept = UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph", "document"],
-                                 search_kwargs={"filter": {"source": source}}).invoke(LIGHTHOUSE)
+    kept = UniversalRAGRetriever(
+        rag=rag, k=4, routes=["paragraph", "document"], search_kwargs={"filter": {"source": source}}
+    ).invoke(LIGHTHOUSE)
     assert kept and {d.metadata["source"] for d in kept} == {source}
     others = CorpusRetriever(rag=rag, corpus="paragraph", k=4).invoke(LIGHTHOUSE, filter={"source": {"$ne": source}})
     assert source not in {d.metadata["source"] for d in others}
-    assert UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph"],
-                                 filter={"source": source + ".missing"}).invoke(LIGHTHOUSE) == []
+    assert (
+        UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph"], filter={"source": source + ".missing"}).invoke(
+            LIGHTHOUSE
+        )
+        == []
+    )
     # the file's name alone, as a user types it, matches that file in whatever folder it was ingested from (it was
     # read as a path under the working directory, and found nothing)
     name = Path(source).name
-    kept = UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph", "document"],
-                                 search_kwargs={"filter": {"source": name}}).invoke(LIGHTHOUSE)
+    kept = UniversalRAGRetriever(
+        rag=rag, k=4, routes=["paragraph", "document"], search_kwargs={"filter": {"source": name}}
+    ).invoke(LIGHTHOUSE)
     assert kept and {d.metadata["source"] for d in kept} == {source}
-    others = UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph", "table"],
-                                   search_kwargs={"filter": {"source": {"$nin": [name]}}}).invoke(LIGHTHOUSE)
+    others = UniversalRAGRetriever(
+        rag=rag, k=4, routes=["paragraph", "table"], search_kwargs={"filter": {"source": {"$nin": [name]}}}
+    ).invoke(LIGHTHOUSE)
     assert others and source not in {d.metadata["source"] for d in others}  # the league's table, not the text
 
 
 # -- 6. tools built before ingestion ------------------------------------------------------------------------------------
 def test_tools_built_before_ingestion_warn_and_search_at_call_time(
-        settings: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    settings: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     empty = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)
     empty.store.init(embedder=empty.embedder.name, dimension=empty.embedder.dimension)
     with caplog.at_level(logging.WARNING, logger="langchain_universalrag.tools"):
@@ -150,8 +173,10 @@ def test_documents_carry_their_rank(rag: UniversalRAG) -> None:
 
 # -- 8. copying ------------------------------------------------------------------------------------------------------------
 def test_retrievers_copy_sharing_the_pipeline_and_refuse_pickling(rag: UniversalRAG) -> None:
-    for retriever in (UniversalRAGRetriever(rag=rag, k=2, filter={"a": {"$eq": 1}}),
-                      CorpusRetriever(rag=rag, corpus="table", k=1)):
+    for retriever in (
+        UniversalRAGRetriever(rag=rag, k=2, filter={"a": {"$eq": 1}}),
+        CorpusRetriever(rag=rag, corpus="table", k=1),
+    ):
         for twin in (copy.deepcopy(retriever), retriever.model_copy(deep=True), copy.copy(retriever)):
             assert twin.rag is rag and twin.k == retriever.k and twin is not retriever
         deep = copy.deepcopy(retriever)

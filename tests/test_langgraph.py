@@ -10,11 +10,15 @@ import sys
 from collections.abc import Collection, Sequence
 from typing import Annotated, Any, ClassVar
 
-import langchain_universalrag.graph as lg
 import pytest
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.types import Send
+
+import langchain_universalrag.graph as lg
 from langchain_universalrag.graph import (
     build_graph,
     make_generate_node,
@@ -23,9 +27,6 @@ from langchain_universalrag.graph import (
     make_route_node,
     question_of,
 )
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import Send
 from universalrag.errors import MissingDependencyError, RoutingError
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import RouteDecision
@@ -48,14 +49,16 @@ class FixedRouter:
     async def aroute(self, query: str, *, candidates: Collection[str] | None = None) -> RouteDecision:
         return self.route(query)
 
-    async def aroute_many(self, queries: Sequence[str], *,
-                          candidates: Collection[str] | None = None) -> list[RouteDecision]:
+    async def aroute_many(
+        self, queries: Sequence[str], *, candidates: Collection[str] | None = None
+    ) -> list[RouteDecision]:
         return self.route_many(queries)
 
 
 def _with_router(rag: UniversalRAG, *routes: str) -> UniversalRAG:
-    return UniversalRAG(store=rag.store, embedder=rag.embedder, router=FixedRouter(*routes), generator=None,
-                        visual_encoder=None)
+    return UniversalRAG(
+        store=rag.store, embedder=rag.embedder, router=FixedRouter(*routes), generator=None, visual_encoder=None
+    )
 
 
 class RecordingModel(GenericFakeChatModel):
@@ -96,7 +99,8 @@ def test_several_routes_fan_out_in_parallel(rag: UniversalRAG) -> None:
     edge = make_route_edge(two)
     sends = edge.invoke({"question": "Quarry Lions and the lighthouse"})
     assert [s.node for s in sends] == ["retrieve_table", "retrieve_paragraph"] and all(
-        isinstance(s, Send) and s.arg["question"] == "Quarry Lions and the lighthouse" for s in sends)
+        isinstance(s, Send) and s.arg["question"] == "Quarry Lions and the lighthouse" for s in sends
+    )
     assert make_route_edge(two, corpora=["table"]).invoke({"question": "x"}) == "retrieve_table"
     none = _with_router(rag, "none")
     assert make_route_edge(none, allow_none=True).invoke({"question": "What is 2+2?"}) == "generate"
@@ -111,7 +115,8 @@ def test_several_routes_fan_out_in_parallel(rag: UniversalRAG) -> None:
     assert {d.metadata["corpus"] for d in state["documents"]} == {"table", "paragraph"}
 
     state = build_graph(_with_router(rag, "none"), corpora=["table"], allow_none=True).invoke(
-        {"question": "What is 2+2?"})
+        {"question": "What is 2+2?"}
+    )
     assert state["decision"]["routes"] == ["none"] and not state.get("documents") and state["answer"] is None
     # By default a graph never answers without evidence because of `none`: it searches the likeliest corpus.
     state = build_graph(_with_router(rag, "none"), corpora=["table"]).invoke({"question": "What is 2+2?"})
@@ -135,8 +140,11 @@ def test_route_node_and_edge_in_a_users_own_graph(rag: UniversalRAG) -> None:
     builder.add_node("retrieve_clip", make_retrieve_node(rag, "clip", k=1))
     builder.add_node("respond", respond)
     builder.add_edge(START, "route")
-    builder.add_conditional_edges("route", make_route_edge(rag, corpora=["table", "clip"], none_node="respond"),
-                                  ["retrieve_table", "retrieve_clip", "respond"])
+    builder.add_conditional_edges(
+        "route",
+        make_route_edge(rag, corpora=["table", "clip"], none_node="respond"),
+        ["retrieve_table", "retrieve_clip", "respond"],
+    )
     builder.add_edge("retrieve_table", "respond")
     builder.add_edge("retrieve_clip", "respond")
     builder.add_edge("respond", END)
@@ -146,8 +154,10 @@ def test_route_node_and_edge_in_a_users_own_graph(rag: UniversalRAG) -> None:
     state = graph.invoke({"messages": [HumanMessage("What is the win-loss record of the Quarry Lions?")]}, config)
     assert state["decision"]["routes"][0] == "table" and state["messages"][-1].content == "searched: table"
     assert "Quarry Lions" in state["documents"][0].page_content
-    state = graph.invoke({"messages": [HumanMessage("In the morning video, what happens in the moment when the "
-                                                    "cat is sleeping?")]}, config)
+    state = graph.invoke(
+        {"messages": [HumanMessage("In the morning video, what happens in the moment when the cat is sleeping?")]},
+        config,
+    )
     assert state["decision"]["routes"][0] == "clip" and "Chelsea" in state["documents"][-1].page_content
     assert len(state["messages"]) == 4
 
@@ -166,8 +176,11 @@ def test_the_answer_is_written_from_k_documents_merged_as_retrieve_merges(rag: U
     """Two retrieve nodes give k documents each; the model is handed the best k of them, ranked as
     ``rag.retrieve`` ranks the same corpora (it was handed all 2k, one corpus after the other)."""
     question = "Who designed the lighthouse?"
-    docs = [d for corpus in ("table", "paragraph")
-            for d in make_retrieve_node(rag, corpus, k=2).invoke({"question": question})["documents"]]
+    docs = [
+        d
+        for corpus in ("table", "paragraph")
+        for d in make_retrieve_node(rag, corpus, k=2).invoke({"question": question})["documents"]
+    ]
     assert len(docs) == 4
     llm = RecordingModel(messages=iter([AIMessage(content="Agnes Ferrow designed it [E1].")]))
     llm.seen.clear()
@@ -187,10 +200,20 @@ def test_question_comes_from_the_state_or_the_last_human_message() -> None:
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(lg.__all__) == sorted([
-        "UniversalRAGState", "question_of", "retrieve_node_name", "make_route_node", "make_route_edge",
-        "make_retrieve_node", "make_generate_node", "build_graph", "MissingStateKeysError", "add_documents",
-    ])
+    assert sorted(lg.__all__) == sorted(
+        [
+            "UniversalRAGState",
+            "question_of",
+            "retrieve_node_name",
+            "make_route_node",
+            "make_route_edge",
+            "make_retrieve_node",
+            "make_generate_node",
+            "build_graph",
+            "MissingStateKeysError",
+            "add_documents",
+        ]
+    )
 
 
 def test_missing_langgraph_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

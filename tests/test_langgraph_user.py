@@ -11,6 +11,9 @@ from typing import Any, ClassVar
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+
 from langchain_universalrag.graph import (
     MissingStateKeysError,
     build_graph,
@@ -20,8 +23,6 @@ from langchain_universalrag.graph import (
     make_route_node,
     retrieve_node_name,
 )
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, MessagesState, StateGraph
 from universalrag.pipeline import UniversalRAG
 
 QUARRY = "What is the win-loss record of the Quarry Lions?"
@@ -38,8 +39,9 @@ class RecordingModel(GenericFakeChatModel):
         return super()._generate(messages, *args, **kwargs)
 
 
-def _messages_graph(rag: UniversalRAG, corpora: list[str], answer: Any, *, route_node: bool,
-                    output: str = "documents") -> Any:
+def _messages_graph(
+    rag: UniversalRAG, corpora: list[str], answer: Any, *, route_node: bool, output: str = "documents"
+) -> Any:
     """The user's plain ``StateGraph(MessagesState)``: (route node →) routing edge → retrieve nodes → answer."""
     nodes = [retrieve_node_name(c) for c in corpora]
     builder = StateGraph(MessagesState)
@@ -60,6 +62,7 @@ def _messages_graph(rag: UniversalRAG, corpora: list[str], answer: Any, *, route
 
 def test_nodes_in_a_messages_state_graph_raise_instead_of_dropping_their_writes(rag: UniversalRAG) -> None:
     """Before: the route and retrieve nodes' ``decision``/``documents`` writes vanished; the answer saw nothing."""
+
     def answer(state: dict[str, Any]) -> dict[str, Any]:
         return {"messages": [AIMessage("answered")]}
 
@@ -77,8 +80,7 @@ def test_messages_output_puts_the_evidence_in_a_messages_state_conversation(rag:
     generation node answers from those documents."""
     llm = RecordingModel(messages=iter([AIMessage(content="They won 20 and lost 18 [E1].")]))
     llm.seen.clear()
-    graph = _messages_graph(rag, ["table", "clip"], make_generate_node(rag, llm), route_node=False,
-                            output="messages")
+    graph = _messages_graph(rag, ["table", "clip"], make_generate_node(rag, llm), route_node=False, output="messages")
     state = graph.invoke({"messages": [HumanMessage(QUARRY)]})
     kinds = [type(m).__name__ for m in state["messages"]]
     assert kinds == ["HumanMessage", "AIMessage", "ToolMessage", "AIMessage"]
@@ -112,7 +114,8 @@ def test_the_newest_human_message_wins_and_documents_reset_per_turn(rag: Univers
 
 
 def test_a_graph_built_before_ingestion_warns_then_finds_what_is_ingested(
-        settings: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    settings: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Before: ``build_graph`` on an empty knowledge base made a graph without retrieval nodes, silently."""
     empty = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)
     empty.store.init(embedder=empty.embedder.name, dimension=empty.embedder.dimension)

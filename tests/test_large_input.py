@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 import sqlalchemy as sa
+from test_faults_kill import HashEmbedder, init_store
 
 from universalrag.errors import InvalidInputError
 from universalrag.ingest import IngestOptions, ingest_paths
@@ -26,10 +27,10 @@ from universalrag.ingest.pipeline import Progress
 from universalrag.ingest.text.passages import split_paragraphs
 from universalrag.ingest.text.plain import extract_txt
 
-from test_faults_kill import HashEmbedder, init_store
-
-WORDS = ("harbour lantern granite meadow orchard falcon copper willow summit canal quarry beacon glacier "
-         "tundra prairie lagoon estuary ridge valley basin delta fjord plateau canyon marsh grove").split()
+WORDS = (
+    "harbour lantern granite meadow orchard falcon copper willow summit canal quarry beacon glacier "
+    "tundra prairie lagoon estuary ridge valley basin delta fjord plateau canyon marsh grove"
+).split()
 
 
 class Interrupted(Exception):
@@ -82,7 +83,9 @@ def counts(store: Any) -> dict[str, int]:
     out = dict(store.counts())
     with store.engine.connect() as conn:
         for name in ("document", "table"):
-            out[f"{name}.parts"] = conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}".corpus_{name}_parts')).scalar_one()
+            out[f"{name}.parts"] = conn.execute(
+                sa.text(f'SELECT count(*) FROM "{store.schema}".corpus_{name}_parts')
+            ).scalar_one()
         out["sources"] = conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}".sources')).scalar_one()
         out["table_rows"] = conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}".table_rows')).scalar_one()
         out["stages"] = conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}".stages')).scalar_one()
@@ -101,6 +104,7 @@ def interrupt_after(batches: int) -> Any:
     def on_progress(p: Progress) -> None:
         if p.done >= batches:
             raise Interrupted(p.path)
+
     return on_progress
 
 
@@ -165,9 +169,12 @@ def test_large_text_is_streamed_in_batches_with_every_passage(store: Any, tmp_pa
     assert report.ok and report.outcomes[0].status == "added" and [p.done for p in seen[:2]] == [0, 3]
     expected = split_paragraphs(extract_txt(path.read_text(encoding="utf-8"))[1])
     with store.engine.connect() as conn:
-        stored = conn.execute(sa.text(
-            f'SELECT content, (metadata->>\'index\')::int AS i, parent_id FROM "{store.schema}".corpus_paragraph '
-            "ORDER BY i")).all()
+        stored = conn.execute(
+            sa.text(
+                f"SELECT content, (metadata->>'index')::int AS i, parent_id FROM \"{store.schema}\".corpus_paragraph "
+                "ORDER BY i"
+            )
+        ).all()
         doc = conn.execute(sa.text(f'SELECT id, metadata FROM "{store.schema}".corpus_document')).one()
     assert [r.content for r in stored] == [p.text for p in expected]  # one block: exactly the whole-file split
     assert {r.parent_id for r in stored} == {doc.id}
@@ -191,8 +198,13 @@ def test_a_markup_file_too_large_to_parse_whole_is_refused_and_the_run_goes_on(s
 def test_deleting_a_source_drops_what_a_crashed_run_left_staged(store: Any, tmp_path: Path) -> None:
     path = write_csv(tmp_path / "readings.csv", 400)
     with pytest.raises(Interrupted):
-        ingest_paths(store, HashEmbedder(), [path], options=IngestOptions(stage_rows=100, table_batch_rows=100),
-                     on_progress=interrupt_after(2))
+        ingest_paths(
+            store,
+            HashEmbedder(),
+            [path],
+            options=IngestOptions(stage_rows=100, table_batch_rows=100),
+            on_progress=interrupt_after(2),
+        )
     assert counts(store)["stages"] == 1
     store.delete_source(path.resolve().as_uri())
     assert counts(store)["stages"] == 0
@@ -211,8 +223,15 @@ def test_the_cli_shows_each_committed_batch_of_a_large_source(store: Any, tmp_pa
     stdout = io.StringIO()
     progress = IngestProgress(Output(terminal=False, stdout=stdout, stderr=io.StringIO()))
     with progress:
-        ingest_paths(store, HashEmbedder(), [path], options=IngestOptions(stage_rows=100, table_batch_rows=100),
-                     on_start=progress.on_start, on_file=progress.on_file, on_progress=progress.on_batch)
+        ingest_paths(
+            store,
+            HashEmbedder(),
+            [path],
+            options=IngestOptions(stage_rows=100, table_batch_rows=100),
+            on_start=progress.on_start,
+            on_file=progress.on_file,
+            on_progress=progress.on_batch,
+        )
     lines = stdout.getvalue().splitlines()
     batches = [line for line in lines if "batches committed" in line]
     assert len(batches) >= 4 and all(line.startswith(str(path)) for line in batches), lines

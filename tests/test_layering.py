@@ -18,7 +18,11 @@ REPO = Path(__file__).resolve().parents[1]
 ROOTS = {
     "universalrag": REPO / "core" / "universalrag",
     "langchain_universalrag": REPO / "integrations" / "langchain" / "langchain_universalrag",
-    "llama_index.retrievers.universalrag": REPO / "integrations" / "llamaindex" / "llama_index" / "retrievers"
+    "llama_index.retrievers.universalrag": REPO
+    / "integrations"
+    / "llamaindex"
+    / "llama_index"
+    / "retrievers"
     / "universalrag",
 }
 
@@ -74,7 +78,8 @@ MODULES = _modules()
 def _is_type_checking(node: ast.If) -> bool:
     test = node.test
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _nodes(tree: ast.AST, *, typing_only: bool) -> Iterator[ast.AST]:
@@ -220,4 +225,5 @@ def test_no_private_helper_is_imported_across_modules(name: str) -> None:
         private = [n for n in names if n.startswith("_") and not n.startswith("__")]
         # a package's own __init__ may gather private names of its modules; nobody else may
         assert not private or (MODULES[name].name == "__init__.py" and target.startswith(own_package)), (
-            f"{name} imports private {private} from {target}")
+            f"{name} imports private {private} from {target}"
+        )

@@ -14,12 +14,13 @@ import pytest
 
 pytest.importorskip("llama_index.core")
 
-import llama_index.retrievers.universalrag as li_pkg
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RouterQueryEngine
 from llama_index.core.retrievers import RouterRetriever
 from llama_index.core.schema import ImageNode, MetadataMode, NodeWithScore, TextNode
 from llama_index.core.tools import QueryEngineTool, RetrieverTool, ToolMetadata
+
+import llama_index.retrievers.universalrag as li_pkg
 from llama_index.retrievers.universalrag import (
     UniversalRAGQueryEngine,
     UniversalRAGRetriever,
@@ -48,8 +49,13 @@ def _corpora(nodes: Sequence[NodeWithScore]) -> list[str]:
 
 # -- package ----------------------------------------------------------------------------------------------------
 def test_public_api_is_pinned_and_the_namespace_is_shared() -> None:
-    assert sorted(li_pkg.__all__) == ["UniversalRAGQueryEngine", "UniversalRAGRetriever", "UniversalRAGSelector",
-                                      "corpus_retriever_tools", "hits_to_nodes"]
+    assert sorted(li_pkg.__all__) == [
+        "UniversalRAGQueryEngine",
+        "UniversalRAGRetriever",
+        "UniversalRAGSelector",
+        "corpus_retriever_tools",
+        "hits_to_nodes",
+    ]
     for name in li_pkg.__all__:
         assert getattr(li_pkg, name) is not None
     # PEP 420: llama-index-core owns the `llama_index` namespace; our tree must not shadow it.
@@ -71,12 +77,13 @@ def test_missing_extra_names_the_package_and_the_extra() -> None:
         "    except MissingDependencyError as e:\n"
         "        print(e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert len(lines) == 2, out.stdout
-    assert all("'llama-index-core'" in line and "pip install 'universalrag-postgres[llamaindex]'" in line for line in lines)
+    assert all(
+        "'llama-index-core'" in line and "pip install 'universalrag-postgres[llamaindex]'" in line for line in lines
+    )
 
 
 def test_constructors_check_their_arguments(rag: UniversalRAG) -> None:
@@ -95,21 +102,26 @@ def test_constructors_check_their_arguments(rag: UniversalRAG) -> None:
 
 
 # -- retriever --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("question", "corpus", "node_type", "expected"), [
-    (TABLE_Q, "table", TextNode, "team: Quarry Lions | city: Stonebridge | wins: 20 | losses: 18"),
-    (IMAGE_Q, "image", ImageNode, "saucer"),
-    (CLIP_Q, "clip", TextNode, "Chelsea"),
-    (TEXT_Q, "paragraph", TextNode, "Agnes Ferrow"),
-])
-def test_retriever_returns_nodes_of_the_routed_corpus(rag: UniversalRAG, question: str, corpus: str,
-                                                      node_type: type, expected: str) -> None:
+@pytest.mark.parametrize(
+    ("question", "corpus", "node_type", "expected"),
+    [
+        (TABLE_Q, "table", TextNode, "team: Quarry Lions | city: Stonebridge | wins: 20 | losses: 18"),
+        (IMAGE_Q, "image", ImageNode, "saucer"),
+        (CLIP_Q, "clip", TextNode, "Chelsea"),
+        (TEXT_Q, "paragraph", TextNode, "Agnes Ferrow"),
+    ],
+)
+def test_retriever_returns_nodes_of_the_routed_corpus(
+    rag: UniversalRAG, question: str, corpus: str, node_type: type, expected: str
+) -> None:
     nodes = UniversalRAGRetriever(rag=rag, similarity_top_k=2).retrieve(question)
     top = nodes[0]
     meta = top.metadata
     # the routed corpus answers first; a sibling granularity the combiner also found likely may follow
     assert type(top.node) is node_type and _corpora(nodes)[0] == corpus and set(_corpora(nodes)) <= set(meta["routes"])
-    assert expected in top.node.get_content() or any(expected in p["text"] for p in top.metadata.get(
-        "matched_parts", []))
+    assert expected in top.node.get_content() or any(
+        expected in p["text"] for p in top.metadata.get("matched_parts", [])
+    )
     assert meta["routes"][0] == corpus and meta["route_decision"]["router"] == "evidence(trained)"
     assert meta["route_decision"]["scores"][corpus] > 0.5
     assert meta["uri"].startswith("file://") and top.node.node_id == meta["unit_id"]
@@ -154,7 +166,8 @@ def test_base64_mode_carries_jpegs_for_images_and_clip_frames(rag: UniversalRAG)
 
 def test_fixed_routes_top_k_filters_and_none(rag: UniversalRAG) -> None:
     nodes = UniversalRAGRetriever(rag=rag, routes=["table", "paragraph"], similarity_top_k=2).retrieve(
-        "Quarry Lions wins and the lighthouse keepers")
+        "Quarry Lions wins and the lighthouse keepers"
+    )
     assert sorted(_corpora(nodes)) == ["paragraph", "table"]
     filtered = UniversalRAGRetriever(rag=rag, routes=["table"], filter={"format": "xlsx"}).retrieve("wins")
     assert [n.metadata["title"] for n in filtered] == ["Ferries"]
@@ -182,7 +195,9 @@ def test_query_engine_with_a_llamaindex_llm(rag: UniversalRAG) -> None:
     engine = UniversalRAGQueryEngine(rag=rag, llm=MockLLM(), similarity_top_k=2)
     response = engine.query(TABLE_Q)
     # MockLLM echoes its prompt: the table's matched rows reached the model through the synthesizer.
-    assert "team: Quarry Lions | city: Stonebridge | wins: 20 | losses: 18" in str(response) and TABLE_Q in str(response)
+    assert "team: Quarry Lions | city: Stonebridge | wins: 20 | losses: 18" in str(response) and TABLE_Q in str(
+        response
+    )
     assert _corpora(response.source_nodes) == ["table", "table"]
     assert response.metadata["routes"] == ["table"] and response.metadata["answered_by"] == "llamaindex:MockLLM"
     image = engine.query(IMAGE_Q)  # pictures enter the text-only synthesizer as their captions
@@ -208,8 +223,13 @@ def test_query_engine_sends_pictures_to_a_multimodal_synthesizer(rag: UniversalR
     from llama_index.core.response_synthesizers import get_response_synthesizer
 
     llm = MockLLMWithChatMemoryOfLastCall(is_chat_model=True)
-    engine = UniversalRAGQueryEngine(rag=rag, llm=llm, similarity_top_k=1, image_mode="base64",
-                                     response_synthesizer=get_response_synthesizer(llm=llm, multimodal=True))
+    engine = UniversalRAGQueryEngine(
+        rag=rag,
+        llm=llm,
+        similarity_top_k=1,
+        image_mode="base64",
+        response_synthesizer=get_response_synthesizer(llm=llm, multimodal=True),
+    )
     engine.query(CLIP_Q)
     blocks = [b for m in llm.last_chat_messages or [] for b in m.blocks]
     frames = [b for b in blocks if isinstance(b, ImageBlock)]
@@ -243,8 +263,14 @@ class EchoGenerator:
 
 
 def test_query_engine_uses_the_core_generator_without_llm(rag: UniversalRAG) -> None:
-    core = UniversalRAG(settings=rag.settings, store=rag.store, embedder=rag.embedder, router=rag.router,
-                        generator=EchoGenerator(), visual_encoder=None)
+    core = UniversalRAG(
+        settings=rag.settings,
+        store=rag.store,
+        embedder=rag.embedder,
+        router=rag.router,
+        generator=EchoGenerator(),
+        visual_encoder=None,
+    )
     response = UniversalRAGQueryEngine(rag=core, similarity_top_k=1).query(IMAGE_Q)
     assert str(response) == "core: [image 1] A white cup of black coffee on a saucer, seen from above. (IMG_0042.jpg)"
     assert response.metadata["answered_by"] == "universalrag:echo"
@@ -254,13 +280,17 @@ def test_query_engine_uses_the_core_generator_without_llm(rag: UniversalRAG) -> 
 # -- selector ---------------------------------------------------------------------------------------------------
 def _engine_tools(rag: UniversalRAG) -> list[QueryEngineTool]:
     """Three one-corpus engines whose names say nothing: the selector maps them by their descriptions."""
+
     def tool(name: str, description: str, corpus: str) -> QueryEngineTool:
         engine = UniversalRAGQueryEngine(rag=rag, routes=[corpus], similarity_top_k=1)
         return QueryEngineTool(query_engine=engine, metadata=ToolMetadata(name=name, description=description))
 
     return [
-        tool("standings", "Tables of the sports league standings and of ferry timetables: figures, counts, "
-             "records and comparisons.", "table"),
+        tool(
+            "standings",
+            "Tables of the sports league standings and of ferry timetables: figures, counts, records and comparisons.",
+            "table",
+        ),
         tool("photos", "Photographs and pictures, for questions about what something looks like.", "image"),
         tool("history", "Short passages from articles, each answering one specific factual question.", "paragraph"),
     ]
@@ -270,19 +300,28 @@ def test_selector_maps_choices_by_name_and_by_description(rag: UniversalRAG) -> 
     selector = UniversalRAGSelector(rag=rag, choice_routes={"custom": "clip"})
     tools = _engine_tools(rag)
     mapped = selector.map_choices([t.metadata for t in tools])
-    assert [(m.route, m.how) for m in mapped] == [("table", "description"), ("image", "description"),
-                                                  ("paragraph", "description")]
-    by_name = selector.map_choices([ToolMetadata(name="search_video", description="anything"),
-                                    ToolMetadata(name="Table", description="anything"),
-                                    ToolMetadata(name="custom", description="anything")])
+    assert [(m.route, m.how) for m in mapped] == [
+        ("table", "description"),
+        ("image", "description"),
+        ("paragraph", "description"),
+    ]
+    by_name = selector.map_choices(
+        [
+            ToolMetadata(name="search_video", description="anything"),
+            ToolMetadata(name="Table", description="anything"),
+            ToolMetadata(name="custom", description="anything"),
+        ]
+    )
     assert [(m.route, m.how) for m in by_name] == [("video", "name"), ("table", "name"), ("clip", "explicit")]
 
 
 def test_selector_with_a_router_only_and_plain_string_choices(rag: UniversalRAG) -> None:
     # No UniversalRAG: the built-in route descriptions only, no database; choices may be bare descriptions.
     selector = UniversalRAGSelector(router=rag.router, embedder=rag.embedder)
-    choices = ["Tables of figures and records, such as league standings.",
-               "Photographs, for questions about what something looks like."]
+    choices = [
+        "Tables of figures and records, such as league standings.",
+        "Photographs, for questions about what something looks like.",
+    ]
     assert selector.select(choices, IMAGE_Q).inds == [1]
     assert asyncio.run(selector.aselect(choices, TABLE_Q)).inds == [0]
     result, decision = selector.select_with_decision(choices, TABLE_Q)
@@ -292,9 +331,13 @@ def test_selector_with_a_router_only_and_plain_string_choices(rag: UniversalRAG)
 def test_selector_routes_to_user_defined_corpora_with_an_example_router(rag: UniversalRAG) -> None:
     from universalrag.routing import ExampleRouter
 
-    router = ExampleRouter({"recipes": ["How long do I bake banana bread?", "What goes into a risotto?"],
-                            "table": ["How many wins did the team have?", "Which city has the most ferries?"]},
-                           embedder=rag.embedder)
+    router = ExampleRouter(
+        {
+            "recipes": ["How long do I bake banana bread?", "What goes into a risotto?"],
+            "table": ["How many wins did the team have?", "Which city has the most ferries?"],
+        },
+        embedder=rag.embedder,
+    )
     selector = UniversalRAGSelector(router=router, embedder=rag.embedder)
     choices = [ToolMetadata(name="search_table", description="x"), ToolMetadata(name="recipes", description="y")]
     assert [m.how for m in selector.map_choices(choices)] == ["name", "name"]  # `recipes`: a route the router knows
@@ -302,11 +345,13 @@ def test_selector_routes_to_user_defined_corpora_with_an_example_router(rag: Uni
     assert selector.select(choices, "How many losses did the Rovers have?").inds == [0]
 
 
-@pytest.mark.parametrize(("question", "index", "corpus"), [(TABLE_Q, 0, "table"), (IMAGE_Q, 1, "image"),
-                                                           (TEXT_Q, 2, "paragraph")])
+@pytest.mark.parametrize(
+    ("question", "index", "corpus"), [(TABLE_Q, 0, "table"), (IMAGE_Q, 1, "image"), (TEXT_Q, 2, "paragraph")]
+)
 def test_router_query_engine_with_our_selector(rag: UniversalRAG, question: str, index: int, corpus: str) -> None:
-    engine = RouterQueryEngine(selector=UniversalRAGSelector(rag=rag), query_engine_tools=_engine_tools(rag),
-                               llm=MockLLM())
+    engine = RouterQueryEngine(
+        selector=UniversalRAGSelector(rag=rag), query_engine_tools=_engine_tools(rag), llm=MockLLM()
+    )
     response = engine.query(question)
     result = response.metadata["selector_result"]
     assert result.inds == [index] and f"chose route {corpus!r}" in result.reason
@@ -314,8 +359,9 @@ def test_router_query_engine_with_our_selector(rag: UniversalRAG, question: str,
 
 
 def test_router_query_engine_async(rag: UniversalRAG) -> None:
-    engine = RouterQueryEngine(selector=UniversalRAGSelector(rag=rag), query_engine_tools=_engine_tools(rag),
-                               llm=MockLLM())
+    engine = RouterQueryEngine(
+        selector=UniversalRAGSelector(rag=rag), query_engine_tools=_engine_tools(rag), llm=MockLLM()
+    )
     response = asyncio.run(engine.aquery(IMAGE_Q))
     assert response.metadata["selector_result"].inds == [1]
 
@@ -358,17 +404,21 @@ def test_none_needs_a_none_choice_or_a_fallback(rag: UniversalRAG) -> None:
     with pytest.raises(RoutingError, match="names no choice"):
         UniversalRAGSelector(rag=rag, router=rag.router, fallback="nope").select(metas, NONE_Q)
     # A choice that stands for `none` (an engine answering without retrieval) is selected instead.
-    direct = QueryEngineTool(query_engine=UniversalRAGQueryEngine(rag=rag, llm=MockLLM(), routes=["none"]),
-                             metadata=ToolMetadata(name="none", description="Answers from the LLM alone."))
-    engine = RouterQueryEngine(selector=UniversalRAGSelector(rag=rag), query_engine_tools=[*tools, direct],
-                               llm=MockLLM())
+    direct = QueryEngineTool(
+        query_engine=UniversalRAGQueryEngine(rag=rag, llm=MockLLM(), routes=["none"]),
+        metadata=ToolMetadata(name="none", description="Answers from the LLM alone."),
+    )
+    engine = RouterQueryEngine(
+        selector=UniversalRAGSelector(rag=rag), query_engine_tools=[*tools, direct], llm=MockLLM()
+    )
     response = engine.query(NONE_Q)
     assert response.metadata["selector_result"].inds == [3] and str(response) == NONE_Q
 
 
 def test_router_retriever_with_our_selector_over_corpus_tools(rag: UniversalRAG) -> None:
-    router = RouterRetriever(selector=UniversalRAGSelector(rag=rag), retriever_tools=corpus_retriever_tools(rag),
-                             llm=MockLLM())
+    router = RouterRetriever(
+        selector=UniversalRAGSelector(rag=rag), retriever_tools=corpus_retriever_tools(rag), llm=MockLLM()
+    )
     assert set(_corpora(router.retrieve(TABLE_Q))) == {"table"}
     # evidence-aware routing may add the whole video to the clip (a multi-label decision): clip is among them
     clip = set(_corpora(router.retrieve(CLIP_Q)))

@@ -47,8 +47,15 @@ def example_run(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def run_example(name: str, run: ExampleRun) -> str:
     """Run ``examples/<name>/main.py`` in a subprocess; its standard output."""
-    out = subprocess.run([sys.executable, str(EXAMPLES / name / "main.py"), *run.args], check=False,
-                         capture_output=True, text=True, env=run.env, timeout=300, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / name / "main.py"), *run.args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=run.env,
+        timeout=300,
+        cwd=REPO,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out.stdout
 
@@ -66,13 +73,19 @@ def test_query_engine_example(example_run: ExampleRun) -> None:
 @pytest.mark.slow
 def test_router_query_engine_example(example_run: ExampleRun) -> None:
     out = run_example("llamaindex_router_query_engine", example_run)
-    assert ("observatory_facts → paragraph (by description), logs_and_measurements → table (by description), "
-            "photo_library → image (by description), video_moments → clip (by description), "
-            "general_knowledge → none (by description)") in out
+    assert (
+        "observatory_facts → paragraph (by description), logs_and_measurements → table (by description), "
+        "photo_library → image (by description), video_moments → clip (by description), "
+        "general_knowledge → none (by description)"
+    ) in out
     # the decision is evidence-aware and may be multi-label: the right tool is selected first, its corpus searched
     selected = re.findall(r"selected: ([\w, ]+?)  \(sources: ([\w, -]+)\)", out)
-    for tool, corpus in [("logs_and_measurements", "table"), ("photo_library", "image"),
-                         ("video_moments", "clip"), ("general_knowledge", "-")]:
+    for tool, corpus in [
+        ("logs_and_measurements", "table"),
+        ("photo_library", "image"),
+        ("video_moments", "clip"),
+        ("general_knowledge", "-"),
+    ]:
         assert any(names.split(", ")[0] == tool and corpus in sources.split(", ") for names, sources in selected), out
     searched = [set(re.findall(r"'(\w+)'", line)) for line in re.findall(r"corpora: \[.*\]", out)]
     for corpus in ("table", "image", "clip", "video"):

@@ -32,6 +32,7 @@ from llama_index.core.vector_stores.types import (
     MetadataFilter,
     MetadataFilters,
 )
+
 from llama_index.retrievers.universalrag import (
     UniversalRAGQueryEngine,
     UniversalRAGRetriever,
@@ -52,14 +53,21 @@ def _manual() -> str:
     the one about gzip, far past the first pages (as in the Node.js manual that filled an agent's context)."""
     sections = []
     for topic in TOPICS:
-        body = " ".join(f"The {topic} interface keeps its state in plain objects and reports progress through "
-                        f"callbacks, so that every {topic} operation can be cancelled or retried safely." for _ in range(10))
+        body = " ".join(
+            f"The {topic} interface keeps its state in plain objects and reports progress through "
+            f"callbacks, so that every {topic} operation can be cancelled or retried safely."
+            for _ in range(10)
+        )
         sections.append(f"## Working with {topic}\n\n{body}")
-    sections.append("## Reading a file line by line\n\nTo read a file line by line, create a read stream with "
-                    "fs.createReadStream and pass it to readline.createInterface; then iterate the interface with "
-                    "for await, one line per iteration, without loading the whole file into memory.")
-    sections.append("## Compressing with zlib\n\nzlib.createGzip accepts options such as level, memLevel, "
-                    "windowBits, strategy and chunkSize; gzip output is written with a header and a CRC32 trailer.")
+    sections.append(
+        "## Reading a file line by line\n\nTo read a file line by line, create a read stream with "
+        "fs.createReadStream and pass it to readline.createInterface; then iterate the interface with "
+        "for await, one line per iteration, without loading the whole file into memory."
+    )
+    sections.append(
+        "## Compressing with zlib\n\nzlib.createGzip accepts options such as level, memLevel, "
+        "windowBits, strategy and chunkSize; gzip output is written with a header and a CRC32 trailer."
+    )
     return "# The runtime manual\n\n" + "\n\n".join(sections) + "\n"
 
 
@@ -72,12 +80,19 @@ def rag(database_url: str, minilm: Any, tmp_path_factory: pytest.TempPathFactory
 
     folder = tmp_path_factory.mktemp("userkb")
     (folder / "manual.md").write_text(_manual(), encoding="utf-8")
-    (folder / "lighthouse.txt").write_text((DATA / "kestrel_point_lighthouse.txt").read_text(encoding="utf-8"),
-                                           encoding="utf-8")
-    (folder / "league.csv").write_text("team,city,wins,losses\nHarbour Herons,Kestrel Bay,31,7\n"
-                                       "Quarry Lions,Stonebridge,20,18\n", encoding="utf-8")
-    instance = UniversalRAG(settings=Settings(database_url=database_url, schema="liu_" + uuid.uuid4().hex[:12]),
-                            embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
+    (folder / "lighthouse.txt").write_text(
+        (DATA / "kestrel_point_lighthouse.txt").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    (folder / "league.csv").write_text(
+        "team,city,wins,losses\nHarbour Herons,Kestrel Bay,31,7\nQuarry Lions,Stonebridge,20,18\n", encoding="utf-8"
+    )
+    instance = UniversalRAG(
+        settings=Settings(database_url=database_url, schema="liu_" + uuid.uuid4().hex[:12]),
+        embedder=minilm,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
     report = instance.ingest([folder])
     assert report.ok, report.failed
     yield instance
@@ -96,9 +111,13 @@ def _empty(rag: UniversalRAG) -> set[str]:
 # -- 1: the selector routes with the pipeline's evidence-aware routing -------------------------------------------
 def _corpus_engines(rag: UniversalRAG) -> list[QueryEngineTool]:
     """One engine per registered corpus, empty ones included, named after its corpus."""
-    return [QueryEngineTool(query_engine=UniversalRAGQueryEngine(rag=rag, routes=[name], similarity_top_k=1),
-                            metadata=ToolMetadata(name=name, description=f"Searches the {name} corpus."))
-            for name in rag.store.corpora()]
+    return [
+        QueryEngineTool(
+            query_engine=UniversalRAGQueryEngine(rag=rag, routes=[name], similarity_top_k=1),
+            metadata=ToolMetadata(name=name, description=f"Searches the {name} corpus."),
+        )
+        for name in rag.store.corpora()
+    ]
 
 
 @pytest.mark.parametrize("question", [FS_Q, GZIP_Q])
@@ -132,8 +151,9 @@ def test_similarity_top_k_is_the_total_over_all_corpora(rag: UniversalRAG, k: in
     _, hits = rag.search(FS_Q, k=k, routes=routes)
     assert len(hits) == k  # the core gives the best k of every corpus's k ...
     assert [n.node.node_id for n in nodes] == [h.id for h in hits]  # ... and the adapter those, in order
-    filtered = UniversalRAGRetriever(rag=rag, routes=routes, similarity_top_k=k,
-                                     filter={"title": {"$exists": True}}).retrieve(FS_Q)
+    filtered = UniversalRAGRetriever(
+        rag=rag, routes=routes, similarity_top_k=k, filter={"title": {"$exists": True}}
+    ).retrieve(FS_Q)
     assert len(filtered) <= k
     engine = UniversalRAGQueryEngine(rag=rag, routes=routes, similarity_top_k=k)
     assert len(engine.query(FS_Q).source_nodes) == k
@@ -171,8 +191,9 @@ def test_node_text_is_cut_at_max_unit_tokens(rag: UniversalRAG) -> None:
 
     def sent(**kwargs: Any) -> int:
         PromptRecordingLLM.prompts.clear()
-        engine = UniversalRAGQueryEngine(rag=rag, llm=PromptRecordingLLM(), routes=["document"], similarity_top_k=1,
-                                         **kwargs)
+        engine = UniversalRAGQueryEngine(
+            rag=rag, llm=PromptRecordingLLM(), routes=["document"], similarity_top_k=1, **kwargs
+        )
         engine.query(FS_Q)
         return sum(map(len, PromptRecordingLLM.prompts))
 
@@ -183,8 +204,9 @@ def test_node_text_is_cut_at_max_unit_tokens(rag: UniversalRAG) -> None:
 @pytest.mark.parametrize("llm", [None, "mock"])
 def test_query_engine_emits_query_and_retrieve_events(rag: UniversalRAG, llm: str | None) -> None:
     handler = LlamaDebugHandler()
-    engine = UniversalRAGQueryEngine(rag=rag, llm=MockLLM() if llm else None, similarity_top_k=2,
-                                     callback_manager=CallbackManager([handler]))
+    engine = UniversalRAGQueryEngine(
+        rag=rag, llm=MockLLM() if llm else None, similarity_top_k=2, callback_manager=CallbackManager([handler])
+    )
     response = engine.query(FS_Q)
     (query,) = handler.get_event_pairs(CBEventType.QUERY)
     (retrieve,) = handler.get_event_pairs(CBEventType.RETRIEVE)
@@ -221,14 +243,21 @@ def test_query_engine_emits_instrumentation_events(rag: UniversalRAG) -> None:
 def test_llamaindex_filters_convert_to_core_filters() -> None:
     from llama_index.retrievers.universalrag.filters import to_core_filter
 
-    f = MetadataFilters(filters=[
-        MetadataFilter(key="year", value=2020, operator=FilterOperator.GTE),
-        MetadataFilters(filters=[ExactMatchFilter(key="lang", value="en"),
-                                 MetadataFilter(key="tag", value=["a", "b"], operator=FilterOperator.IN)],
-                        condition=FilterCondition.OR),
-    ])
-    assert to_core_filter(f) == {"$and": [{"year": {"$gte": 2020}},
-                                          {"$or": [{"lang": {"$eq": "en"}}, {"tag": {"$in": ["a", "b"]}}]}]}
+    f = MetadataFilters(
+        filters=[
+            MetadataFilter(key="year", value=2020, operator=FilterOperator.GTE),
+            MetadataFilters(
+                filters=[
+                    ExactMatchFilter(key="lang", value="en"),
+                    MetadataFilter(key="tag", value=["a", "b"], operator=FilterOperator.IN),
+                ],
+                condition=FilterCondition.OR,
+            ),
+        ]
+    )
+    assert to_core_filter(f) == {
+        "$and": [{"year": {"$gte": 2020}}, {"$or": [{"lang": {"$eq": "en"}}, {"tag": {"$in": ["a", "b"]}}]}]
+    }
     one = MetadataFilters(filters=[MetadataFilter(key="title", value="50%_off", operator=FilterOperator.TEXT_MATCH)])
     assert to_core_filter(one) == {"title": {"$like": "%50\\%\\_off%"}}
     anyf = MetadataFilter(key="tags", value=["x", "y"], operator=FilterOperator.ANY)
@@ -244,21 +273,26 @@ def test_llamaindex_filters_convert_to_core_filters() -> None:
 def test_retriever_and_engine_accept_llamaindex_filters(rag: UniversalRAG) -> None:
     title = UniversalRAGRetriever(rag=rag, routes=["document"]).retrieve(FS_Q)[0].metadata["title"]
     others = MetadataFilters(filters=[MetadataFilter(key="title", value=title, operator=FilterOperator.NE)])
-    assert title not in [n.metadata.get("title") for n in
-                         UniversalRAGRetriever(rag=rag, routes=["document"], filter=others).retrieve(FS_Q)]
+    assert title not in [
+        n.metadata.get("title")
+        for n in UniversalRAGRetriever(rag=rag, routes=["document"], filter=others).retrieve(FS_Q)
+    ]
     exact = MetadataFilters(filters=[MetadataFilter(key="title", value=title)])
     nodes = UniversalRAGRetriever(rag=rag, routes=["document", "paragraph"], filter=exact).retrieve(FS_Q)
     assert nodes and {n.metadata["title"] for n in nodes} == {title}
-    insensitive = MetadataFilters(filters=[MetadataFilter(key="title", value=title.upper()[2:8],
-                                                          operator=FilterOperator.TEXT_MATCH_INSENSITIVE)])
+    insensitive = MetadataFilters(
+        filters=[MetadataFilter(key="title", value=title.upper()[2:8], operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]
+    )
     engine = UniversalRAGQueryEngine(rag=rag, routes=["document"], filter=insensitive)
     assert {n.metadata["title"] for n in engine.query(FS_Q).source_nodes} == {title}
 
 
 def test_similarity_top_k_below_one_is_rejected(rag: UniversalRAG) -> None:
-    for make in (lambda: UniversalRAGRetriever(rag=rag, similarity_top_k=0),
-                 lambda: UniversalRAGQueryEngine(rag=rag, similarity_top_k=0),
-                 lambda: corpus_retriever_tools(rag, similarity_top_k=0)):
+    for make in (
+        lambda: UniversalRAGRetriever(rag=rag, similarity_top_k=0),
+        lambda: UniversalRAGQueryEngine(rag=rag, similarity_top_k=0),
+        lambda: corpus_retriever_tools(rag, similarity_top_k=0),
+    ):
         with pytest.raises(InvalidInputError, match="similarity_top_k must be an integer of at least 1"):
             make()
 
@@ -267,11 +301,13 @@ def test_similarity_top_k_below_one_is_rejected(rag: UniversalRAG) -> None:
 def test_nodes_carry_their_rank(rag: UniversalRAG) -> None:
     nodes = UniversalRAGRetriever(rag=rag, routes=["document", "paragraph", "table"], similarity_top_k=5).retrieve(FS_Q)
     assert [n.metadata["rank"] for n in nodes] == list(range(1, len(nodes) + 1))
-    assert all("rank" not in n.node.get_content(metadata_mode=m) for n in nodes
-               for m in (MetadataMode.LLM, MetadataMode.EMBED))
+    assert all(
+        "rank" not in n.node.get_content(metadata_mode=m) for n in nodes for m in (MetadataMode.LLM, MetadataMode.EMBED)
+    )
     reordered = LongContextReorder().postprocess_nodes(list(nodes))
     assert [n.node.node_id for n in sorted(reordered, key=lambda n: n.metadata["rank"])] == [
-        n.node.node_id for n in nodes]
+        n.node.node_id for n in nodes
+    ]
 
 
 # -- 7: deepcopy shares the pipeline; pickling says why it cannot ------------------------------------------------

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.schemas import ingested_store
+
 from universalrag.exact_terms import exact_terms, holds_name
 from universalrag.fusion import TABLE_OFFSET, similarity
 from universalrag.store import Store
@@ -21,26 +22,28 @@ from universalrag.types import Granularity, Hit, Modality
 #: Pages that say CMAKE_BUILD_TYPE in passing, among other things.
 NAMING = {
     "install": "The install command copies targets at install time; with CONFIGURATIONS it installs only for the "
-               "configurations listed, which for single-configuration generators follow CMAKE_BUILD_TYPE.",
+    "configurations listed, which for single-configuration generators follow CMAKE_BUILD_TYPE.",
     "presets": "A configure preset may set cache variables such as CMAKE_BUILD_TYPE and CMAKE_INSTALL_PREFIX, and "
-               "may inherit them from another preset named in its inherits field.",
+    "may inherit them from another preset named in its inherits field.",
     "try_compile": "The try_compile command builds a test project; the configuration it uses is taken from "
-                   "CMAKE_TRY_COMPILE_CONFIGURATION, not from CMAKE_BUILD_TYPE of the calling project.",
+    "CMAKE_TRY_COMPILE_CONFIGURATION, not from CMAKE_BUILD_TYPE of the calling project.",
     "ctest": "When ctest runs the tests of a multi-configuration build it needs -C; in a project generated for one "
-             "configuration the value of CMAKE_BUILD_TYPE at generation time applies.",
+    "configuration the value of CMAKE_BUILD_TYPE at generation time applies.",
     "packaging": "CPack packages what the install rules name. Packaging a debug tree is possible, although "
-                 "releases are usually made with CMAKE_BUILD_TYPE set to Release.",
+    "releases are usually made with CMAKE_BUILD_TYPE set to Release.",
 }
 #: Pages about build types that never spell the variable.
 CLOSE = {
     "build-type": "The CMake build type selects compiler flags: Debug, Release, RelWithDebInfo or MinSizeRel, "
-                  "chosen once for a single-configuration generator.",
+    "chosen once for a single-configuration generator.",
     "build-config": "A build configuration such as Debug or Release decides optimisation and debug information; "
-                    "multi-configuration generators hold several build configurations at once.",
+    "multi-configuration generators hold several build configurations at once.",
 }
 #: Pages that say CMakeLists.txt (one token for the full-text parser), and one that says CMakeLists alone.
-LISTS = {f"lists-{i}": f"Every source directory added with add_subdirectory holds a CMakeLists.txt file; case {i}."
-         for i in range(4)} | {"lists-bare": "Each directory of the tree has its own CMakeLists with its commands."}
+LISTS = {
+    f"lists-{i}": f"Every source directory added with add_subdirectory holds a CMakeLists.txt file; case {i}."
+    for i in range(4)
+} | {"lists-bare": "Each directory of the tree has its own CMakeLists with its commands."}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +78,7 @@ def test_hits_holding_a_common_name_come_before_the_others(build_docs, minilm) -
 
 
 def test_a_name_inside_a_longer_token_counts_its_holders(build_docs, minilm) -> None:  # type: ignore[no-untyped-def]
-    """"CMakeLists" is held by five passages, four of them as "CMakeLists.txt": more than ``k``, so the one saying it
+    """ "CMakeLists" is held by five passages, four of them as "CMakeLists.txt": more than ``k``, so the one saying it
     alone is not forced first (it was: the full-text index found only that one)."""
     query = "how to add a subdirectory with its own CMakeLists"
     hits = build_docs.search("paragraph", minilm.embed_query(query), k=3, exact_terms=exact_terms(query))
@@ -85,23 +88,47 @@ def test_a_name_inside_a_longer_token_counts_its_holders(build_docs, minilm) -> 
     assert sorted(Path(h.uri).stem for h in few if h.channel_scores.get("exact")) == sorted(LISTS)  # all five
 
 
-@pytest.mark.parametrize(("text", "name", "holds"), [
-    ("set CMAKE_BUILD_TYPE=Release", "cmake_build_type", True),  # case-insensitive
-    ("MY_CMAKE_BUILD_TYPE", "CMAKE_BUILD_TYPE", False),  # "_" is part of a word, as for Postgres's \m
-    ("edit CMakeLists.txt", "CMakeLists", True),
-    ("the 1952\u201353 season", "1952-53", True),  # a typed hyphen matches any dash
-    ("E03821", "E0382", False),
-    ("call dns.lookup() first", "dns.lookup", True),
-    ("dnsxlookup", "dns.lookup", False),  # the dot is literal
-])
+@pytest.mark.parametrize(
+    ("text", "name", "holds"),
+    [
+        ("set CMAKE_BUILD_TYPE=Release", "cmake_build_type", True),  # case-insensitive
+        ("MY_CMAKE_BUILD_TYPE", "CMAKE_BUILD_TYPE", False),  # "_" is part of a word, as for Postgres's \m
+        ("edit CMakeLists.txt", "CMakeLists", True),
+        ("the 1952\u201353 season", "1952-53", True),  # a typed hyphen matches any dash
+        ("E03821", "E0382", False),
+        ("call dns.lookup() first", "dns.lookup", True),
+        ("dnsxlookup", "dns.lookup", False),  # the dot is literal
+    ],
+)
 def test_holds_name_matches_as_the_database_pattern_does(text: str, name: str, holds: bool) -> None:
     assert holds_name(text, (name,)) is holds
 
 
-def _hit(corpus: str, score: float, granularity: Granularity, named: bool = False, *, uri: str | None = None,
-         content: str = "") -> Hit:
-    return Hit(corpus, f"{corpus}-{score}", score, content or f"{corpus} {score}", uri, {}, None, None, None, None,
-               Modality.TEXT, granularity, (), {"named": 1.0} if named else {})
+def _hit(
+    corpus: str,
+    score: float,
+    granularity: Granularity,
+    named: bool = False,
+    *,
+    uri: str | None = None,
+    content: str = "",
+) -> Hit:
+    return Hit(
+        corpus,
+        f"{corpus}-{score}",
+        score,
+        content or f"{corpus} {score}",
+        uri,
+        {},
+        None,
+        None,
+        None,
+        None,
+        Modality.TEXT,
+        granularity,
+        (),
+        {"named": 1.0} if named else {},
+    )
 
 
 def test_merging_puts_named_hits_before_lifted_tables() -> None:
@@ -121,10 +148,14 @@ def test_a_document_holding_the_name_goes_by_similarity_when_its_passage_holds_i
     typing the name. Once a passage holding the name is among the hits, documents go by their similarity; with no
     such passage, a document holding the name keeps its place among the hits holding it."""
     manual, readme = "file:///docs/libtasn1.pdf", "file:///docs/README.md"
-    documents = [_hit("document", 0.43, Granularity.DOCUMENT, named=True, uri=manual),
-                 _hit("document", 0.41, Granularity.DOCUMENT, named=True, uri=readme)]
-    passages = [_hit("paragraph", 0.66, Granularity.PARAGRAPH, uri=manual),
-                _hit("paragraph", 0.52, Granularity.PARAGRAPH, named=True, uri=manual)]
+    documents = [
+        _hit("document", 0.43, Granularity.DOCUMENT, named=True, uri=manual),
+        _hit("document", 0.41, Granularity.DOCUMENT, named=True, uri=readme),
+    ]
+    passages = [
+        _hit("paragraph", 0.66, Granularity.PARAGRAPH, uri=manual),
+        _hit("paragraph", 0.52, Granularity.PARAGRAPH, named=True, uri=manual),
+    ]
     merged = [h.id for h in similarity([documents, passages])]
     assert merged == ["paragraph-0.52", "paragraph-0.66", "document-0.43", "document-0.41"]
     unnamed = [_hit("paragraph", 0.66, Granularity.PARAGRAPH, uri=manual)]
@@ -143,8 +174,9 @@ def test_merging_keeps_one_hit_of_each_text(build_docs, minilm) -> None:  # type
     both = rag.retrieve(query, k=4, routes=["document", "paragraph"])
     texts = [" ".join(h.content.split()) for h in both]
     assert len(texts) == len(set(texts)) == 4
-    documents, passages = ({" ".join(h.content.split()) for h in rag.retrieve(query, k=4, routes=[c])}
-                           for c in ("document", "paragraph"))
+    documents, passages = (
+        {" ".join(h.content.split()) for h in rag.retrieve(query, k=4, routes=[c])} for c in ("document", "paragraph")
+    )
     assert documents & passages  # each corpus alone holds the same texts: the merge had repeats to drop
     assert all(h.corpus == "paragraph" for h, text in zip(both, texts) if text in documents & passages)
     assert [h.score for h in both] == sorted((h.score for h in both), reverse=True)  # the merge's order stands
@@ -157,25 +189,34 @@ def test_a_document_as_similar_as_its_own_passage_comes_after_it() -> None:
     from universalrag.fusion import PASSAGE_TIE
 
     guide, other = "file:///docs/user_guide.md", "file:///docs/other.md"
-    documents = [_hit("document", 0.701, Granularity.DOCUMENT, uri=guide),
-                 _hit("document", 0.69, Granularity.DOCUMENT, uri=other)]
-    passages = [_hit("paragraph", 0.70, Granularity.PARAGRAPH, uri=guide),
-                _hit("paragraph", 0.60, Granularity.PARAGRAPH, uri=other)]
+    documents = [
+        _hit("document", 0.701, Granularity.DOCUMENT, uri=guide),
+        _hit("document", 0.69, Granularity.DOCUMENT, uri=other),
+    ]
+    passages = [
+        _hit("paragraph", 0.70, Granularity.PARAGRAPH, uri=guide),
+        _hit("paragraph", 0.60, Granularity.PARAGRAPH, uri=other),
+    ]
     assert [h.id for h in similarity([documents, passages])] == [
-        "paragraph-0.7", "document-0.701", "document-0.69", "paragraph-0.6"]
+        "paragraph-0.7",
+        "document-0.701",
+        "document-0.69",
+        "paragraph-0.6",
+    ]
     clearly = [_hit("document", 0.70 + 2 * PASSAGE_TIE, Granularity.DOCUMENT, uri=guide)]
     assert similarity([clearly, passages])[0].corpus == "document"
 
 
-def test_a_passage_holds_the_name_its_documents_title_holds(tmp_path: Path, database_url: str,
-                                                           minilm) -> None:  # type: ignore[no-untyped-def]
+def test_a_passage_holds_the_name_its_documents_title_holds(tmp_path: Path, database_url: str, minilm) -> None:  # type: ignore[no-untyped-def]
     """bzip2's manual names the program in its title and in most passages; the one listing its exit values does
     not. Found on the real manual: "what return values does bzip2 exit with" put a passage of similarity 0.71 that
     says "bzip2" before the answer at 0.78 that does not. A passage's title is part of what it holds (it is
     embedded with it), so the manual's passages are ranked by similarity among themselves."""
-    filler = ("It reads each input file in blocks of up to nine hundred kilobytes, sorts every block with the "
-              "Burrows-Wheeler transform, and codes the result with Huffman tables; a larger block compresses "
-              "better and needs more memory, both when compressing and when decompressing the file again later.")
+    filler = (
+        "It reads each input file in blocks of up to nine hundred kilobytes, sorts every block with the "
+        "Burrows-Wheeler transform, and codes the result with Huffman tables; a larger block compresses "
+        "better and needs more memory, both when compressing and when decompressing the file again later."
+    )
     (tmp_path / "manual.md").write_text(
         "# bzip2 and libbzip2\n\n## How it compresses\n\n"
         f"bzip2 compresses files with a block-sorting compressor. {filler} {filler}\n\n"
@@ -186,7 +227,9 @@ def test_a_passage_holds_the_name_its_documents_title_holds(tmp_path: Path, data
         "## Exit values\n\n"
         "The program exits with status 0 for a normal exit, 1 for environmental problems such as a file not "
         "found or an invalid flag, 2 to say that a compressed file was corrupt, and 3 for an internal "
-        "consistency error, a bug which should be reported.\n", encoding="utf-8")
+        "consistency error, a bug which should be reported.\n",
+        encoding="utf-8",
+    )
     query = "what exit values does bzip2 return"
     with ingested_store(database_url, minilm, [tmp_path]) as store:
         vector = minilm.embed_query(query)
@@ -201,15 +244,16 @@ def test_a_passage_holds_the_name_its_documents_title_holds(tmp_path: Path, data
 
 @pytest.mark.parametrize("names", [("CMAKE_BUILD_TYPE",), ("CMakeLists", "install"), (".txt", "CMakeLists")])
 def test_a_names_statement_is_compiled_once_and_finds_what_sqlalchemy_finds(  # type: ignore[no-untyped-def]
-        build_docs, names) -> None:
+    build_docs, names
+) -> None:
     """A question typing a year or an identifier asks every probed corpus which units hold it: built and compiled by
     SQLAlchemy per query that cost ~1 ms of the GIL a corpus. The names are parameters of one statement compiled
     per shape (how many names, how many spellings each: a dotfile is looked up three ways), sent straight to the
     driver, and it finds the units SQLAlchemy's own statement finds."""
     from universalrag.store import queries
     from universalrag.store.batch import Raw, run_steps
-    from universalrag.store.engine import has_binary_vectors
     from universalrag.store.corpus_search import SearchRequest, _Sql, _units_holding
+    from universalrag.store.engine import has_binary_vectors
 
     tables = build_docs.tables.corpus(build_docs.corpus("paragraph"))
     request = SearchRequest(vector=[1.0] * 384, k=10, visual_weight=0.0)

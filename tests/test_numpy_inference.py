@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.inference_texts import corpus_passages, routing_queries
+
 from universalrag.embed import TransformersEmbedder
 from universalrag.embed.numpy_bert import INFERENCE_ENV, NumpyBert, inference_backend, numpy_supported
 from universalrag.errors import ConfigError
@@ -59,8 +60,9 @@ def test_backend_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
         inference_backend()
 
 
-def test_numpy_encoder_matches_torch_on_real_queries_and_passages(queries: list[str],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_numpy_encoder_matches_torch_on_real_queries_and_passages(
+    queries: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     texts = queries + _passages()
     monkeypatch.setenv(INFERENCE_ENV, "numpy")  # NumPy for every call, bulk ones too
     fast = TransformersEmbedder.bundled_minilm(device="cpu")
@@ -94,16 +96,24 @@ def test_numpy_tokenisation_equals_the_transformers_tokenizer(queries: list[str]
 
 def test_router_artefact_with_foreign_tensors_is_a_config_error(tmp_path: Path) -> None:
     from safetensors.numpy import save_file
+
     from universalrag.routing.trained_router import DEFAULT_ARTEFACT
 
     config = json.loads((DEFAULT_ARTEFACT / "config.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(config))
-    save_file({"head.weight": np.zeros((7, 384), np.float16), "head.bias": np.zeros(7, np.float16),
-               "encoder.pooler.extra": np.zeros(3, np.float16)}, str(tmp_path / "model.safetensors"))
+    save_file(
+        {
+            "head.weight": np.zeros((7, 384), np.float16),
+            "head.bias": np.zeros(7, np.float16),
+            "encoder.pooler.extra": np.zeros(3, np.float16),
+        },
+        str(tmp_path / "model.safetensors"),
+    )
     with pytest.raises(ConfigError, match="lacks"):
         TrainedRouter(tmp_path).route("anything")
-    save_file({"encoder.encoder.layer.0.output.dense.bias": np.zeros(384, np.float16)},
-              str(tmp_path / "model.safetensors"))
+    save_file(
+        {"encoder.encoder.layer.0.output.dense.bias": np.zeros(384, np.float16)}, str(tmp_path / "model.safetensors")
+    )
     with pytest.raises(ConfigError, match="head"):
         TrainedRouter(tmp_path).route("anything")
 
@@ -126,8 +136,9 @@ print(json.dumps({"code": code, "heavy": [m for m in %r if m in sys.modules],
 def test_cold_command_imports_no_torch(command: list[str], cli_env: dict[str, str]) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("UNIVERSALRAG_")} | cli_env
     argv = [command[0], "When did the Apollo 11 crew land on the Moon?", *command[1:], "--no-server"]
-    proc = subprocess.run([sys.executable, "-c", _COLD % (HEAVY,), *argv], env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", _COLD % (HEAVY,), *argv], env=env, capture_output=True, text=True, timeout=600
+    )
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["code"] == 0, proc.stderr
     assert report["heavy"] == [], f"the cold {command[0]} imported {report['heavy']}"
@@ -136,8 +147,9 @@ def test_cold_command_imports_no_torch(command: list[str], cli_env: dict[str, st
 
 
 @pytest.mark.parametrize("onnx", [True, False], ids=["onnx-installed", "onnx-missing"])
-def test_auto_embeds_queries_light_and_bulk_on_onnx_or_torch(queries: list[str], onnx: bool,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_embeds_queries_light_and_bulk_on_onnx_or_torch(
+    queries: list[str], onnx: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The default: a query or a small batch never loads torch (ONNX Runtime serves it, NumPy when ONNX Runtime
     does not import); an ingest-sized call runs on ONNX Runtime's bulk session when it is installed, else on torch
     (faster than NumPy for batches), and gives the same vectors."""

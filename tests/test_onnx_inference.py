@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.inference_texts import corpus_passages, routing_queries
+
 from universalrag.embed import TransformersEmbedder
 from universalrag.embed.numpy_bert import INFERENCE_ENV
 from universalrag.embed.onnx_bert import (
@@ -62,8 +63,9 @@ def torch_vectors(queries: list[str]) -> np.ndarray:
         return reference.embed(queries + corpus_passages())
 
 
-def test_onnx_encoder_matches_torch(queries: list[str], torch_vectors: np.ndarray,
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_onnx_encoder_matches_torch(
+    queries: list[str], torch_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
     texts = queries + corpus_passages()
     monkeypatch.setenv(INFERENCE_ENV, "onnx")  # ONNX Runtime for every call, bulk ones too
     monkeypatch.delenv(ONNX_WEIGHTS_ENV, raising=False)  # float32 (8-bit query weights: the tests below)
@@ -92,9 +94,12 @@ def torch_routes(queries: list[str]) -> tuple[np.ndarray, list[tuple[str, ...]]]
 
 
 @pytest.mark.parametrize("backend", ["onnx", "numpy"])
-def test_light_router_matches_torch(backend: str, queries: list[str],
-                                    torch_routes: tuple[np.ndarray, list[tuple[str, ...]]],
-                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_light_router_matches_torch(
+    backend: str,
+    queries: list[str],
+    torch_routes: tuple[np.ndarray, list[tuple[str, ...]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     want, routes = torch_routes
     monkeypatch.setenv(INFERENCE_ENV, backend)
     monkeypatch.delenv(ONNX_WEIGHTS_ENV, raising=False)
@@ -133,8 +138,9 @@ def test_query_weights_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         query_weights_quantized()
 
 
-def test_int8_queries_stay_near_torch_and_passages_stay_exact(queries: list[str], torch_vectors: np.ndarray,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_int8_queries_stay_near_torch_and_passages_stay_exact(
+    queries: list[str], torch_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With ``UNIVERSALRAG_ONNX_WEIGHTS=int8`` the query session runs on 8-bit weights: its vectors keep a cosine of
     0.9995 on average with torch's on ~310 real queries and the long and non-ASCII ones (0.998 at worst); passages,
     even a batch of three in a process that holds the query session, come from the float32 weights, as torch
@@ -152,12 +158,13 @@ def test_int8_queries_stay_near_torch_and_passages_stay_exact(queries: list[str]
     passages = corpus_passages()[:3]
     exact = embedder.embed(passages)
     assert embedder._bulk is not None and embedder._bulk is not session and not embedder._bulk.quantized
-    want = torch_vectors[len(queries): len(queries) + 3]
+    want = torch_vectors[len(queries) : len(queries) + 3]
     assert float((exact * want).sum(axis=1).min()) >= 0.9999
 
 
-def test_int8_router_agrees_with_torch(queries: list[str], torch_routes: tuple[np.ndarray, list[tuple[str, ...]]],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_int8_router_agrees_with_torch(
+    queries: list[str], torch_routes: tuple[np.ndarray, list[tuple[str, ...]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The router on 8-bit weights picks torch's top route for nearly every real query, its probabilities within a
     few points."""
     want, _ = torch_routes
@@ -211,8 +218,9 @@ def test_onnx_threads_setting(monkeypatch: pytest.MonkeyPatch) -> None:
             OnnxBert.load(path)
 
 
-def test_bulk_embedding_runs_on_its_own_onnx_session(queries: list[str], torch_vectors: np.ndarray,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bulk_embedding_runs_on_its_own_onnx_session(
+    queries: list[str], torch_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The default for ingestion: a bulk call runs on an ONNX Runtime session with a thread per core, in small
     length-sorted batches, never loads torch, and gives torch's vectors; later passages of the same process
     reuse that session, while a query still gets the one-thread session it always had."""
@@ -238,8 +246,10 @@ def test_bulk_embedding_runs_on_its_own_onnx_session(queries: list[str], torch_v
     assert sum(rows for rows, _ in shapes) == len(texts) and max(rows for rows, _ in shapes) <= BULK_BATCH
     # longest first: far less padding than the same batches in input order
     lengths = session.tokenize(texts, max_length=256)[1].sum(axis=1)  # tokens of each text
-    unsorted = sum(int(lengths[i:i + BULK_BATCH].max()) * len(lengths[i:i + BULK_BATCH])
-                   for i in range(0, len(texts), BULK_BATCH))
+    unsorted = sum(
+        int(lengths[i : i + BULK_BATCH].max()) * len(lengths[i : i + BULK_BATCH])
+        for i in range(0, len(texts), BULK_BATCH)
+    )
     assert sum(rows * width for rows, width in shapes) < 0.9 * unsorted
 
     shapes.clear()

@@ -14,6 +14,7 @@ import pytest
 
 openai = pytest.importorskip("openai")
 
+from tests.support.openai_server import OpenAICompatServer
 from universalrag import openai_client
 from universalrag.errors import ConfigError, EmbeddingError, IngestError, MissingDependencyError
 from universalrag.openai_client import (
@@ -24,14 +25,17 @@ from universalrag.openai_client import (
     translate_error,
 )
 
-from tests.support.openai_server import OpenAICompatServer
-
 SECRET = "sk-wrong-key-0123456789abcdef"
 
 
 def clients(base_url: str | None, api_key: str | None = None, **kwargs: Any) -> OpenAIClients:
-    opts: dict[str, Any] = {"timeout": 5.0, "max_retries": 0, "feature": "tests", "error_type": ConfigError,
-                            "no_key": "No API key for the tests."}
+    opts: dict[str, Any] = {
+        "timeout": 5.0,
+        "max_retries": 0,
+        "feature": "tests",
+        "error_type": ConfigError,
+        "no_key": "No API key for the tests.",
+    }
     opts.update(kwargs)
     return OpenAIClients(base_url, api_key=api_key, **opts)
 
@@ -44,13 +48,18 @@ def failure(call: Any) -> BaseException:
 
 
 def translate(e: BaseException, base_url: str | None, **kwargs: Any) -> EmbeddingError | None:
-    return translate_error(e, error_type=EmbeddingError, what="The test request", base_url=base_url,
-                           api_key=SECRET, **kwargs)
+    return translate_error(
+        e, error_type=EmbeddingError, what="The test request", base_url=base_url, api_key=SECRET, **kwargs
+    )
 
 
 def test_public_api_is_pinned() -> None:
     assert sorted(openai_client.__all__) == [
-        "OpenAIClients", "PLACEHOLDER_KEY", "redact", "redact_url", "translate_error",
+        "OpenAIClients",
+        "PLACEHOLDER_KEY",
+        "redact",
+        "redact_url",
+        "translate_error",
     ]
 
 
@@ -181,7 +190,12 @@ def test_other_exceptions_are_left_to_the_caller_and_error_types_may_take_more_a
     assert translate(ValueError("not from the SDK"), None) is None
     with OpenAICompatServer(status=404) as srv:
         e = failure(lambda: clients(srv.base_url, "k").sync().models.list())
-        error = translate_error(e, error_type=lambda reason: IngestError("talk.mp4", reason),
-                                what="the transcription request", base_url=None, api_key=None)
+        error = translate_error(
+            e,
+            error_type=lambda reason: IngestError("talk.mp4", reason),
+            what="the transcription request",
+            base_url=None,
+            api_key=None,
+        )
     assert isinstance(error, IngestError) and error.path == "talk.mp4"
     assert str(error).startswith("talk.mp4: the transcription request to the OpenAI API failed (HTTP 404)")

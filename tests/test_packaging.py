@@ -14,15 +14,49 @@ CORE = REPO / "core" / "universalrag"
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(universalrag.__all__) == sorted([
-        "ConfigError", "CorpusExistsError", "CorpusNotFoundError", "CorpusSpec", "DimensionMismatchError",
-        "Embedder", "EmbeddingError", "FileOutcome", "FilterError", "GenerationError", "Granularity", "Hit",
-        "IngestError", "IngestReport", "MissingDependencyError", "Modality", "RouteDecision", "RoutingError",
-        "Settings", "SourceRecord", "Store", "StoreError", "Unit", "UniversalRAGError", "__version__",
-        "ingest_paths", "make_embedder", "search_corpus", "Router", "TrainedRouter", "LLMRouter",
-        "EnsembleRouter", "ExampleRouter", "routing_candidates", "Answer", "Evidence", "EvidenceBudget",
-        "IngestOptions", "UniversalRAG",
-    ])
+    assert sorted(universalrag.__all__) == sorted(
+        [
+            "ConfigError",
+            "CorpusExistsError",
+            "CorpusNotFoundError",
+            "CorpusSpec",
+            "DimensionMismatchError",
+            "Embedder",
+            "EmbeddingError",
+            "FileOutcome",
+            "FilterError",
+            "GenerationError",
+            "Granularity",
+            "Hit",
+            "IngestError",
+            "IngestReport",
+            "MissingDependencyError",
+            "Modality",
+            "RouteDecision",
+            "RoutingError",
+            "Settings",
+            "SourceRecord",
+            "Store",
+            "StoreError",
+            "Unit",
+            "UniversalRAGError",
+            "__version__",
+            "ingest_paths",
+            "make_embedder",
+            "search_corpus",
+            "Router",
+            "TrainedRouter",
+            "LLMRouter",
+            "EnsembleRouter",
+            "ExampleRouter",
+            "routing_candidates",
+            "Answer",
+            "Evidence",
+            "EvidenceBudget",
+            "IngestOptions",
+            "UniversalRAG",
+        ]
+    )
     for name in universalrag.__all__:
         assert hasattr(universalrag, name), name
 
@@ -36,8 +70,10 @@ def test_every_error_derives_from_the_root() -> None:
 
 def test_every_package_directory_is_listed_in_pyproject() -> None:
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {"universalrag." + ".".join(p.parent.relative_to(CORE).parts) if p.parent != CORE else "universalrag"
-             for p in CORE.rglob("__init__.py")}
+    found = {
+        "universalrag." + ".".join(p.parent.relative_to(CORE).parts) if p.parent != CORE else "universalrag"
+        for p in CORE.rglob("__init__.py")
+    }
     assert found <= listed, found - listed
 
 

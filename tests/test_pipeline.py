@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from universalrag.config import Settings
 from universalrag.errors import ConfigError, CorpusNotFoundError
 from universalrag.fusion import TABLE_OFFSET
@@ -14,14 +15,18 @@ from universalrag.pipeline import UniversalRAG, fuse
 from universalrag.types import Granularity, Hit
 
 
-@pytest.mark.parametrize(("question", "route", "expected"), [
-    ("What is the win-loss record of the Quarry Lions?", "table", "Quarry Lions"),
-    ("Show me what the coffee cup on the saucer looks like", "image", "saucer"),
-    ("In the morning video, what happens in the moment when the cat is sleeping?", "clip", "Chelsea"),
-    ("Who designed the Kestrel Point lighthouse?", "paragraph", "Agnes Ferrow"),
-])
-def test_query_routes_to_the_corpus_that_holds_the_answer(rag: UniversalRAG, question: str, route: str,
-                                                          expected: str) -> None:
+@pytest.mark.parametrize(
+    ("question", "route", "expected"),
+    [
+        ("What is the win-loss record of the Quarry Lions?", "table", "Quarry Lions"),
+        ("Show me what the coffee cup on the saucer looks like", "image", "saucer"),
+        ("In the morning video, what happens in the moment when the cat is sleeping?", "clip", "Chelsea"),
+        ("Who designed the Kestrel Point lighthouse?", "paragraph", "Agnes Ferrow"),
+    ],
+)
+def test_query_routes_to_the_corpus_that_holds_the_answer(
+    rag: UniversalRAG, question: str, route: str, expected: str
+) -> None:
     answer = rag.query(question, k=3)
     assert answer.text is None  # no model configured: evidence only
     assert answer.decision.primary == route, answer.decision
@@ -54,8 +59,11 @@ def test_routes_override_the_router_and_fuse_several_corpora(rag: UniversalRAG) 
     by_rank = UniversalRAG(store=rag.store, embedder=rag.embedder, router=rag.router, fusion="rrf")
     ranked = by_rank.retrieve("Quarry Lions wins and the lighthouse keepers", k=4, routes=["table", "paragraph"])
     assert {ranked[0].corpus, ranked[1].corpus} == {"table", "paragraph"}  # reciprocal rank interleaves the lists
-    alone = {h.id for c in ("table", "paragraph")
-             for h in rag.retrieve("Quarry Lions wins and the lighthouse keepers", k=4, routes=[c])}
+    alone = {
+        h.id
+        for c in ("table", "paragraph")
+        for h in rag.retrieve("Quarry Lions wins and the lighthouse keepers", k=4, routes=[c])
+    }
     assert len(ranked) == 4 and {h.id for h in ranked} <= alone  # the same searches, fused otherwise
     with pytest.raises(CorpusNotFoundError):
         rag.retrieve("x", routes=["nope"])
@@ -88,8 +96,15 @@ def test_fusion_methods() -> None:
 
 
 def test_hybrid_search_fuses_full_text_ranking(rag: UniversalRAG) -> None:
-    hybrid = UniversalRAG(settings=rag.settings, store=rag.store, embedder=rag.embedder, router=rag.router,
-                          generator=None, visual_encoder=None, hybrid=True)
+    hybrid = UniversalRAG(
+        settings=rag.settings,
+        store=rag.store,
+        embedder=rag.embedder,
+        router=rag.router,
+        generator=None,
+        visual_encoder=None,
+        hybrid=True,
+    )
     # A surname: the full-text index matches it exactly, wherever the encoder puts it.
     hits = hybrid.retrieve("Osei", k=2, routes=["paragraph"])
     assert "Osei" in hits[0].content
@@ -103,17 +118,25 @@ def _ranks(rag: UniversalRAG, unit_id: str) -> list[int]:
 
     dense = [h.id for h in rag.retrieve("Osei", k=20, routes=["paragraph"])]
     with rag.store.transaction() as conn:
-        lexical = [str(r[0]) for r in conn.execute(sa.text(
-            f"SELECT id FROM {rag.store.schema}.corpus_paragraph WHERE tsv @@ websearch_to_tsquery('english', 'Osei') "
-            "ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', 'Osei')) DESC"))]
+        lexical = [
+            str(r[0])
+            for r in conn.execute(
+                sa.text(
+                    f"SELECT id FROM {rag.store.schema}.corpus_paragraph WHERE tsv @@ websearch_to_tsquery('english', 'Osei') "
+                    "ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', 'Osei')) DESC"
+                )
+            )
+        ]
     return [ranking.index(unit_id) + 1 for ranking in (dense, lexical) if unit_id in ranking]
 
 
 def test_async_twins(rag: UniversalRAG) -> None:
     async def main() -> tuple:
-        return await asyncio.gather(rag.aroute("Show me a photo of a rocket"),
-                                    rag.aretrieve("ferry crossing minutes", routes=["table"], k=1),
-                                    rag.aquery("What is 2 + 2?", routes=["none"]))
+        return await asyncio.gather(
+            rag.aroute("Show me a photo of a rocket"),
+            rag.aretrieve("ferry crossing minutes", routes=["table"], k=1),
+            rag.aquery("What is 2 + 2?", routes=["none"]),
+        )
 
     decision, hits, answer = asyncio.run(main())
     assert decision.primary == "image"
@@ -178,6 +201,8 @@ def test_paths_as_uris_keeps_a_units_own_field_when_asked() -> None:
     from universalrag.store.filters import paths_as_uris
 
     assert paths_as_uris({"source": "a.md"}, "source", keep=True) == {
-        "$and": [{"$or": [{"source": "a.md"}, {"uri": {"$like": "%/a.md"}}]}]}
+        "$and": [{"$or": [{"source": "a.md"}, {"uri": {"$like": "%/a.md"}}]}]
+    }
     assert paths_as_uris({"source": {"$ne": "a.md"}}, "source", keep=True) == {
-        "$and": [{"$and": [{"source": {"$ne": "a.md"}}, {"$not": {"uri": {"$like": "%/a.md"}}}]}]}
+        "$and": [{"$and": [{"source": {"$ne": "a.md"}}, {"$not": {"uri": {"$like": "%/a.md"}}}]}]
+    }

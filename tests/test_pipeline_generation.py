@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from support.kb import build_rag
 from support.openai_server import OpenAICompatServer
+
 from universalrag.generate import OpenAIChatGenerator
 from universalrag.pipeline import UniversalRAG
 
@@ -55,8 +55,9 @@ def test_an_image_hit_sends_one_image(rag: UniversalRAG, server: OpenAICompatSer
     assert answer.text == "From the evidence [E1]." and answer.citations == (answer.hits[0].id,)
 
 
-def test_a_clip_hit_sends_eight_frames_with_timestamps_and_its_transcript(rag: UniversalRAG,
-                                                                          server: OpenAICompatServer) -> None:
+def test_a_clip_hit_sends_eight_frames_with_timestamps_and_its_transcript(
+    rag: UniversalRAG, server: OpenAICompatServer
+) -> None:
     answer = rag.query("the moment when the cat sleeps on the sofa", k=1, routes=["clip"])
     clip = answer.hits[0]
     body = _last(server)

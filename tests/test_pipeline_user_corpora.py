@@ -4,22 +4,36 @@ from __future__ import annotations
 
 import json
 
+from conftest import DATA
 from typer.testing import CliRunner
 
-from conftest import DATA
 from universalrag.cli import app
 from universalrag.pipeline import UniversalRAG
 
 
 def test_a_corpus_created_with_examples_receives_its_questions(cli_env: dict[str, str], settings, minilm) -> None:  # type: ignore[no-untyped-def]
     runner = CliRunner()
-    created = runner.invoke(app, [
-        "corpora", "create", "baking", "--modality", "text", "--granularity", "paragraph",
-        "--description", "Home baking notes: bread, sourdough starters, dough, ovens",
-        "--example", "How long should sourdough dough rise before baking?",
-        "--example", "What flour is best for bread?",
-        "--example", "How do I feed my starter?",
-    ], env=cli_env)
+    created = runner.invoke(
+        app,
+        [
+            "corpora",
+            "create",
+            "baking",
+            "--modality",
+            "text",
+            "--granularity",
+            "paragraph",
+            "--description",
+            "Home baking notes: bread, sourdough starters, dough, ovens",
+            "--example",
+            "How long should sourdough dough rise before baking?",
+            "--example",
+            "What flour is best for bread?",
+            "--example",
+            "How do I feed my starter?",
+        ],
+        env=cli_env,
+    )
     assert created.exit_code == 0, created.stderr
     listed = json.loads(runner.invoke(app, ["corpora", "list", "--json"], env=cli_env).stdout)
     assert any(c["name"] == "baking" for c in listed)

@@ -55,16 +55,19 @@ def test_prose_is_joined_and_a_lists_items_keep_their_lines() -> None:
     assert title == "Git v2.39.5 Release Notes"
     paragraphs = text.split("\n\n")
     assert paragraphs[1].startswith("In preparing security fixes") and "\n" not in paragraphs[1]  # hard wrap joined
-    assert paragraphs[2] == "Jeff King (2):\nsend-email: drop FakeTerm hack\nci: avoid bare \"gcc\" for osx-gcc job"
+    assert paragraphs[2] == 'Jeff King (2):\nsend-email: drop FakeTerm hack\nci: avoid bare "gcc" for osx-gcc job'
     assert paragraphs[3].split("\n") == [
-        ('* "git push" sometimes performs poorly when reachability bitmaps are used. The push.useBitmaps '
-         "configuration variable is introduced."),
-        '* "git grep -m<max-hits>" is a way to limit the hits shown per file.']
+        (
+            '* "git push" sometimes performs poorly when reachability bitmaps are used. The push.useBitmaps '
+            "configuration variable is introduced."
+        ),
+        '* "git grep -m<max-hits>" is a way to limit the hits shown per file.',
+    ]
 
 
 def test_columns_keep_their_lines_and_a_title_is_a_title() -> None:
     title, text, _ = extract_txt(FLAGS)
     assert title.startswith("*options.txt*")  # not "<", not the table header further down
     table = text.split("\n\n")[1].split("\n")
-    assert len(table) == 4 and table[2].lstrip().startswith("f\tuse \"(3 of 5)\"")
+    assert len(table) == 4 and table[2].lstrip().startswith('f\tuse "(3 of 5)"')
     assert "Capability in Vimspeak in Perlspeak ~" in text.split("\n\n")  # a heading of its own, not the title

@@ -15,12 +15,14 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-
 from conftest import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
-BLOCK = re.compile(r"(?:<!-- readme-test: skip (?P<skip>[^>]*?)-->\s*\n)?^(?P<indent>[ \t]*)```(?P<lang>\w*)\n"
-                   r"(?P<body>.*?)^(?P=indent)```", re.S | re.M)
+BLOCK = re.compile(
+    r"(?:<!-- readme-test: skip (?P<skip>[^>]*?)-->\s*\n)?^(?P<indent>[ \t]*)```(?P<lang>\w*)\n"
+    r"(?P<body>.*?)^(?P=indent)```",
+    re.S | re.M,
+)
 SETUP = ("python3 -m venv",)
 
 
@@ -69,8 +71,9 @@ def _chat_models() -> dict[str, Any]:
 
 
 @pytest.mark.slow
-def test_every_block_runs(cli_env: dict[str, str], schema: str, tmp_path: Path,
-                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_block_runs(
+    cli_env: dict[str, str], schema: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from typer.testing import CliRunner
 
     from universalrag.cli import app
@@ -92,8 +95,9 @@ def test_every_block_runs(cli_env: dict[str, str], schema: str, tmp_path: Path,
         if lang == "python":
             exec(compile(body, "README.md", "exec"), namespace)  # noqa: S102 - the README's own code
         elif lang == "sql":
-            engine = sa.create_engine(cli_env["UNIVERSALRAG_DATABASE_URL"].replace("postgresql://",
-                                                                                   "postgresql+psycopg://", 1))
+            engine = sa.create_engine(
+                cli_env["UNIVERSALRAG_DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://", 1)
+            )
             with engine.begin() as conn:  # the README's own tables go into the test's schema, dropped after it
                 conn.execute(sa.text("SELECT set_config('search_path', :path, true)"), {"path": f"{schema}, public"})
                 for statement in filter(None, (s.strip() for s in body.split(";"))):

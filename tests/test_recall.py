@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 from support.numeric_tables import write_numeric_tables, write_release_tables
 from support.schemas import fresh_schema
+
 from universalrag.ingest.pipeline import ingest_paths
 from universalrag.store import Store, queries
 
@@ -48,8 +49,9 @@ def _name(hit) -> str:  # type: ignore[no-untyped-def]
 
 def test_the_exact_match_is_found_by_default(tables_store: Store, minilm) -> None:  # type: ignore[no-untyped-def]
     with tables_store.transaction() as conn:
-        parts = conn.execute(sa.select(sa.func.count()).select_from(
-            tables_store.tables.corpus(tables_store.corpus("table")).parts)).scalar_one()
+        parts = conn.execute(
+            sa.select(sa.func.count()).select_from(tables_store.tables.corpus(tables_store.corpus("table")).parts)
+        ).scalar_one()
     assert parts > 2000  # thousands of rows, as in the report
     query = minilm.embed_query(QUERY).tolist()
     hits = tables_store.search("table", query, k=5)
@@ -61,8 +63,11 @@ def test_the_exact_match_is_found_by_default(tables_store: Store, minilm) -> Non
 
 
 @pytest.mark.parametrize("ef_search", [40, 100])
-def test_the_index_path_finds_it_too(tables_store: Store, minilm,  # type: ignore[no-untyped-def]
-                                     ef_search: int) -> None:
+def test_the_index_path_finds_it_too(
+    tables_store: Store,
+    minilm,  # type: ignore[no-untyped-def]
+    ef_search: int,
+) -> None:
     """Forced through the HNSW index (``exact_scan=False``) at the low ef_search values the report tried, the iterative
     scan and the widening window of parts (until it holds several distinct tables) still put the Ubuntu table
     first for the reported query, at k=3 and at k=1, and mostly agree with an exact scan on the best table for
@@ -72,9 +77,13 @@ def test_the_index_path_finds_it_too(tables_store: Store, minilm,  # type: ignor
     scanned exactly, larger ones are checked (``store/index_check.py``), and an index search of a table of many
     rows per unit is refined by an exact scan of the units it found (``store/corpus_search.py``)."""
     agree = 0
-    for text, expected in [(QUERY, "ubuntu.csv"), ("Debian Bookworm release date", "debian.csv"),
-                           ("Noble Numbat end of life", "ubuntu.csv"), ("petal width of setosa", "iris.csv"),
-                           ("median house value by latitude and longitude", "california_housing.csv")]:
+    for text, expected in [
+        (QUERY, "ubuntu.csv"),
+        ("Debian Bookworm release date", "debian.csv"),
+        ("Noble Numbat end of life", "ubuntu.csv"),
+        ("petal width of setosa", "iris.csv"),
+        ("median house value by latitude and longitude", "california_housing.csv"),
+    ]:
         query = minilm.embed_query(text).tolist()
         exact = tables_store.search("table", query, k=3, exact_scan=True)
         index = tables_store.search("table", query, k=3, exact_scan=False, ef_search=ef_search)
@@ -90,8 +99,7 @@ def test_the_index_path_finds_it_too(tables_store: Store, minilm,  # type: ignor
     assert _name(jammy[0]) == "ubuntu.csv"  # k=1 widens like k=3 while its window holds few distinct tables
 
 
-def test_without_the_iterative_scan_the_index_returns_at_most_ef_search_rows(
-        tables_store: Store, minilm) -> None:  # type: ignore[no-untyped-def]
+def test_without_the_iterative_scan_the_index_returns_at_most_ef_search_rows(tables_store: Store, minilm) -> None:  # type: ignore[no-untyped-def]
     """Half of the cause, shown on the raw index: with ``hnsw.iterative_scan`` off, asking for 160 parts yields
     at most ``ef_search`` of them, so a window of parts can never widen past ef_search without it."""
     tables = tables_store.tables.corpus(tables_store.corpus("table"))
@@ -107,8 +115,11 @@ def test_without_the_iterative_scan_the_index_returns_at_most_ef_search_rows(
 
 
 @pytest.mark.parametrize("limit", [20, 160, 640])
-def test_the_server_groups_a_window_of_parts_as_python_did(tables_store: Store, minilm,  # type: ignore[no-untyped-def]
-                                                           limit: int) -> None:
+def test_the_server_groups_a_window_of_parts_as_python_did(
+    tables_store: Store,
+    minilm,  # type: ignore[no-untyped-def]
+    limit: int,
+) -> None:
     """A window of parts reaches the client grouped by unit (``queries.parts_by_unit``): the units of the nearest
     parts first, each with its five nearest parts, and the window's size (whether the index ran out of rows). On
     tables of thousands of near-identical rows, that is what grouping the window's rows in Python gives."""
@@ -142,7 +153,8 @@ def test_the_server_groups_a_window_of_parts_as_python_did(tables_store: Store, 
 
 
 def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large(  # type: ignore[no-untyped-def]
-        tables_store: Store, minilm) -> None:
+    tables_store: Store, minilm
+) -> None:
     """Issue 10's rule: a parts table above ``Settings.exact_scan_rows`` goes through the HNSW index unless the
     index check, measured on the corpus's own rows, found the index unreliable. With the threshold lowered below
     this table's 2,000 rows, the stored check decides — and whichever way it decides, every query still gets the
@@ -161,11 +173,17 @@ def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large( 
     try:
         metadata = small.corpus("table").metadata
         assert stored_check(metadata) == stored  # read back from the registry by another Store
-        exact_path = scan_exactly(check.rows, metadata, exact_scan_rows=500, exact_scan_max_rows=small.settings.exact_scan_max_rows)
+        exact_path = scan_exactly(
+            check.rows, metadata, exact_scan_rows=500, exact_scan_max_rows=small.settings.exact_scan_max_rows
+        )
         assert exact_path == (not check.reliable)
-        for text, expected in [(QUERY, "ubuntu.csv"), ("Debian Bookworm release date", "debian.csv"),
-                               ("Noble Numbat end of life", "ubuntu.csv"), ("petal width of setosa", "iris.csv"),
-                               ("median house value by latitude and longitude", "california_housing.csv")]:
+        for text, expected in [
+            (QUERY, "ubuntu.csv"),
+            ("Debian Bookworm release date", "debian.csv"),
+            ("Noble Numbat end of life", "ubuntu.csv"),
+            ("petal width of setosa", "iris.csv"),
+            ("median house value by latitude and longitude", "california_housing.csv"),
+        ]:
             query = minilm.embed_query(text).tolist()
             exact = small.search("table", query, k=3, exact_scan=True)
             hits = small.search("table", query, k=3)

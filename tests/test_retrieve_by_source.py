@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from support.schemas import ingested_rag
+
 from universalrag.errors import ConfigError
 from universalrag.fusion import SOURCE_DEPTH, SOURCE_WEIGHT, by_source
 from universalrag.pipeline import UniversalRAG
@@ -16,13 +17,26 @@ from universalrag.types import Granularity, Hit
 
 
 def part(uid: str, source: str, score: float, **channels: float) -> Hit:
-    return Hit(corpus="table", id=uid, score=score, content=uid, source_id=source, granularity=Granularity.TABLE,
-               channel_scores=channels)
+    return Hit(
+        corpus="table",
+        id=uid,
+        score=score,
+        content=uid,
+        source_id=source,
+        granularity=Granularity.TABLE,
+        channel_scores=channels,
+    )
 
 
 def whole(source: str, score: float) -> Hit:
-    return Hit(corpus="document", id="doc-" + source, score=score, content=source, source_id=source,
-               granularity=Granularity.DOCUMENT)
+    return Hit(
+        corpus="document",
+        id="doc-" + source,
+        score=score,
+        content=source,
+        source_id=source,
+        granularity=Granularity.DOCUMENT,
+    )
 
 
 # -- the ranking rule ---------------------------------------------------------------------------------------------
@@ -64,14 +78,28 @@ def test_the_weight_is_checked() -> None:
 
 
 # -- a real store and the bundled MiniLM -------------------------------------------------------------------------
-ROWS = (("Kestrel", "John Brown", "June 1935"), ("Merlin", "Yarrow", "July 1935"), ("Osprey", "Thornycroft", "August 1935"))
+ROWS = (
+    ("Kestrel", "John Brown", "June 1935"),
+    ("Merlin", "Yarrow", "July 1935"),
+    ("Osprey", "Thornycroft", "August 1935"),
+)
 #: Two pages holding one table of the same rows: only the prose says which class the Royal Navy scrapped in 1946.
 PAGES = {
-    "kestrel.html": ("Kestrel class", ("The Kestrel class was a class of three destroyers of the Royal Navy. The Royal "
-                                       "Navy scrapped all the ships of the Kestrel class in 1946, after the Second World "
-                                       "War.")),
-    "osprey.html": ("Osprey class", ("The Osprey class was a class of three destroyers of the Royal Navy. The ships of "
-                                     "the Osprey class were sold to the Greek navy in 1952 and served there until 1960.")),
+    "kestrel.html": (
+        "Kestrel class",
+        (
+            "The Kestrel class was a class of three destroyers of the Royal Navy. The Royal "
+            "Navy scrapped all the ships of the Kestrel class in 1946, after the Second World "
+            "War."
+        ),
+    ),
+    "osprey.html": (
+        "Osprey class",
+        (
+            "The Osprey class was a class of three destroyers of the Royal Navy. The ships of "
+            "the Osprey class were sold to the Greek navy in 1952 and served there until 1960."
+        ),
+    ),
 }
 QUESTION = "which ships did the Royal Navy scrap in 1946?"
 
@@ -82,8 +110,11 @@ def classes(database_url: str, tmp_path_factory: pytest.TempPathFactory, minilm:
     header = "".join(f"<th>{h}</th>" for h in ("Ship", "Builder", "Launched"))
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in ROWS)
     for name, (title, prose) in PAGES.items():
-        (folder / name).write_text(f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{prose}</p>"
-                                   f"<table><tr>{header}</tr>{body}</table></body></html>", encoding="utf-8")
+        (folder / name).write_text(
+            f"<html><head><title>{title}</title></head><body><h1>{title}</h1><p>{prose}</p>"
+            f"<table><tr>{header}</tr>{body}</table></body></html>",
+            encoding="utf-8",
+        )
     with ingested_rag(database_url, minilm, [folder]) as rag:
         yield rag
 
@@ -93,8 +124,15 @@ def _page(hit: Hit) -> str:
 
 
 def test_the_table_of_the_page_the_question_is_about_comes_first(classes: UniversalRAG) -> None:
-    plain = UniversalRAG(settings=classes.settings, store=classes.store, embedder=classes.embedder, generator=None,
-                         visual_encoder=None, log_decisions=False, source_weight=0.0)
+    plain = UniversalRAG(
+        settings=classes.settings,
+        store=classes.store,
+        embedder=classes.embedder,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+        source_weight=0.0,
+    )
     tables = plain.retrieve(QUESTION, k=2, routes=["table"])
     pages = plain.retrieve(QUESTION, k=2, routes=["document"])
     # the premise: the tables alone lean (a little) to the wrong class, the whole pages clearly to the right one
@@ -125,7 +163,8 @@ def test_a_deeper_search_returns_first_what_a_search_for_the_head_returns(classe
 
 
 def test_routing_probes_the_tables_as_deep_as_retrieval_wants_them_and_searches_each_corpus_once(
-        classes: UniversalRAG) -> None:
+    classes: UniversalRAG,
+) -> None:
     searched: list[tuple[str, int, int | None]] = []
     original = classes.store.search_many
 
@@ -146,5 +185,3 @@ def test_routing_probes_the_tables_as_deep_as_retrieval_wants_them_and_searches_
     assert plan.probed("table", SOURCE_DEPTH) is not None  # the probe serves retrieval: no second search
     hybrid = classes.plan(QUESTION, k=3, hybrid=True)  # rank-fused scores are not re-ranked: nothing to fetch for
     assert classes.searcher.depth(hybrid, "table", 5, classes.store.nonempty()) == 5
-
-

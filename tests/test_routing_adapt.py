@@ -9,30 +9,54 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from test_routing_evidence import write_reference
+
+from universalrag.adapt import Example, labelled_evidence
 from universalrag.config import Settings
 from universalrag.pipeline import UniversalRAG
 from universalrag.routing.combiner import Combiner, Logistic
-from universalrag.adapt import Example, labelled_evidence
 from universalrag.routing.features import QUERY_FEATURES
 
-from test_routing_evidence import write_reference
-
 TABLE = [
-    "Which planet has the longest day?", "how far is neptune from the sun", "How many moons does Jupiter have?",
-    "what is the diameter of mars in km", "Which planets have no moons at all?", "Uranus moons count",
-    "Is Venus bigger than Earth?", "tell me how long a day lasts on Mercury", "Which is the largest planet?",
-    "distance from the sun of mars", "How many moons orbit Neptune?", "earth diameter",
-    "which planet is closest to the sun", "how many moons does mars have", "What's the day length on Saturn?",
+    "Which planet has the longest day?",
+    "how far is neptune from the sun",
+    "How many moons does Jupiter have?",
+    "what is the diameter of mars in km",
+    "Which planets have no moons at all?",
+    "Uranus moons count",
+    "Is Venus bigger than Earth?",
+    "tell me how long a day lasts on Mercury",
+    "Which is the largest planet?",
+    "distance from the sun of mars",
+    "How many moons orbit Neptune?",
+    "earth diameter",
+    "which planet is closest to the sun",
+    "how many moons does mars have",
+    "What's the day length on Saturn?",
 ]
 TEXT = [
-    "What happens to an exception raised inside a with block?", "when does a finally clause run",
-    "What does an else clause on a for loop do?", "are tuples mutable", "what does range use memory for",
-    "Which special methods make a class behave like a sequence?", "How are except clauses matched?",
-    "what is a descriptor", "can several context managers share one with statement",
-    "How does list.sort differ from sorted?", "what three things does every object have",
+    "What happens to an exception raised inside a with block?",
+    "when does a finally clause run",
+    "What does an else clause on a for loop do?",
+    "are tuples mutable",
+    "what does range use memory for",
+    "Which special methods make a class behave like a sequence?",
+    "How are except clauses matched?",
+    "what is a descriptor",
+    "can several context managers share one with statement",
+    "How does list.sort differ from sorted?",
+    "what three things does every object have",
 ]
-NONE = ["What is 17 times 3?", "hi, how are you?", "What is 2 to the power of 10?", "Write a limerick about cats",
-        "thanks!", "What's 15% of 80?", "Translate 'thank you' into French", "What is the capital of Italy?"]
+NONE = [
+    "What is 17 times 3?",
+    "hi, how are you?",
+    "What is 2 to the power of 10?",
+    "Write a limerick about cats",
+    "thanks!",
+    "What's 15% of 80?",
+    "Translate 'thank you' into French",
+    "What is the capital of Italy?",
+]
 
 
 def prior_only_combiner() -> Combiner:
@@ -43,9 +67,11 @@ def prior_only_combiner() -> Combiner:
     def model(base: Logistic, features: tuple[str, ...], weights: dict[str, float]) -> Logistic:
         return Logistic(features, np.array([weights.get(f, 0.0) for f in features]), 0.0, base.mean, base.scale)
 
-    return Combiner(model(shipped.corpus_model, shipped.corpus_model.features, {"prior_logit": 3.0}),
-                    model(shipped.answerable_model, QUERY_FEATURES, {"prior_none_logit": -3.0}),
-                    {"trained_by": "test: prior only"})
+    return Combiner(
+        model(shipped.corpus_model, shipped.corpus_model.features, {"prior_logit": 3.0}),
+        model(shipped.answerable_model, QUERY_FEATURES, {"prior_none_logit": -3.0}),
+        {"trained_by": "test: prior only"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +85,7 @@ def settings_with_content(database_url: str, tmp_path_factory: pytest.TempPathFa
         rag.store.downgrade("base")
 
 
-def test_adapt_fixes_what_the_prior_gets_wrong_and_is_used_by_default(settings_with_content: Settings,
-                                                                      minilm) -> None:  # type: ignore[no-untyped-def]
+def test_adapt_fixes_what_the_prior_gets_wrong_and_is_used_by_default(settings_with_content: Settings, minilm) -> None:  # type: ignore[no-untyped-def]
     rag = UniversalRAG(settings=settings_with_content, embedder=minilm, generator=None, visual_encoder=None)
     rag.use_combiner(prior_only_combiner())
     examples = [(q, "table") for q in TABLE] + [(q, "paragraph") for q in TEXT] + [(q, "none") for q in NONE]
@@ -78,17 +103,20 @@ def test_adapt_fixes_what_the_prior_gets_wrong_and_is_used_by_default(settings_w
     fresh.close()
 
 
-def test_a_query_written_from_a_unit_is_kept_only_when_its_corpus_finds_the_unit(settings_with_content: Settings,
-                                                                                 minilm) -> None:  # type: ignore[no-untyped-def]
+def test_a_query_written_from_a_unit_is_kept_only_when_its_corpus_finds_the_unit(
+    settings_with_content: Settings, minilm
+) -> None:  # type: ignore[no-untyped-def]
     """Retrieval-aware labels: a synthesised query names the unit it was written from; its label trains only
     when the labelled corpus's probe finds that unit (what retrieval can deliver, not what the template meant)."""
     with UniversalRAG(settings=settings_with_content, embedder=minilm, generator=None, visual_encoder=None) as rag:
         query = "when does a finally clause run"
         found = rag.retrieve(query, routes=["paragraph"], k=5)
         assert found
-        examples = [Example(query, "paragraph", "synth", unit_id=found[0].id),
-                    Example(query, "paragraph", "synth", unit_id="not-a-unit-of-this-corpus"),
-                    Example(query, "paragraph", "handwritten")]
+        examples = [
+            Example(query, "paragraph", "synth", unit_id=found[0].id),
+            Example(query, "paragraph", "synth", unit_id="not-a-unit-of-this-corpus"),
+            Example(query, "paragraph", "handwritten"),
+        ]
         kept = labelled_evidence(rag, examples)
         assert [q.source for q in kept] == ["synth", "handwritten"]
         assert all(q.gold == frozenset({"paragraph"}) for q in kept)

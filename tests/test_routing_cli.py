@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import typer
 from typer.testing import CliRunner
+
 from universalrag.routing import EVAL_KEYS, bundled_heldout
 
 runner = CliRunner()

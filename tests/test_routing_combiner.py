@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+
 from universalrag.errors import ConfigError, RoutingError
 from universalrag.fusion import TABLE_OFFSET
 from universalrag.routing.combiner import (
@@ -53,28 +54,91 @@ CORPORA = ("paragraph", "document", "table", "image", "clip")
 #: the workspaces page's passage 0.80.
 NPM_WORKSPACES: dict[str, dict[str, float]] = {
     "document": {
-        "prior": 0.0098, "prior_logit": -0.9224, "prior_none": 0.3307, "prior_top": 0.0, "best": 0.7058,
-        "margin": 0.0547, "rel_best": -0.092, "second_rel": 0.0191, "lexical": 0.6667, "rel_lexical": 0.0,
-        "log_size": 0.4533, "description": 0.0696, "examples": 0.0696, "empty": 0.0, "sib_prior": -0.4387,
-        "sib_best": -0.092, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 1.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
-        "content_share": 0.5, "numeric_share": 0.0,
+        "prior": 0.0098,
+        "prior_logit": -0.9224,
+        "prior_none": 0.3307,
+        "prior_top": 0.0,
+        "best": 0.7058,
+        "margin": 0.0547,
+        "rel_best": -0.092,
+        "second_rel": 0.0191,
+        "lexical": 0.6667,
+        "rel_lexical": 0.0,
+        "log_size": 0.4533,
+        "description": 0.0696,
+        "examples": 0.0696,
+        "empty": 0.0,
+        "sib_prior": -0.4387,
+        "sib_best": -0.092,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 1.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.3863,
+        "query_terms": 1.3863,
+        "content_share": 0.5,
+        "numeric_share": 0.0,
     },
     "table": {
-        "prior": 0.0002, "prior_logit": -1.6697, "prior_none": 0.3307, "prior_top": 0.0, "best": 0.6867,
-        "margin": 0.3273, "rel_best": -0.1112, "second_rel": -0.0191, "lexical": 0.6667, "rel_lexical": 0.0,
-        "log_size": 0.2639, "description": 0.0748, "examples": 0.0748, "empty": 0.0, "sib_prior": 0.0,
-        "sib_best": 0.0, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 0.0, "is_table": 1.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
-        "content_share": 0.5, "numeric_share": 0.0,
+        "prior": 0.0002,
+        "prior_logit": -1.6697,
+        "prior_none": 0.3307,
+        "prior_top": 0.0,
+        "best": 0.6867,
+        "margin": 0.3273,
+        "rel_best": -0.1112,
+        "second_rel": -0.0191,
+        "lexical": 0.6667,
+        "rel_lexical": 0.0,
+        "log_size": 0.2639,
+        "description": 0.0748,
+        "examples": 0.0748,
+        "empty": 0.0,
+        "sib_prior": 0.0,
+        "sib_best": 0.0,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 0.0,
+        "is_table": 1.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.3863,
+        "query_terms": 1.3863,
+        "content_share": 0.5,
+        "numeric_share": 0.0,
     },
     "paragraph": {
-        "prior": 0.0818, "prior_logit": -0.4837, "prior_none": 0.3307, "prior_top": 1.0, "best": 0.7978,
-        "margin": 0.1076, "rel_best": 0.092, "second_rel": 0.1112, "lexical": 0.6667, "rel_lexical": 0.0,
-        "log_size": 0.7215, "description": 0.0028, "examples": 0.0028, "empty": 0.0, "sib_prior": 0.4387,
-        "sib_best": 0.092, "sib_lexical": 0.0, "is_paragraph": 1.0, "is_document": 0.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
-        "content_share": 0.5, "numeric_share": 0.0,
+        "prior": 0.0818,
+        "prior_logit": -0.4837,
+        "prior_none": 0.3307,
+        "prior_top": 1.0,
+        "best": 0.7978,
+        "margin": 0.1076,
+        "rel_best": 0.092,
+        "second_rel": 0.1112,
+        "lexical": 0.6667,
+        "rel_lexical": 0.0,
+        "log_size": 0.7215,
+        "description": 0.0028,
+        "examples": 0.0028,
+        "empty": 0.0,
+        "sib_prior": 0.4387,
+        "sib_best": 0.092,
+        "sib_lexical": 0.0,
+        "is_paragraph": 1.0,
+        "is_document": 0.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.3863,
+        "query_terms": 1.3863,
+        "content_share": 0.5,
+        "numeric_share": 0.0,
     },
 }
 
@@ -87,13 +151,25 @@ def _query(rng: np.random.Generator, *, gold: str | None, misleading_prior: bool
     for corpus in CORPORA:
         close = corpus == gold
         prior = 0.9 if (corpus == (wrong if misleading_prior else gold)) else 0.02
-        hits = tuple(Hit(corpus=corpus, id=f"{corpus}{i}", score=float(s), content=text)
-                     for i, (s, text) in enumerate(zip(
-                         sorted(rng.uniform(0.55, 0.75, 5) if close else rng.uniform(0.05, 0.35, 5), reverse=True),
-                         ["saturn has 146 moons" if close else "unrelated words here"] * 5)))
-        probes.append(ProbeEvidence(corpus, corpus if corpus != "paragraph" else "paragraph",
-                                    prior if gold else 0.01, hits, size=int(rng.integers(10, 10_000)),
-                                    description=float(rng.uniform(0, 0.3))))
+        hits = tuple(
+            Hit(corpus=corpus, id=f"{corpus}{i}", score=float(s), content=text)
+            for i, (s, text) in enumerate(
+                zip(
+                    sorted(rng.uniform(0.55, 0.75, 5) if close else rng.uniform(0.05, 0.35, 5), reverse=True),
+                    ["saturn has 146 moons" if close else "unrelated words here"] * 5,
+                )
+            )
+        )
+        probes.append(
+            ProbeEvidence(
+                corpus,
+                corpus if corpus != "paragraph" else "paragraph",
+                prior if gold else 0.01,
+                hits,
+                size=int(rng.integers(10, 10_000)),
+                description=float(rng.uniform(0, 0.3)),
+            )
+        )
     prior_none = 0.02 if gold else 0.95
     pairs = pair_features("how many moons does saturn have", probes, prior_none=prior_none)
     return TrainingQuery(pairs, prior_none, frozenset({gold}) if gold else frozenset(), "synthetic")
@@ -113,28 +189,94 @@ def _dataset(seed: int, n: int) -> list[TrainingQuery]:
 #: while the variable's own page and the passages naming it are in the document and paragraph probes (``named``).
 CMAKE_BUILD_TYPE: dict[str, dict[str, float]] = {
     "document": {
-        "prior": 0.0044, "prior_logit": -1.0852, "prior_none": 0.5019, "prior_top": 0.0, "best": 0.7309,
-        "margin": 0.0639, "rel_best": -0.0114, "second_rel": 0.0122, "lexical": 1.0, "rel_lexical": 0.0,
-        "log_size": 0.4394, "description": -0.0323, "examples": -0.0323, "empty": 0.0, "sib_prior": -1.139,
-        "sib_best": 0.0122, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 1.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
-        "content_share": 1.0, "numeric_share": 0.0, "named": 1.0,
+        "prior": 0.0044,
+        "prior_logit": -1.0852,
+        "prior_none": 0.5019,
+        "prior_top": 0.0,
+        "best": 0.7309,
+        "margin": 0.0639,
+        "rel_best": -0.0114,
+        "second_rel": 0.0122,
+        "lexical": 1.0,
+        "rel_lexical": 0.0,
+        "log_size": 0.4394,
+        "description": -0.0323,
+        "examples": -0.0323,
+        "empty": 0.0,
+        "sib_prior": -1.139,
+        "sib_best": 0.0122,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 1.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.3863,
+        "query_terms": 1.3863,
+        "content_share": 1.0,
+        "numeric_share": 0.0,
+        "named": 1.0,
     },
     "table": {
-        "prior": 0.0006, "prior_logit": -1.4862, "prior_none": 0.5019, "prior_top": 0.0, "best": 0.7423,
-        "margin": 0.0793, "rel_best": 0.0114, "second_rel": 0.0236, "lexical": 0.6667, "rel_lexical": -0.3333,
-        "log_size": 0.2197, "description": 0.01, "examples": 0.01, "empty": 0.0, "sib_prior": 0.0, "sib_best": 0.0,
-        "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 0.0, "is_table": 1.0, "is_image": 0.0,
-        "is_clip": 0.0, "is_video": 0.0, "matched": 1.0986, "query_terms": 1.3863, "content_share": 1.0,
-        "numeric_share": 0.0, "named": 0.0,
+        "prior": 0.0006,
+        "prior_logit": -1.4862,
+        "prior_none": 0.5019,
+        "prior_top": 0.0,
+        "best": 0.7423,
+        "margin": 0.0793,
+        "rel_best": 0.0114,
+        "second_rel": 0.0236,
+        "lexical": 0.6667,
+        "rel_lexical": -0.3333,
+        "log_size": 0.2197,
+        "description": 0.01,
+        "examples": 0.01,
+        "empty": 0.0,
+        "sib_prior": 0.0,
+        "sib_best": 0.0,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 0.0,
+        "is_table": 1.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.0986,
+        "query_terms": 1.3863,
+        "content_share": 1.0,
+        "numeric_share": 0.0,
+        "named": 0.0,
     },
     "paragraph": {
-        "prior": 0.5669, "prior_logit": 0.0538, "prior_none": 0.5019, "prior_top": 1.0, "best": 0.7188,
-        "margin": 0.0209, "rel_best": -0.0236, "second_rel": -0.0122, "lexical": 1.0, "rel_lexical": 0.0,
-        "log_size": 0.692, "description": -0.0277, "examples": -0.0277, "empty": 0.0, "sib_prior": 1.139,
-        "sib_best": -0.0122, "sib_lexical": 0.0, "is_paragraph": 1.0, "is_document": 0.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
-        "content_share": 1.0, "numeric_share": 0.0, "named": 1.0,
+        "prior": 0.5669,
+        "prior_logit": 0.0538,
+        "prior_none": 0.5019,
+        "prior_top": 1.0,
+        "best": 0.7188,
+        "margin": 0.0209,
+        "rel_best": -0.0236,
+        "second_rel": -0.0122,
+        "lexical": 1.0,
+        "rel_lexical": 0.0,
+        "log_size": 0.692,
+        "description": -0.0277,
+        "examples": -0.0277,
+        "empty": 0.0,
+        "sib_prior": 1.139,
+        "sib_best": -0.0122,
+        "sib_lexical": 0.0,
+        "is_paragraph": 1.0,
+        "is_document": 0.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.3863,
+        "query_terms": 1.3863,
+        "content_share": 1.0,
+        "numeric_share": 0.0,
+        "named": 1.0,
     },
 }
 
@@ -182,7 +324,9 @@ def test_json_round_trip_and_bad_files(tmp_path: Path) -> None:
     again = Combiner.load(path)
     assert again.version == combiner.version and again.info["trained_by"] == "test"
     pairs = _dataset(5, 1)[0].pairs
-    assert again.corpus_probabilities(pairs) == pytest.approx(combiner.corpus_probabilities(pairs), abs=1e-4)  # 6 decimals
+    assert again.corpus_probabilities(pairs) == pytest.approx(
+        combiner.corpus_probabilities(pairs), abs=1e-4
+    )  # 6 decimals
     (tmp_path / "bad.json").write_text(json.dumps({"format": "other"}), encoding="utf-8")
     with pytest.raises(ConfigError, match="combiner"):
         Combiner.load(tmp_path / "bad.json")
@@ -225,16 +369,53 @@ def _overlap_by_tokens(terms: frozenset[str], texts: list[str]) -> tuple[float, 
     return share, count
 
 
-_WORDS = ["saturn", "Saturn", "SATURN", "moons", "moon", "tuples", "Tuple", "changed", "change", "1952", "1952-53",
-          "panellinios", "x", "5", "50", "naïve", "CAFÉ", "İstanbul", "istanbul", "straße", "ΟΔΟΣ", "οδος", "_", "e2e",
-          "the", "in", "seasons", "cheers", "ﬁnance", "finance", "Ⅻ", "٣"]
+_WORDS = [
+    "saturn",
+    "Saturn",
+    "SATURN",
+    "moons",
+    "moon",
+    "tuples",
+    "Tuple",
+    "changed",
+    "change",
+    "1952",
+    "1952-53",
+    "panellinios",
+    "x",
+    "5",
+    "50",
+    "naïve",
+    "CAFÉ",
+    "İstanbul",
+    "istanbul",
+    "straße",
+    "ΟΔΟΣ",
+    "οδος",
+    "_",
+    "e2e",
+    "the",
+    "in",
+    "seasons",
+    "cheers",
+    "ﬁnance",
+    "finance",
+    "Ⅻ",
+    "٣",
+]
 
 
 @settings(max_examples=300, deadline=None)
-@given(query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(" ".join),
-       texts=st.lists(st.lists(st.one_of(st.sampled_from(_WORDS), st.text(max_size=6)), max_size=12).map(
-           lambda words: "".join(w + sep for w, sep in zip(words, [" ", ",", "-", "_", "|", "", "\n"] * 4))),
-           min_size=1, max_size=3))
+@given(
+    query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(" ".join),
+    texts=st.lists(
+        st.lists(st.one_of(st.sampled_from(_WORDS), st.text(max_size=6)), max_size=12).map(
+            lambda words: "".join(w + sep for w, sep in zip(words, [" ", ",", "-", "_", "|", "", "\n"] * 4))
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
 @example(query="moons", texts=["honeymoons"])  # a term inside a longer word is not that word
 @example(query="5 moons", texts=["50 moons"])  # a one-character stem finds only a word of its own
 @example(query="Tuple", texts=["Tuples, __tuple_"])  # a stem that begins a word; "_" is no letter
@@ -257,9 +438,11 @@ def _probe(corpus: str, granularity: str, prior: float, scores: list[float], tex
 
 
 def test_sibling_features_compare_the_granularities_of_one_modality() -> None:
-    probes = [_probe("paragraph", "paragraph", 0.2, [0.7, 0.4], "saturn has 146 moons"),
-              _probe("document", "document", 0.6, [0.5, 0.45], "the planets of the solar system"),
-              _probe("table", "table", 0.1, [0.3], "planet,moons")]
+    probes = [
+        _probe("paragraph", "paragraph", 0.2, [0.7, 0.4], "saturn has 146 moons"),
+        _probe("document", "document", 0.6, [0.5, 0.45], "the planets of the solar system"),
+        _probe("table", "table", 0.1, [0.3], "planet,moons"),
+    ]
     pairs = pair_features("how many moons does saturn have", probes, prior_none=0.1)
     assert pairs["paragraph"]["sib_best"] == pytest.approx(0.2)
     assert pairs["document"]["sib_best"] == pytest.approx(-0.2)
@@ -283,9 +466,11 @@ def test_every_likely_corpus_is_searched_even_both_granularities_of_one_modality
     corpus = Logistic(("best",), np.array([20.0]), -10.0, np.zeros(1), one)  # p >= 0.5 from similarity 0.5 up
     answerable = Logistic(("best_similarity",), np.array([20.0]), -10.0, np.zeros(1), one)
     combiner = Combiner(corpus, answerable)
-    probes = [_probe("paragraph", "paragraph", 0.3, [0.8, 0.3], "saturn has 146 moons"),
-              _probe("document", "document", 0.3, [0.7, 0.2], "the planets of the solar system"),
-              _probe("table", "table", 0.3, [0.2, 0.1], "planet,moons")]
+    probes = [
+        _probe("paragraph", "paragraph", 0.3, [0.8, 0.3], "saturn has 146 moons"),
+        _probe("document", "document", 0.3, [0.7, 0.2], "the planets of the solar system"),
+        _probe("table", "table", 0.3, [0.2, 0.1], "planet,moons"),
+    ]
     pairs = pair_features("how many moons does saturn have", probes, prior_none=0.1)
     decision = combiner.decide(pairs, prior_none=0.1)
     assert decision.routes == ("paragraph", "document") and not decision.none
@@ -302,9 +487,11 @@ def test_the_best_corpus_brings_its_sibling_granularity_when_that_is_likely_enou
     combiner = Combiner(corpus, answerable)
 
     def routes(passage_best: float) -> tuple[str, ...]:
-        probes = [_probe("manual_pages", "document", 0.3, [0.6, 0.3], "the with statement"),
-                  _probe("manual_passages", "paragraph", 0.3, [passage_best, 0.1], "the with statement"),
-                  _probe("planets", "table", 0.3, [0.45, 0.1], "planet,moons")]
+        probes = [
+            _probe("manual_pages", "document", 0.3, [0.6, 0.3], "the with statement"),
+            _probe("manual_passages", "paragraph", 0.3, [passage_best, 0.1], "the with statement"),
+            _probe("planets", "table", 0.3, [0.45, 0.1], "planet,moons"),
+        ]
         pairs = pair_features("how does the with statement work", probes, prior_none=0.1)
         assert sibling_corpora(pairs)["manual_pages"] == ("manual_passages",)
         return combiner.decide(pairs, prior_none=0.1).routes
@@ -330,8 +517,9 @@ def test_the_query_shape_and_the_count_of_words_found_tell_a_greeting_from_a_que
     # A two-word greeting with one word in a table row overlaps it by half; a real question matches more words.
     row = "Cheers | sitcom | 11 seasons | 275 episodes"
     greeting = pair_features("cheers mate", [_probe("table", "table", 0.1, [0.3], row)], prior_none=0.9)["table"]
-    real = pair_features("how many seasons did cheers run", [_probe("table", "table", 0.1, [0.3], row)],
-                         prior_none=0.1)["table"]
+    real = pair_features(
+        "how many seasons did cheers run", [_probe("table", "table", 0.1, [0.3], row)], prior_none=0.1
+    )["table"]
     assert greeting["lexical"] == pytest.approx(0.5) and real["lexical"] == pytest.approx(2 / 3)
     assert real["matched"] > greeting["matched"]
     # Words are counted by stem: a question that spells a word differently from the text still finds it.
@@ -377,9 +565,14 @@ def test_the_prior_is_an_input_of_the_none_decision_not_a_gate() -> None:
     corpus = Logistic(("best",), np.array([20.0]), -10.0, np.zeros(1), one)
     answerable = Logistic(("best_similarity",), np.array([20.0]), -10.0, np.zeros(1), one)
     combiner = Combiner(corpus, answerable)
-    weak = pair_features("which company made you", [_probe("paragraph", "paragraph", 0.6, [0.2, 0.1], "lists"),
-                                                    _probe("table", "table", 0.1, [0.1], "planet,moons")],
-                         prior_none=0.3)
+    weak = pair_features(
+        "which company made you",
+        [
+            _probe("paragraph", "paragraph", 0.6, [0.2, 0.1], "lists"),
+            _probe("table", "table", 0.1, [0.1], "planet,moons"),
+        ],
+        prior_none=0.3,
+    )
     assert combiner.decide(weak, prior_none=0.3).routes == ("none",)
     close = pair_features("saturn moons", [_probe("table", "table", 0.1, [0.8, 0.2], "Saturn,146")], prior_none=0.9)
     assert combiner.decide(close, prior_none=0.9).routes == ("table",)
@@ -407,11 +600,17 @@ def test_dominance_lifts_tables_as_merging_does_and_ignores_other_modalities() -
     chosen_table["paragraph"]["best"] -= 0.01  # within the margin of the lifted table: merging would rank them close
     assert dominant(chosen_table, ("table",)) is None
     # a passage chosen, a table far above it (after its lift) joins; an image never (its scores are another scale)
-    assert dominant({"paragraph": row(0.5, "paragraph"), "table": row(0.5, "table"), "image": row(0.9, "image")},
-                    ("paragraph",)) == "table"
+    assert (
+        dominant(
+            {"paragraph": row(0.5, "paragraph"), "table": row(0.5, "table"), "image": row(0.9, "image")}, ("paragraph",)
+        )
+        == "table"
+    )
     assert dominant({"image": row(0.3, "image"), "paragraph": row(0.9, "paragraph")}, ("image",)) is None
-    assert dominant({"paragraph": row(0.3, "paragraph"), "document": row(0.9, "document", empty=True)},
-                    ("paragraph",)) is None
+    assert (
+        dominant({"paragraph": row(0.3, "paragraph"), "document": row(0.9, "document", empty=True)}, ("paragraph",))
+        is None
+    )
 
 
 def test_a_corpus_holding_the_typed_name_is_searched() -> None:
@@ -432,8 +631,9 @@ def test_a_typed_name_held_by_a_corpus_is_never_answered_with_none() -> None:
     corpus = Logistic(("best",), np.array([1.0]), 0.0, np.zeros(1), np.ones(1))
     answerable = Logistic(("best_similarity",), np.array([1.0]), -50.0, np.zeros(1), np.ones(1))  # always "none"
     combiner = Combiner(corpus, answerable)
-    pairs = pair_features("what is TRY_RUN", [_probe("paragraph", "paragraph", 0.1, [0.4, 0.2], "try_run")],
-                          prior_none=0.9)
+    pairs = pair_features(
+        "what is TRY_RUN", [_probe("paragraph", "paragraph", 0.1, [0.4, 0.2], "try_run")], prior_none=0.9
+    )
     assert pairs["paragraph"]["named"] == 0.0  # the probe hit of this test carries no channel ``named``
     assert combiner.decide(pairs, prior_none=0.9).routes == ("none",)
     pairs["paragraph"]["named"] = 1.0
@@ -446,20 +646,64 @@ def test_a_typed_name_held_by_a_corpus_is_never_answered_with_none() -> None:
 #: manuals (margin 0.49); its PBKDF2-HMAC-SHA256 passage 0.648.
 NETTLE_PBKDF2: dict[str, dict[str, float]] = {
     "document": {
-        "prior": 0.0153, "prior_logit": -0.8325, "prior_none": 0.9872, "prior_top": 1.0, "best": 0.6893,
-        "margin": 0.4918, "rel_best": 0.0409, "second_rel": 0.0409, "lexical": 1.0, "rel_lexical": 0.0,
-        "log_size": 0.1946, "description": -0.0745, "examples": -0.0745, "empty": 0.0, "sib_prior": 0.474,
-        "sib_best": 0.0409, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 1.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
-        "content_share": 0.75, "numeric_share": 0.0, "named": 1.0,
+        "prior": 0.0153,
+        "prior_logit": -0.8325,
+        "prior_none": 0.9872,
+        "prior_top": 1.0,
+        "best": 0.6893,
+        "margin": 0.4918,
+        "rel_best": 0.0409,
+        "second_rel": 0.0409,
+        "lexical": 1.0,
+        "rel_lexical": 0.0,
+        "log_size": 0.1946,
+        "description": -0.0745,
+        "examples": -0.0745,
+        "empty": 0.0,
+        "sib_prior": 0.474,
+        "sib_best": 0.0409,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 1.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.3863,
+        "query_terms": 1.3863,
+        "content_share": 0.75,
+        "numeric_share": 0.0,
+        "named": 1.0,
     },
     "paragraph": {
-        "prior": 0.0015, "prior_logit": -1.3065, "prior_none": 0.9872, "prior_top": 0.0, "best": 0.6484,
-        "margin": 0.0406, "rel_best": -0.0409, "second_rel": -0.0409, "lexical": 1.0, "rel_lexical": 0.0,
-        "log_size": 0.6642, "description": -0.1034, "examples": -0.1034, "empty": 0.0, "sib_prior": -0.474,
-        "sib_best": -0.0409, "sib_lexical": 0.0, "is_paragraph": 1.0, "is_document": 0.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
-        "content_share": 0.75, "numeric_share": 0.0, "named": 1.0,
+        "prior": 0.0015,
+        "prior_logit": -1.3065,
+        "prior_none": 0.9872,
+        "prior_top": 0.0,
+        "best": 0.6484,
+        "margin": 0.0406,
+        "rel_best": -0.0409,
+        "second_rel": -0.0409,
+        "lexical": 1.0,
+        "rel_lexical": 0.0,
+        "log_size": 0.6642,
+        "description": -0.1034,
+        "examples": -0.1034,
+        "empty": 0.0,
+        "sib_prior": -0.474,
+        "sib_best": -0.0409,
+        "sib_lexical": 0.0,
+        "is_paragraph": 1.0,
+        "is_document": 0.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.3863,
+        "query_terms": 1.3863,
+        "content_share": 0.75,
+        "numeric_share": 0.0,
+        "named": 1.0,
     },
 }
 
@@ -479,52 +723,184 @@ def test_a_whole_text_chosen_first_brings_its_passages_when_they_are_as_near() -
 #: table's 0.515.
 LIBTASN1_READ_VALUE: dict[str, dict[str, float]] = {
     "document": {
-        "prior": 0.0019, "prior_logit": -1.258, "prior_none": 0.997, "prior_top": 0.0, "best": 0.5516,
-        "margin": 0.3417, "rel_best": -0.042, "second_rel": 0.0367, "lexical": 1.0, "rel_lexical": 0.0,
-        "log_size": 0.3045, "description": 0.0509, "examples": 0.0509, "empty": 0.0, "sib_prior": -0.179,
-        "sib_best": -0.042, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 1.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
-        "content_share": 1.0, "numeric_share": 0.0, "named": 1.0,
+        "prior": 0.0019,
+        "prior_logit": -1.258,
+        "prior_none": 0.997,
+        "prior_top": 0.0,
+        "best": 0.5516,
+        "margin": 0.3417,
+        "rel_best": -0.042,
+        "second_rel": 0.0367,
+        "lexical": 1.0,
+        "rel_lexical": 0.0,
+        "log_size": 0.3045,
+        "description": 0.0509,
+        "examples": 0.0509,
+        "empty": 0.0,
+        "sib_prior": -0.179,
+        "sib_best": -0.042,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 1.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.3863,
+        "query_terms": 1.3863,
+        "content_share": 1.0,
+        "numeric_share": 0.0,
+        "named": 1.0,
     },
     "table": {
-        "prior": 0.0051, "prior_logit": -1.0544, "prior_none": 0.997, "prior_top": 1.0, "best": 0.5149,
-        "margin": 0.1331, "rel_best": -0.0787, "second_rel": -0.0367, "lexical": 0.3333, "rel_lexical": -0.6667,
-        "log_size": 0.3045, "description": 0.0591, "examples": 0.0591, "empty": 0.0, "sib_prior": 0.0,
-        "sib_best": 0.0, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 0.0, "is_table": 1.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.0986, "query_terms": 1.3863,
-        "content_share": 1.0, "numeric_share": 0.0, "named": 0.0,
+        "prior": 0.0051,
+        "prior_logit": -1.0544,
+        "prior_none": 0.997,
+        "prior_top": 1.0,
+        "best": 0.5149,
+        "margin": 0.1331,
+        "rel_best": -0.0787,
+        "second_rel": -0.0367,
+        "lexical": 0.3333,
+        "rel_lexical": -0.6667,
+        "log_size": 0.3045,
+        "description": 0.0591,
+        "examples": 0.0591,
+        "empty": 0.0,
+        "sib_prior": 0.0,
+        "sib_best": 0.0,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 0.0,
+        "is_table": 1.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.0986,
+        "query_terms": 1.3863,
+        "content_share": 1.0,
+        "numeric_share": 0.0,
+        "named": 0.0,
     },
     "image": {
-        "prior": 0.003, "prior_logit": -1.1633, "prior_none": 0.997, "prior_top": 0.0, "best": 0.1415,
-        "margin": 0.0847, "rel_best": -0.4521, "second_rel": -0.4101, "lexical": 0.0, "rel_lexical": -1.0,
-        "log_size": 0.1946, "description": -0.0137, "examples": -0.0137, "empty": 0.0, "sib_prior": 0.0,
-        "sib_best": 0.0, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 0.0, "is_table": 0.0,
-        "is_image": 1.0, "is_clip": 0.0, "is_video": 0.0, "matched": 0.0, "query_terms": 1.3863,
-        "content_share": 1.0, "numeric_share": 0.0, "named": 0.0,
+        "prior": 0.003,
+        "prior_logit": -1.1633,
+        "prior_none": 0.997,
+        "prior_top": 0.0,
+        "best": 0.1415,
+        "margin": 0.0847,
+        "rel_best": -0.4521,
+        "second_rel": -0.4101,
+        "lexical": 0.0,
+        "rel_lexical": -1.0,
+        "log_size": 0.1946,
+        "description": -0.0137,
+        "examples": -0.0137,
+        "empty": 0.0,
+        "sib_prior": 0.0,
+        "sib_best": 0.0,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 0.0,
+        "is_table": 0.0,
+        "is_image": 1.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 0.0,
+        "query_terms": 1.3863,
+        "content_share": 1.0,
+        "numeric_share": 0.0,
+        "named": 0.0,
     },
     "video": {
-        "prior": 0.002, "prior_logit": -1.2435, "prior_none": 0.997, "prior_top": 0.0, "best": -0.0468,
-        "margin": 0.0, "rel_best": -0.6404, "second_rel": -0.5984, "lexical": 0.0, "rel_lexical": -1.0,
-        "log_size": 0.0693, "description": -0.0443, "examples": -0.0443, "empty": 0.0, "sib_prior": -0.1858,
-        "sib_best": -0.028, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 0.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 1.0, "matched": 0.0, "query_terms": 1.3863,
-        "content_share": 1.0, "numeric_share": 0.0, "named": 0.0,
+        "prior": 0.002,
+        "prior_logit": -1.2435,
+        "prior_none": 0.997,
+        "prior_top": 0.0,
+        "best": -0.0468,
+        "margin": 0.0,
+        "rel_best": -0.6404,
+        "second_rel": -0.5984,
+        "lexical": 0.0,
+        "rel_lexical": -1.0,
+        "log_size": 0.0693,
+        "description": -0.0443,
+        "examples": -0.0443,
+        "empty": 0.0,
+        "sib_prior": -0.1858,
+        "sib_best": -0.028,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 0.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 1.0,
+        "matched": 0.0,
+        "query_terms": 1.3863,
+        "content_share": 1.0,
+        "numeric_share": 0.0,
+        "named": 0.0,
     },
     "paragraph": {
-        "prior": 0.0045, "prior_logit": -1.079, "prior_none": 0.997, "prior_top": 0.0, "best": 0.5936,
-        "margin": 0.0237, "rel_best": 0.042, "second_rel": 0.0787, "lexical": 1.0, "rel_lexical": 0.0,
-        "log_size": 0.6588, "description": 0.0228, "examples": 0.0228, "empty": 0.0, "sib_prior": 0.179,
-        "sib_best": 0.042, "sib_lexical": 0.0, "is_paragraph": 1.0, "is_document": 0.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 0.0, "is_video": 0.0, "matched": 1.3863, "query_terms": 1.3863,
-        "content_share": 1.0, "numeric_share": 0.0, "named": 1.0,
+        "prior": 0.0045,
+        "prior_logit": -1.079,
+        "prior_none": 0.997,
+        "prior_top": 0.0,
+        "best": 0.5936,
+        "margin": 0.0237,
+        "rel_best": 0.042,
+        "second_rel": 0.0787,
+        "lexical": 1.0,
+        "rel_lexical": 0.0,
+        "log_size": 0.6588,
+        "description": 0.0228,
+        "examples": 0.0228,
+        "empty": 0.0,
+        "sib_prior": 0.179,
+        "sib_best": 0.042,
+        "sib_lexical": 0.0,
+        "is_paragraph": 1.0,
+        "is_document": 0.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 0.0,
+        "is_video": 0.0,
+        "matched": 1.3863,
+        "query_terms": 1.3863,
+        "content_share": 1.0,
+        "numeric_share": 0.0,
+        "named": 1.0,
     },
     "clip": {
-        "prior": 0.005, "prior_logit": -1.0577, "prior_none": 0.997, "prior_top": 0.0, "best": -0.0188,
-        "margin": 0.0442, "rel_best": -0.6124, "second_rel": -0.5705, "lexical": 0.0, "rel_lexical": -1.0,
-        "log_size": 0.1386, "description": -0.0956, "examples": -0.0956, "empty": 0.0, "sib_prior": 0.1858,
-        "sib_best": 0.028, "sib_lexical": 0.0, "is_paragraph": 0.0, "is_document": 0.0, "is_table": 0.0,
-        "is_image": 0.0, "is_clip": 1.0, "is_video": 0.0, "matched": 0.0, "query_terms": 1.3863,
-        "content_share": 1.0, "numeric_share": 0.0, "named": 0.0,
+        "prior": 0.005,
+        "prior_logit": -1.0577,
+        "prior_none": 0.997,
+        "prior_top": 0.0,
+        "best": -0.0188,
+        "margin": 0.0442,
+        "rel_best": -0.6124,
+        "second_rel": -0.5705,
+        "lexical": 0.0,
+        "rel_lexical": -1.0,
+        "log_size": 0.1386,
+        "description": -0.0956,
+        "examples": -0.0956,
+        "empty": 0.0,
+        "sib_prior": 0.1858,
+        "sib_best": 0.028,
+        "sib_lexical": 0.0,
+        "is_paragraph": 0.0,
+        "is_document": 0.0,
+        "is_table": 0.0,
+        "is_image": 0.0,
+        "is_clip": 1.0,
+        "is_video": 0.0,
+        "matched": 0.0,
+        "query_terms": 1.3863,
+        "content_share": 1.0,
+        "numeric_share": 0.0,
+        "named": 0.0,
     },
 }
 
@@ -545,8 +921,11 @@ def test_the_finer_sibling_joins_only_a_whole_text_chosen_first_within_the_tie()
     def row(best: float, granularity: str, empty: bool = False) -> dict[str, float]:
         return {"best": best, f"is_{granularity}": 1.0, "empty": 1.0 if empty else 0.0}
 
-    pairs = {"document": row(0.70, "document"), "paragraph": row(0.70 - SIBLING_TIE, "paragraph"),
-             "table": row(0.9, "table")}
+    pairs = {
+        "document": row(0.70, "document"),
+        "paragraph": row(0.70 - SIBLING_TIE, "paragraph"),
+        "table": row(0.9, "table"),
+    }
     assert finer_sibling(pairs, ("document",)) == "paragraph"
     pairs["paragraph"]["best"] -= 0.01  # further from the whole text's best part than the tie
     assert finer_sibling(pairs, ("document",)) is None
@@ -577,6 +956,7 @@ def test_a_number_the_query_typed_does_not_keep_it_from_none() -> None:
 
 def test_a_query_term_is_stemmed_once_however_many_corpora_are_probed(monkeypatch: pytest.MonkeyPatch) -> None:
     import snowballstemmer
+
     from universalrag.routing import features
 
     stemmer, stemmed = snowballstemmer.stemmer("english"), []

@@ -17,8 +17,6 @@ STRATEGIES = {"routed", "trained", "all_fused", "all_rrf", "oracle", "descriptio
 METRICS = {"hit5", "unit5", "per_source", "false_none", "correct_none", "p50_ms", "p95_ms"}
 
 
-
-
 @pytest.fixture
 def latency_schema(database_url: str, schema: str):  # type: ignore[no-untyped-def]
     name = f"{schema}_lat"
@@ -33,12 +31,29 @@ def latency_schema(database_url: str, schema: str):  # type: ignore[no-untyped-d
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # minutes on a loaded 2-core machine: it ingests every own corpus from scratch
-def test_quick_benchmark_reports_every_strategy(database_url: str, schema: str, latency_schema: str,
-                                                tmp_path: Path) -> None:
+def test_quick_benchmark_reports_every_strategy(
+    database_url: str, schema: str, latency_schema: str, tmp_path: Path
+) -> None:
     env = {**os.environ, "UNIVERSALRAG_HOME": str(tmp_path / "home"), "UNIVERSALRAG_DATABASE_URL": database_url}
-    cmd = [sys.executable, str(REPO / "benchmarks" / "routing_e2e.py"), "--quick", "--schema", schema,
-           "--latency-schema", latency_schema, "--pages", "1", "--max-questions", "4", "--latency-units", "300",
-           "--latency-queries", "5", "--out", str(tmp_path / "out")]
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "routing_e2e.py"),
+        "--quick",
+        "--schema",
+        schema,
+        "--latency-schema",
+        latency_schema,
+        "--pages",
+        "1",
+        "--max-questions",
+        "4",
+        "--latency-units",
+        "300",
+        "--latency-queries",
+        "5",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=2300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
@@ -54,9 +69,14 @@ def test_quick_benchmark_reports_every_strategy(database_url: str, schema: str, 
     assert results["all_fused"]["correct_none"] == 0.0 and results["all_rrf"]["correct_none"] == 0.0
     assert results["oracle"]["hit5"] > 0
     assert {"demo", "pyref", "photos", "videos", "none"} <= set(summary["questions"])
-    assert set(summary["targets"]) == {"routed_vs_oracle_points", "routed_vs_all_fused_points",
-                                       "routed_vs_oracle_points_unit", "routed_vs_all_fused_points_unit",
-                                       "false_none", "correct_none"}
+    assert set(summary["targets"]) == {
+        "routed_vs_oracle_points",
+        "routed_vs_all_fused_points",
+        "routed_vs_oracle_points_unit",
+        "routed_vs_all_fused_points_unit",
+        "false_none",
+        "correct_none",
+    }
     unit_gap = summary["targets"]["routed_vs_oracle_points_unit"]["value"]
     assert unit_gap == round(100 * (results["routed"]["unit5"] - results["oracle"]["unit5"]), 1)
     assert summary["latency"]["units"] == 300 and summary["latency"]["routed_p50_ms"] > 0
@@ -105,8 +125,11 @@ def test_phrases_are_in_the_content_they_name() -> None:
     from universalrag.demo.content import VIDEO
 
     cues[VIDEO.file] = " ".join(s.subtitle for s in VIDEO.scenes)
-    for name, texts in (("pyref", {f"{k}.txt": v for k, v in topics.items()}), ("demo", {**demo, **cues}),
-                        ("videos", cues)):
+    for name, texts in (
+        ("pyref", {f"{k}.txt": v for k, v in topics.items()}),
+        ("demo", {**demo, **cues}),
+        ("videos", cues),
+    ):
         for r in _rows(name):
             if r.get("phrase"):
                 assert data.normalise(r["phrase"]) in data.normalise(texts[r["file"]]), r
@@ -120,6 +143,7 @@ def test_wikitable_positions_match_the_tables_ingestion_parses() -> None:
     if root is None:
         pytest.skip("the shared wikitables folder is not on this machine")
     from bs4 import BeautifulSoup
+
     from universalrag.ingest.tables import read_tables
 
     page = root / "pages" / "Panellinios B.C..html"
@@ -134,8 +158,11 @@ def test_wikitable_positions_match_the_tables_ingestion_parses() -> None:
     assert any(first_cell in cell for row in rows for cell in row)
 
 
-def test_copies_ingested_from_another_results_folder_are_dropped(database_url: str, minilm,  # type: ignore[no-untyped-def]
-                                                                 tmp_path: Path) -> None:
+def test_copies_ingested_from_another_results_folder_are_dropped(
+    database_url: str,
+    minilm,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
     """A run with another ``--out`` for the same schema wrote the own corpora under other paths; before asking,
     the benchmark deletes those copies (and nothing else), so that duplicates do not crowd gold units out of the top
     5 (five runs left five copies of every photo and video in one schema, and every strategy lost recall)."""
@@ -161,8 +188,12 @@ def test_copies_ingested_from_another_results_folder_are_dropped(database_url: s
             assert len(rag.store.sources()) == 3
             assert drop_stale_copies(rag.store, kbs[1]) == 1
             kept = sorted(s["uri"] for s in rag.store.sources())
-            assert kept == sorted([(kbs[1] / "pyref" / "with.txt").resolve().as_uri(),
-                                   (tmp_path / "notes" / "with.txt").resolve().as_uri()])
+            assert kept == sorted(
+                [
+                    (kbs[1] / "pyref" / "with.txt").resolve().as_uri(),
+                    (tmp_path / "notes" / "with.txt").resolve().as_uri(),
+                ]
+            )
             assert drop_stale_copies(rag.store, kbs[1]) == 0
         finally:
             rag.store.downgrade("base")

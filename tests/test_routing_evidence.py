@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from universalrag.config import Settings
 from universalrag.errors import ConfigError
 from universalrag.pipeline import UniversalRAG
@@ -85,8 +86,12 @@ def ref_rag(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
 
     from universalrag.embed import bundled_minilm
 
-    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="ev_" + uuid.uuid4().hex[:12]),
-                       embedder=bundled_minilm(), generator=None, visual_encoder=None)
+    rag = UniversalRAG(
+        settings=Settings(database_url=database_url, schema="ev_" + uuid.uuid4().hex[:12]),
+        embedder=bundled_minilm(),
+        generator=None,
+        visual_encoder=None,
+    )
     assert rag.ingest([write_reference(tmp_path_factory.mktemp("ref") / "reference")]).ok
     yield rag
     rag.store.downgrade("base")
@@ -120,6 +125,7 @@ def test_a_table_question_goes_to_the_table_without_a_paragraph_about_it(ref_rag
 
 def test_the_langgraph_graph_answers_from_the_table(ref_rag: UniversalRAG) -> None:
     from langchain_core.language_models import FakeListChatModel
+
     from langchain_universalrag.graph import build_graph
 
     state = build_graph(ref_rag, FakeListChatModel(responses=["146 [1]"])).invoke({"question": SATURN_Q})
@@ -131,6 +137,7 @@ def test_the_langgraph_graph_answers_from_the_table(ref_rag: UniversalRAG) -> No
 
 def test_the_llamaindex_query_engine_answers_from_the_table(ref_rag: UniversalRAG) -> None:
     from llama_index.core.llms import MockLLM
+
     from llama_index.retrievers.universalrag import UniversalRAGQueryEngine
 
     response = UniversalRAGQueryEngine(rag=ref_rag, llm=MockLLM()).query(SATURN_Q)
@@ -141,8 +148,9 @@ def test_the_llamaindex_query_engine_answers_from_the_table(ref_rag: UniversalRA
 
 # -- `none` only when nothing answers ------------------------------------------------------------------------
 @pytest.mark.parametrize("question", ["What is 17 times 3?", "hello! how are you doing today?"])
-def test_real_none_questions_skip_retrieval_in_query_but_not_in_agent_tools(ref_rag: UniversalRAG,
-                                                                             question: str) -> None:
+def test_real_none_questions_skip_retrieval_in_query_but_not_in_agent_tools(
+    ref_rag: UniversalRAG, question: str
+) -> None:
     from langchain_universalrag import UniversalRAGRetriever
 
     answer = ref_rag.query(question)
@@ -158,14 +166,25 @@ def test_real_none_questions_skip_retrieval_in_query_but_not_in_agent_tools(ref_
 
 # Not from the benchmark's questions nor from the combiner's training file: chit-chat, questions to the assistant,
 # arithmetic, time and unit arithmetic — asked of a store that holds real texts and a table full of numbers.
-NO_RETRIEVAL_QUESTIONS = ["alright, talk soon", "what's the weather like", "what's 64 divided by 8?",
-                          "how many hours are there from 8:15 to 13:45", "is 2100 a leap year?",
-                          "good evening! how has your day been?", "convert 12 inches to centimetres"]
+NO_RETRIEVAL_QUESTIONS = [
+    "alright, talk soon",
+    "what's the weather like",
+    "what's 64 divided by 8?",
+    "how many hours are there from 8:15 to 13:45",
+    "is 2100 a leap year?",
+    "good evening! how has your day been?",
+    "convert 12 inches to centimetres",
+]
 # Questions about what that store holds, terse, chatty and with numbers ("can a tuple be changed..." shares no
 # content word with the text that answers it, which says "immutable": the prior keeps it out of `none`).
-CONTENT_QUESTIONS = ["jupiter moons", "which planet has the longest day?", "hey, what does a finally clause do?",
-                     "how far is neptune from the sun in million km", "can a tuple be changed after it is made",
-                     "descriptor __get__ __set__"]
+CONTENT_QUESTIONS = [
+    "jupiter moons",
+    "which planet has the longest day?",
+    "hey, what does a finally clause do?",
+    "how far is neptune from the sun in million km",
+    "can a tuple be changed after it is made",
+    "descriptor __get__ __set__",
+]
 
 
 def test_chit_chat_and_arithmetic_go_to_none_while_questions_about_the_content_do_not(ref_rag: UniversalRAG) -> None:
@@ -213,8 +232,14 @@ def test_a_request_embeds_the_query_once_and_searches_each_corpus_once(ref_rag: 
     from langchain_universalrag.graph import build_graph
 
     embedder = CountingEmbedder(ref_rag.embedder)
-    rag = UniversalRAG(settings=ref_rag.settings, store=ref_rag.store, embedder=embedder, generator=None,
-                       visual_encoder=None, log_decisions=False)
+    rag = UniversalRAG(
+        settings=ref_rag.settings,
+        store=ref_rag.store,
+        embedder=embedder,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
     searched: Counter[str] = Counter()
     original = rag.store.search_many  # Store.search goes through it too: every corpus search is counted here
 
@@ -244,13 +269,20 @@ def test_a_request_embeds_the_query_once_and_searches_each_corpus_once(ref_rag: 
 
 
 def test_a_question_asked_again_by_another_tool_or_node_is_not_embedded_again(ref_rag: UniversalRAG) -> None:
-    from langchain_universalrag import create_corpus_tools
-    from langchain_universalrag.graph import UniversalRAGState, make_retrieve_node, make_route_node
     from langgraph.graph import END, START, StateGraph
 
+    from langchain_universalrag import create_corpus_tools
+    from langchain_universalrag.graph import UniversalRAGState, make_retrieve_node, make_route_node
+
     embedder = CountingEmbedder(ref_rag.embedder)
-    rag = UniversalRAG(settings=ref_rag.settings, store=ref_rag.store, embedder=embedder, generator=None,
-                       visual_encoder=None, log_decisions=False)
+    rag = UniversalRAG(
+        settings=ref_rag.settings,
+        store=ref_rag.store,
+        embedder=embedder,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
     tools = {t.name: t for t in create_corpus_tools(rag)}
     assert {"search_paragraph", "search_table"} <= set(tools)
     # An agent asking one question of two per-corpus tools: embedded once, each tool still finds its own units.
@@ -324,8 +356,16 @@ def test_the_prior_runs_beside_the_embedding_and_the_probes_while_it_computes(re
     the two overlap, and every corpus search starts (each on its own pooled connection) once the query is embedded
     and well before the prior is done."""
     router, embedder = Slowed(ref_rag.router, "route", 0.6), Slowed(ref_rag.embedder, "embed_query", 0.3)
-    rag = UniversalRAG(settings=ref_rag.settings, store=ref_rag.store, embedder=embedder, router=router,
-                       combiner=ref_rag.combiner, generator=None, visual_encoder=None, log_decisions=False)
+    rag = UniversalRAG(
+        settings=ref_rag.settings,
+        store=ref_rag.store,
+        embedder=embedder,
+        router=router,
+        combiner=ref_rag.combiner,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
     starts: dict[str, float] = {}
     original = rag.store.search_many
 
@@ -371,8 +411,13 @@ def test_wikipedia_table_questions_go_to_the_table_first(database_url: str, tmp_
         shutil.copy(WIKITABLES / "pages" / page, folder / page)
     rows = [json.loads(line) for line in (WIKITABLES / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
     questions = [r for r in rows if r["page"] in WIKI_PAGES]
-    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="wk_" + uuid.uuid4().hex[:12]),
-                       embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
+    rag = UniversalRAG(
+        settings=Settings(database_url=database_url, schema="wk_" + uuid.uuid4().hex[:12]),
+        embedder=minilm,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
     try:
         assert rag.ingest([folder]).ok
         table_first = found = prior_table_first = 0
@@ -381,8 +426,9 @@ def test_wikipedia_table_questions_go_to_the_table_first(database_url: str, tmp_
             decision = rag.route(plan)
             table_first += decision.primary == "table"
             prior_table_first += max(decision.prior, key=decision.prior.get) == "table"
-            found += any(h.corpus == "table" and unquote(h.uri or "").endswith(row["page"])
-                         for h in rag.retrieve(plan, k=5))
+            found += any(
+                h.corpus == "table" and unquote(h.uri or "").endswith(row["page"]) for h in rag.retrieve(plan, k=5)
+            )
         n = len(questions)
         assert n >= 20
         assert table_first / n >= 0.8 and table_first > prior_table_first, (table_first, prior_table_first, n)

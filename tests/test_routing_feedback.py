@@ -9,14 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
+from test_routing_evidence import SATURN_Q, WITH_Q, write_reference
 from typer.testing import CliRunner
+
 from universalrag.config import Settings
 from universalrag.decision_log import DecisionLog, query_hash
 from universalrag.errors import RoutingError
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import RouteDecision
-
-from test_routing_evidence import SATURN_Q, WITH_Q, write_reference
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,12 @@ def rag(content: Settings, minilm) -> Iterator[UniversalRAG]:  # type: ignore[no
 
 def _log_rows(rag: UniversalRAG) -> list[dict]:
     with rag.store.transaction() as conn:
-        return [dict(r) for r in conn.execute(sa.text(
-            f"SELECT * FROM {rag.store.schema}.routing_log ORDER BY created_at")).mappings()]
+        return [
+            dict(r)
+            for r in conn.execute(
+                sa.text(f"SELECT * FROM {rag.store.schema}.routing_log ORDER BY created_at")
+            ).mappings()
+        ]
 
 
 def test_decisions_are_logged_in_the_background_without_their_text(rag: UniversalRAG) -> None:
@@ -61,13 +65,25 @@ def test_decisions_are_logged_in_the_background_without_their_text(rag: Universa
 
 
 def test_the_query_text_is_stored_only_when_enabled(rag: UniversalRAG) -> None:
-    talkative = UniversalRAG(settings=rag.settings, store=rag.store, embedder=rag.embedder, generator=None,
-                             visual_encoder=None, log_query_text=True)
+    talkative = UniversalRAG(
+        settings=rag.settings,
+        store=rag.store,
+        embedder=rag.embedder,
+        generator=None,
+        visual_encoder=None,
+        log_query_text=True,
+    )
     talkative.route(SATURN_Q)
     assert talkative.decision_log().flush()
     assert [r["query_text"] for r in _log_rows(rag)] == [SATURN_Q]
-    quiet = UniversalRAG(settings=rag.settings, store=rag.store, embedder=rag.embedder, generator=None,
-                         visual_encoder=None, log_decisions=False)
+    quiet = UniversalRAG(
+        settings=rag.settings,
+        store=rag.store,
+        embedder=rag.embedder,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
     quiet.route(SATURN_Q)
     quiet.decision_log().flush()
     assert len(_log_rows(rag)) == 1
@@ -150,8 +166,11 @@ def test_cli_adapt(rag: UniversalRAG, cli_env: dict[str, str]) -> None:
     assert report["train"] > 0 and "accuracy" in report["after"]
 
 
-def test_status_shows_the_adapted_combiner_and_reset_returns_to_the_shipped_one(rag: UniversalRAG, minilm,  # type: ignore[no-untyped-def]
-                                                                                 cli_env: dict[str, str]) -> None:
+def test_status_shows_the_adapted_combiner_and_reset_returns_to_the_shipped_one(
+    rag: UniversalRAG,
+    minilm,  # type: ignore[no-untyped-def]
+    cli_env: dict[str, str],
+) -> None:
     """An adaptation can make routing worse on questions it did not see (the routing benchmark's tune split made
     the report split's demo questions worse): `router status` says which combiner decides, `router reset` and
     `rag.reset_router()` undo `router adapt` for every new pipeline and for the one that adapted."""
@@ -164,8 +183,13 @@ def test_status_shows_the_adapted_combiner_and_reset_returns_to_the_shipped_one(
     assert status.exit_code == 0, status.output
     assert json.loads(status.stdout) == {"combiner": shipped, "shipped": shipped, "adapted": None}
 
-    examples = [(SATURN_Q, "table"), ("which planet has the most moons", "table"), (WITH_Q, "paragraph"),
-                ("What is 17 times 3?", "none"), ("hello there", "none")]
+    examples = [
+        (SATURN_Q, "table"),
+        ("which planet has the most moons", "table"),
+        (WITH_Q, "paragraph"),
+        ("What is 17 times 3?", "none"),
+        ("hello there", "none"),
+    ]
     report = rag.adapt_router(examples, holdout=0.0, force=True, use_feedback=False)
     assert report.saved and report.combiner.version != shipped and rag.combiner.version == report.combiner.version
 

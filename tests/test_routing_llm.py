@@ -11,11 +11,10 @@ import pytest
 
 pytest.importorskip("openai")
 
+from tests.support.openai_server import OpenAICompatServer
 from universalrag.errors import RoutingError
 from universalrag.routing import EnsembleRouter, LLMRouter, ScoringRouter, build_prompt, parse_routes
 from universalrag.routing.base import ROUTES
-
-from tests.support.openai_server import OpenAICompatServer
 
 
 class Constant(ScoringRouter):

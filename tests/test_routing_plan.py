@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from universalrag.errors import RoutingError
 from universalrag.plan import QueryPlan
 from universalrag.types import Hit, RouteDecision

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from universalrag import routing
 from universalrag.errors import RoutingError
 from universalrag.routing import (
@@ -53,8 +54,13 @@ def test_public_api_is_pinned() -> None:
     assert sorted(routing.__all__) == sorted(
         [
             "Router",
-            "BaseRouter", "CompositeRouter",
-            "Combiner", "CombinedDecision", "TrainingQuery", "train_combiner", "combiner_accuracy",
+            "BaseRouter",
+            "CompositeRouter",
+            "Combiner",
+            "CombinedDecision",
+            "TrainingQuery",
+            "train_combiner",
+            "combiner_accuracy",
             "wikitables_split",
             "ScoringRouter",
             "TrainedRouter",

@@ -10,11 +10,10 @@ from collections import Counter
 
 import pytest
 
+from tests.support.openai_server import OpenAICompatServer
 from universalrag.errors import ConfigError, CorpusNotFoundError, RoutingError
 from universalrag.routing.synth import MODALITY_WORDS, STYLES, SynthQuery, llm_queries, synthesize_queries
 from universalrag.store.sample import count_units, sample_parts, sample_units
-
-from tests.support.openai_server import OpenAICompatServer
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +66,7 @@ def test_queries_name_the_unit_they_were_written_from(rag, queries) -> None:  # 
         assert unit.corpus == q.corpus
     table = [q for q in queries if q.corpus == "table"]
     # built from real cells: a team or a ferry route with one of its own columns
-    assert any("Harbour Herons" in q.query or "Quarry Lions" in q.query or "Mill Town Rovers" in q.query
-               for q in table)
+    assert any("Harbour Herons" in q.query or "Quarry Lions" in q.query or "Mill Town Rovers" in q.query for q in table)
     assert any(re.search(r"\b(wins|losses|city|crossing minutes|departures per day)\b", q.query) for q in table)
     image = [q for q in queries if q.corpus == "image"]
     assert any("cup" in q.query.lower() or "coffee" in q.query.lower() for q in image)
@@ -122,8 +120,15 @@ def _reply(body: dict) -> str:
 
 def test_llm_queries_through_an_openai_compatible_server(rag) -> None:  # type: ignore[no-untyped-def]
     with OpenAICompatServer(chat_reply=_reply) as server:
-        written = llm_queries(rag.store, model="test-model", base_url=server.base_url, corpora=["paragraph", "image"],
-                              per_corpus=4, per_unit=2, timeout=5.0)
+        written = llm_queries(
+            rag.store,
+            model="test-model",
+            base_url=server.base_url,
+            corpora=["paragraph", "image"],
+            per_corpus=4,
+            per_unit=2,
+            timeout=5.0,
+        )
         bodies = [r["body"] for r in server.requests_to("/v1/chat/completions")]
     assert bodies and all(b["model"] == "test-model" for b in bodies)
     assert {q.style for q in written} == {"llm"} and {q.corpus for q in written} == {"paragraph", "image"}

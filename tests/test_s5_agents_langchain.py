@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+
 from langchain_universalrag import UniversalRAGVectorStore, create_corpus_tools
 from langchain_universalrag.graph import build_graph
 from universalrag.errors import CorpusNotFoundError
@@ -27,9 +28,13 @@ def _manual(name: str, sections: int) -> str:
     for s in range(sections):
         topic = _TOPICS[s % len(_TOPICS)]
         out.append(f"\nSection {s + 1}: {topic} in {name}\n")
-        out.append(" ".join(f"In {name}, paragraph {s}.{i} explains {topic} with detail number {i * 7 + s}; the "
-                            f"caller checks the return value and retries when the stream reports an error."
-                            for i in range(25)))
+        out.append(
+            " ".join(
+                f"In {name}, paragraph {s}.{i} explains {topic} with detail number {i * 7 + s}; the "
+                f"caller checks the return value and retries when the stream reports an error."
+                for i in range(25)
+            )
+        )
     return "\n".join(out)
 
 
@@ -51,8 +56,10 @@ def manuals(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     folder = tmp_path_factory.mktemp("doc")
     for name in ("bzip2", "zlib"):
         (folder / f"{name}.txt.gz").write_bytes(gzip.compress(_manual(name, 24).encode()))
-    (folder / "NOTES").write_text("Recovery notes\n\nTo recover data from a damaged file, run the recovery tool "
-                                  "on it and decompress the blocks it writes one by one.\n")
+    (folder / "NOTES").write_text(
+        "Recovery notes\n\nTo recover data from a damaged file, run the recovery tool "
+        "on it and decompress the blocks it writes one by one.\n"
+    )
     with folder_rag(database_url, folder) as rag:
         yield rag, folder
 
@@ -62,7 +69,8 @@ def _words(text: str) -> int:
 
 
 def test_graph_documents_are_cut_like_the_retrievers_and_every_document_reaches_the_model(
-        manuals: tuple[UniversalRAG, Path]) -> None:
+    manuals: tuple[UniversalRAG, Path],
+) -> None:
     """Before: ``build_graph``'s retrieval nodes kept whole units (``max_unit_tokens=None``), so the state held
     whole manuals (472,677 characters for nettle's changelog) and the first one filled the generation budget: the
     model got it and an empty text for every other document (bzip2's recovery passage among them)."""
@@ -70,7 +78,8 @@ def test_graph_documents_are_cut_like_the_retrievers_and_every_document_reaches_
     RecordingModel.seen.clear()
     llm = RecordingModel(messages=iter([AIMessage("See [E1] and [E2].")]))
     state = build_graph(rag, llm, corpora=["document"], k=2).invoke(
-        {"question": "how do I recover data from a damaged file"})
+        {"question": "how do I recover data from a damaged file"}
+    )
     documents = state["documents"]
     assert len(documents) == 2
     assert all(_words(d.page_content) < 1000 for d in documents), [_words(d.page_content) for d in documents]
@@ -81,7 +90,8 @@ def test_graph_documents_are_cut_like_the_retrievers_and_every_document_reaches_
     assert all(_words(text) > 15 for text in evidence), [_words(text) for text in evidence]  # not a bare label
 
     whole = build_graph(rag, corpora=["document"], k=3, max_unit_tokens=None).invoke(
-        {"question": "how do I recover data from a damaged file"})
+        {"question": "how do I recover data from a damaged file"}
+    )
     assert max(_words(d.page_content) for d in whole["documents"]) > 5000  # None keeps whole units, as documented
 
 
@@ -109,8 +119,9 @@ def test_vector_store_mmr_says_what_to_use_instead(manuals: tuple[UniversalRAG, 
         retriever.invoke("damaged file")
 
 
-def test_tools_for_a_corpus_that_does_not_exist_only_raise(manuals: tuple[UniversalRAG, Path],
-                                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_tools_for_a_corpus_that_does_not_exist_only_raise(
+    manuals: tuple[UniversalRAG, Path], caplog: pytest.LogCaptureFixture
+) -> None:
     """Before: ``create_corpus_tools(rag, ["manuals"])`` first logged that corpus ``manuals`` "holds no rows yet;
     their tools find nothing until they are ingested", then raised ``CorpusNotFoundError``: two contradicting
     messages for one typo."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from conftest import DATA
 from typer.testing import CliRunner
+
 from universalrag.cli import app
 from universalrag.cli.context import Output
 from universalrag.cli.output import SKIPPED_SHOWN, IngestProgress, print_decision, print_report
@@ -50,8 +51,9 @@ def _doc_folder(root: Path) -> Path:
     return docs
 
 
-def test_a_terminal_summary_names_each_skipped_file_with_its_reason(store: Store, minilm: Embedder,
-                                                                    tmp_path: Path) -> None:
+def test_a_terminal_summary_names_each_skipped_file_with_its_reason(
+    store: Store, minilm: Embedder, tmp_path: Path
+) -> None:
     docs = _doc_folder(tmp_path)
     report = ingest_paths(store, minilm, [docs], options=IngestOptions())
     reasons = {Path(o.path).name: o.reason for o in report.skipped}
@@ -64,12 +66,17 @@ def test_a_terminal_summary_names_each_skipped_file_with_its_reason(store: Store
     piped = io.StringIO()  # a pipe had a line per skipped file already, and keeps one summary line for them
     print_report(Output(terminal=False, stdout=piped, stderr=io.StringIO()), report)
     assert [line for line in piped.getvalue().splitlines() if line.startswith("skipped")] == [
-        next(line for line in lines if line.startswith("skipped "))]
+        next(line for line in lines if line.startswith("skipped "))
+    ]
 
 
 def test_a_terminal_summary_names_the_first_skipped_files_and_counts_the_rest() -> None:
-    skipped = [FileOutcome(path=f"/doc/examples/f{i}.o", status="skipped",
-                           reason="is a binary file of a type that is not ingested") for i in range(SKIPPED_SHOWN + 3)]
+    skipped = [
+        FileOutcome(
+            path=f"/doc/examples/f{i}.o", status="skipped", reason="is a binary file of a type that is not ingested"
+        )
+        for i in range(SKIPPED_SHOWN + 3)
+    ]
     report = IngestReport([FileOutcome(path="/doc/README", status="added"), *skipped])
     stdout = io.StringIO()
     print_report(Output(terminal=True, color=False, width=200, stdout=stdout, stderr=io.StringIO()), report)
@@ -97,8 +104,9 @@ def _help(command: str) -> str:
     return " ".join(out.split())
 
 
-def test_help_names_every_scene_detector_and_says_k_counts_results_in_all(cli_env: dict[str, str],
-                                                                       tmp_path: Path) -> None:
+def test_help_names_every_scene_detector_and_says_k_counts_results_in_all(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
     from universalrag.ingest.video.scenes import SCENE_DETECTORS
 
     text = _help("ingest")
@@ -113,8 +121,7 @@ def test_help_names_every_scene_detector_and_says_k_counts_results_in_all(cli_en
         assert "per corpus" not in text and "in all" in text, text
 
 
-def test_a_pipe_announces_a_group_of_text_files_before_its_lines_come(cli_env: dict[str, str],
-                                                                       tmp_path: Path) -> None:
+def test_a_pipe_announces_a_group_of_text_files_before_its_lines_come(cli_env: dict[str, str], tmp_path: Path) -> None:
     docs = tmp_path / "gnupg"
     docs.mkdir()
     for name in ("FAQ", "README", "TODO"):  # small text files are read and embedded as one group
@@ -131,8 +138,9 @@ def test_a_pipe_announces_a_group_of_text_files_before_its_lines_come(cli_env: d
     assert stdout.getvalue() == stderr.getvalue() == ""  # --json: stdout is the JSON document alone
 
 
-def test_hybrid_search_shows_the_embedding_similarity_not_the_rank_fusion_score(cli_env: dict[str, str],
-                                                                              tmp_path: Path) -> None:
+def test_hybrid_search_shows_the_embedding_similarity_not_the_rank_fusion_score(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
     _ingested(cli_env, tmp_path)
     query = "When did Apollo 11 land on the Moon?"
     for corpus in (("--corpus", "paragraph"), ()):  # one corpus, and the routed corpora merged
@@ -169,12 +177,22 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_ask_answers_with_the_model_it_is_given_and_json_says_why_there_is_no_answer(cli_env: dict[str, str],
-                                                                                     tmp_path: Path) -> None:
+def test_ask_answers_with_the_model_it_is_given_and_json_says_why_there_is_no_answer(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
     _ingested(cli_env, tmp_path)
     env = {k: v for k, v in cli_env.items() if not k.startswith("UNIVERSALRAG_LLM")}
-    model = ("--no-server", "--llm-model", "tiny", "--llm-url", f"http://127.0.0.1:{_closed_port()}/v1",
-             "--llm-key", "none", "--timeout", "2")
+    model = (
+        "--no-server",
+        "--llm-model",
+        "tiny",
+        "--llm-url",
+        f"http://127.0.0.1:{_closed_port()}/v1",
+        "--llm-key",
+        "none",
+        "--timeout",
+        "2",
+    )
     code, out, err = run(env, "ask", *model, "--json", "Who walked on the Moon first?")
     assert code == 0, out + err
     data = json.loads(out)  # stdout stays one JSON document
@@ -188,8 +206,13 @@ def test_ask_answers_with_the_model_it_is_given_and_json_says_why_there_is_no_an
 
 def test_a_none_fallback_that_searched_two_corpora_says_corpora() -> None:
     stdout = io.StringIO()
-    decision = RouteDecision(routes=("document", "paragraph"), scores={"none": 0.57, "document": 0.03},
-                             router="evidence(trained)", fallback=True)
+    decision = RouteDecision(
+        routes=("document", "paragraph"),
+        scores={"none": 0.57, "document": 0.03},
+        router="evidence(trained)",
+        fallback=True,
+    )
     print_decision(Output(terminal=False, stdout=stdout, stderr=io.StringIO()), decision)
-    assert stdout.getvalue().splitlines()[1] == ("  nothing looked relevant (route none); searched the likeliest "
-                                                 "corpora anyway")
+    assert stdout.getvalue().splitlines()[1] == (
+        "  nothing looked relevant (route none); searched the likeliest corpora anyway"
+    )

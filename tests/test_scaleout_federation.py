@@ -14,6 +14,7 @@ import pytest
 from conftest import DATA
 from support.federation import BAKING, STARTER_QUESTION, fed_settings, rag, remote_url  # noqa: F401 (fixtures)
 from support.pg_servers import Servers
+
 from universalrag.config import Settings, parse_servers
 from universalrag.errors import ConfigError, InvalidInputError, StoreError
 from universalrag.pipeline import UniversalRAG
@@ -23,12 +24,15 @@ from universalrag.types import CorpusSpec
 
 def _tables(url: str, schema: str) -> set[str]:
     with psycopg.connect(url) as conn:
-        return {r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", [schema])}
+        return {
+            r[0]
+            for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", [schema])
+        }
 
 
 def test_a_remote_corpus_lives_on_its_server_and_the_registry_keeps_only_its_alias(
-        rag: UniversalRAG, fed_settings: Settings) -> None:
+    rag: UniversalRAG, fed_settings: Settings
+) -> None:
     home_url, remote_url = fed_settings.database_url, fed_settings.servers["eu1"]
     assert home_url is not None
     assert rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
@@ -37,8 +41,11 @@ def test_a_remote_corpus_lives_on_its_server_and_the_registry_keeps_only_its_ali
     assert "corpus_baking" in _tables(remote_url, fed_settings.schema)
     assert "corpus_baking" not in _tables(home_url, fed_settings.schema)
     with psycopg.connect(home_url) as conn:
-        row = conn.execute(psycopg.sql.SQL("SELECT to_jsonb(c)::text FROM {}.corpora c WHERE name = 'baking'")
-                           .format(psycopg.sql.Identifier(fed_settings.schema))).fetchone()
+        row = conn.execute(
+            psycopg.sql.SQL("SELECT to_jsonb(c)::text FROM {}.corpora c WHERE name = 'baking'").format(
+                psycopg.sql.Identifier(fed_settings.schema)
+            )
+        ).fetchone()
     assert row is not None and '"server": "eu1"' in row[0]
     assert "postgresql" not in row[0] and "host=" not in row[0]  # an alias, never a URL
 
@@ -85,12 +92,16 @@ def test_retrieval_searches_both_servers_at_once(rag: UniversalRAG, fed_settings
     lockers = []
     for url, table in ((home_url, "corpus_paragraph"), (remote_url, "corpus_baking")):
         conn = psycopg.connect(url)
-        conn.execute(psycopg.sql.SQL("LOCK TABLE {}.{} IN ACCESS EXCLUSIVE MODE").format(
-            ident(fed_settings.schema), ident(table)))
+        conn.execute(
+            psycopg.sql.SQL("LOCK TABLE {}.{} IN ACCESS EXCLUSIVE MODE").format(
+                ident(fed_settings.schema), ident(table)
+            )
+        )
         lockers.append(conn)
     result: dict[str, object] = {}
-    worker = threading.Thread(target=lambda: result.update(
-        hits=rag.retrieve(STARTER_QUESTION, routes=["baking", "paragraph"], k=2)))
+    worker = threading.Thread(
+        target=lambda: result.update(hits=rag.retrieve(STARTER_QUESTION, routes=["baking", "paragraph"], k=2))
+    )
     worker.start()
     try:
         deadline = time.monotonic() + 60
@@ -98,9 +109,12 @@ def test_retrieval_searches_both_servers_at_once(rag: UniversalRAG, fed_settings
         while not all(waiting) and time.monotonic() < deadline:
             for i, (url, table) in enumerate(((home_url, "corpus_paragraph"), (remote_url, "corpus_baking"))):
                 with psycopg.connect(url, autocommit=True) as probe:
-                    waiting[i] = bool(probe.execute(
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
-                        [f"%{fed_settings.schema}.{table}%"]).fetchone()[0])  # type: ignore[index]
+                    waiting[i] = bool(
+                        probe.execute(
+                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s",
+                            [f"%{fed_settings.schema}.{table}%"],
+                        ).fetchone()[0]
+                    )  # type: ignore[index]
             time.sleep(0.05)
         assert waiting == [True, True]
     finally:
@@ -113,15 +127,24 @@ def test_retrieval_searches_both_servers_at_once(rag: UniversalRAG, fed_settings
 
 def test_remote_corpora_are_refused_clearly(rag: UniversalRAG, fed_settings: Settings, minilm) -> None:  # type: ignore[no-untyped-def]
     store = rag.store
-    spec = CorpusSpec(name="notes", modality="text", granularity="paragraph",  # type: ignore[arg-type]
-                      embedder=minilm.name)
+    spec = CorpusSpec(
+        name="notes",
+        modality="text",
+        granularity="paragraph",  # type: ignore[arg-type]
+        embedder=minilm.name,
+    )
     with pytest.raises(ConfigError, match="'nowhere' is not configured"):
         store.create_corpus(spec, server="nowhere")
     assert "notes" not in store.corpora(refresh=True)
     with pytest.raises(InvalidInputError, match="already registered"):
         store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="eu1")
-    child = CorpusSpec(name="baking_bits", modality="text", granularity="paragraph",  # type: ignore[arg-type]
-                       embedder=minilm.name, parent="baking")
+    child = CorpusSpec(
+        name="baking_bits",
+        modality="text",
+        granularity="paragraph",  # type: ignore[arg-type]
+        embedder=minilm.name,
+        parent="baking",
+    )
     with pytest.raises(InvalidInputError, match="must live on server 'eu1'"):
         store.create_corpus(child)  # the parent is remote: the child must share its server
     assert "baking_bits" not in store.corpora(refresh=True)
@@ -140,8 +163,11 @@ def test_remote_corpora_are_refused_clearly(rag: UniversalRAG, fed_settings: Set
     assert "baking" not in store.corpora(refresh=True)
     # ...and it can be attached again from the server it lives on (another deployment's corpus).
     store.create_corpus(spec, server="eu1")
-    other = Store(settings=Settings(database_url=fed_settings.database_url, schema=fed_settings.schema,
-                                    servers=fed_settings.servers))
+    other = Store(
+        settings=Settings(
+            database_url=fed_settings.database_url, schema=fed_settings.schema, servers=fed_settings.servers
+        )
+    )
     try:
         store.drop_corpus("notes")
         remote = store.member("eu1")
@@ -154,28 +180,40 @@ def test_remote_corpora_are_refused_clearly(rag: UniversalRAG, fed_settings: Set
 
 def test_a_source_cannot_span_servers(rag: UniversalRAG, minilm) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
+
     from universalrag.types import SourceRecord, Unit
 
     vector = np.asarray(minilm.embed(["bread"])[0], dtype=np.float32)
-    units = [Unit(id=str(uuid.uuid4()), corpus="baking", content="bread", embedding=vector),
-             Unit(id=str(uuid.uuid4()), corpus="paragraph", content="bread", embedding=vector)]
-    source = SourceRecord(uri="mem://both", content_hash="h", modality="text",  # type: ignore[arg-type]
-                          corpora=("baking", "paragraph"))
+    units = [
+        Unit(id=str(uuid.uuid4()), corpus="baking", content="bread", embedding=vector),
+        Unit(id=str(uuid.uuid4()), corpus="paragraph", content="bread", embedding=vector),
+    ]
+    source = SourceRecord(
+        uri="mem://both",
+        content_hash="h",
+        modality="text",  # type: ignore[arg-type]
+        corpora=("baking", "paragraph"),
+    )
     with pytest.raises(InvalidInputError, match="different servers"):
         rag.store.write_source(source, units)
     assert rag.store.source_state("mem://both") is None and rag.store.counts()["baking"] == 0
 
 
 def test_server_settings_come_from_the_environment_without_showing_passwords(tmp_path: Path) -> None:
-    env = {"UNIVERSALRAG_SERVERS": "eu1=postgresql://u:s3cret@db1/x; us-2=postgresql://u:s3cret@db2/x;",
-           "UNIVERSALRAG_READ_DATABASE_URL": "postgresql://u:s3cret@replica/x",
-           "UNIVERSALRAG_READ_SERVERS": "eu1=postgresql://u:s3cret@db1-replica/x"}
+    env = {
+        "UNIVERSALRAG_SERVERS": "eu1=postgresql://u:s3cret@db1/x; us-2=postgresql://u:s3cret@db2/x;",
+        "UNIVERSALRAG_READ_DATABASE_URL": "postgresql://u:s3cret@replica/x",
+        "UNIVERSALRAG_READ_SERVERS": "eu1=postgresql://u:s3cret@db1-replica/x",
+    }
     settings = Settings.from_env(env)
     assert settings.servers == {"eu1": "postgresql://u:s3cret@db1/x", "us-2": "postgresql://u:s3cret@db2/x"}
     assert settings.read_database_url == "postgresql://u:s3cret@replica/x"
     assert "s3cret" not in repr(settings) and "eu1" in repr(settings)
-    for bad, message in (("eu1", "not 'alias=postgresql"), ("EU=postgresql://h/x", "Invalid server alias"),
-                         ("a=postgresql://h/x;a=postgresql://h/y", "given twice")):
+    for bad, message in (
+        ("eu1", "not 'alias=postgresql"),
+        ("EU=postgresql://h/x", "Invalid server alias"),
+        ("a=postgresql://h/x;a=postgresql://h/y", "given twice"),
+    ):
         with pytest.raises(ConfigError, match=message) as info:
             parse_servers(bad)
         assert "postgresql://h" not in str(info.value)
@@ -192,8 +230,9 @@ def test_routing_goes_on_without_a_server_that_is_down(settings: Settings, minil
     servers = Servers()
     try:
         url = servers.start("down1")
-        fed = Settings(database_url=settings.database_url, schema=settings.schema, home=settings.home,
-                       servers={"down1": url})
+        fed = Settings(
+            database_url=settings.database_url, schema=settings.schema, home=settings.home, servers={"down1": url}
+        )
         rag = UniversalRAG(settings=fed, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
         rag.init()
         rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="down1")

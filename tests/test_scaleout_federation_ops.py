@@ -19,6 +19,7 @@ from support.federation import BAKING, fed_settings, rag, remote_url  # noqa: F4
 from support.pg_servers import Servers
 from support.sync import app_sql, queue_count
 from typer.testing import CliRunner
+
 from universalrag.cli import app
 from universalrag.config import Settings
 from universalrag.ingest import IngestOptions
@@ -31,8 +32,10 @@ runner = CliRunner()
 
 def _tables(url: str, schema: str) -> set[str]:
     with psycopg.connect(url) as conn:
-        return {r[0] for r in conn.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", [schema])}
+        return {
+            r[0]
+            for r in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s", [schema])
+        }
 
 
 def _cli(env: dict[str, str], *args: str):  # type: ignore[no-untyped-def]
@@ -40,12 +43,25 @@ def _cli(env: dict[str, str], *args: str):  # type: ignore[no-untyped-def]
 
 
 def test_cli_creates_a_corpus_on_a_member_server_and_lists_each_corpus_server(
-        cli_env: dict[str, str], fed_settings: Settings) -> None:
+    cli_env: dict[str, str], fed_settings: Settings
+) -> None:
     remote, home = fed_settings.servers["eu1"], fed_settings.database_url
     assert home is not None
     env = {**cli_env, "UNIVERSALRAG_SERVERS": f"eu1={remote}"}
-    made = _cli(env, "corpora", "create", "recipes", "--modality", "text", "--granularity", "paragraph",
-                "--description", "Family recipes: cakes, breads and sauces", "--server", "eu1")
+    made = _cli(
+        env,
+        "corpora",
+        "create",
+        "recipes",
+        "--modality",
+        "text",
+        "--granularity",
+        "paragraph",
+        "--description",
+        "Family recipes: cakes, breads and sauces",
+        "--server",
+        "eu1",
+    )
     assert made.exit_code == 0, made.output
     assert "created corpus recipes on server eu1" in made.output
     assert "corpus_recipes" in _tables(remote, fed_settings.schema)
@@ -62,23 +78,23 @@ def test_cli_creates_a_corpus_on_a_member_server_and_lists_each_corpus_server(
 
     # what is ingested into it is written on eu1 and found through the home database
     notes = Path(env["UNIVERSALRAG_HOME"]).parent / "cake.txt"
-    notes.write_text("Cream the butter and sugar, then fold in the flour for a light sponge cake.\n",
-                     encoding="utf-8")
+    notes.write_text("Cream the butter and sugar, then fold in the flour for a light sponge cake.\n", encoding="utf-8")
     assert _cli(env, "ingest", str(notes), "--corpus", "recipes").exit_code == 0
     with psycopg.connect(remote) as conn:
-        stored = conn.execute(sql.SQL("SELECT count(*) FROM {}.corpus_recipes").format(
-            sql.Identifier(fed_settings.schema))).fetchone()
+        stored = conn.execute(
+            sql.SQL("SELECT count(*) FROM {}.corpus_recipes").format(sql.Identifier(fed_settings.schema))
+        ).fetchone()
     assert stored is not None and stored[0] == 1
     found = _cli(env, "search", "how do I make a sponge cake", "--corpus", "recipes", "--json")
     assert found.exit_code == 0, found.output
     assert "sponge cake" in found.output
 
 
-def test_cli_refuses_an_unknown_server_and_creates_nothing(cli_env: dict[str, str],
-                                                           fed_settings: Settings) -> None:
+def test_cli_refuses_an_unknown_server_and_creates_nothing(cli_env: dict[str, str], fed_settings: Settings) -> None:
     env = {**cli_env, "UNIVERSALRAG_SERVERS": f"eu1={fed_settings.servers['eu1']}"}
-    result = _cli(env, "corpora", "create", "recipes", "--modality", "text", "--description", "Recipes",
-                  "--server", "us9")
+    result = _cli(
+        env, "corpora", "create", "recipes", "--modality", "text", "--description", "Recipes", "--server", "us9"
+    )
     assert result.exit_code != 0
     assert "'us9' is not configured" in result.output and "UNIVERSALRAG_SERVERS" in result.output
     assert "Traceback" not in result.output and fed_settings.servers["eu1"] not in result.output
@@ -89,8 +105,9 @@ def test_cli_refuses_an_unknown_server_and_creates_nothing(cli_env: dict[str, st
 def test_table_rows_of_a_large_table_on_a_member_server(rag: UniversalRAG, tmp_path: Path) -> None:  # noqa: F811
     store = rag.store
     table = store.corpus("table")
-    store.create_corpus(dataclasses.replace(table, name="readings", builtin=False,
-                                            description="Weather station readings"), server="eu1")
+    store.create_corpus(
+        dataclasses.replace(table, name="readings", builtin=False, description="Weather station readings"), server="eu1"
+    )
     path = tmp_path / "readings.csv"
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
@@ -110,13 +127,17 @@ def test_table_rows_of_a_large_table_on_a_member_server(rag: UniversalRAG, tmp_p
     assert len(store.member("eu1").table_rows(hit.id, limit=500)) == 240  # the rows are on eu1
 
 
-def test_the_sync_worker_serves_the_queue_of_a_member_server(rag: UniversalRAG,  # noqa: F811
-                                                             fed_settings: Settings) -> None:
+def test_the_sync_worker_serves_the_queue_of_a_member_server(
+    rag: UniversalRAG,  # noqa: F811
+    fed_settings: Settings,
+) -> None:
     store, schema, minilm = rag.store, fed_settings.schema, rag.embedder
     remote = app_sql(fed_settings.servers["eu1"])  # an application writing to eu1 with plain SQL
     try:
-        for text in ("Feed a refrigerated sourdough starter once a week.",
-                     "A banneton gives proofing dough its spiral pattern."):
+        for text in (
+            "Feed a refrigerated sourdough starter once a week.",
+            "A banneton gives proofing dough its spiral pattern.",
+        ):
             remote.execute(sql.SQL("SELECT {}.add_text('baking', %s)").format(sql.Identifier(schema)), [text])
         assert queue_count(remote, schema, "baking") == 2
         status = {s.corpus: s for s in sync_status(store)}
@@ -134,8 +155,11 @@ def test_the_sync_worker_serves_the_queue_of_a_member_server(rag: UniversalRAG, 
     assert "baking" not in {s.corpus for s in sync_status(store)}  # nothing queued and no attached table
 
 
-def test_a_worker_for_home_corpora_needs_no_other_server(rag: UniversalRAG, fed_settings: Settings,  # noqa: F811
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+def test_a_worker_for_home_corpora_needs_no_other_server(
+    rag: UniversalRAG,
+    fed_settings: Settings,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with Worker(rag.store, embedder=rag.embedder) as everything:
         assert set(everything.members()) == {"eu1"}
     with Worker(rag.store, embedder=rag.embedder, options=WorkerOptions(corpora=("paragraph",))) as home:
@@ -144,8 +168,10 @@ def test_a_worker_for_home_corpora_needs_no_other_server(rag: UniversalRAG, fed_
     # a process that was not told where eu1 is syncs the home corpora and says what it leaves out
     bare = Store(settings=Settings(database_url=fed_settings.database_url, schema=fed_settings.schema))
     try:
-        with caplog.at_level("WARNING", logger="universalrag.sync.worker"), \
-                Worker(bare, embedder=rag.embedder) as worker:
+        with (
+            caplog.at_level("WARNING", logger="universalrag.sync.worker"),
+            Worker(bare, embedder=rag.embedder) as worker,
+        ):
             assert worker.members() == {}
             assert worker.drain().claimed == 0
         assert any("'eu1' is not in UNIVERSALRAG_SERVERS" in r.getMessage() for r in caplog.records)
@@ -153,12 +179,19 @@ def test_a_worker_for_home_corpora_needs_no_other_server(rag: UniversalRAG, fed_
         bare.close()
 
 
-def test_the_worker_goes_on_when_a_member_server_is_down(settings: Settings, minilm,  # type: ignore[no-untyped-def]
-                                                        caplog: pytest.LogCaptureFixture) -> None:
+def test_the_worker_goes_on_when_a_member_server_is_down(
+    settings: Settings,
+    minilm,  # type: ignore[no-untyped-def]
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     servers = Servers()
     try:
-        fed = Settings(database_url=settings.database_url, schema=settings.schema, home=settings.home,
-                       servers={"down1": servers.start("down1")})
+        fed = Settings(
+            database_url=settings.database_url,
+            schema=settings.schema,
+            home=settings.home,
+            servers={"down1": servers.start("down1")},
+        )
         rag = UniversalRAG(settings=fed, embedder=minilm, generator=None, visual_encoder=None)
         rag.init()
         rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="down1")
@@ -166,11 +199,16 @@ def test_the_worker_goes_on_when_a_member_server_is_down(settings: Settings, min
         servers.close()  # the server holding `baking` stops
     try:
         home = app_sql(settings.database_url or "")
-        home.execute(sql.SQL("SELECT {}.add_text('paragraph', 'The harbour lights are lit at dusk.')").format(
-            sql.Identifier(settings.schema)))
+        home.execute(
+            sql.SQL("SELECT {}.add_text('paragraph', 'The harbour lights are lit at dusk.')").format(
+                sql.Identifier(settings.schema)
+            )
+        )
         home.close()
-        with caplog.at_level("WARNING", logger="universalrag.store"), \
-                Worker(rag.store, embedder=minilm, options=WorkerOptions(batch_size=8)) as worker:
+        with (
+            caplog.at_level("WARNING", logger="universalrag.store"),
+            Worker(rag.store, embedder=minilm, options=WorkerOptions(batch_size=8)) as worker,
+        ):
             start = time.monotonic()
             total = worker.drain()
             assert time.monotonic() - start < 60  # connect timeouts, not a hang

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 import sqlalchemy as sa
-
 from conftest import DATA, MINILM
 from support.pg_servers import Servers, wait_replayed
+
 from universalrag.config import Settings
 from universalrag.pipeline import UniversalRAG
 
@@ -38,12 +38,12 @@ def test_the_replica_is_a_streaming_standby(pair: tuple[str, str]) -> None:
 def test_searches_read_the_replica_and_writes_go_to_the_primary(pair: tuple[str, str], tmp_path, minilm) -> None:  # type: ignore[no-untyped-def]
     primary, replica = pair
     settings = Settings(database_url=primary, read_database_url=replica, schema="replica_test", home=tmp_path)
-    rag = UniversalRAG(settings=settings, embedder=minilm, generator=None, visual_encoder=None,
-                       log_decisions=False)
+    rag = UniversalRAG(settings=settings, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
     statements: dict[str, list[str]] = {"primary": [], "replica": []}
     for name, engine in (("primary", rag.store.engine), ("replica", rag.store.read_engine)):
-        sa.event.listen(engine, "before_cursor_execute",
-                        lambda _c, _cur, sql, *_a, name=name: statements[name].append(sql))
+        sa.event.listen(
+            engine, "before_cursor_execute", lambda _c, _cur, sql, *_a, name=name: statements[name].append(sql)
+        )
     try:
         assert rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok  # writes: on the primary (the replica refuses)
         wait_replayed(primary, replica)

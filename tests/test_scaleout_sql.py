@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-
 from conftest import DATA
+
 from universalrag.pipeline import UniversalRAG
 
 _VECTOR_VALUE = re.compile(r"^\[-?[0-9.eE+-]+(,-?[0-9.eE+-]+)+\]$")
@@ -51,30 +51,56 @@ def violations(statements: list[tuple[str, dict[str, object]]]) -> list[str]:
 
 
 def test_the_checks_catch_what_citus_refuses() -> None:
-    bad = [("SET hnsw.ef_search = 100", {}), ("SELECT set_config('a', 'b', false)", {}),
-           ("SELECT 1 FROM t ORDER BY x LIMIT %(limit)s", {"limit": 5}),
-           ("SELECT e <=> %(q)s FROM t", {"q": "[0.1,0.2,0.3]"})]
+    bad = [
+        ("SET hnsw.ef_search = 100", {}),
+        ("SELECT set_config('a', 'b', false)", {}),
+        ("SELECT 1 FROM t ORDER BY x LIMIT %(limit)s", {"limit": 5}),
+        ("SELECT e <=> %(q)s FROM t", {"q": "[0.1,0.2,0.3]"}),
+    ]
     assert len(violations(bad)) == 4
-    good = [("SET LOCAL hnsw.ef_search = 100", {}), ("SELECT set_config(%(a)s, %(b)s, true)", {}),
-            ("SELECT e <=> CAST(%(q)s AS VECTOR(3)) FROM t ORDER BY 1 LIMIT 5", {"q": "[0.1,0.2,0.3]"})]
+    good = [
+        ("SET LOCAL hnsw.ef_search = 100", {}),
+        ("SELECT set_config(%(a)s, %(b)s, true)", {}),
+        ("SELECT e <=> CAST(%(q)s AS VECTOR(3)) FROM t ORDER BY 1 LIMIT 5", {"q": "[0.1,0.2,0.3]"}),
+    ]
     assert violations(good) == []
 
 
 @pytest.mark.parametrize("index", [True, False], ids=["index-scan", "exact-scan"])
 def test_search_and_routing_sql_follows_the_checklist(settings, minilm, tmp_path: Path, index: bool) -> None:  # type: ignore[no-untyped-def]
-    rag = UniversalRAG(settings=settings.with_(exact_scan_rows=0 if index else 100000), embedder=minilm,
-                       generator=None, visual_encoder=None, log_decisions=False)
+    rag = UniversalRAG(
+        settings=settings.with_(exact_scan_rows=0 if index else 100000),
+        embedder=minilm,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
     try:
-        assert rag.ingest([DATA / "corpus" / "apollo_11.txt", DATA / "corpus" / "sourdough_baking.md",
-                           DATA / "tables" / "nba_2023.csv"]).ok
+        assert rag.ingest(
+            [
+                DATA / "corpus" / "apollo_11.txt",
+                DATA / "corpus" / "sourdough_baking.md",
+                DATA / "tables" / "nba_2023.csv",
+            ]
+        ).ok
         statements: list[tuple[str, dict[str, object]]] = []
-        sa.event.listen(rag.store.engine, "before_cursor_execute",
-                        lambda _c, _cur, sql, params, *_a: statements.append((sql, dict(params or {}))))
+        sa.event.listen(
+            rag.store.engine,
+            "before_cursor_execute",
+            lambda _c, _cur, sql, params, *_a: statements.append((sql, dict(params or {}))),
+        )
         rag.route("Which team scored the most points in the 2023 season?")
         rag.retrieve("When did Apollo 11 land on the Moon?", routes=["paragraph", "document", "table"], k=3)
         rag.retrieve("sourdough starter", routes=["paragraph"], k=2, filter={"format": {"$in": ["md", "txt"]}})
-        hybrid = UniversalRAG(settings=rag.settings, store=rag.store, embedder=minilm, generator=None,
-                              visual_encoder=None, hybrid=True, log_decisions=False)
+        hybrid = UniversalRAG(
+            settings=rag.settings,
+            store=rag.store,
+            embedder=minilm,
+            generator=None,
+            visual_encoder=None,
+            hybrid=True,
+            log_decisions=False,
+        )
         hybrid.retrieve("Apollo 11 landing", routes=["paragraph", "table"], k=2)
         hybrid.close()  # its worker threads (the store is shared and closed below)
         rag.store.get_units("paragraph", [h.id for h in rag.retrieve("Moon", routes=["paragraph"], k=2)])
@@ -108,16 +134,19 @@ def test_the_partitioning_recipe_of_the_docs_keeps_search_results(settings, mini
         with rag.store.transaction() as conn:
             conn.connection.driver_connection.execute(_partition_recipe(settings.schema))
         with rag.store.transaction() as conn:
-            kind = conn.execute(sa.text("SELECT relkind FROM pg_class WHERE oid = CAST(:t AS regclass)"),
-                                {"t": f"{settings.schema}.corpus_paragraph"}).scalar_one()
+            kind = conn.execute(
+                sa.text("SELECT relkind FROM pg_class WHERE oid = CAST(:t AS regclass)"),
+                {"t": f"{settings.schema}.corpus_paragraph"},
+            ).scalar_one()
         assert kind == "p"  # partitioned
         assert rag.store.counts()["paragraph"] == count
         for exact in (True, False):
             hits = rag.store.search("paragraph", minilm.embed_query(question), k=5, exact_scan=exact)
             assert [(h.id, round(h.score, 5)) for h in hits] == before
         # Re-ingesting a changed file still replaces its units through the partitioned table.
-        assert rag.store.delete_source(str(next(iter(
-            s["uri"] for s in rag.store.sources() if s["uri"].endswith("sourdough_baking.md")))))
+        assert rag.store.delete_source(
+            str(next(iter(s["uri"] for s in rag.store.sources() if s["uri"].endswith("sourdough_baking.md"))))
+        )
         assert rag.store.counts()["paragraph"] < count
     finally:
         rag.close()

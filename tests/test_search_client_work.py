@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from test_store import DIM, small  # noqa: F401  (the store fixture: 8-dimensional built-in corpora)
+
 from universalrag.errors import DimensionMismatchError, InvalidInputError
 from universalrag.store import Store
 from universalrag.store import row_estimates as sizes
-from universalrag.store.engine import SearchConnection, make_engine
 from universalrag.store.corpus_search import hit_from_row
+from universalrag.store.engine import SearchConnection, make_engine
 from universalrag.store.vectors import check_vector
 from universalrag.types import CorpusSpec, Granularity, Hit, Modality, SourceRecord, Unit
 
@@ -52,29 +53,52 @@ def test_check_vector_returns_the_float32_vector_once_and_refuses_what_float32_c
 
 def test_hit_from_row_fills_every_field_by_name() -> None:
     spec = CorpusSpec(name="clips", modality=Modality.VIDEO, granularity=Granularity.CLIP, dimension=DIM)
-    row = {"id": "u1", "source_id": "s1", "parent_id": "p1", "content": "a clip", "uri": "file:///v.mp4",
-           "start_s": 1.5, "end_s": 4.0, "metadata": {"lang": "en"}}
+    row = {
+        "id": "u1",
+        "source_id": "s1",
+        "parent_id": "p1",
+        "content": "a clip",
+        "uri": "file:///v.mp4",
+        "start_s": 1.5,
+        "end_s": 4.0,
+        "metadata": {"lang": "en"},
+    }
     parts = ((0, "first", 0.9),)
     hit = hit_from_row(spec, row, 0.75, parts=parts, channels={"text": 0.7, "visual": 0.8})
-    expected = Hit(corpus="clips", id="u1", score=0.75, content="a clip", uri="file:///v.mp4",
-                   metadata={"lang": "en"}, parent_id="p1", start_s=1.5, end_s=4.0, source_id="s1",
-                   modality=Modality.VIDEO, granularity=Granularity.CLIP, matched_parts=parts,
-                   channel_scores={"text": 0.7, "visual": 0.8})
-    assert {f.name: getattr(hit, f.name) for f in fields(Hit)} == {f.name: getattr(expected, f.name)
-                                                                     for f in fields(Hit)}
+    expected = Hit(
+        corpus="clips",
+        id="u1",
+        score=0.75,
+        content="a clip",
+        uri="file:///v.mp4",
+        metadata={"lang": "en"},
+        parent_id="p1",
+        start_s=1.5,
+        end_s=4.0,
+        source_id="s1",
+        modality=Modality.VIDEO,
+        granularity=Granularity.CLIP,
+        matched_parts=parts,
+        channel_scores={"text": 0.7, "visual": 0.8},
+    )
+    assert {f.name: getattr(hit, f.name) for f in fields(Hit)} == {
+        f.name: getattr(expected, f.name) for f in fields(Hit)
+    }
     bare = hit_from_row(spec, {**row, "parent_id": None, "source_id": None, "metadata": None}, 0.5)
     assert (bare.parent_id, bare.source_id, bare.metadata, bare.channel_scores) == (None, None, {}, {})
     assert bare.metadata is not bare.channel_scores
 
 
-def test_a_search_returns_string_ids_and_leaves_its_connection_in_the_pool_out_of_autocommit(
-        small: Store) -> None:  # noqa: F811
+def test_a_search_returns_string_ids_and_leaves_its_connection_in_the_pool_out_of_autocommit(small: Store) -> None:  # noqa: F811
     vectors = _unit_vectors(40)
     ids = [str(uuid.uuid4()) for _ in vectors]
-    small.write_source(SourceRecord(uri="mem://a", content_hash="h", modality=Modality.TEXT,
-                                             corpora=("paragraph",)),
-                                [Unit(id=i, corpus="paragraph", content=f"unit {n}", embedding=v, metadata={"n": n})
-                                 for n, (i, v) in enumerate(zip(ids, vectors))])
+    small.write_source(
+        SourceRecord(uri="mem://a", content_hash="h", modality=Modality.TEXT, corpora=("paragraph",)),
+        [
+            Unit(id=i, corpus="paragraph", content=f"unit {n}", embedding=v, metadata={"n": n})
+            for n, (i, v) in enumerate(zip(ids, vectors))
+        ],
+    )
     for query in (vectors[3], vectors[3].tolist(), vectors[3].astype(np.float64)):  # every form, one answer
         hits = small.search("paragraph", query, k=3)
         assert hits[0].id == ids[3] and math.isclose(hits[0].score, 1.0, abs_tol=1e-5)
@@ -101,18 +125,20 @@ def test_search_connection_is_in_autocommit_inside_and_returned_out_of_it(small:
     assert driver.autocommit is False
 
 
-def test_row_estimates_are_cached_per_database_shared_by_engines_and_dropped_by_forget(
-        small: Store) -> None:  # noqa: F811
+def test_row_estimates_are_cached_per_database_shared_by_engines_and_dropped_by_forget(small: Store) -> None:  # noqa: F811
     tables = small.tables.corpus(small.corpus("paragraph"))
     sizes.forget(small.schema)
     other = make_engine(small.resolve_url())
     try:
         with small.engine.connect() as conn:
             assert sizes.table_rows(conn, [tables.units]) == {tables.units.name: 0}
-        small.write_source(SourceRecord(uri="mem://b", content_hash="h", modality=Modality.TEXT,
-                                        corpora=("paragraph",)),
-                           [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"u{n}", embedding=v)
-                            for n, v in enumerate(_unit_vectors(5, seed=1))])
+        small.write_source(
+            SourceRecord(uri="mem://b", content_hash="h", modality=Modality.TEXT, corpora=("paragraph",)),
+            [
+                Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"u{n}", embedding=v)
+                for n, v in enumerate(_unit_vectors(5, seed=1))
+            ],
+        )
         with other.connect() as conn:  # another engine on the same database reads the same cached estimate
             assert sizes.table_rows(conn, [tables.units]) == {tables.units.name: 0}
             assert sizes.table_rows(conn, [tables.units], ttl=0) == {tables.units.name: 5}  # read now

@@ -18,6 +18,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 from conftest import REPO
+
 from universalrag.store import Store, queries
 from universalrag.store import engine as engine_module
 from universalrag.store.corpus_search import CorpusQuery
@@ -66,13 +67,29 @@ def filled(store: Store) -> Store:
     """300 paragraphs, 300 images and 300 clips (single-vector) and 60 documents of 3 parts (multi-vector)."""
     rng = np.random.default_rng(0)
     for corpus in ("paragraph", "image", "clip"):
-        store.write_source(SourceRecord(uri=f"mem://{corpus}", content_hash="h", modality="text", corpora=(corpus,)),
-                           [Unit(id=str(uuid.uuid4()), corpus=corpus, content=f"{corpus} {i}", embedding=_vec(rng),
-                                 metadata={"n": i}) for i in range(300)])
-    store.write_source(SourceRecord(uri="mem://d", content_hash="h", modality="text", corpora=("document",)), [
-        Unit(id=str(uuid.uuid4()), corpus="document", content=f"d{i}", embedding=_vec(rng),
-             parts=[f"d{i} c{j}" for j in range(3)], part_embeddings=[_vec(rng) for _ in range(3)])
-        for i in range(60)])
+        store.write_source(
+            SourceRecord(uri=f"mem://{corpus}", content_hash="h", modality="text", corpora=(corpus,)),
+            [
+                Unit(
+                    id=str(uuid.uuid4()), corpus=corpus, content=f"{corpus} {i}", embedding=_vec(rng), metadata={"n": i}
+                )
+                for i in range(300)
+            ],
+        )
+    store.write_source(
+        SourceRecord(uri="mem://d", content_hash="h", modality="text", corpora=("document",)),
+        [
+            Unit(
+                id=str(uuid.uuid4()),
+                corpus="document",
+                content=f"d{i}",
+                embedding=_vec(rng),
+                parts=[f"d{i} c{j}" for j in range(3)],
+                part_embeddings=[_vec(rng) for _ in range(3)],
+            )
+            for i in range(60)
+        ],
+    )
     with store.transaction() as conn:
         for corpus in ("paragraph", "image", "clip", "document"):
             tables = store.tables.corpus(store.corpus(corpus))
@@ -83,8 +100,11 @@ def filled(store: Store) -> Store:
 
 
 def test_a_plain_search_is_one_round_trip_and_a_recent_connection_is_not_pinged(
-        filled: Store, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store, round_trips = _traced(settings.with_(exact_scan_rows=100), tmp_path, monkeypatch)  # 300 rows > 100: the index
+    filled: Store, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, round_trips = _traced(
+        settings.with_(exact_scan_rows=100), tmp_path, monkeypatch
+    )  # 300 rows > 100: the index
     try:
         query = _vec(np.random.default_rng(1))
         store.search("paragraph", query, k=5)  # registry, pgvector version and table sizes read once
@@ -101,9 +121,12 @@ def test_a_plain_search_is_one_round_trip_and_a_recent_connection_is_not_pinged(
         store.close()
 
 
-def test_probes_of_several_corpora_share_their_round_trips(filled: Store, settings: Any, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    store, round_trips = _traced(settings.with_(exact_scan_rows=100), tmp_path, monkeypatch)  # parts: 180 > 100, the index
+def test_probes_of_several_corpora_share_their_round_trips(
+    filled: Store, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, round_trips = _traced(
+        settings.with_(exact_scan_rows=100), tmp_path, monkeypatch
+    )  # parts: 180 > 100, the index
     try:
         query = _vec(np.random.default_rng(2))
         corpora = ["paragraph", "image", "clip", "document"]
@@ -130,33 +153,50 @@ def _sentences() -> list[str]:
     text = " ".join(p.read_text(encoding="utf-8") for p in sorted((REPO / "tests" / "data" / "corpus").iterdir()))
     text = re.sub(r"<[^>]+>|[#*_`|]", " ", text)
     sentences = [" ".join(s.split()) for s in re.split(r"(?<=[.!?])\s+", text) if len(s.split()) >= 5]
-    return (sentences + [f"{a} {b}" for a, b in itertools.pairwise(sentences)]  # and overlapping pairs, triples
-            + [f"{a} {b} {c}" for a, b, c in zip(sentences, sentences[1:], sentences[2:])])
+    return (
+        sentences
+        + [f"{a} {b}" for a, b in itertools.pairwise(sentences)]  # and overlapping pairs, triples
+        + [f"{a} {b} {c}" for a, b, c in zip(sentences, sentences[1:], sentences[2:])]
+    )
 
 
 def _earlier_statement(store: Store, vector: list[float], k: int, flt: dict[str, Any]) -> list[str]:
     """What a filtered index search sent before this change: beam ``ef_search``, iterative scan, LIMIT k."""
     tables = store.tables.corpus(store.corpus("paragraph"))
     with store.transaction() as conn:
-        conn.execute(queries.set_locals({"hnsw.ef_search": store.settings.ef_search,
-                                         "hnsw.iterative_scan": "relaxed_order"}))
+        conn.execute(
+            queries.set_locals({"hnsw.ef_search": store.settings.ef_search, "hnsw.iterative_scan": "relaxed_order"})
+        )
         return [str(r.unit_id) for r in conn.execute(queries.nearest_units(tables, vector, limit=k, filter=flt))]
 
 
 def test_a_filtered_index_search_of_real_text_finds_at_least_what_the_earlier_statement_found(
-        store: Store, minilm: Any) -> None:  # type: ignore[no-untyped-def]
+    store: Store, minilm: Any
+) -> None:  # type: ignore[no-untyped-def]
     sentences = _sentences()
     assert len(sentences) > 500
     vectors = minilm.embed(sentences)
     ids = [str(uuid.uuid4()) for _ in sentences]
-    store.write_source(SourceRecord(uri="mem://sentences", content_hash="h", modality="text", corpora=("paragraph",)),
-                       [Unit(id=i, corpus="paragraph", content=s, embedding=v, metadata={"bucket": n % 20})
-                        for n, (i, s, v) in enumerate(zip(ids, sentences, vectors))])
+    store.write_source(
+        SourceRecord(uri="mem://sentences", content_hash="h", modality="text", corpora=("paragraph",)),
+        [
+            Unit(id=i, corpus="paragraph", content=s, embedding=v, metadata={"bucket": n % 20})
+            for n, (i, s, v) in enumerate(zip(ids, sentences, vectors))
+        ],
+    )
     store.settings = store.settings.with_(exact_scan_rows=0)  # every search through the HNSW index
-    questions = ["When did the lunar module land?", "How do bees tell others where flowers are?",
-                 "How often should a starter be fed?", "Who tends the lighthouse lamp?", "How old is the organ?",
-                 "What temperature does dough need to rise?", "What did the astronauts bring back?",
-                 "Why do honeybees swarm?", "How far can the light be seen at sea?", "Who built the organ pipes?"]
+    questions = [
+        "When did the lunar module land?",
+        "How do bees tell others where flowers are?",
+        "How often should a starter be fed?",
+        "Who tends the lighthouse lamp?",
+        "How old is the organ?",
+        "What temperature does dough need to rise?",
+        "What did the astronauts bring back?",
+        "Why do honeybees swarm?",
+        "How far can the light be seen at sea?",
+        "Who built the organ pipes?",
+    ]
     new, old = [], []
     for n, question in enumerate(questions):
         q = minilm.embed_query(question)

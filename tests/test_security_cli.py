@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+
 from universalrag.cli import app
 from universalrag.cli.context import Invocation
 
@@ -30,29 +31,45 @@ def hostile_env(cli_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     folder = tmp_path / "notes [bold] [red]"
     folder.mkdir()
     (folder / "[link=x]harbour.txt").write_text(
-        f"Zorblax harbour notes\n\nThe harbour master wrote {HOSTILE} in the Zorblax log book.", "utf-8")
+        f"Zorblax harbour notes\n\nThe harbour master wrote {HOSTILE} in the Zorblax log book.", "utf-8"
+    )
     code, out, err = _run(cli_env, "ingest", str(folder), terminal=False)
     assert code == 0, out + err
-    code, out, err = _run(cli_env, "corpora", "create", "notes", "--modality", "text", "--description",
-                          f"Notes {HOSTILE}", "--example", f"question {HOSTILE}", terminal=False)
+    code, out, err = _run(
+        cli_env,
+        "corpora",
+        "create",
+        "notes",
+        "--modality",
+        "text",
+        "--description",
+        f"Notes {HOSTILE}",
+        "--example",
+        f"question {HOSTILE}",
+        terminal=False,
+    )
     assert code == 0, out + err
     return cli_env
 
 
-@pytest.mark.parametrize("args", [
-    ("search", f"Zorblax {HOSTILE}", "-c", "paragraph", "-k", "2"),
-    ("search", f"Zorblax harbour log {HOSTILE}", "-k", "2"),
-    ("search", "Zorblax", "--corpus", "[/bold]nope"),
-    ("ask", f"What did the Zorblax harbour master write? {HOSTILE}"),
-    ("route", f"Zorblax {HOSTILE}"),
-    ("corpora", "list"),
-    ("sources", "list"),
-    ("status",),
-], ids=["search-corpus", "search-routed", "unknown-corpus", "ask", "route", "corpora-list", "sources-list",
-        "status"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("search", f"Zorblax {HOSTILE}", "-c", "paragraph", "-k", "2"),
+        ("search", f"Zorblax harbour log {HOSTILE}", "-k", "2"),
+        ("search", "Zorblax", "--corpus", "[/bold]nope"),
+        ("ask", f"What did the Zorblax harbour master write? {HOSTILE}"),
+        ("route", f"Zorblax {HOSTILE}"),
+        ("corpora", "list"),
+        ("sources", "list"),
+        ("status",),
+    ],
+    ids=["search-corpus", "search-routed", "unknown-corpus", "ask", "route", "corpora-list", "sources-list", "status"],
+)
 def test_user_content_is_printed_literally_on_a_terminal(hostile_env: dict[str, str], args: tuple[str, ...]) -> None:
-    code, out, err = _run(hostile_env, *args, "--no-server") if args[0] in ("search", "ask", "route") else \
-        _run(hostile_env, *args)
+    code, out, err = (
+        _run(hostile_env, *args, "--no-server") if args[0] in ("search", "ask", "route") else _run(hostile_env, *args)
+    )
     text = out + err
     assert "Traceback" not in text and "MarkupError" not in text, text
     assert OSC8 not in text  # no live link
@@ -70,8 +87,9 @@ def test_user_content_is_printed_literally_on_a_terminal(hostile_env: dict[str, 
 
 def test_hostile_corpus_names_through_the_cli(hostile_env: dict[str, str]) -> None:
     for name in ("x'; DROP TABLE corpora; --", 'a"b', "a\\b", "../etc", "ÄÖ", "a b", "a" * 200, "none", "[/bold]"):
-        code, out, err = _run(hostile_env, "corpora", "create", name, "--modality", "text", "--description", "d",
-                              terminal=False)
+        code, out, err = _run(
+            hostile_env, "corpora", "create", name, "--modality", "text", "--description", "d", terminal=False
+        )
         assert code in (1, 2) and "Traceback" not in out + err, (name, out, err)
         assert not any(w in err for w in ("SELECT ", "[SQL:", "INSERT ")), err
         if name == "none":  # a valid route: search nothing

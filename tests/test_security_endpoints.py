@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from support.hostile_openai import HostileServer
+
 from universalrag.errors import EmbeddingError, IngestError
 
 pytest.importorskip("openai")
@@ -31,8 +32,7 @@ def test_a_hung_embeddings_endpoint_costs_the_timeout_once_not_per_retry() -> No
     from universalrag.embed.openai_encoder import OpenAIEmbedder
 
     with HostileServer("hang", hang_s=30) as server:
-        embedder = OpenAIEmbedder("m", base_url=server.base_url, api_key=KEY, dimension=8, timeout=1.5,
-                                  max_retries=3)
+        embedder = OpenAIEmbedder("m", base_url=server.base_url, api_key=KEY, dimension=8, timeout=1.5, max_retries=3)
         start = time.monotonic()
         with pytest.raises(EmbeddingError, match="timed out after 1.5 s") as caught:
             embedder.embed(["a passage"])
@@ -45,8 +45,7 @@ def test_embeddings_retries_on_500_stay_inside_the_deadline() -> None:
     from universalrag.embed.openai_encoder import OpenAIEmbedder
 
     with HostileServer("echo500") as server:
-        embedder = OpenAIEmbedder("m", base_url=server.base_url, api_key=KEY, dimension=8, timeout=2.0,
-                                  max_retries=2)
+        embedder = OpenAIEmbedder("m", base_url=server.base_url, api_key=KEY, dimension=8, timeout=2.0, max_retries=2)
         start = time.monotonic()
         with pytest.raises(EmbeddingError, match="HTTP 500") as caught:
             embedder.embed_query("a question")
@@ -60,8 +59,7 @@ async def test_async_embeddings_have_the_same_deadline() -> None:
     from universalrag.embed.openai_encoder import OpenAIEmbedder
 
     with HostileServer("hang", hang_s=30) as server:
-        embedder = OpenAIEmbedder("m", base_url=server.base_url, api_key=KEY, dimension=8, timeout=1.0,
-                                  max_retries=3)
+        embedder = OpenAIEmbedder("m", base_url=server.base_url, api_key=KEY, dimension=8, timeout=1.0, max_retries=3)
         start = time.monotonic()
         with pytest.raises(EmbeddingError, match="timed out after 1 s") as caught:
             await embedder.aembed(["a passage"])

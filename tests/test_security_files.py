@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from support.kb import VIDEO_OPTIONS
 from support.video import format_srt, photo, truncate_copy, write_video
+
 from universalrag.ingest.files import inside
 from universalrag.ingest.images import sidecar_paths as image_sidecars
 from universalrag.ingest.pipeline import IngestOptions, ingest_paths
@@ -121,7 +122,9 @@ def test_symlink_loops_and_html_references_outside_do_not_escape(store: Store, m
         '<img src="../../outside/passwd" alt="kestrelsecret one">'
         '<img src="../outside/secret.png" alt="kestrelsecret two">'
         f'<img src="file://{secret}" alt="kestrelsecret three">'
-        '<img src="logo.png" alt="the harbour logo"></body></html>', "utf-8")
+        '<img src="logo.png" alt="the harbour logo"></body></html>',
+        "utf-8",
+    )
     report = ingest_paths(store, minilm, [folder])
     assert report.ok, report.failed
     added = sorted(Path(o.path).name for o in report.outcomes if o.status == "added")
@@ -138,8 +141,9 @@ def _nested_html(depth: int) -> str:
     return "<html><body>" + "<div>" * depth + "deep kestrel text" + "</div>" * depth + "</body></html>"
 
 
-@pytest.mark.parametrize("case", ["empty_txt", "binary_txt", "truncated_video", "corrupt_video", "nested_html",
-                                  "empty_csv", "empty_jpg"])
+@pytest.mark.parametrize(
+    "case", ["empty_txt", "binary_txt", "truncated_video", "corrupt_video", "nested_html", "empty_csv", "empty_jpg"]
+)
 def test_a_bad_file_fails_alone_and_stores_nothing(store: Store, minilm, tmp_path: Path, case: str) -> None:
     folder = tmp_path / "mixed"
     folder.mkdir()

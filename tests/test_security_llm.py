@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from support.hostile_openai import HostileServer
 from typer.testing import CliRunner
+
 from universalrag.cli import app
 from universalrag.errors import ConfigError, GenerationError, RoutingError
 
@@ -90,8 +91,9 @@ def test_llm_and_ensemble_routers_fall_back_to_the_trained_router(mode: str) -> 
         decision = llm.route(query)
         assert decision.router.startswith("llm->") and decision.routes
         assert time.monotonic() - start < 1.0 * 2 + trained_s * 3  # one timeout, not three
-        ensemble = EnsembleRouter.confident(trained, LLMRouter("m", base_url=server.base_url, timeout=1.0),
-                                            tau=1.0)  # asks the model unless the trained router is certain
+        ensemble = EnsembleRouter.confident(
+            trained, LLMRouter("m", base_url=server.base_url, timeout=1.0), tau=1.0
+        )  # asks the model unless the trained router is certain
         start = time.monotonic()
         assert ensemble.route(query).routes
         assert time.monotonic() - start < 1.0 * 2 + trained_s * 3
@@ -116,7 +118,8 @@ def kb_env(cli_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     folder = tmp_path / "kb"
     folder.mkdir()
     (folder / "lighthouse.txt").write_text(
-        "Kestrel Point lighthouse was first lit in 1889. Its lamp is visible for 22 nautical miles.", "utf-8")
+        "Kestrel Point lighthouse was first lit in 1889. Its lamp is visible for 22 nautical miles.", "utf-8"
+    )
     result = runner.invoke(app, ["ingest", str(folder), "--json"], env=cli_env)
     assert result.exit_code == 0, result.stdout + result.stderr
     return cli_env
@@ -127,8 +130,11 @@ def test_ask_on_a_failing_model_shows_the_evidence_and_says_why(kb_env: dict[str
     with HostileServer(mode, hang_s=30) as server:
         env = {**kb_env, "UNIVERSALRAG_LLM_MODEL": "m", "UNIVERSALRAG_LLM_BASE_URL": server.base_url}
         start = time.monotonic()
-        result = runner.invoke(app, ["ask", "When was Kestrel Point lighthouse first lit?", "-k", "2",
-                                     "--timeout", "1.5", "--no-server"], env=env)
+        result = runner.invoke(
+            app,
+            ["ask", "When was Kestrel Point lighthouse first lit?", "-k", "2", "--timeout", "1.5", "--no-server"],
+            env=env,
+        )
         elapsed = time.monotonic() - start
         out, err = result.stdout, result.stderr
         assert result.exit_code == 0, out + err
@@ -136,16 +142,23 @@ def test_ask_on_a_failing_model_shows_the_evidence_and_says_why(kb_env: dict[str
         assert "warning:" in err and "no answer" in err and server.base_url.removesuffix("/v1") in err
         if mode == "hang":
             assert "timed out after 1.5 s" in err and elapsed < 15  # the model's share is bounded
-        as_json = runner.invoke(app, ["ask", "When was Kestrel Point lighthouse first lit?", "--json",
-                                      "--timeout", "1.5", "--no-server"], env=env)
+        as_json = runner.invoke(
+            app,
+            ["ask", "When was Kestrel Point lighthouse first lit?", "--json", "--timeout", "1.5", "--no-server"],
+            env=env,
+        )
         data = json.loads(as_json.stdout)
         assert data["answer"] is None and data["warning"] and any("1889" in h["content"] for h in data["hits"])
 
 
 def test_ask_timeout_comes_from_the_environment(kb_env: dict[str, str]) -> None:
     with HostileServer("hang", hang_s=30) as server:
-        env = {**kb_env, "UNIVERSALRAG_LLM_MODEL": "m", "UNIVERSALRAG_LLM_BASE_URL": server.base_url,
-               "UNIVERSALRAG_LLM_TIMEOUT": "1"}
+        env = {
+            **kb_env,
+            "UNIVERSALRAG_LLM_MODEL": "m",
+            "UNIVERSALRAG_LLM_BASE_URL": server.base_url,
+            "UNIVERSALRAG_LLM_TIMEOUT": "1",
+        }
         result = runner.invoke(app, ["ask", "When was the lighthouse lit?", "--no-server"], env=env)
     assert result.exit_code == 0 and "timed out after 1 s" in result.stderr
 
@@ -153,11 +166,13 @@ def test_ask_timeout_comes_from_the_environment(kb_env: dict[str, str]) -> None:
 def test_queries_from_stdin_and_files(kb_env: dict[str, str], tmp_path: Path) -> None:
     query_file = tmp_path / "q.txt"
     query_file.write_text("When was Kestrel Point lighthouse first lit?\n", "utf-8")
-    for args, stdin in ((["search", "-", "--json"], "When was Kestrel Point lighthouse first lit?"),
-                        (["search", "--query-file", str(query_file), "--json"], None),
-                        (["ask", "-", "--json"], "lighthouse lamp range"),
-                        (["route", "--query-file", str(query_file), "--json"], None),
-                        (["route", "-", "--json"], "sales figures per quarter in a table")):
+    for args, stdin in (
+        (["search", "-", "--json"], "When was Kestrel Point lighthouse first lit?"),
+        (["search", "--query-file", str(query_file), "--json"], None),
+        (["ask", "-", "--json"], "lighthouse lamp range"),
+        (["route", "--query-file", str(query_file), "--json"], None),
+        (["route", "-", "--json"], "sales figures per quarter in a table"),
+    ):
         result = runner.invoke(app, [*args, "--no-server"], env=kb_env, input=stdin)
         assert result.exit_code == 0, (args, result.stdout, result.stderr)
         assert json.loads(result.stdout)
@@ -183,8 +198,9 @@ def test_query_on_a_failing_model_returns_the_evidence_and_the_reason(rag) -> No
 
     with HostileServer("echo500") as server:
         generator = OpenAIChatGenerator("m", base_url=server.base_url, api_key="sk-test-not-a-secret", timeout=5)
-        answering = UniversalRAG(store=rag.store, embedder=rag.embedder, router=rag.router, generator=generator,
-                                 visual_encoder=None)
+        answering = UniversalRAG(
+            store=rag.store, embedder=rag.embedder, router=rag.router, generator=generator, visual_encoder=None
+        )
         answer = answering.query("Who designed the Kestrel Point lighthouse?", k=2)
     assert answer.text is None and answer.warning and "500" in answer.warning
     assert answer.hits and "Agnes Ferrow" in answer.hits[0].content

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from support.hostile_openai import HostileServer
 from typer.testing import CliRunner
+
 from universalrag.cli import app
 from universalrag.errors import EmbeddingError, GenerationError, RoutingError, UniversalRAGError
 
@@ -33,8 +34,13 @@ def _everything_about(error: BaseException) -> str:
         if id(current) in seen:
             continue
         seen.add(id(current))
-        parts += [repr(current), str(current), repr(current.args), repr(getattr(current, "body", None)),
-                  str(getattr(current, "message", ""))]
+        parts += [
+            repr(current),
+            str(current),
+            repr(current.args),
+            repr(getattr(current, "body", None)),
+            str(getattr(current, "message", "")),
+        ]
         stack += [e for e in (current.__cause__, current.__context__) if e is not None]
     return "\n".join(parts)
 
@@ -58,14 +64,17 @@ def _route(url: str) -> None:
 
 
 CALLS: list[tuple[Callable[[str], None], type[UniversalRAGError]]] = [
-    (_embed, EmbeddingError), (_generate, GenerationError), (_route, RoutingError)]
+    (_embed, EmbeddingError),
+    (_generate, GenerationError),
+    (_route, RoutingError),
+]
 
 
 @pytest.mark.parametrize("mode", ["echo401", "echo500"])
 @pytest.mark.parametrize("call,error_type", CALLS, ids=["embed", "generate", "route"])
-def test_an_echoed_key_is_in_no_message_traceback_or_cause(mode: str, call: Callable[[str], None],
-                                                           error_type: type[UniversalRAGError],
-                                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_an_echoed_key_is_in_no_message_traceback_or_cause(
+    mode: str, call: Callable[[str], None], error_type: type[UniversalRAGError], caplog: pytest.LogCaptureFixture
+) -> None:
     with HostileServer(mode) as server, pytest.raises(error_type) as info:
         call(server.base_url)
     assert server.requests >= 1
@@ -82,19 +91,27 @@ def test_an_echoed_key_is_in_no_message_traceback_or_cause(mode: str, call: Call
 def test_cli_debug_traceback_hides_the_echoed_key(cli_env: dict[str, str]) -> None:
     runner = CliRunner()
     with HostileServer("echo500") as server:
-        env = {**cli_env, "UNIVERSALRAG_EMBEDDER": "openai:m", "UNIVERSALRAG_EMBED_BASE_URL": server.base_url,
-               "UNIVERSALRAG_EMBED_API_KEY": KEY, "UNIVERSALRAG_EMBED_DIMENSIONS": "8"}
+        env = {
+            **cli_env,
+            "UNIVERSALRAG_EMBEDDER": "openai:m",
+            "UNIVERSALRAG_EMBED_BASE_URL": server.base_url,
+            "UNIVERSALRAG_EMBED_API_KEY": KEY,
+            "UNIVERSALRAG_EMBED_DIMENSIONS": "8",
+        }
         result = runner.invoke(app, ["--debug", "search", "hello", "-c", "paragraph"], env=env)
     everything = result.stdout + result.stderr + repr(result.exception)
     assert result.exit_code == 1 and "Traceback" in everything and "HTTP 500" in everything, everything
     assert KEY not in everything
 
 
-@pytest.mark.parametrize("url", [
-    f"postgresql://ann:{PASSWORD}@127.0.0.1:1/x",
-    f"postgresql+psycopg://ann:{PASSWORD}@127.0.0.1:1/x?sslmode=disable",
-    f"postgresql://ann@127.0.0.1:1/x?password={PASSWORD}",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://ann:{PASSWORD}@127.0.0.1:1/x",
+        f"postgresql+psycopg://ann:{PASSWORD}@127.0.0.1:1/x?sslmode=disable",
+        f"postgresql://ann@127.0.0.1:1/x?password={PASSWORD}",
+    ],
+)
 def test_database_password_never_shown_with_debug(cli_env: dict[str, str], url: str) -> None:
     runner = CliRunner()
     for args in (["--debug", "status"], ["status", "--json"], ["--debug", "search", "x"]):

@@ -46,8 +46,7 @@ def test_a_killed_holder_does_not_keep_the_server_running() -> None:
         victim.wait(30)
         assert _postmaster(pgdata) == server_pid  # the server outlived its killed holder
         # the next CLI-like process joins and leaves normally: it notices the dead holder and stops the server
-        done = subprocess.run([sys.executable, "-c", HOLD, str(home), "0"], capture_output=True, text=True,
-                              timeout=240)
+        done = subprocess.run([sys.executable, "-c", HOLD, str(home), "0"], capture_output=True, text=True, timeout=240)
         assert done.returncode == 0, done.stderr
         deadline = time.monotonic() + 30
         while _postmaster(pgdata) is not None and time.monotonic() < deadline:

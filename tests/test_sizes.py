@@ -12,6 +12,7 @@ import uuid
 import numpy as np
 import pytest
 import sqlalchemy as sa
+
 from universalrag.store import Store
 from universalrag.store.row_estimates import COUNT_BELOW, forget, table_rows
 from universalrag.types import Modality, SourceRecord, Unit
@@ -21,8 +22,10 @@ DIM = 384  # the conftest store's corpora are built for the bundled MiniLM
 
 def _write(store: Store, uri: str, n: int) -> None:
     rng = np.random.default_rng(len(uri))
-    units = [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}", embedding=rng.normal(size=DIM).tolist())
-             for i in range(n)]
+    units = [
+        Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}", embedding=rng.normal(size=DIM).tolist())
+        for i in range(n)
+    ]
     store.write_source(SourceRecord(uri=uri, content_hash="h", modality=Modality.TEXT, corpora=("paragraph",)), units)
 
 
@@ -38,8 +41,9 @@ def test_a_small_table_is_counted_when_its_statistics_lag(store: Store) -> None:
         conn.execute(sa.text("select pg_stat_reset_single_table_counters(:oid)"), {"oid": oid})
         conn.commit()
         forget(store.schema)
-        stats = conn.execute(sa.text("select reltuples, pg_stat_get_live_tuples(oid) from pg_class where oid = :oid"),
-                             {"oid": oid}).one()
+        stats = conn.execute(
+            sa.text("select reltuples, pg_stat_get_live_tuples(oid) from pg_class where oid = :oid"), {"oid": oid}
+        ).one()
         assert max(stats) < 24  # the statistics are behind
         assert table_rows(conn, [table], ttl=0.0)[table.name] == 24  # the size is not
     assert COUNT_BELOW > 24

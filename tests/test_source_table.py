@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from support.schemas import ingested_rag
+
 from universalrag.fusion import SOURCE_TABLE_MARGIN, with_source_table
 from universalrag.pipeline import UniversalRAG
 from universalrag.plan import QueryPlan
@@ -43,11 +44,17 @@ def test_no_table_of_that_source_within_the_margin_changes_nothing() -> None:
 
 
 # -- a real store and the bundled MiniLM -----------------------------------------------------------------------------
-FILMS = (("1998", "Tide Mill", "Drama"), ("2003", "Salt Road", "Thriller"), ("2007", "Harbour Lights", "Drama"),
-         ("2011", "The Last Ferry", "Comedy"))
-BIO = ("Anna Vey is a film director from the port town of Marlowe.",
-       "She studied painting in Glasgow before she turned to cinema, and directs her films with local fishermen.",
-       "Critics compare her long takes of the sea to the Scottish documentary movement of the 1930s.")
+FILMS = (
+    ("1998", "Tide Mill", "Drama"),
+    ("2003", "Salt Road", "Thriller"),
+    ("2007", "Harbour Lights", "Drama"),
+    ("2011", "The Last Ferry", "Comedy"),
+)
+BIO = (
+    "Anna Vey is a film director from the port town of Marlowe.",
+    "She studied painting in Glasgow before she turned to cinema, and directs her films with local fishermen.",
+    "Critics compare her long takes of the sea to the Scottish documentary movement of the 1930s.",
+)
 QUESTION = "which film did anna vey direct before harbour lights?"
 
 
@@ -58,13 +65,17 @@ def director(database_url: str, tmp_path_factory: pytest.TempPathFactory, minilm
     prose = "".join(f"<p>{text}</p>" for text in BIO)
     (folder / "anna_vey.html").write_text(
         f"<html><head><title>Anna Vey</title></head><body><h1>Anna Vey</h1>{prose}<h2>Filmography</h2>"
-        f"<table><tr><th>Year</th><th>Film</th><th>Genre</th></tr>{rows}</table></body></html>", encoding="utf-8")
+        f"<table><tr><th>Year</th><th>Film</th><th>Genre</th></tr>{rows}</table></body></html>",
+        encoding="utf-8",
+    )
     # another page with a table that reads more like the question (films, a director, years): not the page asked about
     (folder / "festival.html").write_text(
         "<html><head><title>Harbour film festival</title></head><body><h1>Harbour film festival</h1><p>The festival "
         "shows new films every spring.</p><table><tr><th>Year</th><th>Film</th><th>Director</th></tr><tr><td>2007</td>"
         "<td>Harbour Lights</td><td>Anna Vey</td></tr><tr><td>2008</td><td>North Light</td><td>Ian Roe</td></tr></table>"
-        "</body></html>", encoding="utf-8")
+        "</body></html>",
+        encoding="utf-8",
+    )
     with ingested_rag(database_url, minilm, [folder]) as rag:
         yield rag
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from universalrag.config import Settings
 from universalrag.pipeline import UniversalRAG
 from universalrag.spelling import Correction, accented, apply, correct, edits, suspect_words
@@ -60,7 +61,8 @@ def test_an_accent_comes_before_any_other_edit() -> None:
     assert "korać" in accented("korac") and "élan" in accented("elan")
     counts = {"korać": 5, "korvac": 40}
     assert correct("how many korac cup games", lambda words: {w: counts.get(w, 0) for w in words}) == (
-        Correction("korac", "korać"),)  # the encoder reads "korać" as "korac": the same word, not a neighbour
+        Correction("korac", "korać"),
+    )  # the encoder reads "korać" as "korac": the same word, not a neighbour
 
 
 # -- real content in PostgreSQL ------------------------------------------------------------------------------
@@ -74,8 +76,13 @@ def ref(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     folder.mkdir()
     for name in TOPICS:
         (folder / f"{name}.txt").write_text(topics[name], encoding="utf-8")
-    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="sp_" + uuid.uuid4().hex[:12]),
-                       embedder=bundled_minilm(), generator=None, visual_encoder=None, log_decisions=False)
+    rag = UniversalRAG(
+        settings=Settings(database_url=database_url, schema="sp_" + uuid.uuid4().hex[:12]),
+        embedder=bundled_minilm(),
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+    )
     assert rag.ingest([folder]).ok
     yield rag
     rag.store.downgrade("base")
@@ -92,25 +99,38 @@ def test_the_full_text_index_counts_the_words_units_hold(ref: UniversalRAG) -> N
     assert ref.store.word_units([], corpora) == {}
 
 
-@pytest.mark.parametrize(("question", "typo", "word", "file", "phrase"), [
-    (RAISE_Q, "exceptoin", "exception", "raise.txt", "re-raises the exception that is currently being handled"),
-    (ASSERT_Q, "asert", "assert", "assert.txt", "is equivalent to"),
-])
-def test_a_typo_is_corrected_and_its_passage_found(ref: UniversalRAG, question: str, typo: str, word: str,
-                                                   file: str, phrase: str) -> None:
+@pytest.mark.parametrize(
+    ("question", "typo", "word", "file", "phrase"),
+    [
+        (RAISE_Q, "exceptoin", "exception", "raise.txt", "re-raises the exception that is currently being handled"),
+        (ASSERT_Q, "asert", "assert", "assert.txt", "is equivalent to"),
+    ],
+)
+def test_a_typo_is_corrected_and_its_passage_found(
+    ref: UniversalRAG, question: str, typo: str, word: str, file: str, phrase: str
+) -> None:
     plan = ref.plan(question)
     assert Correction(typo, word) in plan.corrections
     assert word in plan.text and plan.query == question  # the caller's text stays for a generator
     decision = ref.route(plan)
     assert decision.needs_retrieval, decision.to_dict()
     hits = ref.retrieve(plan, k=5)
-    assert any(h.uri and h.uri.endswith(file) and phrase in (h.content + " ".join(t for _, t, _ in h.matched_parts))
-               for h in hits), [(h.uri, h.score) for h in hits]
+    assert any(
+        h.uri and h.uri.endswith(file) and phrase in (h.content + " ".join(t for _, t, _ in h.matched_parts))
+        for h in hits
+    ), [(h.uri, h.score) for h in hits]
 
 
 def test_without_correction_the_typo_question_finds_less(ref: UniversalRAG) -> None:
-    plain = UniversalRAG(settings=ref.settings, store=ref.store, embedder=ref.embedder, generator=None,
-                         visual_encoder=None, log_decisions=False, spelling=False)
+    plain = UniversalRAG(
+        settings=ref.settings,
+        store=ref.store,
+        embedder=ref.embedder,
+        generator=None,
+        visual_encoder=None,
+        log_decisions=False,
+        spelling=False,
+    )
     plan = plain.plan(RAISE_Q)
     assert plan.corrections == () and plan.text == RAISE_Q
     best_without = max(h.score for h in plain.retrieve(RAISE_Q, k=5, routes=["paragraph"]))
@@ -127,6 +147,7 @@ def test_words_the_corpora_hold_are_not_corrected(ref: UniversalRAG) -> None:
 
 def test_the_cli_says_what_it_searched_for(cli_env: dict[str, str], tmp_path: Path) -> None:
     from pydoc_data.topics import topics
+
     from typer.testing import CliRunner
 
     from universalrag.cli import app
@@ -137,8 +158,10 @@ def test_the_cli_says_what_it_searched_for(cli_env: dict[str, str], tmp_path: Pa
     result = runner.invoke(app, ["search", RAISE_Q], env=cli_env, terminal_width=200)
     assert result.exit_code == 0, result.stdout
     # "hapens" stays: this one file never spells "happens" (the index holds its stem, from "happened")
-    assert "searched for: what hapens if you call raise with no expression and there is no active exception" in \
-        result.stdout
+    assert (
+        "searched for: what hapens if you call raise with no expression and there is no active exception"
+        in result.stdout
+    )
     result = runner.invoke(app, ["search", "what does raise do", "--json"], env=cli_env)
     assert result.exit_code == 0 and "searched for" not in result.stdout
 
@@ -150,9 +173,9 @@ def test_a_word_lookup_refuses_what_is_not_a_word(ref: UniversalRAG) -> None:
         ref.store.word_units(["exception", "a.*("], list(ref.store.corpora()), surface=True)
 
 
-def test_a_failed_lookup_corrects_nothing_and_the_search_still_runs(ref: UniversalRAG,
-                                                                     monkeypatch: pytest.MonkeyPatch,
-                                                                     caplog: pytest.LogCaptureFixture) -> None:
+def test_a_failed_lookup_corrects_nothing_and_the_search_still_runs(
+    ref: UniversalRAG, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     from universalrag.errors import StoreError
 
     def down(*args: object, **kwargs: object) -> None:

@@ -8,8 +8,8 @@ import uuid
 import numpy as np
 import pytest
 import sqlalchemy as sa
-
 from conftest import REPO
+
 from universalrag.errors import (
     CorpusExistsError,
     CorpusNotFoundError,
@@ -54,8 +54,17 @@ def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-
     assert migrate.SHIPPED_HEAD == newest and migrate.is_current(store.revision())
     with store.engine.connect() as conn:
         tables = _tables(conn, settings.schema)
-    assert {"corpora", "sources", "alembic_version", "corpus_paragraph", "corpus_document",
-            "corpus_document_parts", "corpus_table_parts", "corpus_clip", "corpus_video"} <= tables
+    assert {
+        "corpora",
+        "sources",
+        "alembic_version",
+        "corpus_paragraph",
+        "corpus_document",
+        "corpus_document_parts",
+        "corpus_table_parts",
+        "corpus_clip",
+        "corpus_video",
+    } <= tables
     assert store.init(embedder="e", dimension=DIM) == []  # idempotent
 
     store.add_visual_channel("image", dimension=4, encoder="tiny-clip")
@@ -70,9 +79,16 @@ def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-
     assert store.revision() is None
     with store.engine.connect() as conn:
         assert _tables(conn, settings.schema) <= {"alembic_version"}
-        functions = conn.execute(sa.text(
-            "SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE nspname = :s"
-        ), {"s": settings.schema}).scalars().all()
+        functions = (
+            conn.execute(
+                sa.text(
+                    "SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE nspname = :s"
+                ),
+                {"s": settings.schema},
+            )
+            .scalars()
+            .all()
+        )
     assert functions == []
     assert store.init(embedder="e", dimension=DIM)  # and up again
     store.close()
@@ -80,9 +96,12 @@ def test_migrations_upgrade_and_downgrade(settings) -> None:  # type: ignore[no-
 
 def test_corpus_tables_have_the_indexes(small: Store) -> None:
     with small.engine.connect() as conn:
-        rows = conn.execute(sa.text(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s AND tablename = 'corpus_paragraph'"
-        ), {"s": small.schema}).all()
+        rows = conn.execute(
+            sa.text(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s AND tablename = 'corpus_paragraph'"
+            ),
+            {"s": small.schema},
+        ).all()
     defs = " ".join(r.indexdef for r in rows)
     assert "USING hnsw (embedding vector_cosine_ops)" in defs
     assert "USING gin (metadata)" in defs
@@ -119,8 +138,10 @@ def test_drop_refuses_parent_with_children(small: Store) -> None:
 
 def test_dimension_mismatch_writes_nothing(small: Store) -> None:
     rng = np.random.default_rng(0)
-    units = [Unit(id=str(uuid.uuid4()), corpus="paragraph", content="ok", embedding=_vec(rng)),
-             Unit(id=str(uuid.uuid4()), corpus="paragraph", content="bad", embedding=_vec(rng, DIM + 1))]
+    units = [
+        Unit(id=str(uuid.uuid4()), corpus="paragraph", content="ok", embedding=_vec(rng)),
+        Unit(id=str(uuid.uuid4()), corpus="paragraph", content="bad", embedding=_vec(rng, DIM + 1)),
+    ]
     with pytest.raises(DimensionMismatchError) as info:
         small.write_source(_source("mem://a"), units)
     assert info.value.expected == DIM and info.value.got == DIM + 1
@@ -133,8 +154,10 @@ def test_dimension_mismatch_writes_nothing(small: Store) -> None:
 def test_failed_write_rolls_back_everything(small: Store) -> None:
     rng = np.random.default_rng(1)
     same = str(uuid.uuid4())  # duplicate primary key: the second COPY row fails inside the transaction
-    units = [Unit(id=same, corpus="paragraph", content="one", embedding=_vec(rng)),
-             Unit(id=same, corpus="paragraph", content="two", embedding=_vec(rng))]
+    units = [
+        Unit(id=same, corpus="paragraph", content="one", embedding=_vec(rng)),
+        Unit(id=same, corpus="paragraph", content="two", embedding=_vec(rng)),
+    ]
     with pytest.raises(StoreError):
         small.write_source(_source("mem://dup"), units)
     assert small.counts()["paragraph"] == 0
@@ -146,10 +169,19 @@ def test_write_is_idempotent_and_replaces_changed_sources(small: Store) -> None:
 
     def units(n: int) -> list[Unit]:
         doc = str(uuid.uuid4())
-        return [Unit(id=doc, corpus="document", content="doc", embedding=_vec(rng), parts=["a", "b"],
-                     part_embeddings=[_vec(rng), _vec(rng)])] + [
+        return [
+            Unit(
+                id=doc,
+                corpus="document",
+                content="doc",
+                embedding=_vec(rng),
+                parts=["a", "b"],
+                part_embeddings=[_vec(rng), _vec(rng)],
+            )
+        ] + [
             Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}", embedding=_vec(rng), parent_id=doc)
-            for i in range(n)]
+            for i in range(n)
+        ]
 
     corpora = ("document", "paragraph")
     first = small.write_source(_source("mem://doc", "h1", corpora), units(3))
@@ -175,10 +207,21 @@ def test_search_orders_by_cosine_and_returns_hit_fields(small: Store) -> None:
     target = _vec(rng)
     noisy = (np.asarray(target) + rng.normal(scale=0.05, size=DIM)).tolist()
     others = [_vec(rng) for _ in range(50)]
-    units = [Unit(id=str(uuid.uuid4()), corpus="clip", content="the match", embedding=noisy, uri="file:///v.mp4",
-                  start_s=12.5, end_s=30.0, metadata={"lang": "en"})]
-    units += [Unit(id=str(uuid.uuid4()), corpus="clip", content=f"other {i}", embedding=v)
-              for i, v in enumerate(others)]
+    units = [
+        Unit(
+            id=str(uuid.uuid4()),
+            corpus="clip",
+            content="the match",
+            embedding=noisy,
+            uri="file:///v.mp4",
+            start_s=12.5,
+            end_s=30.0,
+            metadata={"lang": "en"},
+        )
+    ]
+    units += [
+        Unit(id=str(uuid.uuid4()), corpus="clip", content=f"other {i}", embedding=v) for i, v in enumerate(others)
+    ]
     small.write_source(_source("mem://v", corpora=("clip",)), units)
     hits = small.search("clip", target, k=5)
     assert len(hits) == 5
@@ -201,8 +244,16 @@ def test_multi_vector_search_returns_whole_unit_with_matched_parts(small: Store)
         chunks = [_vec(rng) for _ in range(4)]
         if i == 7:
             chunks[2] = (np.asarray(query) * 0.99 + 0.01).tolist()
-        docs.append(Unit(id=str(uuid.uuid4()), corpus="document", content=f"document {i}", embedding=_vec(rng),
-                         parts=[f"d{i} chunk {j}" for j in range(4)], part_embeddings=chunks))
+        docs.append(
+            Unit(
+                id=str(uuid.uuid4()),
+                corpus="document",
+                content=f"document {i}",
+                embedding=_vec(rng),
+                parts=[f"d{i} chunk {j}" for j in range(4)],
+                part_embeddings=chunks,
+            )
+        )
     small.write_source(_source("mem://docs", corpora=("document",)), docs)
     hits = small.search("document", query, k=3)
     assert len(hits) == 3 and len({h.id for h in hits}) == 3
@@ -213,9 +264,16 @@ def test_multi_vector_search_returns_whole_unit_with_matched_parts(small: Store)
 def test_filters_with_iterative_scan_return_k_rows_for_a_selective_filter(small: Store) -> None:
     rng = np.random.default_rng(5)
     n, rare_every = 3000, 100  # 1% of rows carry the rare tag
-    units = [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"row {i}", embedding=_vec(rng),
-                  metadata={"tag": "rare" if i % rare_every == 0 else "common", "n": i, "tags": ["x", f"t{i % 3}"]})
-             for i in range(n)]
+    units = [
+        Unit(
+            id=str(uuid.uuid4()),
+            corpus="paragraph",
+            content=f"row {i}",
+            embedding=_vec(rng),
+            metadata={"tag": "rare" if i % rare_every == 0 else "common", "n": i, "tags": ["x", f"t{i % 3}"]},
+        )
+        for i in range(n)
+    ]
     small.write_source(_source("mem://many"), units)
     with small.engine.begin() as conn:
         conn.execute(sa.text(f"ANALYZE {small.schema}.corpus_paragraph"))
@@ -231,9 +289,13 @@ def test_filters_with_iterative_scan_return_k_rows_for_a_selective_filter(small:
         conn.execute(sa.text("SET LOCAL enable_seqscan = off"))
         conn.execute(sa.text("SET LOCAL enable_bitmapscan = off"))
         conn.execute(sa.text("SET LOCAL hnsw.ef_search = 40"))
-        plain = conn.execute(sa.text(
-            f"SELECT id FROM {small.schema}.corpus_paragraph WHERE metadata @> '{{\"tag\": \"rare\"}}' "
-            f"ORDER BY embedding <=> CAST(:q AS vector({DIM})) LIMIT {k}"), {"q": str(query)}).all()
+        plain = conn.execute(
+            sa.text(
+                f'SELECT id FROM {small.schema}.corpus_paragraph WHERE metadata @> \'{{"tag": "rare"}}\' '
+                f"ORDER BY embedding <=> CAST(:q AS vector({DIM})) LIMIT {k}"
+            ),
+            {"q": str(query)},
+        ).all()
     assert len(plain) < k
 
     ranged = small.search("paragraph", query, k=5, filter={"n": {"$gte": 100, "$lt": 200}, "tags": {"$contains": "t1"}})
@@ -279,10 +341,16 @@ def test_visual_channel_fuses_text_and_visual_scores(small: Store) -> None:
     text_q, visual_q = _vec(rng), _vec(rng, 4)
     far_text, far_visual = [-x for x in text_q], [-x for x in visual_q]
     units = [
-        Unit(id=str(uuid.uuid4()), corpus="image", content="looks right", embedding=far_text,
-             visual_embedding=visual_q),
-        Unit(id=str(uuid.uuid4()), corpus="image", content="captioned right", embedding=text_q,
-             visual_embedding=far_visual),
+        Unit(
+            id=str(uuid.uuid4()), corpus="image", content="looks right", embedding=far_text, visual_embedding=visual_q
+        ),
+        Unit(
+            id=str(uuid.uuid4()),
+            corpus="image",
+            content="captioned right",
+            embedding=text_q,
+            visual_embedding=far_visual,
+        ),
         Unit(id=str(uuid.uuid4()), corpus="image", content="caption only", embedding=_vec(rng)),
     ]
     small.write_source(_source("mem://imgs", corpora=("image",)), units)
@@ -301,8 +369,18 @@ def test_visual_channel_fuses_text_and_visual_scores(small: Store) -> None:
     with pytest.raises(DimensionMismatchError):
         small.search("image", text_q, visual_vector=[0.5] * 5)
     with pytest.raises(ValueError, match="no visual channel"):
-        small.write_source(_source("mem://v"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content="x",
-                                                     embedding=_vec(rng), visual_embedding=[0.1] * 4)])
+        small.write_source(
+            _source("mem://v"),
+            [
+                Unit(
+                    id=str(uuid.uuid4()),
+                    corpus="paragraph",
+                    content="x",
+                    embedding=_vec(rng),
+                    visual_embedding=[0.1] * 4,
+                )
+            ],
+        )
 
 
 def test_streamed_part_batches_are_written_in_the_same_transaction(small: Store) -> None:
@@ -316,8 +394,13 @@ def test_streamed_part_batches_are_written_in_the_same_transaction(small: Store)
             vectors = rng.normal(size=(size, DIM if b != bad_at else DIM + 1)).astype(np.float32)
             if b == 2:
                 vectors[5] = target
-            yield PartBatch(corpus="table", unit_id=table_id, start=b * size,
-                            texts=[f"row {b * size + i}" for i in range(size)], vectors=vectors)
+            yield PartBatch(
+                corpus="table",
+                unit_id=table_id,
+                start=b * size,
+                texts=[f"row {b * size + i}" for i in range(size)],
+                vectors=vectors,
+            )
 
     with pytest.raises(DimensionMismatchError):
         small.write_source(_source("mem://t", corpora=("table",)), [unit], parts=batches(4, 50, bad_at=3))
@@ -329,26 +412,35 @@ def test_streamed_part_batches_are_written_in_the_same_transaction(small: Store)
     assert hit.id == table_id and hit.matched_parts[0][:2] == (105, "row 105")
 
 
-@pytest.mark.parametrize(("available", "message"), [
-    ([], "no pgvector extension"),
-    ([("0.6.2", None)], "older than 0.7"),
-])
+@pytest.mark.parametrize(
+    ("available", "message"),
+    [
+        ([], "no pgvector extension"),
+        ([("0.6.2", None)], "older than 0.7"),
+    ],
+)
 def test_missing_or_old_pgvector_is_a_clear_error(settings, available, message) -> None:  # type: ignore[no-untyped-def]
     # A view in the test schema shadows pg_catalog.pg_available_extensions for this engine's connections, so
     # the real server looks as if it had no pgvector, or an old one.
     from universalrag.store.engine import make_engine
 
     schema = settings.schema
-    rows = " UNION ALL ".join(f"SELECT 'vector'::name, '{d}'::text, NULL::text" for d, _ in available) or \
-        "SELECT NULL::name, NULL::text, NULL::text WHERE false"
+    rows = (
+        " UNION ALL ".join(f"SELECT 'vector'::name, '{d}'::text, NULL::text" for d, _ in available)
+        or "SELECT NULL::name, NULL::text, NULL::text WHERE false"
+    )
     setup = make_engine(settings.database_url)
     with setup.begin() as conn:
         conn.execute(sa.schema.CreateSchema(schema, if_not_exists=True))
-        conn.execute(sa.text(f"CREATE VIEW {schema}.pg_available_extensions (name, default_version, "
-                             f"installed_version) AS {rows}"))
+        conn.execute(
+            sa.text(
+                f"CREATE VIEW {schema}.pg_available_extensions (name, default_version, installed_version) AS {rows}"
+            )
+        )
     setup.dispose()
-    engine = sa.create_engine(make_engine(settings.database_url).url,
-                              connect_args={"options": f"-c search_path={schema},pg_catalog,public"})
+    engine = sa.create_engine(
+        make_engine(settings.database_url).url, connect_args={"options": f"-c search_path={schema},pg_catalog,public"}
+    )
     store = Store(settings=settings, engine=engine)
     with pytest.raises(StoreError, match=message):
         store.init(embedder="e", dimension=DIM)
@@ -359,8 +451,10 @@ def test_missing_or_old_pgvector_is_a_clear_error(settings, available, message) 
 def test_units_without_a_source_can_be_added_read_replaced_and_deleted(small: Store) -> None:
     rng = np.random.default_rng(8)
     ids = [str(uuid.uuid4()) for _ in range(3)]
-    units = [Unit(id=i, corpus="paragraph", content=f"text {n}", embedding=_vec(rng), metadata={"n": n})
-             for n, i in enumerate(ids)]
+    units = [
+        Unit(id=i, corpus="paragraph", content=f"text {n}", embedding=_vec(rng), metadata={"n": n})
+        for n, i in enumerate(ids)
+    ]
     assert small.add_units(units) == 3
     got = small.get_units("paragraph", [ids[2], "00000000-0000-0000-0000-000000000000", ids[0]])
     assert [h.content for h in got] == ["text 2", "text 0"] and got[0].source_id is None
@@ -373,7 +467,8 @@ def test_units_without_a_source_can_be_added_read_replaced_and_deleted(small: St
 
 
 def test_bad_arguments_are_typed_errors_and_url_starts_nothing(  # type: ignore[no-untyped-def]
-        small: Store, tmp_path) -> None:
+    small: Store, tmp_path
+) -> None:
     from universalrag.config import Settings
     from universalrag.errors import InvalidInputError, UniversalRAGError
 
@@ -383,8 +478,19 @@ def test_bad_arguments_are_typed_errors_and_url_starts_nothing(  # type: ignore[
     with pytest.raises(InvalidInputError, match="visual_weight"):
         small.search("image", _vec(rng), visual_weight=1.5)
     with pytest.raises(InvalidInputError, match="one vector per unit"):
-        small.write_source(_source("mem://p"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content="x",
-                                                     embedding=_vec(rng), parts=["a"], part_embeddings=[_vec(rng)])])
+        small.write_source(
+            _source("mem://p"),
+            [
+                Unit(
+                    id=str(uuid.uuid4()),
+                    corpus="paragraph",
+                    content="x",
+                    embedding=_vec(rng),
+                    parts=["a"],
+                    part_embeddings=[_vec(rng)],
+                )
+            ],
+        )
     for bad in [dict(name="Bad"), dict(modality="sound"), dict(dimension=0), dict(dimension="8")]:
         with pytest.raises(InvalidInputError):
             CorpusSpec(**{"name": "ok", "modality": "text", "granularity": "paragraph", **bad})
@@ -426,12 +532,24 @@ def test_a_search_counts_nothing_and_takes_few_statements(settings, monkeypatch)
     s.init(embedder="test-encoder", dimension=DIM)
     try:
         rng = np.random.default_rng(11)
-        s.write_source(_source("mem://p"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}",
-                                                 embedding=_vec(rng)) for i in range(300)])
-        s.write_source(_source("mem://d", corpora=("document",)), [
-            Unit(id=str(uuid.uuid4()), corpus="document", content=f"d{i}", embedding=_vec(rng),
-                 parts=[f"d{i} c{j}" for j in range(3)], part_embeddings=[_vec(rng) for _ in range(3)])
-            for i in range(10)])  # 30 parts: below the threshold, scanned exactly
+        s.write_source(
+            _source("mem://p"),
+            [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}", embedding=_vec(rng)) for i in range(300)],
+        )
+        s.write_source(
+            _source("mem://d", corpora=("document",)),
+            [
+                Unit(
+                    id=str(uuid.uuid4()),
+                    corpus="document",
+                    content=f"d{i}",
+                    embedding=_vec(rng),
+                    parts=[f"d{i} c{j}" for j in range(3)],
+                    part_embeddings=[_vec(rng) for _ in range(3)],
+                )
+                for i in range(10)
+            ],
+        )  # 30 parts: below the threshold, scanned exactly
         query = _vec(rng)
         expected = s.search("paragraph", query, k=5, exact_scan=True)
         s.search("paragraph", query, k=5)  # sizes read once, then cached
@@ -469,8 +587,10 @@ def test_the_scan_rule_follows_the_stored_index_check(settings, monkeypatch) -> 
     s.init(embedder="test-encoder", dimension=DIM)
     try:
         rng = np.random.default_rng(12)
-        s.write_source(_source("mem://p"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}",
-                                                 embedding=_vec(rng)) for i in range(400)])
+        s.write_source(
+            _source("mem://p"),
+            [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"p{i}", embedding=_vec(rng)) for i in range(400)],
+        )
         check = check_index(s, "paragraph", queries=12)
         assert check.rows == 400 and check.queries == 12 and 0.0 <= check.recall <= 1.0
         assert s.corpus("paragraph").metadata[CHECK_KEY]["rows"] == 400
@@ -488,7 +608,9 @@ def test_the_scan_rule_follows_the_stored_index_check(settings, monkeypatch) -> 
         assert path({CHECK_KEY: {"rows": 400, "recall": 0.5, "queries": 12}}) == "exact"  # unreliable index
         assert path({CHECK_KEY: {"rows": 100, "recall": 0.5, "queries": 12}}) == "index"  # measured at 1/4 the size
         assert needs_check({CHECK_KEY: {"rows": 100, "recall": 0.5}}, 400)
-        assert not scan_exactly(2000, {CHECK_KEY: {"rows": 2000, "recall": 0.5}}, exact_scan_rows=100, exact_scan_max_rows=1000)
+        assert not scan_exactly(
+            2000, {CHECK_KEY: {"rows": 2000, "recall": 0.5}}, exact_scan_rows=100, exact_scan_max_rows=1000
+        )
         assert scan_exactly(50, {}, exact_scan_rows=100, exact_scan_max_rows=1000)
         assert path({CHECK_KEY: check.as_dict()}) == ("index" if check.reliable else "exact")
         # sizes: a table never analysed is counted; after ANALYZE, new rows are seen through the activity statistics
@@ -497,8 +619,10 @@ def test_the_scan_rule_follows_the_stored_index_check(settings, monkeypatch) -> 
             units = s.tables.corpus(s.corpus("paragraph")).units
             assert sizes.table_rows(conn, [units])[units.name] == 400
             conn.execute(sa.text(f"ANALYZE {s.schema}.{units.name}"))
-        s.write_source(_source("mem://p2"), [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"q{i}",
-                                                  embedding=_vec(rng)) for i in range(400)])
+        s.write_source(
+            _source("mem://p2"),
+            [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"q{i}", embedding=_vec(rng)) for i in range(400)],
+        )
         estimate, deadline = 0, time.monotonic() + 30
         while estimate < 700 and time.monotonic() < deadline:  # activity statistics lag ~1 s
             time.sleep(0.2)
@@ -516,21 +640,45 @@ def test_a_filter_on_uri_keeps_one_files_units_in_every_kind_of_search(small: St
     query = _vec(rng)
     for name in ("a", "b", "c"):
         uri = f"file:///docs/{'api/' if name != 'c' else ''}{name}.md"
-        small.write_source(_source(uri, corpora=("paragraph", "document")), [
-            *(Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"{name} {i}", embedding=_vec(rng), uri=uri,
-                   metadata={"lang": "en"}) for i in range(5)),
-            Unit(id=str(uuid.uuid4()), corpus="document", content=f"{name} doc", embedding=_vec(rng), uri=uri,
-                 parts=[f"{name} part {j}" for j in range(3)], part_embeddings=[_vec(rng) for _ in range(3)])])
+        small.write_source(
+            _source(uri, corpora=("paragraph", "document")),
+            [
+                *(
+                    Unit(
+                        id=str(uuid.uuid4()),
+                        corpus="paragraph",
+                        content=f"{name} {i}",
+                        embedding=_vec(rng),
+                        uri=uri,
+                        metadata={"lang": "en"},
+                    )
+                    for i in range(5)
+                ),
+                Unit(
+                    id=str(uuid.uuid4()),
+                    corpus="document",
+                    content=f"{name} doc",
+                    embedding=_vec(rng),
+                    uri=uri,
+                    parts=[f"{name} part {j}" for j in range(3)],
+                    part_embeddings=[_vec(rng) for _ in range(3)],
+                ),
+            ],
+        )
 
     def uris(corpus: str, flt: dict) -> set[str]:
         return {h.uri for h in small.search(corpus, query, k=20, filter=flt)}
 
     for corpus in ("paragraph", "document"):
         assert uris(corpus, {"uri": "file:///docs/api/a.md"}) == {"file:///docs/api/a.md"}
-        assert uris(corpus, {"uri": {"$like": "file:///docs/api/%"}}) == {"file:///docs/api/a.md",
-                                                                         "file:///docs/api/b.md"}
-        assert uris(corpus, {"$or": [{"uri": "file:///docs/c.md"}, {"uri": {"$in": ["file:///docs/api/b.md"]}}]}) \
-            == {"file:///docs/c.md", "file:///docs/api/b.md"}
+        assert uris(corpus, {"uri": {"$like": "file:///docs/api/%"}}) == {
+            "file:///docs/api/a.md",
+            "file:///docs/api/b.md",
+        }
+        assert uris(corpus, {"$or": [{"uri": "file:///docs/c.md"}, {"uri": {"$in": ["file:///docs/api/b.md"]}}]}) == {
+            "file:///docs/c.md",
+            "file:///docs/api/b.md",
+        }
         assert "file:///docs/c.md" not in uris(corpus, {"$not": {"uri": "file:///docs/c.md"}})
     assert uris("paragraph", {"uri": "file:///docs/c.md", "lang": "en"}) == {"file:///docs/c.md"}  # with metadata
 
@@ -539,16 +687,21 @@ def test_paths_as_uris_turns_a_shown_path_into_the_units_uri() -> None:
     from universalrag.store.filters import paths_as_uris
 
     assert paths_as_uris({"source": "/docs/a b.md", "lang": "en"}, "source") == {
-        "uri": "file:///docs/a%20b.md", "lang": "en"}  # as ingestion stores it (Path.as_uri)
-    assert paths_as_uris({"$or": [{"source": {"$in": ["/x.md", "https://e.org/p"]}},
-                                  {"source": {"$like": "/docs/%"}}]}, "source") == {
-        "$or": [{"uri": {"$in": ["file:///x.md", "https://e.org/p"]}}, {"uri": {"$like": "file:///docs/%"}}]}
+        "uri": "file:///docs/a%20b.md",
+        "lang": "en",
+    }  # as ingestion stores it (Path.as_uri)
+    assert paths_as_uris(
+        {"$or": [{"source": {"$in": ["/x.md", "https://e.org/p"]}}, {"source": {"$like": "/docs/%"}}]}, "source"
+    ) == {"$or": [{"uri": {"$in": ["file:///x.md", "https://e.org/p"]}}, {"uri": {"$like": "file:///docs/%"}}]}
     assert paths_as_uris({"title": "x"}, "source") == {"title": "x"}
     # a bare file name: that file in any folder, percent-encoded as stored, LIKE's wildcards taken literally
     assert paths_as_uris({"source": "a b_1.md", "lang": "en"}, "source") == {
-        "lang": "en", "uri": {"$like": "%/a\\%20b\\_1.md"}}
-    assert paths_as_uris({"source": {"$nin": ["x.md", "/d/y.md"]}}, "source") == {"$and": [{"$not": {"$or": [
-        {"uri": {"$like": "%/x.md"}}, {"uri": {"$in": ["file:///d/y.md"]}}]}}]}
+        "lang": "en",
+        "uri": {"$like": "%/a\\%20b\\_1.md"},
+    }
+    assert paths_as_uris({"source": {"$nin": ["x.md", "/d/y.md"]}}, "source") == {
+        "$and": [{"$not": {"$or": [{"uri": {"$like": "%/x.md"}}, {"uri": {"$in": ["file:///d/y.md"]}}]}}]
+    }
 
 
 def test_a_text_repeated_word_for_word_is_returned_once(small: Store) -> None:
@@ -558,9 +711,18 @@ def test_a_text_repeated_word_for_word_is_returned_once(small: Store) -> None:
     query = _vec(rng)
     near = [(np.asarray(query) * 0.9 + np.asarray(_vec(rng)) * 0.1).tolist() for _ in range(6)]
     for i, vector in enumerate(near):  # six pages carry the same passage, nearest of all
-        small.write_source(_source(f"mem://page{i}"), [
-            Unit(id=str(uuid.uuid4()), corpus="paragraph", content="ignore-scripts\n\nDefault: false", embedding=vector),
-            Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"page {i} prose", embedding=_vec(rng))])
+        small.write_source(
+            _source(f"mem://page{i}"),
+            [
+                Unit(
+                    id=str(uuid.uuid4()),
+                    corpus="paragraph",
+                    content="ignore-scripts\n\nDefault: false",
+                    embedding=vector,
+                ),
+                Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"page {i} prose", embedding=_vec(rng)),
+            ],
+        )
     texts = [h.content for h in small.search("paragraph", query, k=4)]
     assert texts[0] == "ignore-scripts\n\nDefault: false" and len(set(texts)) == len(texts) == 4
     exact = [h.content for h in small.search("paragraph", query, k=4, exact_scan=True)]
@@ -580,8 +742,11 @@ def test_long_texts_are_compared_whole_only_when_they_begin_alike() -> None:
     assert seen.add("") and seen.add("") and seen.add("   ")  # empty texts are never repeats
     pages = [opening + f" page {i}" for i in range(3)] * 2
     together = SeenTexts()  # the same answers as a set of whole keys
-    assert [together.add(p) for p in pages] == [text_key(p) not in {text_key(q) for q in pages[:i]}
-                                                for i, p in enumerate(pages)] == [True] * 3 + [False] * 3
+    assert (
+        [together.add(p) for p in pages]
+        == [text_key(p) not in {text_key(q) for q in pages[:i]} for i, p in enumerate(pages)]
+        == [True] * 3 + [False] * 3
+    )
 
 
 def test_fused_hits_drop_repeated_texts_as_whole_keys_would(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -598,17 +763,41 @@ def test_fused_hits_drop_repeated_texts_as_whole_keys_would(monkeypatch: pytest.
         return [fusion.text_key(h.content) or None if h.modality in fusion._TEXTUAL else None for h in hits]
 
     opening = " ".join(f"w{i}" for i in range(40))
-    texts = [opening + " ends one way", opening.replace(" ", "\n ", 3) + " ends  one way", opening + " other end",
-             "a short text", " a  short\ttext", "", "   ", opening[:20], opening]
-    kinds = [(Modality.TEXT, Granularity.PARAGRAPH), (Modality.TEXT, Granularity.DOCUMENT),
-             (Modality.TABLE, Granularity.TABLE), (Modality.IMAGE, Granularity.IMAGE)]
+    texts = [
+        opening + " ends one way",
+        opening.replace(" ", "\n ", 3) + " ends  one way",
+        opening + " other end",
+        "a short text",
+        " a  short\ttext",
+        "",
+        "   ",
+        opening[:20],
+        opening,
+    ]
+    kinds = [
+        (Modality.TEXT, Granularity.PARAGRAPH),
+        (Modality.TEXT, Granularity.DOCUMENT),
+        (Modality.TABLE, Granularity.TABLE),
+        (Modality.IMAGE, Granularity.IMAGE),
+    ]
     for n, combo in enumerate(itertools.product(range(len(texts)), range(len(kinds)), repeat=3)):
-        hits = [Hit(corpus="c", id=f"{n}-{i}", score=1.0, content=texts[t], modality=kinds[m][0],
-                    granularity=kinds[m][1]) for i, (t, m) in enumerate(zip(combo[::2], combo[1::2]))]
+        hits = [
+            Hit(corpus="c", id=f"{n}-{i}", score=1.0, content=texts[t], modality=kinds[m][0], granularity=kinds[m][1])
+            for i, (t, m) in enumerate(zip(combo[::2], combo[1::2]))
+        ]
         kept = [h.id for h in fusion.distinct(hits)]
         with monkeypatch.context() as patched:
             patched.setattr(fusion, "_text_keys", whole_keys)
             assert kept == [h.id for h in fusion.distinct(hits)], [h.content for h in hits]
-    copies = [Hit(corpus="c", id=str(i), score=1.0, content=texts[i % 2], modality=Modality.TEXT,
-                  granularity=Granularity.PARAGRAPH) for i in range(3)]
+    copies = [
+        Hit(
+            corpus="c",
+            id=str(i),
+            score=1.0,
+            content=texts[i % 2],
+            modality=Modality.TEXT,
+            granularity=Granularity.PARAGRAPH,
+        )
+        for i in range(3)
+    ]
     assert [h.id for h in fusion.distinct(copies)] == ["0"]  # the same words, whatever the spacing: one answer

@@ -19,8 +19,13 @@ print("done")
 
 
 def test_a_store_left_open_closes_its_connections_at_exit(database_url: str) -> None:
-    result = subprocess.run([sys.executable, "-X", "dev", "-c", SCRIPT, database_url], capture_output=True,
-                            text=True, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-X", "dev", "-c", SCRIPT, database_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "done"
     assert "ResourceWarning" not in result.stderr

@@ -12,7 +12,6 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
-
 from support.media import photo
 from support.sync import app_sql, queue_count, unit_rows
 from support.tiny_clip import TINY_CLIP_DIMENSION, build_tiny_clip
@@ -46,15 +45,20 @@ def test_bytea_images_with_a_poison_row(app: Any, store: Any, minilm: Any, clip:
     conn, app_schema = app
     s, table = store.schema, sql.Identifier(app_schema, "photos")
     conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, png bytea, caption text, album text)").format(table))
-    rows = [(1, b"GIF89a but not really an image", "a broken upload", "misc"),
-            (2, png("coffee"), "a cup of coffee on a saucer", "kitchen"),
-            (3, png("rocket"), "a rocket on the launch pad", "space"),
-            (4, png("chelsea"), "a tabby cat looking at the camera", "pets")]
+    rows = [
+        (1, b"GIF89a but not really an image", "a broken upload", "misc"),
+        (2, png("coffee"), "a cup of coffee on a saucer", "kitchen"),
+        (3, png("rocket"), "a rocket on the launch pad", "space"),
+        (4, png("chelsea"), "a tabby cat looking at the camera", "pets"),
+    ]
     conn.cursor().executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s, %s)").format(table), rows)
-    queued = conn.execute(sql.SQL(
-        "SELECT {}.attach_table(%s::regclass, corpus => 'photos', content => 'png', modality => 'image', "
-        "caption => 'caption', metadata => ARRAY['album'], description => 'Our photo library')").format(
-        sql.Identifier(s)), (f"{app_schema}.photos",)).fetchone()[0]
+    queued = conn.execute(
+        sql.SQL(
+            "SELECT {}.attach_table(%s::regclass, corpus => 'photos', content => 'png', modality => 'image', "
+            "caption => 'caption', metadata => ARRAY['album'], description => 'Our photo library')"
+        ).format(sql.Identifier(s)),
+        (f"{app_schema}.photos",),
+    ).fetchone()[0]
     assert queued == 4
     assert store.corpus("photos").granularity == "image"
     with Worker(store, embedder=minilm, visual_encoder=clip, options=WorkerOptions(max_attempts=2)) as worker:
@@ -64,16 +68,18 @@ def test_bytea_images_with_a_poison_row(app: Any, store: Any, minilm: Any, clip:
     assert set(units) == {"2", "3", "4"} and all(u["has_vector"] for u in units.values())
     spec = store.corpus("photos")
     assert (spec.visual_encoder, spec.visual_dimension) == ("tiny-clip", TINY_CLIP_DIMENSION)
-    visual = conn.execute(sql.SQL("SELECT count(*) FROM {}.corpus_photos WHERE visual IS NOT NULL").format(
-        sql.Identifier(s))).fetchone()[0]
+    visual = conn.execute(
+        sql.SQL("SELECT count(*) FROM {}.corpus_photos WHERE visual IS NOT NULL").format(sql.Identifier(s))
+    ).fetchone()[0]
     assert visual == 3
     hit = store.search("photos", minilm.embed_query("cat"), k=1)[0]
     assert hit.metadata["album"] == "pets"
     [status] = [st for st in sync_status(store) if st.corpus == "photos"]
     assert (status.backlog, status.failed) == (0, 1)
     assert "not a decodable image" in (status.last_error or "")
-    parked = conn.execute(sql.SQL("SELECT attempts, last_error FROM {}.sync_queue WHERE parked_at IS NOT NULL").format(
-        sql.Identifier(s))).fetchall()
+    parked = conn.execute(
+        sql.SQL("SELECT attempts, last_error FROM {}.sync_queue WHERE parked_at IS NOT NULL").format(sql.Identifier(s))
+    ).fetchall()
     assert len(parked) == 1 and parked[0][0] == 2 and "not a decodable image" in parked[0][1]
 
     # Fixing the row queues it again; once written, the parked entry of the same unit is settled too.
@@ -87,8 +93,12 @@ def test_bytea_images_with_a_poison_row(app: Any, store: Any, minilm: Any, clip:
 def test_sync_retry_requeues_parked_items(store: Any, minilm: Any, database_url: str) -> None:
     conn, s = app_sql(database_url), store.schema
     conn.execute(sql.SQL("SELECT {}.add_image('image', %s, 'broken')").format(sql.Identifier(s)), (b"\x89PNG\r\n",))
-    conn.execute(sql.SQL("SELECT {}.add_image('image', %s, 'a coffee cup', '{{\"shop\": \"north\"}}')").format(
-        sql.Identifier(s)), (png("coffee"),))
+    conn.execute(
+        sql.SQL("SELECT {}.add_image('image', %s, 'a coffee cup', '{{\"shop\": \"north\"}}')").format(
+            sql.Identifier(s)
+        ),
+        (png("coffee"),),
+    )
     with Worker(store, embedder=minilm, options=WorkerOptions(max_attempts=1)) as worker:
         result = worker.drain()
     assert (result.written, result.parked) == (1, 1)
@@ -99,8 +109,7 @@ def test_sync_retry_requeues_parked_items(store: Any, minilm: Any, database_url:
     conn.close()
 
 
-def test_path_columns_are_read_only_under_the_worker_roots(app: Any, store: Any, minilm: Any,
-                                                           tmp_path: Path) -> None:
+def test_path_columns_are_read_only_under_the_worker_roots(app: Any, store: Any, minilm: Any, tmp_path: Path) -> None:
     conn, app_schema = app
     s, table = store.schema, sql.Identifier(app_schema, "assets")
     root, outside = tmp_path / "assets", tmp_path / "private"
@@ -109,10 +118,16 @@ def test_path_columns_are_read_only_under_the_worker_roots(app: Any, store: Any,
     photo("coffee", size=(64, 48)).save(root / "coffee_cup.png")
     photo("rocket", size=(64, 48)).save(outside / "rocket.png")
     conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, file text)").format(table))
-    conn.cursor().executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(table),
-                              [(1, "coffee_cup.png"), (2, str(outside / "rocket.png")), (3, "../private/rocket.png")])
-    conn.execute(sql.SQL("SELECT {}.attach_table(%s::regclass, corpus => 'assets', content => 'file', "
-                         "modality => 'image')").format(sql.Identifier(s)), (f"{app_schema}.assets",))
+    conn.cursor().executemany(
+        sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(table),
+        [(1, "coffee_cup.png"), (2, str(outside / "rocket.png")), (3, "../private/rocket.png")],
+    )
+    conn.execute(
+        sql.SQL(
+            "SELECT {}.attach_table(%s::regclass, corpus => 'assets', content => 'file', modality => 'image')"
+        ).format(sql.Identifier(s)),
+        (f"{app_schema}.assets",),
+    )
     with Worker(store, embedder=minilm, options=WorkerOptions(max_attempts=1)) as worker:
         result = worker.drain()
     assert result.parked == 3 and all("--files-root" in e for e in result.errors)
@@ -138,13 +153,23 @@ def test_documents_by_path(app: Any, store: Any, minilm: Any, tmp_path: Path) ->
     (tmp_path / "scan.pdf").write_bytes(b"%PDF-1.4 not really")
     (tmp_path / "notes.odt").write_bytes(b"PK not read")
     conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, path text, title text)").format(table))
-    conn.cursor().executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(table),
-                              [(1, "kettle.md", "Kettle manual"), (2, "bike.html", "Bike manual"),
-                               (3, "scan.pdf", "Scanned"), (4, "report.pdf", "Annual report"),
-                               (5, "notes.odt", "Notes")])
-    conn.execute(sql.SQL("SELECT {}.attach_table(%s::regclass, corpus => 'manuals', content => 'path', "
-                         "content_kind => 'path', granularity => 'document', caption => 'title')").format(
-        sql.Identifier(s)), (f"{app_schema}.manuals",))
+    conn.cursor().executemany(
+        sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(table),
+        [
+            (1, "kettle.md", "Kettle manual"),
+            (2, "bike.html", "Bike manual"),
+            (3, "scan.pdf", "Scanned"),
+            (4, "report.pdf", "Annual report"),
+            (5, "notes.odt", "Notes"),
+        ],
+    )
+    conn.execute(
+        sql.SQL(
+            "SELECT {}.attach_table(%s::regclass, corpus => 'manuals', content => 'path', "
+            "content_kind => 'path', granularity => 'document', caption => 'title')"
+        ).format(sql.Identifier(s)),
+        (f"{app_schema}.manuals",),
+    )
     options = WorkerOptions(max_attempts=1, file_roots=(tmp_path,))
     with Worker(store, embedder=minilm, options=options) as worker:
         result = worker.drain()
@@ -188,8 +213,9 @@ def test_urls_are_fetched_only_when_allowed(store: Any, minilm: Any, database_ur
         conn.close()
 
 
-def test_videos_by_path_get_sampled_frames(app: Any, store: Any, minilm: Any, clip: CLIPVisualEncoder,
-                                           tmp_path: Path) -> None:
+def test_videos_by_path_get_sampled_frames(
+    app: Any, store: Any, minilm: Any, clip: CLIPVisualEncoder, tmp_path: Path
+) -> None:
     from support.video import write_video
 
     conn, app_schema = app
@@ -197,17 +223,24 @@ def test_videos_by_path_get_sampled_frames(app: Any, store: Any, minilm: Any, cl
     write_video(tmp_path / "launch.mp4", [("rocket", 2.0), ("coffee", 2.0)], size=(64, 48))
     (tmp_path / "fake.mp4").write_bytes(b"\x89PNG\r\n\x1a\n not a video")
     conn.execute(sql.SQL("CREATE TABLE {} (id int PRIMARY KEY, file text, title text)").format(table))
-    conn.cursor().executemany(sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(table),
-                              [(1, "launch.mp4", "Rocket launch, then a coffee break"), (2, "fake.mp4", "Fake")])
-    conn.execute(sql.SQL("SELECT {}.attach_table(%s::regclass, corpus => 'films', content => 'file', "
-                         "modality => 'video', caption => 'title')").format(sql.Identifier(s)),
-                 (f"{app_schema}.films",))
+    conn.cursor().executemany(
+        sql.SQL("INSERT INTO {} VALUES (%s, %s, %s)").format(table),
+        [(1, "launch.mp4", "Rocket launch, then a coffee break"), (2, "fake.mp4", "Fake")],
+    )
+    conn.execute(
+        sql.SQL(
+            "SELECT {}.attach_table(%s::regclass, corpus => 'films', content => 'file', "
+            "modality => 'video', caption => 'title')"
+        ).format(sql.Identifier(s)),
+        (f"{app_schema}.films",),
+    )
     options = WorkerOptions(max_attempts=1, file_roots=(tmp_path,))
     with Worker(store, embedder=minilm, visual_encoder=clip, options=options) as worker:
         result = worker.drain()
     assert (result.written, result.parked) == (1, 1) and "not a video" in result.errors[0]
     spec = store.corpus("films")
     assert (spec.granularity, spec.visual_encoder) == ("video", "tiny-clip")
-    row = conn.execute(sql.SQL("SELECT content, uri, visual IS NOT NULL FROM {}.corpus_films").format(
-        sql.Identifier(s))).fetchone()
+    row = conn.execute(
+        sql.SQL("SELECT content, uri, visual IS NOT NULL FROM {}.corpus_films").format(sql.Identifier(s))
+    ).fetchone()
     assert row == ("Rocket launch, then a coffee break", "launch.mp4", True)

@@ -18,7 +18,6 @@ from typing import Any
 import psycopg
 import pytest
 from psycopg import sql
-
 from support.sync import app_sql, queue_count, unit_rows
 
 from universalrag.sync import BatchResult, Worker, WorkerOptions, sync_status
@@ -30,8 +29,12 @@ WORDS = ["printer", "network", "laptop", "badge", "coffee", "parking", "email", 
 def app(database_url: str, store: Any) -> Iterator[tuple[psycopg.Connection[Any], str]]:
     app_schema = f"{store.schema}_app"
     conn = app_sql(database_url)
-    conn.execute(sql.SQL("CREATE SCHEMA {0}; CREATE TABLE {0}.items (id bigint PRIMARY KEY, title text NOT NULL, "
-                         "note text, hits int NOT NULL DEFAULT 0)").format(sql.Identifier(app_schema)))
+    conn.execute(
+        sql.SQL(
+            "CREATE SCHEMA {0}; CREATE TABLE {0}.items (id bigint PRIMARY KEY, title text NOT NULL, "
+            "note text, hits int NOT NULL DEFAULT 0)"
+        ).format(sql.Identifier(app_schema))
+    )
     yield conn, app_schema
     conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(app_schema)))
     conn.close()
@@ -39,15 +42,25 @@ def app(database_url: str, store: Any) -> Iterator[tuple[psycopg.Connection[Any]
 
 def fill(conn: psycopg.Connection[Any], app_schema: str, n: int, *, start: int = 1, repeat: int = 1) -> None:
     """``n`` items titled "ticket <id> about the <word>", the topic ``repeat`` times (longer texts, slower batches)."""
-    conn.execute(sql.SQL("INSERT INTO {}.items (id, title) SELECT g, 'ticket ' || g || repeat(' about the ' || "
-                         "(%s::text[])[1 + g %% 10], %s) FROM generate_series(%s::bigint, %s::bigint) g").format(
-        sql.Identifier(app_schema)), (WORDS, repeat, start, start + n - 1))
+    conn.execute(
+        sql.SQL(
+            "INSERT INTO {}.items (id, title) SELECT g, 'ticket ' || g || repeat(' about the ' || "
+            "(%s::text[])[1 + g %% 10], %s) FROM generate_series(%s::bigint, %s::bigint) g"
+        ).format(sql.Identifier(app_schema)),
+        (WORDS, repeat, start, start + n - 1),
+    )
 
 
 def attach(conn: psycopg.Connection[Any], schema: str, app_schema: str) -> int:
-    return int(conn.execute(sql.SQL("SELECT {}.attach_table(%s::regclass, corpus => 'items', content => 'title', "
-                                    "description => 'Work items')").format(sql.Identifier(schema)),
-                            (f"{app_schema}.items",)).fetchone()[0])  # type: ignore[index]
+    return int(
+        conn.execute(
+            sql.SQL(
+                "SELECT {}.attach_table(%s::regclass, corpus => 'items', content => 'title', "
+                "description => 'Work items')"
+            ).format(sql.Identifier(schema)),
+            (f"{app_schema}.items",),
+        ).fetchone()[0]
+    )  # type: ignore[index]
 
 
 def test_two_workers_share_one_queue(app: Any, store: Any, minilm: Any) -> None:
@@ -59,8 +72,12 @@ def test_two_workers_share_one_queue(app: Any, store: Any, minilm: Any) -> None:
 
     def churn() -> None:  # the application keeps editing titles while the workers run
         for round_ in range(5):
-            conn.execute(sql.SQL("UPDATE {}.items SET title = title || ' v' || %s WHERE id %% 40 = %s").format(
-                sql.Identifier(app_schema)), (round_, round_))
+            conn.execute(
+                sql.SQL("UPDATE {}.items SET title = title || ' v' || %s WHERE id %% 40 = %s").format(
+                    sql.Identifier(app_schema)
+                ),
+                (round_, round_),
+            )
             time.sleep(0.05)
 
     threads = [threading.Thread(target=lambda i=i: results[i].add(workers[i].drain())) for i in range(2)]
@@ -76,16 +93,21 @@ def test_two_workers_share_one_queue(app: Any, store: Any, minilm: Any) -> None:
     assert results[0].claimed > 0 and results[1].claimed > 0
     units = unit_rows(conn, store.schema, "items")
     assert len(units) == 240 and store.counts()["items"] == 240
-    titles = dict(conn.execute(sql.SQL("SELECT id::text, title FROM {}.items").format(
-        sql.Identifier(app_schema))).fetchall())
+    titles = dict(
+        conn.execute(sql.SQL("SELECT id::text, title FROM {}.items").format(sql.Identifier(app_schema))).fetchall()
+    )
     assert {k: u["content"] for k, u in units.items()} == titles  # every unit holds its row's latest title
     assert queue_count(conn, store.schema) == 0
 
 
 def _worker_env(store: Any, tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(UNIVERSALRAG_DATABASE_URL=store.url, UNIVERSALRAG_SCHEMA=store.schema,
-               UNIVERSALRAG_HOME=str(tmp_path / "home"), UNIVERSALRAG_EMBEDDER="minilm")
+    env.update(
+        UNIVERSALRAG_DATABASE_URL=store.url,
+        UNIVERSALRAG_SCHEMA=store.schema,
+        UNIVERSALRAG_HOME=str(tmp_path / "home"),
+        UNIVERSALRAG_EMBEDDER="minilm",
+    )
     return env
 
 
@@ -97,15 +119,18 @@ def test_a_worker_killed_mid_batch_loses_and_duplicates_nothing(app: Any, store:
     fill(conn, app_schema, rows, repeat=60)
     attach(conn, store.schema, app_schema)
     command = [sys.executable, "-c", "from universalrag.cli import main; main()", "worker", "--batch", str(batch)]
-    proc = subprocess.Popen(command, env=_worker_env(store, tmp_path), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        command, env=_worker_env(store, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         claimed = sql.SQL("SELECT count(*) FROM {}.sync_queue WHERE locked_by IS NOT NULL").format(
-            sql.Identifier(store.schema))
+            sql.Identifier(store.schema)
+        )
         deadline = time.monotonic() + 300
         # Wait until a batch has been written and the next one is claimed (being embedded), then kill.
         while time.monotonic() < deadline and not (
-                store.counts()["items"] >= batch and conn.execute(claimed).fetchone()[0]):
+            store.counts()["items"] >= batch and conn.execute(claimed).fetchone()[0]
+        ):
             assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
@@ -116,8 +141,13 @@ def test_a_worker_killed_mid_batch_loses_and_duplicates_nothing(app: Any, store:
     written_before = store.counts()["items"]
     assert batch <= written_before < rows
     assert conn.execute(claimed).fetchone()[0] > 0  # the dead worker's claims are still recorded
-    restart = subprocess.run([*command[:-2], "--once", "--batch", str(batch)], env=_worker_env(store, tmp_path),
-                             capture_output=True, text=True, timeout=600)
+    restart = subprocess.run(
+        [*command[:-2], "--once", "--batch", str(batch)],
+        env=_worker_env(store, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert restart.returncode == 0, restart.stderr
     units = unit_rows(conn, store.schema, "items")
     assert len(units) == rows and store.counts()["items"] == rows

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from support.openai_server import OpenAICompatServer
+
 from universalrag.config import Settings
 from universalrag.errors import InvalidInputError
 from universalrag.eval.unified import UnifiedIndex
@@ -42,8 +43,12 @@ def _unit_vectors(n: int, dimension: int, seed: int = 0) -> np.ndarray:
 
 def _index_definitions(store: Store) -> dict[str, str]:
     with store.engine.connect() as conn:
-        rows = conn.execute(sa.text("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s "
-                                    "AND indexdef LIKE '%USING hnsw%'"), {"s": store.schema}).all()
+        rows = conn.execute(
+            sa.text(
+                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s AND indexdef LIKE '%USING hnsw%'"
+            ),
+            {"s": store.schema},
+        ).all()
     return dict(rows)  # type: ignore[arg-type]
 
 
@@ -84,11 +89,25 @@ def test_a_3072_dimension_store_searches_through_half_precision_indexes(settings
     assert all("halfvec(3072)) halfvec_cosine_ops" in d for d in definitions.values()), definitions
     assert set(_storage(store).values()) == {"e"}  # 12 kB vectors do not fit in a row: pgvector's default kept
     vectors = _unit_vectors(1200, 3072)
-    store.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"passage {i}", embedding=v)
-                     for i, v in enumerate(vectors)])
-    store.add_units([Unit(id=str(uuid.uuid4()), corpus="table", content=f"table {i}", embedding=vectors[i],
-                          parts=("row a", "row b"), part_embeddings=(vectors[i], vectors[i + 1]))
-                     for i in range(0, 400, 2)])
+    store.add_units(
+        [
+            Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"passage {i}", embedding=v)
+            for i, v in enumerate(vectors)
+        ]
+    )
+    store.add_units(
+        [
+            Unit(
+                id=str(uuid.uuid4()),
+                corpus="table",
+                content=f"table {i}",
+                embedding=vectors[i],
+                parts=("row a", "row b"),
+                part_embeddings=(vectors[i], vectors[i + 1]),
+            )
+            for i in range(0, 400, 2)
+        ]
+    )
     query = vectors[7] + 0.6 * _unit_vectors(1, 3072, seed=1)[0]
     statements = _statements(store)
     through_index = store.search("paragraph", query.tolist(), k=5, exact_scan=False)
@@ -112,11 +131,17 @@ def test_a_corpus_wider_than_4000_dimensions_is_scanned_exactly(settings: Settin
     store = _store(settings, 4096)
     assert _index_definitions(store) == {}  # no HNSW index can hold it
     vectors = _unit_vectors(300, 4096)
-    store.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"passage {i}", embedding=v)
-                     for i, v in enumerate(vectors)])
+    store.add_units(
+        [
+            Unit(id=str(uuid.uuid4()), corpus="paragraph", content=f"passage {i}", embedding=v)
+            for i, v in enumerate(vectors)
+        ]
+    )
     query = vectors[11] + 0.5 * _unit_vectors(1, 4096, seed=2)[0]
     statements = _statements(store)
-    hits = store.search("paragraph", query.tolist(), k=3, exact_scan=False)  # exact_scan=False cannot ask for a missing index
+    hits = store.search(
+        "paragraph", query.tolist(), k=3, exact_scan=False
+    )  # exact_scan=False cannot ask for a missing index
     ranking = np.argsort(-(vectors @ query))[:3]
     assert [h.content for h in hits] == [f"passage {i}" for i in ranking]
     assert not any("set_config" in s for s, _ in statements)  # the exact statement: no index settings
@@ -128,11 +153,25 @@ def test_values_beyond_half_precision_are_refused_before_anything_is_written(set
     vector = _unit_vectors(1, 3072)[0].copy()
     vector[5] = 70000.0  # beyond the 16-bit floats of the index (65504)
     with pytest.raises(InvalidInputError, match=r"16-bit floats .* \(±65504\)"):
-        store.add_units([Unit(id=str(uuid.uuid4()), corpus="paragraph", content="ok", embedding=vector / 1e6),
-                         Unit(id=str(uuid.uuid4()), corpus="paragraph", content="too large", embedding=vector)])
+        store.add_units(
+            [
+                Unit(id=str(uuid.uuid4()), corpus="paragraph", content="ok", embedding=vector / 1e6),
+                Unit(id=str(uuid.uuid4()), corpus="paragraph", content="too large", embedding=vector),
+            ]
+        )
     with pytest.raises(InvalidInputError, match="position 5"):
-        store.add_units([Unit(id=str(uuid.uuid4()), corpus="table", content="t", embedding=vector / 1e6,
-                              parts=("a",), part_embeddings=(vector,))])
+        store.add_units(
+            [
+                Unit(
+                    id=str(uuid.uuid4()),
+                    corpus="table",
+                    content="t",
+                    embedding=vector / 1e6,
+                    parts=("a",),
+                    part_embeddings=(vector,),
+                )
+            ]
+        )
     with pytest.raises(InvalidInputError, match="16-bit"):
         store.search("paragraph", vector.tolist(), k=1)
     assert store.counts().get("paragraph", 0) == 0 and store.counts().get("table", 0) == 0
@@ -152,9 +191,13 @@ def test_a_downgrade_to_0011_puts_back_the_functions_of_before(settings: Setting
     assert "halfvec(3072)" in _index_definitions(store)["corpus_large_hnsw"]
     assert "halfvec" not in _index_definitions(store)["corpus_paragraph_hnsw"]  # 384 dimensions: as before
     with store.engine.connect() as conn:  # the helper carries its own search_path, as the corpus functions do
-        config = conn.execute(sa.text(
-            "SELECT array_to_string(p.proconfig, ',') FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = :s AND p.proname = 'prepare_vector_column'"), {"s": store.schema}).scalar_one()
+        config = conn.execute(
+            sa.text(
+                "SELECT array_to_string(p.proconfig, ',') FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE n.nspname = :s AND p.proname = 'prepare_vector_column'"
+            ),
+            {"s": store.schema},
+        ).scalar_one()
     assert config.startswith("search_path=") and config.endswith("pg_catalog, pg_temp"), config
     store.close()
 
@@ -167,8 +210,9 @@ def test_the_large_openai_embedder_ingests_a_folder_and_answers(settings: Settin
     (folder / "kettles.md").write_text("# Kettles\n\nA kettle boils water for tea in about three minutes.\n")
     (folder / "bikes.md").write_text("# Bikes\n\nCheck the tyre pressure of a bike before every long ride.\n")
     with OpenAICompatServer(embedding_dim=3072) as server:
-        wide = settings.with_(embedder="openai:text-embedding-3-large", embed_base_url=server.base_url,
-                              embed_api_key="sk-test")
+        wide = settings.with_(
+            embedder="openai:text-embedding-3-large", embed_base_url=server.base_url, embed_api_key="sk-test"
+        )
         with UniversalRAG(settings=wide, generator=None, visual_encoder=None, log_decisions=False) as rag:
             rag.init()
             report = rag.ingest([folder])
@@ -190,15 +234,32 @@ def test_a_wide_visual_channel_is_searched_through_its_half_precision_index(sett
     assert store.add_visual_channel("image", dimension=2304, encoder="wide-vision")  # wider than 2,000
     assert "halfvec(2304)" in _index_definitions(store)["corpus_image_visual_hnsw"]
     text, visual = _unit_vectors(600, 384), _unit_vectors(600, 2304, seed=3)
-    store.add_units([Unit(id=str(uuid.uuid4()), corpus="image", content=f"photo {i}", embedding=text[i],
-                          visual_embedding=visual[i]) for i in range(600)])
+    store.add_units(
+        [
+            Unit(
+                id=str(uuid.uuid4()),
+                corpus="image",
+                content=f"photo {i}",
+                embedding=text[i],
+                visual_embedding=visual[i],
+            )
+            for i in range(600)
+        ]
+    )
     query = visual[123] + 0.5 * _unit_vectors(1, 2304, seed=4)[0]
     statements = _statements(store)
-    hits = store.search("image", _unit_vectors(1, 384, seed=5)[0].tolist(), k=3, visual_vector=query.tolist(),
-                        visual_weight=1.0, exact_scan=False)
+    hits = store.search(
+        "image",
+        _unit_vectors(1, 384, seed=5)[0].tolist(),
+        k=3,
+        visual_vector=query.tolist(),
+        visual_weight=1.0,
+        exact_scan=False,
+    )
     assert hits[0].content == "photo 123"
-    assert hits[0].channel_scores["visual"] == pytest.approx(float(visual[123] @ query / np.linalg.norm(query)),
-                                                              abs=1e-5)
+    assert hits[0].channel_scores["visual"] == pytest.approx(
+        float(visual[123] @ query / np.linalg.norm(query)), abs=1e-5
+    )
     assert any("HALFVEC(2304)" in s for s, _ in statements)
     store.close()
 
@@ -206,20 +267,28 @@ def test_a_wide_visual_channel_is_searched_through_its_half_precision_index(sett
 def _storage(store: Store) -> dict[tuple[str, str], str]:
     """``{(table, column): attstorage}`` of every vector column of the store's corpus tables."""
     with store.engine.connect() as conn:
-        rows = conn.execute(sa.text(
-            "SELECT c.relname, a.attname, a.attstorage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_type t ON t.oid = a.atttypid "
-            "WHERE n.nspname = :s AND t.typname = 'vector' AND a.attnum > 0 AND c.relname LIKE 'corpus%'"),
-            {"s": store.schema}).all()
+        rows = conn.execute(
+            sa.text(
+                "SELECT c.relname, a.attname, a.attstorage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_type t ON t.oid = a.atttypid "
+                "WHERE n.nspname = :s AND t.typname = 'vector' AND a.attnum > 0 AND c.relname LIKE 'corpus%'"
+            ),
+            {"s": store.schema},
+        ).all()
     return {(table, column): storage for table, column, storage in rows}
 
 
 def _external_vectors(store: Store, table: str) -> int:
     """How many of ``table``'s vectors are stored outside their rows (``pg_column_toast_chunk_id``, PostgreSQL 17+)."""
     with store.engine.connect() as conn:
-        return int(conn.execute(sa.text(
-            f'SELECT count(*) FROM "{store.schema}"."{table}" '  # test-owned names, not user input
-            "WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL")).scalar_one())
+        return int(
+            conn.execute(
+                sa.text(
+                    f'SELECT count(*) FROM "{store.schema}"."{table}" '  # test-owned names, not user input
+                    "WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL"
+                )
+            ).scalar_one()
+        )
 
 
 def _passages(n: int, seed: int) -> list[Unit]:
@@ -227,16 +296,19 @@ def _passages(n: int, seed: int) -> list[Unit]:
     rng = np.random.default_rng(seed)
     words = ("glacier", "moon", "coffee", "library", "roast", "orbit", "shelf", "ice")
     vocabulary = [f"{w}{i}" for i, w in enumerate(words * 40)]
-    return [Unit(id=str(uuid.uuid4()), corpus="paragraph", content=" ".join(rng.choice(vocabulary, 110)),
-                 embedding=v) for v in _unit_vectors(n, 384, seed=seed)]
+    return [
+        Unit(id=str(uuid.uuid4()), corpus="paragraph", content=" ".join(rng.choice(vocabulary, 110)), embedding=v)
+        for v in _unit_vectors(n, 384, seed=seed)
+    ]
 
 
 def test_vectors_stay_in_their_rows_and_existing_columns_get_the_setting(settings: Settings) -> None:
     store = _store(settings, 384)
     store.add_visual_channel("image", dimension=8, encoder="tiny")
     storage = _storage(store)
-    assert {("corpus_paragraph", "embedding"), ("corpus_table_parts", "embedding"),
-            ("corpus_image", "visual")} <= set(storage)
+    assert {("corpus_paragraph", "embedding"), ("corpus_table_parts", "embedding"), ("corpus_image", "visual")} <= set(
+        storage
+    )
     assert set(storage.values()) == {"m"}, storage  # MAIN: the text leaves the row first
     store.add_units(_passages(40, seed=1))
     assert _external_vectors(store, "corpus_paragraph") == 0
@@ -244,9 +316,13 @@ def test_vectors_stay_in_their_rows_and_existing_columns_get_the_setting(setting
     assert set(_storage(store).values()) == {"e"}
     with store.engine.begin() as conn:  # rows written under 0011 (the store writes only to a current schema)
         for unit in _passages(40, seed=2):
-            conn.execute(sa.text(f'INSERT INTO "{store.schema}".corpus_paragraph (id, content, embedding) '
-                                 "VALUES (CAST(:id AS uuid), :content, CAST(:v AS vector))"),
-                         {"id": unit.id, "content": unit.content, "v": str(list(map(float, unit.embedding)))})
+            conn.execute(
+                sa.text(
+                    f'INSERT INTO "{store.schema}".corpus_paragraph (id, content, embedding) '
+                    "VALUES (CAST(:id AS uuid), :content, CAST(:v AS vector))"
+                ),
+                {"id": unit.id, "content": unit.content, "v": str(list(map(float, unit.embedding)))},
+            )
     assert _external_vectors(store, "corpus_paragraph") == 40  # the rows written under 0011
     store.migrate()
     assert set(_storage(store).values()) == {"m"}
@@ -254,7 +330,8 @@ def test_vectors_stay_in_their_rows_and_existing_columns_get_the_setting(setting
     assert _external_vectors(store, "corpus_paragraph") == 40  # new rows inline; old ones until VACUUM FULL
     with store.engine.connect() as conn:
         conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
-            f'VACUUM FULL "{store.schema}".corpus_paragraph')
+            f'VACUUM FULL "{store.schema}".corpus_paragraph'
+        )
     assert _external_vectors(store, "corpus_paragraph") == 0  # the rewrite the migration's docstring gives
     query = _passages(1, seed=2)[0].embedding
     assert store.search("paragraph", list(query), k=1, exact_scan=True)[0].score == pytest.approx(1.0, abs=1e-6)

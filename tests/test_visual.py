@@ -19,13 +19,13 @@ import pytest
 from PIL import Image
 from support.media import PHOTOS, photo, write_every_format
 from support.tiny_clip import TINY_CLIP_DIMENSION, build_tiny_clip
+
 from universalrag.embed.vectors import normalised_mean
 from universalrag.embed.visual import CLIPVisualEncoder, VisualEncoder, visual_encoder_from_settings
 from universalrag.errors import ConfigError, EmbeddingError
 from universalrag.ingest.images import load_rgb
 
-TEXTS = ["a cup of coffee on a saucer", "a tabby cat", "a rocket on its launch pad at dawn", "x",
-         "an astronaut " * 40]
+TEXTS = ["a cup of coffee on a saucer", "a tabby cat", "a rocket on its launch pad at dawn", "x", "an astronaut " * 40]
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +52,15 @@ def test_build_is_fast_and_writes_a_checkpoint(tmp_path: Path) -> None:
     path = build_tiny_clip(tmp_path / "clip")
     assert time.perf_counter() - start < 2.0
     assert path == tmp_path / "clip"
-    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "vocab.json",
-                 "merges.txt", "preprocessor_config.json"):
+    for name in (
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "vocab.json",
+        "merges.txt",
+        "preprocessor_config.json",
+    ):
         assert (path / name).is_file(), name
 
 
@@ -80,8 +87,9 @@ def test_shapes_dtypes_and_norms(encoder: CLIPVisualEncoder, photos: list[Image.
     assert encoder.embed_texts([]).shape == (0, TINY_CLIP_DIMENSION)
 
 
-def test_different_photos_and_texts_get_different_vectors(encoder: CLIPVisualEncoder,
-                                                          photos: list[Image.Image]) -> None:
+def test_different_photos_and_texts_get_different_vectors(
+    encoder: CLIPVisualEncoder, photos: list[Image.Image]
+) -> None:
     images = encoder.embed_images(photos)
     texts = encoder.embed_texts(TEXTS)
     off_diagonal = ~np.eye(len(photos), dtype=bool)
@@ -168,8 +176,9 @@ def test_from_settings(clip_dir: Path) -> None:
     from universalrag.config import Settings
 
     assert visual_encoder_from_settings(Settings()) is None
-    enc = visual_encoder_from_settings(Settings.from_env({"UNIVERSALRAG_VISUAL_ENCODER": str(clip_dir),
-                                                          "UNIVERSALRAG_DEVICE": "cpu"}))
+    enc = visual_encoder_from_settings(
+        Settings.from_env({"UNIVERSALRAG_VISUAL_ENCODER": str(clip_dir), "UNIVERSALRAG_DEVICE": "cpu"})
+    )
     assert isinstance(enc, CLIPVisualEncoder) and enc.name == "tiny-clip"
     assert enc.device == "cpu" and enc.embed_texts(["a cat"]).shape == (1, TINY_CLIP_DIMENSION)
 

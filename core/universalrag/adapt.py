@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from concurrent.futures import Executor
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from .errors import RoutingError
@@ -44,7 +44,16 @@ class RoutingHost(Protocol):
 
     def plan(self, query: str) -> QueryPlan: ...
 
-__all__ = ["AdaptReport", "Example", "RoutingHost", "adapt_router", "as_example", "feedback_queries", "labelled_evidence"]
+
+__all__ = [
+    "AdaptReport",
+    "Example",
+    "RoutingHost",
+    "adapt_router",
+    "as_example",
+    "feedback_queries",
+    "labelled_evidence",
+]
 
 
 @dataclass(frozen=True)
@@ -72,8 +81,12 @@ def as_example(item: ExampleLike) -> Example:
     query, corpus = getattr(item, "query", None), getattr(item, "corpus", None)
     if isinstance(query, str) and isinstance(corpus, str):
         unit = getattr(item, "unit_id", None)
-        return Example(query, corpus, str(getattr(item, "style", "") or getattr(item, "source", "") or ""),
-                       unit if isinstance(unit, str) else None)
+        return Example(
+            query,
+            corpus,
+            str(getattr(item, "style", "") or getattr(item, "source", "") or ""),
+            unit if isinstance(unit, str) else None,
+        )
     raise RoutingError(f"An example must be (query, corpus) or have .query and .corpus, got {item!r}.")
 
 
@@ -91,12 +104,20 @@ class AdaptReport:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary."""
-        return {"before": self.before, "after": self.after, "train": self.train, "heldout": self.heldout,
-                "feedback": self.feedback, "saved": self.saved, "version": self.combiner.version}
+        return {
+            "before": self.before,
+            "after": self.after,
+            "train": self.train,
+            "heldout": self.heldout,
+            "feedback": self.feedback,
+            "saved": self.saved,
+            "version": self.combiner.version,
+        }
 
 
-def labelled_evidence(rag: RoutingHost, examples: Iterable[ExampleLike], *,
-                      progress: Callable[[int, int], None] | None = None) -> list[TrainingQuery]:
+def labelled_evidence(
+    rag: RoutingHost, examples: Iterable[ExampleLike], *, progress: Callable[[int, int], None] | None = None
+) -> list[TrainingQuery]:
     """Each example routed through the live probe path: its features per corpus, its prior and its gold corpus.
     Examples whose corpus is not a candidate of this database are skipped, and so are examples written from a unit
     (``unit_id``, as synthesised queries are) whose corpus's probe does not find that unit: the label is what
@@ -139,8 +160,9 @@ def _bundled_none(limit: int = 60) -> list[Example]:
     return [Example(r.query, NO_RETRIEVAL, "bundled_none") for r in rows[:limit]]
 
 
-def _split(queries: Sequence[TrainingQuery], holdout: float, seed: int) -> tuple[list[TrainingQuery],
-                                                                                 list[TrainingQuery]]:
+def _split(
+    queries: Sequence[TrainingQuery], holdout: float, seed: int
+) -> tuple[list[TrainingQuery], list[TrainingQuery]]:
     order = list(range(len(queries)))
     random.Random(seed).shuffle(order)
     cut = int(round(len(order) * holdout))
@@ -149,9 +171,19 @@ def _split(queries: Sequence[TrainingQuery], holdout: float, seed: int) -> tuple
     return train, held
 
 
-def adapt_router(rag: RoutingHost, examples: Iterable[ExampleLike], *, use_feedback: bool = True,
-                 holdout: float = 0.25, seed: int = 0, l2: float = 1.0, save: bool = True, force: bool = False,
-                 name: str = "default", progress: Callable[[int, int], None] | None = None) -> AdaptReport:
+def adapt_router(
+    rag: RoutingHost,
+    examples: Iterable[ExampleLike],
+    *,
+    use_feedback: bool = True,
+    holdout: float = 0.25,
+    seed: int = 0,
+    l2: float = 1.0,
+    save: bool = True,
+    force: bool = False,
+    name: str = "default",
+    progress: Callable[[int, int], None] | None = None,
+) -> AdaptReport:
     """Train the combiner on ``examples`` (``(query, corpus or "none")``) plus the logged feedback.
 
     ``holdout`` of the examples (never the feedback, which always trains) measures accuracy before (the current
@@ -166,8 +198,12 @@ def adapt_router(rag: RoutingHost, examples: Iterable[ExampleLike], *, use_feedb
     feedback = feedback_queries(rag) if use_feedback else []
     train, held = _split([*queries, *feedback], holdout, seed)
     base = rag.combiner or Combiner.default()
-    adapted = train_combiner(train, base=base, l2=l2, info={
-        "adapted_from": base.version, "examples": len(items), "feedback": len(feedback), "seed": seed})
+    adapted = train_combiner(
+        train,
+        base=base,
+        l2=l2,
+        info={"adapted_from": base.version, "examples": len(items), "feedback": len(feedback), "seed": seed},
+    )
     before = combiner_accuracy(base, held) if held else {}
     after = combiner_accuracy(adapted, held) if held else {}
     saved = save and (force or not held or after["accuracy"] >= before["accuracy"])

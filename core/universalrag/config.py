@@ -7,15 +7,22 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ConfigError
 
-__all__ = ["ASR_ENGINES", "Settings", "ENV_VARS", "parse_servers", "redact_url", "validate_schema_name",
-           "validate_server_alias"]
+__all__ = [
+    "ASR_ENGINES",
+    "Settings",
+    "ENV_VARS",
+    "parse_servers",
+    "redact_url",
+    "validate_schema_name",
+    "validate_server_alias",
+]
 
 #: Speech recognisers ``UNIVERSALRAG_ASR`` can name (built by ``universalrag.ingest.video.asr_from_settings``).
 ASR_ENGINES: tuple[str, ...] = ("openai", "faster-whisper", "whisper")
@@ -188,18 +195,22 @@ class Settings:
             validate_server_alias(alias)
         unknown = sorted(set(self.read_servers) - set(self.servers))
         if unknown:
-            raise ConfigError(f"Read URLs are given for unknown server alias(es) {unknown}; add them to "
-                              "UNIVERSALRAG_SERVERS first.")
+            raise ConfigError(
+                f"Read URLs are given for unknown server alias(es) {unknown}; add them to UNIVERSALRAG_SERVERS first."
+            )
         if self.asr and self.asr not in ASR_ENGINES:
-            raise ConfigError(f"Unknown ASR engine {self.asr!r}; choose one of: {', '.join(ASR_ENGINES)} "
-                              "(or leave UNIVERSALRAG_ASR empty to turn speech recognition off).")
+            raise ConfigError(
+                f"Unknown ASR engine {self.asr!r}; choose one of: {', '.join(ASR_ENGINES)} "
+                "(or leave UNIVERSALRAG_ASR empty to turn speech recognition off)."
+            )
         if self.ef_search < 1:
             raise ConfigError(f"ef_search must be positive, got {self.ef_search}.")
         if not self.connect_timeout > 0:
             raise ConfigError(f"connect_timeout must be a positive number of seconds, got {self.connect_timeout}.")
         if not 0 < self.llm_timeout <= 3600:
-            raise ConfigError(f"llm_timeout must be between 0 and 3600 seconds, got {self.llm_timeout} "
-                              "(UNIVERSALRAG_LLM_TIMEOUT).")
+            raise ConfigError(
+                f"llm_timeout must be between 0 and 3600 seconds, got {self.llm_timeout} (UNIVERSALRAG_LLM_TIMEOUT)."
+            )
         if self.exact_scan_rows < 0:
             raise ConfigError(f"exact_scan_rows must be 0 or more, got {self.exact_scan_rows}.")
         if self.exact_scan_max_rows < 0:
@@ -228,12 +239,12 @@ class Settings:
         """The directory for the embedded server's data (created on demand by the server module)."""
         return self.home if self.home is not None else _default_home()
 
-    def with_(self, **changes: object) -> "Settings":
+    def with_(self, **changes: object) -> Settings:
         """A copy with some fields replaced (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Read the ``UNIVERSALRAG_*`` variables (see :data:`ENV_VARS`)."""
         env = os.environ if environ is None else environ
 
@@ -264,8 +275,8 @@ class Settings:
             database_url=get("UNIVERSALRAG_DATABASE_URL"),
             read_database_url=get("UNIVERSALRAG_READ_DATABASE_URL"),
             servers=parse_servers(get("UNIVERSALRAG_SERVERS") or "") or None,
-            read_servers=parse_servers(get("UNIVERSALRAG_READ_SERVERS") or "",
-                                       variable="UNIVERSALRAG_READ_SERVERS") or None,
+            read_servers=parse_servers(get("UNIVERSALRAG_READ_SERVERS") or "", variable="UNIVERSALRAG_READ_SERVERS")
+            or None,
             home=Path(home).expanduser() if home else None,
             schema=get("UNIVERSALRAG_SCHEMA"),
             embedder=get("UNIVERSALRAG_EMBEDDER"),

@@ -15,9 +15,20 @@ import re
 
 __all__ = ["iso_date", "query_dates"]
 
-_MONTH_NAMES = (("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"), ("may",),
-                ("jun", "june"), ("jul", "july"), ("aug", "august"), ("sep", "sept", "september"), ("oct", "october"),
-                ("nov", "november"), ("dec", "december"))
+_MONTH_NAMES = (
+    ("jan", "january"),
+    ("feb", "february"),
+    ("mar", "march"),
+    ("apr", "april"),
+    ("may",),
+    ("jun", "june"),
+    ("jul", "july"),
+    ("aug", "august"),
+    ("sep", "sept", "september"),
+    ("oct", "october"),
+    ("nov", "november"),
+    ("dec", "december"),
+)
 _MONTHS = {name: number for number, names in enumerate(_MONTH_NAMES, 1) for name in names}
 _MONTH = "|".join(sorted(_MONTHS, key=len, reverse=True))
 #: Day-month-year, month-day-year and year/month/day spellings ("19-Sep-03", "19 September 2003",
@@ -32,9 +43,14 @@ _MONTH_YEAR = rf"(?P<m>{_MONTH})\.?,? (?P<y>\d{{4}})"
 _CELL_DATES = [re.compile(p, re.IGNORECASE) for p in (*_DAY_PATTERNS, _MONTH_YEAR)]
 #: In a question: a day (as above, the year in four digits but for "19-Sep-03"), else a month and a year ("June
 #: 1996").
-_QUERY_DATE = re.compile(r"(?<![\w-])(?:" + "|".join(f"(?:{p})".replace("?P<", f"?P<{k}") for k, p in
-                                                  zip("abc", _DAY_PATTERNS, strict=True))
-                         + "|" + _MONTH_YEAR.replace("?P<", "?P<z") + r")(?![\w-])", re.IGNORECASE)
+_QUERY_DATE = re.compile(
+    r"(?<![\w-])(?:"
+    + "|".join(f"(?:{p})".replace("?P<", f"?P<{k}") for k, p in zip("abc", _DAY_PATTERNS, strict=True))
+    + "|"
+    + _MONTH_YEAR.replace("?P<", "?P<z")
+    + r")(?![\w-])",
+    re.IGNORECASE,
+)
 
 
 def _iso(year: str, month: str, day: str | None) -> str:

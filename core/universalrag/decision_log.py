@@ -38,8 +38,9 @@ class DecisionLog:
     longest a row waits. The writer thread starts on the first decision and stops at :meth:`close`.
     """
 
-    def __init__(self, store: Store, *, store_text: bool = False, capacity: int = 10_000, batch: int = 200,
-                 interval: float = 0.5) -> None:
+    def __init__(
+        self, store: Store, *, store_text: bool = False, capacity: int = 10_000, batch: int = 200, interval: float = 0.5
+    ) -> None:
         self.store, self.store_text = store, store_text
         self.batch, self.interval = batch, interval
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=capacity)
@@ -57,11 +58,16 @@ class DecisionLog:
         if self._disabled or decision.id is None:
             return
         row = {
-            "id": decision.id, "query_hash": query_hash(query), "query_text": query if self.store_text else None,
-            "candidates": list(candidates), "scores": {k: float(v) for k, v in decision.scores.items()},
+            "id": decision.id,
+            "query_hash": query_hash(query),
+            "query_text": query if self.store_text else None,
+            "candidates": list(candidates),
+            "scores": {k: float(v) for k, v in decision.scores.items()},
             "prior": {k: float(v) for k, v in decision.prior.items()},
             "evidence": {c: {k: float(v) for k, v in f.items()} for c, f in decision.evidence.items()},
-            "routes": list(decision.routes), "latency_ms": float(decision.latency_ms), "router": decision.router,
+            "routes": list(decision.routes),
+            "latency_ms": float(decision.latency_ms),
+            "router": decision.router,
             "router_version": decision.version,
         }
         try:

@@ -25,9 +25,23 @@ from .types import Evidence, Granularity, Hit, Modality
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-__all__ = ["UNIT_TEXT_TOKENS", "EvidenceBudget", "build_evidence", "check_unit_tokens", "hit_content", "hit_file",
-           "hit_images", "hit_name", "hit_path", "hit_source", "hit_text", "source_label", "text_shares", "unit_text",
-           "uri_file"]
+__all__ = [
+    "UNIT_TEXT_TOKENS",
+    "EvidenceBudget",
+    "build_evidence",
+    "check_unit_tokens",
+    "hit_content",
+    "hit_file",
+    "hit_images",
+    "hit_name",
+    "hit_path",
+    "hit_source",
+    "hit_text",
+    "source_label",
+    "text_shares",
+    "unit_text",
+    "uri_file",
+]
 
 _WORDS_PER_TOKEN = 0.75
 _WORD = re.compile(r"\S+")
@@ -111,8 +125,9 @@ def _frame_times(hit: Hit, n: int) -> list[float]:
     return _evenly([float(t) for t in hit.metadata.get("frame_times", [])], n)
 
 
-def hit_images(hit: Hit, *, max_images: int, budget: EvidenceBudget = EvidenceBudget()) -> tuple[list[bytes],
-                                                                                               list[float]]:
+def hit_images(
+    hit: Hit, *, max_images: int, budget: EvidenceBudget = EvidenceBudget()
+) -> tuple[list[bytes], list[float]]:
     """JPEG bytes of the hit's picture (an image) or sampled frames (a clip or a video), with frame times."""
     path = hit_path(hit)
     if path is None or max_images <= 0 or hit.modality not in (Modality.IMAGE, Modality.VIDEO):
@@ -141,8 +156,9 @@ def _where(hit: Hit) -> str:
         bits.append(f"slide {meta['slide']}")
     elif (page := meta.get("page_label") or meta.get("page")) is not None:
         end = meta.get("page_end")
-        bits.append(f"pp. {page}–{end}" if end not in (None, meta.get("page")) and not meta.get("page_label")
-                    else f"p. {page}")
+        bits.append(
+            f"pp. {page}–{end}" if end not in (None, meta.get("page")) and not meta.get("page_label") else f"p. {page}"
+        )
     if meta.get("label"):
         bits.append(str(meta["label"]))
     return "".join(f", {b}" for b in bits)
@@ -209,8 +225,7 @@ def check_unit_tokens(value: Any, name: str = "max_unit_tokens") -> int | None:
     """``value`` when it is ``None`` (whole units) or an integer of at least 1; else :class:`InvalidInputError`
     naming ``name`` (the adapters check their ``max_unit_tokens`` when built, not at the first long unit)."""
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise InvalidInputError(f"{name} must be an integer of at least 1, or None to keep whole units; "
-                                f"got {value!r}.")
+        raise InvalidInputError(f"{name} must be an integer of at least 1, or None to keep whole units; got {value!r}.")
     return value
 
 
@@ -231,7 +246,7 @@ def hit_content(text: str, hit: Hit) -> str:
     empty = replace(hit, content="")
     for prefix in (hit_text(empty), _passages_first(empty)):
         if prefix and text.startswith(prefix):
-            return text[len(prefix):]
+            return text[len(prefix) :]
     return text
 
 
@@ -259,8 +274,9 @@ def _tokens(text: str) -> int:
     return int(len(text.split()) / _WORDS_PER_TOKEN) + 1
 
 
-def build_evidence(hits: Sequence[Hit], *, budget: EvidenceBudget = EvidenceBudget(),
-                   with_media: bool = True) -> list[Evidence]:
+def build_evidence(
+    hits: Sequence[Hit], *, budget: EvidenceBudget = EvidenceBudget(), with_media: bool = True
+) -> list[Evidence]:
     """Evidence for ``hits`` in order, within ``budget`` (see the module docstring)."""
     images_left = budget.max_images
     texts = [hit_text(hit) for hit in hits]
@@ -274,7 +290,16 @@ def build_evidence(hits: Sequence[Hit], *, budget: EvidenceBudget = EvidenceBudg
         text = _cut(text, share) if share > 0 else ""
         images, times = hit_images(hit, max_images=images_left, budget=budget) if with_media else ([], [])
         images_left -= len(images)
-        out.append(Evidence(id=hit.id, corpus=hit.corpus, modality=hit.modality or Modality.TEXT,
-                            label=_label(hit, index), text=text, images=tuple(images), frame_times=tuple(times),
-                            hit=hit))
+        out.append(
+            Evidence(
+                id=hit.id,
+                corpus=hit.corpus,
+                modality=hit.modality or Modality.TEXT,
+                label=_label(hit, index),
+                text=text,
+                images=tuple(images),
+                frame_times=tuple(times),
+                hit=hit,
+            )
+        )
     return out

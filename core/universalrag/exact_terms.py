@@ -37,8 +37,10 @@ MAX_TERMS = 4
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"")
 #: Spelled only in a program's text: a long option, a dunder name, a dotfile (a path from the dot on: the parser of
 #: PostgreSQL's full-text search reads "~/.cache/pip" as "/.cache/pip", so "~" is not part of the term).
-_PROGRAM = re.compile(r"--[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]|__[A-Za-z0-9][A-Za-z0-9_]*?__(?:\.[A-Za-z0-9]+)*"
-                      r"|(?<![\w.])\.[A-Za-z][A-Za-z0-9_-]*(?:/[A-Za-z0-9._-]*[A-Za-z0-9])*")
+_PROGRAM = re.compile(
+    r"--[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]|__[A-Za-z0-9][A-Za-z0-9_]*?__(?:\.[A-Za-z0-9]+)*"
+    r"|(?<![\w.])\.[A-Za-z][A-Za-z0-9_-]*(?:/[A-Za-z0-9._-]*[A-Za-z0-9])*"
+)
 _TOKEN = re.compile(rf"{_PROGRAM.pattern}|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|[A-Za-z0-9][A-Za-z0-9._:/@-]*[A-Za-z0-9]")
 _JOINED = re.compile(r"[A-Za-z0-9][._:/@-][A-Za-z0-9]")
 _CAMEL = re.compile(r"[a-z][A-Z]")
@@ -59,8 +61,12 @@ def exact_terms(query: str) -> tuple[str, ...]:
         terms.append(iso)
         rest = rest[:start] + " " * (end - start) + rest[end:]
     for token in _TOKEN.findall(rest):
-        if (any(c.isdigit() for c in token) or _JOINED.search(token) or _CAMEL.search(token)
-                or _PROGRAM.fullmatch(token)):
+        if (
+            any(c.isdigit() for c in token)
+            or _JOINED.search(token)
+            or _CAMEL.search(token)
+            or _PROGRAM.fullmatch(token)
+        ):
             terms.append(token)
     seen: dict[str, str] = {}
     for term in terms:

@@ -16,9 +16,28 @@ from typing import TypeVar
 from .errors import ConfigError
 from .types import Granularity, Hit, Modality
 
-__all__ = ["FUSIONS", "PASSAGE_TIE", "RRF_K", "SOURCE_DEPTH", "SOURCE_TABLE_MARGIN", "SOURCE_WEIGHT", "TABLE_OFFSET",
-           "SeenTexts", "by_source", "comparable", "distinct", "fuse", "lifted", "minmax", "rrf", "rrf_scores",
-           "similarity", "text_key", "weighted", "with_source_table"]
+__all__ = [
+    "FUSIONS",
+    "PASSAGE_TIE",
+    "RRF_K",
+    "SOURCE_DEPTH",
+    "SOURCE_TABLE_MARGIN",
+    "SOURCE_WEIGHT",
+    "TABLE_OFFSET",
+    "SeenTexts",
+    "by_source",
+    "comparable",
+    "distinct",
+    "fuse",
+    "lifted",
+    "minmax",
+    "rrf",
+    "rrf_scores",
+    "similarity",
+    "text_key",
+    "weighted",
+    "with_source_table",
+]
 
 #: Reciprocal rank fusion constant (Cormack et al.): an item's fused score is the sum of 1 / (RRF_K + rank).
 RRF_K = 60
@@ -47,8 +66,10 @@ def rrf(per_corpus: Sequence[Sequence[Hit]], *, rrf_k: int = RRF_K) -> list[Hit]
     """Hits of several corpora in one ranking by reciprocal rank; each keeps its similarity as
     ``channel_scores["similarity"]``."""
     fused = [(1.0 / (rrf_k + rank), hit) for hits in per_corpus for rank, hit in enumerate(hits, 1)]
-    return [replace(h, score=s, channel_scores={**h.channel_scores, "similarity": h.score})
-            for s, h in sorted(fused, key=lambda t: -t[0])]
+    return [
+        replace(h, score=s, channel_scores={**h.channel_scores, "similarity": h.score})
+        for s, h in sorted(fused, key=lambda t: -t[0])
+    ]
 
 
 def minmax(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
@@ -94,8 +115,9 @@ def similarity(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
     similarity is that of its best chunk, which is mostly that passage again (on pip's docs, the same file's
     document beat the answering passage by 0.001 for most questions whose passage came second), and the passage
     says where the answer is."""
-    merged = [replace(h, channel_scores={**h.channel_scores, "similarity": h.score}) for hits in per_corpus
-              for h in hits]
+    merged = [
+        replace(h, channel_scores={**h.channel_scores, "similarity": h.score}) for hits in per_corpus for h in hits
+    ]
     finer = any(_names(h) and h.granularity is not Granularity.DOCUMENT for h in merged)
     passage: dict[str | None, float] = {}
     for h in merged:
@@ -107,8 +129,12 @@ def similarity(per_corpus: Sequence[Sequence[Hit]]) -> list[Hit]:
         held = not whole or not finer
         score = lifted(h.score, table=h.granularity is Granularity.TABLE)
         tied = whole and passage.get(_source(h), -2.0) >= h.score - PASSAGE_TIE
-        return (not (held and h.channel_scores.get("exact")), not (held and h.channel_scores.get("named")),
-                -(min(score, passage[_source(h)]) if tied else score), tied)
+        return (
+            not (held and h.channel_scores.get("exact")),
+            not (held and h.channel_scores.get("named")),
+            -(min(score, passage[_source(h)]) if tied else score),
+            tied,
+        )
 
     return sorted(merged, key=key)
 
@@ -225,8 +251,9 @@ def by_source(parts: Sequence[Hit], wholes: Sequence[Hit], *, k: int, weight: fl
 SOURCE_TABLE_MARGIN = 0.2
 
 
-def with_source_table(hits: Sequence[Hit], tables: Sequence[Hit], *, k: int,
-                      margin: float = SOURCE_TABLE_MARGIN) -> list[Hit]:
+def with_source_table(
+    hits: Sequence[Hit], tables: Sequence[Hit], *, k: int, margin: float = SOURCE_TABLE_MARGIN
+) -> list[Hit]:
     """The first ``k`` of ``hits`` (texts, best first) with the best of ``tables`` (candidates of table corpora,
     best first) cut from the same source as the best hit in the last place (``k`` ≥ 2), when its similarity is within
     ``margin`` of the best hit's and it is not among them already. Routing sent the question to the text of a
@@ -286,11 +313,16 @@ def comparable(per_corpus: Sequence[Sequence[Hit]], spaces: Sequence[str]) -> bo
 #: How the hits of several corpora are merged into one ranking (``auto``: by similarity where the corpora share
 #: one embedding space, else by reciprocal rank).
 FUSIONS: dict[str, Callable[[Sequence[Sequence[Hit]]], list[Hit]] | None] = {
-    "auto": None, "rrf": rrf, "minmax": minmax, "similarity": similarity}
+    "auto": None,
+    "rrf": rrf,
+    "minmax": minmax,
+    "similarity": similarity,
+}
 
 
-def fuse(per_corpus: Sequence[Sequence[Hit]], *, method: str = "auto",
-         spaces: Sequence[str] | None = None) -> list[Hit]:
+def fuse(
+    per_corpus: Sequence[Sequence[Hit]], *, method: str = "auto", spaces: Sequence[str] | None = None
+) -> list[Hit]:
     """One ranking from several corpora's rankings. ``auto`` (default) merges by similarity when the scores
     are :func:`comparable` (``spaces`` names each ranking's embedding space; unknown spaces count as different)
     and by reciprocal rank otherwise; ``rrf``, ``minmax`` and ``similarity`` force one method. A single

@@ -101,8 +101,7 @@ _LATE_PREFIXES: tuple[tuple[tuple[bytes, ...], Sniffed], ...] = (
     ((b"7z\xbc\xaf\x27\x1c",), Sniffed(None, "7-Zip archive")),
     ((b"\x7fELF",), Sniffed(None, "executable program")),
     # Audio signatures are checked with their version byte so that prose starting "ID3 tags" stays text.
-    ((b"ID3\x02\x00", b"ID3\x03\x00", b"ID3\x04\x00", b"fLaC\x00", b"fLaC\x80"),
-     Sniffed(None, "audio file")),
+    ((b"ID3\x02\x00", b"ID3\x03\x00", b"ID3\x04\x00", b"fLaC\x00", b"fLaC\x80"), Sniffed(None, "audio file")),
     ((b"\x93NUMPY",), Sniffed(None, "NumPy array file")),
 )
 #: First packets of an Ogg stream that carry pictures (Theora, VP8, or a Skeleton index, which video files use).
@@ -113,12 +112,17 @@ _TS_LAYOUTS = ((188, 0), (192, 4))
 
 def _mpeg_ts(head: bytes) -> bool:
     """Three transport-stream packets in a row start with 0x47 (one such byte could be text: "G")."""
-    return any(len(head) > 2 * size + offset and all(head[offset + k * size] == 0x47 for k in range(3))
-               for size, offset in _TS_LAYOUTS)
+    return any(
+        len(head) > 2 * size + offset and all(head[offset + k * size] == 0x47 for k in range(3))
+        for size, offset in _TS_LAYOUTS
+    )
 
 
-_RIFF_FORMS = {b"WEBP": Sniffed("image", "WebP image"), b"AVI ": Sniffed("video", "AVI video"),
-               b"WAVE": Sniffed(None, "WAV audio")}
+_RIFF_FORMS = {
+    b"WEBP": Sniffed("image", "WebP image"),
+    b"AVI ": Sniffed("video", "AVI video"),
+    b"WAVE": Sniffed(None, "WAV audio"),
+}
 
 
 def sniff(head: bytes) -> Sniffed | None:
@@ -173,17 +177,21 @@ _SUPPORTED_LABELS = frozenset({"JPEG", "PNG", "WebP", "GIF", "BMP", "TIFF"})
 def _not_an_image(p: Path, error: Exception) -> str:
     sniffed = sniff(_read_head(p, 64))
     if sniffed is not None and sniffed.label == "TIFF image":
-        return (f"is a TIFF image in a layout Pillow cannot decode ({error}): scientific tools write TIFFs with "
-                "several floating-point channels or planes that only they read. Export it as an 8- or 16-bit "
-                "RGB or greyscale TIFF, or as PNG.")
+        return (
+            f"is a TIFF image in a layout Pillow cannot decode ({error}): scientific tools write TIFFs with "
+            "several floating-point channels or planes that only they read. Export it as an 8- or 16-bit "
+            "RGB or greyscale TIFF, or as PNG."
+        )
     if sniffed is not None and sniffed.label.split()[0] in _SUPPORTED_LABELS:
         return f"starts like a {sniffed.label} but its header is damaged ({error}); replace it with the original image."
     if sniffed is not None and sniffed.kind == "image":
         return f"is a {sniffed.label}, which is not supported; convert it to JPEG, PNG or WebP."
     if sniffed is not None:
         return f"is a {sniffed.label}, not an image (it was probably renamed); give it its real extension."
-    return ("is not a valid image: its content is not JPEG, PNG, WebP, GIF, BMP or TIFF (it may be another kind "
-            "of file renamed, or damaged); replace it with the original image.")
+    return (
+        "is not a valid image: its content is not JPEG, PNG, WebP, GIF, BMP or TIFF (it may be another kind "
+        "of file renamed, or damaged); replace it with the original image."
+    )
 
 
 def open_image(path: str | Path, *, draft: int | None = None) -> Any:
@@ -202,8 +210,9 @@ def open_image(path: str | Path, *, draft: int | None = None) -> Any:
     except Image.UnidentifiedImageError as e:
         raise IngestError(p, _not_an_image(p, e)) from e
     except OSError as e:
-        raise IngestError(p, f"could not be opened as an image ({e.strerror or e}); check the path and its "
-                             "permissions.") from e
+        raise IngestError(
+            p, f"could not be opened as an image ({e.strerror or e}); check the path and its permissions."
+        ) from e
     try:
         if draft is not None and img.format == "JPEG":
             img.draft("RGB", (draft, draft))
@@ -214,8 +223,10 @@ def open_image(path: str | Path, *, draft: int | None = None) -> Any:
     except (OSError, EOFError, SyntaxError, ValueError, struct.error, zlib.error) as e:  # Pillow's decoder errors
         img.close()
         if "truncated" in str(e) or isinstance(e, EOFError):
-            reason = (f"the image data is incomplete ({e}); the file was probably cut short while being "
-                      "copied or downloaded. Copy it again from the original.")
+            reason = (
+                f"the image data is incomplete ({e}); the file was probably cut short while being "
+                "copied or downloaded. Copy it again from the original."
+            )
         else:
             reason = f"the image data is damaged and cannot be decoded ({e}); replace it with the original."
         raise IngestError(p, reason) from e
@@ -289,18 +300,24 @@ def _unreadable_reason(p: Path, error: Exception) -> str:
     if found is not None and found.kind != "video":
         return f"is {_article(found.label)} {found.label}, not a video; rename it or leave it out."
     if found is not None:
-        return (f"looks like {_article(found.label)} {found.label} but FFmpeg cannot read it ({error}): it is "
-                "probably truncated (an unfinished download, copy or recording) or damaged. Re-download or "
-                "re-export the file.")
+        return (
+            f"looks like {_article(found.label)} {found.label} but FFmpeg cannot read it ({error}): it is "
+            "probably truncated (an unfinished download, copy or recording) or damaged. Re-download or "
+            "re-export the file."
+        )
     if b"\x00" not in head and head.strip():
         try:
             head.decode("utf-8")
-            return ("contains text, not video data (a playlist, a subtitle file or a saved error page?); "
-                    "give it the right extension or leave it out.")
+            return (
+                "contains text, not video data (a playlist, a subtitle file or a saved error page?); "
+                "give it the right extension or leave it out."
+            )
         except UnicodeDecodeError:
             pass
-    return (f"is not a video FFmpeg can read ({error}); the file is damaged, incomplete or in an unsupported "
-            "format. Re-download it, or re-encode it (for example to H.264 in MP4).")
+    return (
+        f"is not a video FFmpeg can read ({error}); the file is damaged, incomplete or in an unsupported "
+        "format. Re-download it, or re-encode it (for example to H.264 in MP4)."
+    )
 
 
 def open_video(path: str | Path) -> tuple[Any, Any]:
@@ -319,8 +336,9 @@ def open_video(path: str | Path) -> tuple[Any, Any]:
         container = av.open(str(p))
     except (av.error.FFmpegError, OSError) as e:
         raise IngestError(p, _unreadable_reason(p, e)) from e
-    stream = next((s for s in container.streams.video
-                   if not int(getattr(s, "disposition", 0) or 0) & _ATTACHED_PIC), None)
+    stream = next(
+        (s for s in container.streams.video if not int(getattr(s, "disposition", 0) or 0) & _ATTACHED_PIC), None
+    )
     if stream is None:
         kinds = sorted({s.type for s in container.streams}) or ["no streams"]
         container.close()
@@ -379,8 +397,9 @@ class _FrameCursor:
             except self.av.error.FFmpegError as e:
                 self.errors += 1
                 if self.errors > _MAX_DECODE_ERRORS:
-                    raise IngestError(self.path, f"too many damaged frames to extract images ({e}); "
-                                                 "re-encode the file.") from e
+                    raise IngestError(
+                        self.path, f"too many damaged frames to extract images ({e}); re-encode the file."
+                    ) from e
                 continue
             for frame in frames:
                 if frame.pts is None:
@@ -394,8 +413,9 @@ class _FrameCursor:
 
     def _seek(self, target: float) -> None:
         try:
-            self.container.seek(int((target + self.origin) / self.tb) if self.tb else 0,
-                                stream=self.video, backward=True)
+            self.container.seek(
+                int((target + self.origin) / self.tb) if self.tb else 0, stream=self.video, backward=True
+            )
         except self.av.error.FFmpegError:
             if self.frames is None:  # not seekable: decode forward from the start
                 self.frames = self._decode()
@@ -431,8 +451,9 @@ def _to_image(frame: Any, max_side: int | None) -> Image:
     return frame.to_image(width=width, height=height)
 
 
-def iter_frames(path: str | Path, times: Sequence[float], *,
-                max_side: int | None = 336) -> Iterator[tuple[float, Image]]:
+def iter_frames(
+    path: str | Path, times: Sequence[float], *, max_side: int | None = 336
+) -> Iterator[tuple[float, Image]]:
     """Yield ``(time, RGB image)`` for each requested time, in ascending time order.
 
     The image is the frame on screen at that time (the last frame starting at or before it), shrunk

@@ -37,8 +37,15 @@ _RETRY_STATUSES = frozenset({408, 409, 429})
 
 _STATUS_PREFIX = re.compile(r"^Error code: \d+ - ")
 _KEYLIKE = re.compile(r"\b(?:sk|pk|key)[-_][A-Za-z0-9_*\-]{6,}|\S*\*{3,}\S*")
-_STATUS_KINDS = {400: "bad_request", 401: "auth", 403: "auth", 404: "not_found", 413: "bad_request",
-                 422: "bad_request", 429: "rate_limit"}
+_STATUS_KINDS = {
+    400: "bad_request",
+    401: "auth",
+    403: "auth",
+    404: "not_found",
+    413: "bad_request",
+    422: "bad_request",
+    429: "rate_limit",
+}
 
 #: Advice per kind of failure (see :func:`translate_error`); a caller's ``hints`` replace some of them.
 _DEFAULT_HINTS: Mapping[str, str] = {
@@ -91,8 +98,10 @@ class OpenAIClients:
         self._async: tuple[asyncio.AbstractEventLoop, Any] | None = None
 
     def __repr__(self) -> str:
-        return (f"OpenAIClients(base_url={redact_url(self._options['base_url'])!r}, "
-                f"api_key={'***' if self._api_key else None!r})")
+        return (
+            f"OpenAIClients(base_url={redact_url(self._options['base_url'])!r}, "
+            f"api_key={'***' if self._api_key else None!r})"
+        )
 
     def sync(self) -> Any:
         """The ``openai.OpenAI`` client (one, shared by all threads)."""
@@ -155,8 +164,10 @@ class OpenAIClients:
         if openai is None or attempt > self._options["max_retries"]:
             return None
         status = getattr(error, "status_code", None) if isinstance(error, openai.APIStatusError) else None
-        retryable = (isinstance(error, openai.APIConnectionError)  # timeouts included
-                     or (status is not None and (status in _RETRY_STATUSES or status >= 500)))
+        retryable = (
+            isinstance(error, openai.APIConnectionError)  # timeouts included
+            or (status is not None and (status in _RETRY_STATUSES or status >= 500))
+        )
         pause = min(0.5 * 2 ** (attempt - 1), 8.0)
         if not retryable or time.monotonic() + pause + 0.05 >= deadline:
             return None
@@ -174,8 +185,9 @@ class OpenAIClients:
             try:
                 return cls(api_key=PLACEHOLDER_KEY, **self._options)
             except openai.OpenAIError as again:
-                raise self._error_type(f"Cannot create an OpenAI client for {redact_url(base_url)}: "
-                                       f"{redact(str(again), [self._api_key])}") from again
+                raise self._error_type(
+                    f"Cannot create an OpenAI client for {redact_url(base_url)}: {redact(str(again), [self._api_key])}"
+                ) from again
 
 
 def translate_error(
@@ -199,8 +211,10 @@ def translate_error(
     openai = sys.modules.get("openai")
     where = redact_url(base_url) or "the OpenAI API"
     if isinstance(e, json.JSONDecodeError):  # the SDK parses the body itself: a cut-off or non-JSON answer
-        return error_type(f"{what} to {where} failed: the endpoint answered with malformed JSON ({e}). "
-                          "Check that the base URL points at an OpenAI-compatible /v1 and that the server is healthy.")
+        return error_type(
+            f"{what} to {where} failed: the endpoint answered with malformed JSON ({e}). "
+            "Check that the base URL points at an OpenAI-compatible /v1 and that the server is healthy."
+        )
     if openai is None or not isinstance(e, openai.OpenAIError):
         return None
     if hints and not hints.keys() <= _DEFAULT_HINTS.keys():

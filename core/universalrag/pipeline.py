@@ -57,20 +57,36 @@ class UniversalRAG:
     embedded again. The constructor does no I/O.
     """
 
-    def __init__(self, *, database_url: str | None = None, schema: str | None = None,
-                 settings: Settings | None = None, store: Store | None = None, embedder: Embedder | None = None,
-                 router: Router | None = None, combiner: Combiner | None = _UNSET,
-                 generator: Generator | None = _UNSET, visual_encoder: VisualEncoder | None = _UNSET, k: int = 5,
-                 fusion: str = "auto", hybrid: bool = False, budget: EvidenceBudget = EvidenceBudget(),
-                 max_workers: int = 4, log_decisions: bool = True, log_query_text: bool = False,
-                 source_weight: float = SOURCE_WEIGHT, spelling: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        database_url: str | None = None,
+        schema: str | None = None,
+        settings: Settings | None = None,
+        store: Store | None = None,
+        embedder: Embedder | None = None,
+        router: Router | None = None,
+        combiner: Combiner | None = _UNSET,
+        generator: Generator | None = _UNSET,
+        visual_encoder: VisualEncoder | None = _UNSET,
+        k: int = 5,
+        fusion: str = "auto",
+        hybrid: bool = False,
+        budget: EvidenceBudget = EvidenceBudget(),
+        max_workers: int = 4,
+        log_decisions: bool = True,
+        log_query_text: bool = False,
+        source_weight: float = SOURCE_WEIGHT,
+        spelling: bool = True,
+    ) -> None:
         base = settings or Settings.from_env()
         self.settings = base.with_(database_url=database_url, schema=schema)
         if fusion not in FUSIONS:
             raise ConfigError(f"Unknown fusion {fusion!r}; choose one of {', '.join(FUSIONS)}.")
         if not 0.0 <= source_weight <= 1.0:
-            raise ConfigError(f"source_weight must be between 0 and 1 (0 turns the source evidence off), got "
-                              f"{source_weight}.")
+            raise ConfigError(
+                f"source_weight must be between 0 and 1 (0 turns the source evidence off), got {source_weight}."
+            )
         self.k, self.fusion, self.hybrid, self.budget, self.max_workers = k, fusion, hybrid, budget, max_workers
         self.spelling = spelling
         self.source_weight = float(source_weight)
@@ -138,8 +154,13 @@ class UniversalRAG:
     def searcher(self) -> Searcher:
         """Searches corpora with this pipeline's store and encoders."""
         visual = self.visual_encoder
-        return Searcher(self.store, self.embedder, visual, self.settings.visual_weight_for,
-                        source_depth=SOURCE_DEPTH if self.source_weight > 0 else 0)
+        return Searcher(
+            self.store,
+            self.embedder,
+            visual,
+            self.settings.visual_weight_for,
+            source_depth=SOURCE_DEPTH if self.source_weight > 0 else 0,
+        )
 
     @property
     def generator(self) -> Generator | None:
@@ -192,10 +213,12 @@ class UniversalRAG:
     def __reduce_ex__(self, protocol: Any) -> NoReturn:
         """Pickling is refused with what to do instead: the pipeline is live (a connection pool, thread pools,
         locks), and so is whatever holds it (the adapters' retrievers, tools and query engines)."""
-        raise TypeError("UniversalRAG cannot be pickled: it is a live database pipeline (a connection pool, threads "
-                        "and locks), as is any retriever or query engine holding it. Build one per process instead: "
-                        "a UniversalRAG (from the same settings) and its retrievers in each process; copy.deepcopy of "
-                        "a retriever works and shares the pipeline.")
+        raise TypeError(
+            "UniversalRAG cannot be pickled: it is a live database pipeline (a connection pool, threads "
+            "and locks), as is any retriever or query engine holding it. Build one per process instead: "
+            "a UniversalRAG (from the same settings) and its retrievers in each process; copy.deepcopy of "
+            "a retriever works and shares the pipeline."
+        )
 
     def __enter__(self) -> UniversalRAG:
         return self
@@ -204,10 +227,17 @@ class UniversalRAG:
         self.close()
 
     # -- the steps ---------------------------------------------------------------------------------------
-    def ingest(self, paths: Sequence[str | Path], *, corpus: str | None = None,
-               options: IngestOptions | None = None, on_file: Callable[[FileOutcome], None] | None = None,
-               on_start: Callable[[int], None] | None = None, on_progress: Callable[[Progress], None] | None = None,
-               strict: bool = False) -> IngestReport:
+    def ingest(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        corpus: str | None = None,
+        options: IngestOptions | None = None,
+        on_file: Callable[[FileOutcome], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        strict: bool = False,
+    ) -> IngestReport:
         """Ingest files and folders into their corpora (see :func:`universalrag.ingest_paths`; ``on_progress``
         hears of each committed batch of a large source; ``strict`` fails the files a folder holds that are not
         ingested, instead of skipping them)."""
@@ -217,15 +247,32 @@ class UniversalRAG:
             self.init()
         opts = options or IngestOptions.from_settings(self.settings, visual_encoder=self.visual_encoder)
         try:
-            return ingest_paths(self.store, self.embedder, paths, corpus=corpus, options=opts, on_file=on_file,
-                                on_start=on_start, on_progress=on_progress, strict=strict)
+            return ingest_paths(
+                self.store,
+                self.embedder,
+                paths,
+                corpus=corpus,
+                options=opts,
+                on_file=on_file,
+                on_start=on_start,
+                on_progress=on_progress,
+                strict=strict,
+            )
         finally:
             if self._routing is not None:
                 self._routing.invalidate()
 
-    def plan(self, query: str | QueryPlan, *, k: int | None = None, filter: Filter | None = None,
-             routes: Sequence[str] | None = None, candidates: Sequence[str] | None = None,
-             allow_none: bool = True, hybrid: bool | None = None) -> QueryPlan:
+    def plan(
+        self,
+        query: str | QueryPlan,
+        *,
+        k: int | None = None,
+        filter: Filter | None = None,
+        routes: Sequence[str] | None = None,
+        candidates: Sequence[str] | None = None,
+        allow_none: bool = True,
+        hybrid: bool | None = None,
+    ) -> QueryPlan:
         """The request object for ``query`` (a plan is returned as is): see :class:`~universalrag.plan.QueryPlan`.
 
         A ``filter`` on ``source`` names a file — a path, a ``file://`` URI or a bare file name matching that file
@@ -236,10 +283,17 @@ class UniversalRAG:
             return query
         if filter is not None:
             filter = paths_as_uris(filter, "source", keep=True)
-        plan = QueryPlan(query, k=k or self.k, filter=filter, routes=tuple(routes) if routes is not None else None,
-                         candidates=tuple(candidates) if candidates is not None else None,
-                         hybrid=self.hybrid if hybrid is None else hybrid, allow_none=allow_none,
-                         probe_k=max(k or self.k, 5), vectors=self.query_vectors)
+        plan = QueryPlan(
+            query,
+            k=k or self.k,
+            filter=filter,
+            routes=tuple(routes) if routes is not None else None,
+            candidates=tuple(candidates) if candidates is not None else None,
+            hybrid=self.hybrid if hybrid is None else hybrid,
+            allow_none=allow_none,
+            probe_k=max(k or self.k, 5),
+            vectors=self.query_vectors,
+        )
         if self.spelling:
             plan.corrections = self.corrections(bounded_query(plan.query), plan.routes or plan.candidates)
         return plan
@@ -248,6 +302,7 @@ class UniversalRAG:
         """The typos of ``text`` and the words of ``corpora`` (default: all) they are corrected to
         (:func:`universalrag.spelling.correct`); a plan's ``text`` reads the corrected query unless the facade was
         made with ``spelling=False``. Best effort: when the lookup fails, nothing is corrected (logged)."""
+
         def spelled(words: Sequence[str]) -> dict[str, int | None]:
             names = [c for c in (corpora if corpora is not None else self.store.corpora()) if c != NO_RETRIEVAL]
             return self.store.word_units(words, names, surface=True)
@@ -274,9 +329,17 @@ class UniversalRAG:
             self.decision_log().record(plan.query, decision, candidates=list(decision.evidence or decision.scores))
         return decision
 
-    def retrieve(self, query: str | QueryPlan, *, k: int | None = None, routes: Sequence[str] | None = None,
-                 filter: Filter | None = None, decision: RouteDecision | None = None, allow_none: bool = False,
-                 filters: Filter | None = None) -> list[Hit]:
+    def retrieve(
+        self,
+        query: str | QueryPlan,
+        *,
+        k: int | None = None,
+        routes: Sequence[str] | None = None,
+        filter: Filter | None = None,
+        decision: RouteDecision | None = None,
+        allow_none: bool = False,
+        filters: Filter | None = None,
+    ) -> list[Hit]:
         """The best ``k`` hits of the chosen corpora (``routes`` overrides the router), fused into one ranking.
 
         Each corpus gives its own top ``k`` in its own embedding space (the routing probe's hits when it was
@@ -331,8 +394,11 @@ class UniversalRAG:
         if plan.routes is not None or not hits or any(searcher.holds_parts(c) for c in plan.chosen):
             return hits[:k]
         space = _space(self.store.corpus(hits[0].corpus))
-        tables = sorted((h for found in self._probed(plan, space, searcher.holds_parts) for h in found),
-                        key=lambda h: h.score, reverse=True)
+        tables = sorted(
+            (h for found in self._probed(plan, space, searcher.holds_parts) for h in found),
+            key=lambda h: h.score,
+            reverse=True,
+        )
         if not tables or not comparable([hits, tables], [space, space]):
             return hits[:k]
         return with_source_table(hits, tables, k=k)
@@ -357,29 +423,54 @@ class UniversalRAG:
         out: dict[str, list[Hit]] = {}
         for name, hits in zip(corpora, found):
             space = _space(self.store.corpus(name))
-            evidence = [h for whole in self._probed(plan, space, searcher.holds_wholes, k=plan.probe_k)
-                        if comparable([hits, whole], [space, space]) for h in whole]
-            out[name] = (by_source(hits, evidence, k=k, weight=self.source_weight)
-                         if evidence and searcher.holds_parts(name) else hits[:k])
+            evidence = [
+                h
+                for whole in self._probed(plan, space, searcher.holds_wholes, k=plan.probe_k)
+                if comparable([hits, whole], [space, space])
+                for h in whole
+            ]
+            out[name] = (
+                by_source(hits, evidence, k=k, weight=self.source_weight)
+                if evidence and searcher.holds_parts(name)
+                else hits[:k]
+            )
         return out
 
-    def _probed(self, plan: QueryPlan, space: str, kind: Callable[[str], bool], *,
-                k: int | None = None) -> list[list[Hit]]:
+    def _probed(
+        self, plan: QueryPlan, space: str, kind: Callable[[str], bool], *, k: int | None = None
+    ) -> list[list[Hit]]:
         """The hits (the first ``k`` of each, else all) of every corpus ``plan`` probed or searched that ``kind``
         accepts and that lives in the embedding ``space``: the evidence one corpus's ranking reads from others."""
-        return [found[:k] if k is not None else found for name, found in list(plan.probes.items())
-                if kind(name) and _space(self.store.corpus(name)) == space]
+        return [
+            found[:k] if k is not None else found
+            for name, found in list(plan.probes.items())
+            if kind(name) and _space(self.store.corpus(name)) == space
+        ]
 
-    def search(self, query: str | QueryPlan, *, k: int | None = None, filter: Filter | None = None,
-               routes: Sequence[str] | None = None, allow_none: bool = False) -> tuple[RouteDecision, list[Hit]]:
+    def search(
+        self,
+        query: str | QueryPlan,
+        *,
+        k: int | None = None,
+        filter: Filter | None = None,
+        routes: Sequence[str] | None = None,
+        allow_none: bool = False,
+    ) -> tuple[RouteDecision, list[Hit]]:
         """Route and retrieve in one call, for retrievers and agent tools: ``(decision, hits)``. Unless
         ``allow_none=True``, a ``none`` conclusion still searches the most likely corpus (never nothing)."""
         plan = self.plan(query, k=k, filter=filter, routes=routes, allow_none=allow_none)
         decision = plan.decision or self.route(plan)
         return decision, self._hits(plan, k or plan.k)
 
-    def query(self, query: str, *, k: int | None = None, routes: Sequence[str] | None = None,
-              filter: Filter | None = None, filters: Filter | None = None) -> Answer:
+    def query(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        routes: Sequence[str] | None = None,
+        filter: Filter | None = None,
+        filters: Filter | None = None,
+    ) -> Answer:
         """Route, retrieve and generate. Without a generator, ``Answer.text`` is ``None`` and the evidence is
         returned; when the model fails (HTTP error, timeout including retries, malformed reply), too, with
         ``Answer.warning`` saying why (and a logged warning). With the ``none`` route, the model answers from its
@@ -406,8 +497,9 @@ class UniversalRAG:
             _log.warning("No answer from the language model, returning the evidence only: %s", e)
             return Answer(text=None, decision=decision, hits=tuple(hits), timings=timings, warning=str(e))
         timings["generate"] = (time.perf_counter() - mark) * 1000
-        return Answer(text=generation.text, decision=decision, hits=tuple(hits), citations=generation.citations,
-                      timings=timings)
+        return Answer(
+            text=generation.text, decision=decision, hits=tuple(hits), citations=generation.citations, timings=timings
+        )
 
     # -- learning from users -------------------------------------------------------------------------------
     def feedback(self, decision: str | RouteDecision, correct_routes: Sequence[str]) -> str:
@@ -428,15 +520,18 @@ class UniversalRAG:
         decision_id = decision.id if isinstance(decision, RouteDecision) else None
         if isinstance(decision, str):
             decision_id = _as_uuid(decision)
-        found = set_feedback(self.store, routes, decision_id=decision_id,
-                             query_hash=None if decision_id else query_hash(str(decision)))
+        found = set_feedback(
+            self.store, routes, decision_id=decision_id, query_hash=None if decision_id else query_hash(str(decision))
+        )
         if found is None and decision_id is None and isinstance(decision, str):
             self.route(decision)
             self.decision_log().flush()
             found = set_feedback(self.store, routes, query_hash=query_hash(decision))
         if found is None:
-            raise RoutingError(f"No logged routing decision matches {decision if decision_id is None else decision_id!r}"
-                               "; pass the query text or a decision id from a logged decision.")
+            raise RoutingError(
+                f"No logged routing decision matches {decision if decision_id is None else decision_id!r}"
+                "; pass the query text or a decision id from a logged decision."
+            )
         return found
 
     def adapt_router(self, examples: Iterable[Example], **kwargs: Any) -> AdaptReport:

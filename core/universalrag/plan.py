@@ -140,16 +140,18 @@ class QueryPlan:
         """The query embedded by ``embedder`` (computed once per embedder name, then reused)."""
         with self._lock:  # held while embedding: two threads never embed the same text with the same model
             if embedder.name not in self.embeddings:
-                self.embeddings[embedder.name] = self._vector(("text", embedder.name),
-                                                              lambda: embedder.embed_query(self.text))
+                self.embeddings[embedder.name] = self._vector(
+                    ("text", embedder.name), lambda: embedder.embed_query(self.text)
+                )
             return self.embeddings[embedder.name]
 
     def visual_vector(self, encoder: VisualEncoder) -> np.ndarray:
         """The query embedded by a visual encoder's text tower (once per encoder name)."""
         with self._lock:
             if encoder.name not in self.visual_vectors:
-                self.visual_vectors[encoder.name] = self._vector(("visual", encoder.name),
-                                                                 lambda: encoder.embed_texts([self.text])[0])
+                self.visual_vectors[encoder.name] = self._vector(
+                    ("visual", encoder.name), lambda: encoder.embed_texts([self.text])[0]
+                )
             return self.visual_vectors[encoder.name]
 
     def _vector(self, model: tuple[str, str], compute: Callable[[], np.ndarray]) -> np.ndarray:

@@ -46,9 +46,23 @@ MAX_WORDS = 3
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 #: The accented letters of Latin alphabets, by the plain letter people type for them.
-_ACCENTED = {"a": "áàâäãåāą", "c": "çćč", "d": "ďđ", "e": "éèêëēęě", "g": "ğ", "i": "íìîïī", "l": "łľ",
-             "n": "ñńň", "o": "óòôöõøő", "r": "ř", "s": "śšşș", "t": "ťţț", "u": "úùûüůűū", "y": "ýÿ",
-             "z": "źżž"}
+_ACCENTED = {
+    "a": "áàâäãåāą",
+    "c": "çćč",
+    "d": "ďđ",
+    "e": "éèêëēęě",
+    "g": "ğ",
+    "i": "íìîïī",
+    "l": "łľ",
+    "n": "ñńň",
+    "o": "óòôöõøő",
+    "r": "ř",
+    "s": "śšşș",
+    "t": "ťţț",
+    "u": "úùûüůűū",
+    "y": "ýÿ",
+    "z": "źżž",
+}
 _QUOTED = re.compile(r"\"[^\"]*\"")
 #: A run of letters that is a word of its own: not part of a name joined by ``_ . : / @ -`` or digits.
 _WORD = re.compile(r"(?<![\w.:/@-])[A-Za-z]+(?![\w:/@-]|\.\w)")
@@ -88,21 +102,36 @@ def suspect_words(text: str) -> list[str]:
 
 #: Endings of inflected English words and what stands in their place in the word inflected (the encoder's
 #: vocabulary holds "meteor", not "meteors"; "realize", not "realise").
-_ENDINGS = (("ies", "y"), ("es", ""), ("s", ""), ("ied", "y"), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"),
-            ("ly", ""), ("ise", "ize"), ("ised", "ized"), ("ises", "izes"), ("ising", "izing"),
-            ("isation", "ization"))
+_ENDINGS = (
+    ("ies", "y"),
+    ("es", ""),
+    ("s", ""),
+    ("ied", "y"),
+    ("ed", ""),
+    ("ed", "e"),
+    ("ing", ""),
+    ("ing", "e"),
+    ("ly", ""),
+    ("ise", "ize"),
+    ("ised", "ized"),
+    ("ises", "izes"),
+    ("ising", "izing"),
+    ("isation", "ization"),
+)
 
 
 def _inflected(word: str, known: frozenset[str]) -> bool:
     """Whether ``word`` is a known word with an English ending ("meteors", "broadcasted", "realise"): a real word,
     not a typo, so no lookup is spent on it."""
-    return any(word.endswith(end) and len(word) - len(end) >= 3 and word[: len(word) - len(end)] + base in known
-               for end, base in _ENDINGS)
+    return any(
+        word.endswith(end) and len(word) - len(end) >= 3 and word[: len(word) - len(end)] + base in known
+        for end, base in _ENDINGS
+    )
 
 
 def accented(word: str) -> list[str]:
     """``word`` with one of its letters (the first included) replaced by an accented form of it."""
-    return [word[:i] + a + word[i + 1:] for i, c in enumerate(word) for a in _ACCENTED.get(c, "")]
+    return [word[:i] + a + word[i + 1 :] for i, c in enumerate(word) for a in _ACCENTED.get(c, "")]
 
 
 def edits(word: str) -> list[str]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import operator
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import InvalidInputError
 
@@ -96,8 +97,9 @@ class CorpusSpec:
         for name, kind in (("modality", Modality), ("granularity", Granularity)):
             value = getattr(self, name)
             if value not in set(kind):
-                raise InvalidInputError(f"Corpus {self.name!r}: {name} must be one of "
-                                        f"{', '.join(kind)}, got {value!r}.")
+                raise InvalidInputError(
+                    f"Corpus {self.name!r}: {name} must be one of {', '.join(kind)}, got {value!r}."
+                )
             object.__setattr__(self, name, kind(value))
         try:
             dimension = operator.index(self.dimension)
@@ -105,27 +107,64 @@ class CorpusSpec:
             dimension = 0
         if isinstance(self.dimension, bool) or not 1 <= dimension <= 16000:
             raise InvalidInputError(
-                f"Corpus {self.name!r}: dimension must be a whole number between 1 and 16000, got {self.dimension!r}.")
+                f"Corpus {self.name!r}: dimension must be a whole number between 1 and 16000, got {self.dimension!r}."
+            )
         object.__setattr__(self, "dimension", dimension)
 
 
 #: The corpora every schema starts with, as in the UniversalRAG paper (``none`` is a route, not a corpus).
 BUILTIN_CORPORA: tuple[tuple[str, Modality, Granularity, str | None, bool, str], ...] = (
-    ("paragraph", Modality.TEXT, Granularity.PARAGRAPH, "document", False,
-     "Short passages of about a hundred words; for factual questions answered by one specific fact or sentence."),
-    ("document", Modality.TEXT, Granularity.DOCUMENT, None, True,
-     "Whole documents such as articles and reports; for questions that need several facts from a long text "
-     "or reasoning across its sections."),
-    ("table", Modality.TABLE, Granularity.TABLE, None, True,
-     "Tables with a header and rows; for questions about figures, rankings, counts, comparisons and records."),
-    ("image", Modality.IMAGE, Granularity.IMAGE, None, False,
-     "Photographs, diagrams and other images; for questions about what something looks like: colour, shape, "
-     "appearance, visible details."),
-    ("clip", Modality.VIDEO, Granularity.CLIP, "video", False,
-     "Scenes of videos with their time range and transcript; for questions about a specific moment or event "
-     "within a video."),
-    ("video", Modality.VIDEO, Granularity.VIDEO, None, True,
-     "Whole videos with their transcript; for questions about the overall content, steps or storyline of a video."),
+    (
+        "paragraph",
+        Modality.TEXT,
+        Granularity.PARAGRAPH,
+        "document",
+        False,
+        "Short passages of about a hundred words; for factual questions answered by one specific fact or sentence.",
+    ),
+    (
+        "document",
+        Modality.TEXT,
+        Granularity.DOCUMENT,
+        None,
+        True,
+        "Whole documents such as articles and reports; for questions that need several facts from a long text "
+        "or reasoning across its sections.",
+    ),
+    (
+        "table",
+        Modality.TABLE,
+        Granularity.TABLE,
+        None,
+        True,
+        "Tables with a header and rows; for questions about figures, rankings, counts, comparisons and records.",
+    ),
+    (
+        "image",
+        Modality.IMAGE,
+        Granularity.IMAGE,
+        None,
+        False,
+        "Photographs, diagrams and other images; for questions about what something looks like: colour, shape, "
+        "appearance, visible details.",
+    ),
+    (
+        "clip",
+        Modality.VIDEO,
+        Granularity.CLIP,
+        "video",
+        False,
+        "Scenes of videos with their time range and transcript; for questions about a specific moment or event "
+        "within a video.",
+    ),
+    (
+        "video",
+        Modality.VIDEO,
+        Granularity.VIDEO,
+        None,
+        True,
+        "Whole videos with their transcript; for questions about the overall content, steps or storyline of a video.",
+    ),
 )
 
 
@@ -285,11 +324,17 @@ class RouteDecision:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RouteDecision:
         """A decision from its :meth:`to_dict` form."""
-        return cls(routes=tuple(data.get("routes", ())), scores=dict(data.get("scores", {})),
-                   router=str(data.get("router", "")), latency_ms=float(data.get("latency_ms", 0.0)),
-                   prior=dict(data.get("prior", {})),
-                   evidence={c: dict(f) for c, f in dict(data.get("evidence", {})).items()},
-                   id=data.get("id"), version=str(data.get("version", "")), fallback=bool(data.get("fallback")))
+        return cls(
+            routes=tuple(data.get("routes", ())),
+            scores=dict(data.get("scores", {})),
+            router=str(data.get("router", "")),
+            latency_ms=float(data.get("latency_ms", 0.0)),
+            prior=dict(data.get("prior", {})),
+            evidence={c: dict(f) for c, f in dict(data.get("evidence", {})).items()},
+            id=data.get("id"),
+            version=str(data.get("version", "")),
+            fallback=bool(data.get("fallback")),
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+
 from langchain_universalrag import create_corpus_tools
 from universalrag.demo import demo_arguments, demo_questions, open_demo
 
@@ -35,15 +36,18 @@ class ScriptedToolCaller(BaseChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedToolCaller:
         return self
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         last = messages[-1]
         if isinstance(last, ToolMessage):
             reply = AIMessage(content="From " + last.name + ": " + " ".join(str(last.content).split())[:200])
         else:
             question = next(m.text for m in reversed(messages) if isinstance(m, HumanMessage))
-            reply = AIMessage(content="", tool_calls=[{"name": self.tool, "args": {"query": question},
-                                                       "id": "call_1", "type": "tool_call"}])
+            reply = AIMessage(
+                content="",
+                tool_calls=[{"name": self.tool, "args": {"query": question}, "id": "call_1", "type": "tool_call"}],
+            )
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
@@ -59,8 +63,11 @@ def main() -> None:
         print(f"  {tool.name}: {tool.description[:90]}")
 
     for route in ("table", "clip"):
-        agent = create_agent(ScriptedToolCaller(tool=f"search_{route}"), tools,
-                             system_prompt="Answer with the search tools; cite what you used.")
+        agent = create_agent(
+            ScriptedToolCaller(tool=f"search_{route}"),
+            tools,
+            system_prompt="Answer with the search tools; cite what you used.",
+        )
         state = agent.invoke({"messages": [HumanMessage(questions[route])]})
         print(f"\nQ: {questions[route]}")
         for message in state["messages"]:

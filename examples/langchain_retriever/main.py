@@ -24,6 +24,7 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
+
 from langchain_universalrag import UniversalRAGRetriever, build_chat_messages, format_documents
 from universalrag.demo import demo_arguments, demo_questions, open_demo
 
@@ -35,8 +36,9 @@ class PictureCounter(BaseChatModel):
     def _llm_type(self) -> str:
         return "picture-counter"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         blocks = [b for m in messages if isinstance(m.content, list) for b in m.content]
         pictures = sum(1 for b in blocks if b.get("type") == "image")
         first = next((b["text"] for b in blocks if b.get("type") == "text"), "")
@@ -63,11 +65,16 @@ def main() -> None:
     print(f"\nk per call: {len(retriever.invoke(questions['paragraph'], k=1))} document")
 
     # 2. In an LCEL chain (the stand-in model returns a canned answer).
-    prompt = ChatPromptTemplate.from_messages([
-        ("system", "Answer from this context only.\n\n{context}"), ("human", "{question}")])
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "Answer from this context only.\n\n{context}"), ("human", "{question}")]
+    )
     llm = FakeListChatModel(responses=["Meridian Hill recorded its clear nights and meteors in the log."])
-    chain = ({"context": retriever | (lambda docs: format_documents(docs, rag=rag)),
-              "question": RunnablePassthrough()} | prompt | llm | StrOutputParser())
+    chain = (
+        {"context": retriever | (lambda docs: format_documents(docs, rag=rag)), "question": RunnablePassthrough()}
+        | prompt
+        | llm
+        | StrOutputParser()
+    )
     print(f"\nchain answer: {chain.invoke(questions['table'])}")
 
     # 3. Image hits as image content blocks for a multimodal chat model.

@@ -19,8 +19,9 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_universalrag.graph import build_graph, make_retrieve_node, make_route_edge, make_route_node
 from langgraph.graph import END, START, MessagesState, StateGraph
+
+from langchain_universalrag.graph import build_graph, make_retrieve_node, make_route_edge, make_route_node
 from universalrag.demo import demo_arguments, demo_questions, open_demo
 from universalrag.pipeline import UniversalRAG
 
@@ -32,8 +33,9 @@ class EvidenceReader(BaseChatModel):
     def _llm_type(self) -> str:
         return "evidence-reader"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
-                  **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         content = messages[-1].content
         if isinstance(content, str):  # the `none` route: no evidence, the bare question
             reply = "(answered from the model's own knowledge)"
@@ -53,6 +55,7 @@ class ChatState(MessagesState):
 
 def chat_agent(rag: UniversalRAG) -> Any:
     """An existing chat graph that gains routed retrieval from our route node and edge."""
+
     def reply(state: ChatState) -> dict[str, Any]:
         docs = state.get("documents") or []
         text = f"I looked in {sorted({d.metadata['corpus'] for d in docs})}." if docs else "No lookup needed."
@@ -66,8 +69,11 @@ def chat_agent(rag: UniversalRAG) -> Any:
         builder.add_edge(f"retrieve_{corpus}", "reply")
     builder.add_node("reply", reply)
     builder.add_edge(START, "route")
-    builder.add_conditional_edges("route", make_route_edge(rag, corpora=corpora, none_node="reply", allow_none=True),
-                                  [*(f"retrieve_{c}" for c in corpora), "reply"])
+    builder.add_conditional_edges(
+        "route",
+        make_route_edge(rag, corpora=corpora, none_node="reply", allow_none=True),
+        [*(f"retrieve_{c}" for c in corpora), "reply"],
+    )
     builder.add_edge("reply", END)
     return builder.compile()
 

@@ -19,6 +19,7 @@ import asyncio
 from llama_index.core.llms import MockLLM
 from llama_index.core.response_synthesizers import ResponseMode, get_response_synthesizer
 from llama_index.core.schema import ImageNode
+
 from llama_index.retrievers.universalrag import UniversalRAGQueryEngine, UniversalRAGRetriever
 from universalrag.demo import demo_arguments, demo_questions, open_demo
 
@@ -57,12 +58,16 @@ def main() -> None:
     engine = UniversalRAGQueryEngine(rag=rag, llm=llm, response_synthesizer=synthesizer, similarity_top_k=2)
     for route in ("table", "clip"):
         response = engine.query(questions[route])
-        print(f"\nQ: {questions[route]}\n   routes: {response.metadata['routes']}, "
-              f"answered by {response.metadata['answered_by']}, {len(response.source_nodes)} source nodes")
+        print(
+            f"\nQ: {questions[route]}\n   routes: {response.metadata['routes']}, "
+            f"answered by {response.metadata['answered_by']}, {len(response.source_nodes)} source nodes"
+        )
         print(f"   the LLM saw: {context_of(str(response))}")
     direct = engine.query(questions["none"])
-    print(f"\nQ: {questions['none']}\n   routes: {direct.metadata['routes']}: the LLM answers alone "
-          f"({len(direct.source_nodes)} source nodes)")
+    print(
+        f"\nQ: {questions['none']}\n   routes: {direct.metadata['routes']}: the LLM answers alone "
+        f"({len(direct.source_nodes)} source nodes)"
+    )
 
     # 3. Without an LLM (and no UNIVERSALRAG_LLM_MODEL): the evidence, with a sentence saying why. Async here.
     retrieval_only = UniversalRAGQueryEngine(rag=rag, similarity_top_k=1)

@@ -21,6 +21,7 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RouterQueryEngine
 from llama_index.core.retrievers import RouterRetriever
 from llama_index.core.tools import QueryEngineTool, ToolMetadata
+
 from llama_index.retrievers.universalrag import (
     UniversalRAGQueryEngine,
     UniversalRAGSelector,
@@ -30,17 +31,33 @@ from universalrag.demo import demo_arguments, demo_questions, open_demo
 
 #: (tool name, description, the corpus its engine searches — "none": the LLM answers alone)
 ENGINES = [
-    ("observatory_facts", ("Short passages about Meridian Hill Observatory and its history, each answering one "
-                           "specific factual question."), "paragraph"),
-    ("logs_and_measurements", ("Tables: the observatory's observing log and the glacier's yearly measurements, "
-                               "with figures, counts and records."), "table"),
+    (
+        "observatory_facts",
+        (
+            "Short passages about Meridian Hill Observatory and its history, each answering one "
+            "specific factual question."
+        ),
+        "paragraph",
+    ),
+    (
+        "logs_and_measurements",
+        (
+            "Tables: the observatory's observing log and the glacier's yearly measurements, "
+            "with figures, counts and records."
+        ),
+        "table",
+    ),
     ("photo_library", "Photographs, for questions about what something or someone looks like.", "image"),
-    ("video_moments", ("Scenes of the night-sky photography video with their transcript, for questions about a "
-                       "specific moment in the video."), "clip"),
-    ("general_knowledge", "Answers from general knowledge, arithmetic or reasoning alone, without searching.",
-     "none"),
+    (
+        "video_moments",
+        (
+            "Scenes of the night-sky photography video with their transcript, for questions about a "
+            "specific moment in the video."
+        ),
+        "clip",
+    ),
+    ("general_knowledge", "Answers from general knowledge, arithmetic or reasoning alone, without searching.", "none"),
 ]
-
 
 
 def main() -> None:
@@ -50,13 +67,23 @@ def main() -> None:
     llm = MockLLM()
 
     # 1. RouterQueryEngine: LlamaIndex's engine, our selector, tools mapped to routes by their descriptions.
-    tools = [QueryEngineTool(query_engine=UniversalRAGQueryEngine(rag=rag, routes=[corpus], similarity_top_k=1,
-                                                                  llm=llm if corpus == "none" else None),
-                             metadata=ToolMetadata(name=name, description=description))
-             for name, description, corpus in ENGINES]
+    tools = [
+        QueryEngineTool(
+            query_engine=UniversalRAGQueryEngine(
+                rag=rag, routes=[corpus], similarity_top_k=1, llm=llm if corpus == "none" else None
+            ),
+            metadata=ToolMetadata(name=name, description=description),
+        )
+        for name, description, corpus in ENGINES
+    ]
     selector = UniversalRAGSelector(rag=rag)
-    print("tools → routes:", ", ".join(f"{t.metadata.name} → {m.route} (by {m.how})"
-                                       for t, m in zip(tools, selector.map_choices([t.metadata for t in tools]))))
+    print(
+        "tools → routes:",
+        ", ".join(
+            f"{t.metadata.name} → {m.route} (by {m.how})"
+            for t, m in zip(tools, selector.map_choices([t.metadata for t in tools]))
+        ),
+    )
     engine = RouterQueryEngine(selector=selector, query_engine_tools=tools, llm=llm)
     for question in demo_questions():
         if question.route in ("document", "video"):
@@ -69,8 +96,9 @@ def main() -> None:
         print(f"   why: {result.reasons[0]}")
 
     # 2. RouterRetriever over one RetrieverTool per corpus (named search_<corpus>: mapped by name).
-    retriever = RouterRetriever(selector=UniversalRAGSelector(rag=rag), retriever_tools=corpus_retriever_tools(rag),
-                                llm=llm)
+    retriever = RouterRetriever(
+        selector=UniversalRAGSelector(rag=rag), retriever_tools=corpus_retriever_tools(rag), llm=llm
+    )
     for question in demo_questions():
         if question.route == "none":
             continue  # no tool stands for `none`: the selector searches the likeliest corpus (fallback="best")

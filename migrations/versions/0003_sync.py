@@ -484,12 +484,19 @@ COMMENT ON VIEW {s}.sync_status IS
 """
 
 _FUNCTIONS = (
-    "sync_retry(text)", "remove_unit(text, uuid)", "add_file(text, text, text, jsonb, uuid)",
-    "add_image(text, bytea, text, jsonb, text, uuid)", "add_text(text, text, jsonb, text, uuid)",
-    "sync_enqueue(text, text, text, bytea, jsonb, text, uuid)", "sync_check(text, jsonb)", "sync_fetch(text, jsonb)",
+    "sync_retry(text)",
+    "remove_unit(text, uuid)",
+    "add_file(text, text, text, jsonb, uuid)",
+    "add_image(text, bytea, text, jsonb, text, uuid)",
+    "add_text(text, text, jsonb, text, uuid)",
+    "sync_enqueue(text, text, text, bytea, jsonb, text, uuid)",
+    "sync_check(text, jsonb)",
+    "sync_fetch(text, jsonb)",
     "detach_table(regclass, boolean, text)",
     "attach_table(regclass, text, text, text, text, text[], text, text, text, text[], text, text[], integer, text)",
-    "sync_require_corpus(text, text[])", "sync_columns_sql(text[], text)", "sync_key_sql(text[], text)",
+    "sync_require_corpus(text, text[])",
+    "sync_columns_sql(text[], text)",
+    "sync_key_sql(text[], text)",
     "sync_unit_id(text, jsonb)",
 )
 

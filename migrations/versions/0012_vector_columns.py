@@ -72,7 +72,8 @@ $fn$;
 # (...)', index name, s, table);
 _INDEX_STATEMENT = re.compile(
     r"EXECUTE format\('CREATE INDEX %I ON %I\.%I USING hnsw \((\w+) vector_cosine_ops\) WITH \([^)]*\)',"
-    r"\s*([^;]+?), s, ([^;]+?)\);")
+    r"\s*([^;]+?), s, ([^;]+?)\);"
+)
 
 # Every vector column of the schema's corpus tables (all made by the corpus functions), given a storage.
 _EXISTING = """
@@ -97,7 +98,8 @@ def _through_helper(template: str, occurrences: int) -> str:
     """``template`` with each HNSW index statement replaced by a call of ``prepare_vector_column``."""
     text, n = _INDEX_STATEMENT.subn(
         lambda m: f"PERFORM {{s}}.prepare_vector_column(s, {m.group(3)}, '{m.group(1)}', {m.group(2)}, p_dimension);",
-        template)
+        template,
+    )
     if n != occurrences:  # an earlier revision changed: this one must be rewritten
         raise RuntimeError(f"expected {occurrences} HNSW index statement(s) in the template, found {n}")
     return text

@@ -39,18 +39,30 @@ KEEPERS_TABLE: tuple[tuple[str, ...], ...] = (
     ("1980s", "1", "Mains electricity"),
 )
 
-INTRO = ("Kestrel Point Lighthouse stands on a granite headland at the mouth of the northern harbour. "
-         "It was first lit in 1891 and guided fishing boats through the narrow channel for over a century.")
-STAFFING = ("The number of keepers fell as the lamp was modernised. Table 1 lists the keepers and the fuel of "
-            "the lamp in each decade.")
-LAMP = ("The lamp room sits at the top of one hundred and twelve spiral steps. A clockwork mechanism turned "
-        "the lens every twenty seconds, and the keeper wound it by hand every four hours through the night.")
-KITCHEN = ("Life in the cottage was simple. Figure 1 shows the cup of coffee the keeper drank every morning "
-           "at dawn before climbing the tower to extinguish the lamp.")
-STORMS = ("The great storm of 1953 tore the roof from the oil store and flooded the cottage kitchen. "
-          "Repairs took the whole summer and the keepers slept in the tower.")
-AUTOMATION = ("The light was automated in 1987. Since then a solar panel charges the batteries that run the "
-              "lantern, and an engineer visits twice a year.")
+INTRO = (
+    "Kestrel Point Lighthouse stands on a granite headland at the mouth of the northern harbour. "
+    "It was first lit in 1891 and guided fishing boats through the narrow channel for over a century."
+)
+STAFFING = (
+    "The number of keepers fell as the lamp was modernised. Table 1 lists the keepers and the fuel of "
+    "the lamp in each decade."
+)
+LAMP = (
+    "The lamp room sits at the top of one hundred and twelve spiral steps. A clockwork mechanism turned "
+    "the lens every twenty seconds, and the keeper wound it by hand every four hours through the night."
+)
+KITCHEN = (
+    "Life in the cottage was simple. Figure 1 shows the cup of coffee the keeper drank every morning "
+    "at dawn before climbing the tower to extinguish the lamp."
+)
+STORMS = (
+    "The great storm of 1953 tore the roof from the oil store and flooded the cottage kitchen. "
+    "Repairs took the whole summer and the keepers slept in the tower."
+)
+AUTOMATION = (
+    "The light was automated in 1987. Since then a solar panel charges the batteries that run the "
+    "lantern, and an engineer visits twice a year."
+)
 FIGURE_CAPTION = "Figure 1: The keeper's morning cup of coffee on the cottage table."
 TABLE_CAPTION = "Table 1: Keepers and lamp fuel by decade."
 
@@ -91,27 +103,34 @@ def write_report_pdf(path: Path, *, extra_pages: int = 1) -> Path:
         Paragraph(TABLE_CAPTION, ss["BodyText"]),
     ]
     table = Table([list(r) for r in KEEPERS_TABLE])
-    table.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black),
-                               ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold")]))
-    story += [table, PageBreak(),
-              Paragraph("3 The lamp room", ss["Heading1"]),
-              Paragraph(LAMP, ss["BodyText"]),
-              Spacer(1, 12),
-              Image(_photo_png("coffee", (300, 200)), width=240, height=160),
-              Paragraph(FIGURE_CAPTION, ss["BodyText"]),
-              PageBreak(),
-              Paragraph("4 Life at the light", ss["Heading1"]),
-              Paragraph(KITCHEN, ss["BodyText"]),
-              Paragraph(STORMS, ss["BodyText"])]
+    table.setStyle(
+        TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black), ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold")])
+    )
+    story += [
+        table,
+        PageBreak(),
+        Paragraph("3 The lamp room", ss["Heading1"]),
+        Paragraph(LAMP, ss["BodyText"]),
+        Spacer(1, 12),
+        Image(_photo_png("coffee", (300, 200)), width=240, height=160),
+        Paragraph(FIGURE_CAPTION, ss["BodyText"]),
+        PageBreak(),
+        Paragraph("4 Life at the light", ss["Heading1"]),
+        Paragraph(KITCHEN, ss["BodyText"]),
+        Paragraph(STORMS, ss["BodyText"]),
+    ]
     for i in range(extra_pages):
         story += [PageBreak(), Paragraph(f"{5 + i} Automation", ss["Heading1"]), Paragraph(AUTOMATION, ss["BodyText"])]
     SimpleDocTemplate(str(path), pagesize=A4, title="Kestrel Point Lighthouse").build(
-        story, onFirstPage=_running, onLaterPages=_running)
+        story, onFirstPage=_running, onLaterPages=_running
+    )
     return path
 
 
-_WORDS = ("harbour keeper signal lantern granite channel beacon tide storm island fog bell tower coast ship "
-          "light rock cliff gull pier").split()
+_WORDS = (
+    "harbour keeper signal lantern granite channel beacon tide storm island fog bell tower coast ship "
+    "light rock cliff gull pier"
+).split()
 
 
 def _sentence(rng: random.Random, words: int = 14) -> str:
@@ -135,8 +154,9 @@ def write_text_pdf(path: Path, *, pages: int, seed: int = 0) -> Path:
     return path
 
 
-def write_table_pdf(path: Path, tables: Sequence[Sequence[Sequence[str]]], *, images: bool = False,
-                    seed: int = 0, ruling: str = "grid") -> Path:
+def write_table_pdf(
+    path: Path, tables: Sequence[Sequence[Sequence[str]]], *, images: bool = False, seed: int = 0, ruling: str = "grid"
+) -> Path:
     """One page per table (bold header row; ``ruling`` "grid" draws every cell border, "booktabs" only rules
     above and below the header and below the last row, "none" no line at all) with a paragraph above it and,
     with ``images``, a photograph below it."""
@@ -153,9 +173,15 @@ def write_table_pdf(path: Path, tables: Sequence[Sequence[Sequence[str]]], *, im
         story.append(Paragraph(" ".join(_sentence(rng) for _ in range(3)), ss["BodyText"]))
         story.append(Paragraph(f"Table {i + 1}: Measurements of part {i + 1}.", ss["BodyText"]))
         table = Table([list(r) for r in rows])
-        rules = {"grid": [("GRID", (0, 0), (-1, -1), 0.5, colors.black)], "none": [], "booktabs": [
-            ("LINEABOVE", (0, 0), (-1, 0), 1, colors.black), ("LINEBELOW", (0, 0), (-1, 0), 0.5, colors.black),
-            ("LINEBELOW", (0, -1), (-1, -1), 1, colors.black)]}[ruling]
+        rules = {
+            "grid": [("GRID", (0, 0), (-1, -1), 0.5, colors.black)],
+            "none": [],
+            "booktabs": [
+                ("LINEABOVE", (0, 0), (-1, 0), 1, colors.black),
+                ("LINEBELOW", (0, 0), (-1, 0), 0.5, colors.black),
+                ("LINEBELOW", (0, -1), (-1, -1), 1, colors.black),
+            ],
+        }[ruling]
         table.setStyle(TableStyle([*rules, ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold")]))
         story.append(table)
         if images:
@@ -181,11 +207,17 @@ def write_chart_pdf(path: Path) -> Path:
     chart.add(Line(10, 10, 10, 150))
     for i, height in enumerate((40, 75, 120, 95, 140)):
         chart.add(Rect(25 + i * 52, 10, 36, height, fillColor=colors.steelblue))
-    story = [Paragraph("Visitors", ss["Heading1"]),
-             Paragraph("Visitor numbers grew every summer after the museum opened in the old oil store. "
-                       "Figure 2 shows the visitors per year.", ss["BodyText"]),
-             Spacer(1, 12), chart,
-             Paragraph("Figure 2: Visitors per year at the lighthouse museum.", ss["BodyText"])]
+    story = [
+        Paragraph("Visitors", ss["Heading1"]),
+        Paragraph(
+            "Visitor numbers grew every summer after the museum opened in the old oil store. "
+            "Figure 2 shows the visitors per year.",
+            ss["BodyText"],
+        ),
+        Spacer(1, 12),
+        chart,
+        Paragraph("Figure 2: Visitors per year at the lighthouse museum.", ss["BodyText"]),
+    ]
     SimpleDocTemplate(str(path), pagesize=A4).build(story)
     return path
 
@@ -240,8 +272,11 @@ def write_paper_pdf(path: Path, *, paragraphs: int = 9) -> Path:
     width, height = A4
     rng = random.Random(1)
     column = (width - 100) / 2 - 10
-    frames = [Frame(50, height - 120, width - 100, 60, id="title"), Frame(50, 60, column, height - 190, id="left"),
-              Frame(width / 2 + 10, 60, column, height - 190, id="right")]
+    frames = [
+        Frame(50, height - 120, width - 100, 60, id="title"),
+        Frame(50, 60, column, height - 190, id="left"),
+        Frame(width / 2 + 10, 60, column, height - 190, id="right"),
+    ]
     doc = BaseDocTemplate(str(path), pagesize=A4, pageTemplates=[PageTemplate(frames=frames)])
     story = [Paragraph("A Study of Harbour Lights", ss["Title"]), FrameBreak()]
     for i in range(paragraphs):
@@ -260,11 +295,11 @@ SCANNED_LINES = ("HARBOUR MASTER LOG", "The ferry arrived at noon", "with twelve
 
 def write_scanned_pdf(path: Path) -> Path:
     """An image-only page: text drawn into a bitmap (no text layer), as a scanner would produce."""
+    import reportlab
     from PIL import Image, ImageDraw, ImageFont
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.utils import ImageReader
     from reportlab.pdfgen import canvas
-    import reportlab
 
     font = ImageFont.truetype(str(Path(reportlab.__file__).parent / "fonts" / "Vera.ttf"), 56)
     image = Image.new("L", (1654, 2339), 255)  # A4 at 200 dpi
@@ -302,9 +337,11 @@ def write_corrupt_pdf(path: Path) -> Path:
     return path
 
 
-_OMML = ('<m:oMath xmlns:m="http://schemas.openxmlformats.org/officeDocument/2006/math">'
-         '<m:r><m:t>E=m</m:t></m:r><m:sSup><m:e><m:r><m:t>c</m:t></m:r></m:e>'
-         '<m:sup><m:r><m:t>2</m:t></m:r></m:sup></m:sSup></m:oMath>')
+_OMML = (
+    '<m:oMath xmlns:m="http://schemas.openxmlformats.org/officeDocument/2006/math">'
+    "<m:r><m:t>E=m</m:t></m:r><m:sSup><m:e><m:r><m:t>c</m:t></m:r></m:e>"
+    "<m:sup><m:r><m:t>2</m:t></m:r></m:sup></m:sSup></m:oMath>"
+)
 
 
 def write_report_docx(path: Path) -> Path:
@@ -390,11 +427,29 @@ def write_deck_pptx(path: Path) -> Path:
 
 #: The items of :func:`write_price_list_pdf`: (part number, description, unit price, stock); descriptions long
 #: enough that some end close to the price column (PDFium then runs description and price into one segment).
-PRICE_LIST = [(f"PN-{4100 + i * 7}", f"{name}{'' if i < 10 else f' (pack {i})'}", f"{(i * 37 % 890) / 100 + 0.05:.2f}",
-               str(i * 53 % 900))
-              for i, name in enumerate(["hex bolt M8x40", "washer M8", "nylon nut M6", "bearing 6204-2RS",
-                                        "O-ring 20x2", "hinge 60 mm", "spring 0.8x10", "rivet 4x12",
-                                        "cable tie 200 mm", "grommet 12 mm"] * 3)]
+PRICE_LIST = [
+    (
+        f"PN-{4100 + i * 7}",
+        f"{name}{'' if i < 10 else f' (pack {i})'}",
+        f"{(i * 37 % 890) / 100 + 0.05:.2f}",
+        str(i * 53 % 900),
+    )
+    for i, name in enumerate(
+        [
+            "hex bolt M8x40",
+            "washer M8",
+            "nylon nut M6",
+            "bearing 6204-2RS",
+            "O-ring 20x2",
+            "hinge 60 mm",
+            "spring 0.8x10",
+            "rivet 4x12",
+            "cable tie 200 mm",
+            "grommet 12 mm",
+        ]
+        * 3
+    )
+]
 
 
 def write_price_list_pdf(path: Path) -> Path:
@@ -405,10 +460,16 @@ def write_price_list_pdf(path: Path) -> Path:
     from reportlab.platypus import Paragraph, SimpleDocTemplate, Spacer, Table
 
     ss = getSampleStyleSheet()
-    terms = ("Prices exclude VAT. Orders above 250 EUR ship free within the EU; smaller orders pay a flat 9.90 EUR. "
-             "Bearings carry a two-year warranty.")
+    terms = (
+        "Prices exclude VAT. Orders above 250 EUR ship free within the EU; smaller orders pay a flat 9.90 EUR. "
+        "Bearings carry a two-year warranty."
+    )
     rows = [["Part number", "Description", "Unit price (EUR)", "Stock"], *[list(item) for item in PRICE_LIST]]
-    story = [Paragraph("Acme Fasteners price list 2026", ss["Title"]), Paragraph(terms, ss["BodyText"]),
-             Spacer(1, 8), Table(rows)]
+    story = [
+        Paragraph("Acme Fasteners price list 2026", ss["Title"]),
+        Paragraph(terms, ss["BodyText"]),
+        Spacer(1, 8),
+        Table(rows),
+    ]
     SimpleDocTemplate(str(path), pagesize=A4).build(story)
     return path

@@ -9,16 +9,18 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
+
+from support.pg_servers import Servers
 from universalrag.config import Settings
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import CorpusSpec
 
-from support.pg_servers import Servers
-
 __all__ = ["BAKING", "STARTER_QUESTION", "drop_remote_schema", "fed_settings", "rag", "remote_url"]
 
 BAKING = CorpusSpec(
-    name="baking", modality="text", granularity="paragraph",  # type: ignore[arg-type]
+    name="baking",
+    modality="text",
+    granularity="paragraph",  # type: ignore[arg-type]
     description="Home baking notes: bread, sourdough starters, dough, ovens",
     metadata={"examples": ["How long should sourdough dough rise before baking?", "How do I feed my starter?"]},
 )
@@ -44,8 +46,9 @@ def remote_url() -> Iterator[str]:
 @pytest.fixture
 def fed_settings(settings: Settings, remote_url: str) -> Iterator[Settings]:
     """The test's settings with the member server ``eu1``; the test's schema on ``eu1`` is dropped afterwards."""
-    yield Settings(database_url=settings.database_url, schema=settings.schema, home=settings.home,
-                   servers={"eu1": remote_url})
+    yield Settings(
+        database_url=settings.database_url, schema=settings.schema, home=settings.home, servers={"eu1": remote_url}
+    )
     drop_remote_schema(remote_url, settings.schema)
 
 

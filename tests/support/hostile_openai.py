@@ -73,9 +73,13 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/embeddings"):
             self._send(200, json.dumps({"object": "list", "model": "m"}).encode())
             return
-        body = {"id": "c1", "object": "chat.completion", "created": 0, "model": "m",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                             "finish_reason": "stop"}]}
+        body = {
+            "id": "c1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        }
         self._send(200, json.dumps(body).encode())
 
 

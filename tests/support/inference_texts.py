@@ -26,5 +26,5 @@ def corpus_passages() -> list[str]:
     texts = []
     for file in sorted(CORPUS.glob("*.txt")) + sorted(CORPUS.glob("*.md")):
         words = file.read_text(encoding="utf-8").split()
-        texts += [" ".join(words[i:i + 120]) for i in range(0, len(words), 120)]
+        texts += [" ".join(words[i : i + 120]) for i in range(0, len(words), 120)]
     return texts

@@ -6,10 +6,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from universalrag.ingest.video import VideoOptions
-
 from support.media import write_photo
 from support.video import WrittenVideo, write_video
+from universalrag.ingest.video import VideoOptions
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -26,7 +25,9 @@ def mixed_folder(root: Path) -> dict[str, WrittenVideo]:
     shutil.copy(DATA / "corpus" / "kestrel_point_lighthouse.txt", root / "lighthouse.txt")
     (root / "league.csv").write_text(
         "team,city,wins,losses\nHarbour Herons,Kestrel Bay,31,7\nMill Town Rovers,Ashford,12,26\n"
-        "Quarry Lions,Stonebridge,20,18\n", encoding="utf-8")
+        "Quarry Lions,Stonebridge,20,18\n",
+        encoding="utf-8",
+    )
     from openpyxl import Workbook
 
     book = Workbook()
@@ -37,14 +38,18 @@ def mixed_folder(root: Path) -> dict[str, WrittenVideo]:
     sheet.append(["Ashford to Northmere", 2, 95])
     book.save(root / "ferries.xlsx")
     write_photo(root / "IMG_0042.jpg", name="coffee")
-    (root / "IMG_0042.jpg.txt").write_text("A white cup of black coffee on a saucer, seen from above.",
-                                           encoding="utf-8")
+    (root / "IMG_0042.jpg.txt").write_text(
+        "A white cup of black coffee on a saucer, seen from above.", encoding="utf-8"
+    )
     write_photo(root / "rocket-on-launch-pad.png", name="rocket")
-    video = write_video(root / "morning.mp4", [("astronaut", 3.0), ("coffee", 3.0), ("chelsea", 3.0)],
-                        cues=CUES, sidecar="srt", title="A calm morning")
+    video = write_video(
+        root / "morning.mp4",
+        [("astronaut", 3.0), ("coffee", 3.0), ("chelsea", 3.0)],
+        cues=CUES,
+        sidecar="srt",
+        title="A calm morning",
+    )
     return {"video": video}
-
-
 
 
 def build_rag(database_url: str, folder: Path, **kwargs: object):  # type: ignore[no-untyped-def]
@@ -57,8 +62,7 @@ def build_rag(database_url: str, folder: Path, **kwargs: object):  # type: ignor
     from universalrag.pipeline import UniversalRAG
 
     kwargs.setdefault("visual_encoder", None)
-    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="kb_" + uuid.uuid4().hex[:12]),
-                       **kwargs)  # type: ignore[arg-type]
+    rag = UniversalRAG(settings=Settings(database_url=database_url, schema="kb_" + uuid.uuid4().hex[:12]), **kwargs)  # type: ignore[arg-type]
     mixed_folder(folder)
     report = rag.ingest([folder], options=IngestOptions(video=VIDEO_OPTIONS))
     assert report.ok, report.failed

@@ -28,8 +28,14 @@ PHOTOS: tuple[str, ...] = ("astronaut", "coffee", "chelsea", "rocket", "camera")
 
 #: File extension → Pillow format name.
 FORMAT_EXTENSIONS: dict[str, str] = {
-    ".jpg": "JPEG", ".jpeg": "JPEG", ".png": "PNG", ".webp": "WEBP", ".gif": "GIF", ".bmp": "BMP",
-    ".tif": "TIFF", ".tiff": "TIFF",
+    ".jpg": "JPEG",
+    ".jpeg": "JPEG",
+    ".png": "PNG",
+    ".webp": "WEBP",
+    ".gif": "GIF",
+    ".bmp": "BMP",
+    ".tif": "TIFF",
+    ".tiff": "TIFF",
 }
 
 
@@ -45,8 +51,9 @@ def photo(name: str = "coffee", *, size: tuple[int, int] | None = None) -> Any:
     return img.resize(size, Image.Resampling.LANCZOS) if size else img
 
 
-def write_photo(path: Path, *, name: str = "coffee", size: tuple[int, int] | None = (240, 160),
-                **save_options: Any) -> Path:
+def write_photo(
+    path: Path, *, name: str = "coffee", size: tuple[int, int] | None = (240, 160), **save_options: Any
+) -> Path:
     """Save a bundled photograph at ``path`` in the format its extension names (GIF is palettised)."""
     fmt = FORMAT_EXTENSIONS[path.suffix.lower()]
     img = photo(name, size=size)
@@ -57,8 +64,9 @@ def write_photo(path: Path, *, name: str = "coffee", size: tuple[int, int] | Non
     return path
 
 
-def write_animated(path: Path, *, names: tuple[str, ...] = ("coffee", "chelsea", "rocket"),
-                   size: tuple[int, int] = (120, 80)) -> Path:
+def write_animated(
+    path: Path, *, names: tuple[str, ...] = ("coffee", "chelsea", "rocket"), size: tuple[int, int] = (120, 80)
+) -> Path:
     """An animated GIF or WebP whose frames are the given photographs, in order (100 ms each)."""
     fmt = FORMAT_EXTENSIONS[path.suffix.lower()]
     frames = [photo(n, size=size) for n in names]
@@ -85,7 +93,6 @@ def write_fake_image(path: Path, text: str = "This is a shopping list, not a pic
     return path
 
 
-def write_every_format(folder: Path, *, name: str = "coffee",
-                       size: tuple[int, int] = (240, 160)) -> dict[str, Path]:
+def write_every_format(folder: Path, *, name: str = "coffee", size: tuple[int, int] = (240, 160)) -> dict[str, Path]:
     """One file per supported extension (``.jpg`` ... ``.tiff``), all of the same photograph."""
     return {ext: write_photo(folder / f"{name}{ext}", name=name, size=size) for ext in FORMAT_EXTENSIONS}

@@ -18,30 +18,87 @@ __all__ = ["UBUNTU_ROWS", "write_numeric_tables", "write_release_tables"]
 
 #: The ten "mean" features of the breast-cancer set (its 20 "error" and "worst" columns would only make each row
 #: slower to embed).
-_BREAST_CANCER = [f"mean {name}" for name in (
-    "radius", "texture", "perimeter", "area", "smoothness", "compactness", "concavity", "concave points",
-    "symmetry", "fractal dimension")]
+_BREAST_CANCER = [
+    f"mean {name}"
+    for name in (
+        "radius",
+        "texture",
+        "perimeter",
+        "area",
+        "smoothness",
+        "compactness",
+        "concavity",
+        "concave points",
+        "symmetry",
+        "fractal dimension",
+    )
+]
 
 #: (file name, rows, columns as (name, low, high, decimals)), plus an optional label column.
 _NUMERIC: list[tuple[str, int, list[tuple[str, float, float, int]], tuple[str, list[str]] | None]] = [
-    ("iris.csv", 150, [("sepal length (cm)", 4.3, 7.9, 1), ("sepal width (cm)", 2.0, 4.4, 1),
-                       ("petal length (cm)", 1.0, 6.9, 1), ("petal width (cm)", 0.1, 2.5, 1)],
-     ("species", ["setosa", "versicolor", "virginica"])),
-    ("wine.csv", 178, [(name, low, high, 2) for name, low, high in [
-        ("alcohol", 11.0, 14.8), ("malic_acid", 0.7, 5.8), ("ash", 1.4, 3.2), ("alcalinity_of_ash", 10.6, 30.0),
-        ("magnesium", 70, 162), ("total_phenols", 0.98, 3.88), ("flavanoids", 0.34, 5.08),
-        ("nonflavanoid_phenols", 0.13, 0.66), ("proanthocyanins", 0.41, 3.58), ("color_intensity", 1.28, 13.0),
-        ("hue", 0.48, 1.71), ("od280/od315_of_diluted_wines", 1.27, 4.0), ("proline", 278, 1680)]],
-     ("class", ["class_0", "class_1", "class_2"])),
-    ("breast_cancer.csv", 569, [(name, 0.01, 250.0, 4) for name in _BREAST_CANCER],
-     ("target", ["malignant", "benign"])),
-    ("diabetes.csv", 442, [(name, -0.11, 0.2, 6) for name in
-                           ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")] + [("target", 25, 346, 0)],
-     None),
-    ("california_housing.csv", 2000, [
-        ("MedInc", 0.5, 15.0, 4), ("HouseAge", 1, 52, 0), ("AveRooms", 0.85, 141.9, 6), ("AveBedrms", 0.33, 34.1, 6),
-        ("Population", 3, 35682, 0), ("AveOccup", 0.69, 1243.3, 6), ("Latitude", 32.54, 41.95, 2),
-        ("Longitude", -124.35, -114.31, 2), ("MedHouseVal", 0.15, 5.0, 3)], None),
+    (
+        "iris.csv",
+        150,
+        [
+            ("sepal length (cm)", 4.3, 7.9, 1),
+            ("sepal width (cm)", 2.0, 4.4, 1),
+            ("petal length (cm)", 1.0, 6.9, 1),
+            ("petal width (cm)", 0.1, 2.5, 1),
+        ],
+        ("species", ["setosa", "versicolor", "virginica"]),
+    ),
+    (
+        "wine.csv",
+        178,
+        [
+            (name, low, high, 2)
+            for name, low, high in [
+                ("alcohol", 11.0, 14.8),
+                ("malic_acid", 0.7, 5.8),
+                ("ash", 1.4, 3.2),
+                ("alcalinity_of_ash", 10.6, 30.0),
+                ("magnesium", 70, 162),
+                ("total_phenols", 0.98, 3.88),
+                ("flavanoids", 0.34, 5.08),
+                ("nonflavanoid_phenols", 0.13, 0.66),
+                ("proanthocyanins", 0.41, 3.58),
+                ("color_intensity", 1.28, 13.0),
+                ("hue", 0.48, 1.71),
+                ("od280/od315_of_diluted_wines", 1.27, 4.0),
+                ("proline", 278, 1680),
+            ]
+        ],
+        ("class", ["class_0", "class_1", "class_2"]),
+    ),
+    (
+        "breast_cancer.csv",
+        569,
+        [(name, 0.01, 250.0, 4) for name in _BREAST_CANCER],
+        ("target", ["malignant", "benign"]),
+    ),
+    (
+        "diabetes.csv",
+        442,
+        [(name, -0.11, 0.2, 6) for name in ("age", "sex", "bmi", "bp", "s1", "s2", "s3", "s4", "s5", "s6")]
+        + [("target", 25, 346, 0)],
+        None,
+    ),
+    (
+        "california_housing.csv",
+        2000,
+        [
+            ("MedInc", 0.5, 15.0, 4),
+            ("HouseAge", 1, 52, 0),
+            ("AveRooms", 0.85, 141.9, 6),
+            ("AveBedrms", 0.33, 34.1, 6),
+            ("Population", 3, 35682, 0),
+            ("AveOccup", 0.69, 1243.3, 6),
+            ("Latitude", 32.54, 41.95, 2),
+            ("Longitude", -124.35, -114.31, 2),
+            ("MedHouseVal", 0.15, 5.0, 3),
+        ],
+        None,
+    ),
 ]
 
 #: Ubuntu releases as in distro-info-data's ubuntu.csv (version, codename, series, created, release, eol).

@@ -48,16 +48,23 @@ import struct
 import threading
 import time
 import wave
+from collections.abc import Callable
 from email.parser import BytesParser
 from email.policy import default as default_policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["OpenAICompatServer", "fake_embedding"]
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 403: "permission_error",
-                404: "invalid_request_error", 429: "rate_limit_exceeded", 500: "server_error",
-                503: "server_error"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "invalid_request_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    429: "rate_limit_exceeded",
+    500: "server_error",
+    503: "server_error",
+}
 
 
 def fake_embedding(text: str, dim: int) -> list[float]:
@@ -76,7 +83,7 @@ def _mask(key: str) -> str:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_HTTPServer"
+    server: _HTTPServer
     protocol_version = "HTTP/1.0"  # one request per connection; streaming ends when the socket closes
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence the default stderr log
@@ -102,8 +109,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _dispatch(self, method: str, body: Any) -> None:
         owner = self.server.owner
         path = self.path.split("?", 1)[0].rstrip("/")
-        owner._record({"method": method, "path": path,
-                       "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body})
+        owner._record(
+            {"method": method, "path": path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}
+        )
         if owner.delay_s > 0:
             time.sleep(owner.delay_s)
         if owner.api_key is not None:
@@ -119,8 +127,10 @@ class _Handler(BaseHTTPRequestHandler):
             ("POST", "/v1/embeddings"): self._embeddings,
             ("POST", "/v1/chat/completions"): self._chat,
             ("POST", "/v1/audio/transcriptions"): self._transcriptions,
-            ("GET", "/v1/models"): lambda _: self._json(200, {"object": "list", "data": [
-                {"id": "test-model", "object": "model", "created": 0, "owned_by": "test"}]}),
+            ("GET", "/v1/models"): lambda _: self._json(
+                200,
+                {"object": "list", "data": [{"id": "test-model", "object": "model", "created": 0, "owned_by": "test"}]},
+            ),
         }
         handler = routes.get((method, path))
         if handler is None:
@@ -142,8 +152,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _error(self, status: int, message: str, *, code: str | None = None) -> None:
-        self._json(status, {"error": {"message": message, "type": _ERROR_TYPES.get(status, "api_error"),
-                                      "param": None, "code": code}})
+        self._json(
+            status,
+            {"error": {"message": message, "type": _ERROR_TYPES.get(status, "api_error"), "param": None, "code": code}},
+        )
 
     def _embeddings(self, body: dict[str, Any]) -> None:
         inputs = body.get("input")
@@ -160,12 +172,20 @@ class _Handler(BaseHTTPRequestHandler):
         data = []
         for i, text in enumerate(inputs):
             vector = fake_embedding(text, int(dim))
-            encoded: Any = (base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
-                            if fmt == "base64" else vector)
+            encoded: Any = (
+                base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode() if fmt == "base64" else vector
+            )
             data.append({"object": "embedding", "index": i, "embedding": encoded})
         tokens = sum(len(t.split()) for t in inputs)
-        self._json(200, {"object": "list", "data": data, "model": body.get("model", "test-model"),
-                         "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        self._json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "test-model"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     def _transcriptions(self, body: dict[str, Any]) -> None:
         owner = self.server.owner
@@ -178,11 +198,23 @@ class _Handler(BaseHTTPRequestHandler):
         except (wave.Error, EOFError) as e:
             self._error(400, f"Could not decode the audio file ({e}).", code="invalid_audio")
             return
-        segments = [{"id": i, "seek": 0, "start": round(start, 3), "end": round(end, 3), "text": " " + text,
-                     "tokens": [], "temperature": 0.0, "avg_logprob": -0.1, "compression_ratio": 1.0,
-                     "no_speech_prob": 0.01}
-                    for i, ((start, end), text) in enumerate(
-                        (span, owner._next_speech()) for span in _voiced_spans(samples, rate))]
+        segments = [
+            {
+                "id": i,
+                "seek": 0,
+                "start": round(start, 3),
+                "end": round(end, 3),
+                "text": " " + text,
+                "tokens": [],
+                "temperature": 0.0,
+                "avg_logprob": -0.1,
+                "compression_ratio": 1.0,
+                "no_speech_prob": 0.01,
+            }
+            for i, ((start, end), text) in enumerate(
+                (span, owner._next_speech()) for span in _voiced_spans(samples, rate)
+            )
+        ]
         text = "".join(s["text"] for s in segments).strip()
         fmt = body.get("response_format") or "json"
         if fmt == "text":
@@ -195,8 +227,13 @@ class _Handler(BaseHTTPRequestHandler):
             return
         payload: dict[str, Any] = {"text": text}
         if fmt == "verbose_json":
-            payload.update({"task": "transcribe", "language": body.get("language") or "english",
-                            "duration": round(len(samples) / rate, 3)})
+            payload.update(
+                {
+                    "task": "transcribe",
+                    "language": body.get("language") or "english",
+                    "duration": round(len(samples) / rate, 3),
+                }
+            )
             if owner.asr_segments:
                 payload["segments"] = segments
         self._json(200, payload)
@@ -206,17 +243,33 @@ class _Handler(BaseHTTPRequestHandler):
         text = reply(body) if callable(reply) else reply
         model = body.get("model", "test-model")
         created = int(time.time())
-        prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or []
-                            if isinstance(m, dict))
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
-                 "total_tokens": prompt_tokens + len(text.split())}
+        prompt_tokens = sum(
+            len(str(m.get("content", "")).split()) for m in body.get("messages") or [] if isinstance(m, dict)
+        )
+        usage = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": len(text.split()),
+            "total_tokens": prompt_tokens + len(text.split()),
+        }
         if not body.get("stream"):
-            self._json(200, {
-                "id": "chatcmpl-test", "object": "chat.completion", "created": created, "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": None},
-                             "logprobs": None, "finish_reason": "stop"}],
-                "usage": usage,
-            })
+            self._json(
+                200,
+                {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion",
+                    "created": created,
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text, "refusal": None},
+                            "logprobs": None,
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": usage,
+                },
+            )
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -224,17 +277,29 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
         def chunk(delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
-            return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": created,
-                    "model": model, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                                 "finish_reason": finish}]}
+            return {
+                "id": "chatcmpl-test",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            }
 
         words = text.split(" ")
         events = [chunk({"role": "assistant", "content": ""}, None)]
         events += [chunk({"content": w if i == 0 else " " + w}, None) for i, w in enumerate(words) if text]
         events.append(chunk({}, "stop"))
         if (body.get("stream_options") or {}).get("include_usage"):
-            events.append({"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": created,
-                           "model": model, "choices": [], "usage": usage})
+            events.append(
+                {
+                    "id": "chatcmpl-test",
+                    "object": "chat.completion.chunk",
+                    "created": created,
+                    "model": model,
+                    "choices": [],
+                    "usage": usage,
+                }
+            )
         for event in events:
             self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
             self.wfile.flush()
@@ -244,8 +309,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 def _parse_form(content_type: str, raw: bytes) -> tuple[dict[str, Any], dict[str, bytes]]:
     """A multipart form → (text fields plus a summary of each file, file contents by field name)."""
-    message = BytesParser(policy=default_policy).parsebytes(
-        f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+    message = BytesParser(policy=default_policy).parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
     fields: dict[str, Any] = {}
     files: dict[str, bytes] = {}
     for part in message.iter_parts():
@@ -274,8 +338,9 @@ def _read_wav(data: bytes) -> tuple[int, Any]:
     return rate, samples.reshape(-1, channels).mean(axis=1)
 
 
-def _voiced_spans(samples: Any, rate: int, *, window_s: float = 0.02, threshold: float = 0.02,
-                  bridge_s: float = 0.3) -> list[tuple[float, float]]:
+def _voiced_spans(
+    samples: Any, rate: int, *, window_s: float = 0.02, threshold: float = 0.02, bridge_s: float = 0.3
+) -> list[tuple[float, float]]:
     """(start, end) seconds of the stretches whose RMS exceeds ``threshold``; gaps under ``bridge_s`` are
     bridged and stretches shorter than a window are dropped."""
     import numpy as np
@@ -297,7 +362,7 @@ def _voiced_spans(samples: Any, rate: int, *, window_s: float = 0.02, threshold:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
-    owner: "OpenAICompatServer"
+    owner: OpenAICompatServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """Clients that hang up (timeout tests) are expected; other errors stay visible."""
@@ -361,11 +426,12 @@ class OpenAICompatServer:
         with self._lock:
             return [r for r in self.requests if r["path"] == path]
 
-    def __enter__(self) -> "OpenAICompatServer":
+    def __enter__(self) -> OpenAICompatServer:
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="openai-compat-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="openai-compat-server", daemon=True
+        )
         self._thread.start()
         return self
 

@@ -55,9 +55,26 @@ class Servers:
             user = "embedded_postgres"
             entry = pwd.getpwnam(user)
             os.chown(target, entry.pw_uid, entry.pw_gid)
-        subprocess.run([str(POSTGRES_BIN_PATH / "pg_basebackup"), "-h", str(socket_dir), "-U", "postgres",
-                        "-D", str(target), "-R", "-X", "stream", "-c", "fast"],
-                       check=True, user=user, timeout=120, capture_output=True)
+        subprocess.run(
+            [
+                str(POSTGRES_BIN_PATH / "pg_basebackup"),
+                "-h",
+                str(socket_dir),
+                "-U",
+                "postgres",
+                "-D",
+                str(target),
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+            ],
+            check=True,
+            user=user,
+            timeout=120,
+            capture_output=True,
+        )
         for leftover in _NOT_COPIED:
             (target / leftover).unlink(missing_ok=True)
         server = embedded_postgres.get_server(target, cleanup_mode="stop")

@@ -16,8 +16,12 @@ from .schemas import fresh_schema
 def folder_rag(database_url: str, folder: Path) -> Iterator[UniversalRAG]:
     """A retrieval-only :class:`UniversalRAG` with ``folder`` ingested in a schema of its own (dropped after)."""
     with fresh_schema(database_url) as schema:
-        rag = UniversalRAG(settings=Settings(database_url=database_url, schema=schema, home=folder.parent / "home"),
-                           generator=None, visual_encoder=None, log_decisions=False)
+        rag = UniversalRAG(
+            settings=Settings(database_url=database_url, schema=schema, home=folder.parent / "home"),
+            generator=None,
+            visual_encoder=None,
+            log_decisions=False,
+        )
         try:
             report = rag.ingest([folder])
             assert not report.failed, report

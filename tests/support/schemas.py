@@ -53,8 +53,13 @@ def ingested_rag(database_url: str, embedder: Any, paths: Sequence[Path]) -> Ite
     from universalrag.pipeline import UniversalRAG
 
     with fresh_schema(database_url) as schema:
-        rag = UniversalRAG(settings=Settings(database_url=database_url, schema=schema), embedder=embedder,
-                           generator=None, visual_encoder=None, log_decisions=False)
+        rag = UniversalRAG(
+            settings=Settings(database_url=database_url, schema=schema),
+            embedder=embedder,
+            generator=None,
+            visual_encoder=None,
+            log_decisions=False,
+        )
         try:
             report = rag.ingest(list(paths))
             assert report.ok, [(o.path, o.status) for o in report.outcomes]
@@ -69,7 +74,8 @@ GIN_PENDING = sa.text(
     "SELECT coalesce(sum(gin_clean_pending_list(i.indexrelid)), 0) FROM pg_index i "
     "JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam "
     "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace "
-    "WHERE am.amname = 'gin' AND n.nspname = :schema AND t.relname LIKE 'corpus%'")
+    "WHERE am.amname = 'gin' AND n.nspname = :schema AND t.relname LIKE 'corpus%'"
+)
 
 
 def pending_pages(store: Any) -> int:

@@ -15,8 +15,9 @@ def app_sql(url: str) -> psycopg.Connection[Any]:
     return psycopg.connect(url, autocommit=True)
 
 
-def queue_count(conn: psycopg.Connection[Any], schema: str, corpus: str | None = None, *,
-                parked: bool | None = None) -> int:
+def queue_count(
+    conn: psycopg.Connection[Any], schema: str, corpus: str | None = None, *, parked: bool | None = None
+) -> int:
     """Entries of the sync queue (of ``corpus``; only parked / only not parked when ``parked`` is given)."""
     where = [sql.SQL("true")]
     params: list[Any] = []
@@ -26,18 +27,26 @@ def queue_count(conn: psycopg.Connection[Any], schema: str, corpus: str | None =
     if parked is not None:
         where.append(sql.SQL("parked_at IS NOT NULL") if parked else sql.SQL("parked_at IS NULL"))
     statement = sql.SQL("SELECT count(*) FROM {}.sync_queue WHERE {}").format(
-        sql.Identifier(schema), sql.SQL(" AND ").join(where))
+        sql.Identifier(schema), sql.SQL(" AND ").join(where)
+    )
     return int(conn.execute(statement, params).fetchone()[0])  # type: ignore[index]
 
 
 def unit_rows(conn: psycopg.Connection[Any], schema: str, corpus: str) -> dict[str, dict[str, Any]]:
     """Units of ``corpus`` by their source row's key text (or id for units queued from SQL)."""
     statement = sql.SQL("SELECT id::text, content, metadata, created_at, uri, embedding IS NOT NULL FROM {}.{}").format(
-        sql.Identifier(schema), sql.Identifier(f"corpus_{corpus}"))
+        sql.Identifier(schema), sql.Identifier(f"corpus_{corpus}")
+    )
     out: dict[str, dict[str, Any]] = {}
     for uid, content, metadata, created, uri, has_vector in conn.execute(statement).fetchall():
         key = metadata.get("source_key")
         name = str(next(iter(key.values()))) if isinstance(key, dict) and len(key) == 1 else uid
-        out[name] = {"id": uid, "content": content, "metadata": metadata, "created_at": created, "uri": uri,
-                     "has_vector": has_vector}
+        out[name] = {
+            "id": uid,
+            "content": content,
+            "metadata": metadata,
+            "created_at": created,
+            "uri": uri,
+            "has_vector": has_vector,
+        }
     return out

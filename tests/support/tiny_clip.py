@@ -50,14 +50,19 @@ def _write_tokenizer(directory: Path) -> int:
     vocab["<|endoftext|>"] = len(vocab)
     (directory / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
     (directory / "merges.txt").write_text("#version: 0.2\n", encoding="utf-8")
-    (directory / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "CLIPTokenizer",
-        "model_max_length": _CONTEXT,
-        "bos_token": "<|startoftext|>",
-        "eos_token": "<|endoftext|>",
-        "unk_token": "<|endoftext|>",
-        "pad_token": "<|endoftext|>",
-    }), encoding="utf-8")
+    (directory / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "CLIPTokenizer",
+                "model_max_length": _CONTEXT,
+                "bos_token": "<|startoftext|>",
+                "eos_token": "<|endoftext|>",
+                "unk_token": "<|endoftext|>",
+                "pad_token": "<|endoftext|>",
+            }
+        ),
+        encoding="utf-8",
+    )
     # Round-trip through the library so tokenizer.json is written as a real checkpoint has it.
     AutoTokenizer.from_pretrained(str(directory), local_files_only=True).save_pretrained(str(directory))
     return len(vocab)
@@ -70,8 +75,12 @@ def _write_image_processor(directory: Path) -> None:
         from transformers import CLIPImageProcessor as Processor  # type: ignore[assignment]
 
     side = TINY_CLIP_IMAGE_SIZE
-    processor = Processor(size={"shortest_edge": side}, crop_size={"height": side, "width": side},
-                          image_mean=_CLIP_MEAN, image_std=_CLIP_STD)
+    processor = Processor(
+        size={"shortest_edge": side},
+        crop_size={"height": side, "width": side},
+        image_mean=_CLIP_MEAN,
+        image_std=_CLIP_STD,
+    )
     processor.save_pretrained(str(directory))
 
 
@@ -90,14 +99,25 @@ def build_tiny_clip(directory: Path, *, seed: int = 0) -> Path:
     eos = vocab_size - 1
     config = CLIPConfig(
         text_config={
-            "vocab_size": vocab_size, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-            "num_attention_heads": 2, "max_position_embeddings": _CONTEXT,
-            "bos_token_id": vocab_size - 2, "eos_token_id": eos, "pad_token_id": eos,
+            "vocab_size": vocab_size,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "max_position_embeddings": _CONTEXT,
+            "bos_token_id": vocab_size - 2,
+            "eos_token_id": eos,
+            "pad_token_id": eos,
             "initializer_factor": _INIT_FACTOR,
         },
         vision_config={
-            "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
-            "image_size": TINY_CLIP_IMAGE_SIZE, "patch_size": 8, "initializer_factor": _INIT_FACTOR,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "image_size": TINY_CLIP_IMAGE_SIZE,
+            "patch_size": 8,
+            "initializer_factor": _INIT_FACTOR,
         },
         projection_dim=TINY_CLIP_DIMENSION,
         initializer_factor=_INIT_FACTOR,

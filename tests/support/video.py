@@ -39,8 +39,16 @@ __all__ = [
 Cue = tuple[float, float, str]
 
 #: Photographs that scikit-image ships inside the wheel (the others download on first use).
-BUNDLED_PHOTOS = ("astronaut", "camera", "chelsea", "coffee", "rocket", "hubble_deep_field",
-                  "immunohistochemistry", "retina")
+BUNDLED_PHOTOS = (
+    "astronaut",
+    "camera",
+    "chelsea",
+    "coffee",
+    "rocket",
+    "hubble_deep_field",
+    "immunohistochemistry",
+    "retina",
+)
 
 _AUDIO_RATE = 48_000
 
@@ -172,8 +180,9 @@ def format_vtt(cues: Sequence[Cue]) -> str:
 _SIDECAR_WRITERS = {"srt": format_srt, "vtt": format_vtt}
 
 
-def _scene_frames(base: np.ndarray, n: int, *, motion: float, noise: int, rng: np.random.Generator,
-                  size: tuple[int, int], fps: int):
+def _scene_frames(
+    base: np.ndarray, n: int, *, motion: float, noise: int, rng: np.random.Generator, size: tuple[int, int], fps: int
+):
     """Yield ``n`` RGB frames of one scene: the still photo, or a slow pan over it, plus noise."""
     from PIL import Image
 
@@ -185,7 +194,7 @@ def _scene_frames(base: np.ndarray, n: int, *, motion: float, noise: int, rng: n
         if motion > 0:
             dx = min(big.shape[1] - w, int(motion * i / fps))
             dy = min(big.shape[0] - h, int(motion * i / fps / 2))
-            frame = big[dy:dy + h, dx:dx + w]
+            frame = big[dy : dy + h, dx : dx + w]
         if noise:
             jitter = rng.integers(-noise, noise + 1, size=frame.shape, dtype=np.int16)
             frame = np.clip(frame.astype(np.int16) + jitter, 0, 255).astype(np.uint8)
@@ -307,8 +316,15 @@ def write_video(
     )
 
 
-def _write_audio(out: Any, stream: Any, kind: str | None, done: int, target: int, scene_no: int,
-                 speech: Sequence[tuple[float, float]] = ()) -> int:
+def _write_audio(
+    out: Any,
+    stream: Any,
+    kind: str | None,
+    done: int,
+    target: int,
+    scene_no: int,
+    speech: Sequence[tuple[float, float]] = (),
+) -> int:
     """Encode mono samples ``done..target`` (silence, a tone whose pitch depends on the scene, or speech-like
     bursts during the ``speech`` spans)."""
     import av

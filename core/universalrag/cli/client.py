@@ -24,8 +24,7 @@ _TERMINAL_VARS = ("NO_COLOR", "FORCE_COLOR", "TERM", "COLUMNS")
 
 def served_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
     """The part of the environment a served command sees (the library's variables and the terminal's)."""
-    return {k: v for k, v in environ.items() if k in ENV_VARS or k.startswith("UNIVERSALRAG_")
-            or k in _TERMINAL_VARS}
+    return {k: v for k, v in environ.items() if k in ENV_VARS or k.startswith("UNIVERSALRAG_") or k in _TERMINAL_VARS}
 
 
 def forward(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int | None:
@@ -41,9 +40,14 @@ def forward(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | N
         return None
     out, err = stdout or sys.stdout, stderr or sys.stderr
     terminal = out.isatty()
-    request = {"argv": argv, "env": served_environment(os.environ), "cwd": os.getcwd(), "terminal": terminal,
-               "width": shutil.get_terminal_size().columns if terminal else None,
-               "color": terminal and "NO_COLOR" not in os.environ}
+    request = {
+        "argv": argv,
+        "env": served_environment(os.environ),
+        "cwd": os.getcwd(),
+        "terminal": terminal,
+        "width": shutil.get_terminal_size().columns if terminal else None,
+        "color": terminal and "NO_COLOR" not in os.environ,
+    }
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.connect(str(path))

@@ -41,11 +41,19 @@ from .routers import (
 __all__ = ["register"]
 
 JsonOpt = typer.Option(False, "--json", help="Print JSON.")
-AnswerModelOpt = typer.Option(None, "--llm-model", help="Chat model for the answer (and the llm/ensemble routers); "
-                              "default: UNIVERSALRAG_LLM_MODEL.")
-LLMTimeoutOpt = typer.Option(None, "--timeout", min=0.1, max=3600,
-                             help="Seconds each language-model call may take in all, retries included "
-                                  "(default: UNIVERSALRAG_LLM_TIMEOUT, else 60).")
+AnswerModelOpt = typer.Option(
+    None,
+    "--llm-model",
+    help="Chat model for the answer (and the llm/ensemble routers); default: UNIVERSALRAG_LLM_MODEL.",
+)
+LLMTimeoutOpt = typer.Option(
+    None,
+    "--timeout",
+    min=0.1,
+    max=3600,
+    help="Seconds each language-model call may take in all, retries included "
+    "(default: UNIVERSALRAG_LLM_TIMEOUT, else 60).",
+)
 
 
 def _obj(ctx: typer.Context) -> CliContext:
@@ -79,9 +87,17 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
         "schema": store.schema,
         "revision": store.revision(),
         "corpora": [
-            {"name": s.name, "modality": str(s.modality), "granularity": str(s.granularity), "rows": counts[s.name],
-             "embedder": s.embedder, "dimension": s.dimension, "parent": s.parent, "builtin": s.builtin,
-             "description": s.description}
+            {
+                "name": s.name,
+                "modality": str(s.modality),
+                "granularity": str(s.granularity),
+                "rows": counts[s.name],
+                "embedder": s.embedder,
+                "dimension": s.dimension,
+                "parent": s.parent,
+                "builtin": s.builtin,
+                "description": s.description,
+            }
             for s in specs.values()
         ],
         "sources": len(store.sources()),
@@ -96,8 +112,10 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     for c in data["corpora"]:  # type: ignore[union-attr]
         obj.output.print(Text(f"  {c['name']:<12} {c['modality']:<6} {c['granularity']:<10} {c['rows']:>8} rows"))
     for q in data["sync"]:  # type: ignore[union-attr]
-        line = (f"  sync {q['corpus']:<12} backlog {q['backlog']}, in progress {q['in_progress']}, retrying "
-                f"{q['retrying']}, failed {q['failed']}, lag {q['lag_s']:.1f} s")
+        line = (
+            f"  sync {q['corpus']:<12} backlog {q['backlog']}, in progress {q['in_progress']}, retrying "
+            f"{q['retrying']}, failed {q['failed']}, lag {q['lag_s']:.1f} s"
+        )
         obj.output.print(Text(line + (f" — last error: {q['last_error']}" if q["last_error"] else "")))
 
 
@@ -105,17 +123,27 @@ def ingest(
     ctx: typer.Context,
     paths: list[Path] = typer.Argument(..., help="Files or folders (walked recursively)."),
     corpus: str | None = typer.Option(None, "--corpus", help="Send every file to this corpus."),
-    detector: str = typer.Option("content", "--detector", help="Video scene detector: content, adaptive, "
-                                  "histogram or hash."),
+    detector: str = typer.Option(
+        "content", "--detector", help="Video scene detector: content, adaptive, histogram or hash."
+    ),
     min_clip: float = typer.Option(20.0, "--min-clip", min=0.5, help="Shortest video clip, seconds."),
     max_clip: float = typer.Option(180.0, "--max-clip", min=1.0, help="Longest video clip, seconds."),
-    asr: str | None = typer.Option(None, "--asr", help="Speech recognition for videos without subtitles: "
-                                   "openai, faster-whisper or whisper (default: UNIVERSALRAG_ASR, else none)."),
-    strict: bool = typer.Option(False, "--strict", help="Fail on files in the folders that are not ingested "
-                                "(binary files, caches, empty files) instead of skipping them, and on a folder "
-                                "with nothing to ingest."),
-    prune: bool = typer.Option(False, "--prune", help="Also delete the stored sources under the folders given "
-                               "whose file no longer exists."),
+    asr: str | None = typer.Option(
+        None,
+        "--asr",
+        help="Speech recognition for videos without subtitles: "
+        "openai, faster-whisper or whisper (default: UNIVERSALRAG_ASR, else none).",
+    ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Fail on files in the folders that are not ingested "
+        "(binary files, caches, empty files) instead of skipping them, and on a folder "
+        "with nothing to ingest.",
+    ),
+    prune: bool = typer.Option(
+        False, "--prune", help="Also delete the stored sources under the folders given whose file no longer exists."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Ingest files and folders: text, tables, images and videos go to their corpora by content type.
@@ -134,8 +162,10 @@ def ingest(
         obj = obj.with_settings(obj.settings.with_(asr=asr))
     rag = obj.rag
     options = IngestOptions.from_settings(
-        obj.settings, visual_encoder=rag.visual_encoder,
-        video=VideoOptions(detector=detector, min_clip_s=min_clip, max_clip_s=max_clip))
+        obj.settings,
+        visual_encoder=rag.visual_encoder,
+        video=VideoOptions(detector=detector, min_clip_s=min_clip, max_clip_s=max_clip),
+    )
     progress = IngestProgress(obj.output, quiet=as_json)
 
     def on_file(outcome: Any) -> None:
@@ -149,8 +179,15 @@ def ingest(
     folders = [p for p in paths if p.is_dir()]
     try:
         with StopAfterCurrent(obj.output) as stop, progress:
-            report = rag.ingest(paths, corpus=corpus, options=options, on_start=progress.on_start, on_file=on_file,
-                                on_progress=progress.on_batch, strict=strict)
+            report = rag.ingest(
+                paths,
+                corpus=corpus,
+                options=options,
+                on_start=progress.on_start,
+                on_file=on_file,
+                on_progress=progress.on_batch,
+                strict=strict,
+            )
             if prune:  # only after every file is in: a file moved within the folders is added before it is removed
                 report.outcomes += prune_missing(obj.store, folders, on_file=on_removed)
     except KeyboardInterrupt:
@@ -195,8 +232,11 @@ def _parse_filter(raw: str | None) -> dict[str, Any] | None:
 def _rag(obj: CliContext, router: str | None, opts: RouterOptions, *, hybrid: bool) -> Any:
     """The pipeline for a search/ask: the default one (trained router extended to user corpora), or one routed
     by the named router from the registry. ``hybrid`` is set per command (a served session is serial)."""
-    rag = obj.rag if router is None else obj.session.rag_with_router(obj.settings, (router, opts),
-                                                                      router_for(obj, router, opts))
+    rag = (
+        obj.rag
+        if router is None
+        else obj.session.rag_with_router(obj.settings, (router, opts), router_for(obj, router, opts))
+    )
     rag.hybrid = hybrid
     return rag
 
@@ -205,10 +245,17 @@ def search(
     ctx: typer.Context,
     query: QueryArg = None,
     query_file: QueryFileOpt = None,
-    corpus: str | None = typer.Option(None, "--corpus", "-c", help="Search this corpus (default: let the "
-                                      "router choose)."),
-    k: int = typer.Option(5, "-k", "--k", min=1, max=1000,
-                          help="How many results in all (the corpora searched are merged into one ranking)."),
+    corpus: str | None = typer.Option(
+        None, "--corpus", "-c", help="Search this corpus (default: let the router choose)."
+    ),
+    k: int = typer.Option(
+        5,
+        "-k",
+        "--k",
+        min=1,
+        max=1000,
+        help="How many results in all (the corpora searched are merged into one ranking).",
+    ),
     filter: str | None = typer.Option(None, "--filter", help='Metadata filter as JSON, e.g. \'{"lang": "en"}\'.'),
     router: OptionalRouterOpt = None,
     hybrid: bool = typer.Option(False, "--hybrid", help="Fuse dense and full-text rankings."),
@@ -255,12 +302,19 @@ def ask(
     question: QueryArg = None,
     query_file: QueryFileOpt = None,
     router: OptionalRouterOpt = None,
-    k: int = typer.Option(5, "-k", "--k", min=1, max=100,
-                          help="How much evidence in all (the corpora searched are merged into one ranking)."),
+    k: int = typer.Option(
+        5,
+        "-k",
+        "--k",
+        min=1,
+        max=100,
+        help="How much evidence in all (the corpora searched are merged into one ranking).",
+    ),
     filter: str | None = typer.Option(None, "--filter", help="Metadata filter as JSON."),
     hybrid: bool = typer.Option(False, "--hybrid", help="Fuse dense and full-text rankings."),
-    as_json: bool = typer.Option(False, "--json",
-                                 help='Print {"answer", "routes", "scores", "hits", "warning"} as JSON.'),
+    as_json: bool = typer.Option(
+        False, "--json", help='Print {"answer", "routes", "scores", "hits", "warning"} as JSON.'
+    ),
     model_dir: ModelDirOpt = None,
     threshold: ThresholdOpt = None,
     llm_model: str | None = AnswerModelOpt,
@@ -292,9 +346,12 @@ def ask(
     if answer.warning is not None:  # the model failed: the evidence stands, with the reason
         out.error(f"no answer, only the evidence above: {answer.warning}", label="warning")
     elif answer.text is None:
-        out.print("\n[yellow]No language model is configured, so this is the evidence only.[/] Set "
-                  "UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL / UNIVERSALRAG_LLM_API_KEY for a "
-                  "server such as vLLM, Ollama or OpenAI) to get an answer.", soft_wrap=True)
+        out.print(
+            "\n[yellow]No language model is configured, so this is the evidence only.[/] Set "
+            "UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL / UNIVERSALRAG_LLM_API_KEY for a "
+            "server such as vLLM, Ollama or OpenAI) to get an answer.",
+            soft_wrap=True,
+        )
     else:
         out.print(Text.assemble("\n", ("answer", "bold"), f" {answer.text}"), soft_wrap=True)
         if answer.citations:
@@ -310,8 +367,7 @@ sources_app = typer.Typer(help="List or delete ingested sources.", no_args_is_he
 
 
 @sources_app.command("list")
-def sources_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json",
-                                                                   help="Print JSON.")) -> None:
+def sources_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every ingested source."""
     obj = _obj(ctx)
     obj.ensure_initialised()
@@ -321,18 +377,21 @@ def sources_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json
         return
     for r in rows:
         scope = f"  [--corpus {r['scope']}]" if r.get("scope") else ""
-        obj.output.print(Text.assemble(r["uri"], (f"{scope}  {', '.join(r['corpora'])}  {r['content_hash'][:12]}",
-                                                  "dim")))
+        obj.output.print(
+            Text.assemble(r["uri"], (f"{scope}  {', '.join(r['corpora'])}  {r['content_hash'][:12]}", "dim"))
+        )
     obj.output.print(f"{len(rows)} sources")
 
 
 @sources_app.command("delete")
-def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The source's URI or file path, or a "
-                                                                 "folder: every source under it."),
-                   corpus: str | None = typer.Option(None, "--corpus", help="Delete only what was ingested with "
-                                                     "--corpus NAME (default: everything from this file)."),
-                   yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting a folder's "
-                                            "sources.")) -> None:
+def sources_delete(
+    ctx: typer.Context,
+    uri: str = typer.Argument(..., help="The source's URI or file path, or a folder: every source under it."),
+    corpus: str | None = typer.Option(
+        None, "--corpus", help="Delete only what was ingested with --corpus NAME (default: everything from this file)."
+    ),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask before deleting a folder's sources."),
+) -> None:
     """Delete a source and every unit made from it (paragraphs, documents, rows, clips); given a folder, every
     source under it (after saying how many, and asking unless --yes)."""
     from ..ingest.pipeline import sources_under
@@ -343,8 +402,9 @@ def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The 
     # a folder, or one deleted from disk whose files are still stored (a stored file of that path stays a file)
     if "://" not in uri and (path.is_dir() or not path.exists()):
         sources = obj.store.sources()
-        if path.is_dir() or (obj.store.source_state(path.resolve().as_uri(), scope=corpus or "") is None
-                             and sources_under(sources, path)):
+        if path.is_dir() or (
+            obj.store.source_state(path.resolve().as_uri(), scope=corpus or "") is None and sources_under(sources, path)
+        ):
             _delete_folder(obj, path, sources_under(sources, path, scope=corpus), corpus=corpus, yes=yes)
             return
     key = Path(uri).resolve().as_uri() if "://" not in uri else uri
@@ -354,15 +414,16 @@ def sources_delete(ctx: typer.Context, uri: str = typer.Argument(..., help="The 
     obj.output.print(Text(f"deleted {key}" + (f" from {corpus}" if corpus else "")))
 
 
-def _delete_folder(obj: CliContext, folder: Path, found: Mapping[str, Path], *, corpus: str | None,
-                   yes: bool) -> None:
+def _delete_folder(obj: CliContext, folder: Path, found: Mapping[str, Path], *, corpus: str | None, yes: bool) -> None:
     """Delete the stored sources ``found`` under ``folder`` (by URI), one transaction each, after a confirmation:
     a folder may hold thousands of sources, so its count is shown first. A source that fails to go is reported and
     the others go on (exit code 1)."""
     where = f" ingested with --corpus {corpus}" if corpus else ""
     if not found:
-        raise ConfigError(f"No source under {folder.resolve().as_uri()!r}{where} is stored; `universalrag sources "
-                          "list` shows what is.")
+        raise ConfigError(
+            f"No source under {folder.resolve().as_uri()!r}{where} is stored; `universalrag sources "
+            "list` shows what is."
+        )
     if not yes:
         typer.confirm(f"Delete the {len(found)} sources under {folder}{where}?", abort=True)
     deleted, failed = 0, 0

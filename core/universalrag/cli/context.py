@@ -40,15 +40,26 @@ class Output:
     (default: on a terminal, unless ``NO_COLOR`` is set).
     """
 
-    def __init__(self, *, terminal: bool | None = None, width: int | None = None, color: bool | None = None,
-                 stdout: TextIO | None = None, stderr: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        terminal: bool | None = None,
+        width: int | None = None,
+        color: bool | None = None,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+    ) -> None:
         from rich.console import Console
 
         out = stdout or sys.stdout
         self.terminal = out.isatty() if terminal is None else terminal
         self.color = (self.terminal and "NO_COLOR" not in os.environ) if color is None else color
-        common: dict[str, Any] = {"highlight": False, "force_terminal": self.terminal,
-                                  "no_color": not self.color, "color_system": "auto" if self.color else None}
+        common: dict[str, Any] = {
+            "highlight": False,
+            "force_terminal": self.terminal,
+            "no_color": not self.color,
+            "color_system": "auto" if self.color else None,
+        }
         if not self.terminal:
             common.update(width=PIPE_WIDTH, soft_wrap=True, force_interactive=False)
         elif width:
@@ -92,8 +103,13 @@ class Invocation:
 
 
 def _encoder_key(settings: Settings) -> tuple[Any, ...]:
-    return (settings.embedder, settings.embed_base_url, settings.embed_api_key, settings.embed_dimensions,
-            settings.device)
+    return (
+        settings.embedder,
+        settings.embed_base_url,
+        settings.embed_api_key,
+        settings.embed_dimensions,
+        settings.device,
+    )
 
 
 class Session:
@@ -124,8 +140,9 @@ class Session:
             store = self.store(settings)
             donor = next((r for s, r in self._rags.items() if _encoder_key(s) == _encoder_key(settings)), None)
             if donor is not None:
-                rag = UniversalRAG(settings=settings, store=store, embedder=donor.embedder,
-                                   visual_encoder=donor.visual_encoder)
+                rag = UniversalRAG(
+                    settings=settings, store=store, embedder=donor.embedder, visual_encoder=donor.visual_encoder
+                )
             else:
                 rag = UniversalRAG(settings=settings, store=store, embedder=_shared_text_encoder(settings))
             self._rags[settings] = rag
@@ -139,8 +156,13 @@ class Session:
             from ..pipeline import UniversalRAG
 
             base = self.rag(settings)
-            variant = UniversalRAG(settings=settings, store=base.store, embedder=base.embedder, router=router,
-                                   visual_encoder=base.visual_encoder)
+            variant = UniversalRAG(
+                settings=settings,
+                store=base.store,
+                embedder=base.embedder,
+                router=router,
+                visual_encoder=base.visual_encoder,
+            )
             self._variants[(settings, key)] = variant
         return variant
 
@@ -178,8 +200,15 @@ def _shared_text_encoder(settings: Settings) -> Any:
 class CliContext:
     """Settings, output and the :class:`UniversalRAG` of the running command."""
 
-    def __init__(self, settings: Settings, *, output: Output, session: Session | None = None,
-                 debug: bool = False, served: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        output: Output,
+        session: Session | None = None,
+        debug: bool = False,
+        served: bool = False,
+    ) -> None:
         self.settings = settings
         self.output = output
         self.debug = debug

@@ -19,24 +19,40 @@ def _obj(ctx: typer.Context) -> CliContext:
 
 
 @corpora_app.command("list")
-def corpora_list(ctx: typer.Context,
-                 as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def corpora_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every registered corpus with its row count and its server (``null``/none: the home database)."""
     obj = _obj(ctx)
     obj.ensure_initialised()
     store = obj.store
     specs, counts = store.corpora(refresh=True), store.counts()
-    rows = [{"name": s.name, "modality": str(s.modality), "granularity": str(s.granularity), "rows": counts[s.name],
-             "dimension": s.dimension, "embedder": s.embedder, "parent": s.parent, "builtin": s.builtin,
-             "server": store.server_of(s.name), "description": s.description} for s in specs.values()]
+    rows = [
+        {
+            "name": s.name,
+            "modality": str(s.modality),
+            "granularity": str(s.granularity),
+            "rows": counts[s.name],
+            "dimension": s.dimension,
+            "embedder": s.embedder,
+            "parent": s.parent,
+            "builtin": s.builtin,
+            "server": store.server_of(s.name),
+            "description": s.description,
+        }
+        for s in specs.values()
+    ]
     if as_json:
         obj.output.json(rows)
         return
     for r in rows:
         where = f", on server {r['server']}" if r["server"] else ""
-        obj.output.print(Text.assemble((r["name"], "bold"), f" ({r['modality']}/{r['granularity']}, {r['rows']} rows"
-                                       f"{', built in' if r['builtin'] else ''}{where}): {r['description']}"),
-                         soft_wrap=True)
+        obj.output.print(
+            Text.assemble(
+                (r["name"], "bold"),
+                f" ({r['modality']}/{r['granularity']}, {r['rows']} rows"
+                f"{', built in' if r['builtin'] else ''}{where}): {r['description']}",
+            ),
+            soft_wrap=True,
+        )
 
 
 @corpora_app.command("create")
@@ -45,23 +61,36 @@ def corpora_create(
     name: str = typer.Argument(..., help="1-40 characters: a lowercase letter, then letters, digits or _."),
     modality: Modality = typer.Option(..., "--modality", help="What the corpus holds."),
     granularity: Granularity = typer.Option(Granularity.OTHER, "--granularity", help="How large one unit is."),
-    description: str = typer.Option(..., "--description", help="What questions it answers (routers and agent "
-                                    "tool descriptions use this)."),
+    description: str = typer.Option(
+        ..., "--description", help="What questions it answers (routers and agent tool descriptions use this)."
+    ),
     parent: str | None = typer.Option(None, "--parent", help="Corpus whose units contain these."),
     multi_vector: bool = typer.Option(False, "--multi-vector", help="Several vectors per unit (chunks, rows)."),
-    example: list[str] = typer.Option([], "--example", help="A question this corpus answers (repeatable): the "
-                                      "router sends similar questions here."),
-    server: str | None = typer.Option(None, "--server", help="Create it on this member server (an alias of "
-                                      "UNIVERSALRAG_SERVERS) instead of the home database."),
+    example: list[str] = typer.Option(
+        [], "--example", help="A question this corpus answers (repeatable): the router sends similar questions here."
+    ),
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        help="Create it on this member server (an alias of UNIVERSALRAG_SERVERS) instead of the home database.",
+    ),
 ) -> None:
     """Create a user-defined corpus for the configured embedder (on the home database, or on --server)."""
     obj = _obj(ctx)
     obj.ensure_initialised()
     embedder = obj.rag.embedder
     try:
-        spec = CorpusSpec(name=name, modality=modality, granularity=granularity, description=description,
-                          dimension=embedder.dimension, embedder=embedder.name, parent=parent,
-                          multi_vector=multi_vector, metadata={"examples": list(example)} if example else {})
+        spec = CorpusSpec(
+            name=name,
+            modality=modality,
+            granularity=granularity,
+            description=description,
+            dimension=embedder.dimension,
+            embedder=embedder.name,
+            parent=parent,
+            multi_vector=multi_vector,
+            metadata={"examples": list(example)} if example else {},
+        )
     except ValueError as e:  # the spec's own validation of what the user typed (name rule, dimension)
         raise ConfigError(str(e)) from None
     obj.store.create_corpus(spec, server=server)

@@ -18,8 +18,12 @@ def demo(
     ctx: typer.Context,
     k: int = typer.Option(1, "-k", min=1, max=10, help="Evidence shown per question."),
     as_json: bool = typer.Option(False, "--json", help="Print the questions, decisions, hits and answers as JSON."),
-    demo_schema: str | None = typer.Option(None, "--demo-schema", help="Schema the demo builds its knowledge "
-                                           "base in, kept apart from your own corpora (default: universalrag_demo)."),
+    demo_schema: str | None = typer.Option(
+        None,
+        "--demo-schema",
+        help="Schema the demo builds its knowledge "
+        "base in, kept apart from your own corpora (default: universalrag_demo).",
+    ),
 ) -> None:
     """Build a knowledge base of documents, tables, photographs and a subtitled video (embedded Postgres,
     bundled encoder, no network), then ask one question per route: none, paragraph, document, table, image,
@@ -51,14 +55,23 @@ def demo(
                 out.print(Text.assemble("  ", ("answer", "bold"), f" {answer.text}"), soft_wrap=True)
     elapsed = time.perf_counter() - started
     if as_json:
-        out.json({"schema": demo_schema, "ingest": report.to_dict(), "results": results,
-                    "seconds": round(elapsed, 2)})
+        out.json({"schema": demo_schema, "ingest": report.to_dict(), "results": results, "seconds": round(elapsed, 2)})
     else:
         model = obj.settings.llm_model
-        note = (f"answers by {model}" if model else "no language model is configured, so each question shows "
-                "its evidence; set UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL) for answers")
-        out.print(Text(f"\ndemo schema {demo_schema!r} on {obj.store.url_redacted}; files in {folder}; "
-                       f"{elapsed:.1f} s; {note}.", style="dim"), soft_wrap=True)
+        note = (
+            f"answers by {model}"
+            if model
+            else "no language model is configured, so each question shows "
+            "its evidence; set UNIVERSALRAG_LLM_MODEL (and UNIVERSALRAG_LLM_BASE_URL) for answers"
+        )
+        out.print(
+            Text(
+                f"\ndemo schema {demo_schema!r} on {obj.store.url_redacted}; files in {folder}; "
+                f"{elapsed:.1f} s; {note}.",
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
     if not report.ok:
         raise typer.Exit(1)
 

@@ -20,8 +20,15 @@ if TYPE_CHECKING:
 __all__ = ["register"]
 
 _DEFAULT = ("routed", "unified", "all", "oracle", "random", "none")
-_LABELS = {"recall": "recall@{k}", "mrr": "MRR", "routing_accuracy": "routing", "exact_match": "EM",
-           "f1": "F1", "rouge_l": "ROUGE-L", "choice_accuracy": "MC acc"}
+_LABELS = {
+    "recall": "recall@{k}",
+    "mrr": "MRR",
+    "routing_accuracy": "routing",
+    "exact_match": "EM",
+    "f1": "F1",
+    "rouge_l": "ROUGE-L",
+    "choice_accuracy": "MC acc",
+}
 
 
 def _progress(out: Output) -> Any:
@@ -36,9 +43,11 @@ def _table(report: dict[str, Any]) -> Any:
     from rich.table import Table
 
     metrics = report["metrics"]
-    table = Table(title=f"{report['questions']} questions, k={report['k']}"
-                  + (f", answers by {report['generator']}" if report["generator"] else ", evidence only"),
-                  title_justify="left")
+    table = Table(
+        title=f"{report['questions']} questions, k={report['k']}"
+        + (f", answers by {report['generator']}" if report["generator"] else ", evidence only"),
+        title_justify="left",
+    )
     table.add_column("strategy")
     for m in metrics:
         table.add_column(_LABELS.get(m, m).format(k=report["k"]), justify="right")
@@ -61,8 +70,7 @@ def _per_source(report: dict[str, Any]) -> Any:
         table.add_column(_LABELS.get(m, m).format(k=report["k"]), justify="right")
     for name, summary in report["strategies"].items():
         for source, values in summary["per_source"].items():
-            table.add_row(Text(name), Text(source),
-                          *[f"{values[m]:.3f}" if m in values else "-" for m in metrics])
+            table.add_row(Text(name), Text(source), *[f"{values[m]:.3f}" if m in values else "-" for m in metrics])
     return table
 
 
@@ -71,8 +79,7 @@ def _plain(out: Output, report: dict[str, Any]) -> None:
     out.line("\t".join(["strategy", *metrics, "p50_ms"]))
     for name, summary in report["strategies"].items():
         p50 = summary["latency_ms"].get("total", {}).get("p50", 0.0)
-        out.line("\t".join([name, *(f"{summary['overall'].get(m, float('nan')):.4f}" for m in metrics),
-                            f"{p50:.1f}"]))
+        out.line("\t".join([name, *(f"{summary['overall'].get(m, float('nan')):.4f}" for m in metrics), f"{p50:.1f}"]))
 
 
 def _warn_unmatched(out: Output, check: EvidenceCheck) -> None:
@@ -85,25 +92,33 @@ def _warn_unmatched(out: Output, check: EvidenceCheck) -> None:
 
 def register(app: typer.Typer) -> None:
     """Add the ``eval`` sub-app (``rag``) to ``app``."""
-    eval_app = typer.Typer(help="Evaluate retrieval-augmented generation.", no_args_is_help=True,
-                           rich_markup_mode=None)
+    eval_app = typer.Typer(help="Evaluate retrieval-augmented generation.", no_args_is_help=True, rich_markup_mode=None)
 
     @eval_app.command("rag")
     def rag_cmd(
         ctx: typer.Context,
-        data: Path = typer.Option(..., "--data", help="Questions (JSON lines: query, answer, routes, evidence, "
-                                  "source). A relative evidence path is read against the data file's folder; when "
-                                  "that names no ingested source but the path against the current folder does, "
-                                  "against the current folder. Evidence naming no ingested source is warned about "
-                                  "(on stderr) and counts as a miss."),
+        data: Path = typer.Option(
+            ...,
+            "--data",
+            help="Questions (JSON lines: query, answer, routes, evidence, "
+            "source). A relative evidence path is read against the data file's folder; when "
+            "that names no ingested source but the path against the current folder does, "
+            "against the current folder. Evidence naming no ingested source is warned about "
+            "(on stderr) and counts as a miss.",
+        ),
         strategy: list[str] = typer.Option(
-            [], "--strategy", "-s", help="routed, unified, all, oracle, random, none or a corpus name; repeat for "
-            "several (default: routed, unified, all, oracle when the data has routes, random, none)."),
+            [],
+            "--strategy",
+            "-s",
+            help="routed, unified, all, oracle, random, none or a corpus name; repeat for "
+            "several (default: routed, unified, all, oracle when the data has routes, random, none).",
+        ),
         k: int = typer.Option(5, "-k", "--k", help="Hits per question (recall@k, MRR)."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
         plot: Path | None = typer.Option(None, "--plot", help="Write a bar chart per strategy to this PNG file."),
-        evidence_only: bool = typer.Option(False, "--evidence-only", help="Do not generate answers even when a "
-                                           "chat model is configured."),
+        evidence_only: bool = typer.Option(
+            False, "--evidence-only", help="Do not generate answers even when a chat model is configured."
+        ),
         seed: int = typer.Option(0, "--seed", help="Seed of the random strategy."),
     ) -> None:
         """Compare strategies on questions with gold answers, routes or evidence (retrieval metrics; answer
@@ -130,10 +145,17 @@ def register(app: typer.Typer) -> None:
         _warn_unmatched(out, check)
         base = obj.rag
         # its own facade over the same store and encoders: evaluation questions stay out of the routing log
-        rag = UniversalRAG(settings=obj.settings, store=base.store, embedder=base.embedder,
-                           visual_encoder=base.visual_encoder, generator=None, log_decisions=False)
+        rag = UniversalRAG(
+            settings=obj.settings,
+            store=base.store,
+            embedder=base.embedder,
+            visual_encoder=base.visual_encoder,
+            generator=None,
+            log_decisions=False,
+        )
         names = list(dict.fromkeys(strategy)) or [
-            s for s in _DEFAULT if s != "oracle" or all(e.routes is not None for e in examples)]
+            s for s in _DEFAULT if s != "oracle" or all(e.routes is not None for e in examples)
+        ]
         strategies = [build_strategy(n, rag, seed=seed) for n in names]
         generator = None if evidence_only else base.generator
         with _progress(out) as bar:

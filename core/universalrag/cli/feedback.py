@@ -38,8 +38,10 @@ def _synthesize(rag: Any, per_corpus: int, seed: int) -> list[Any]:
     try:
         synth = importlib.import_module("universalrag.routing.synth")
     except ModuleNotFoundError as e:
-        raise ConfigError("Query synthesis (universalrag.routing.synth) is not available in this version; "
-                          "adapt from Python with UniversalRAG.adapt_router(examples).") from e
+        raise ConfigError(
+            "Query synthesis (universalrag.routing.synth) is not available in this version; "
+            "adapt from Python with UniversalRAG.adapt_router(examples)."
+        ) from e
     return list(synth.synthesize_queries(rag.store, per_corpus=per_corpus, seed=seed))
 
 
@@ -49,12 +51,21 @@ def _status(rag: Any) -> dict[str, Any]:
     from ..store.routing_log import combiner_record
 
     record = combiner_record(rag.store)
-    adapted = None if record is None else {
-        "version": record["version"], "created_at": record["created_at"].isoformat() if record["created_at"] else None,
-        **{k: (record["report"] or {}).get(k) for k in ("before", "after", "train", "heldout", "feedback")}}
+    adapted = (
+        None
+        if record is None
+        else {
+            "version": record["version"],
+            "created_at": record["created_at"].isoformat() if record["created_at"] else None,
+            **{k: (record["report"] or {}).get(k) for k in ("before", "after", "train", "heldout", "feedback")},
+        }
+    )
     current = rag.combiner
-    return {"combiner": current.version if current is not None else None, "shipped": Combiner.default().version,
-            "adapted": adapted}
+    return {
+        "combiner": current.version if current is not None else None,
+        "shipped": Combiner.default().version,
+        "adapted": adapted,
+    }
 
 
 def register(router_app: typer.Typer) -> None:
@@ -90,11 +101,14 @@ def register(router_app: typer.Typer) -> None:
             typer.echo(json.dumps(data))
             return
         before, after = data["before"], data["after"]
-        typer.echo(f"trained on {data['train']} questions ({data['feedback']} from feedback), "
-                   f"held out {data['heldout']}")
+        typer.echo(
+            f"trained on {data['train']} questions ({data['feedback']} from feedback), held out {data['heldout']}"
+        )
         if before:
-            typer.echo(f"held-out accuracy: {before['accuracy']:.1%} before, {after['accuracy']:.1%} after; "
-                       f"false none {before['false_none']:.1%} → {after['false_none']:.1%}")
+            typer.echo(
+                f"held-out accuracy: {before['accuracy']:.1%} before, {after['accuracy']:.1%} after; "
+                f"false none {before['false_none']:.1%} → {after['false_none']:.1%}"
+            )
         typer.echo("stored as this database's router" if data["saved"] else "not stored (not better; --force)")
 
     @router_app.command("status")
@@ -109,15 +123,21 @@ def register(router_app: typer.Typer) -> None:
             return
         adapted = data["adapted"]
         if adapted is None:
-            typer.echo(f"combiner: the shipped one ({data['shipped']}); none adapted to this database "
-                       "(`universalrag router adapt`)")
+            typer.echo(
+                f"combiner: the shipped one ({data['shipped']}); none adapted to this database "
+                "(`universalrag router adapt`)"
+            )
             return
-        typer.echo(f"combiner: {adapted['version']}, adapted to this database at {adapted['created_at']} "
-                   f"on {adapted['train']} questions ({adapted['feedback']} from feedback)")
+        typer.echo(
+            f"combiner: {adapted['version']}, adapted to this database at {adapted['created_at']} "
+            f"on {adapted['train']} questions ({adapted['feedback']} from feedback)"
+        )
         before, after = adapted.get("before") or {}, adapted.get("after") or {}
         if before and after:
-            typer.echo(f"held-out accuracy when adapted: {before['accuracy']:.1%} before, {after['accuracy']:.1%} "
-                       f"after ({adapted['heldout']} questions)")
+            typer.echo(
+                f"held-out accuracy when adapted: {before['accuracy']:.1%} before, {after['accuracy']:.1%} "
+                f"after ({adapted['heldout']} questions)"
+            )
         typer.echo(f"`universalrag router reset` returns to the shipped combiner ({data['shipped']})")
 
     @router_app.command("reset")
@@ -127,5 +147,8 @@ def register(router_app: typer.Typer) -> None:
 
         removed = _rag(_root(ctx)).reset_router()
         shipped = Combiner.default().version
-        typer.echo(f"removed the adapted combiner {removed}; the shipped combiner ({shipped}) decides again"
-                   if removed else f"no adapted combiner is stored here; the shipped combiner ({shipped}) decides")
+        typer.echo(
+            f"removed the adapted combiner {removed}; the shipped combiner ({shipped}) decides again"
+            if removed
+            else f"no adapted combiner is stored here; the shipped combiner ({shipped}) decides"
+        )

@@ -25,8 +25,20 @@ if TYPE_CHECKING:
     from ..ingest import FileOutcome, IngestReport
     from ..ingest.report import Progress as BatchProgress
 
-__all__ = ["IngestProgress", "folders_without_input", "hit_dict", "hit_label", "name_tag", "print_decision",
-           "print_hits", "print_report", "similarity", "skipped_reasons", "snippet", "warnings_shown"]
+__all__ = [
+    "IngestProgress",
+    "folders_without_input",
+    "hit_dict",
+    "hit_label",
+    "name_tag",
+    "print_decision",
+    "print_hits",
+    "print_report",
+    "similarity",
+    "skipped_reasons",
+    "snippet",
+    "warnings_shown",
+]
 
 
 def snippet(text: str, width: int | None = 220) -> str:
@@ -107,7 +119,9 @@ def _place(hit: Hit) -> str:
     if page is None:
         return ""
     end = meta.get("page_end")
-    return f", pp. {page}–{end}" if end not in (None, meta.get("page")) and not meta.get("page_label") else f", p. {page}"
+    return (
+        f", pp. {page}–{end}" if end not in (None, meta.get("page")) and not meta.get("page_label") else f", p. {page}"
+    )
 
 
 def name_tag(hit: Hit, names: tuple[str, ...]) -> str | None:
@@ -135,8 +149,15 @@ def print_hits(out: Output, hits: Sequence[Hit], *, title: str | None = None, qu
     tagged = False
     for rank, hit in enumerate(hits, 1):
         label = snippet(hit_label(hit), label_width)
-        line = Text.assemble(f"  {rank}. ", (f"{similarity(hit):.3f}", "cyan"), " ", (hit.corpus, "magenta"),
-                             _span(hit), " ", (label, "bold"))
+        line = Text.assemble(
+            f"  {rank}. ",
+            (f"{similarity(hit):.3f}", "cyan"),
+            " ",
+            (hit.corpus, "magenta"),
+            _span(hit),
+            " ",
+            (label, "bold"),
+        )
         if (tag := name_tag(hit, names)) is not None:
             line.append(f"  [{tag}]", style="yellow")
             tagged = True
@@ -161,12 +182,23 @@ def print_decision(out: Output, decision: RouteDecision, *, filtered_out: bool =
     relevant": a filter on a key no unit holds read as a question nothing answers)."""
     ranked = sorted(decision.scores.items(), key=lambda kv: -kv[1])
     scores = ", ".join(f"{name} {p:.2f}" for name, p in ranked if p >= 0.01 or name in decision.routes)
-    out.print(Text.assemble(("route", "bold"), " ", (" + ".join(decision.routes), "magenta"),
-                            (f" ({decision.router}, {decision.latency_ms:.0f} ms{'; ' + scores if scores else ''})",
-                             "dim")), soft_wrap=True)
+    out.print(
+        Text.assemble(
+            ("route", "bold"),
+            " ",
+            (" + ".join(decision.routes), "magenta"),
+            (f" ({decision.router}, {decision.latency_ms:.0f} ms{'; ' + scores if scores else ''})", "dim"),
+        ),
+        soft_wrap=True,
+    )
     if filtered_out:
-        out.print(Text("  no unit matches the filter (`universalrag sources list` shows the files; a hit's metadata, "
-                       "with --json and without the filter, its keys)", "yellow"))
+        out.print(
+            Text(
+                "  no unit matches the filter (`universalrag sources list` shows the files; a hit's metadata, "
+                "with --json and without the filter, its keys)",
+                "yellow",
+            )
+        )
     elif decision.fallback:
         likeliest = "corpus" if len(decision.routes) == 1 else "corpora"  # the fallback may search a sibling too
         out.print(Text(f"  nothing looked relevant (route none); searched the likeliest {likeliest} anyway", "dim"))
@@ -261,9 +293,15 @@ class IngestProgress:
             # a long path must not push the bar and the count off the line: the note gets what they leave
             self._note_column = Column(no_wrap=True, overflow="ellipsis")
             note = TextColumn("{task.fields[last]}", markup=False, table_column=self._note_column)
-            self._progress = Progress(TextColumn("[bold]ingest[/]"), BarColumn(bar_width=_BAR_WIDTH),
-                                      MofNCompleteColumn(), TimeElapsedColumn(), note, console=self.out.err,
-                                      transient=True)
+            self._progress = Progress(
+                TextColumn("[bold]ingest[/]"),
+                BarColumn(bar_width=_BAR_WIDTH),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                note,
+                console=self.out.err,
+                transient=True,
+            )
             self._progress.__enter__()
         return self
 
@@ -316,17 +354,19 @@ class IngestProgress:
         """``before + path + after`` for the bar's note, the path shortened from its start to fit the room left on
         the line: its end (the file's name and nearest folders) says which file it is."""
         room = max(NOTE_MIN, self._room - len(before) - len(after))
-        return before + (path if len(path) <= room else "…" + path[len(path) - room + 1:]) + after
+        return before + (path if len(path) <= room else "…" + path[len(path) - room + 1 :]) + after
 
     def interrupted_message(self, *, rolled_back: bool = False) -> str:
         """What an interrupted run kept, and how to continue."""
         kept = [o for o in self.outcomes if o.status in ("added", "replaced")]
         total = f" of {self.total}" if self.total is not None else ""
-        return (f"stopped after {len(self.outcomes)}{total} files: {len(kept)} sources were committed "
-                f"({sum(1 for o in kept if o.status == 'added')} added, "
-                f"{sum(1 for o in kept if o.status == 'replaced')} replaced)"
-                + ("; the file in progress was rolled back" if rolled_back else "")
-                + ". Run the same command again to continue: unchanged files are skipped.")
+        return (
+            f"stopped after {len(self.outcomes)}{total} files: {len(kept)} sources were committed "
+            f"({sum(1 for o in kept if o.status == 'added')} added, "
+            f"{sum(1 for o in kept if o.status == 'replaced')} replaced)"
+            + ("; the file in progress was rolled back" if rolled_back else "")
+            + ". Run the same command again to continue: unchanged files are skipped."
+        )
 
 
 def _more(progress: BatchProgress) -> str:

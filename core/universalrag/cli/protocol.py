@@ -13,8 +13,16 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["MAX_SOCKET_PATH", "SERVED_COMMANDS", "SOCKET_NAME", "VERSION", "command_of", "read_message",
-           "socket_path", "write_message"]
+__all__ = [
+    "MAX_SOCKET_PATH",
+    "SERVED_COMMANDS",
+    "SOCKET_NAME",
+    "VERSION",
+    "command_of",
+    "read_message",
+    "socket_path",
+    "write_message",
+]
 
 VERSION = 1
 SOCKET_NAME = "serve.sock"

@@ -51,8 +51,9 @@ app = typer.Typer(
 def _root(
     ctx: typer.Context,
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
-    schema: str | None = typer.Option(None, "--schema", help="Postgres schema (default: UNIVERSALRAG_SCHEMA "
-                                      "or 'universalrag')."),
+    schema: str | None = typer.Option(
+        None, "--schema", help="Postgres schema (default: UNIVERSALRAG_SCHEMA or 'universalrag')."
+    ),
 ) -> None:
     invocation = ctx.obj if isinstance(ctx.obj, Invocation) else Invocation()
     output = Output(terminal=invocation.terminal, width=invocation.width, color=invocation.color)
@@ -70,4 +71,6 @@ routing.register(app)
 demo.register(app)
 serve.register(app)
 worker.register(app)  # the sync worker (issue 13)
-from . import eval as eval_cli; eval_cli.register(app)  # noqa: E402,E702 - `universalrag eval rag` (issue 14)
+from . import eval as eval_cli
+
+eval_cli.register(app)  # noqa: E402,E702 - `universalrag eval rag` (issue 14)

@@ -15,12 +15,21 @@ from ..config import Settings
 from ..errors import ConfigError
 from .context import CliContext
 
-__all__ = ["PRIOR_ONLY_NOTE", "ROUTER_KINDS", "RouterOptions", "build_router", "router_for", "routes_as_search",
-           "searches_with_evidence"]
+__all__ = [
+    "PRIOR_ONLY_NOTE",
+    "ROUTER_KINDS",
+    "RouterOptions",
+    "build_router",
+    "router_for",
+    "routes_as_search",
+    "searches_with_evidence",
+]
 
 #: What `router eval` measures, said beside its figures: users compare them with `eval rag`'s routing accuracy.
-PRIOR_ONLY_NOTE = ("question-only prior: the router alone, without the probes of your corpora that `search` and `ask` "
-                   "route with; `universalrag eval rag --data FILE.jsonl -s routed` measures routing as search does it")
+PRIOR_ONLY_NOTE = (
+    "question-only prior: the router alone, without the probes of your corpora that `search` and `ask` "
+    "route with; `universalrag eval rag --data FILE.jsonl -s routed` measures routing as search does it"
+)
 
 
 @dataclass(frozen=True)
@@ -60,11 +69,17 @@ def _llm(opts: RouterOptions, settings: Settings, embedder: Any) -> Any:
 
     model = opts.llm_model or settings.llm_model
     if not model:
-        raise ConfigError("The LLM router needs a chat model: pass --llm-model (and --llm-url for a local server) "
-                          "or set UNIVERSALRAG_LLM_MODEL.")
-    return LLMRouter(model, base_url=opts.llm_url or settings.llm_base_url,
-                     api_key=opts.llm_key or settings.llm_api_key, timeout=opts.timeout,
-                     fallback=_trained(opts, settings, embedder))  # a failing or hung model: the trained router
+        raise ConfigError(
+            "The LLM router needs a chat model: pass --llm-model (and --llm-url for a local server) "
+            "or set UNIVERSALRAG_LLM_MODEL."
+        )
+    return LLMRouter(
+        model,
+        base_url=opts.llm_url or settings.llm_base_url,
+        api_key=opts.llm_key or settings.llm_api_key,
+        timeout=opts.timeout,
+        fallback=_trained(opts, settings, embedder),
+    )  # a failing or hung model: the trained router
 
 
 def _ensemble(opts: RouterOptions, settings: Settings, embedder: Any) -> Any:
@@ -76,8 +91,7 @@ def _ensemble(opts: RouterOptions, settings: Settings, embedder: Any) -> Any:
 def _examples(opts: RouterOptions, settings: Settings, embedder: Any) -> Any:
     from ..routing import ExampleRouter
 
-    return ExampleRouter.with_builtin(threshold=0.8 if opts.threshold is None else opts.threshold,
-                                      embedder=embedder)
+    return ExampleRouter.with_builtin(threshold=0.8 if opts.threshold is None else opts.threshold, embedder=embedder)
 
 
 #: Router kinds by name: each builds a router from the options, the settings and the text encoder.
@@ -90,8 +104,14 @@ ROUTER_KINDS: dict[str, Callable[[RouterOptions, Settings, Any], Any]] = {
 
 RouterOpt = Annotated[str, typer.Option("--router", "-r", help=f"One of: {', '.join(ROUTER_KINDS)}.")]
 OptionalRouterOpt = Annotated[
-    str | None, typer.Option("--router", "-r", help=f"One of: {', '.join(ROUTER_KINDS)} (default: trained, "
-                             "extended to your own corpora by their example queries).")]
+    str | None,
+    typer.Option(
+        "--router",
+        "-r",
+        help=f"One of: {', '.join(ROUTER_KINDS)} (default: trained, "
+        "extended to your own corpora by their example queries).",
+    ),
+]
 
 
 def build_router(kind: str, opts: RouterOptions, *, settings: Settings, embedder: Any = None) -> Any:
@@ -109,8 +129,10 @@ def router_for(obj: CliContext, kind: str, opts: RouterOptions) -> Any:
     if kind == "trained" and opts.model_dir is None and opts.threshold is None:
         return obj.rag.router
     embedder = obj.rag.embedder if kind == "examples" else None
-    return obj.session.router((kind, opts, obj.settings if kind in ("llm", "ensemble") else None),
-                              lambda: build_router(kind, opts, settings=obj.settings, embedder=embedder))
+    return obj.session.router(
+        (kind, opts, obj.settings if kind in ("llm", "ensemble") else None),
+        lambda: build_router(kind, opts, settings=obj.settings, embedder=embedder),
+    )
 
 
 def searches_with_evidence(kind: str, opts: RouterOptions) -> bool:

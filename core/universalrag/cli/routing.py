@@ -103,14 +103,18 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         query: QueryArg = None,
         query_file: QueryFileOpt = None,
-        bound: bool = typer.Option(False, "--bound", help="Choose only among the database's corpora that hold "
-                                   "rows (plus none)."),
+        bound: bool = typer.Option(
+            False, "--bound", help="Choose only among the database's corpora that hold rows (plus none)."
+        ),
         router: RouterOpt = "trained",
         as_json: bool = typer.Option(False, "--json", help="Print the decision as JSON."),
         evidence: bool | None = typer.Option(
-            None, "--evidence/--prior", help="--evidence (the default with the shipped trained router): the decision "
+            None,
+            "--evidence/--prior",
+            help="--evidence (the default with the shipped trained router): the decision "
             "`search` makes, from the router's prior, probes of your corpora and the combiner. --prior: the "
-            "question-only prior, which never looks at your corpora."),
+            "question-only prior, which never looks at your corpora.",
+        ),
         candidates: str | None = typer.Option(None, "--candidates", help="Comma-separated routes to choose from."),
         model_dir: ModelDirOpt = None,
         threshold: ThresholdOpt = None,
@@ -136,8 +140,10 @@ def register(app: typer.Typer) -> None:
             chosen = [c for c in available if chosen is None or c in chosen]
         as_search = searches_with_evidence(router, opts)
         if evidence and not as_search:
-            raise ConfigError("--evidence shows the decision search makes, with the default trained router; drop "
-                              "--router, --model and --threshold, or drop --evidence.")
+            raise ConfigError(
+                "--evidence shows the decision search makes, with the default trained router; drop "
+                "--router, --model and --threshold, or drop --evidence."
+            )
         evidence = as_search if evidence is None else evidence
         with warnings_shown(obj.output):
             if evidence:
@@ -149,14 +155,28 @@ def register(app: typer.Typer) -> None:
         if as_json:
             out.line(json.dumps({"query": query, **decision.to_dict()}, ensure_ascii=False))
             return
-        how = ("with the probes of your corpora, as search" if evidence else
-               "question-only prior, your corpora not looked at" if as_search else "from the question alone")
-        out.print(Text.assemble(("none" if decision.fallback else ", ".join(decision.routes), "bold"),
-                                f"  ({decision.router}, {decision.latency_ms:.1f} ms; {how})"))
+        how = (
+            "with the probes of your corpora, as search"
+            if evidence
+            else "question-only prior, your corpora not looked at"
+            if as_search
+            else "from the question alone"
+        )
+        out.print(
+            Text.assemble(
+                ("none" if decision.fallback else ", ".join(decision.routes), "bold"),
+                f"  ({decision.router}, {decision.latency_ms:.1f} ms; {how})",
+            )
+        )
         if decision.fallback:  # as search: `none` concluded, the likeliest corpora searched all the same
             searched = ", ".join(decision.routes)
-            out.print(Text(f"  nothing in your corpora looked relevant; search still searches {searched}, and ask "
-                           "answers without retrieval", "dim"))
+            out.print(
+                Text(
+                    f"  nothing in your corpora looked relevant; search still searches {searched}, and ask "
+                    "answers without retrieval",
+                    "dim",
+                )
+            )
         ranked = sorted(decision.scores.items(), key=lambda kv: -kv[1])
         if not out.terminal:
             for name, score in ranked:
@@ -187,8 +207,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Train a router and print its validation accuracy per source and per route."""
         from ..routing import TrainedRouter, bundled_heldout, bundled_queries, read_jsonl, split_by_source
-        from ..routing.training import TrainConfig, train_router
         from ..routing.trained_router import annotate_artefact
+        from ..routing.training import TrainConfig, train_router
 
         cfg = TrainConfig.for_mode(
             mode, trainable_layers=layers, seed=seed, num_threads=threads, **({"epochs": epochs} if epochs else {})
@@ -266,5 +286,7 @@ def register(app: typer.Typer) -> None:
             return
         _print_report(obj.output, report, heading=f"{router} router ({PRIOR_ONLY_NOTE})")
 
-    from . import feedback; feedback.register(router_app)  # noqa: E702 - `router feedback` and `router adapt`
+    from . import feedback
+
+    feedback.register(router_app)  # noqa: E702 - `router feedback` and `router adapt`
     app.add_typer(router_app, name="router")

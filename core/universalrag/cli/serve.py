@@ -94,9 +94,14 @@ def execute(request: dict[str, Any], session: Session, command: Any) -> dict[str
         return {"refused": f"`{command_of(argv)}` is not answered by the server"}
     if isinstance(session, ServedSession):
         session.begin_request()
-    invocation = Invocation(environ=dict(request.get("env") or {}), terminal=bool(request.get("terminal")),
-                            width=request.get("width"), color=bool(request.get("color")), session=session,
-                            served=True)
+    invocation = Invocation(
+        environ=dict(request.get("env") or {}),
+        terminal=bool(request.get("terminal")),
+        width=request.get("width"),
+        color=bool(request.get("color")),
+        session=session,
+        served=True,
+    )
     stdout, stderr = io.StringIO(), io.StringIO()
     here = os.getcwd()
     code: int = 0
@@ -125,9 +130,12 @@ class _Handler(socketserver.StreamRequestHandler):
         reply = execute(request, self.server.session, self.server.command)
         write_message(self.wfile, reply)
         # one line per request on the server's own stdout (never the query: it may be private)
-        print(f"{command_of([str(a) for a in request.get('argv', [])])}: "
-              f"{'refused' if 'refused' in reply else 'exit ' + str(reply['code'])} in "
-              f"{(time.perf_counter() - started) * 1000:.0f} ms", flush=True)
+        print(
+            f"{command_of([str(a) for a in request.get('argv', [])])}: "
+            f"{'refused' if 'refused' in reply else 'exit ' + str(reply['code'])} in "
+            f"{(time.perf_counter() - started) * 1000:.0f} ms",
+            flush=True,
+        )
 
 
 class Server(socketserver.UnixStreamServer):
@@ -166,8 +174,11 @@ def _warm_up(obj: CliContext) -> None:
 
 def serve(
     ctx: typer.Context,
-    preload: bool = typer.Option(True, "--preload/--no-preload", help="Load the encoder and the router before "
-                                 "accepting requests (default) or on the first request."),
+    preload: bool = typer.Option(
+        True,
+        "--preload/--no-preload",
+        help="Load the encoder and the router before accepting requests (default) or on the first request.",
+    ),
 ) -> None:
     """Keep the encoder and the router loaded and answer `search`, `route` and `ask` from other `universalrag`
     processes (a Unix socket under UNIVERSALRAG_HOME). They use it automatically while it runs; --no-server
@@ -176,15 +187,16 @@ def serve(
     home = obj.settings.home_dir
     path = socket_path(home)
     if len(str(path)) > MAX_SOCKET_PATH:
-        raise ConfigError(f"The socket path {str(path)!r} is too long for a Unix socket; set UNIVERSALRAG_HOME "
-                          "to a shorter directory.")
+        raise ConfigError(
+            f"The socket path {str(path)!r} is too long for a Unix socket; set UNIVERSALRAG_HOME "
+            "to a shorter directory."
+        )
     home.mkdir(parents=True, exist_ok=True)
     if path.exists():
         if _live(path):
             raise ConfigError(f"A server is already running on {path}.")
         path.unlink()  # left by a server that was killed
-    served = CliContext(obj.settings, output=obj.output, session=ServedSession(), debug=obj.debug,
-                        served=obj.served)
+    served = CliContext(obj.settings, output=obj.output, session=ServedSession(), debug=obj.debug, served=obj.served)
     ctx.call_on_close(served.session.close)
     if preload:
         _warm_up(served)
@@ -198,8 +210,10 @@ def serve(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
-    obj.output.print(Text(f"serving {obj.settings.schema!r} and other schemas on {path} (pid {os.getpid()}); "
-                          "Ctrl-C stops"), soft_wrap=True)
+    obj.output.print(
+        Text(f"serving {obj.settings.schema!r} and other schemas on {path} (pid {os.getpid()}); Ctrl-C stops"),
+        soft_wrap=True,
+    )
     sys.stdout.flush()
     try:
         server.serve_forever()

@@ -78,16 +78,21 @@ def demo_questions() -> list[DemoQuestion]:
     try:
         items = json.loads(path.read_text(encoding="utf-8"))
         questions = [
-            DemoQuestion(question=str(item["question"]), route=str(item["route"]),
-                         answer_phrase=item.get("answer_phrase"), source=item.get("source"))
+            DemoQuestion(
+                question=str(item["question"]),
+                route=str(item["route"]),
+                answer_phrase=item.get("answer_phrase"),
+                source=item.get("source"),
+            )
             for item in items
         ]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ConfigError(f"The demo questions in {str(path)!r} cannot be read ({e}); reinstall universalrag.") from e
     routes = [q.route for q in questions]
     if set(routes) != set(ROUTES):
-        raise ConfigError(f"{str(path)!r} must hold a question for every route ({', '.join(ROUTES)}); "
-                          f"it has {', '.join(routes)}.")
+        raise ConfigError(
+            f"{str(path)!r} must hold a question for every route ({', '.join(ROUTES)}); it has {', '.join(routes)}."
+        )
     return sorted(questions, key=lambda q: ROUTES.index(q.route))  # stable: a route's questions keep their order
 
 
@@ -130,9 +135,8 @@ def _report_bytes(spec: Report) -> bytes:
         from reportlab.lib import colors
         from reportlab.lib.pagesizes import A4
         from reportlab.lib.styles import getSampleStyleSheet
-        from reportlab.platypus import Image, Paragraph, SimpleDocTemplate, Spacer
+        from reportlab.platypus import Image, Paragraph, SimpleDocTemplate, Spacer, TableStyle
         from reportlab.platypus import Table as PdfTable
-        from reportlab.platypus import TableStyle
     except ImportError as e:
         raise MissingDependencyError("reportlab", "demo", feature="the demo's PDF report") from e
     styles = getSampleStyleSheet()
@@ -142,13 +146,19 @@ def _report_bytes(spec: Report) -> bytes:
         story += [Paragraph(text, styles["BodyText"]) for text in paragraphs]
         if heading.startswith("2 "):
             table = PdfTable([list(row) for row in spec.table])
-            table.setStyle(TableStyle([("GRID", (0, 0), (-1, -1), 0.5, colors.black),
-                                       ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold")]))
+            table.setStyle(
+                TableStyle(
+                    [("GRID", (0, 0), (-1, -1), 0.5, colors.black), ("FONTNAME", (0, 0), (-1, 0), "Helvetica-Bold")]
+                )
+            )
             story += [Spacer(1, 6), Paragraph(spec.table_caption, styles["BodyText"]), table]
         if heading.startswith("3 "):
             photo = io.BytesIO(encode_jpeg(sample_photo(spec.figure_sample), max_side=320))
-            story += [Spacer(1, 6), Image(photo, width=240, height=160),
-                      Paragraph(spec.figure_caption, styles["BodyText"])]
+            story += [
+                Spacer(1, 6),
+                Image(photo, width=240, height=160),
+                Paragraph(spec.figure_caption, styles["BodyText"]),
+            ]
     out = io.BytesIO()
     SimpleDocTemplate(out, pagesize=A4, title=spec.title, invariant=1).build(story)
     return out.getvalue()

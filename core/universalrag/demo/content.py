@@ -68,8 +68,15 @@ class Report:
 TABLES: tuple[Table, ...] = (
     Table(
         file="meridian_hill_observing_log_2024.csv",
-        header=("month", "clear_nights", "public_evening_visitors", "variable_star_timings", "asteroid_positions",
-                "meteors_recorded", "notes"),
+        header=(
+            "month",
+            "clear_nights",
+            "public_evening_visitors",
+            "variable_star_timings",
+            "asteroid_positions",
+            "meteors_recorded",
+            "notes",
+        ),
         rows=(
             ("January 2024", "9", "212", "148", "36", "402", "Quadrantids peak lost to cloud"),
             ("February 2024", "7", "186", "120", "28", "233", "Night-sky photography workshop weekend"),
@@ -104,32 +111,37 @@ TABLES: tuple[Table, ...] = (
 
 PHOTOS: tuple[Photo, ...] = (
     Photo(
-        file="chelsea_the_observatory_cat.jpg", sample="chelsea",
+        file="chelsea_the_observatory_cat.jpg",
+        sample="chelsea",
         caption="Chelsea, the tabby cat who lives at Meridian Hill Observatory, in close-up: a light brown coat "
-                "with dark stripes on her forehead, large yellow-green eyes, a pink nose and long white whiskers, "
-                "looking to one side.",
+        "with dark stripes on her forehead, large yellow-green eyes, a pink nose and long white whiskers, "
+        "looking to one side.",
     ),
     Photo(
-        file="falcon9_dscovr_launch_pad.jpg", sample="rocket",
+        file="falcon9_dscovr_launch_pad.jpg",
+        sample="rocket",
         caption="A SpaceX Falcon 9 rocket standing on Launch Complex 40 at Cape Canaveral at dusk before it "
-                "launched the DSCOVR space weather satellite in 2015: a tall white rocket between four lightning "
-                "masts, lit by starburst floodlights under a deep blue sky.",
+        "launched the DSCOVR space weather satellite in 2015: a tall white rocket between four lightning "
+        "masts, lit by starburst floodlights under a deep blue sky.",
     ),
     Photo(
-        file="astronaut_eileen_collins.jpg", sample="astronaut",
+        file="astronaut_eileen_collins.jpg",
+        sample="astronaut",
         caption="Official NASA portrait of astronaut Eileen Collins, the first woman to pilot and later command a "
-                "Space Shuttle: smiling, short brown hair, in an orange launch-and-entry suit with mission patches, "
-                "a black helmet beside her, the American flag and a model shuttle behind her.",
+        "Space Shuttle: smiling, short brown hair, in an orange launch-and-entry suit with mission patches, "
+        "a black helmet beside her, the American flag and a model shuttle behind her.",
     ),
     Photo(
-        file="greek_coins_from_pompeii.jpg", sample="coins",
+        file="greek_coins_from_pompeii.jpg",
+        sample="coins",
         caption="Ancient Greek silver and bronze coins found at Pompeii, laid out in four rows on a grey cloth in "
-                "a black-and-white museum photograph; most show the head of a god or goddess in profile.",
+        "a black-and-white museum photograph; most show the head of a god or goddess in profile.",
     ),
     Photo(
-        file="espresso_at_carrow_cafe.jpg", sample="coffee",
+        file="espresso_at_carrow_cafe.jpg",
+        sample="coffee",
         caption="An espresso with golden crema in a glossy red-brown cup on a matching saucer, a silver teaspoon "
-                "resting beside it, on a worn wooden table at the café in Carrow that roasts its own beans.",
+        "resting beside it, on a worn wooden table at the café in Carrow that roasts its own beans.",
     ),
 )
 
@@ -137,21 +149,33 @@ VIDEO = VideoSpec(
     file="night_sky_photography.mp4",
     title="Photographing the night sky at Meridian Hill",
     scenes=(
-        VideoScene("camera", 5.0,
-                   "First, set your camera on a sturdy tripod, switch the lens to manual focus and focus on a "
-                   "distant streetlight."),
-        VideoScene("coffee", 4.0,
-                   "Then pour a cup of coffee and wait twenty minutes while the sky darkens and your eyes adapt "
-                   "to the dark."),
-        VideoScene("moon", 5.0,
-                   "Start with the Moon. It is bright, so use a short exposure of 1/250 of a second at ISO 100 "
-                   "to keep the craters sharp."),
-        VideoScene("hubble_deep_field", 5.0,
-                   "For faint galaxies, take forty exposures of 30 seconds each and stack them on the computer "
-                   "afterwards."),
-        VideoScene("chelsea", 4.0,
-                   "Before you pack up, check that Chelsea the observatory cat has not climbed into your camera "
-                   "bag."),
+        VideoScene(
+            "camera",
+            5.0,
+            "First, set your camera on a sturdy tripod, switch the lens to manual focus and focus on a "
+            "distant streetlight.",
+        ),
+        VideoScene(
+            "coffee",
+            4.0,
+            "Then pour a cup of coffee and wait twenty minutes while the sky darkens and your eyes adapt to the dark.",
+        ),
+        VideoScene(
+            "moon",
+            5.0,
+            "Start with the Moon. It is bright, so use a short exposure of 1/250 of a second at ISO 100 "
+            "to keep the craters sharp.",
+        ),
+        VideoScene(
+            "hubble_deep_field",
+            5.0,
+            "For faint galaxies, take forty exposures of 30 seconds each and stack them on the computer afterwards.",
+        ),
+        VideoScene(
+            "chelsea",
+            4.0,
+            "Before you pack up, check that Chelsea the observatory cat has not climbed into your camera bag.",
+        ),
     ),
 )
 
@@ -160,20 +184,29 @@ REPORT = Report(
     file="carrow_ferry_annual_report_2024.pdf",
     title="Carrow Ferry Company: Annual Report 2024",
     sections=(
-        ("1 The year in brief", (
-            "The Carrow Ferry Company runs the crossing between Carrow harbour and Gull Island with one vessel, "
-            "the Kittiwake, built in 1988 and refitted in the winter of 2023.",
-            "Passenger numbers recovered fully in 2024: the ferry carried more people than in any year since the "
-            "company was founded, helped by the observatory's public evenings on the island.",
-        )),
-        ("2 Sailings and passengers", (
-            "Table 1 lists the sailings and passengers of each quarter. Storms cancelled most of the crossings "
-            "lost in the first quarter.",
-        )),
-        ("3 The Kittiwake", (
-            "Figure 1 shows the Kittiwake's new wheelhouse after the refit, with the radar mast moved aft.",
-            "The refit replaced both engines, so the crossing now takes 22 minutes instead of 31.",
-        )),
+        (
+            "1 The year in brief",
+            (
+                "The Carrow Ferry Company runs the crossing between Carrow harbour and Gull Island with one vessel, "
+                "the Kittiwake, built in 1988 and refitted in the winter of 2023.",
+                "Passenger numbers recovered fully in 2024: the ferry carried more people than in any year since the "
+                "company was founded, helped by the observatory's public evenings on the island.",
+            ),
+        ),
+        (
+            "2 Sailings and passengers",
+            (
+                "Table 1 lists the sailings and passengers of each quarter. Storms cancelled most of the crossings "
+                "lost in the first quarter.",
+            ),
+        ),
+        (
+            "3 The Kittiwake",
+            (
+                "Figure 1 shows the Kittiwake's new wheelhouse after the refit, with the radar mast moved aft.",
+                "The refit replaced both engines, so the crossing now takes 22 minutes instead of 31.",
+            ),
+        ),
     ),
     table_caption="Table 1: Sailings and passengers by quarter, 2024",
     table=(

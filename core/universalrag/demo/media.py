@@ -34,7 +34,15 @@ __all__ = ["BUNDLED_SAMPLES", "encode_jpeg", "format_srt", "sample_photo", "writ
 #: scikit-image samples stored inside its wheel; some other samples are downloaded on first use, so
 #: they are refused here.
 BUNDLED_SAMPLES: tuple[str, ...] = (
-    "astronaut", "camera", "chelsea", "clock", "coffee", "coins", "hubble_deep_field", "moon", "rocket",
+    "astronaut",
+    "camera",
+    "chelsea",
+    "clock",
+    "coffee",
+    "coins",
+    "hubble_deep_field",
+    "moon",
+    "rocket",
 )
 
 #: libx264 settings: fast, small, and single-threaded so that the bitstream does not depend on the
@@ -89,8 +97,9 @@ def encode_jpeg(image: np.ndarray | PILImage.Image, *, quality: int = 88, max_si
     photo = _to_pil(image)
     if max_side is not None and max(photo.size) > max_side:
         scale = max_side / max(photo.size)
-        photo = photo.resize((max(1, round(photo.width * scale)), max(1, round(photo.height * scale))),
-                             image_mod.Resampling.BICUBIC)
+        photo = photo.resize(
+            (max(1, round(photo.width * scale)), max(1, round(photo.height * scale))), image_mod.Resampling.BICUBIC
+        )
     out = io.BytesIO()
     photo.save(out, format="JPEG", quality=quality, optimize=False, progressive=False, subsampling="4:2:0")
     return out.getvalue()

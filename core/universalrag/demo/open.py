@@ -19,9 +19,16 @@ __all__ = ["DEMO_SCHEMA", "demo_arguments", "open_demo"]
 DEMO_SCHEMA = "universalrag_demo"
 
 
-def open_demo(*, database_url: str | None = None, schema: str = DEMO_SCHEMA, rag: UniversalRAG | None = None,
-              on_file: Callable[[FileOutcome], None] | None = None, on_start: Callable[[int], None] | None = None,
-              strict: bool = True, **rag_kwargs: Any) -> tuple[UniversalRAG, IngestReport]:
+def open_demo(
+    *,
+    database_url: str | None = None,
+    schema: str = DEMO_SCHEMA,
+    rag: UniversalRAG | None = None,
+    on_file: Callable[[FileOutcome], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    strict: bool = True,
+    **rag_kwargs: Any,
+) -> tuple[UniversalRAG, IngestReport]:
     """The demo knowledge base as a :class:`UniversalRAG` (``rag``, or one built from the other arguments),
     with the report of this run's ingestion (nothing is re-ingested when the files are unchanged).
 

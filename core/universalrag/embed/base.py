@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence, runtime_checkable
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -64,9 +65,7 @@ def check_texts(texts: Sequence[str]) -> list[str]:
     """The texts as a list, or :class:`EmbeddingError` naming the first item that is not a string (what every
     embedder's ``embed`` checks first)."""
     if isinstance(texts, str):
-        raise EmbeddingError(
-            "embed() takes a sequence of strings, not one string; use embed_query() for one text."
-        )
+        raise EmbeddingError("embed() takes a sequence of strings, not one string; use embed_query() for one text.")
     items = list(texts)
     for i, text in enumerate(items):
         if not isinstance(text, str):

@@ -5,9 +5,9 @@ Specs are resolved through a registry of prefix → factory; :func:`register_emb
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..config import Settings
 from ..errors import ConfigError
@@ -93,16 +93,19 @@ def _openai(model: str, settings: Settings) -> Embedder:
     name, at, size = model.rpartition("@")
     if at and size.isdigit():  # "MODEL@N", as in the embedder's own name
         model, dimensions = name, int(size)
-    embedder = OpenAIEmbedder(model, base_url=settings.embed_base_url, api_key=settings.embed_api_key,
-                              dimensions=dimensions)
+    embedder = OpenAIEmbedder(
+        model, base_url=settings.embed_base_url, api_key=settings.embed_api_key, dimensions=dimensions
+    )
     embedder.resolve_dimension()
     return embedder
 
 
-register_embedder("minilm", _minilm, usage="'minilm' (bundled all-MiniLM-L6-v2, 384-d, offline)",
-                  takes_argument=False)
+register_embedder("minilm", _minilm, usage="'minilm' (bundled all-MiniLM-L6-v2, 384-d, offline)", takes_argument=False)
 register_embedder(MINILM_NAME, _minilm, usage=f"{MINILM_NAME!r} (same as 'minilm')", takes_argument=False)
-register_embedder("openai", _openai, takes_argument=True,
-                  usage="'openai:MODEL' or 'openai:MODEL@DIMENSIONS' (an OpenAI-compatible "
-                  "embeddings endpoint)")
+register_embedder(
+    "openai",
+    _openai,
+    takes_argument=True,
+    usage="'openai:MODEL' or 'openai:MODEL@DIMENSIONS' (an OpenAI-compatible embeddings endpoint)",
+)
 register_embedder("hf", _hf, usage="'hf:PATH' (a local transformers model directory)", takes_argument=True)

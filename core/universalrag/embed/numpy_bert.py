@@ -30,8 +30,16 @@ import numpy as np
 
 from ..errors import ConfigError
 
-__all__ = ["INFERENCE_ENV", "BertWeights", "NumpyBert", "blas_threads", "inference_backend", "numpy_supported",
-           "read_bert_config", "tokenize_batch"]
+__all__ = [
+    "INFERENCE_ENV",
+    "BertWeights",
+    "NumpyBert",
+    "blas_threads",
+    "inference_backend",
+    "numpy_supported",
+    "read_bert_config",
+    "tokenize_batch",
+]
 
 #: Environment variable choosing the CPU inference backend: ``auto`` (default), ``onnx``, ``numpy`` or ``torch``.
 INFERENCE_ENV = "UNIVERSALRAG_INFERENCE"
@@ -81,8 +89,9 @@ def inference_backend() -> str:
     :func:`.onnx_bert.query_backend` and, for bulk calls, ``TransformersEmbedder.bulk_backend``."""
     value = os.environ.get(INFERENCE_ENV, "auto").strip().lower() or "auto"
     if value not in ("auto", "onnx", "numpy", "torch"):
-        raise ConfigError(f"{INFERENCE_ENV}={value!r} is not a backend; use 'auto' (default), 'onnx', 'numpy' "
-                          "or 'torch'.")
+        raise ConfigError(
+            f"{INFERENCE_ENV}={value!r} is not a backend; use 'auto' (default), 'onnx', 'numpy' or 'torch'."
+        )
     return value
 
 
@@ -107,9 +116,12 @@ def numpy_supported(directory: str | Path) -> bool:
         config = read_bert_config(path)
     except ConfigError:
         return False
-    return (config.get("model_type") == "bert" and config.get("hidden_act", "gelu") == "gelu"
-            and config.get("position_embedding_type", "absolute") == "absolute"
-            and not config.get("is_decoder", False))
+    return (
+        config.get("model_type") == "bert"
+        and config.get("hidden_act", "gelu") == "gelu"
+        and config.get("position_embedding_type", "absolute") == "absolute"
+        and not config.get("is_decoder", False)
+    )
 
 
 def gelu(x: np.ndarray) -> np.ndarray:
@@ -206,7 +218,7 @@ class BertWeights:
                 with safe_open(str(path), framework="numpy") as f:
                     for name in f.keys():  # noqa: SIM118 - a safe_open handle is not iterable
                         if name.startswith(prefix):
-                            tensors[name[len(prefix):]] = f.get_tensor(name)
+                            tensors[name[len(prefix) :]] = f.get_tensor(name)
             except (OSError, SafetensorError) as e:
                 raise ConfigError(f"Cannot read {str(path)!r}: {e}.") from e
         return cls(tensors)
@@ -257,18 +269,24 @@ class NumpyBert:
         for i in range(int(config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             att = p + "attention.self."
-            self._layers.append(_Layer(
-                qkv_w=np.ascontiguousarray(np.concatenate(
-                    [g(att + "query.weight"), g(att + "key.weight"), g(att + "value.weight")]).T),
-                qkv_b=np.concatenate([g(att + "query.bias"), g(att + "key.bias"), g(att + "value.bias")]),
-                out_w=np.ascontiguousarray(g(p + "attention.output.dense.weight").T),
-                out_b=g(p + "attention.output.dense.bias"),
-                ln1_w=g(p + "attention.output.LayerNorm.weight"), ln1_b=g(p + "attention.output.LayerNorm.bias"),
-                mid_w=np.ascontiguousarray(g(p + "intermediate.dense.weight").T),
-                mid_b=g(p + "intermediate.dense.bias"),
-                down_w=np.ascontiguousarray(g(p + "output.dense.weight").T), down_b=g(p + "output.dense.bias"),
-                ln2_w=g(p + "output.LayerNorm.weight"), ln2_b=g(p + "output.LayerNorm.bias"),
-            ))
+            self._layers.append(
+                _Layer(
+                    qkv_w=np.ascontiguousarray(
+                        np.concatenate([g(att + "query.weight"), g(att + "key.weight"), g(att + "value.weight")]).T
+                    ),
+                    qkv_b=np.concatenate([g(att + "query.bias"), g(att + "key.bias"), g(att + "value.bias")]),
+                    out_w=np.ascontiguousarray(g(p + "attention.output.dense.weight").T),
+                    out_b=g(p + "attention.output.dense.bias"),
+                    ln1_w=g(p + "attention.output.LayerNorm.weight"),
+                    ln1_b=g(p + "attention.output.LayerNorm.bias"),
+                    mid_w=np.ascontiguousarray(g(p + "intermediate.dense.weight").T),
+                    mid_b=g(p + "intermediate.dense.bias"),
+                    down_w=np.ascontiguousarray(g(p + "output.dense.weight").T),
+                    down_b=g(p + "output.dense.bias"),
+                    ln2_w=g(p + "output.LayerNorm.weight"),
+                    ln2_b=g(p + "output.LayerNorm.bias"),
+                )
+            )
 
     @classmethod
     def load(cls, directory: str | Path, *, overrides: Mapping[str, np.ndarray] | None = None) -> NumpyBert:
@@ -276,8 +294,10 @@ class NumpyBert:
         ``overrides`` replaces tensors by name (e.g. fine-tuned layers)."""
         path = Path(directory)
         if not numpy_supported(path):
-            raise ConfigError(f"{str(path)!r} is not a BERT directory with model.safetensors and tokenizer.json "
-                              "that the NumPy backend runs; set UNIVERSALRAG_INFERENCE=torch.")
+            raise ConfigError(
+                f"{str(path)!r} is not a BERT directory with model.safetensors and tokenizer.json "
+                "that the NumPy backend runs; set UNIVERSALRAG_INFERENCE=torch."
+            )
         weights = BertWeights.read(path / _WEIGHTS)
         if overrides:
             weights = weights.with_overrides(overrides)
@@ -313,8 +333,9 @@ class NumpyBert:
         heads, width = self.heads, self.hidden_size // self.heads
         scale = np.float32(1.0 / math.sqrt(width))
         # masked keys get the dtype's minimum, as transformers' additive mask does
-        additive = np.where(attention_mask[:, None, None, :] > 0, np.float32(0.0),
-                            np.finfo(np.float32).min).astype(np.float32)
+        additive = np.where(attention_mask[:, None, None, :] > 0, np.float32(0.0), np.finfo(np.float32).min).astype(
+            np.float32
+        )
         for layer in self._layers:
             qkv = x @ layer.qkv_w + layer.qkv_b  # (B, L, 3H)
             qkv = qkv.reshape(batch, length, 3, heads, width).transpose(2, 0, 3, 1, 4)  # (3, B, h, L, w)

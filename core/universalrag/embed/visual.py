@@ -24,7 +24,6 @@ import numpy as np
 
 from ..errors import ConfigError, EmbeddingError, MissingDependencyError
 from .devices import resolve_device, to_device
-from .vectors import normalised_mean
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from PIL import Image as PILImage
@@ -108,8 +107,10 @@ class CLIPVisualEncoder:
         self._max_length = 77
 
     def __repr__(self) -> str:
-        return (f"CLIPVisualEncoder(name={self._name!r}, model={self._model_ref!r}, "
-                f"device={self._device_arg!r}, loaded={self._model is not None})")
+        return (
+            f"CLIPVisualEncoder(name={self._name!r}, model={self._model_ref!r}, "
+            f"device={self._device_arg!r}, loaded={self._model is not None})"
+        )
 
     @property
     def name(self) -> str:
@@ -150,9 +151,11 @@ class CLIPVisualEncoder:
     def _resolve(self) -> Path:
         """The model directory: the path itself, or the snapshot of a cached model id."""
         ref = self._model_ref
-        expected = ("a local directory with config.json, weights, tokenizer files and "
-                    "preprocessor_config.json (as written by save_pretrained), or the id of a model already "
-                    "in the local Hugging Face cache")
+        expected = (
+            "a local directory with config.json, weights, tokenizer files and "
+            "preprocessor_config.json (as written by save_pretrained), or the id of a model already "
+            "in the local Hugging Face cache"
+        )
         path = Path(ref).expanduser()
         if path.is_dir():
             if not (path / "config.json").is_file():
@@ -197,8 +200,10 @@ class CLIPVisualEncoder:
                     f"Cannot load a CLIP-style model from {str(path)!r}: {e}. Expected a directory with "
                     "config.json, weights, tokenizer files and preprocessor_config.json."
                 ) from e
-            if not (callable(getattr(model, "get_image_features", None))
-                    and callable(getattr(model, "get_text_features", None))):
+            if not (
+                callable(getattr(model, "get_image_features", None))
+                and callable(getattr(model, "get_text_features", None))
+            ):
                 raise ConfigError(
                     f"The model in {str(path)!r} ({type(model).__name__}) has no image and text towers "
                     "(get_image_features/get_text_features); use a CLIP-style model."
@@ -217,7 +222,6 @@ class CLIPVisualEncoder:
             self._max_length = limit
             self._tokenizer, self._processor, self._device = tokenizer, processor, device
             self._model = model  # last: other threads test this without the lock
-
 
     # ------------------------------------------------------------------ embedding
 
@@ -251,8 +255,9 @@ class CLIPVisualEncoder:
         import torch
 
         with self._tokenizer_lock:
-            encoded = self._tokenizer(texts, padding=True, truncation=True, max_length=self._max_length,
-                                      return_tensors="pt")
+            encoded = self._tokenizer(
+                texts, padding=True, truncation=True, max_length=self._max_length, return_tensors="pt"
+            )
         inputs = {k: v.to(self._device) for k, v in encoded.items() if k in self._text_inputs}
         with torch.inference_mode():
             return self._normalise(self._features(self._model.get_text_features(**inputs)))
@@ -261,7 +266,7 @@ class CLIPVisualEncoder:
         out = np.empty((len(items), self.dimension), dtype=np.float32)
         for start in range(0, len(items), self.batch_size):
             try:
-                out[start:start + self.batch_size] = step(items[start:start + self.batch_size])
+                out[start : start + self.batch_size] = step(items[start : start + self.batch_size])
             except RuntimeError as e:  # out of memory, device errors
                 raise EmbeddingError(
                     f"Embedding {what} with {self._name!r} on {self._device} failed: {e}. Try a smaller "

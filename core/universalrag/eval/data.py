@@ -35,8 +35,16 @@ from typing import Any
 from ..errors import InvalidInputError
 from ..types import Hit
 
-__all__ = ["DEFAULT_SOURCE", "EvalExample", "EvidenceCheck", "GoldEvidence", "check_evidence", "examples_from",
-           "parse_example", "read_examples"]
+__all__ = [
+    "DEFAULT_SOURCE",
+    "EvalExample",
+    "EvidenceCheck",
+    "GoldEvidence",
+    "check_evidence",
+    "examples_from",
+    "parse_example",
+    "read_examples",
+]
 
 DEFAULT_SOURCE = "default"
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -163,8 +171,16 @@ def parse_example(row: Any, *, where: str = "example", base: Path | None = None,
     source = row.get("source", DEFAULT_SOURCE)
     if not isinstance(source, str) or not source.strip():
         raise InvalidInputError(f"{where}: 'source' must be a non-empty string.")
-    return EvalExample(query=query.strip(), answers=() if choices else answers, choices=choices, choice=choice,
-                       routes=routes, evidence=evidence, source=source.strip(), line=line)
+    return EvalExample(
+        query=query.strip(),
+        answers=() if choices else answers,
+        choices=choices,
+        choice=choice,
+        routes=routes,
+        evidence=evidence,
+        source=source.strip(),
+        line=line,
+    )
 
 
 def _items(value: Any, name: str, where: str) -> list[Any]:
@@ -228,8 +244,9 @@ def _evidence(item: Any, where: str, base: Path | None) -> GoldEvidence:
         raise InvalidInputError(f"{where}: an evidence item must be a unit id, a uri or an object, got {item!r}.")
     extra = sorted(set(item) - {"id", "uri", "table", "start_s", "end_s"})
     if extra:
-        raise InvalidInputError(f"{where}: unknown evidence field(s) {extra}; use id, or uri with table or "
-                                "start_s/end_s.")
+        raise InvalidInputError(
+            f"{where}: unknown evidence field(s) {extra}; use id, or uri with table or start_s/end_s."
+        )
     if ("id" in item) == ("uri" in item):
         raise InvalidInputError(f"{where}: an evidence object needs exactly one of 'id' or 'uri'.")
     if "id" in item:
@@ -250,8 +267,9 @@ def _evidence(item: Any, where: str, base: Path | None) -> GoldEvidence:
     if start is not None and end is not None and end <= start:
         raise InvalidInputError(f"{where}: evidence 'end_s' ({end}) must be after 'start_s' ({start}).")
     text = item["uri"].strip()
-    return GoldEvidence(uri=_uri(text, base), table=table, start_s=start, end_s=end, written=text,
-                        cwd_uri=_cwd_uri(text, base))
+    return GoldEvidence(
+        uri=_uri(text, base), table=table, start_s=start, end_s=end, written=text, cwd_uri=_cwd_uri(text, base)
+    )
 
 
 def examples_from(rows: Iterable[Mapping[str, Any]], *, base: Path | None = None) -> list[EvalExample]:
@@ -277,34 +295,42 @@ class EvidenceCheck:
         if not self.unmatched:
             return None
         items = self.unmatched_items()
-        named = ", ".join(repr(i) for i in items[:show]) + (f" and {len(items) - show} more" if len(items) > show
-                                                          else "")
+        named = ", ".join(repr(i) for i in items[:show]) + (
+            f" and {len(items) - show} more" if len(items) > show else ""
+        )
         with_evidence = sum(1 for ex in self.examples if ex.evidence)
-        return (f"the gold evidence of {len(self.unmatched)} of {with_evidence} questions names no ingested source "
-                f"or unit ({named}, first at line {self.unmatched[0].line}); their recall and MRR count as 0. "
-                "A relative path is read against the data file's folder, then against the current folder; "
-                "`universalrag sources list` shows the ingested sources.")
+        return (
+            f"the gold evidence of {len(self.unmatched)} of {with_evidence} questions names no ingested source "
+            f"or unit ({named}, first at line {self.unmatched[0].line}); their recall and MRR count as 0. "
+            "A relative path is read against the data file's folder, then against the current folder; "
+            "`universalrag sources list` shows the ingested sources."
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """``{"questions", "items", "lines"}`` of the unmatched evidence (for a JSON report's notes)."""
-        return {"questions": len(self.unmatched), "items": self.unmatched_items(),
-                "lines": [ex.line for ex in self.unmatched]}
+        return {
+            "questions": len(self.unmatched),
+            "items": self.unmatched_items(),
+            "lines": [ex.line for ex in self.unmatched],
+        }
 
 
-def check_evidence(examples: Iterable[EvalExample], sources: Collection[str],
-                   units: Collection[str] = ()) -> EvidenceCheck:
+def check_evidence(
+    examples: Iterable[EvalExample], sources: Collection[str], units: Collection[str] = ()
+) -> EvidenceCheck:
     """Match the examples' gold evidence against the ingested ``sources`` (uris) and ``units`` (ids): a relative
     path that names no ingested source against the data file's folder but does against the current folder is
     read against the current folder; questions none of whose evidence is ingested are listed as unmatched."""
     resolved = [_prefer_ingested(ex, sources) for ex in examples]
-    unmatched = [ex for ex in resolved
-                 if ex.evidence and not any(_ingested(e, sources, units) for e in ex.evidence)]
+    unmatched = [ex for ex in resolved if ex.evidence and not any(_ingested(e, sources, units) for e in ex.evidence)]
     return EvidenceCheck(examples=resolved, unmatched=unmatched)
 
 
 def _prefer_ingested(example: EvalExample, sources: Collection[str]) -> EvalExample:
-    evidence = tuple(dataclasses.replace(e, uri=e.cwd_uri) if e.uri not in sources and e.cwd_uri in sources else e
-                     for e in example.evidence)
+    evidence = tuple(
+        dataclasses.replace(e, uri=e.cwd_uri) if e.uri not in sources and e.cwd_uri in sources else e
+        for e in example.evidence
+    )
     return dataclasses.replace(example, evidence=evidence)
 
 

@@ -20,8 +20,17 @@ from ..routing.metrics import percentile
 from ..types import NO_RETRIEVAL, Hit
 from .data import GoldEvidence
 
-__all__ = ["average_by_source", "choice_of", "exact_match", "first_gold_rank", "normalize_answer",
-           "percentile", "rouge_l", "routes_match", "token_f1"]
+__all__ = [
+    "average_by_source",
+    "choice_of",
+    "exact_match",
+    "first_gold_rank",
+    "normalize_answer",
+    "percentile",
+    "rouge_l",
+    "routes_match",
+    "token_f1",
+]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCTUATION = set(string.punctuation)
@@ -84,8 +93,9 @@ def choice_of(reply: str, choices: Sequence[str]) -> str | None:
     if phrase and phrase.group(1).upper() in letters:
         return phrase.group(1).upper()
     said = normalize_answer(text)
-    contained = [letters[i] for i, option in enumerate(choices)
-                 if normalize_answer(option) and normalize_answer(option) in said]
+    contained = [
+        letters[i] for i, option in enumerate(choices) if normalize_answer(option) and normalize_answer(option) in said
+    ]
     return contained[0] if len(contained) == 1 else None
 
 

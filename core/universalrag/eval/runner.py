@@ -67,9 +67,15 @@ class StrategyReport:
         """Averages and latency as plain data."""
         averaged = average_by_source((r.example.source, r.metrics) for r in self.results)
         stages = sorted({s for r in self.results for s in r.timings})
-        latency = {s: {"mean": round(sum(v) / len(v), 2), "p50": round(percentile(v, 50), 2),
-                       "p95": round(percentile(v, 95), 2)}
-                   for s in stages if (v := [r.timings[s] for r in self.results if s in r.timings])}
+        latency = {
+            s: {
+                "mean": round(sum(v) / len(v), 2),
+                "p50": round(percentile(v, 50), 2),
+                "p95": round(percentile(v, 95), 2),
+            }
+            for s in stages
+            if (v := [r.timings[s] for r in self.results if s in r.timings])
+        }
         rnd = {k: round(v, 4) for k, v in averaged["overall"].items()}
         per_source = {s: {k: round(v, 4) for k, v in ms.items()} for s, ms in averaged["per_source"].items()}
         return {"overall": rnd, "per_source": per_source, "n": averaged["n"], "latency_ms": latency}
@@ -88,11 +94,19 @@ class EvalReport:
         """The report as JSON-ready data: ``{"k", "generator", "questions", "metrics", "strategies": {name:
         {"overall", "per_source", "n", "latency_ms"}}, "notes"}``."""
         summaries = {name: report.summary() for name, report in self.strategies.items()}
-        metrics = [m for m in (*RETRIEVAL_METRICS, *ANSWER_METRICS)
-                   if any(m in s["overall"] for s in summaries.values())]
+        metrics = [
+            m for m in (*RETRIEVAL_METRICS, *ANSWER_METRICS) if any(m in s["overall"] for s in summaries.values())
+        ]
         first = next(iter(summaries.values()), {"n": {}})
-        return {"k": self.k, "generator": self.generator, "questions": sum(first["n"].values()),
-                "sources": first["n"], "metrics": metrics, "strategies": summaries, "notes": self.notes}
+        return {
+            "k": self.k,
+            "generator": self.generator,
+            "questions": sum(first["n"].values()),
+            "sources": first["n"],
+            "metrics": metrics,
+            "strategies": summaries,
+            "notes": self.notes,
+        }
 
 
 def score(example: EvalExample, retrieval: Retrieval, answer: str | None, *, k: int) -> dict[str, float | None]:
@@ -101,20 +115,32 @@ def score(example: EvalExample, retrieval: Retrieval, answer: str | None, *, k: 
     values: dict[str, float | None] = {
         "recall": (1.0 if rank is not None else 0.0) if example.evidence else None,
         "mrr": (1.0 / rank if rank is not None else 0.0) if example.evidence else None,
-        "routing_accuracy": (float(routes_match(retrieval.routes, example.routes))
-                             if example.routes is not None and retrieval.routes is not None else None),
+        "routing_accuracy": (
+            float(routes_match(retrieval.routes, example.routes))
+            if example.routes is not None and retrieval.routes is not None
+            else None
+        ),
     }
     if answer is not None and example.answers:
-        values.update(exact_match=exact_match(answer, example.answers), f1=token_f1(answer, example.answers),
-                      rouge_l=rouge_l(answer, example.answers))
+        values.update(
+            exact_match=exact_match(answer, example.answers),
+            f1=token_f1(answer, example.answers),
+            rouge_l=rouge_l(answer, example.answers),
+        )
     if answer is not None and example.choice is not None:
         values["choice_accuracy"] = float(choice_of(answer, example.choices) == example.choice)
     return values
 
 
-def evaluate(rag: UniversalRAG, examples: Sequence[EvalExample], strategies: Sequence[Strategy], *, k: int = 5,
-             generator: Generator | None = None,
-             progress: Callable[[str, int, int], None] | None = None) -> EvalReport:
+def evaluate(
+    rag: UniversalRAG,
+    examples: Sequence[EvalExample],
+    strategies: Sequence[Strategy],
+    *,
+    k: int = 5,
+    generator: Generator | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> EvalReport:
     """Run every strategy on every example (``k`` hits each) and score them; with ``generator``, also write and
     score the answers. ``progress(strategy, done, total)`` is called after each question."""
     if not examples:
@@ -126,8 +152,10 @@ def evaluate(rag: UniversalRAG, examples: Sequence[EvalExample], strategies: Seq
         raise ConfigError(f"Each strategy may be given once; got {names}.")
     if any(s.name == "oracle" for s in strategies) and any(e.routes is None for e in examples):
         missing = next(e for e in examples if e.routes is None)
-        raise ConfigError(f"The oracle strategy needs gold 'routes' on every question; line {missing.line} has "
-                          "none. Add them or leave out the oracle strategy.")
+        raise ConfigError(
+            f"The oracle strategy needs gold 'routes' on every question; line {missing.line} has "
+            "none. Add them or leave out the oracle strategy."
+        )
     reports: dict[str, StrategyReport] = {}
     for strategy in strategies:
         report = reports[strategy.name] = StrategyReport(strategy.name)
@@ -138,8 +166,9 @@ def evaluate(rag: UniversalRAG, examples: Sequence[EvalExample], strategies: Seq
     return EvalReport(k=k, strategies=reports, generator=getattr(generator, "name", None) if generator else None)
 
 
-def _one(rag: UniversalRAG, strategy: Strategy, example: EvalExample, *, k: int,
-         generator: Generator | None) -> QuestionResult:
+def _one(
+    rag: UniversalRAG, strategy: Strategy, example: EvalExample, *, k: int, generator: Generator | None
+) -> QuestionResult:
     plan = rag.plan(example.query, k=k)
     start = time.perf_counter()
     retrieval = strategy.retrieve(plan, gold_routes=example.routes)
@@ -153,8 +182,15 @@ def _one(rag: UniversalRAG, strategy: Strategy, example: EvalExample, *, k: int,
     timings["total"] = (time.perf_counter() - start) * 1000
     metrics = score(example, retrieval, answer, k=k)
     rank = first_gold_rank(retrieval.hits[:k], example.evidence) if example.evidence else None
-    return QuestionResult(example=example, routes=retrieval.routes, hit_ids=tuple(h.id for h in retrieval.hits),
-                          gold_rank=rank, answer=answer, metrics=metrics, timings=timings)
+    return QuestionResult(
+        example=example,
+        routes=retrieval.routes,
+        hit_ids=tuple(h.id for h in retrieval.hits),
+        gold_rank=rank,
+        answer=answer,
+        metrics=metrics,
+        timings=timings,
+    )
 
 
 def match_evidence(store: Store, examples: Sequence[EvalExample]) -> EvidenceCheck:

@@ -33,8 +33,20 @@ from .unified import UnifiedIndex
 if TYPE_CHECKING:
     from ..pipeline import UniversalRAG
 
-__all__ = ["STRATEGIES", "AllStrategy", "CorpusStrategy", "NoneStrategy", "OracleStrategy", "RandomStrategy",
-           "Retrieval", "RoutedStrategy", "Strategy", "UnifiedStrategy", "build_strategy", "strategy_names"]
+__all__ = [
+    "STRATEGIES",
+    "AllStrategy",
+    "CorpusStrategy",
+    "NoneStrategy",
+    "OracleStrategy",
+    "RandomStrategy",
+    "Retrieval",
+    "RoutedStrategy",
+    "Strategy",
+    "UnifiedStrategy",
+    "build_strategy",
+    "strategy_names",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +141,10 @@ class OracleStrategy:
     def retrieve(self, plan: QueryPlan, *, gold_routes: Sequence[str] | None = None) -> Retrieval:
         """Search the question's gold corpora."""
         if gold_routes is None:
-            raise ConfigError("The oracle strategy needs each question's gold 'routes' in the data; add them or "
-                              "leave out --strategy oracle.")
+            raise ConfigError(
+                "The oracle strategy needs each question's gold 'routes' in the data; add them or "
+                "leave out --strategy oracle."
+            )
         return _search(self.rag, plan, [r for r in gold_routes if r != NO_RETRIEVAL])
 
 
@@ -207,6 +221,7 @@ def build_strategy(name: str, rag: UniversalRAG, *, seed: int = 0) -> Strategy:
     corpus = name.removeprefix("corpus:")
     known = rag.store.corpora()
     if corpus not in known:
-        raise ConfigError(f"Unknown strategy {name!r}; choose among {', '.join(STRATEGIES)} or a corpus "
-                          f"({', '.join(sorted(known))}).")
+        raise ConfigError(
+            f"Unknown strategy {name!r}; choose among {', '.join(STRATEGIES)} or a corpus ({', '.join(sorted(known))})."
+        )
     return CorpusStrategy(rag, corpus, name=corpus)

@@ -66,14 +66,15 @@ class UnifiedIndex:
     The constructor does no I/O; :meth:`build` creates and fills the table, :meth:`search` searches it.
     """
 
-    def __init__(self, store: Store, embedder: Embedder, *, table: str = "eval_unified",
-                 ef_search: int = 100) -> None:
+    def __init__(self, store: Store, embedder: Embedder, *, table: str = "eval_unified", ef_search: int = 100) -> None:
         if not table.replace("_", "").isalnum() or not table[0].isalpha() or len(table) > 50:
-            raise InvalidInputError(f"The unified index table name {table!r} must be a short identifier "
-                                    "(letters, digits, underscores).")
+            raise InvalidInputError(
+                f"The unified index table name {table!r} must be a short identifier (letters, digits, underscores)."
+            )
         self.store, self.embedder, self.name, self.ef_search = store, embedder, table, ef_search
         self.table = sa.Table(
-            table, sa.MetaData(schema=store.tables.schema),
+            table,
+            sa.MetaData(schema=store.tables.schema),
             sa.Column("row", sa.BigInteger, sa.Identity(), primary_key=True),
             sa.Column("corpus", sa.Text, nullable=False),
             sa.Column("unit_id", sa.Uuid(as_uuid=False), nullable=False),
@@ -85,9 +86,13 @@ class UnifiedIndex:
             half = half_indexed(dimension)
             key = index_key(self.table.c.embedding, dimension)
             key = key.label("half") if half else key
-            self.index = sa.Index(f"{table}_hnsw", key, postgresql_using="hnsw",
-                                  postgresql_with={"m": 16, "ef_construction": 128},
-                                  postgresql_ops={key.name: "halfvec_cosine_ops" if half else "vector_cosine_ops"})
+            self.index = sa.Index(
+                f"{table}_hnsw",
+                key,
+                postgresql_using="hnsw",
+                postgresql_with={"m": 16, "ef_construction": 128},
+                postgresql_ops={key.name: "halfvec_cosine_ops" if half else "vector_cosine_ops"},
+            )
         self._state: UnifiedState | None = None
 
     def __repr__(self) -> str:
@@ -135,8 +140,10 @@ class UnifiedIndex:
         with owner.transaction(f"read the vectors of {name!r}") as remote:
             for stmt in self._vectors(name):
                 for batch in remote.execute(stmt).partitions(_COPY_BATCH):
-                    conn.execute(sa.insert(self.table), [
-                        {"corpus": r[0], "unit_id": str(r[1]), "embedding": r[2]} for r in batch])
+                    conn.execute(
+                        sa.insert(self.table),
+                        [{"corpus": r[0], "unit_id": str(r[1]), "embedding": r[2]} for r in batch],
+                    )
 
     def build(self, *, rebuild: bool = False) -> UnifiedState:
         """Create and fill the shared table and its HNSW index (in one transaction), unless it already holds the
@@ -144,8 +151,7 @@ class UnifiedIndex:
         corpora = self.corpora()
         counts, tokens = self._counts(corpora)
         with self.store.transaction("build the unified evaluation index") as conn:
-            fingerprint = json.dumps({"embedder": self.embedder.name, "counts": counts, "rows": tokens},
-                                     sort_keys=True)
+            fingerprint = json.dumps({"embedder": self.embedder.name, "counts": counts, "rows": tokens}, sort_keys=True)
             inspector = sa.inspect(conn)
             exists = inspector.has_table(self.name, schema=self.table.schema)
             if exists and not rebuild:
@@ -191,8 +197,11 @@ class UnifiedIndex:
             while True:
                 conn.execute(set_local("hnsw.ef_search", min(max(self.ef_search, limit), MAX_EF_SEARCH)))
                 conn.execute(set_local("hnsw.iterative_scan", "relaxed_order"))
-                rows = conn.execute(sa.select(t.c.corpus, t.c.unit_id, distance.label("distance"))
-                                    .order_by(order).limit(sa.literal_column(str(int(limit))))).all()
+                rows = conn.execute(
+                    sa.select(t.c.corpus, t.c.unit_id, distance.label("distance"))
+                    .order_by(order)
+                    .limit(sa.literal_column(str(int(limit))))
+                ).all()
                 best: dict[tuple[str, str], float] = {}
                 for r in rows:
                     key = (str(r.corpus), str(r.unit_id))
@@ -225,6 +234,10 @@ class UnifiedIndex:
     def describe(self) -> dict[str, Any]:
         """The index's table, corpora and rows, for reports."""
         state = self.state()
-        return {"table": state.table, "corpora": sorted(state.corpora), "rows": state.rows,
-                "visual_corpora": "text channel (captions, transcripts, titles) embedded by "
-                                  f"{self.embedder.name}; visual vectors are not in the shared index"}
+        return {
+            "table": state.table,
+            "corpora": sorted(state.corpora),
+            "rows": state.rows,
+            "visual_corpora": "text channel (captions, transcripts, titles) embedded by "
+            f"{self.embedder.name}; visual vectors are not in the shared index",
+        }

@@ -30,13 +30,15 @@ _USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 _HINTS = {
     "timeout": "Raise timeout=, lower max_tokens= or send less evidence, and check that the server is up.",
     "connection": "The client cannot connect: check the base URL (UNIVERSALRAG_LLM_BASE_URL) and that the server "
-                  "is running.",
+    "is running.",
     "auth": "Check api_key=, UNIVERSALRAG_LLM_API_KEY or OPENAI_API_KEY, and that the key may use this model.",
-    "bad_request": "The endpoint rejected the request: check the model name, max_tokens= and the size of the "
-                   "evidence.",
+    "bad_request": "The endpoint rejected the request: check the model name, max_tokens= and the size of the evidence.",
 }
-_HINTS_WITH_IMAGES = {**_HINTS, "bad_request": _HINTS["bad_request"] + " If the model cannot read images, use a "
-                      "vision-language model or evidence without media."}
+_HINTS_WITH_IMAGES = {
+    **_HINTS,
+    "bad_request": _HINTS["bad_request"] + " If the model cannot read images, use a "
+    "vision-language model or evidence without media.",
+}
 
 
 class OpenAIChatGenerator:
@@ -81,10 +83,14 @@ class OpenAIChatGenerator:
         self.max_retries = int(max_retries)
         self._api_key = api_key
         self._openai = OpenAIClients(
-            base_url, api_key=api_key, timeout=self.timeout, max_retries=self.max_retries,
-            feature="answer generation", error_type=GenerationError,
+            base_url,
+            api_key=api_key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            feature="answer generation",
+            error_type=GenerationError,
             no_key="No API key for the language model: pass api_key=, or set UNIVERSALRAG_LLM_API_KEY or "
-                   "OPENAI_API_KEY (or UNIVERSALRAG_LLM_BASE_URL for a local server that needs none).",
+            "OPENAI_API_KEY (or UNIVERSALRAG_LLM_BASE_URL for a local server that needs none).",
         )
 
     @classmethod
@@ -93,8 +99,11 @@ class OpenAIChatGenerator:
         no model is configured (set ``UNIVERSALRAG_LLM_MODEL``). ``overrides`` go to the constructor."""
         if not settings.llm_model:
             return None
-        kwargs: dict[str, Any] = {"base_url": settings.llm_base_url, "api_key": settings.llm_api_key,
-                                  "timeout": settings.llm_timeout}
+        kwargs: dict[str, Any] = {
+            "base_url": settings.llm_base_url,
+            "api_key": settings.llm_api_key,
+            "timeout": settings.llm_timeout,
+        }
         kwargs.update(overrides)
         return cls(settings.llm_model, **kwargs)
 
@@ -105,8 +114,10 @@ class OpenAIChatGenerator:
 
     def __repr__(self) -> str:
         key = "***" if self._api_key else None
-        return (f"OpenAIChatGenerator(model={self.model!r}, base_url={redact_url(self.base_url)!r}, "
-                f"api_key={key!r}, max_tokens={self.max_tokens}, temperature={self.temperature})")
+        return (
+            f"OpenAIChatGenerator(model={self.model!r}, base_url={redact_url(self.base_url)!r}, "
+            f"api_key={key!r}, max_tokens={self.max_tokens}, temperature={self.temperature})"
+        )
 
     # -- requests ----------------------------------------------------------------------------------------
 
@@ -151,8 +162,15 @@ class OpenAIChatGenerator:
     def _translate(self, e: Exception, items: Sequence[Evidence]) -> GenerationError | None:
         """A GenerationError with an actionable sentence for an SDK error; ``None`` for other errors."""
         hints = _HINTS_WITH_IMAGES if any(item.images for item in items) else _HINTS
-        return translate_error(e, error_type=GenerationError, what=f"The chat request for model {self.model!r}",
-                               base_url=self.base_url, api_key=self._api_key, timeout=self.timeout, hints=hints)
+        return translate_error(
+            e,
+            error_type=GenerationError,
+            what=f"The chat request for model {self.model!r}",
+            base_url=self.base_url,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            hints=hints,
+        )
 
     # -- public API --------------------------------------------------------------------------------------
 
@@ -188,4 +206,3 @@ def _usage(usage: Any) -> dict[str, int]:
         if isinstance(value, int) and not isinstance(value, bool):
             out[name] = value
     return out
-

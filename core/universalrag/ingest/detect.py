@@ -40,19 +40,68 @@ __all__ = [
     "unsupported_error",
 ]
 
-TEXT_EXTENSIONS: frozenset[str] = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".rst",
-                                             ".ipynb"})
+TEXT_EXTENSIONS: frozenset[str] = frozenset({".txt", ".md", ".markdown", ".html", ".htm", ".xhtml", ".rst", ".ipynb"})
 #: Source code and configuration, ingested as plain text documents.
-CODE_EXTENSIONS: frozenset[str] = frozenset({
-    ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".java", ".kt", ".scala", ".go", ".rs", ".c",
-    ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".cs", ".swift", ".rb", ".php", ".pl", ".pm", ".lua", ".r",
-    ".jl", ".sh", ".bash", ".zsh", ".fish", ".ps1", ".sql", ".css", ".scss", ".toml", ".yaml", ".yml", ".ini",
-    ".cfg", ".conf", ".tex", ".el", ".clj", ".hs", ".ml", ".ex", ".exs", ".erl", ".dart", ".m", ".mk",
-})
-TABLE_EXTENSIONS: frozenset[str] = frozenset({".csv", ".tsv", ".xlsx", ".json"})
-IMAGE_EXTENSIONS: frozenset[str] = frozenset(
-    {".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"}
+CODE_EXTENSIONS: frozenset[str] = frozenset(
+    {
+        ".py",
+        ".pyi",
+        ".js",
+        ".mjs",
+        ".cjs",
+        ".jsx",
+        ".ts",
+        ".tsx",
+        ".java",
+        ".kt",
+        ".scala",
+        ".go",
+        ".rs",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".cxx",
+        ".hpp",
+        ".hh",
+        ".cs",
+        ".swift",
+        ".rb",
+        ".php",
+        ".pl",
+        ".pm",
+        ".lua",
+        ".r",
+        ".jl",
+        ".sh",
+        ".bash",
+        ".zsh",
+        ".fish",
+        ".ps1",
+        ".sql",
+        ".css",
+        ".scss",
+        ".toml",
+        ".yaml",
+        ".yml",
+        ".ini",
+        ".cfg",
+        ".conf",
+        ".tex",
+        ".el",
+        ".clj",
+        ".hs",
+        ".ml",
+        ".ex",
+        ".exs",
+        ".erl",
+        ".dart",
+        ".m",
+        ".mk",
+    }
 )
+TABLE_EXTENSIONS: frozenset[str] = frozenset({".csv", ".tsv", ".xlsx", ".json"})
+IMAGE_EXTENSIONS: frozenset[str] = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff"})
 VIDEO_EXTENSIONS: frozenset[str] = frozenset(
     {".mp4", ".m4v", ".mov", ".mkv", ".webm", ".avi", ".ts", ".m2ts", ".mts", ".ogv"}
 )
@@ -61,13 +110,26 @@ VIDEO_EXTENSIONS: frozenset[str] = frozenset(
 DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".pdf", ".docx", ".pptx", ".odt", ".odp", ".doc", ".ppt"})
 #: Text formats that are something else than prose: refused rather than ingested as text.
 _NOT_PROSE: dict[str, str] = {
-    ".svg": "an SVG drawing", ".rtf": "an RTF document", ".ps": "a PostScript file", ".eps": "a PostScript file",
-    **dict.fromkeys((".srt", ".vtt", ".ass", ".ssa"), "a subtitle file without its video (put it next to the "
-                                                      "video with the same name and it becomes the video's text)"),
+    ".svg": "an SVG drawing",
+    ".rtf": "an RTF document",
+    ".ps": "a PostScript file",
+    ".eps": "a PostScript file",
+    **dict.fromkeys(
+        (".srt", ".vtt", ".ass", ".ssa"),
+        "a subtitle file without its video (put it next to the "
+        "video with the same name and it becomes the video's text)",
+    ),
 }
 _TEXT_FORMATS: dict[str, str] = {
-    ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".rst": "rst", ".ipynb": "ipynb", ".json": "json",
+    ".txt": "txt",
+    ".md": "md",
+    ".markdown": "md",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".rst": "rst",
+    ".ipynb": "ipynb",
+    ".json": "json",
 }
 _TABLE_FORMATS: dict[str, str] = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".xlsx": "xlsx"}
 _GZIP_SUFFIXES = (".gz", ".gzip")
@@ -116,7 +178,7 @@ def _is_text(head: bytes, path: Path) -> bool:
         encoding = text_encoding(head, path, final=len(head) < _HEAD_BYTES)
     except IngestError:
         return False
-    text = head[len(encoding.bom):].decode(encoding.name, errors="ignore")
+    text = head[len(encoding.bom) :].decode(encoding.name, errors="ignore")
     control = sum(1 for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\t\n\r\f\v\x1b")
     return control <= _MAX_CONTROL_SHARE * max(len(text), 1)
 
@@ -126,8 +188,12 @@ def _text_kind(suffix: str, head: bytes) -> Detection:
     body = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if suffix in _NOT_PROSE:
         return Detection(None, reason=f"is {_NOT_PROSE[suffix]}, which is not ingested")
-    if (suffix in IMAGE_EXTENSIONS or suffix in DOCUMENT_EXTENSIONS or suffix == ".xlsx"
-            or (suffix in VIDEO_EXTENSIONS and suffix != ".ts")):
+    if (
+        suffix in IMAGE_EXTENSIONS
+        or suffix in DOCUMENT_EXTENSIONS
+        or suffix == ".xlsx"
+        or (suffix in VIDEO_EXTENSIONS and suffix != ".ts")
+    ):
         return _by_extension(suffix)  # text named as a picture, video, document or workbook: its reader says why
     if suffix == ".json":
         # An array of records is a table, and so is an object holding one under its first key ({"data": [{...}]}).
@@ -207,8 +273,7 @@ def detect(path: Path) -> Detection:
         if compressed and sniffed.label == "PDF document":
             return Detection("document", "pdf", compressed=True)  # the PDF reader unpacks it
         if compressed:
-            return Detection(None, reason=f"is a gzip-compressed {sniffed.label}; decompress it first",
-                             compressed=True)
+            return Detection(None, reason=f"is a gzip-compressed {sniffed.label}; decompress it first", compressed=True)
         if sniffed.kind is not None:
             return Detection(sniffed.kind)
         if sniffed.label == "ZIP archive" and suffix == ".xlsx":
@@ -220,8 +285,9 @@ def detect(path: Path) -> Detection:
         found = _text_kind(suffix, head)
         return Detection(found.kind, found.format, found.reason, compressed)
     if compressed:
-        return Detection(None, reason="is a gzip-compressed binary file (an archive?), which is not ingested",
-                         compressed=True)
+        return Detection(
+            None, reason="is a gzip-compressed binary file (an archive?), which is not ingested", compressed=True
+        )
     if _pyav_video(path):
         return Detection("video")
     return Detection(None, reason="is a binary file of a type that is not ingested")
@@ -232,10 +298,12 @@ def _article(label: str) -> str:
 
 
 #: What can be ingested, for messages about a file that cannot.
-SUPPORTED = ("text (plain text, Markdown, HTML, reStructuredText, Jupyter notebooks, source code, JSON documents), "
-             "documents (PDF, Word .docx, PowerPoint .pptx), tables (CSV, TSV, XLSX, JSON records), images (JPEG, "
-             "PNG, WebP, GIF, BMP, TIFF) and videos (MP4, MKV, WebM, MOV, AVI, MPEG-TS, Ogg and anything else FFmpeg "
-             "plays); text, tables and PDFs may be gzip-compressed")
+SUPPORTED = (
+    "text (plain text, Markdown, HTML, reStructuredText, Jupyter notebooks, source code, JSON documents), "
+    "documents (PDF, Word .docx, PowerPoint .pptx), tables (CSV, TSV, XLSX, JSON records), images (JPEG, "
+    "PNG, WebP, GIF, BMP, TIFF) and videos (MP4, MKV, WebM, MOV, AVI, MPEG-TS, Ogg and anything else FFmpeg "
+    "plays); text, tables and PDFs may be gzip-compressed"
+)
 
 
 def unsupported_error(path: Path, found: Detection) -> IngestError:

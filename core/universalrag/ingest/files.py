@@ -94,8 +94,9 @@ def check_file(path: Path, *, empty: str | None = None) -> None:
     if not path.exists():
         raise IngestError(path, "no such file; check the path (relative paths start at the current folder).")
     if path.is_dir():
-        raise IngestError(path, "is a folder, not a regular file; pass the files inside it, or ingest the whole "
-                                "folder.")
+        raise IngestError(
+            path, "is a folder, not a regular file; pass the files inside it, or ingest the whole folder."
+        )
     if not path.is_file():
         raise IngestError(path, "is not a regular file (a device, socket or pipe); save its content to a file.")
     if empty is not None and is_empty(path):
@@ -174,8 +175,9 @@ def read_content(path: Path) -> bytes:
     except (OSError, EOFError, zlib.error) as e:
         raise _gzip_or_read_error(path, e) from e
     if len(data) > MAX_GUNZIPPED_TEXT:
-        raise IngestError(path, f"decompresses to more than {MAX_GUNZIPPED_TEXT >> 20} MB of text; split it or "
-                                "leave it out.")
+        raise IngestError(
+            path, f"decompresses to more than {MAX_GUNZIPPED_TEXT >> 20} MB of text; split it or leave it out."
+        )
     return data
 
 
@@ -206,8 +208,9 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 #: How many leading bytes :func:`text_encoding` is meant to see.
 HEAD_BYTES = 65536
 #: Declared labels that browsers read as Windows-1252 (the WHATWG Encoding Standard does the same).
-_WINDOWS_1252_LABELS = frozenset({"iso-8859-1", "iso8859-1", "latin-1", "latin1", "l1", "us-ascii", "ascii",
-                                  "cp1252", "windows-1252", "x-cp1252"})
+_WINDOWS_1252_LABELS = frozenset(
+    {"iso-8859-1", "iso8859-1", "latin-1", "latin1", "l1", "us-ascii", "ascii", "cp1252", "windows-1252", "x-cp1252"}
+)
 #: Legacy encodings preferred when charset-normalizer finds several equally good ones (Western text first).
 _PREFERRED = ("utf_8", "cp1252", "latin_1", "iso8859_15")
 _CHAOS_MARGIN = 0.1
@@ -278,8 +281,11 @@ def _detected(data: bytes) -> TextEncoding | None:
     if not results:
         return None
     best = results[0]
-    close = {m.encoding for m in results
-             if m.chaos <= best.chaos + _CHAOS_MARGIN and m.coherence >= best.coherence - _COHERENCE_MARGIN}
+    close = {
+        m.encoding
+        for m in results
+        if m.chaos <= best.chaos + _CHAOS_MARGIN and m.coherence >= best.coherence - _COHERENCE_MARGIN
+    }
     name = next((p for p in _PREFERRED if p in close), best.encoding)
     return TextEncoding(codecs.lookup(name).name, source="detected")
 
@@ -292,8 +298,9 @@ def declared_encoding(head: bytes, *, html: bool) -> str | None:
     return str(found) if found else None
 
 
-def text_encoding(head: bytes, name: str | Path, *, what: str = "text", declared: str | None = None,
-                  final: bool = False) -> TextEncoding:
+def text_encoding(
+    head: bytes, name: str | Path, *, what: str = "text", declared: str | None = None, final: bool = False
+) -> TextEncoding:
     """The encoding of a text file from its first bytes (``final``: ``head`` is the whole file).
 
     In order: a byte-order mark; the ``declared`` encoding (an HTML meta charset, an XML declaration) when
@@ -304,14 +311,20 @@ def text_encoding(head: bytes, name: str | Path, *, what: str = "text", declared
     """
     sniffed = sniff(head[:64])
     if sniffed is not None:
-        raise IngestError(name, f"this is a {sniffed.label}, not {what} (its first bytes say so; it was probably "
-                                "renamed). Give it its real extension, or ingest it as what it is.")
+        raise IngestError(
+            name,
+            f"this is a {sniffed.label}, not {what} (its first bytes say so; it was probably "
+            "renamed). Give it its real extension, or ingest it as what it is.",
+        )
     encoding = bom_encoding(head)
     if encoding is not None:
         return encoding
     if b"\x00" in head[:HEAD_BYTES]:
-        raise IngestError(name, "looks like a binary file, not text (it contains NUL bytes). If it is UTF-16 text, "
-                                "save it as UTF-8 (or UTF-16 with a byte-order mark); otherwise leave it out.")
+        raise IngestError(
+            name,
+            "looks like a binary file, not text (it contains NUL bytes). If it is UTF-16 text, "
+            "save it as UTF-8 (or UTF-16 with a byte-order mark); otherwise leave it out.",
+        )
     found = _declared(declared, head, final=final)
     if found is not None:
         return found
@@ -319,8 +332,11 @@ def text_encoding(head: bytes, name: str | Path, *, what: str = "text", declared
         return TextEncoding("utf-8")
     found = _detected(head)
     if found is None:
-        raise IngestError(name, f"looks like a binary file, not {what}: its bytes are text in no encoding that "
-                                "could be detected. Leave it out, or save it as UTF-8 text.")
+        raise IngestError(
+            name,
+            f"looks like a binary file, not {what}: its bytes are text in no encoding that "
+            "could be detected. Leave it out, or save it as UTF-8 text.",
+        )
     return found
 
 
@@ -349,11 +365,15 @@ def file_encoding(path: Path, *, what: str = "text") -> TextEncoding:
 def decode_error(name: str | Path, encoding: TextEncoding, where: str) -> IngestError:
     """The IngestError for text that is not valid in ``encoding``; ``where`` says where ("byte offset 12")."""
     if encoding.bom:
-        return IngestError(name, f"starts with a {encoding.label} byte-order mark but is not valid {encoding.label} "
-                                 f"({where}); re-save it as UTF-8.")
+        return IngestError(
+            name,
+            f"starts with a {encoding.label} byte-order mark but is not valid {encoding.label} "
+            f"({where}); re-save it as UTF-8.",
+        )
     file = Path(name).name
     how = {"declared": "its declared encoding", "detected": "the encoding detected from its first bytes"}.get(
-        encoding.source, "UTF-8")
+        encoding.source, "UTF-8"
+    )
     return IngestError(
         name,
         f"is not valid {encoding.label} text ({where}), which is {how}; it mixes encodings or is damaged. "
@@ -368,11 +388,12 @@ def decode_text(data: bytes, name: str | Path, *, declared: str | None = None) -
     if encoding.source == "utf-8" and not _decodes(data, "utf-8", final=True):
         encoding = _detected(data) or encoding
     try:
-        text = data[len(encoding.bom):].decode(encoding.name)
+        text = data[len(encoding.bom) :].decode(encoding.name)
     except UnicodeDecodeError as e:
         offset = len(encoding.bom) + e.start
-        raise decode_error(name, encoding, f"byte 0x{data[offset:offset + 1].hex().upper()} at byte offset "
-                                           f"{offset}") from e
+        raise decode_error(
+            name, encoding, f"byte 0x{data[offset : offset + 1].hex().upper()} at byte offset {offset}"
+        ) from e
     return text.lstrip("\ufeff"), encoding
 
 

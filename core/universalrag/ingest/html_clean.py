@@ -37,8 +37,16 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["HEADINGS", "heading_text", "is_layout_table", "is_permalink", "keep_main", "link_density",
-           "remove_navigation", "unwrap_layout_tables"]
+__all__ = [
+    "HEADINGS",
+    "heading_text",
+    "is_layout_table",
+    "is_permalink",
+    "keep_main",
+    "link_density",
+    "remove_navigation",
+    "unwrap_layout_tables",
+]
 
 _NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menubar", "menu"})
 _LAYOUT_ROLES = frozenset({"presentation", "none"})
@@ -51,7 +59,8 @@ _NAV_WORDS = re.compile(
 #: ... and of tables that are page furniture: an index, a table of contents, a wiki's message boxes ("This article
 #: needs additional citations", the sister project's "Wikimedia Commons has media related to ...").
 _TABLE_NAV_WORDS = re.compile(
-    r"(?:^|[\s_-])(?:index|navigation|toc|contents|ambox|mbox-small|sistersitebox)(?:$|[\s_-])", re.IGNORECASE)
+    r"(?:^|[\s_-])(?:index|navigation|toc|contents|ambox|mbox-small|sistersitebox)(?:$|[\s_-])", re.IGNORECASE
+)
 _BLOCK_CONTENT = ["h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "form", "pre", "blockquote"]
 _LINK_BLOCKS = ["ul", "ol", "dl", "p", "div", "td", "section", "menu"]
 #: A block whose link text is at least this share of its text (and has this many links) is navigation.
@@ -116,8 +125,13 @@ def link_density(node: Any, stats: _Stats | None = None) -> tuple[float, int]:
 def _marks(node: Any) -> str:
     """Class, id and (old tables') summary of an element, where pages name their chrome."""
     classes = node.get("class") or []
-    return " ".join([*(classes if isinstance(classes, list) else [classes]), str(node.get("id") or ""),
-                     str(node.get("summary") or "")])
+    return " ".join(
+        [
+            *(classes if isinstance(classes, list) else [classes]),
+            str(node.get("id") or ""),
+            str(node.get("summary") or ""),
+        ]
+    )
 
 
 def _own(node: Any, name: str | list[str]) -> list[Any]:
@@ -184,8 +198,11 @@ def _is_navigation(node: Any, stats: _Stats) -> bool:
 
 def is_permalink(node: Any) -> bool:
     """True for a link to its own page whose text is only a mark (the "¶" Sphinx puts after each heading)."""
-    return (node.name == "a" and str(node.get("href") or "").startswith("#")
-            and node.get_text(" ").strip() in _PERMALINK_MARKS)
+    return (
+        node.name == "a"
+        and str(node.get("href") or "").startswith("#")
+        and node.get_text(" ").strip() in _PERMALINK_MARKS
+    )
 
 
 def heading_text(heading: Any) -> str:

@@ -86,14 +86,21 @@ def _passages(path: Path) -> Iterator[Passage]:
         if not clean:
             continue
         for p in split_paragraphs(clean):
-            yield Passage(index=index, text=p.text, start_char=offset + p.start_char,
-                                 end_char=offset + p.end_char)
+            yield Passage(index=index, text=p.text, start_char=offset + p.start_char, end_char=offset + p.end_char)
             index += 1
         offset += len(clean) + 2
 
 
-def staged_text(path: Path, specs: Sequence[CorpusSpec], embedder: Embedder, *, uri: str, content_hash: str,
-                batch_passages: int = 512, head_chars: int = 100_000) -> StagedSource:
+def staged_text(
+    path: Path,
+    specs: Sequence[CorpusSpec],
+    embedder: Embedder,
+    *,
+    uri: str,
+    content_hash: str,
+    batch_passages: int = 512,
+    head_chars: int = 100_000,
+) -> StagedSource:
     """A very large plain-text file as a staged source (see the module docstring)."""
     doc_spec = next((s for s in specs if s.granularity is Granularity.DOCUMENT), None)
     passage_specs = [s for s in specs if s.granularity is not Granularity.DOCUMENT]
@@ -113,11 +120,21 @@ def staged_text(path: Path, specs: Sequence[CorpusSpec], embedder: Embedder, *, 
             if doc_spec is not None:
                 chunks = chunk_for_embedding(head) or [title]
                 vectors = embedder.embed([f"{title}\n{c}" for c in chunks])
-                units.append(Unit(id=doc_id, corpus=doc_spec.name, uri=uri, content=head,
-                                  embedding=normalised_mean(vectors).tolist(),
-                                  metadata={**meta, "truncated": True, "bytes": size, "chunks": len(chunks)}))
-                parts = [PartBatch(corpus=doc_spec.name, unit_id=doc_id, start=0, texts=chunks, vectors=vectors)] \
-                    if doc_spec.multi_vector else []
+                units.append(
+                    Unit(
+                        id=doc_id,
+                        corpus=doc_spec.name,
+                        uri=uri,
+                        content=head,
+                        embedding=normalised_mean(vectors).tolist(),
+                        metadata={**meta, "truncated": True, "bytes": size, "chunks": len(chunks)},
+                    )
+                )
+                parts = (
+                    [PartBatch(corpus=doc_spec.name, unit_id=doc_id, start=0, texts=chunks, vectors=vectors)]
+                    if doc_spec.multi_vector
+                    else []
+                )
             yield StagedBatch(units=units, parts=parts)
         number, batch = 1, []
         for passage in _passages(path):
@@ -132,22 +149,39 @@ def staged_text(path: Path, specs: Sequence[CorpusSpec], embedder: Embedder, *, 
 
     corpora = tuple(sorted(s.name for s in specs))
     estimate = 1 + max(1, size // (batch_passages * 650))  # ~650 bytes per 100-word passage
-    source = SourceRecord(uri=uri, content_hash=content_hash, modality=Modality.TEXT, corpora=corpora,
-                          metadata={"title": title, "format": "txt", "path": path.name, "bytes": size,
-                                    "staged": True})
+    source = SourceRecord(
+        uri=uri,
+        content_hash=content_hash,
+        modality=Modality.TEXT,
+        corpora=corpora,
+        metadata={"title": title, "format": "txt", "path": path.name, "bytes": size, "staged": True},
+    )
     return StagedSource(source=source, produce=produce, batches=estimate, what="passage batches")
 
 
-def _passage_batch(passages: list[Passage], specs: Sequence[CorpusSpec], embedder: Embedder, title: str, uri: str,
-                   source_id: str, doc_spec: CorpusSpec | None, meta: dict[str, str]) -> StagedBatch:
+def _passage_batch(
+    passages: list[Passage],
+    specs: Sequence[CorpusSpec],
+    embedder: Embedder,
+    title: str,
+    uri: str,
+    source_id: str,
+    doc_spec: CorpusSpec | None,
+    meta: dict[str, str],
+) -> StagedBatch:
     vectors = embedder.embed([f"{title}\n{p.text}" for p in passages]) if specs else []
     units = [
-        Unit(id=unit_id(source_id, f"{spec.name}:{p.index}"), corpus=spec.name, content=p.text, uri=uri,
-             embedding=v.tolist(),
-             parent_id=unit_id(source_id, "document") if doc_spec is not None and spec.parent == doc_spec.name
-             else None,
-             metadata={**meta, "index": p.index, "start_char": p.start_char, "end_char": p.end_char})
-        for spec in specs for p, v in zip(passages, vectors, strict=True)
+        Unit(
+            id=unit_id(source_id, f"{spec.name}:{p.index}"),
+            corpus=spec.name,
+            content=p.text,
+            uri=uri,
+            embedding=v.tolist(),
+            parent_id=unit_id(source_id, "document") if doc_spec is not None and spec.parent == doc_spec.name else None,
+            metadata={**meta, "index": p.index, "start_char": p.start_char, "end_char": p.end_char},
+        )
+        for spec in specs
+        for p, v in zip(passages, vectors, strict=True)
     ]
     return StagedBatch(units=units)
 
@@ -159,9 +193,17 @@ def sampled_rows(count: int, limit: int) -> Callable[[int], bool]:
     return lambda i: (i + 1) * limit // count > i * limit // count
 
 
-def staged_table(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embedder, *, uri: str,
-                 content_hash: str, metadata: dict[str, object], batch_rows: int = 1024,
-                 max_embedded_rows: int = 100_000) -> StagedSource:
+def staged_table(
+    tables: Sequence[ParsedTable],
+    spec: CorpusSpec,
+    embedder: Embedder,
+    *,
+    uri: str,
+    content_hash: str,
+    metadata: dict[str, object],
+    batch_rows: int = 1024,
+    max_embedded_rows: int = 100_000,
+) -> StagedSource:
     """Large tables as a staged source: batch 1 holds the table units, then every ``batch_rows`` embedded rows
     make one batch (see the module docstring for the sample)."""
     from .tables.read import render_markdown, serialize_row
@@ -180,11 +222,25 @@ def staged_table(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embe
                     content += f"\n(… {count - len(preview)} more rows)"
                 contents.append(content)
             vectors = embedder.embed(contents)
-            yield StagedBatch(units=[
-                Unit(id=i, corpus=spec.name, content=c, uri=uri, embedding=v.tolist(),
-                     metadata={**t.metadata, "title": t.title, "columns": list(t.header), "embedded_rows": kept,
-                               "rows_kept": kept < count})
-                for t, i, c, v, kept in zip(tables, ids, contents, vectors, embedded, strict=True)])
+            yield StagedBatch(
+                units=[
+                    Unit(
+                        id=i,
+                        corpus=spec.name,
+                        content=c,
+                        uri=uri,
+                        embedding=v.tolist(),
+                        metadata={
+                            **t.metadata,
+                            "title": t.title,
+                            "columns": list(t.header),
+                            "embedded_rows": kept,
+                            "rows_kept": kept < count,
+                        },
+                    )
+                    for t, i, c, v, kept in zip(tables, ids, contents, vectors, embedded, strict=True)
+                ]
+            )
         number = 1
         for table, tid, count, kept in zip(tables, ids, counts, embedded, strict=True):
             keep = sampled_rows(count, max_embedded_rows)
@@ -193,14 +249,21 @@ def staged_table(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embe
             raw: list[tuple[str, int, dict[str, str]]] = []
             start = 0
 
-            def batch(rows: list[list[str]], raw: list[tuple[str, int, dict[str, str]]], start: int,
-                      table: ParsedTable = table, tid: str = tid) -> StagedBatch:
+            def batch(
+                rows: list[list[str]],
+                raw: list[tuple[str, int, dict[str, str]]],
+                start: int,
+                table: ParsedTable = table,
+                tid: str = tid,
+            ) -> StagedBatch:
                 if not rows:
                     return StagedBatch(rows=raw)
                 texts = [serialize_row(table.header, row) for row in rows]
                 vectors = embedder.embed([f"{table.title}: {t}" for t in texts])
-                return StagedBatch(parts=[PartBatch(corpus=spec.name, unit_id=tid, start=start, texts=texts,
-                                                    vectors=vectors)], rows=raw)
+                return StagedBatch(
+                    parts=[PartBatch(corpus=spec.name, unit_id=tid, start=start, texts=texts, vectors=vectors)],
+                    rows=raw,
+                )
 
             for i, row in enumerate(table.rows()):
                 if whole and number + 1 > done:
@@ -220,6 +283,11 @@ def staged_table(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embe
                     yield batch(rows, raw, start)
 
     total = 1 + sum(-(-k // batch_rows) for k in embedded)
-    source = SourceRecord(uri=uri, content_hash=content_hash, modality=Modality.TABLE, corpora=(spec.name,),
-                          metadata={**metadata, "staged": True})
+    source = SourceRecord(
+        uri=uri,
+        content_hash=content_hash,
+        modality=Modality.TABLE,
+        corpora=(spec.name,),
+        metadata={**metadata, "staged": True},
+    )
     return StagedSource(source=source, produce=produce, batches=total, what="row batches")

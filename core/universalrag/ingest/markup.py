@@ -35,18 +35,38 @@ _log = logging.getLogger(__name__)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 #: What only MyST writes: a fence opened with a directive's name in braces, or a role before a backquote (not a
 #: shell's or a template's ``${name}``).
-_MYST = re.compile(r"^[ \t]*(?:`{3,}|~{3,}|:{3,})[ \t]*\{[A-Za-z][\w:.+-]*\}|(?<![\w$])\{[A-Za-z][\w:.+-]*\}`",
-                   re.MULTILINE)
+_MYST = re.compile(
+    r"^[ \t]*(?:`{3,}|~{3,}|:{3,})[ \t]*\{[A-Za-z][\w:.+-]*\}|(?<![\w$])\{[A-Za-z][\w:.+-]*\}`", re.MULTILINE
+)
 _DIRECTIVE = re.compile(r"^\{(?P<name>[A-Za-z][\w:.+-]*)\}[ \t]*(?P<argument>.*)$", re.DOTALL)
 _OPTION = re.compile(r"^[ \t]*:[\w-]+:(?:[ \t].*)?$")
 _YAML_OPTIONS = re.compile(r"\A---[ \t]*\n.*?\n---[ \t]*(?:\n|\Z)", re.DOTALL)
 #: Directives whose body is code or a grammar, kept as written.
 _CODE = frozenset({"code-block", "code", "sourcecode", "code-cell", "math"})
 #: Directives whose body is MyST prose, shown after their argument (a tab's or a dropdown's label, a caption).
-_PROSE = frozenset({
-    "tab", "tab-item", "tab-set", "dropdown", "card", "grid", "grid-item", "grid-item-card", "topic", "sidebar",
-    "margin", "div", "container", "epigraph", "pull-quote", "highlights", "table", "list-table", "figure",
-})
+_PROSE = frozenset(
+    {
+        "tab",
+        "tab-item",
+        "tab-set",
+        "dropdown",
+        "card",
+        "grid",
+        "grid-item",
+        "grid-item-card",
+        "topic",
+        "sidebar",
+        "margin",
+        "div",
+        "container",
+        "epigraph",
+        "pull-quote",
+        "highlights",
+        "table",
+        "list-table",
+        "figure",
+    }
+)
 #: Directives whose argument is all they show (with :data:`~universalrag.ingest.text.rst.SIGNATURES`).
 _HEADINGS = frozenset({"rubric"})
 #: Directives that show nothing of their own here: a table of contents, another file, an image's path.
@@ -75,9 +95,16 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
         data = yaml.safe_load(match.group(1))
     except yaml.YAMLError:
         data = None
-    fields = {str(key): " ".join(str(value).split()) for key, value in data.items()
-              if isinstance(value, str | int | float) and not isinstance(value, bool)} if isinstance(data, dict) else {}
-    return fields, text[match.end():]
+    fields = (
+        {
+            str(key): " ".join(str(value).split())
+            for key, value in data.items()
+            if isinstance(value, str | int | float) and not isinstance(value, bool)
+        }
+        if isinstance(data, dict)
+        else {}
+    )
+    return fields, text[match.end() :]
 
 
 def _parser(*, myst: bool) -> MarkdownIt:
@@ -131,8 +158,11 @@ def _directive(md: MarkdownIt, name: str, argument: str, body: str, *, depth: in
     body = _without_options(body)
     if name in NOT_PROSE or name in _HIDDEN:
         if name == "include":
-            _log.warning("a MyST page includes a file that is not read, as a page never reads another file; its "
-                         "text lacks what it holds: %s", argument)
+            _log.warning(
+                "a MyST page includes a file that is not read, as a page never reads another file; its "
+                "text lacks what it holds: %s",
+                argument,
+            )
         return ""
     if name in _CODE or name in LITERAL:
         return _code(body)
@@ -158,7 +188,7 @@ def _without_options(body: str) -> str:
     """A directive's ``body`` without the options that open it: ``:key: value`` lines or a YAML block."""
     yaml_block = _YAML_OPTIONS.match(body)
     if yaml_block:
-        return body[yaml_block.end():]
+        return body[yaml_block.end() :]
     lines = body.split("\n")
     start = 0
     while start < len(lines) and _OPTION.match(lines[start]):

@@ -49,8 +49,21 @@ from .video.planning import VideoOptions
 if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
-__all__ = ["CSV_RULES", "DEFAULT_CORPORA", "PAGE_RULES", "PASSAGE_RULES", "PDF_RULES", "FileOutcome", "IngestOptions",
-           "IngestReport", "Progress", "ingest_paths", "ingest_tables", "prune_missing", "sources_under"]
+__all__ = [
+    "CSV_RULES",
+    "DEFAULT_CORPORA",
+    "PAGE_RULES",
+    "PASSAGE_RULES",
+    "PDF_RULES",
+    "FileOutcome",
+    "IngestOptions",
+    "IngestReport",
+    "Progress",
+    "ingest_paths",
+    "ingest_tables",
+    "prune_missing",
+    "sources_under",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -67,9 +80,16 @@ def _prepare_table(run: IngestRun, path: Path, uri: str, content_hash: str) -> P
         raise ConfigError(f"Corpus {spec.name!r} cannot hold tables: create it with --multi-vector.")
     opts = run.options
     if sum(int(t.metadata.get("row_count", 0)) for t in tables) > opts.stage_rows:
-        return staged_table(tables, spec, run.embedder, uri=uri, content_hash=content_hash,
-                            metadata={"tables": len(tables), "path": path.name}, batch_rows=opts.table_batch_rows,
-                            max_embedded_rows=opts.max_embedded_rows)
+        return staged_table(
+            tables,
+            spec,
+            run.embedder,
+            uri=uri,
+            content_hash=content_hash,
+            metadata={"tables": len(tables), "path": path.name},
+            batch_rows=opts.table_batch_rows,
+            max_embedded_rows=opts.max_embedded_rows,
+        )
     units, parts = table_units(tables, spec, run.embedder, uri=uri, batch_rows=run.options.table_batch_rows)
     meta = {"tables": len(tables), "path": path.name}
     return Prepared(source_record(uri, content_hash, Modality.TABLE, units, metadata=meta), units, parts)
@@ -120,8 +140,17 @@ def _prepare_document(run: IngestRun, path: Path, uri: str, content_hash: str) -
     )
     visual = run.options.visual_encoder if targets.image is not None and targets.image.visual_dimension else None
     folder = figure_folder(run.store.settings.home_dir, run.store.schema, content_hash)
-    return prepare_document(path, targets, run.embedder, uri=uri, content_hash=content_hash, figure_dir=folder,
-                            visual=visual, options=run.options.documents, batch_rows=run.options.table_batch_rows)
+    return prepare_document(
+        path,
+        targets,
+        run.embedder,
+        uri=uri,
+        content_hash=content_hash,
+        figure_dir=folder,
+        visual=visual,
+        options=run.options.documents,
+        batch_rows=run.options.table_batch_rows,
+    )
 
 
 def _text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]]) -> Iterator[FileOutcome]:
@@ -156,9 +185,11 @@ _HANDLERS: dict[str, Callable[[IngestRun, Path, str, str], Prepared | StagedSour
 #: name and value parted, and a simple table with a blank first header cell lost its column names; v6: a table's
 #: date cells carry their ISO spelling; v7: a long element named like chrome that is mostly links, Texinfo's main
 #: menu, is navigation).
-PAGE_RULES = ("pages v7: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
-              "front-matter description, <br> a line break, Sphinx directives as shown, MyST read, "
-              "fields on one line, simple tables' names kept, ISO dates beside others, long link menus dropped")
+PAGE_RULES = (
+    "pages v7: passages cut from the prose, tables in the table corpus, main landmark, headings whole, "
+    "front-matter description, <br> a line break, Sphinx directives as shown, MyST read, "
+    "fields on one line, simple tables' names kept, ISO dates beside others, long link menus dropped"
+)
 #: How any text is cut into passages, in the identity of every text source (plain text too): since v2 a heading, a
 #: term or an option name starts the passage of the text it introduces instead of ending the one before; since v3
 #: plain text keeps a list's items and lines laid out in columns on lines of their own; since v4 a command line
@@ -166,8 +197,10 @@ PAGE_RULES = ("pages v7: passages cut from the prose, tables in the table corpus
 #: since v5 a heading starts a passage rather than ending one with the start of its section, a numbered FAQ entry
 #: stays whole, the signatures one description documents stay with it, Org-mode files keep their headings and
 #: blocks, and plain-text lines broken by hand keep their lines.
-PASSAGE_RULES = ("passages v5: leads kept with their text, plain text's lists and columns kept, commands not leads, "
-                 "sections start passages, FAQ entries and signature groups whole, Org-mode headings")
+PASSAGE_RULES = (
+    "passages v5: leads kept with their text, plain text's lists and columns kept, commands not leads, "
+    "sections start passages, FAQ entries and signature groups whole, Org-mode headings"
+)
 #: What a PDF becomes, in the identity of every PDF source: since v2 its tables set with white space alone are
 #: tables (their cells used to run together in the passages, column after column); since v3 a table's first row is
 #: no longer clipped nor a line inside a table's box dropped unless the table holds it, a line's pieces keep their
@@ -175,8 +208,10 @@ PASSAGE_RULES = ("passages v5: leads kept with their text, plain text's lists an
 #: tag ("[Function]") leads its line, an underscore drawn as a rule is "_", a title wrapped over two lines is one
 #: heading, prose on a contents page is kept, a folio a little inside the margin is dropped and a two-line header
 #: heads a table set without rules. PDFs ingested before are replaced once at the next ingest.
-PDF_RULES = ("pdf v4: tables set without rules found, rows kept, lines in order, contents pages left out, "
-             "definition tags and drawn underscores, wrapped titles, prose on contents pages, folios, two-line headers")
+PDF_RULES = (
+    "pdf v4: tables set without rules found, rows kept, lines in order, contents pages left out, "
+    "definition tags and drawn underscores, wrapped titles, prose on contents pages, folios, two-line headers"
+)
 
 
 def _unchanged(run: IngestRun, kind: str, uri: str, content_hash: str) -> bool:
@@ -201,10 +236,17 @@ def _classify(run: IngestRun, path: Path, *, walked: bool) -> tuple[Detection, s
     if found.kind is None:
         return found, "", ""
     run.formats[path] = found.format
-    rules = (f"{PAGE_RULES}; {PASSAGE_RULES}" if found.kind == "text" and found.format in TABLES_IN_TEXT
-             else PASSAGE_RULES if found.kind == "text"
-             else PDF_RULES if found.kind == "document" and found.format == "pdf"
-             else TABLE_RULES.get(found.format or "") if found.kind == "table" else None)
+    rules = (
+        f"{PAGE_RULES}; {PASSAGE_RULES}"
+        if found.kind == "text" and found.format in TABLES_IN_TEXT
+        else PASSAGE_RULES
+        if found.kind == "text"
+        else PDF_RULES
+        if found.kind == "document" and found.format == "pdf"
+        else TABLE_RULES.get(found.format or "")
+        if found.kind == "table"
+        else None
+    )
     texts = (run.options.captions.get(str(path)), run.alts.get(path.resolve()), rules)
     return found, path.resolve().as_uri(), fingerprint(path, hash_file(path), texts=texts)
 
@@ -216,16 +258,20 @@ def _large_text(run: IngestRun, path: Path) -> bool:
     if run.formats.get(path) == "txt":
         return size > run.options.large_text_bytes
     if size > run.options.max_markup_bytes:
-        raise IngestError(path, f"is {size / 1e6:.0f} MB of {run.formats.get(path) or 'marked-up'} text, more than "
-                                f"the {run.options.max_markup_bytes / 1e6:.0f} MB that are parsed whole; save its "
-                                "text as a .txt file, which is streamed in batches, or split it.")
+        raise IngestError(
+            path,
+            f"is {size / 1e6:.0f} MB of {run.formats.get(path) or 'marked-up'} text, more than "
+            f"the {run.options.max_markup_bytes / 1e6:.0f} MB that are parsed whole; save its "
+            "text as a .txt file, which is streamed in batches, or split it.",
+        )
     return False
 
 
 def _prepare_large_text(run: IngestRun, path: Path, uri: str, content_hash: str) -> StagedSource:
     specs = [run.spec(n, "text") for n in run.targets("text")]
-    return staged_text(path, specs, run.embedder, uri=uri, content_hash=content_hash,
-                       batch_passages=run.options.text_batch_passages)
+    return staged_text(
+        path, specs, run.embedder, uri=uri, content_hash=content_hash, batch_passages=run.options.text_batch_passages
+    )
 
 
 def _write(run: IngestRun, path: Path, kind: str, prepared: Prepared | StagedSource) -> FileOutcome:
@@ -238,14 +284,18 @@ def _write(run: IngestRun, path: Path, kind: str, prepared: Prepared | StagedSou
             if run.on_progress is not None:
                 run.on_progress(progress)
 
-        result = run.store.write_staged(replace(staged.source, scope=run.scope(kind)), staged.produce,
-                                        on_batch=committed)
-        return FileOutcome(path=str(path), status=result.status, kind=kind, corpora=staged.source.corpora,
-                           rows=dict(result.rows))
-    result = run.store.write_source(replace(prepared.source, scope=run.scope(kind)), prepared.units,
-                                    parts=prepared.parts)
-    return FileOutcome(path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora,
-                       rows=dict(result.rows))
+        result = run.store.write_staged(
+            replace(staged.source, scope=run.scope(kind)), staged.produce, on_batch=committed
+        )
+        return FileOutcome(
+            path=str(path), status=result.status, kind=kind, corpora=staged.source.corpora, rows=dict(result.rows)
+        )
+    result = run.store.write_source(
+        replace(prepared.source, scope=run.scope(kind)), prepared.units, parts=prepared.parts
+    )
+    return FileOutcome(
+        path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora, rows=dict(result.rows)
+    )
 
 
 def _refusal(path: Path, found: Detection) -> IngestError:
@@ -317,8 +367,9 @@ def ingest_paths(
     committed batch of a large source (:mod:`universalrag.ingest.large`). Caption and subtitle
     sidecars found next to images and videos are used as their text, not ingested on their own.
     """
-    run = IngestRun(store=store, embedder=embedder, options=options or IngestOptions(), corpus=corpus,
-               on_progress=on_progress)
+    run = IngestRun(
+        store=store, embedder=embedder, options=options or IngestOptions(), corpus=corpus, on_progress=on_progress
+    )
     store.corpora()  # fail fast (StoreError) when the database cannot be reached
     if corpus is not None:
         store.corpus(corpus)  # fail fast on an unknown corpus
@@ -402,12 +453,16 @@ def sources_under(sources: Iterable[Mapping[str, Any]], folder: Path, *, scope: 
     folder is matched by its real path, as walked files are stored; it need not exist any more."""
     root = folder.resolve().as_uri()
     prefix = root if root.endswith("/") else root + "/"
-    return {r["uri"]: folder / unquote(r["uri"][len(prefix):]) for r in sources
-            if str(r["uri"]).startswith(prefix) and (scope is None or r["scope"] == scope)}
+    return {
+        r["uri"]: folder / unquote(r["uri"][len(prefix) :])
+        for r in sources
+        if str(r["uri"]).startswith(prefix) and (scope is None or r["scope"] == scope)
+    }
 
 
-def prune_missing(store: Store, folders: Sequence[str | Path], *,
-                  on_file: Callable[[FileOutcome], None] | None = None) -> list[FileOutcome]:
+def prune_missing(
+    store: Store, folders: Sequence[str | Path], *, on_file: Callable[[FileOutcome], None] | None = None
+) -> list[FileOutcome]:
     """Delete the stored sources under ``folders`` whose file no longer exists, as a sync tool deletes what was
     deleted at the source, so a file moved away stops being found. Each file's sources (every scope) go in one
     transaction of their own; one that fails is reported ``failed`` and the others go on. Nothing outside the

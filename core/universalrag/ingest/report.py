@@ -63,8 +63,11 @@ class IngestReport:
         """A summary a person reads (``print(report)``): the counts, the rows per corpus, and each skipped or failed
         input with why (the dataclass's own form lists every outcome's fields)."""
         tally = Counter(o.status for o in self.outcomes)
-        counts = ", ".join(f"{tally[s]} {s}" for s in ("added", "replaced", "unchanged", "skipped", "failed", "removed")
-                           if tally[s] or s in ("added", "failed"))
+        counts = ", ".join(
+            f"{tally[s]} {s}"
+            for s in ("added", "replaced", "unchanged", "skipped", "failed", "removed")
+            if tally[s] or s in ("added", "failed")
+        )
         rows = self.rows_per_corpus()
         lines = [f"{len(self.outcomes)} inputs: {counts}."]
         if rows:
@@ -87,5 +90,6 @@ class IngestReport:
 
     def rows_per_corpus(self) -> dict[str, int]:
         """The rows written to each corpus over every input, by corpus name."""
-        return {c: sum(o.rows.get(c, 0) for o in self.outcomes)
-                for c in sorted({c for o in self.outcomes for c in o.rows})}
+        return {
+            c: sum(o.rows.get(c, 0) for o in self.outcomes) for c in sorted({c for o in self.outcomes for c in o.rows})
+        }

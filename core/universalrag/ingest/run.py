@@ -31,8 +31,13 @@ DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
     "video": ("video", "clip"),
     "document": ("document", "paragraph", "table", "image"),
 }
-_KIND_MODALITY = {"text": Modality.TEXT, "table": Modality.TABLE, "image": Modality.IMAGE, "video": Modality.VIDEO,
-                  "document": Modality.TEXT}
+_KIND_MODALITY = {
+    "text": Modality.TEXT,
+    "table": Modality.TABLE,
+    "image": Modality.IMAGE,
+    "video": Modality.VIDEO,
+    "document": Modality.TEXT,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +62,16 @@ class IngestOptions:
     max_embedded_rows: int = 100_000
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, visual_encoder: VisualEncoder | None = None,
-                      video: VideoOptions | None = None, table_batch_rows: int = 1024,
-                      captions: dict[str, str] | None = None,
-                      documents: DocumentOptions | None = None) -> IngestOptions:
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        visual_encoder: VisualEncoder | None = None,
+        video: VideoOptions | None = None,
+        table_batch_rows: int = 1024,
+        captions: dict[str, str] | None = None,
+        documents: DocumentOptions | None = None,
+    ) -> IngestOptions:
         """Options whose videos are transcribed by the speech recogniser the settings name
         (``UNIVERSALRAG_ASR``), unless ``video`` brings its own ``asr``. Nothing is loaded yet."""
         from .video.asr import asr_from_settings
@@ -68,8 +79,13 @@ class IngestOptions:
         video = video or VideoOptions()
         if video.asr is None and settings.asr:
             video = replace(video, asr=asr_from_settings(settings))
-        return cls(visual_encoder=visual_encoder, video=video, table_batch_rows=table_batch_rows,
-                   captions=dict(captions or {}), documents=documents)
+        return cls(
+            visual_encoder=visual_encoder,
+            video=video,
+            table_batch_rows=table_batch_rows,
+            captions=dict(captions or {}),
+            documents=documents,
+        )
 
 
 @dataclass(slots=True)
@@ -92,8 +108,10 @@ class IngestRun:
         spec = self.store.corpus(name)
         if name not in self.checked:
             if spec.modality is not _KIND_MODALITY[kind]:
-                raise ConfigError(f"Corpus {name!r} holds {spec.modality} units; a {kind} file cannot go there. "
-                                  f"Use a {_KIND_MODALITY[kind]} corpus, or leave out --corpus.")
+                raise ConfigError(
+                    f"Corpus {name!r} holds {spec.modality} units; a {kind} file cannot go there. "
+                    f"Use a {_KIND_MODALITY[kind]} corpus, or leave out --corpus."
+                )
             check_embedder(spec, self.embedder)
             visual = self.options.visual_encoder
             if visual is not None and kind in ("image", "video"):

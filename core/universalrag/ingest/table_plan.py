@@ -41,8 +41,14 @@ def table_preview(table: ParsedTable, *, rows: int = 20, max_chars: int = 6000) 
 def table_unit(table: ParsedTable, spec: CorpusSpec, *, uri: str, preview: str, vector: np.ndarray) -> Unit:
     """A table's unit in corpus ``spec``: its ``preview`` as content, that preview's ``vector`` as its own, the
     table's metadata with its title and columns."""
-    return Unit(id=str(uuid.uuid4()), corpus=spec.name, content=preview, uri=uri, embedding=vector.tolist(),
-                metadata={**table.metadata, "title": table.title, "columns": list(table.header)})
+    return Unit(
+        id=str(uuid.uuid4()),
+        corpus=spec.name,
+        content=preview,
+        uri=uri,
+        embedding=vector.tolist(),
+        metadata={**table.metadata, "title": table.title, "columns": list(table.header)},
+    )
 
 
 @dataclass(slots=True)
@@ -54,8 +60,7 @@ class TablePlan:
     build: Callable[[np.ndarray], tuple[list[Unit], list[PartBatch]]]
 
 
-def plan_table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, *, uri: str,
-                     preview_rows: int = 20) -> TablePlan:
+def plan_table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, *, uri: str, preview_rows: int = 20) -> TablePlan:
     """Plan one unit per table of ``tables`` in corpus ``spec`` (its preview as content, the preview's vector
     as its own) and its rows as parts, all embedded in one call with other sources' texts.
 
@@ -74,12 +79,19 @@ def plan_table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, *, uri: st
         units: list[Unit] = []
         parts: list[PartBatch] = []
         offset = len(tables)
-        for table, preview, vector, row_texts in zip(tables, previews, vectors[:len(tables)], rows, strict=True):
+        for table, preview, vector, row_texts in zip(tables, previews, vectors[: len(tables)], rows, strict=True):
             unit = table_unit(table, spec, uri=uri, preview=preview, vector=vector)
             units.append(unit)
             if row_texts:
-                parts.append(PartBatch(corpus=spec.name, unit_id=unit.id, start=0, texts=row_texts,
-                                       vectors=vectors[offset: offset + len(row_texts)]))
+                parts.append(
+                    PartBatch(
+                        corpus=spec.name,
+                        unit_id=unit.id,
+                        start=0,
+                        texts=row_texts,
+                        vectors=vectors[offset : offset + len(row_texts)],
+                    )
+                )
             offset += len(row_texts)
         return units, parts
 

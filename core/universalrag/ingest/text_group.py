@@ -39,9 +39,12 @@ TABLES_IN_TEXT = ("md", "html", "rst", "ipynb")
 #: a simple table (``=====  =====``), of a grid table (``+----+``) or a table directive; (notebooks) an HTML
 #: table in an output or a pipe table in a Markdown cell. Pages without it skip the parse.
 _HTML_OR_PIPE_TABLE = re.compile(r"<table|\|[ \t]*:?-|-:?[ \t]*\|", re.IGNORECASE)
-_TABLE_SYNTAX = {"html": re.compile(r"<table", re.IGNORECASE), "md": _HTML_OR_PIPE_TABLE, "ipynb": _HTML_OR_PIPE_TABLE,
-                 "rst": re.compile(r"^[ \t]*(?:=+(?:[ \t]+=+)+[ \t]*$|\+[-=]+\+|\.\. (?:list-|csv-)?table::)",
-                                   re.MULTILINE)}
+_TABLE_SYNTAX = {
+    "html": re.compile(r"<table", re.IGNORECASE),
+    "md": _HTML_OR_PIPE_TABLE,
+    "ipynb": _HTML_OR_PIPE_TABLE,
+    "rst": re.compile(r"^[ \t]*(?:=+(?:[ \t]+=+)+[ \t]*$|\+[-=]+\+|\.\. (?:list-|csv-)?table::)", re.MULTILINE),
+}
 
 
 @dataclass(slots=True)
@@ -72,8 +75,9 @@ def page_tables(path: Path, fmt: str) -> list[ParsedTable]:
 
     try:
         data = read_content(path)
-        text, _ = decode_text(data, path, declared=declared_encoding(data[:HEAD_BYTES], html=True)
-                              if fmt == "html" else None)
+        text, _ = decode_text(
+            data, path, declared=declared_encoding(data[:HEAD_BYTES], html=True) if fmt == "html" else None
+        )
         if not _TABLE_SYNTAX[fmt].search(text):
             return []
         if fmt == "md":
@@ -117,16 +121,23 @@ def text_prepared(run: IngestRun, planned: TextFile, vectors: np.ndarray) -> Pre
         table_list, parts = planned.tables.build(vectors[n:])
         units += table_list
     elif planned.large_tables:
-        table_list, parts = table_units(planned.large_tables, run.spec("table", "table"), run.embedder,
-                                        uri=planned.uri, batch_rows=run.options.table_batch_rows)
+        table_list, parts = table_units(
+            planned.large_tables,
+            run.spec("table", "table"),
+            run.embedder,
+            uri=planned.uri,
+            batch_rows=run.options.table_batch_rows,
+        )
         units += table_list
     meta = {"title": planned.doc.title, "format": planned.doc.format, "path": planned.path.name}
     record = source_record(planned.uri, planned.content_hash, Modality.TEXT, units, metadata=meta)
     return Prepared(record, units, parts)
 
 
-def prepare_text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]],
-                       ) -> Iterator[tuple[Path, Prepared | FileOutcome]]:
+def prepare_text_group(
+    run: IngestRun,
+    group: Sequence[tuple[Path, str, str]],
+) -> Iterator[tuple[Path, Prepared | FileOutcome]]:
     """``(path, prepared source or failed outcome)`` for each ``(path, uri, content hash)`` of ``group``, in
     order, after one embedding call for all their texts. A source is built only when asked for, so a caller
     writing each before taking the next holds one file's units at a time besides the group's vectors. A file with
@@ -144,8 +155,10 @@ def prepare_text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]],
     try:
         vectors = run.embedder.embed(texts) if texts else np.zeros((0, run.embedder.dimension), dtype=np.float32)
         if len(vectors) != len(texts):
-            raise EmbeddingError(f"The encoder {run.embedder.name!r} returned {len(vectors)} vectors for "
-                                 f"{len(texts)} texts; its embed() must return one vector per text, in order.")
+            raise EmbeddingError(
+                f"The encoder {run.embedder.name!r} returned {len(vectors)} vectors for "
+                f"{len(texts)} texts; its embed() must return one vector per text, in order."
+            )
     except UniversalRAGError as e:
         for (path, _, _), p in zip(group, planned, strict=True):
             yield path, p if isinstance(p, FileOutcome) else failed_outcome(path, e)
@@ -155,7 +168,7 @@ def prepare_text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]],
         if isinstance(p, FileOutcome):
             yield path, p
             continue
-        mine = vectors[offset: offset + len(p.texts)]
+        mine = vectors[offset : offset + len(p.texts)]
         offset += len(p.texts)
         try:
             yield path, text_prepared(run, p, mine)

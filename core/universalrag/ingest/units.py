@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from .tables.model import ParsedTable
     from .video.planning import VideoPlan
 
-__all__ = ["Prepared", "TextPlan", "image_units", "plan_text_units", "source_record",
-           "table_units", "video_units"]
+__all__ = ["Prepared", "TextPlan", "image_units", "plan_text_units", "source_record", "table_units", "video_units"]
 
 
 @dataclass(slots=True)
@@ -55,8 +54,9 @@ class TextPlan:
     build: Callable[[np.ndarray], list[Unit]]
 
 
-def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str,
-                    passage_text: str | None = None) -> TextPlan:
+def plan_text_units(
+    doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str, passage_text: str | None = None
+) -> TextPlan:
     """Plan the units of one text document for each target text corpus, to be embedded in one batch.
 
     Document-granularity corpora get the whole text (its chunks as parts when the corpus is multi-vector;
@@ -75,24 +75,32 @@ def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str,
     parent = next((s.name for s in specs if s.granularity is Granularity.DOCUMENT), None)
 
     def build(vectors: np.ndarray) -> list[Unit]:
-        chunk_vecs, passage_vecs = vectors[: len(chunks)], vectors[len(chunks):]
+        chunk_vecs, passage_vecs = vectors[: len(chunks)], vectors[len(chunks) :]
         units: list[Unit] = []
         for spec in specs:
             if spec.granularity is Granularity.DOCUMENT:
-                units.append(Unit(
-                    id=doc_id, corpus=spec.name, content=doc.text, uri=uri,
-                    embedding=normalised_mean(chunk_vecs).tolist(),
-                    metadata={**base_meta, "words": len(doc.text.split()), "chunks": len(chunks)},
-                    parts=chunks if spec.multi_vector else (),
-                    part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
-                ))
+                units.append(
+                    Unit(
+                        id=doc_id,
+                        corpus=spec.name,
+                        content=doc.text,
+                        uri=uri,
+                        embedding=normalised_mean(chunk_vecs).tolist(),
+                        metadata={**base_meta, "words": len(doc.text.split()), "chunks": len(chunks)},
+                        parts=chunks if spec.multi_vector else (),
+                        part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
+                    )
+                )
             else:
                 units.extend(
                     Unit(
-                        id=_new_id(), corpus=spec.name, content=p.text, uri=uri, embedding=v.tolist(),
+                        id=_new_id(),
+                        corpus=spec.name,
+                        content=p.text,
+                        uri=uri,
+                        embedding=v.tolist(),
                         parent_id=doc_id if parent is not None and spec.parent == parent else None,
-                        metadata={**base_meta, "index": p.index, "start_char": p.start_char,
-                                  "end_char": p.end_char},
+                        metadata={**base_meta, "index": p.index, "start_char": p.start_char, "end_char": p.end_char},
                     )
                     for p, v in zip(passages, passage_vecs, strict=True)
                 )
@@ -102,8 +110,15 @@ def plan_text_units(doc: TextDocument, specs: Sequence[CorpusSpec], *, uri: str,
     return TextPlan(texts=texts, build=build)
 
 
-def table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embedder, *, uri: str,
-                batch_rows: int = 1024, preview_rows: int = 20) -> tuple[list[Unit], Iterator[PartBatch]]:
+def table_units(
+    tables: Sequence[ParsedTable],
+    spec: CorpusSpec,
+    embedder: Embedder,
+    *,
+    uri: str,
+    batch_rows: int = 1024,
+    preview_rows: int = 20,
+) -> tuple[list[Unit], Iterator[PartBatch]]:
     """One unit per table (its title, header and first rows as Markdown) and a lazy stream of row parts.
 
     Each row is embedded as ``title: column: value | column: value`` — serialised with its header, as the
@@ -115,8 +130,10 @@ def table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embed
 
     contents = [table_preview(table, rows=preview_rows) for table in tables]
     vectors = embedder.embed(contents) if contents else []
-    units = [table_unit(table, spec, uri=uri, preview=content, vector=vector)
-             for table, content, vector in zip(tables, contents, vectors, strict=True)]
+    units = [
+        table_unit(table, spec, uri=uri, preview=content, vector=vector)
+        for table, content, vector in zip(tables, contents, vectors, strict=True)
+    ]
 
     def stream() -> Iterator[PartBatch]:
         for table, unit in zip(tables, units, strict=True):
@@ -130,19 +147,34 @@ def table_units(tables: Sequence[ParsedTable], spec: CorpusSpec, embedder: Embed
     return units, stream()
 
 
-def image_units(info: ImageInfo, spec: CorpusSpec, embedder: Embedder, *, uri: str,
-                visual: VisualEncoder | None = None) -> list[Unit]:
+def image_units(
+    info: ImageInfo, spec: CorpusSpec, embedder: Embedder, *, uri: str, visual: VisualEncoder | None = None
+) -> list[Unit]:
     """The image as one unit: its description is the text channel, the encoder's view the visual one."""
     visual_vec = None
     if visual is not None:
         from ..media import load_rgb
 
         visual_vec = visual.embed_images([load_rgb(info.path, max_side=512)])[0].tolist()
-    metadata = {**info.metadata, "format": info.format, "width": info.width, "height": info.height,
-                "description_source": info.description_source, "title": info.description[:120]}
-    return [Unit(id=_new_id(), corpus=spec.name, content=info.description, uri=uri,
-                 embedding=embedder.embed([info.description])[0].tolist(), metadata=metadata,
-                 visual_embedding=visual_vec)]
+    metadata = {
+        **info.metadata,
+        "format": info.format,
+        "width": info.width,
+        "height": info.height,
+        "description_source": info.description_source,
+        "title": info.description[:120],
+    }
+    return [
+        Unit(
+            id=_new_id(),
+            corpus=spec.name,
+            content=info.description,
+            uri=uri,
+            embedding=embedder.embed([info.description])[0].tolist(),
+            metadata=metadata,
+            visual_embedding=visual_vec,
+        )
+    ]
 
 
 def _frames_vector(path: Path, times: Sequence[float], visual: VisualEncoder) -> list[float] | None:
@@ -152,8 +184,15 @@ def _frames_vector(path: Path, times: Sequence[float], visual: VisualEncoder) ->
     return normalised_mean(visual.embed_images(images)).tolist() if images else None
 
 
-def video_units(plan: VideoPlan, *, video: CorpusSpec | None, clip: CorpusSpec | None, embedder: Embedder,
-                uri: str, visual: VisualEncoder | None = None) -> list[Unit]:
+def video_units(
+    plan: VideoPlan,
+    *,
+    video: CorpusSpec | None,
+    clip: CorpusSpec | None,
+    embedder: Embedder,
+    uri: str,
+    visual: VisualEncoder | None = None,
+) -> list[Unit]:
     """The whole video (title + transcript; transcript chunks as parts in a multi-vector corpus) and one unit
     per clip (its transcript slice and time range, linked to the video), each with pooled frame embeddings
     when a visual encoder is given."""
@@ -166,32 +205,53 @@ def video_units(plan: VideoPlan, *, video: CorpusSpec | None, clip: CorpusSpec |
         full = plan.transcript_text.strip()
         chunks = chunk_for_embedding(full) if full else []
         vectors = embedder.embed([f"{plan.title}\n{c}" for c in chunks] or [plan.title])
-        units.append(Unit(
-            id=video_id, corpus=video.name, content=f"{plan.title}\n{full}".strip(), uri=uri, start_s=0.0,
-            end_s=probe.duration_s, embedding=normalised_mean(vectors).tolist(),
-            metadata={**base, **probe.metadata, "fps": probe.fps, "width": probe.width, "height": probe.height,
-                      "frame_times": list(plan.video_frame_times), "clips": len(plan.clips)},
-            parts=chunks if video.multi_vector else (),
-            part_embeddings=[v.tolist() for v in vectors[: len(chunks)]] if video.multi_vector else (),
-            visual_embedding=_frames_vector(probe.path, plan.video_frame_times, visual) if visual else None,
-        ))
+        units.append(
+            Unit(
+                id=video_id,
+                corpus=video.name,
+                content=f"{plan.title}\n{full}".strip(),
+                uri=uri,
+                start_s=0.0,
+                end_s=probe.duration_s,
+                embedding=normalised_mean(vectors).tolist(),
+                metadata={
+                    **base,
+                    **probe.metadata,
+                    "fps": probe.fps,
+                    "width": probe.width,
+                    "height": probe.height,
+                    "frame_times": list(plan.video_frame_times),
+                    "clips": len(plan.clips),
+                },
+                parts=chunks if video.multi_vector else (),
+                part_embeddings=[v.tolist() for v in vectors[: len(chunks)]] if video.multi_vector else (),
+                visual_embedding=_frames_vector(probe.path, plan.video_frame_times, visual) if visual else None,
+            )
+        )
     if clip is None or not plan.clips:
         return units
     vectors = embedder.embed([f"{plan.title}\n{c.transcript}".strip() for c in plan.clips])
     for c, vec in zip(plan.clips, vectors, strict=True):
-        units.append(Unit(
-            id=_new_id(), corpus=clip.name, uri=uri, start_s=c.start_s, end_s=c.end_s, embedding=vec.tolist(),
-            content=c.transcript or f"{plan.title} ({c.start_s:.1f}s–{c.end_s:.1f}s)",
-            parent_id=video_id if video is not None and clip.parent == video.name else None,
-            metadata={**base, "index": c.index, "frame_times": list(c.frame_times)},
-            visual_embedding=_frames_vector(probe.path, c.frame_times, visual) if visual else None,
-        ))
+        units.append(
+            Unit(
+                id=_new_id(),
+                corpus=clip.name,
+                uri=uri,
+                start_s=c.start_s,
+                end_s=c.end_s,
+                embedding=vec.tolist(),
+                content=c.transcript or f"{plan.title} ({c.start_s:.1f}s–{c.end_s:.1f}s)",
+                parent_id=video_id if video is not None and clip.parent == video.name else None,
+                metadata={**base, "index": c.index, "frame_times": list(c.frame_times)},
+                visual_embedding=_frames_vector(probe.path, c.frame_times, visual) if visual else None,
+            )
+        )
     return units
 
 
-def source_record(uri: str, content_hash: str, modality: Modality, units: Sequence[Unit], *,
-                  metadata: dict[str, Any] | None = None) -> SourceRecord:
+def source_record(
+    uri: str, content_hash: str, modality: Modality, units: Sequence[Unit], *, metadata: dict[str, Any] | None = None
+) -> SourceRecord:
     """The source row for ``units`` (its corpora are the ones the units go to)."""
     corpora = tuple(sorted({u.corpus for u in units}))
-    return SourceRecord(uri=uri, content_hash=content_hash, modality=modality, corpora=corpora,
-                        metadata=metadata or {})
+    return SourceRecord(uri=uri, content_hash=content_hash, modality=modality, corpora=corpora, metadata=metadata or {})

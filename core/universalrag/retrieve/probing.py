@@ -30,8 +30,8 @@ from ..plan import QueryPlan
 from ..routing.base import ROUTES, Router
 from ..routing.combiner import Combiner
 from ..routing.features import ProbeEvidence, pair_features, prior_route
-from ..store.row_estimates import EMPTY_TTL_S
 from ..store.corpus_sizes import corpus_sizes
+from ..store.row_estimates import EMPTY_TTL_S
 from ..types import NO_RETRIEVAL, CorpusSpec, RouteDecision
 from .searcher import Searcher
 
@@ -43,8 +43,14 @@ class ProbedQuery:
 
     __slots__ = ("latency_ms", "pairs", "plan", "prior", "prior_none")
 
-    def __init__(self, plan: QueryPlan, prior: Mapping[str, float], pairs: dict[str, dict[str, float]],
-                 prior_none: float, latency_ms: float) -> None:
+    def __init__(
+        self,
+        plan: QueryPlan,
+        prior: Mapping[str, float],
+        pairs: dict[str, dict[str, float]],
+        prior_none: float,
+        latency_ms: float,
+    ) -> None:
         self.plan, self.prior, self.pairs, self.prior_none, self.latency_ms = plan, prior, pairs, prior_none, latency_ms
 
 
@@ -140,9 +146,17 @@ class EvidenceRouting:
             spec = specs[name]
             description, examples = self._similarities(searcher, spec, query_vector)
             route = prior_route(name, str(spec.granularity), str(spec.modality), known)
-            evidence.append(ProbeEvidence(corpus=name, granularity=str(spec.granularity),
-                                          prior=float(prior.get(route, 0.0)), hits=tuple(probes.get(name, ())),
-                                          size=sizes.get(name, 0), description=description, examples=examples))
+            evidence.append(
+                ProbeEvidence(
+                    corpus=name,
+                    granularity=str(spec.granularity),
+                    prior=float(prior.get(route, 0.0)),
+                    hits=tuple(probes.get(name, ())),
+                    size=sizes.get(name, 0),
+                    description=description,
+                    examples=examples,
+                )
+            )
         prior_none = float(prior.get(NO_RETRIEVAL, 0.0))
         pairs = pair_features(plan.text, evidence, prior_none=prior_none, typed=plan.exact_terms)
         return ProbedQuery(plan, prior, pairs, prior_none, (time.perf_counter() - started) * 1000)
@@ -154,12 +168,16 @@ class EvidenceRouting:
             decision = self._router_only(plan, searcher)
         else:
             probed = self.gather(plan, searcher, pool=pool)
-            combined = self.combiner.decide(probed.pairs, prior_none=probed.prior_none,
-                                            allow_none=plan.allow_none)
+            combined = self.combiner.decide(probed.pairs, prior_none=probed.prior_none, allow_none=plan.allow_none)
             decision = RouteDecision(
-                routes=combined.routes, scores=combined.scores, router=self.name,
-                latency_ms=(time.perf_counter() - started) * 1000, prior=probed.prior, evidence=probed.pairs,
-                id=str(uuid.uuid4()), version=self.combiner.version,
+                routes=combined.routes,
+                scores=combined.scores,
+                router=self.name,
+                latency_ms=(time.perf_counter() - started) * 1000,
+                prior=probed.prior,
+                evidence=probed.pairs,
+                id=str(uuid.uuid4()),
+                version=self.combiner.version,
                 fallback=combined.none and not plan.allow_none,
             )
         plan.decision = decision
@@ -175,8 +193,12 @@ class EvidenceRouting:
             return decision
         known = tuple(decision.scores) or ROUTES
         specs = searcher.store.corpora()
-        best = max(corpora, key=lambda c: decision.scores.get(
-            prior_route(c, str(specs[c].granularity), str(specs[c].modality), known), 0.0))
+        best = max(
+            corpora,
+            key=lambda c: decision.scores.get(
+                prior_route(c, str(specs[c].granularity), str(specs[c].modality), known), 0.0
+            ),
+        )
         return _with(decision, routes=(best,), fallback=True, id=str(uuid.uuid4()))
 
 

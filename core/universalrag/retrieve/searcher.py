@@ -50,8 +50,7 @@ class Searcher:
 
     def searchable(self, spec: CorpusSpec) -> bool:
         """Whether this searcher's embedder built ``spec`` (a corpus of another model cannot be probed)."""
-        return (not spec.embedder or spec.embedder == self.embedder.name) and \
-            spec.dimension == self.embedder.dimension
+        return (not spec.embedder or spec.embedder == self.embedder.name) and spec.dimension == self.embedder.dimension
 
     def _visual_vector(self, spec: CorpusSpec, plan: QueryPlan) -> list[float] | None:
         encoder = self.visual_encoder
@@ -70,10 +69,17 @@ class Searcher:
         spec = self.store.corpus(corpus)
         check_embedder(spec, self.embedder)
         weight = self.visual_weight(spec.modality) if self.visual_weight is not None else None
-        return CorpusQuery(corpus, plan.embedding(self.embedder), k=k, filter=plan.filter,
-                           visual_vector=self._visual_vector(spec, plan), visual_weight=weight,
-                           lexical_text=plan.text if plan.hybrid else None, exact_terms=plan.exact_terms,
-                           head=head)
+        return CorpusQuery(
+            corpus,
+            plan.embedding(self.embedder),
+            k=k,
+            filter=plan.filter,
+            visual_vector=self._visual_vector(spec, plan),
+            visual_weight=weight,
+            lexical_text=plan.text if plan.hybrid else None,
+            exact_terms=plan.exact_terms,
+            head=head,
+        )
 
     def holds_parts(self, corpus: str) -> bool:
         """Whether ``corpus``'s units are parts of texts ranked by their source's evidence (tables: see
@@ -119,8 +125,9 @@ class Searcher:
         """
         return self.start_probes(plan, corpora, pool=pool)()
 
-    def start_probes(self, plan: QueryPlan, corpora: Sequence[str], *,
-                     pool: Executor | None = None) -> Callable[[], dict[str, list[Hit]]]:
+    def start_probes(
+        self, plan: QueryPlan, corpora: Sequence[str], *, pool: Executor | None = None
+    ) -> Callable[[], dict[str, list[Hit]]]:
         """:meth:`probe` in two steps: with a ``pool`` the searches are sent to it now and the returned function
         waits for them; without one they run when it is called. Evidence routing computes the router's prior in
         between, while the server works."""
@@ -144,9 +151,18 @@ class Searcher:
         return collect
 
 
-def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, k: int = 5,
-                  filter: Filter | None = None, visual_encoder: VisualEncoder | None = None,
-                  visual_weight: float | None = None, lexical_text: str | None = None) -> list[Hit]:
+def search_corpus(
+    store: Store,
+    embedder: Embedder,
+    corpus: str,
+    query: str,
+    *,
+    k: int = 5,
+    filter: Filter | None = None,
+    visual_encoder: VisualEncoder | None = None,
+    visual_weight: float | None = None,
+    lexical_text: str | None = None,
+) -> list[Hit]:
     """The ``k`` best units of ``corpus`` for ``query`` (optionally restricted by a metadata ``filter``).
 
     When the corpus has a visual channel and ``visual_encoder`` is the encoder that built it, the query is
@@ -158,8 +174,15 @@ def search_corpus(store: Store, embedder: Embedder, corpus: str, query: str, *, 
         spec = store.corpus(corpus)
         check_embedder(spec, embedder)
         visual = Searcher(store, embedder, visual_encoder)._visual_vector(spec, QueryPlan(query, k=k))
-        return store.search(corpus, embedder.embed_query(query), k=k, filter=filter, visual_vector=visual,
-                            visual_weight=visual_weight, lexical_text=lexical_text)
+        return store.search(
+            corpus,
+            embedder.embed_query(query),
+            k=k,
+            filter=filter,
+            visual_vector=visual,
+            visual_weight=visual_weight,
+            lexical_text=lexical_text,
+        )
     weight = None if visual_weight is None else (lambda _m: float(visual_weight))
     plan = QueryPlan(query, k=k, filter=filter, hybrid=lexical_text is not None)
     return Searcher(store, embedder, visual_encoder, weight).search(plan, corpus, k=k)

@@ -25,15 +25,15 @@ from .base import (
     decide,
     resolve_candidates,
 )
-from .combiner import Combiner, CombinedDecision, TrainingQuery, combiner_accuracy, train_combiner
+from .combiner import CombinedDecision, Combiner, TrainingQuery, combiner_accuracy, train_combiner
 from .composite import CompositeRouter
 from .dataset import LabelledQuery, bundled_heldout, bundled_queries, read_jsonl, split_by_source, wikitables_split
 from .ensemble import EnsembleRouter, vote
 from .examples import ExampleRouter
 from .llm import LLMRouter, build_prompt, parse_routes
 from .metrics import EVAL_KEYS, evaluate, score_decisions
-from .training import TrainConfig, TrainResult, train_router
 from .trained_router import DEFAULT_ARTEFACT, TrainedRouter
+from .training import TrainConfig, TrainResult, train_router
 
 __all__ = [
     "DEFAULT_ARTEFACT",

@@ -95,8 +95,9 @@ COMBINER_FORMAT = "universalrag-combiner/1"
 #: The pair features the corpus model is trained on: every :data:`~.features.PAIR_FEATURES` but ``prior_none``
 #: and those that serve the ``none`` decision (the query's shape, the count of its words found), which say
 #: nothing about one corpus against another.
-CORPUS_FEATURES: tuple[str, ...] = tuple(f for f in PAIR_FEATURES
-                                         if f not in {"prior_none", "matched", "named", *QUERY_ONLY})
+CORPUS_FEATURES: tuple[str, ...] = tuple(
+    f for f in PAIR_FEATURES if f not in {"prior_none", "matched", "named", *QUERY_ONLY}
+)
 
 #: The shipped combiner (trained by ``scripts/train_combiner.py``).
 DEFAULT_COMBINER = Path(__file__).resolve().parent / "combiner.json"
@@ -128,8 +129,12 @@ DOMINANCE_MARGIN = 0.03
 _TEXT_GRANULARITIES = ("is_paragraph", "is_document", "is_table")
 
 
-def covering(probs: Mapping[str, float], *, ranked: Sequence[str] | None = None,
-             siblings: Mapping[str, Sequence[str]] | None = None) -> tuple[str, ...]:
+def covering(
+    probs: Mapping[str, float],
+    *,
+    ranked: Sequence[str] | None = None,
+    siblings: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[str, ...]:
     """The corpora to search from each corpus's probability of holding the answer (``ranked``: the corpora by
     falling probability, computed when not given): every corpus of at least one half, at least the best one, then
     the next likeliest while ``1 - prod(1 - p)`` over the chosen stays below :data:`COVERAGE` and fewer than
@@ -139,7 +144,7 @@ def covering(probs: Mapping[str, float], *, ranked: Sequence[str] | None = None,
     order = list(ranked) if ranked is not None else sorted(probs, key=lambda c: -probs[c])
     chosen = [c for c in order if probs[c] >= 0.5] or order[:1]
     missed = float(np.prod([1.0 - probs[c] for c in chosen]))
-    for name in order[len(chosen):]:
+    for name in order[len(chosen) :]:
         if 1.0 - missed >= COVERAGE or len(chosen) >= MAX_ROUTES:
             break
         chosen.append(name)
@@ -155,8 +160,9 @@ def _lifted(row: Mapping[str, float]) -> float:
     return lifted(float(row["best"]), table=bool(row.get("is_table")))
 
 
-def finer_sibling(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str], *,
-                  room: int = MAX_ROUTES) -> str | None:
+def finer_sibling(
+    pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str], *, room: int = MAX_ROUTES
+) -> str | None:
     """The passage corpus to search beside a whole-text corpus chosen first (``chosen[0]``), when its best probe
     hit comes within :data:`SIBLING_TIE` of that corpus's best, and fewer than ``room`` corpora are chosen; else
     ``None``. The best part of a whole text is about as near as the passage it was cut like, and then the
@@ -172,8 +178,9 @@ def finer_sibling(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str
     return best if best is not None and float(pairs[best]["best"]) >= top - SIBLING_TIE else None
 
 
-def _sibling_for_a_guess(pairs: Mapping[str, Mapping[str, float]], probs: Mapping[str, float],
-                         chosen: tuple[str, ...], *, room: int) -> tuple[tuple[str, ...], str | None]:
+def _sibling_for_a_guess(
+    pairs: Mapping[str, Mapping[str, float]], probs: Mapping[str, float], chosen: tuple[str, ...], *, room: int
+) -> tuple[tuple[str, ...], str | None]:
     """The passage corpus :func:`finer_sibling` would add had the last place not been taken by a guess — a corpus
     below one half, not the first, whose hits hold no name the query typed while the passages' do, and whose best
     hit (tables lifted) is less similar than the passages' best — in that guess's place: ``(chosen without it, the
@@ -196,6 +203,7 @@ def dominant(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str]) ->
     """The text corpus outside ``chosen`` whose best probe hit beats every chosen corpus's by
     :data:`DOMINANCE_MARGIN` (see there), if any; ``None`` when a chosen corpus is not a text corpus (its similarity
     is on another scale) or no such corpus exists."""
+
     def text(name: str) -> bool:
         row = pairs[name]
         return any(row.get(flag) for flag in _TEXT_GRANULARITIES) and not row.get("empty")
@@ -213,8 +221,9 @@ def naming(pairs: Mapping[str, Mapping[str, float]]) -> list[str]:
     :func:`dominant` lifts them). The decision searches the first of them when it chose none of them, and never
     concludes ``none`` while there is one: on CMake's help, "CMAKE_BUILD_TYPE" went to an 8-table corpus whose rows
     resembled it (best 0.742 against the variable's own page at 0.719), and none of them held the name."""
-    return sorted((c for c, row in pairs.items() if row.get("named") and not row.get("empty")),
-                  key=lambda c: -_lifted(pairs[c]))
+    return sorted(
+        (c for c, row in pairs.items() if row.get("named") and not row.get("empty")), key=lambda c: -_lifted(pairs[c])
+    )
 
 
 @dataclass(frozen=True)
@@ -243,9 +252,13 @@ class Logistic:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary."""
-        return {"features": list(self.features), "weights": [round(float(w), 6) for w in self.weights],
-                "bias": round(float(self.bias), 6), "mean": [round(float(m), 6) for m in self.mean],
-                "scale": [round(float(s), 6) for s in self.scale]}
+        return {
+            "features": list(self.features),
+            "weights": [round(float(w), 6) for w in self.weights],
+            "bias": round(float(self.bias), 6),
+            "mean": [round(float(m), 6) for m in self.mean],
+            "scale": [round(float(s), 6) for s in self.scale],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Logistic:
@@ -261,9 +274,16 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
 
 
-def fit_logistic(rows: Sequence[Mapping[str, float]], labels: Sequence[float], *, features: Sequence[str],
-                 l2: float = 1.0, base: Logistic | None = None, sample_weight: Sequence[float] | None = None,
-                 iterations: int = 50) -> Logistic:
+def fit_logistic(
+    rows: Sequence[Mapping[str, float]],
+    labels: Sequence[float],
+    *,
+    features: Sequence[str],
+    l2: float = 1.0,
+    base: Logistic | None = None,
+    sample_weight: Sequence[float] | None = None,
+    iterations: int = 50,
+) -> Logistic:
     """Fit a logistic regression by Newton's method with an L2 penalty ``l2 · |w − w_base|²``.
 
     Without ``base`` the features are standardised on ``rows`` and the penalty pulls towards zero; with it,
@@ -365,8 +385,9 @@ class Combiner:
         names = list(pairs)
         return {n: float(p) for n, p in zip(names, self.corpus_model.predict([pairs[n] for n in names]))}
 
-    def decide(self, pairs: Mapping[str, Mapping[str, float]], *, prior_none: float,
-               allow_none: bool = True) -> CombinedDecision:
+    def decide(
+        self, pairs: Mapping[str, Mapping[str, float]], *, prior_none: float, allow_none: bool = True
+    ) -> CombinedDecision:
         """Routes for one query from its per-corpus features and the prior's ``none`` probability."""
         probs = self.corpus_probabilities(pairs)
         top_prior = max((float(r["prior"]) for r in pairs.values()), default=0.0)
@@ -397,8 +418,13 @@ class Combiner:
     # -- storage -------------------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (format tag, both models, how it was trained)."""
-        return {"format": COMBINER_FORMAT, "version": self.version, "corpus": self.corpus_model.to_dict(),
-                "answerable": self.answerable_model.to_dict(), "info": dict(self.info)}
+        return {
+            "format": COMBINER_FORMAT,
+            "version": self.version,
+            "corpus": self.corpus_model.to_dict(),
+            "answerable": self.answerable_model.to_dict(),
+            "info": dict(self.info),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Combiner:
@@ -437,9 +463,15 @@ class Combiner:
         return cls.load(DEFAULT_COMBINER)
 
 
-def train_combiner(queries: Sequence[TrainingQuery], *, base: Combiner | None = None, l2: float = 1.0,
-                   info: Mapping[str, Any] | None = None, corpus_model: Logistic | None = None,
-                   answerable_weight: float = 1.0) -> Combiner:
+def train_combiner(
+    queries: Sequence[TrainingQuery],
+    *,
+    base: Combiner | None = None,
+    l2: float = 1.0,
+    info: Mapping[str, Any] | None = None,
+    corpus_model: Logistic | None = None,
+    answerable_weight: float = 1.0,
+) -> Combiner:
     """Fit both models on labelled queries (``base``: pull the weights towards that combiner's;
     ``corpus_model``: keep this corpus model as it is and fit only the answerable model — which corpora a
     question is sent to stays exactly as before, only whether it needs retrieval at all is learned again;
@@ -458,14 +490,16 @@ def train_combiner(queries: Sequence[TrainingQuery], *, base: Combiner | None = 
             weights.append(1.0)
     if not rows or not any(labels):
         raise RoutingError("Training the combiner needs examples whose gold corpus is among the candidates.")
-    corpus = fit_logistic(rows, labels, features=CORPUS_FEATURES, l2=l2,
-                          base=base.corpus_model if base else None, sample_weight=weights)
+    corpus = fit_logistic(
+        rows, labels, features=CORPUS_FEATURES, l2=l2, base=base.corpus_model if base else None, sample_weight=weights
+    )
     answerable = _fit_answerable(queries, corpus, base=base, l2=l2, weight=answerable_weight)
     return Combiner(corpus, answerable, dict(info or {}))
 
 
-def _fit_answerable(queries: Sequence[TrainingQuery], corpus: Logistic, *, base: Combiner | None, l2: float,
-                    weight: float) -> Logistic:
+def _fit_answerable(
+    queries: Sequence[TrainingQuery], corpus: Logistic, *, base: Combiner | None, l2: float, weight: float
+) -> Logistic:
     qrows, qlabels = [], []
     for q in queries:
         probs = dict(zip(q.pairs, corpus.predict(list(q.pairs.values()))))
@@ -473,11 +507,18 @@ def _fit_answerable(queries: Sequence[TrainingQuery], corpus: Logistic, *, base:
         qrows.append(query_features(q.pairs, probs, prior_none=q.prior_none, prior_top_corpus=top_prior))
         qlabels.append(1.0 if q.answerable else 0.0)
     if len(set(qlabels)) < 2:
-        raise RoutingError("Training the combiner needs both answerable questions and questions that need no "
-                           "retrieval (label some 'none').")
-    return fit_logistic(qrows, qlabels, features=QUERY_FEATURES, l2=l2,
-                        base=base.answerable_model if base else None,
-                        sample_weight=[weight if y else 1.0 for y in qlabels])
+        raise RoutingError(
+            "Training the combiner needs both answerable questions and questions that need no "
+            "retrieval (label some 'none')."
+        )
+    return fit_logistic(
+        qrows,
+        qlabels,
+        features=QUERY_FEATURES,
+        l2=l2,
+        base=base.answerable_model if base else None,
+        sample_weight=[weight if y else 1.0 for y in qlabels],
+    )
 
 
 def combiner_accuracy(combiner: Combiner, queries: Sequence[TrainingQuery]) -> dict[str, float]:
@@ -498,5 +539,10 @@ def combiner_accuracy(combiner: Combiner, queries: Sequence[TrainingQuery]) -> d
             none_ok += ok
         hits += ok
     n = max(len(queries), 1)
-    return {"n": len(queries), "accuracy": hits / n, "answerable_accuracy": answerable_ok / max(n_answerable, 1),
-            "false_none": false_none / max(n_answerable, 1), "correct_none": none_ok / max(n_none, 1)}
+    return {
+        "n": len(queries),
+        "accuracy": hits / n,
+        "answerable_accuracy": answerable_ok / max(n_answerable, 1),
+        "false_none": false_none / max(n_answerable, 1),
+        "correct_none": none_ok / max(n_none, 1),
+    }

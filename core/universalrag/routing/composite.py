@@ -22,8 +22,15 @@ class CompositeRouter(BaseRouter):
     """``primary`` (e.g. ``TrainedRouter.default()``) for the built-in routes; ``examples`` decides whether a
     user-defined corpus fits the query better than all of them."""
 
-    def __init__(self, primary: Router, examples: ExampleRouter, *, user_routes: Collection[str],
-                 candidates: Collection[str] | None = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        primary: Router,
+        examples: ExampleRouter,
+        *,
+        user_routes: Collection[str],
+        candidates: Collection[str] | None = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__(name=name or f"{primary.name}+examples", candidates=candidates)
         self.primary, self.examples = primary, examples
         self.user_routes = frozenset(user_routes) - set(ROUTES)
@@ -52,5 +59,6 @@ class CompositeRouter(BaseRouter):
         if scores.get(best_user, 0.0) > best_builtin:
             routes = (best_user, *(r for r in base.routes if r != NO_RETRIEVAL))
         merged = {**base.scores, **{r: float(scores.get(r, 0.0)) for r in users}}
-        return RouteDecision(routes=routes, scores=merged, router=self.name,
-                             latency_ms=(time.perf_counter() - started) * 1000)
+        return RouteDecision(
+            routes=routes, scores=merged, router=self.name, latency_ms=(time.perf_counter() - started) * 1000
+        )

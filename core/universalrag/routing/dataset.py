@@ -7,8 +7,8 @@ corpora that answer the query, the primary one first.
 from __future__ import annotations
 
 import hashlib
-import zlib
 import json
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass

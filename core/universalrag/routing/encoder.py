@@ -24,8 +24,17 @@ from ..errors import ConfigError, MissingDependencyError
 if TYPE_CHECKING:  # pragma: no cover - typing only
     import torch
 
-__all__ = ["BASE_MODEL_NAME", "NumpyRouterNet", "OnnxRouterNet", "RouterNet", "base_model_path", "load_base",
-           "seed_everything", "set_threads", "tokenize"]
+__all__ = [
+    "BASE_MODEL_NAME",
+    "NumpyRouterNet",
+    "OnnxRouterNet",
+    "RouterNet",
+    "base_model_path",
+    "load_base",
+    "seed_everything",
+    "set_threads",
+    "tokenize",
+]
 
 #: The base encoder every trained router starts from.
 BASE_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -121,8 +130,13 @@ def tokenize(tokenizer: Any, texts: Sequence[str], *, max_length: int) -> dict[s
 _Head = list[tuple[np.ndarray, np.ndarray]]
 
 
-def _router_parts(weights_file: str | Path | Sequence[Path], *, base_path: str | Path | None, hidden: int,
-                  base_config: dict[str, Any] | None) -> tuple[dict[str, Any], BertWeights, _Head, Any]:
+def _router_parts(
+    weights_file: str | Path | Sequence[Path],
+    *,
+    base_path: str | Path | None,
+    hidden: int,
+    base_config: dict[str, Any] | None,
+) -> tuple[dict[str, Any], BertWeights, _Head, Any]:
     """``(base config, encoder weights with the trained tensors in place, head as torch Linear (weight, bias)
     pairs, tokenizer)`` of a router artefact's weights over its base encoder; a :class:`ConfigError` names
     what does not fit."""
@@ -130,8 +144,10 @@ def _router_parts(weights_file: str | Path | Sequence[Path], *, base_path: str |
     own = _read_json(directory / "config.json")
     for key, value in (base_config or {}).items():
         if own.get(key, value) != value:
-            raise ConfigError(f"The router was trained on a base encoder with {key}={value}, but "
-                              f"{str(directory)!r} has {own.get(key)}.")
+            raise ConfigError(
+                f"The router was trained on a base encoder with {key}={value}, but "
+                f"{str(directory)!r} has {own.get(key)}."
+            )
     trained = BertWeights.read(weights_file)
     names = trained.names()
     unknown = sorted(n for n in names if not n.startswith(("encoder.", "head.")))
@@ -141,7 +157,7 @@ def _router_parts(weights_file: str | Path | Sequence[Path], *, base_path: str |
     if not all(f"{layer}.weight" in names and f"{layer}.bias" in names for layer in layers):
         raise ConfigError(f"Router weights {str(weights_file)!r} have no head weights.")
     head = [(trained.get(f"{layer}.weight"), trained.get(f"{layer}.bias")) for layer in layers]
-    overrides = {n[len("encoder."):]: trained.get(n) for n in names if n.startswith("encoder.")}
+    overrides = {n[len("encoder.") :]: trained.get(n) for n in names if n.startswith("encoder.")}
     base = BertWeights.read(directory / "model.safetensors")
     strange = sorted(set(overrides) - base.names())
     if strange:
@@ -166,12 +182,20 @@ class NumpyRouterNet:
         self.max_length = max_length
 
     @classmethod
-    def load(cls, weights_file: str | Path | Sequence[Path], *, base_path: str | Path | None = None,
-             hidden: int = 0, max_length: int = 64, base_config: dict[str, Any] | None = None) -> NumpyRouterNet:
+    def load(
+        cls,
+        weights_file: str | Path | Sequence[Path],
+        *,
+        base_path: str | Path | None = None,
+        hidden: int = 0,
+        max_length: int = 64,
+        base_config: dict[str, Any] | None = None,
+    ) -> NumpyRouterNet:
         """Read an artefact's ``model.safetensors`` (or its shards) over the base encoder (default: the bundled MiniLM);
         ``hidden`` is the head's hidden width (0: linear). A :class:`ConfigError` names what does not fit."""
-        config, weights, head, tokenizer = _router_parts(weights_file, base_path=base_path, hidden=hidden,
-                                                         base_config=base_config)
+        config, weights, head, tokenizer = _router_parts(
+            weights_file, base_path=base_path, hidden=hidden, base_config=base_config
+        )
         bert = NumpyBert(config, weights, tokenizer=tokenizer)
         return cls(bert, [(np.ascontiguousarray(w.T), b) for w, b in head], max_length=max_length)
 
@@ -200,13 +224,23 @@ class OnnxRouterNet:
         self.max_length = max_length
 
     @classmethod
-    def load(cls, weights_file: str | Path | Sequence[Path], *, base_path: str | Path | None = None,
-             hidden: int = 0, max_length: int = 64, base_config: dict[str, Any] | None = None) -> OnnxRouterNet:
+    def load(
+        cls,
+        weights_file: str | Path | Sequence[Path],
+        *,
+        base_path: str | Path | None = None,
+        hidden: int = 0,
+        max_length: int = 64,
+        base_config: dict[str, Any] | None = None,
+    ) -> OnnxRouterNet:
         """As :meth:`NumpyRouterNet.load`, building the ONNX Runtime session."""
-        config, weights, head, tokenizer = _router_parts(weights_file, base_path=base_path, hidden=hidden,
-                                                         base_config=base_config)
-        return cls(OnnxBert(config, weights, tokenizer=tokenizer, head=head, quantized=query_weights_quantized()),
-                   max_length=max_length)
+        config, weights, head, tokenizer = _router_parts(
+            weights_file, base_path=base_path, hidden=hidden, base_config=base_config
+        )
+        return cls(
+            OnnxBert(config, weights, tokenizer=tokenizer, head=head, quantized=query_weights_quantized()),
+            max_length=max_length,
+        )
 
     def logits(self, texts: Sequence[str]) -> np.ndarray:
         """One logit per label for each text, float32 ``(len(texts), labels)`` (callers serialise calls: the

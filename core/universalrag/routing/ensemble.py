@@ -22,7 +22,7 @@ from typing import Any
 
 from ..errors import RoutingError
 from ..types import RouteDecision
-from .base import BaseRouter, Router, check_queries, check_query, apply_exclusions
+from .base import BaseRouter, Router, apply_exclusions, check_queries, check_query
 
 __all__ = ["STRATEGIES", "EnsembleRouter", "top_probability", "vote"]
 

@@ -45,12 +45,29 @@ GRANULARITIES: tuple[str, ...] = ("paragraph", "document", "table", "image", "cl
 
 #: Features of one (query, corpus) pair, in column order.
 PAIR_FEATURES: tuple[str, ...] = (
-    "prior", "prior_logit", "prior_none", "prior_top",
-    "best", "margin", "rel_best", "second_rel",
-    "lexical", "rel_lexical", "log_size", "description", "examples", "empty",
-    "sib_prior", "sib_best", "sib_lexical",
+    "prior",
+    "prior_logit",
+    "prior_none",
+    "prior_top",
+    "best",
+    "margin",
+    "rel_best",
+    "second_rel",
+    "lexical",
+    "rel_lexical",
+    "log_size",
+    "description",
+    "examples",
+    "empty",
+    "sib_prior",
+    "sib_best",
+    "sib_lexical",
     *(f"is_{g}" for g in GRANULARITIES),
-    "matched", "query_terms", "content_share", "numeric_share", "named",
+    "matched",
+    "query_terms",
+    "content_share",
+    "numeric_share",
+    "named",
 )
 
 #: The pair features that describe the query alone (the same in every row of one query): what the ``none``
@@ -63,17 +80,26 @@ SIBLINGS: dict[str, str] = {"paragraph": "document", "document": "paragraph", "c
 
 #: Features of one query (for "does any corpus answer it?"), in column order.
 QUERY_FEATURES: tuple[str, ...] = (
-    "prior_none_logit", "best_combined", "best_similarity", "best_lexical", "best_margin", "prior_top_corpus",
-    "prior_none_margin", "best_matched", *QUERY_ONLY,
+    "prior_none_logit",
+    "best_combined",
+    "best_similarity",
+    "best_lexical",
+    "best_margin",
+    "prior_top_corpus",
+    "prior_none_margin",
+    "best_matched",
+    *QUERY_ONLY,
 )
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
-_STOP = frozenset("""a about above after again all also an and any are as at be been before being below between both
+_STOP = frozenset(
+    """a about above after again all also an and any are as at be been before being below between both
 but by can could did do does doing down during each few for from further had has have having he her here hers him his
 how i if in into is it its itself just me more most my no nor not of off on once only or other our out over own same
 she should so some such than that the their them then there these they this those through to too under until up very
 was we were what when where which while who whom why will with would you your yours tell show give find please know
-many much""".split())
+many much""".split()
+)
 _TEXT_LIMIT = 3000
 #: At most this many content words of a query are looked for in the hits: its first ones (a question has a dozen; a
 #: pasted page has thousands, and stemming 2,900 of them took 1.3 s a query).
@@ -111,8 +137,11 @@ def query_shape(query: str, terms: frozenset[str] | None = None) -> dict[str, fl
     terms = query_terms(query) if terms is None else terms
     tokens = [m.group(0) for m in _TOKEN.finditer(query)]
     n = max(len(tokens), 1)
-    return {"query_terms": math.log1p(len(terms)), "content_share": len(terms) / n if tokens else 0.0,
-            "numeric_share": sum(t.isdigit() for t in tokens) / n if tokens else 0.0}
+    return {
+        "query_terms": math.log1p(len(terms)),
+        "content_share": len(terms) / n if tokens else 0.0,
+        "numeric_share": sum(t.isdigit() for t in tokens) / n if tokens else 0.0,
+    }
 
 
 def _hit_text(hit: Hit) -> str:
@@ -207,8 +236,7 @@ def prior_route(name: str, granularity: str, modality: str, routes: Sequence[str
         return name
     if granularity in routes:
         return granularity
-    by_modality = {Modality.TEXT: "paragraph", Modality.TABLE: "table", Modality.IMAGE: "image",
-                   Modality.VIDEO: "clip"}
+    by_modality = {Modality.TEXT: "paragraph", Modality.TABLE: "table", Modality.IMAGE: "image", Modality.VIDEO: "clip"}
     return by_modality.get(Modality(modality), "paragraph")
 
 
@@ -230,9 +258,14 @@ def _logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: float,
-                  terms: frozenset[str] | None = None,
-                  typed: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+def pair_features(
+    query: str,
+    probes: Sequence[ProbeEvidence],
+    *,
+    prior_none: float,
+    terms: frozenset[str] | None = None,
+    typed: Sequence[str] | None = None,
+) -> dict[str, dict[str, float]]:
     """Features per corpus for one query (see :data:`PAIR_FEATURES`), keyed by corpus name. ``terms`` (its content
     words) and ``typed`` (its :func:`~universalrag.exact_terms.exact_terms`, as a query plan has them) are computed
     from ``query`` when not given."""
@@ -250,9 +283,14 @@ def pair_features(query: str, probes: Sequence[ProbeEvidence], *, prior_none: fl
         margin = best - (sum(rest) / len(rest)) if rest else 0.0
         lexical, matched = _overlaps(terms, probe.hits, top=3)
         raw[probe.corpus] = {
-            "prior": float(probe.prior), "prior_logit": _logit(probe.prior) / 5.0, "prior_none": float(prior_none),
-            "best": best, "margin": margin,
-            "lexical": lexical, "matched": math.log1p(matched), **shape,
+            "prior": float(probe.prior),
+            "prior_logit": _logit(probe.prior) / 5.0,
+            "prior_none": float(prior_none),
+            "best": best,
+            "margin": margin,
+            "lexical": lexical,
+            "matched": math.log1p(matched),
+            **shape,
             "log_size": math.log1p(max(probe.size, 0)) / 10.0,
             "description": float(probe.description),
             "examples": float(probe.examples if probe.examples is not None else probe.description),
@@ -281,12 +319,19 @@ def sibling_corpora(pairs: Mapping[str, Mapping[str, float]]) -> dict[str, tuple
     """For each corpus of ``pairs`` (its ``is_<granularity>`` features), the corpora of its sibling granularity
     (:data:`SIBLINGS`: a passage and the whole text, a scene and the whole video)."""
     kind = {name: next((g for g in GRANULARITIES if row.get(f"is_{g}")), None) for name, row in pairs.items()}
-    return {name: tuple(o for o, g in kind.items() if g is not None and g == SIBLINGS.get(k or ""))
-            for name, k in kind.items()}
+    return {
+        name: tuple(o for o, g in kind.items() if g is not None and g == SIBLINGS.get(k or ""))
+        for name, k in kind.items()
+    }
 
 
-def query_features(pairs: Mapping[str, Mapping[str, float]], combined: Mapping[str, float], *,
-                   prior_none: float, prior_top_corpus: float) -> dict[str, float]:
+def query_features(
+    pairs: Mapping[str, Mapping[str, float]],
+    combined: Mapping[str, float],
+    *,
+    prior_none: float,
+    prior_top_corpus: float,
+) -> dict[str, float]:
     """The per-query summary the ``none`` model reads (see :data:`QUERY_FEATURES`): the prior's ``none``
     log-odds and its margin over the likeliest corpus's, the best combined corpus probability, the best
     similarity, lexical overlap (as a share and as a count of the query's content words found in one unit) and
@@ -305,4 +350,3 @@ def query_features(pairs: Mapping[str, Mapping[str, float]], combined: Mapping[s
         "best_margin": max((r["margin"] for r in rows), default=0.0),
         "prior_top_corpus": float(prior_top_corpus),
     }
-

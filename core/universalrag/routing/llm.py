@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import RoutingError
 from ..openai_client import OpenAIClients, redact_url, translate_error
 from ..types import NO_RETRIEVAL, CorpusSpec, RouteDecision
-from .base import ROUTE_DESCRIPTIONS, BaseRouter, Router, check_query, apply_exclusions
+from .base import ROUTE_DESCRIPTIONS, BaseRouter, Router, apply_exclusions, check_query
 
 __all__ = ["CONTRASTS", "LLMRouter", "build_prompt", "parse_routes"]
 
@@ -192,10 +192,14 @@ class LLMRouter(BaseRouter):
         self.fallback = fallback
         self.max_concurrency = max_concurrency
         self._openai = OpenAIClients(
-            base_url, api_key=api_key, timeout=timeout, max_retries=max_retries, feature="the LLM router",
+            base_url,
+            api_key=api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            feature="the LLM router",
             error_type=RoutingError,
             no_key="No API key for the LLM router: pass api_key= or set OPENAI_API_KEY (or pass base_url= for a "
-                   "local server that needs none).",
+            "local server that needs none).",
         )
         self._prompts: dict[tuple[str, ...], str] = {}
 
@@ -243,8 +247,15 @@ class LLMRouter(BaseRouter):
         """A RoutingError for any failure of the request (so that the fallback router can take over)."""
         what = f"The LLM router's request for model {self.model!r}"
         where = redact_url(self.base_url) or "the OpenAI API"
-        error = translate_error(e, error_type=RoutingError, what=what, base_url=self.base_url, api_key=self._api_key,
-                                timeout=self.timeout, hints=_HINTS)
+        error = translate_error(
+            e,
+            error_type=RoutingError,
+            what=what,
+            base_url=self.base_url,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            hints=_HINTS,
+        )
         return error or RoutingError(f"{what} to {where} failed ({type(e).__name__}).")
 
     def _finish(self, query: str, text: str | None, allowed: tuple[str, ...], start: float) -> RouteDecision:
@@ -252,8 +263,10 @@ class LLMRouter(BaseRouter):
             parsed = parse_routes(text or "", allowed)
         except RoutingError as e:  # say which model and endpoint answered so
             where = redact_url(self.base_url) or "the OpenAI API"
-            raise RoutingError(f"Model {self.model!r} at {where}: {e} Check that it is an instruction-following "
-                               "chat model (json_mode=True helps).") from None
+            raise RoutingError(
+                f"Model {self.model!r} at {where}: {e} Check that it is an instruction-following "
+                "chat model (json_mode=True helps)."
+            ) from None
         routes = apply_exclusions(parsed)
         if not self.multi:
             routes = routes[:1]

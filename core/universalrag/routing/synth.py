@@ -105,7 +105,7 @@ def _typo(text: str, rng: random.Random) -> str:
     for i in rng.sample(long, min(2, len(long))):
         w = words[i]
         j = rng.randrange(1, len(w) - 2)
-        words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2:] if rng.random() < 0.6 else w[:j] + w[j + 1:]
+        words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2 :] if rng.random() < 0.6 else w[:j] + w[j + 1 :]
     return " ".join(words)
 
 
@@ -113,11 +113,11 @@ def _sentence_question(sentence: str) -> str | None:
     """A question made from a statement: a year or a count asked for, or the statement turned around."""
     year = _YEAR.search(sentence)
     if year:
-        return _lower_first(sentence[: year.start()] + "in what year" + sentence[year.end():]).capitalize() + "?"
+        return _lower_first(sentence[: year.start()] + "in what year" + sentence[year.end() :]).capitalize() + "?"
     count = _COUNT.search(sentence)
     if count and count.group(2) not in _STOP:
         asked = f"how many {count.group(2)}"
-        return (sentence[: count.start()] + asked + sentence[count.end():]).strip().capitalize() + "?"
+        return (sentence[: count.start()] + asked + sentence[count.end() :]).strip().capitalize() + "?"
     be = _BE.match(sentence)
     if be:
         return f"{be['be'].capitalize()} {_lower_first(be['subj'])} {be['rest']}?"
@@ -148,8 +148,12 @@ def _passage(unit: Hit, rows: Sequence[str], rng: random.Random) -> Candidates:
         question = _sentence_question(sentence)
         kw = _keywords(sentence, 3, rng)
         if question:
-            out += [("question", question), ("implicit", question), ("typo", _typo(question, rng)),
-                    ("chatty", f"hey, quick one: {_lower_first(question)} I read about it somewhere")]
+            out += [
+                ("question", question),
+                ("implicit", question),
+                ("typo", _typo(question, rng)),
+                ("chatty", f"hey, quick one: {_lower_first(question)} I read about it somewhere"),
+            ]
         if kw:
             joined = " ".join(kw)
             out += [
@@ -182,8 +186,11 @@ def _document(unit: Hit, rows: Sequence[str], rng: random.Random) -> Candidates:
 
 def _cells(row: str) -> list[tuple[str, str]]:
     pairs = [part.split(": ", 1) for part in row.split(" | ")]
-    return [(" ".join(k.replace("_", " ").split()), v.strip()) for k, v in (p for p in pairs if len(p) == 2)
-            if k.strip() and v.strip()]
+    return [
+        (" ".join(k.replace("_", " ").split()), v.strip())
+        for k, v in (p for p in pairs if len(p) == 2)
+        if k.strip() and v.strip()
+    ]
 
 
 def _number(value: str) -> bool:
@@ -276,11 +283,18 @@ def _video(unit: Hit, rows: Sequence[str], rng: random.Random) -> Candidates:
 
 _Family = Callable[[Hit, Sequence[str], random.Random], Candidates]
 _BY_GRANULARITY: dict[Granularity, _Family] = {
-    Granularity.PARAGRAPH: _passage, Granularity.DOCUMENT: _document, Granularity.TABLE: _table,
-    Granularity.IMAGE: _image, Granularity.CLIP: _clip, Granularity.VIDEO: _video,
+    Granularity.PARAGRAPH: _passage,
+    Granularity.DOCUMENT: _document,
+    Granularity.TABLE: _table,
+    Granularity.IMAGE: _image,
+    Granularity.CLIP: _clip,
+    Granularity.VIDEO: _video,
 }
 _BY_MODALITY: dict[Modality, _Family] = {
-    Modality.TEXT: _passage, Modality.TABLE: _table, Modality.IMAGE: _image, Modality.VIDEO: _clip,
+    Modality.TEXT: _passage,
+    Modality.TABLE: _table,
+    Modality.IMAGE: _image,
+    Modality.VIDEO: _clip,
 }
 
 
@@ -313,8 +327,9 @@ def _check_count(per_corpus: int) -> None:
         raise ConfigError(f"per_corpus must be a positive integer, got {per_corpus!r}.")
 
 
-def synthesize_queries(store: Store, *, corpora: Sequence[str] | None = None, per_corpus: int = 200,
-                       seed: int = 0) -> list[SynthQuery]:
+def synthesize_queries(
+    store: Store, *, corpora: Sequence[str] | None = None, per_corpus: int = 200, seed: int = 0
+) -> list[SynthQuery]:
     """Up to ``per_corpus`` training queries per corpus (default: every corpus that holds units), written from
     a sample of its units by templates; see the module docstring. Styles are interleaved so that every style
     is represented; duplicates are dropped. Deterministic for the same content and ``seed``."""
@@ -366,7 +381,7 @@ def _parse_list(text: str) -> list[str]:
     body = (text or "").strip()
     start, end = body.find("["), body.rfind("]")
     try:
-        value = json.loads(body[start: end + 1]) if 0 <= start < end else None
+        value = json.loads(body[start : end + 1]) if 0 <= start < end else None
     except ValueError:
         value = None
     if not isinstance(value, list):
@@ -374,9 +389,20 @@ def _parse_list(text: str) -> list[str]:
     return [" ".join(v.split()) for v in value if isinstance(v, str) and len(v.split()) >= 2]
 
 
-def llm_queries(store: Store, *, model: str | None = None, base_url: str | None = None, api_key: str | None = None,
-                corpora: Sequence[str] | None = None, per_corpus: int = 20, per_unit: int = 4, seed: int = 0,
-                timeout: float = 60.0, max_retries: int = 2, max_chars: int = 1500) -> list[SynthQuery]:
+def llm_queries(
+    store: Store,
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    corpora: Sequence[str] | None = None,
+    per_corpus: int = 20,
+    per_unit: int = 4,
+    seed: int = 0,
+    timeout: float = 60.0,
+    max_retries: int = 2,
+    max_chars: int = 1500,
+) -> list[SynthQuery]:
     """Up to ``per_corpus`` queries per corpus written by a chat model (any OpenAI-compatible endpoint), about
     ``per_unit`` per sampled unit, style ``llm``. ``model``, ``base_url`` and ``api_key`` default to the store's
     settings (``UNIVERSALRAG_LLM_MODEL`` ...). A failed request raises :class:`RoutingError`; a reply that is
@@ -385,30 +411,46 @@ def llm_queries(store: Store, *, model: str | None = None, base_url: str | None 
     settings = store.settings
     model = model or settings.llm_model
     if not model:
-        raise ConfigError("No chat model to write queries: pass model= or set UNIVERSALRAG_LLM_MODEL "
-                          "(and UNIVERSALRAG_LLM_BASE_URL for a local server).")
+        raise ConfigError(
+            "No chat model to write queries: pass model= or set UNIVERSALRAG_LLM_MODEL "
+            "(and UNIVERSALRAG_LLM_BASE_URL for a local server)."
+        )
     base_url = base_url or settings.llm_base_url
     api_key = api_key or settings.llm_api_key
-    clients = OpenAIClients(base_url, api_key=api_key, timeout=timeout, max_retries=max_retries,
-                            feature="LLM-written routing queries", error_type=RoutingError,
-                            no_key="No API key for the chat model: pass api_key= or set UNIVERSALRAG_LLM_API_KEY "
-                                   "(or pass base_url= for a local server that needs none).")
+    clients = OpenAIClients(
+        base_url,
+        api_key=api_key,
+        timeout=timeout,
+        max_retries=max_retries,
+        feature="LLM-written routing queries",
+        error_type=RoutingError,
+        no_key="No API key for the chat model: pass api_key= or set UNIVERSALRAG_LLM_API_KEY "
+        "(or pass base_url= for a local server that needs none).",
+    )
     out: list[SynthQuery] = []
     for name in _corpora(store, corpora):
         spec = store.corpus(name)
         seen: set[str] = set()
         for unit in sample_units(store, name, -(-per_corpus // max(1, per_unit)), seed=seed):
             kind = f"{spec.granularity} ({spec.modality}) from the collection {spec.name!r}"
-            prompt = (f"Content kind: {kind}.\nContent:\n{unit.content[:max_chars]}\n\n"
-                      f"Write {per_unit} questions.")
+            prompt = f"Content kind: {kind}.\nContent:\n{unit.content[:max_chars]}\n\nWrite {per_unit} questions."
             try:
                 reply = clients.sync().chat.completions.create(
-                    model=model, temperature=0.7, seed=seed,
-                    messages=[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}])
+                    model=model,
+                    temperature=0.7,
+                    seed=seed,
+                    messages=[{"role": "system", "content": _SYSTEM}, {"role": "user", "content": prompt}],
+                )
                 text = reply.choices[0].message.content
             except Exception as e:  # the SDK's errors are translated, anything else re-raised
-                error = translate_error(e, error_type=RoutingError, what="Writing routing queries",
-                                        base_url=base_url, api_key=api_key, timeout=timeout)
+                error = translate_error(
+                    e,
+                    error_type=RoutingError,
+                    what="Writing routing queries",
+                    base_url=base_url,
+                    api_key=api_key,
+                    timeout=timeout,
+                )
                 if error is None:
                     raise
                 raise error from e

@@ -73,8 +73,10 @@ def weight_files(path: str | Path) -> list[Path]:
         return []
     count = int(_SHARD.fullmatch(shards[0].name).group(2))  # type: ignore[union-attr]
     if [p.name for p in shards] != [f"model-{i:05d}-of-{count:05d}.safetensors" for i in range(1, count + 1)]:
-        raise ConfigError(f"Router artefact {str(directory)!r} has an incomplete set of weight files "
-                          f"({', '.join(p.name for p in shards)}); copy the whole artefact directory again.")
+        raise ConfigError(
+            f"Router artefact {str(directory)!r} has an incomplete set of weight files "
+            f"({', '.join(p.name for p in shards)}); copy the whole artefact directory again."
+        )
     return shards
 
 
@@ -91,8 +93,7 @@ def _shards(sizes: Mapping[str, int], limit: int) -> list[list[str]]:
     return groups
 
 
-def write_weights(directory: str | Path, tensors: Mapping[str, Any], *,
-                  shard_bytes: int = SHARD_BYTES) -> list[Path]:
+def write_weights(directory: str | Path, tensors: Mapping[str, Any], *, shard_bytes: int = SHARD_BYTES) -> list[Path]:
     """Write float16 ``tensors`` (torch tensors or NumPy arrays, by name) as an artefact's weight files — one
     ``model.safetensors``, or shards of at most ``shard_bytes`` — replacing the weight files there before;
     returns the files written."""
@@ -100,8 +101,11 @@ def write_weights(directory: str | Path, tensors: Mapping[str, Any], *,
 
     out = Path(directory)
     groups = _shards({n: int(t.nbytes) for n, t in tensors.items()}, shard_bytes)  # arrays and tensors alike
-    names = [_WEIGHTS] if len(groups) == 1 else [f"model-{i:05d}-of-{len(groups):05d}.safetensors"
-                                                 for i in range(1, len(groups) + 1)]
+    names = (
+        [_WEIGHTS]
+        if len(groups) == 1
+        else [f"model-{i:05d}-of-{len(groups):05d}.safetensors" for i in range(1, len(groups) + 1)]
+    )
     for old in [out / _WEIGHTS, *(p for p in out.glob("model-*-of-*.safetensors") if _SHARD.fullmatch(p.name))]:
         old.unlink(missing_ok=True)
     if all(isinstance(t, np.ndarray) for t in tensors.values()):
@@ -250,8 +254,13 @@ class TrainedRouter(ScoringRouter):
 
     def _build_light(self, kind: type[NumpyRouterNet | OnnxRouterNet]) -> NumpyRouterNet | OnnxRouterNet:
         config = self.config
-        return kind.load(weight_files(self._path), base_path=self._base_path, hidden=int(config.get("head_hidden", 0)),
-                         max_length=int(config.get("max_length", 64)), base_config=config.get("base_config", {}))
+        return kind.load(
+            weight_files(self._path),
+            base_path=self._base_path,
+            hidden=int(config.get("head_hidden", 0)),
+            max_length=int(config.get("max_length", 64)),
+            base_config=config.get("base_config", {}),
+        )
 
     def _build(self) -> tuple[Any, Any]:
         import torch
@@ -302,8 +311,10 @@ class TrainedRouter(ScoringRouter):
         self.load()
         if self._numpy is not None:
             with self._lock:  # the tokenizer is not safe to call concurrently
-                parts = [self._numpy.probabilities(list(queries[s : s + self.batch_size]))
-                         for s in range(0, len(queries), self.batch_size)]
+                parts = [
+                    self._numpy.probabilities(list(queries[s : s + self.batch_size]))
+                    for s in range(0, len(queries), self.batch_size)
+                ]
             return np.concatenate(parts) if parts else np.zeros((0, len(self.routes)), dtype=np.float32)
         import torch
 

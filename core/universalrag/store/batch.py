@@ -108,8 +108,15 @@ def run_steps(conn: sa.Connection, searches: Sequence[Search[_T]]) -> list[_T]:
     return [results[i] for i in range(len(searches))]
 
 
-def _advance(i: int, search: Search[_T], rows: Sequence[Mapping[str, Any]] | None, pending: dict[int, Step],
-             results: dict[int, _T], *, first: bool = False) -> None:
+def _advance(
+    i: int,
+    search: Search[_T],
+    rows: Sequence[Mapping[str, Any]] | None,
+    pending: dict[int, Step],
+    results: dict[int, _T],
+    *,
+    first: bool = False,
+) -> None:
     try:
         pending[i] = next(search) if first else search.send(rows)  # type: ignore[arg-type]
     except StopIteration as done:
@@ -163,5 +170,6 @@ def _on_driver(conn: sa.Connection, steps: Sequence[Raw]) -> list[list[dict[str,
         invalidated = driver.closed or driver.broken
         if invalidated:
             conn.invalidate(e)
-        raise sa_exc.DBAPIError.instance(steps[0].sql, None, e, psycopg.Error,
-                                         connection_invalidated=invalidated) from e
+        raise sa_exc.DBAPIError.instance(
+            steps[0].sql, None, e, psycopg.Error, connection_invalidated=invalidated
+        ) from e

@@ -49,9 +49,9 @@ from . import queries
 from .batch import Raw, Search, Step, array_parameter, compiled, run_steps, vector_parameter
 from .engine import has_binary_vectors
 from .filters import Filter
+from .row_estimates import table_rows
 from .scan_rule import MAX_EF_SEARCH, needs_check, scan_exactly, tuned_ef
 from .schema import CorpusTables
-from .row_estimates import table_rows
 from .vectors import hnsw_indexed
 
 __all__ = [
@@ -151,16 +151,22 @@ def run_search(conn: sa.Connection, tables: CorpusTables, request: SearchRequest
 def run_searches(conn: sa.Connection, jobs: Sequence[tuple[CorpusTables, SearchRequest]]) -> list[list[Hit]]:
     """The hits of several corpus searches on one connection: at each step, the next statement of every search
     goes to the server in one round trip (:func:`~universalrag.store.batch.run_steps`)."""
-    undecided = [t for tables, request in jobs if request.exact_scan is None
-                 for t in (tables.units, tables.parts) if t is not None]
+    undecided = [
+        t
+        for tables, request in jobs
+        if request.exact_scan is None
+        for t in (tables.units, tables.parts)
+        if t is not None
+    ]
     if len(jobs) > 1 and undecided:
         table_rows(conn, undecided)  # one statement for every table; each search below reads the cache
     sql = _Sql(conn.dialect, has_binary_vectors(conn))
     searches = []
     for tables, request in jobs:
         visual = request.visual_vector is not None and bool(tables.spec.visual_dimension)
-        searches.append(_search(sql, tables, request, _exact_tables(conn, tables, request, visual=visual),
-                                visual=visual))
+        searches.append(
+            _search(sql, tables, request, _exact_tables(conn, tables, request, visual=visual), visual=visual)
+        )
     return run_steps(conn, searches)
 
 
@@ -188,8 +194,9 @@ def _settings(request: SearchRequest, ef: int, *, iterative: bool = True) -> dic
     return {"hnsw.ef_search": ef, **scan}
 
 
-def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict[str, bool], *,
-            visual: bool) -> Search[list[Hit]]:
+def _search(
+    sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict[str, bool], *, visual: bool
+) -> Search[list[Hit]]:
     """One corpus search as a sequence of statements (see the module docstring)."""
     spec = tables.spec
     head = min(request.head or request.k, request.k)
@@ -205,19 +212,22 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     candidates: dict[str, _Candidate] = {}
     alone = not visual and not request.lexical_text and not multi  # the rows come with their distances
     if multi:
-        by_parts = yield from _text_by_parts(sql, tables, request, window, exact_scan=exact["parts"], ef=ef,
-                                             refine=exact.get("refine", False))
+        by_parts = yield from _text_by_parts(
+            sql, tables, request, window, exact_scan=exact["parts"], ef=ef, refine=exact.get("refine", False)
+        )
         for uid, parts in by_parts.items():
             candidates[uid] = _Candidate(text=parts[0][1], parts=parts)
     else:
-        rows = yield _nearest_units(sql, tables, request, request.vector, limit=window, exact_scan=exact["units"],
-                                    rows=alone, ef=ef)
+        rows = yield _nearest_units(
+            sql, tables, request, request.vector, limit=window, exact_scan=exact["units"], rows=alone, ef=ef
+        )
         for r in rows:
             candidates[str(r["unit_id"])] = _Candidate(text=1.0 - float(r["distance"]), row=r if alone else None)
     if visual:
         assert request.visual_vector is not None
-        rows = yield _nearest_units(sql, tables, request, request.visual_vector, limit=window,
-                                    exact_scan=exact["units"], visual=True, ef=ef)
+        rows = yield _nearest_units(
+            sql, tables, request, request.visual_vector, limit=window, exact_scan=exact["units"], visual=True, ef=ef
+        )
         for r in rows:
             candidates.setdefault(str(r["unit_id"]), _Candidate()).visual = 1.0 - float(r["distance"])
     lexical: list[str] = []
@@ -237,8 +247,13 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     if not alone or any(candidates[uid].text is None for uid in held):
         yield from _complete(sql, tables, request, candidates, visual=visual)
     held = _near_enough(held, candidates, names)
-    ranked = _combine(candidates, lexical if request.lexical_text else None, visual=visual,
-                      visual_weight=request.visual_weight, held=held)
+    ranked = _combine(
+        candidates,
+        lexical if request.lexical_text else None,
+        visual=visual,
+        visual_weight=request.visual_weight,
+        held=held,
+    )
     if spec.modality in (Modality.TEXT, Modality.TABLE):
         ranked = _distinct(ranked)
     ranked = ranked[: request.k]
@@ -250,13 +265,25 @@ def _search(sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict
     return _hits(spec, ranked, texts)
 
 
-def _nearest_units(sql: _Sql, tables: CorpusTables, request: SearchRequest, vector: Sequence[float], *, limit: int,
-                   exact_scan: bool, ef: int, visual: bool = False, rows: bool = False) -> Step:
+def _nearest_units(
+    sql: _Sql,
+    tables: CorpusTables,
+    request: SearchRequest,
+    vector: Sequence[float],
+    *,
+    limit: int,
+    exact_scan: bool,
+    ef: int,
+    visual: bool = False,
+    rows: bool = False,
+) -> Step:
     """The nearest-units statement of a channel, carrying its index settings unless it scans exactly."""
     settings = {} if exact_scan else _settings(request, ef, iterative=bool(request.filter) or limit > ef)
 
     def build(v: Sequence[float] = vector, flt: Filter | None = None) -> sa.Select[Any]:
-        stmt = queries.nearest_units(tables, v, limit=limit, filter=flt, visual=visual, exact_scan=exact_scan, rows=rows)
+        stmt = queries.nearest_units(
+            tables, v, limit=limit, filter=flt, visual=visual, exact_scan=exact_scan, rows=rows
+        )
         return queries.with_settings(stmt, settings) if settings else stmt
 
     if request.filter:  # its parameters need SQLAlchemy's processing: not cached
@@ -276,8 +303,9 @@ def _lexical(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, limit: 
     return sql.raw(key, lambda: queries.search_lexical(tables, text, limit=limit), lexical_text=text)
 
 
-def _units_holding(sql: _Sql, tables: CorpusTables, request: SearchRequest, names: tuple[str, ...], *,
-                   limit: int) -> Step:
+def _units_holding(
+    sql: _Sql, tables: CorpusTables, request: SearchRequest, names: tuple[str, ...], *, limit: int
+) -> Step:
     """The statement of the units holding one of ``names``: compiled once per table, limit and shape of the names
     (:func:`~.queries.holding_shape`), the names parameters. Built and run by SQLAlchemy per query it cost ~0.9 ms of
     CPU a corpus, six times for a question typing a year: on ``routing_latency.py``'s 100k units its three questions
@@ -285,17 +313,21 @@ def _units_holding(sql: _Sql, tables: CorpusTables, request: SearchRequest, name
     if request.filter:  # its parameters need SQLAlchemy's processing: not cached
         return queries.units_holding(tables, names, limit=limit, filter=request.filter)
     key = ("holding", tables.units.fullname, queries.holding_shape(names), limit)
-    return sql.raw(key, lambda: queries.units_holding(tables, names, limit=limit),
-                   **queries.holding_parameters(names))
+    return sql.raw(key, lambda: queries.units_holding(tables, names, limit=limit), **queries.holding_parameters(names))
 
 
-def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequest, *,
-                  visual: bool) -> dict[str, bool]:
+def _exact_tables(
+    conn: sa.Connection, tables: CorpusTables, request: SearchRequest, *, visual: bool
+) -> dict[str, bool]:
     """Whether each searched table (``units``, ``parts``) is scanned exactly (:mod:`~.scan_rule`), and whether an
     index search of parts is refined by an exact scan of the units it found (``refine``, :func:`_refined`)."""
     multi = tables.parts is not None
     spec = tables.spec
-    if request.exact_scan or not hnsw_indexed(spec.dimension) or (visual and not hnsw_indexed(spec.visual_dimension or 0)):
+    if (
+        request.exact_scan
+        or not hnsw_indexed(spec.dimension)
+        or (visual and not hnsw_indexed(spec.visual_dimension or 0))
+    ):
         return {"units": True, "parts": True}  # asked for, or a corpus too wide for an HNSW index (migration 0012)
     searched = [t for t in (tables.units, tables.parts) if t is not None]  # the units' size too: see _refined
     rows = table_rows(conn, searched)
@@ -310,12 +342,20 @@ def _exact_tables(conn: sa.Connection, tables: CorpusTables, request: SearchRequ
         # Above exact_scan_max_rows too: there the check tunes the index's beam (store/index_check.py).
         if checked and request.on_unchecked is not None and request.exact_scan_rows < n and needs_check(metadata, n):
             request.on_unchecked()
-        return scan_exactly(n, metadata, exact_scan_rows=request.exact_scan_rows, exact_scan_max_rows=request.exact_scan_max_rows,
-                            checked=checked)
+        return scan_exactly(
+            n,
+            metadata,
+            exact_scan_rows=request.exact_scan_rows,
+            exact_scan_max_rows=request.exact_scan_max_rows,
+            checked=checked,
+        )
 
     parts = rule(tables.parts, checked=True)
-    return {"units": rule(tables.units, checked=not multi) if visual or not multi else False, "parts": parts,
-            "refine": not parts and _refined(tables, rows, request.exact_scan_max_rows)}
+    return {
+        "units": rule(tables.units, checked=not multi) if visual or not multi else False,
+        "parts": parts,
+        "refine": not parts and _refined(tables, rows, request.exact_scan_max_rows),
+    }
 
 
 def _refined(tables: CorpusTables, rows: Mapping[str, int], exact_scan_max_rows: int) -> bool:
@@ -375,9 +415,14 @@ def _first_part_window(k: int) -> int:
     return max(8 * k, MIN_PART_WINDOW)
 
 
-def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *, visual: bool,
-             visual_weight: float, held: set[str] | frozenset[str] = frozenset(),
-             ) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
+def _combine(
+    candidates: Mapping[str, _Candidate],
+    lexical: list[str] | None,
+    *,
+    visual: bool,
+    visual_weight: float,
+    held: set[str] | frozenset[str] = frozenset(),
+) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
     """Every candidate scored the same way, best first (ties in candidate order): ``(id, score, candidate, channel
     scores)``. The units that hold a name the query typed (``held``) come first, by score among themselves, with
     channel ``exact``."""
@@ -408,8 +453,9 @@ def _combine(candidates: Mapping[str, _Candidate], lexical: list[str] | None, *,
     return out
 
 
-def _distinct(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
-              ) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
+def _distinct(
+    ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
+) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
     """The ranked candidates without those whose text repeats, word for word, the text of one ranked before them:
     documentation repeats itself (npm's docs give a flag's description on up to 25 command pages; a manual's
     single-page edition holds every page), and five copies of one passage are one answer in five places."""
@@ -422,15 +468,18 @@ def _distinct(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
     return out
 
 
-def _names_first(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
-                 texts: Mapping[tuple[str, int], str], names: tuple[str, ...],
-                 ) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
+def _names_first(
+    ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
+    texts: Mapping[tuple[str, int], str],
+    names: tuple[str, ...],
+) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
     """The ranked candidates with those whose text (or a matched part's, or its title) holds one of ``names``
     marked (channel ``named``) and moved before the others, order kept within each group (the held units, channel
     ``exact``, stay first): a user who types ``CMAKE_BUILD_TYPE`` wants the passages that say it before a table row
     that only resembles it, however many units say it. The title counts because it is embedded with the unit and
     says what the unit is about: in bzip2's manual ("bzip2 and libbzip2"), the passage of exit values, which never
     says "bzip2", came after a less similar one that does."""
+
     def holds(uid: str, c: _Candidate) -> bool:
         parts = " ".join(texts.get((uid, o), "") for o, _ in c.parts) if c.parts else ""
         row = c.row or {}
@@ -443,16 +492,27 @@ def _names_first(ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]
     return sorted(ranked, key=lambda t: (not t[3].get("exact"), not t[3].get("named")))
 
 
-def _hits(spec: CorpusSpec, ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
-          texts: Mapping[tuple[str, int], str]) -> list[Hit]:
+def _hits(
+    spec: CorpusSpec,
+    ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
+    texts: Mapping[tuple[str, int], str],
+) -> list[Hit]:
     """The ranked candidates as hits, each with its matched parts' texts (``texts`` by unit id and part)."""
-    return [hit_from_row(spec, c.row, score, channels=channels,  # type: ignore[arg-type]
-                         parts=tuple((o, texts.get((uid, o), ""), s) for o, s in c.parts) if c.parts else ())
-            for uid, score, c, channels in ranked]
+    return [
+        hit_from_row(
+            spec,
+            c.row,
+            score,
+            channels=channels,  # type: ignore[arg-type]
+            parts=tuple((o, texts.get((uid, o), ""), s) for o, s in c.parts) if c.parts else (),
+        )
+        for uid, score, c, channels in ranked
+    ]
 
 
-def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: int, *, exact_scan: bool,
-                   ef: int, refine: bool = False) -> Search[dict[str, tuple[tuple[int, float], ...]]]:
+def _text_by_parts(
+    sql: _Sql, tables: CorpusTables, request: SearchRequest, k: int, *, exact_scan: bool, ef: int, refine: bool = False
+) -> Search[dict[str, tuple[tuple[int, float], ...]]]:
     """The ``k`` units whose best parts are nearest, each with its best :data:`PARTS_PER_HIT` parts (``ef``: the
     narrowest beam). With ``refine``, the units the index found (at most :data:`REFINED_UNITS` times ``k``) and
     the ``k`` units whose own vectors are nearest are ranked again by an exact scan of their parts, one statement:
@@ -471,8 +531,9 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
         settings = _settings(request, wanted)
 
         def build(flt: Filter | None = None, limit: int = limit, settings: dict[str, str | int] = settings) -> Any:
-            window = queries.with_settings(queries.nearest_parts(tables, request.vector, limit=limit, filter=flt),
-                                           settings)
+            window = queries.with_settings(
+                queries.nearest_parts(tables, request.vector, limit=limit, filter=flt), settings
+            )
             return queries.parts_by_unit(window, units=keep, per_unit=PARTS_PER_HIT)
 
         if request.filter:
@@ -488,18 +549,39 @@ def _text_by_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest, k: i
         limit = min(limit * 4, MAX_PART_WINDOW)
     if refine:
         units, near = list(grouped), max(k, MIN_DISTINCT_UNITS)
-        grouped = _grouped((yield _best_parts_exact(sql, tables, request, units=len(units) + near,
-                                                    flt=request.filter, unit_ids=units, near_units=near)))
+        grouped = _grouped(
+            (
+                yield _best_parts_exact(
+                    sql, tables, request, units=len(units) + near, flt=request.filter, unit_ids=units, near_units=near
+                )
+            )
+        )
     return dict(list(grouped.items())[:k])  # best first
 
 
-def _best_parts_exact(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, units: int,
-                      flt: Filter | None = None, unit_ids: Sequence[str] | None = None, near_units: int = 0) -> Step:
+def _best_parts_exact(
+    sql: _Sql,
+    tables: CorpusTables,
+    request: SearchRequest,
+    *,
+    units: int,
+    flt: Filter | None = None,
+    unit_ids: Sequence[str] | None = None,
+    near_units: int = 0,
+) -> Step:
     """The statement of the ``units`` units whose parts are nearest by an exact scan (``queries.best_parts_exact``
     over ``PARTS_PER_HIT`` times as many rows), grouped by unit on the server (:func:`~.queries.parts_by_unit`)."""
+
     def build(f: Filter | None = None) -> Any:
-        stmt = queries.best_parts_exact(tables, request.vector, per_unit=PARTS_PER_HIT, limit=PARTS_PER_HIT * units,
-                                        filter=f, unit_ids=unit_ids, near_units=near_units)
+        stmt = queries.best_parts_exact(
+            tables,
+            request.vector,
+            per_unit=PARTS_PER_HIT,
+            limit=PARTS_PER_HIT * units,
+            filter=f,
+            unit_ids=unit_ids,
+            near_units=near_units,
+        )
         if near_units:
             stmt = queries.with_settings(stmt, {"hnsw.ef_search": NEAR_UNITS_BEAM})
         return queries.parts_by_unit(stmt, units=units, per_unit=PARTS_PER_HIT)
@@ -508,27 +590,35 @@ def _best_parts_exact(sql: _Sql, tables: CorpusTables, request: SearchRequest, *
         return build(flt)
     assert tables.parts is not None
     key = ("best_parts", tables.parts.fullname, tables.spec.dimension, units, unit_ids is not None, near_units)
-    return sql.raw(key, build, query_vector=request.vector,
-                   **({"unit_ids": [str(u) for u in unit_ids]} if unit_ids is not None else {}))
+    return sql.raw(
+        key,
+        build,
+        query_vector=request.vector,
+        **({"unit_ids": [str(u) for u in unit_ids]} if unit_ids is not None else {}),
+    )
 
 
 def _grouped(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[tuple[int, float], ...]]:
     """The rows of a :func:`~.queries.parts_by_unit` statement as ``{unit id: ((part, similarity), ...)}``, in their
     order (the units of the nearest parts first, each unit's parts nearest first)."""
-    return {str(r["unit_id"]): tuple((int(o), 1.0 - float(d)) for o, d in zip(r["ords"], r["distances"]))
-            for r in rows}
+    return {str(r["unit_id"]): tuple((int(o), 1.0 - float(d)) for o, d in zip(r["ords"], r["distances"])) for r in rows}
 
 
-def _complete(sql: _Sql, tables: CorpusTables, request: SearchRequest, candidates: dict[str, _Candidate], *,
-              visual: bool) -> Search[None]:
+def _complete(
+    sql: _Sql, tables: CorpusTables, request: SearchRequest, candidates: dict[str, _Candidate], *, visual: bool
+) -> Search[None]:
     """Fill in each candidate's row and the similarities its channels did not give it (exact, for it alone)."""
     if not candidates:
         return
     visual_vector = request.visual_vector if visual else None
     key = ("similarity", tables.units.fullname, tables.spec.dimension, tables.spec.visual_dimension if visual else 0)
-    rows = yield sql.raw(key, lambda: queries.units_with_similarity(tables, list(candidates), request.vector,
-                                                                    visual_vector),
-                         unit_ids=list(candidates), query_vector=request.vector, visual_vector=visual_vector)
+    rows = yield sql.raw(
+        key,
+        lambda: queries.units_with_similarity(tables, list(candidates), request.vector, visual_vector),
+        unit_ids=list(candidates),
+        query_vector=request.vector,
+        visual_vector=visual_vector,
+    )
     for r in rows:
         c = candidates[str(r["id"])]
         c.row = {**r, **(c.row or {})}
@@ -549,8 +639,9 @@ def _complete(sql: _Sql, tables: CorpusTables, request: SearchRequest, candidate
                     c.text = float(c.row["text_sim"])
 
 
-def _exact_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest,
-                 hits: Sequence[tuple[str, _Candidate]]) -> Search[None]:
+def _exact_parts(
+    sql: _Sql, tables: CorpusTables, request: SearchRequest, hits: Sequence[tuple[str, _Candidate]]
+) -> Search[None]:
     """Put the parts that hold the query's exact terms first among each hit's matched parts (those matching the
     most terms first, then the nearest; the nearest parts fill the rest): a row holding the "10.0.1.5" or
     "build-04" the user typed, not the row nearest in meaning (:mod:`universalrag.exact_terms`). The hits' scores
@@ -561,10 +652,13 @@ def _exact_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest,
     patterns = [term_pattern(t) for t in request.exact_terms]
     units = [uid for uid, _ in hits]
     key = ("term_parts", tables.parts.fullname, tables.spec.dimension, len(patterns))
-    rows = yield sql.raw(key, lambda: queries.parts_with_terms(tables, request.vector, units, patterns,
-                                                               per_unit=PARTS_PER_HIT),
-                         query_vector=request.vector, unit_ids=units,
-                         **{f"term{i}": pattern for i, pattern in enumerate(patterns)})
+    rows = yield sql.raw(
+        key,
+        lambda: queries.parts_with_terms(tables, request.vector, units, patterns, per_unit=PARTS_PER_HIT),
+        query_vector=request.vector,
+        unit_ids=units,
+        **{f"term{i}": pattern for i, pattern in enumerate(patterns)},
+    )
     found: dict[str, list[tuple[int, int, float]]] = {}
     for r in rows:
         found.setdefault(str(r["unit_id"]), []).append((int(r["matched"]), int(r["ord"]), 1.0 - float(r["distance"])))
@@ -576,21 +670,45 @@ def _exact_parts(sql: _Sql, tables: CorpusTables, request: SearchRequest,
             c.parts = tuple(parts.items())[:PARTS_PER_HIT]
 
 
-def _part_texts(sql: _Sql, tables: CorpusTables,
-                hits: Sequence[tuple[str, _Candidate]]) -> Search[dict[tuple[str, int], str]]:
+def _part_texts(
+    sql: _Sql, tables: CorpusTables, hits: Sequence[tuple[str, _Candidate]]
+) -> Search[dict[tuple[str, int], str]]:
     keys = [(uid, o) for uid, c in hits for o, _ in c.parts]
     if not keys or tables.parts is None:
         return {}
-    rows = yield sql.raw(("part_texts", tables.parts.fullname), lambda: queries.part_texts(tables, keys),
-                         part_units=[k[0] for k in keys], part_ords=[k[1] for k in keys])
+    rows = yield sql.raw(
+        ("part_texts", tables.parts.fullname),
+        lambda: queries.part_texts(tables, keys),
+        part_units=[k[0] for k in keys],
+        part_ords=[k[1] for k in keys],
+    )
     return {(str(r["unit_id"]), int(r["ord"])): r["content"] for r in rows}
 
 
-def hit_from_row(spec: CorpusSpec, row: Mapping[str, Any], score: float, *,
-                 parts: tuple[tuple[int, str, float], ...] = (), channels: Mapping[str, float] | None = None) -> Hit:
+def hit_from_row(
+    spec: CorpusSpec,
+    row: Mapping[str, Any],
+    score: float,
+    *,
+    parts: tuple[tuple[int, str, float], ...] = (),
+    channels: Mapping[str, float] | None = None,
+) -> Hit:
     """A unit row of ``spec``'s table as a :class:`Hit`."""
     parent, source, metadata = row["parent_id"], row["source_id"], row["metadata"]
     # Positional, in Hit's field order: a dataclass called with keywords builds a dict of them per call.
-    return Hit(spec.name, str(row["id"]), score, row["content"], row["uri"], dict(metadata) if metadata else {},
-               str(parent) if parent else None, row["start_s"], row["end_s"], str(source) if source else None,
-               spec.modality, spec.granularity, parts, dict(channels) if channels else {})
+    return Hit(
+        spec.name,
+        str(row["id"]),
+        score,
+        row["content"],
+        row["uri"],
+        dict(metadata) if metadata else {},
+        str(parent) if parent else None,
+        row["start_s"],
+        row["end_s"],
+        str(source) if source else None,
+        spec.modality,
+        spec.granularity,
+        parts,
+        dict(channels) if channels else {},
+    )

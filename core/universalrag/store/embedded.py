@@ -19,8 +19,14 @@ from pathlib import Path
 
 from ..errors import MissingDependencyError, StoreError
 
-__all__ = ["embedded_url", "data_dir", "prune_stale_holders", "shared_buffers_size", "size_shared_buffers",
-           "stop_embedded"]
+__all__ = [
+    "embedded_url",
+    "data_dir",
+    "prune_stale_holders",
+    "shared_buffers_size",
+    "size_shared_buffers",
+    "stop_embedded",
+]
 
 _lock = threading.Lock()
 _servers: dict[Path, object] = {}
@@ -90,8 +96,10 @@ def size_shared_buffers(uri: str) -> bool:
 
     try:
         with psycopg.connect(uri, autocommit=True, connect_timeout=10) as conn:
-            present = conn.execute("SELECT count(*) FROM pg_file_settings WHERE name = 'shared_buffers' "
-                                   "AND sourcefile LIKE '%postgresql.auto.conf'").fetchone()
+            present = conn.execute(
+                "SELECT count(*) FROM pg_file_settings WHERE name = 'shared_buffers' "
+                "AND sourcefile LIKE '%postgresql.auto.conf'"
+            ).fetchone()
             if present is not None and present[0]:
                 return False
             conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(shared_buffers_size())))

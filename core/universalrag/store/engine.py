@@ -16,8 +16,14 @@ from sqlalchemy.engine import URL, make_url
 
 from ..errors import ConfigError
 
-__all__ = ["PING_AFTER_S", "SearchConnection", "has_binary_vectors", "make_engine", "normalise_url",
-           "trust_recent_connections"]
+__all__ = [
+    "PING_AFTER_S",
+    "SearchConnection",
+    "has_binary_vectors",
+    "make_engine",
+    "normalise_url",
+    "trust_recent_connections",
+]
 
 #: Searches skip the checkout ping of a connection checked in less than this many seconds ago.
 PING_AFTER_S = 2.0
@@ -124,8 +130,9 @@ def make_engine(url: str | URL, *, pool_size: int = 5, connect_timeout: float | 
     connect_args = {} if connect_timeout is None else {"connect_timeout": max(2, math.ceil(connect_timeout))}
     # LIFO: the connection handed out is the one used last — the one whose ping a search may skip (used moments
     # ago) and whose server process is awake; FIFO hands out the one idle longest.
-    engine = sa.create_engine(normalise_url(url), pool_size=pool_size, pool_pre_ping=False, pool_use_lifo=True,
-                              connect_args=connect_args)
+    engine = sa.create_engine(
+        normalise_url(url), pool_size=pool_size, pool_pre_ping=False, pool_use_lifo=True, connect_args=connect_args
+    )
 
     @sa.event.listens_for(engine, "connect")
     def _register_vector(dbapi_connection, record) -> None:  # type: ignore[no-untyped-def]

@@ -30,15 +30,23 @@ class HomeStore(Protocol):
     def ensure_schema(self) -> None: ...
     def create_corpus(self, spec: CorpusSpec, *, server: str | None = None) -> CorpusSpec: ...
     def drop_corpus(self, name: str) -> bool: ...
-    def transaction(self, action: str = ..., *, read_only: bool = ...) -> contextlib.AbstractContextManager[sa.Connection]: ...
+    def transaction(
+        self, action: str = ..., *, read_only: bool = ...
+    ) -> contextlib.AbstractContextManager[sa.Connection]: ...
 
 
 __all__ = ["HomeStore", "create_remote_corpus", "attach_remote_corpus", "mirror_visual_channel"]
 
 
 def _same_space(a: CorpusSpec, b: CorpusSpec) -> bool:
-    return (a.modality, a.granularity, a.dimension, a.embedder, a.multi_vector, a.parent) == \
-        (b.modality, b.granularity, b.dimension, b.embedder, b.multi_vector, b.parent)
+    return (a.modality, a.granularity, a.dimension, a.embedder, a.multi_vector, a.parent) == (
+        b.modality,
+        b.granularity,
+        b.dimension,
+        b.embedder,
+        b.multi_vector,
+        b.parent,
+    )
 
 
 def _check_parent(home: HomeStore, spec: CorpusSpec, alias: str) -> None:
@@ -56,13 +64,24 @@ def _check_parent(home: HomeStore, spec: CorpusSpec, alias: str) -> None:
 def _insert_row(home: HomeStore, spec: CorpusSpec, alias: str) -> None:
     c = home.tables.corpora
     with home.transaction(f"register corpus {spec.name!r} on server {alias!r}") as conn:
-        conn.execute(sa.insert(c).values(
-            name=spec.name, modality=str(spec.modality), granularity=str(spec.granularity),
-            description=spec.description, embedder=spec.embedder, dimension=spec.dimension, parent=spec.parent,
-            multi_vector=spec.multi_vector, builtin=False, metadata=dict(spec.metadata),
-            created_at=sa.func.now(), visual_encoder=spec.visual_encoder, visual_dimension=spec.visual_dimension,
-            server=alias,
-        ))
+        conn.execute(
+            sa.insert(c).values(
+                name=spec.name,
+                modality=str(spec.modality),
+                granularity=str(spec.granularity),
+                description=spec.description,
+                embedder=spec.embedder,
+                dimension=spec.dimension,
+                parent=spec.parent,
+                multi_vector=spec.multi_vector,
+                builtin=False,
+                metadata=dict(spec.metadata),
+                created_at=sa.func.now(),
+                visual_encoder=spec.visual_encoder,
+                visual_dimension=spec.visual_dimension,
+                server=alias,
+            )
+        )
 
 
 def create_remote_corpus(home: HomeStore, spec: CorpusSpec, alias: str) -> CorpusSpec:
@@ -110,5 +129,6 @@ def mirror_visual_channel(home: HomeStore, name: str, *, dimension: int, encoder
     """Record in the home registry the visual channel just added to the remote corpus ``name``."""
     c = home.tables.corpora
     with home.transaction(f"register the visual channel of corpus {name!r}") as conn:
-        conn.execute(sa.update(c).where(c.c.name == name)
-                     .values(visual_encoder=encoder, visual_dimension=int(dimension)))
+        conn.execute(
+            sa.update(c).where(c.c.name == name).values(visual_encoder=encoder, visual_dimension=int(dimension))
+        )

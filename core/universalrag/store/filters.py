@@ -165,7 +165,9 @@ def _field_condition(column: sa.ColumnElement[Any], field: str, condition: Any) 
     for op, value in condition.items():
         builder = _OPERATORS.get(op)
         if builder is None:
-            raise FilterError(f"Unknown filter operator {op!r} for field {field!r}; use one of {', '.join(_OPERATORS)}.")
+            raise FilterError(
+                f"Unknown filter operator {op!r} for field {field!r}; use one of {', '.join(_OPERATORS)}."
+            )
         clauses.append(builder(column, path, value, op))
     return sa.and_(*clauses)
 
@@ -219,8 +221,13 @@ def _file_uri(value: Any, op: str = "$eq") -> Any:
 
 def _file_name(value: Any) -> bool:
     """Whether ``value`` is a bare file name ("planets.csv"): no folder, no URI, not ``~``."""
-    return isinstance(value, str) and bool(value) and value not in (".", "..", "~") and "/" not in value \
+    return (
+        isinstance(value, str)
+        and bool(value)
+        and value not in (".", "..", "~")
+        and "/" not in value
         and "\\" not in value
+    )
 
 
 def _named_like(name: str) -> str:
@@ -234,6 +241,7 @@ def _named_like(name: str) -> str:
 
 def _uri_conditions(value: Any) -> list[dict[str, Any]]:
     """Conditions on ``uri`` meaning what a condition on a shown path ``value`` means (see :func:`paths_as_uris`)."""
+
     def named(names: list[Any]) -> dict[str, Any]:
         likes = [{"uri": {"$like": _named_like(n)}} for n in names]
         return likes[0] if len(likes) == 1 else {"$or": likes}
@@ -251,8 +259,9 @@ def _uri_conditions(value: Any) -> list[dict[str, Any]]:
             match = either[0] if len(either) == 1 else {"$or": either}
             out.append(match if op == "$in" else {"$not": match})
         else:
-            out.append({"uri": {op: [_file_uri(x) for x in arg] if isinstance(arg, (list, tuple))
-                                else _file_uri(arg, op)}})
+            out.append(
+                {"uri": {op: [_file_uri(x) for x in arg] if isinstance(arg, (list, tuple)) else _file_uri(arg, op)}}
+            )
     return out
 
 
@@ -304,12 +313,15 @@ def _check_size(filter: Any) -> None:
     conditions = 0
     for node, depth in _nodes(filter):
         if depth > MAX_DEPTH:
-            raise FilterError(f"The filter nests $and/$or/$not more than {MAX_DEPTH} levels deep; flatten it "
-                              "(several keys in one object are AND-ed, $in takes a list of values).")
+            raise FilterError(
+                f"The filter nests $and/$or/$not more than {MAX_DEPTH} levels deep; flatten it "
+                "(several keys in one object are AND-ed, $in takes a list of values)."
+            )
         conditions += len(node) if isinstance(node, Mapping) else 0
         if conditions > MAX_CONDITIONS:
-            raise FilterError(f"The filter holds more than {MAX_CONDITIONS} conditions; use $in with a list "
-                              "of values, or narrow it.")
+            raise FilterError(
+                f"The filter holds more than {MAX_CONDITIONS} conditions; use $in with a list of values, or narrow it."
+            )
 
 
 def _compile(column: sa.ColumnElement[Any], filter: Filter) -> sa.ColumnElement[bool]:

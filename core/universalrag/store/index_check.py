@@ -44,9 +44,9 @@ import sqlalchemy as sa
 
 from ..errors import StoreError
 from ..types import Hit
-from .scan_rule import CHECK_KEY, EF_KEY, MAX_EF_SEARCH, MIN_RECALL
 from .corpus_search import SearchRequest, run_search
 from .row_estimates import forget, table_rows
+from .scan_rule import CHECK_KEY, EF_KEY, MAX_EF_SEARCH, MIN_RECALL
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -72,12 +72,21 @@ class CheckedStore(Protocol):
 
     def transaction(self, action: str = ...) -> AbstractContextManager[sa.Connection]: ...
 
+
 _log = logging.getLogger(__name__)
 _started: dict[tuple[str, str, str], float] = {}
 _started_lock = threading.Lock()
 
-__all__ = ["CHECK_K", "RETRY_S", "SCORE_TOLERANCE", "IndexCheck", "beams", "check_in_background", "check_index",
-           "check_score"]
+__all__ = [
+    "CHECK_K",
+    "RETRY_S",
+    "SCORE_TOLERANCE",
+    "IndexCheck",
+    "beams",
+    "check_in_background",
+    "check_index",
+    "check_score",
+]
 
 #: Two best parts whose similarities differ by less than this are equally good (near-identical rows).
 SCORE_TOLERANCE = 0.005
@@ -108,8 +117,13 @@ class IndexCheck:
 
     def as_dict(self) -> dict[str, Any]:
         """What is stored in the corpus's metadata."""
-        return {"rows": self.rows, "recall": round(self.recall, 4), "queries": self.queries, EF_KEY: self.ef_search,
-                "recalls": [[ef, round(r, 4)] for ef, r in self.recalls]}
+        return {
+            "rows": self.rows,
+            "recall": round(self.recall, 4),
+            "queries": self.queries,
+            EF_KEY: self.ef_search,
+            "recalls": [[ef, round(r, 4)] for ef, r in self.recalls],
+        }
 
 
 def beams(start: int) -> list[int]:
@@ -125,14 +139,19 @@ def _query_vectors(conn: sa.Connection, table: sa.Table, n: int, *, seed: int) -
     """``n`` vectors of ``table`` (a parts table: one part of each unit in turn), in a seeded order."""
     key = sa.cast(table.c.unit_id if "unit_id" in table.c else table.c.id, sa.Text)
     if "unit_id" in table.c:
-        turn = sa.func.row_number().over(partition_by=table.c.unit_id,
-                                         order_by=sa.func.md5(sa.cast(table.c.ord, sa.Text).concat(f":{seed}")))
-        inner = sa.select(table.c.embedding, turn.label("turn"),
-                          sa.func.md5(key.concat(f":{seed}")).label("mix")).subquery()
+        turn = sa.func.row_number().over(
+            partition_by=table.c.unit_id, order_by=sa.func.md5(sa.cast(table.c.ord, sa.Text).concat(f":{seed}"))
+        )
+        inner = sa.select(
+            table.c.embedding, turn.label("turn"), sa.func.md5(key.concat(f":{seed}")).label("mix")
+        ).subquery()
         stmt = sa.select(inner.c.embedding).order_by(inner.c.turn, inner.c.mix)
     else:
-        stmt = sa.select(table.c.embedding).where(table.c.embedding.is_not(None)).order_by(
-            sa.func.md5(key.concat(f":{seed}")))
+        stmt = (
+            sa.select(table.c.embedding)
+            .where(table.c.embedding.is_not(None))
+            .order_by(sa.func.md5(key.concat(f":{seed}")))
+        )
     rows = conn.execute(stmt.limit(sa.literal_column(str(int(n))))).scalars().all()
     return np.asarray([np.asarray(v, dtype=np.float32) for v in rows], dtype=np.float32)
 
@@ -169,40 +188,54 @@ def check_score(exact: Sequence[Hit], index: Sequence[Hit], *, top: bool = False
     return min(found, len(exact)) / len(exact)
 
 
-def check_index(store: CheckedStore, corpus: str, *, queries: int = 24, k: int | None = None, seed: int = 0,
-                save: bool = True) -> IndexCheck:
+def check_index(
+    store: CheckedStore, corpus: str, *, queries: int = 24, k: int | None = None, seed: int = 0, save: bool = True
+) -> IndexCheck:
     """Measure the recall of ``corpus``'s index search against an exact scan, widening the beam from the store's
     ``ef_search`` until the recall reaches :data:`MIN_RECALL` (see the module docstring) and, with ``save``, store
     it in the corpus's metadata, where searches read it. ``k``: units per search (default :data:`CHECK_K` on a
     table above ``exact_scan_max_rows``, whose check scores the top units, else 5: there the best hit is what counts)."""
     spec = store.corpus(corpus)
     # Measured without the stored check's beam, which the search would otherwise use as a floor (scan_rule.tuned_ef)
-    tables = replace(store.tables.corpus(spec), spec=replace(spec, metadata={
-        key: value for key, value in spec.metadata.items() if key != CHECK_KEY}))
+    tables = replace(
+        store.tables.corpus(spec),
+        spec=replace(spec, metadata={key: value for key, value in spec.metadata.items() if key != CHECK_KEY}),
+    )
     searched = tables.parts if tables.parts is not None else tables.units
     recalls: list[tuple[int, float]] = []
     with store.transaction(f"check the index of corpus {corpus!r}") as conn:
         rows = table_rows(conn, [searched], ttl=0.0)[searched.name]
         top = rows > store.settings.exact_scan_max_rows  # no exact scan to fall back on: the beam carries recall@10
         vectors = _query_vectors(conn, searched, queries, seed=seed)
-        requests = [SearchRequest(vector=q.tolist(), k=k or (CHECK_K if top else 5), visual_weight=0.0)
-                    for q in (_noisy(vectors, np.random.default_rng(seed)) if len(vectors) else ())]
+        requests = [
+            SearchRequest(vector=q.tolist(), k=k or (CHECK_K if top else 5), visual_weight=0.0)
+            for q in (_noisy(vectors, np.random.default_rng(seed)) if len(vectors) else ())
+        ]
         exact = [run_search(conn, tables, replace(r, exact_scan=True)) for r in requests]
         for ef in beams(store.settings.ef_search):
-            found = sum(check_score(e, run_search(conn, tables, replace(r, exact_scan=False, ef_search=ef)), top=top)
-                        for r, e in zip(requests, exact))
+            found = sum(
+                check_score(e, run_search(conn, tables, replace(r, exact_scan=False, ef_search=ef)), top=top)
+                for r, e in zip(requests, exact)
+            )
             recalls.append((ef, found / len(requests) if requests else 1.0))
             if recalls[-1][1] >= MIN_RECALL:
                 break
     ef, recall = recalls[-1]
-    check = IndexCheck(corpus=corpus, rows=rows, recall=recall, queries=len(requests), ef_search=ef,
-                       recalls=tuple(recalls))
+    check = IndexCheck(
+        corpus=corpus, rows=rows, recall=recall, queries=len(requests), ef_search=ef, recalls=tuple(recalls)
+    )
     if save:
         c = store.tables.corpora
         with store.transaction(f"store the index check of corpus {corpus!r}") as conn:
-            conn.execute(sa.update(c).where(c.c.name == corpus).values(
-                metadata=c.c.metadata.op("||")(sa.cast(sa.literal({CHECK_KEY: check.as_dict()}, c.c.metadata.type),
-                                                       c.c.metadata.type))))
+            conn.execute(
+                sa.update(c)
+                .where(c.c.name == corpus)
+                .values(
+                    metadata=c.c.metadata.op("||")(
+                        sa.cast(sa.literal({CHECK_KEY: check.as_dict()}, c.c.metadata.type), c.c.metadata.type)
+                    )
+                )
+            )
         store.corpora(refresh=True)
         forget(store.schema)
     return check
@@ -225,8 +258,13 @@ def check_in_background(store: CheckedStore, corpus: str) -> bool:
         except StoreError as e:  # the schema was dropped, the store closed, the server went away...
             _log.warning("The index check of corpus %r did not run: %s", corpus, e)
         else:
-            _log.info("Index check of corpus %r: recall %.2f at ef_search %d, %d rows.", corpus, check.recall,
-                      check.ef_search, check.rows)
+            _log.info(
+                "Index check of corpus %r: recall %.2f at ef_search %d, %d rows.",
+                corpus,
+                check.recall,
+                check.ef_search,
+                check.rows,
+            )
 
     threading.Thread(target=run, name=f"universalrag-index-check-{corpus}", daemon=True).start()
     return True

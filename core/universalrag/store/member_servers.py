@@ -32,8 +32,9 @@ def member_settings(settings: Settings, alias: str) -> Settings:
             f"The server alias {alias!r} is not configured (configured: {known}); add it to UNIVERSALRAG_SERVERS "
             f"as '{alias}=postgresql://USER:PASSWORD@HOST:PORT/DBNAME' (or to Settings.servers)."
         )
-    return replace(settings, database_url=url, read_database_url=settings.read_servers.get(alias),
-                   servers={}, read_servers={})
+    return replace(
+        settings, database_url=url, read_database_url=settings.read_servers.get(alias), servers={}, read_servers={}
+    )
 
 
 class ServerPool(Generic[T]):

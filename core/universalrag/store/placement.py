@@ -35,8 +35,10 @@ class Placement:
     _members: ServerPool[Any]
 
     if TYPE_CHECKING:
-        def __init__(self, url: str | None = None, *, schema: str | None = None,
-                     settings: Settings | None = None) -> None: ...
+
+        def __init__(
+            self, url: str | None = None, *, schema: str | None = None, settings: Settings | None = None
+        ) -> None: ...
         def corpus(self, name: str) -> CorpusSpec: ...
         def corpora(self, *, refresh: bool = False) -> dict[str, CorpusSpec]: ...
 
@@ -76,10 +78,13 @@ class Placement:
     def _one_owner(self, corpora: Iterable[str], what: str) -> Self:
         groups = self._owners(dict.fromkeys(corpora))
         if len(groups) > 1:
-            where = "; ".join(f"{', '.join(names)} on {self.server_of(names[0]) or 'the home database'}"
-                              for names in groups.values())
-            raise InvalidInputError(f"{what} spans corpora on different servers ({where}); write to the corpora "
-                                    "of one server at a time (ingest with corpus=NAME).")
+            where = "; ".join(
+                f"{', '.join(names)} on {self.server_of(names[0]) or 'the home database'}" for names in groups.values()
+            )
+            raise InvalidInputError(
+                f"{what} spans corpora on different servers ({where}); write to the corpora "
+                "of one server at a time (ingest with corpus=NAME)."
+            )
         return next(iter(groups), self)
 
     def _scope_owner(self, scope: str) -> Self:
@@ -89,12 +94,17 @@ class Placement:
         """Let routing go on without the corpora of a member server that cannot be reached (logged as a
         warning); re-raise ``error`` when ``owner`` is this database or the failure is not a connection failure."""
         code = sqlstate(error)
-        lost = (code is None and isinstance(error.__cause__, (sa_exc.OperationalError, psycopg.OperationalError))) \
-            or (code or "").startswith(("08", "57P"))
+        lost = (code is None and isinstance(error.__cause__, (sa_exc.OperationalError, psycopg.OperationalError))) or (
+            code or ""
+        ).startswith(("08", "57P"))
         if owner is self or not lost:
             raise error
-        _log.warning("Skipping corpora %s: their server %r cannot be reached (%s).", ", ".join(corpora),
-                     self.server_of(corpora[0]), error)
+        _log.warning(
+            "Skipping corpora %s: their server %r cannot be reached (%s).",
+            ", ".join(corpora),
+            self.server_of(corpora[0]),
+            error,
+        )
 
     def _used_members(self) -> list[Self]:
         self.corpora()

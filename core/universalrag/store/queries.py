@@ -69,8 +69,9 @@ def index_order(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dim
     return index_key(column, dimension).cosine_distance(index_key(query, dimension))
 
 
-def _by_distance(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int, *,
-                 exact_scan: bool = False) -> sa.ColumnElement[Any]:
+def _by_distance(
+    column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int, *, exact_scan: bool = False
+) -> sa.ColumnElement[Any]:
     """The ordering key of a statement whose ``distance`` column is the full-precision distance: that column, unless
     the statement goes through a half-precision index (:func:`index_order`)."""
     if half_indexed(dimension) and not exact_scan:
@@ -85,8 +86,12 @@ def set_local(name: str, value: str | int) -> sa.Select[Any]:
 
 def set_locals(values: Mapping[str, str | int]) -> sa.Select[Any]:
     """Several transaction-local settings in one statement (one round trip)."""
-    return sa.select(*(sa.func.set_config(sa.literal(name), sa.literal(str(value)), sa.true()).label(f"s{i}")
-                       for i, (name, value) in enumerate(values.items())))
+    return sa.select(
+        *(
+            sa.func.set_config(sa.literal(name), sa.literal(str(value)), sa.true()).label(f"s{i}")
+            for i, (name, value) in enumerate(values.items())
+        )
+    )
 
 
 def with_settings(stmt: sa.Select[Any], values: Mapping[str, str | int]) -> sa.Select[Any]:
@@ -122,8 +127,16 @@ def text_id(column: sa.ColumnElement[Any], name: str | None = None) -> sa.Column
 def unit_columns(tables: CorpusTables) -> list[sa.ColumnElement[Any]]:
     """The columns a search returns for each unit (ids as text, :func:`text_id`)."""
     u = tables.units
-    return [text_id(u.c.id), text_id(u.c.source_id), text_id(u.c.parent_id), u.c.content, u.c.uri, u.c.start_s,
-            u.c.end_s, u.c.metadata]
+    return [
+        text_id(u.c.id),
+        text_id(u.c.source_id),
+        text_id(u.c.parent_id),
+        u.c.content,
+        u.c.uri,
+        u.c.start_s,
+        u.c.end_s,
+        u.c.metadata,
+    ]
 
 
 def unit_filter(units: sa.Table, filter: Filter) -> sa.ColumnElement[bool]:
@@ -131,14 +144,24 @@ def unit_filter(units: sa.Table, filter: Filter) -> sa.ColumnElement[bool]:
     (:data:`~.filters.FIELDS`; the column wins over a metadata key of the same name)."""
     column: sa.ColumnElement[Any] = units.c.metadata
     if mentions(filter):
-        column = sa.type_coerce(units.c.metadata.op("||")(
-            sa.func.jsonb_build_object(*(x for f in sorted(FIELDS) for x in (sa.literal(f), units.c[f])))), JSONB)
+        column = sa.type_coerce(
+            units.c.metadata.op("||")(
+                sa.func.jsonb_build_object(*(x for f in sorted(FIELDS) for x in (sa.literal(f), units.c[f])))
+            ),
+            JSONB,
+        )
     return compile_filter(column, filter)
 
 
 def nearest_units(
-    tables: CorpusTables, vector: Sequence[float], *, limit: int, filter: Filter | None = None,
-    visual: bool = False, exact_scan: bool = False, rows: bool = False,
+    tables: CorpusTables,
+    vector: Sequence[float],
+    *,
+    limit: int,
+    filter: Filter | None = None,
+    visual: bool = False,
+    exact_scan: bool = False,
+    rows: bool = False,
 ) -> sa.Select[Any]:
     """Ids (``unit_id``) and cosine distances of the ``limit`` units nearest to ``vector`` in the text column
     (``embedding``) or, with ``visual``, the visual column; with ``rows``, every column a search returns too.
@@ -147,8 +170,7 @@ def nearest_units(
     expression the index cannot serve, so the planner scans and sorts (no ``enable_indexscan`` setting to flip, no
     extra round trip; plain SQL that Citus accepts)."""
     u = tables.units
-    column, dimension = ((u.c.visual, tables.spec.visual_dimension) if visual
-                         else (u.c.embedding, tables.spec.dimension))
+    column, dimension = (u.c.visual, tables.spec.visual_dimension) if visual else (u.c.embedding, tables.spec.dimension)
     assert dimension, "nearest_units(visual=True) needs a corpus with a visual channel"
     query = query_vector(vector, dimension)
     distance = column.cosine_distance(query)
@@ -185,14 +207,28 @@ def parts_by_unit(window: sa.Select[Any], *, units: int, per_unit: int) -> sa.Se
     order = (w.c.distance, w.c.ord)
     ords = sa.func.array_agg(aggregate_order_by(w.c.ord, *order), type_=ARRAY(sa.Integer))
     distances = sa.func.array_agg(aggregate_order_by(w.c.distance, *order), type_=ARRAY(sa.Float))
-    return (sa.select(text_id(w.c.unit_id), ords[1:per_unit].label("ords"), distances[1:per_unit].label("distances"),
-                      sa.func.sum(sa.func.count()).over().label("window_rows"))
-            .group_by(w.c.unit_id).order_by(sa.func.min(w.c.distance), w.c.unit_id).limit(_limit(units)))
+    return (
+        sa.select(
+            text_id(w.c.unit_id),
+            ords[1:per_unit].label("ords"),
+            distances[1:per_unit].label("distances"),
+            sa.func.sum(sa.func.count()).over().label("window_rows"),
+        )
+        .group_by(w.c.unit_id)
+        .order_by(sa.func.min(w.c.distance), w.c.unit_id)
+        .limit(_limit(units))
+    )
 
 
 def best_parts_exact(
-    tables: CorpusTables, vector: Sequence[float], *, per_unit: int, limit: int, filter: Filter | None = None,
-    unit_ids: Sequence[str] | None = None, near_units: int = 0,
+    tables: CorpusTables,
+    vector: Sequence[float],
+    *,
+    per_unit: int,
+    limit: int,
+    filter: Filter | None = None,
+    unit_ids: Sequence[str] | None = None,
+    near_units: int = 0,
 ) -> sa.Select[Any]:
     """The ``per_unit`` nearest parts of every unit (an exact scan: every part's distance is computed), best
     first, at most ``limit`` rows; restricted to ``unit_ids`` when given, and then also to the ``near_units``
@@ -203,27 +239,39 @@ def best_parts_exact(
     p, u = tables.parts, tables.units
     distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))
     inner = sa.select(
-        p.c.unit_id, p.c.ord, distance.label("distance"),
+        p.c.unit_id,
+        p.c.ord,
+        distance.label("distance"),
         sa.func.row_number().over(partition_by=p.c.unit_id, order_by=distance).label("rn"),
     )
     if filter:
         inner = inner.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
     if unit_ids is not None:
         if near_units:  # a union of both sets, which the planner joins to the parts' primary key (an OR scans)
-            near = sa.select(u.c.id).where(u.c.embedding.is_not(None)).order_by(index_order(
-                u.c.embedding, query_vector(vector, tables.spec.dimension), tables.spec.dimension)
-            ).limit(_limit(near_units))
+            near = (
+                sa.select(u.c.id)
+                .where(u.c.embedding.is_not(None))
+                .order_by(
+                    index_order(u.c.embedding, query_vector(vector, tables.spec.dimension), tables.spec.dimension)
+                )
+                .limit(_limit(near_units))
+            )
             given = sa.select(sa.func.unnest(_ids("unit_ids", unit_ids)).label("id"))
             inner = inner.where(p.c.unit_id.in_(sa.union(given, sa.select(near.subquery().c.id))))
         else:
             inner = inner.where(p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids)))
     ranked = inner.subquery()
-    return (sa.select(ranked.c.unit_id, ranked.c.ord, ranked.c.distance)
-            .where(ranked.c.rn <= per_unit).order_by(ranked.c.distance).limit(_limit(limit)))
+    return (
+        sa.select(ranked.c.unit_id, ranked.c.ord, ranked.c.distance)
+        .where(ranked.c.rn <= per_unit)
+        .order_by(ranked.c.distance)
+        .limit(_limit(limit))
+    )
 
 
-def parts_with_terms(tables: CorpusTables, vector: Sequence[float], unit_ids: Sequence[str], patterns: Sequence[str],
-                     *, per_unit: int) -> sa.Select[Any]:
+def parts_with_terms(
+    tables: CorpusTables, vector: Sequence[float], unit_ids: Sequence[str], patterns: Sequence[str], *, per_unit: int
+) -> sa.Select[Any]:
     """The parts of ``unit_ids`` whose text matches at least one of ``patterns`` (PostgreSQL regular expressions,
     case-insensitive), at most ``per_unit`` a unit: ``(unit_id, ord, distance, matched)`` — ``matched`` ranks the
     patterns a part matches: the most patterns first, of as many those matching the earlier patterns (a quoted
@@ -234,38 +282,63 @@ def parts_with_terms(tables: CorpusTables, vector: Sequence[float], unit_ids: Se
     p = tables.parts
     distance = p.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))
     n = len(patterns)
-    matched = functools.reduce(operator.add, [  # each match counts 2^n, and 2^(n-1-i) for being the i-th pattern
-        sa.case((p.c.content.op("~*")(sa.bindparam(f"term{i}", pattern, type_=sa.Text)), (1 << n) + (1 << (n - 1 - i))),
-                else_=0)
-        for i, pattern in enumerate(patterns)])
-    inner = sa.select(
-        p.c.unit_id, p.c.ord, distance.label("distance"), matched.label("matched"),
-        sa.func.row_number().over(partition_by=p.c.unit_id, order_by=(matched.desc(), distance)).label("rn"),
-    ).where(p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids))).where(matched > 0)
+    matched = functools.reduce(
+        operator.add,
+        [  # each match counts 2^n, and 2^(n-1-i) for being the i-th pattern
+            sa.case(
+                (p.c.content.op("~*")(sa.bindparam(f"term{i}", pattern, type_=sa.Text)), (1 << n) + (1 << (n - 1 - i))),
+                else_=0,
+            )
+            for i, pattern in enumerate(patterns)
+        ],
+    )
+    inner = (
+        sa.select(
+            p.c.unit_id,
+            p.c.ord,
+            distance.label("distance"),
+            matched.label("matched"),
+            sa.func.row_number().over(partition_by=p.c.unit_id, order_by=(matched.desc(), distance)).label("rn"),
+        )
+        .where(p.c.unit_id == sa.any_(_ids("unit_ids", unit_ids)))
+        .where(matched > 0)
+    )
     ranked = inner.subquery()
-    return (sa.select(text_id(ranked.c.unit_id), ranked.c.ord, ranked.c.distance, ranked.c.matched)
-            .where(ranked.c.rn <= per_unit))
+    return sa.select(text_id(ranked.c.unit_id), ranked.c.ord, ranked.c.distance, ranked.c.matched).where(
+        ranked.c.rn <= per_unit
+    )
 
 
 def part_texts(tables: CorpusTables, keys: Sequence[tuple[str, int]]) -> sa.Select[Any]:
     """``(unit_id, ord, content)`` of the parts with these keys (two array parameters, unnested together)."""
     assert tables.parts is not None, "part_texts needs a multi-vector corpus"
     p = tables.parts
-    wanted = sa.func.unnest(_ids("part_units", [k[0] for k in keys]),
-                            sa.cast(sa.bindparam("part_ords", [int(k[1]) for k in keys], type_=ARRAY(sa.Integer)),
-                                    ARRAY(sa.Integer))).table_valued("unit_id", "ord").render_derived()
+    wanted = (
+        sa.func.unnest(
+            _ids("part_units", [k[0] for k in keys]),
+            sa.cast(sa.bindparam("part_ords", [int(k[1]) for k in keys], type_=ARRAY(sa.Integer)), ARRAY(sa.Integer)),
+        )
+        .table_valued("unit_id", "ord")
+        .render_derived()
+    )
     return sa.select(text_id(p.c.unit_id), p.c.ord, p.c.content).join(
-        wanted, sa.and_(p.c.unit_id == wanted.c.unit_id, p.c.ord == wanted.c.ord))
+        wanted, sa.and_(p.c.unit_id == wanted.c.unit_id, p.c.ord == wanted.c.ord)
+    )
 
 
 def units_with_similarity(
-    tables: CorpusTables, ids: Sequence[str], vector: Sequence[float], visual_vector: Sequence[float] | None,
+    tables: CorpusTables,
+    ids: Sequence[str],
+    vector: Sequence[float],
+    visual_vector: Sequence[float] | None,
 ) -> sa.Select[Any]:
     """The units with these ids, with their text similarity (``text_sim``, of the unit's own vector) and, when
     ``visual_vector`` is given, their visual similarity (``visual_sim``); NULL where a unit has no vector."""
     u = tables.units
-    columns = [*unit_columns(tables),
-               (1 - u.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))).label("text_sim")]
+    columns = [
+        *unit_columns(tables),
+        (1 - u.c.embedding.cosine_distance(query_vector(vector, tables.spec.dimension))).label("text_sim"),
+    ]
     if visual_vector is not None:
         assert tables.spec.visual_dimension, "a visual similarity needs a corpus with a visual channel"
         visual_q = query_vector(visual_vector, tables.spec.visual_dimension, name="visual_vector")
@@ -286,14 +359,16 @@ def lexical_words(text: str, limit: int = LEXICAL_WORDS) -> str:
     return text if len(words) <= limit else " ".join(words[:limit])
 
 
-def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filter | None = None,
-                   language: str = "english") -> sa.Select[Any]:
+def search_lexical(
+    tables: CorpusTables, text: str, *, limit: int, filter: Filter | None = None, language: str = "english"
+) -> sa.Select[Any]:
     """Units matching ``text`` in Postgres full-text search (``websearch_to_tsquery``: quotes, OR, -word),
     ranked by ``ts_rank_cd`` over the generated ``tsv`` column (GIN index). The search passes a query's first
     :data:`LEXICAL_WORDS` words (:func:`lexical_words`)."""
     u = tables.units
-    query = sa.func.websearch_to_tsquery(sa.cast(sa.literal(language), REGCONFIG),
-                                         sa.bindparam("lexical_text", text, type_=sa.Text))
+    query = sa.func.websearch_to_tsquery(
+        sa.cast(sa.literal(language), REGCONFIG), sa.bindparam("lexical_text", text, type_=sa.Text)
+    )
     rank = sa.func.ts_rank_cd(u.c.tsv, query).label("rank")
     stmt = sa.select(*unit_columns(tables), rank).where(u.c.tsv.op("@@")(query))
     if filter:
@@ -302,8 +377,9 @@ def search_lexical(tables: CorpusTables, text: str, *, limit: int, filter: Filte
 
 
 @functools.lru_cache(maxsize=32)
-def word_units(unit_tables: tuple[sa.Table, ...], *, cap: int, surface: bool = False,
-               language: str = "english") -> sa.Select[Any]:
+def word_units(
+    unit_tables: tuple[sa.Table, ...], *, cap: int, surface: bool = False, language: str = "english"
+) -> sa.Select[Any]:
     """For each word of the array parameter ``words``: how many units of the corpora hold it (``unit_tables``: their
     unit tables), each corpus counted to ``cap``, found by the same full-text index as :func:`search_lexical` — so
     "exception" is held where a text says "exceptions", and so is "exceptioned", whose stem is the same. With
@@ -315,21 +391,27 @@ def word_units(unit_tables: tuple[sa.Table, ...], *, cap: int, surface: bool = F
     than an index lookup, and a small table scanned row by row would parse it once a row). Built once per set of
     corpora (cached): building and compiling it took 8 ms, running it 2."""
     unnested = sa.func.unnest(sa.bindparam("words", type_=ARRAY(sa.Text))).table_valued("word").render_derived("w")
-    words = sa.select(unnested.c.word,
-                      sa.func.plainto_tsquery(sa.cast(sa.literal(language), REGCONFIG), unnested.c.word).label("q"),
-                      sa.func.concat(r"\m", unnested.c.word, r"\M").label("spelled")).cte("words")
+    words = sa.select(
+        unnested.c.word,
+        sa.func.plainto_tsquery(sa.cast(sa.literal(language), REGCONFIG), unnested.c.word).label("q"),
+        sa.func.concat(r"\m", unnested.c.word, r"\M").label("spelled"),
+    ).cte("words")
     counts = []
     for u in unit_tables:
         held = u.c.tsv.op("@@")(words.c.q)
         if surface:
             held = sa.and_(held, u.c.content.op("~*")(words.c.spelled))
         found = sa.select(sa.literal_column("1").label("one")).where(held).limit(_limit(cap)).lateral()
-        counts.append(sa.select(words.c.word, sa.func.count(found.c.one).label("units"))
-                      .select_from(words.outerjoin(found, sa.true())).group_by(words.c.word))
+        counts.append(
+            sa.select(words.c.word, sa.func.count(found.c.one).label("units"))
+            .select_from(words.outerjoin(found, sa.true()))
+            .group_by(words.c.word)
+        )
     every = (sa.union_all(*counts) if len(counts) > 1 else counts[0]).subquery("counts")
     stops = sa.select(words.c.word).where(sa.func.numnode(words.c.q) == 0)
-    return sa.select(every.c.word, sa.func.sum(every.c.units).label("units"),
-                     every.c.word.in_(stops).label("stop")).group_by(every.c.word)
+    return sa.select(
+        every.c.word, sa.func.sum(every.c.units).label("units"), every.c.word.in_(stops).label("stop")
+    ).group_by(every.c.word)
 
 
 def clean_gin_pending() -> sa.TextClause:
@@ -370,12 +452,15 @@ def holding_parameters(terms: Sequence[str]) -> dict[str, str]:
     """The parameters of :func:`units_holding`'s statement that vary with ``terms``: ``spelling0``, ``spelling1``,
     ... (what the full-text index is asked for) and ``pattern0``, ``pattern1``, ... (what the text must match)."""
     spellings = [s for term in terms for s in _spellings(term)]
-    return {**{f"spelling{i}": s for i, s in enumerate(spellings)},
-            **{f"pattern{i}": term_pattern(t) for i, t in enumerate(terms)}}
+    return {
+        **{f"spelling{i}": s for i, s in enumerate(spellings)},
+        **{f"pattern{i}": term_pattern(t) for i, t in enumerate(terms)},
+    }
 
 
-def units_holding(tables: CorpusTables, terms: Sequence[str], *, limit: int, filter: Filter | None = None,
-                  language: str = "english") -> sa.Select[Any]:
+def units_holding(
+    tables: CorpusTables, terms: Sequence[str], *, limit: int, filter: Filter | None = None, language: str = "english"
+) -> sa.Select[Any]:
     """Units whose text holds one of ``terms`` as a whole word (:func:`~universalrag.exact_terms.term_pattern`),
     found through the full-text index (each term as a phrase of its words, each word also as the start of a longer
     token: the parser reads "CMakeLists.txt" as one token, which the word "CMakeLists" alone would not find) and
@@ -389,12 +474,22 @@ def units_holding(tables: CorpusTables, terms: Sequence[str], *, limit: int, fil
         return sa.bindparam(name, values[name], type_=sa.Text)
 
     spellings = sum(holding_shape(terms))
-    phrases = [sa.cast(sa.func.regexp_replace(sa.cast(sa.func.phraseto_tsquery(config, value(f"spelling{i}")), sa.Text),
-                                              sa.literal(_LEXEME_END), sa.literal(r"':*\1"), sa.literal("g")),
-                       TSQUERY) for i in range(spellings)]
+    phrases = [
+        sa.cast(
+            sa.func.regexp_replace(
+                sa.cast(sa.func.phraseto_tsquery(config, value(f"spelling{i}")), sa.Text),
+                sa.literal(_LEXEME_END),
+                sa.literal(r"':*\1"),
+                sa.literal("g"),
+            ),
+            TSQUERY,
+        )
+        for i in range(spellings)
+    ]
     query = functools.reduce(lambda a, b: a.op("||")(b), phrases)
     stmt = sa.select(*unit_columns(tables)).where(
-        u.c.tsv.op("@@")(query), sa.or_(*(u.c.content.op("~*")(value(f"pattern{i}")) for i in range(len(terms)))))
+        u.c.tsv.op("@@")(query), sa.or_(*(u.c.content.op("~*")(value(f"pattern{i}")) for i in range(len(terms))))
+    )
     if filter:
         stmt = stmt.where(unit_filter(u, filter))
     return stmt.limit(_limit(limit))

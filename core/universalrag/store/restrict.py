@@ -31,8 +31,10 @@ def _pins(condition: Any) -> bool:
         eq = condition.get("$eq")
         values = condition.get("$in")
         return isinstance(eq, (str, int, float, bool)) or (
-            isinstance(values, (list, tuple)) and bool(values)
-            and all(isinstance(v, (str, int, float, bool)) for v in values))
+            isinstance(values, (list, tuple))
+            and bool(values)
+            and all(isinstance(v, (str, int, float, bool)) for v in values)
+        )
     return False
 
 

@@ -54,8 +54,11 @@ def _database(conn: sa.Connection) -> str:
 
 def _regclass(table: sa.Table) -> sa.ColumnElement[object]:
     """``to_regclass('schema.table')`` with both names quoted by the server (``format('%I.%I')``)."""
-    text = sa.func.format(sa.cast(sa.literal("%I.%I"), sa.Text), sa.cast(sa.literal(table.schema or "public"), sa.Text),
-                          sa.cast(sa.literal(table.name), sa.Text))
+    text = sa.func.format(
+        sa.cast(sa.literal("%I.%I"), sa.Text),
+        sa.cast(sa.literal(table.schema or "public"), sa.Text),
+        sa.cast(sa.literal(table.name), sa.Text),
+    )
     return sa.func.to_regclass(text)
 
 
@@ -73,9 +76,14 @@ def table_rows(conn: sa.Connection, tables: Iterable[sa.Table], *, ttl: float | 
     missing = [t for t in tables if t.name not in out] if len(out) < len(tables) else []
     if not missing:
         return out
-    selects = [sa.select(sa.literal(t.name).label("name"), _PG_CLASS.c.reltuples,
-                         sa.func.pg_stat_get_live_tuples(_PG_CLASS.c.oid).label("live"))
-               .where(_PG_CLASS.c.oid == _regclass(t)) for t in missing]
+    selects = [
+        sa.select(
+            sa.literal(t.name).label("name"),
+            _PG_CLASS.c.reltuples,
+            sa.func.pg_stat_get_live_tuples(_PG_CLASS.c.oid).label("live"),
+        ).where(_PG_CLASS.c.oid == _regclass(t))
+        for t in missing
+    ]
     rows: Mapping[str, sa.Row[object]] = {r.name: r for r in conn.execute(sa.union_all(*selects))}
     fresh: dict[str, int] = {}
     small: list[sa.Table] = []
@@ -103,8 +111,12 @@ def _counted(conn: sa.Connection, tables: list[sa.Table]) -> dict[str, int]:
     counts = []
     for t in tables:
         capped = sa.select(sa.literal(1)).select_from(t).limit(sa.literal_column(str(COUNT_CAP + 1))).subquery()
-        counts.append(sa.select(sa.literal(t.name).label("name"), sa.select(sa.func.count()).select_from(capped)
-                                .scalar_subquery().label("n")))
+        counts.append(
+            sa.select(
+                sa.literal(t.name).label("name"),
+                sa.select(sa.func.count()).select_from(capped).scalar_subquery().label("n"),
+            )
+        )
     return {r.name: int(r.n) for r in conn.execute(sa.union_all(*counts))}
 
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..types import Hit
-from .queries import unit_columns
 from .corpus_search import hit_from_row
+from .queries import unit_columns
 
 if TYPE_CHECKING:
     from .store import Store
@@ -68,8 +68,12 @@ def sample_parts(store: Store, corpus: str, unit_id: str, n: int, *, seed: int =
     if tables.parts is None or n == 0:
         return []
     p = tables.parts
-    stmt = (sa.select(p.c.ord, p.c.content).where(p.c.unit_id == unit_id)
-            .order_by(_order(p.c.unit_id, p.c.ord, seed=seed), p.c.ord).limit(_literal(n)))
+    stmt = (
+        sa.select(p.c.ord, p.c.content)
+        .where(p.c.unit_id == unit_id)
+        .order_by(_order(p.c.unit_id, p.c.ord, seed=seed), p.c.ord)
+        .limit(_literal(n))
+    )
     with store.transaction(f"sample parts of a unit of {corpus!r}") as conn:
         return [(int(r.ord), str(r.content)) for r in conn.execute(stmt)]
 

@@ -22,8 +22,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["CHECK_KEY", "EF_KEY", "MAX_EF_SEARCH", "MIN_RECALL", "stored_check", "needs_check", "scan_exactly",
-           "tuned_ef"]
+__all__ = [
+    "CHECK_KEY",
+    "EF_KEY",
+    "MAX_EF_SEARCH",
+    "MIN_RECALL",
+    "stored_check",
+    "needs_check",
+    "scan_exactly",
+    "tuned_ef",
+]
 
 #: The key of a corpus's stored index check in its registry metadata.
 CHECK_KEY = "index_check"
@@ -61,8 +69,9 @@ def needs_check(metadata: Mapping[str, Any], rows: int) -> bool:
     return not measured / 2 <= rows <= measured * 2
 
 
-def scan_exactly(rows: int, metadata: Mapping[str, Any], *, exact_scan_rows: int, exact_scan_max_rows: int,
-                 checked: bool = True) -> bool:
+def scan_exactly(
+    rows: int, metadata: Mapping[str, Any], *, exact_scan_rows: int, exact_scan_max_rows: int, checked: bool = True
+) -> bool:
     """Whether a table of ``rows`` rows of a corpus with registry ``metadata`` is scanned exactly (see the module
     docstring); ``checked=False`` for a table the index check does not cover (a visual column)."""
     if rows <= exact_scan_rows:

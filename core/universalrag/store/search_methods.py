@@ -22,13 +22,13 @@ from ..config import Settings
 from ..errors import InvalidInputError
 from ..types import CorpusSpec, Hit
 from . import index_check
+from .corpus_search import CorpusQuery, SearchRequest, run_searches
 from .engine import SearchConnection
 from .filters import Filter
 from .queries import word_units
 from .restrict import check_required_filter
 from .scan_rule import MAX_EF_SEARCH
 from .schema import Tables
-from .corpus_search import CorpusQuery, SearchRequest, run_searches
 from .vectors import check_vector
 
 __all__ = ["Searching"]
@@ -57,6 +57,7 @@ class Searching:
     _pgvector: tuple[int, ...] | None
 
     if TYPE_CHECKING:
+
         @property
         def read_engine(self) -> sa.Engine: ...
         def corpus(self, name: str) -> CorpusSpec: ...
@@ -71,10 +72,20 @@ class Searching:
             self._pgvector = _version_tuple(version or "0")
         return self._pgvector >= _ITERATIVE_SCAN
 
-    def search(self, corpus: str, vector: Sequence[float], *, k: int = 5, filter: Filter | None = None,
-               ef_search: int | None = None, visual_vector: Sequence[float] | None = None,
-               visual_weight: float | None = None, lexical_text: str | None = None,
-               exact_scan: bool | None = None, exact_terms: Sequence[str] = ()) -> list[Hit]:
+    def search(
+        self,
+        corpus: str,
+        vector: Sequence[float],
+        *,
+        k: int = 5,
+        filter: Filter | None = None,
+        ef_search: int | None = None,
+        visual_vector: Sequence[float] | None = None,
+        visual_weight: float | None = None,
+        lexical_text: str | None = None,
+        exact_scan: bool | None = None,
+        exact_terms: Sequence[str] = (),
+    ) -> list[Hit]:
         """The ``k`` units of ``corpus`` nearest to ``vector`` by cosine similarity (``score`` = 1 − distance).
 
         Multi-vector corpora rank a unit by its best part and report its best parts as ``matched_parts``.
@@ -98,9 +109,18 @@ class Searching:
         it); :meth:`search_many` searches several corpora with one round trip per step.
         """
         _check_k(k)
-        query = CorpusQuery(corpus, vector, k=k, filter=filter, ef_search=ef_search, visual_vector=visual_vector,
-                            visual_weight=visual_weight, lexical_text=lexical_text, exact_scan=exact_scan,
-                            exact_terms=tuple(exact_terms))
+        query = CorpusQuery(
+            corpus,
+            vector,
+            k=k,
+            filter=filter,
+            ef_search=ef_search,
+            visual_vector=visual_vector,
+            visual_weight=visual_weight,
+            lexical_text=lexical_text,
+            exact_scan=exact_scan,
+            exact_terms=tuple(exact_terms),
+        )
         if self.owner(corpus) is self:  # the common case, without search_many's grouping by server
             return self._search_here([query])[0]
         return self.search_many([query])[0]
@@ -115,15 +135,23 @@ class Searching:
         for q in queries:
             _check_k(q.k)
         out: list[list[Hit]] = [[] for _ in queries]
-        for idx, hits in self._on_each_server(range(len(queries)), lambda i: queries[i].corpus,
-                                              lambda store, idx: store._search_here([queries[i] for i in idx]),
-                                              lambda store, idx: store.search_many([queries[i] for i in idx])):
+        for idx, hits in self._on_each_server(
+            range(len(queries)),
+            lambda i: queries[i].corpus,
+            lambda store, idx: store._search_here([queries[i] for i in idx]),
+            lambda store, idx: store.search_many([queries[i] for i in idx]),
+        ):
             for i, found in zip(idx, hits):
                 out[i] = found
         return out
 
-    def _on_each_server(self, items: Iterable[_I], corpus: Callable[[_I], str], here: Callable[[Any, list[_I]], _T],
-                        there: Callable[[Any, list[_I]], _T]) -> list[tuple[list[_I], _T]]:
+    def _on_each_server(
+        self,
+        items: Iterable[_I],
+        corpus: Callable[[_I], str],
+        here: Callable[[Any, list[_I]], _T],
+        there: Callable[[Any, list[_I]], _T],
+    ) -> list[tuple[list[_I], _T]]:
         """``items`` grouped by the server holding their ``corpus``, each group's result with it: this server's
         by ``here(self, group)`` in this thread, every member server's by ``there(member, group)`` in a thread of
         its own, all at the same time (a slow or locked server does not hold the others back)."""
@@ -145,8 +173,9 @@ class Searching:
             out.extend((group, future.result()) for group, future in futures)
         return out
 
-    def word_units(self, words: Sequence[str], corpora: Sequence[str], *, cap: int = 100,
-                   surface: bool = False) -> dict[str, int | None]:
+    def word_units(
+        self, words: Sequence[str], corpora: Sequence[str], *, cap: int = 100, surface: bool = False
+    ) -> dict[str, int | None]:
         """How many units of ``corpora`` hold each of ``words`` in their full-text index (each corpus counted to
         ``cap``): 0 when none does, ``None`` for a stop word (which the index never holds). Words are matched as
         lexical search matches them, by their stem (a text's "exceptions" holds "exception"); with ``surface`` a
@@ -161,15 +190,18 @@ class Searching:
         if not words or not corpora:
             return counts
         for _, part in self._on_each_server(
-                dict.fromkeys(corpora), lambda name: name,
-                lambda store, names: store._local_word_units(words, names, cap=cap, surface=surface),
-                lambda store, names: store.word_units(words, names, cap=cap, surface=surface)):
+            dict.fromkeys(corpora),
+            lambda name: name,
+            lambda store, names: store._local_word_units(words, names, cap=cap, surface=surface),
+            lambda store, names: store.word_units(words, names, cap=cap, surface=surface),
+        ):
             for word, n in part.items():
                 counts[word] = None if n is None else (counts[word] or 0) + n
         return counts
 
-    def _local_word_units(self, words: list[str], corpora: list[str], *, cap: int,
-                          surface: bool) -> dict[str, int | None]:
+    def _local_word_units(
+        self, words: list[str], corpora: list[str], *, cap: int, surface: bool
+    ) -> dict[str, int | None]:
         stmt = word_units(tuple(self.tables.corpus(self.corpus(n)).units for n in corpora), cap=cap, surface=surface)
 
         def read(conn: sa.Connection) -> dict[str, int | None]:
@@ -191,18 +223,44 @@ class Searching:
             visual = q.visual_vector
             if visual is not None and spec.visual_dimension:
                 visual = check_vector(spec.name, visual, spec.visual_dimension, what="visual query vector")
-            jobs.append((spec, self.tables.corpus(spec), weight, min(max(q.ef_search or self.settings.ef_search, q.k),
-                                                                     MAX_EF_SEARCH), vector, visual))
+            jobs.append(
+                (
+                    spec,
+                    self.tables.corpus(spec),
+                    weight,
+                    min(max(q.ef_search or self.settings.ef_search, q.k), MAX_EF_SEARCH),
+                    vector,
+                    visual,
+                )
+            )
 
         def read(conn: sa.Connection) -> list[list[Hit]]:
             iterative = self._supports_iterative_scan(conn)
-            return run_searches(conn, [(tables, SearchRequest(
-                vector=vector, k=q.k, filter=q.filter, visual_vector=visual, visual_weight=weight,
-                lexical_text=q.lexical_text, exact_terms=tuple(q.exact_terms), head=q.head, ef_search=ef,
-                exact_scan_rows=self.settings.exact_scan_rows,
-                exact_scan_max_rows=self.settings.exact_scan_max_rows, exact_scan=q.exact_scan, iterative=iterative,
-                on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name)))
-                for q, (spec, tables, weight, ef, vector, visual) in zip(queries, jobs)])
+            return run_searches(
+                conn,
+                [
+                    (
+                        tables,
+                        SearchRequest(
+                            vector=vector,
+                            k=q.k,
+                            filter=q.filter,
+                            visual_vector=visual,
+                            visual_weight=weight,
+                            lexical_text=q.lexical_text,
+                            exact_terms=tuple(q.exact_terms),
+                            head=q.head,
+                            ef_search=ef,
+                            exact_scan_rows=self.settings.exact_scan_rows,
+                            exact_scan_max_rows=self.settings.exact_scan_max_rows,
+                            exact_scan=q.exact_scan,
+                            iterative=iterative,
+                            on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name),
+                        ),
+                    )
+                    for q, (spec, tables, weight, ef, vector, visual) in zip(queries, jobs)
+                ],
+            )
 
         def action() -> str:  # only written out when an error needs it
             names = ", ".join(repr(spec.name) for spec, *_ in jobs)

@@ -44,6 +44,7 @@ class Sources:
     tables: Tables
 
     if TYPE_CHECKING:
+
         def _read(self, action: str, fn: Callable[[sa.Connection], _T], *, read_only: bool = False) -> _T: ...
         def transaction(self, action: str = ..., *, read_only: bool = False) -> Iterator[sa.Connection]: ...
         def corpus(self, name: str) -> CorpusSpec: ...
@@ -60,8 +61,12 @@ class Sources:
         if owner is not self:
             return owner.source_state(uri, scope=scope)
         s = self.tables.sources
-        row = self._read("read a source", lambda conn: conn.execute(
-            sa.select(s.c.content_hash, s.c.corpora).where(s.c.uri == uri, s.c.scope == scope)).first())
+        row = self._read(
+            "read a source",
+            lambda conn: conn.execute(
+                sa.select(s.c.content_hash, s.c.corpora).where(s.c.uri == uri, s.c.scope == scope)
+            ).first(),
+        )
         return None if row is None else (row.content_hash, tuple(row.corpora))
 
     def sources(self) -> list[dict[str, Any]]:
@@ -85,8 +90,13 @@ class Sources:
 
         def read(conn: sa.Connection) -> tuple[int, list[str]]:
             count = int(conn.execute(sa.select(sa.func.count()).select_from(s).where(holds)).scalar_one())
-            uris = conn.execute(sa.select(s.c.uri).where(holds).order_by(s.c.ingested_at.desc().nulls_last(), s.c.uri)
-                                .limit(limit)).scalars().all()
+            uris = (
+                conn.execute(
+                    sa.select(s.c.uri).where(holds).order_by(s.c.ingested_at.desc().nulls_last(), s.c.uri).limit(limit)
+                )
+                .scalars()
+                .all()
+            )
             return count, list(uris)
 
         return self._read("read a corpus's sources", read, read_only=True)
@@ -103,8 +113,9 @@ class Sources:
             conn.execute(sa.delete(st).where(st.c.uri == uri, *([st.c.scope == scope] if scope is not None else [])))
             return conn.execute(sa.delete(s).where(*where)).rowcount > 0 or any(remote)
 
-    def write_source(self, source: SourceRecord, units: Sequence[Unit], *,
-                     parts: Iterable[PartBatch] = ()) -> WriteResult:
+    def write_source(
+        self, source: SourceRecord, units: Sequence[Unit], *, parts: Iterable[PartBatch] = ()
+    ) -> WriteResult:
         """Write one source and its units in one transaction.
 
         A source is identified by its uri and scope (:class:`SourceRecord`): writing one never touches the
@@ -122,20 +133,28 @@ class Sources:
         with self.transaction(f"write source {source.uri}") as conn:
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(source.uri, 0))))
             old = conn.execute(
-                sa.select(s.c.id, s.c.content_hash, s.c.corpora).where(s.c.uri == source.uri,
-                                                                      s.c.scope == source.scope)
+                sa.select(s.c.id, s.c.content_hash, s.c.corpora).where(s.c.uri == source.uri, s.c.scope == source.scope)
             ).first()
-            if old is not None and old.content_hash == source.content_hash and \
-                    sorted(old.corpora) == sorted(source.corpora):
+            if (
+                old is not None
+                and old.content_hash == source.content_hash
+                and sorted(old.corpora) == sorted(source.corpora)
+            ):
                 return WriteResult(status="unchanged", source_id=str(old.id))
             if old is not None:
                 conn.execute(sa.delete(s).where(s.c.id == old.id))
             source_id = source.id or str(uuid.uuid4())
-            conn.execute(sa.insert(s).values(
-                id=source_id, uri=source.uri, scope=source.scope, content_hash=source.content_hash,
-                modality=str(source.modality),
-                corpora=list(source.corpora), metadata=dict(source.metadata),
-            ))
+            conn.execute(
+                sa.insert(s).values(
+                    id=source_id,
+                    uri=source.uri,
+                    scope=source.scope,
+                    content_hash=source.content_hash,
+                    modality=str(source.modality),
+                    corpora=list(source.corpora),
+                    metadata=dict(source.metadata),
+                )
+            )
             raw = conn.connection.driver_connection
             rows: dict[str, int] = {}
             for name in writer.parents_first(list(by_corpus), self.corpora()):
@@ -146,8 +165,9 @@ class Sources:
             self._write_part_batches(raw, parts, rows)
         return WriteResult(status="replaced" if old is not None else "added", source_id=source_id, rows=rows)
 
-    def write_staged(self, source: SourceRecord, produce: staging.BatchProducer, *,
-                     on_batch: Callable[[int], None] | None = None) -> WriteResult:
+    def write_staged(
+        self, source: SourceRecord, produce: staging.BatchProducer, *, on_batch: Callable[[int], None] | None = None
+    ) -> WriteResult:
         """Write a large source in batches that are each committed, then make it visible in one transaction.
 
         ``produce(source_id, done)`` yields the source's :class:`~universalrag.store.staging.StagedBatch` es
@@ -164,8 +184,9 @@ class Sources:
         status, source_id, rows = staging.write_staged(self, source, produce, on_batch=on_batch)
         return WriteResult(status=status, source_id=source_id, rows=rows)
 
-    def table_rows(self, unit_id: str, *, where: Mapping[str, str] | None = None, limit: int = 100,
-                   corpus: str | None = None) -> list[dict[str, Any]]:
+    def table_rows(
+        self, unit_id: str, *, where: Mapping[str, str] | None = None, limit: int = 100, corpus: str | None = None
+    ) -> list[dict[str, Any]]:
         """Rows of a large table kept whole beside its embedded sample (``metadata["rows_kept"]`` on the table
         unit): ``{"row": n, "cells": {column: text}}`` in file order, only those whose cells equal ``where``.
 
@@ -190,8 +211,9 @@ class Sources:
 
     def _local_table_rows(self, unit: str, where: dict[str, str], limit: int) -> list[dict[str, Any]]:
         query = staging.rows_query(staging.StageTables(self.schema), unit, where, limit)
-        return self._read("read table rows", lambda conn: [
-            {"row": r.ord, "cells": dict(r.cells)} for r in conn.execute(query)])
+        return self._read(
+            "read table rows", lambda conn: [{"row": r.ord, "cells": dict(r.cells)} for r in conn.execute(query)]
+        )
 
     def _write_part_batches(self, raw: Any, parts: Iterable[PartBatch], rows: dict[str, int]) -> None:
         for batch in parts:
@@ -239,8 +261,11 @@ class Sources:
                 groups.setdefault(self.owner(name), [kept_rows]).extend(names)
             for owner, names in groups.items():
                 with owner.transaction("merge the pending entries of the full-text indexes") as conn:
-                    merged += int(conn.execute(queries.clean_gin_pending(),
-                                               {"schema": owner.schema, "tables": names}).scalar_one())
+                    merged += int(
+                        conn.execute(
+                            queries.clean_gin_pending(), {"schema": owner.schema, "tables": names}
+                        ).scalar_one()
+                    )
         except StoreError as e:  # what was written stays written; only the lookups' speed is at stake
             _log.info("Full-text indexes left to autovacuum: %s", e)
         return merged
@@ -252,4 +277,3 @@ class Sources:
         tables = self.tables.corpus(self.corpus(corpus))
         with self.transaction(f"delete units of {corpus!r}") as conn:
             return int(conn.execute(sa.delete(tables.units).where(tables.units.c.id.in_(list(ids)))).rowcount)
-

@@ -21,12 +21,12 @@ from ..errors import (
 )
 from ..types import BUILTIN_CORPORA, CorpusSpec, Hit
 from . import federation, migrate, queries
+from .corpus_search import CorpusQuery, hit_from_row
 from .engine import make_engine
+from .member_servers import ServerPool
 from .placement import Placement
 from .schema import Tables
-from .corpus_search import CorpusQuery, hit_from_row
 from .search_methods import Searching
-from .member_servers import ServerPool
 from .sources import Sources, WriteResult
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
 
@@ -73,8 +73,15 @@ class Store(Placement, Sources, Searching):
     that corpus's reads and writes to the :meth:`member` store of its server, so callers see one store.
     """
 
-    def __init__(self, url: str | None = None, *, schema: str | None = None, settings: Settings | None = None,
-                 engine: sa.Engine | None = None, read_url: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        schema: str | None = None,
+        settings: Settings | None = None,
+        engine: sa.Engine | None = None,
+        read_url: str | None = None,
+    ) -> None:
         self.settings = settings or Settings.from_env()
         self._url = url if url is not None else self.settings.database_url
         self._read_url = read_url if read_url is not None else self.settings.read_database_url
@@ -116,8 +123,9 @@ class Store(Placement, Sources, Searching):
     def engine(self) -> sa.Engine:
         """The SQLAlchemy engine (created on first use)."""
         if self._engine is None:
-            self._engine = _disposed_with(self, make_engine(self.resolve_url(),
-                                                            connect_timeout=self.settings.connect_timeout))
+            self._engine = _disposed_with(
+                self, make_engine(self.resolve_url(), connect_timeout=self.settings.connect_timeout)
+            )
         return self._engine
 
     @property
@@ -126,8 +134,9 @@ class Store(Placement, Sources, Searching):
         if self._read_url is None:
             return self.engine
         if self._read_engine is None:
-            self._read_engine = _disposed_with(self, make_engine(self._read_url,
-                                                                 connect_timeout=self.settings.connect_timeout))
+            self._read_engine = _disposed_with(
+                self, make_engine(self._read_url, connect_timeout=self.settings.connect_timeout)
+            )
         return self._read_engine
 
     def close(self) -> None:
@@ -180,8 +189,10 @@ class Store(Placement, Sources, Searching):
         become :class:`StoreError` saying what ``action`` failed. ``read_only=True`` runs it on the read URL
         (a replica) when one is configured: only for statements that write nothing."""
         replica = read_only and self._read_url is not None
-        with self._translate(action, self._read_url if replica else None), \
-                (self.read_engine if replica else self.engine).begin() as conn:
+        with (
+            self._translate(action, self._read_url if replica else None),
+            (self.read_engine if replica else self.engine).begin() as conn,
+        ):
             yield conn
 
     def ensure_schema(self) -> None:
@@ -204,6 +215,7 @@ class Store(Placement, Sources, Searching):
     # -- schema ---------------------------------------------------------------------------------------------
     def server_info(self) -> ServerInfo:
         """PostgreSQL and pgvector versions of the connected server."""
+
         def read(conn: sa.Connection) -> tuple[Any, Any]:
             postgres = conn.execute(sa.select(sa.func.current_setting("server_version"))).scalar_one()
             vector = conn.execute(
@@ -242,10 +254,19 @@ class Store(Placement, Sources, Searching):
         parents_first = sorted(BUILTIN_CORPORA, key=lambda c: c[3] is not None)
         for name, modality, granularity, parent, multi, description in parents_first:
             if name not in existing:
-                self.create_corpus(CorpusSpec(
-                    name=name, modality=modality, granularity=granularity, description=description,
-                    dimension=dimension, embedder=embedder, parent=parent, multi_vector=multi, builtin=True,
-                ))
+                self.create_corpus(
+                    CorpusSpec(
+                        name=name,
+                        modality=modality,
+                        granularity=granularity,
+                        description=description,
+                        dimension=dimension,
+                        embedder=embedder,
+                        parent=parent,
+                        multi_vector=multi,
+                        builtin=True,
+                    )
+                )
                 created.append(name)
         self.settle(existing)
         return created
@@ -283,9 +304,7 @@ class Store(Placement, Sources, Searching):
             def read(conn: sa.Connection) -> Sequence[Any]:
                 revision = migrate.current_revision(conn, self.schema)
                 if revision is None:
-                    raise StoreError(
-                        f"The schema {self.schema!r} is not initialised; run `universalrag init` first."
-                    )
+                    raise StoreError(f"The schema {self.schema!r} is not initialised; run `universalrag init` first.")
                 if not migrate.is_current(revision):
                     raise StoreError(
                         f"The schema {self.schema!r} is at revision {revision}, this version of universalrag uses "
@@ -298,10 +317,17 @@ class Store(Placement, Sources, Searching):
             self._where = {r["name"]: r["server"] for r in rows if r["server"] is not None}
             self._specs = {
                 r["name"]: CorpusSpec(
-                    name=r["name"], modality=r["modality"], granularity=r["granularity"],
-                    description=r["description"], dimension=r["dimension"], embedder=r["embedder"],
-                    parent=r["parent"], multi_vector=r["multi_vector"], builtin=r["builtin"],
-                    metadata=dict(r["metadata"] or {}), visual_encoder=r["visual_encoder"],
+                    name=r["name"],
+                    modality=r["modality"],
+                    granularity=r["granularity"],
+                    description=r["description"],
+                    dimension=r["dimension"],
+                    embedder=r["embedder"],
+                    parent=r["parent"],
+                    multi_vector=r["multi_vector"],
+                    builtin=r["builtin"],
+                    metadata=dict(r["metadata"] or {}),
+                    visual_encoder=r["visual_encoder"],
                     visual_dimension=r["visual_dimension"],
                 )
                 for r in rows
@@ -328,13 +354,26 @@ class Store(Placement, Sources, Searching):
             finally:
                 self._specs = None
         if spec.parent is not None and self.server_of(spec.parent) is not None:
-            raise InvalidInputError(f"Corpus {spec.name!r} must live on server {self.server_of(spec.parent)!r} "
-                                    f"with its parent {spec.parent!r}; pass server= to create_corpus.")
+            raise InvalidInputError(
+                f"Corpus {spec.name!r} must live on server {self.server_of(spec.parent)!r} "
+                f"with its parent {spec.parent!r}; pass server= to create_corpus."
+            )
         fn = getattr(sa.func, self.schema).create_corpus
-        call = fn(spec.name, str(spec.modality), str(spec.granularity), spec.dimension, spec.description,
-                  spec.embedder, spec.parent, spec.multi_vector, spec.builtin,
-                  sa.cast(sa.literal(dict(spec.metadata), type_=self.tables.corpora.c.metadata.type),
-                          self.tables.corpora.c.metadata.type))
+        call = fn(
+            spec.name,
+            str(spec.modality),
+            str(spec.granularity),
+            spec.dimension,
+            spec.description,
+            spec.embedder,
+            spec.parent,
+            spec.multi_vector,
+            spec.builtin,
+            sa.cast(
+                sa.literal(dict(spec.metadata), type_=self.tables.corpora.c.metadata.type),
+                self.tables.corpora.c.metadata.type,
+            ),
+        )
         with self.transaction(f"create corpus {spec.name!r}") as conn:
             conn.execute(sa.select(call))
         self._specs = None
@@ -380,9 +419,20 @@ class Store(Placement, Sources, Searching):
         names = list(self.corpora(refresh=True))
         out: dict[str, int] = {}
         for owner, group in self._owners(names).items():
-            out.update(owner._read("count units", lambda conn, owner=owner, group=group: {name: int(conn.execute(
-                sa.select(sa.func.count()).select_from(owner.tables.corpus(owner.corpus(name)).units)
-            ).scalar_one()) for name in group}, read_only=True))
+            out.update(
+                owner._read(
+                    "count units",
+                    lambda conn, owner=owner, group=group: {
+                        name: int(
+                            conn.execute(
+                                sa.select(sa.func.count()).select_from(owner.tables.corpus(owner.corpus(name)).units)
+                            ).scalar_one()
+                        )
+                        for name in group
+                    },
+                    read_only=True,
+                )
+            )
         return {name: out[name] for name in names}
 
     def nonempty(self) -> list[str]:
@@ -393,8 +443,17 @@ class Store(Placement, Sources, Searching):
         for owner, group in self._owners(names).items():
             try:
                 with owner.transaction("list non-empty corpora", read_only=True) as conn:
-                    found.update(name for name in group if conn.execute(sa.select(sa.exists(sa.select(
-                        sa.literal(1)).select_from(owner.tables.corpus(owner.corpus(name)).units)))).scalar_one())
+                    found.update(
+                        name
+                        for name in group
+                        if conn.execute(
+                            sa.select(
+                                sa.exists(
+                                    sa.select(sa.literal(1)).select_from(owner.tables.corpus(owner.corpus(name)).units)
+                                )
+                            )
+                        ).scalar_one()
+                    )
             except StoreError as e:  # a member server that is down: its corpora are left out (logged)
                 self.skip_unreachable(owner, group, e)
         return [name for name in names if name in found]
@@ -412,6 +471,9 @@ class Store(Placement, Sources, Searching):
             return self.owner(corpus).get_units(corpus, ids)
         spec = self.corpus(corpus)
         tables = self.tables.corpus(spec)
-        rows = self._read(f"read units of {corpus!r}", lambda conn: {
-            str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()}, read_only=True)
+        rows = self._read(
+            f"read units of {corpus!r}",
+            lambda conn: {str(r["id"]): r for r in conn.execute(queries.units_by_id(tables, list(ids))).mappings()},
+            read_only=True,
+        )
         return [hit_from_row(spec, rows[i], 1.0) for i in ids if i in rows]

@@ -41,13 +41,19 @@ def store_error(e: sa_exc.DBAPIError | psycopg.Error, action: str, url: str) -> 
     primary = (getattr(diag, "message_primary", None) or str(orig)).strip().splitlines()[0]
     hint = getattr(diag, "message_hint", None)
     if isinstance(e, (sa_exc.OperationalError, psycopg.OperationalError)) and code is None:
-        return StoreError(f"Could not connect to the database at {url} ({primary}); check that it is running "
-                          "and that UNIVERSALRAG_DATABASE_URL is right.")
+        return StoreError(
+            f"Could not connect to the database at {url} ({primary}); check that it is running "
+            "and that UNIVERSALRAG_DATABASE_URL is right."
+        )
     if code == UNDEFINED_TABLE:
-        return StoreError(f"Could not {action}: {primary}. A corpus may have been dropped meanwhile "
-                          "(`universalrag corpora list`), or the schema needs `universalrag init`.")
+        return StoreError(
+            f"Could not {action}: {primary}. A corpus may have been dropped meanwhile "
+            "(`universalrag corpora list`), or the schema needs `universalrag init`."
+        )
     if code in _TOO_COMPLEX:
-        return StoreError(f"Could not {action}: the query or filter is too large for Postgres to run ({primary}); "
-                          "shorten it (a question of a few sentences is enough) or narrow the filter.")
+        return StoreError(
+            f"Could not {action}: the query or filter is too large for Postgres to run ({primary}); "
+            "shorten it (a question of a few sentences is enough) or narrow the filter."
+        )
     cls = _SQLSTATE_ERRORS.get(code or "", StoreError)
     return cls(f"Could not {action}: {primary}" + (f" ({hint})" if hint else ""))

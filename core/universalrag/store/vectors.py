@@ -45,8 +45,9 @@ def _largest(dimension: int) -> tuple[float, str]:
     return _FLOAT32_MAX, "the 32-bit floats pgvector stores (±3.4e38)"
 
 
-def check_vector(corpus: str, vector: Sequence[float] | Any, dimension: int, *,
-                 what: str = "query vector") -> np.ndarray:
+def check_vector(
+    corpus: str, vector: Sequence[float] | Any, dimension: int, *, what: str = "query vector"
+) -> np.ndarray:
     """Raise :class:`InvalidInputError` unless ``vector`` is a flat sequence of finite numbers, not all zero, each
     within the range of the 32-bit floats pgvector stores, and :class:`~universalrag.errors.DimensionMismatchError`
     unless it has ``dimension`` values. Returns it as a float32 array (what pgvector's binary format sends): the
@@ -56,8 +57,10 @@ def check_vector(corpus: str, vector: Sequence[float] | Any, dimension: int, *,
     except (TypeError, ValueError) as e:
         raise InvalidInputError(f"The {what} for corpus {corpus!r} is not a list of numbers ({e}).") from None
     if array.dtype.kind not in "fiu" or array.ndim != 1:
-        raise InvalidInputError(f"The {what} for corpus {corpus!r} must be a flat list of numbers, got "
-                                f"{'a nested list' if array.ndim > 1 else array.dtype.name + ' values'}.")
+        raise InvalidInputError(
+            f"The {what} for corpus {corpus!r} must be a flat list of numbers, got "
+            f"{'a nested list' if array.ndim > 1 else array.dtype.name + ' values'}."
+        )
     if len(array) != dimension:
         raise DimensionMismatchError(corpus, dimension, len(array))
     wide = array if array.dtype == np.float32 else array.astype(np.float64, copy=False)  # no copy of float32 input
@@ -84,16 +87,22 @@ def check_matrix(corpus: str, vectors: Any, dimension: int, *, what: str = "part
 
 def _too_large(corpus: str, array: np.ndarray, dimension: int, what: str) -> None:
     position = int(np.argmax(np.abs(array)))
-    raise InvalidInputError(f"The {what} for corpus {corpus!r} holds {array[position]} at position {position}, "
-                            f"beyond {_largest(dimension)[1]}. Check the embedder's output.")
+    raise InvalidInputError(
+        f"The {what} for corpus {corpus!r} holds {array[position]} at position {position}, "
+        f"beyond {_largest(dimension)[1]}. Check the embedder's output."
+    )
 
 
 def _check_values(corpus: str, array: np.ndarray, what: str) -> None:
     finite = np.isfinite(array)
     if not finite.all():
         position = int(np.argmin(finite))
-        raise InvalidInputError(f"The {what} for corpus {corpus!r} holds {array[position]} at position {position}; "
-                                "vectors must be finite numbers. Check the embedder's output.")
+        raise InvalidInputError(
+            f"The {what} for corpus {corpus!r} holds {array[position]} at position {position}; "
+            "vectors must be finite numbers. Check the embedder's output."
+        )
     if not array.any():
-        raise InvalidInputError(f"The {what} for corpus {corpus!r} is all zeros, which has no cosine similarity to "
-                                "anything; check the embedder (an empty text or a failed request can give one).")
+        raise InvalidInputError(
+            f"The {what} for corpus {corpus!r} is all zeros, which has no cosine similarity to "
+            "anything; check the embedder (an empty text or a failed request can give one)."
+        )

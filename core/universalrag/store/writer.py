@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from psycopg import sql
@@ -14,8 +15,15 @@ from ..types import CorpusSpec, PartBatch, Unit
 from .schema import CorpusTables, parts_table_name, unit_table_name
 from .vectors import check_matrix, check_vector
 
-__all__ = ["copy_rows", "copy_units", "copy_parts", "copy_part_batch", "check_part_batch", "check_units",
-           "parents_first"]
+__all__ = [
+    "copy_rows",
+    "copy_units",
+    "copy_parts",
+    "copy_part_batch",
+    "check_part_batch",
+    "check_units",
+    "parents_first",
+]
 
 _UNIT_COLUMNS = ("id", "source_id", "parent_id", "content", "uri", "start_s", "end_s", "metadata", "embedding")
 _UNIT_TYPES = ["uuid", "uuid", "uuid", "text", "text", "float8", "float8", "jsonb", "vector"]
@@ -23,8 +31,9 @@ _PART_COLUMNS = ("unit_id", "ord", "content", "embedding")
 _PART_TYPES = ["uuid", "int4", "text", "vector"]
 
 
-def copy_rows(raw: Any, schema: str, table: str, columns: Sequence[str], types: list[str],
-              rows: Iterable[Sequence[Any]]) -> int:
+def copy_rows(
+    raw: Any, schema: str, table: str, columns: Sequence[str], types: list[str], rows: Iterable[Sequence[Any]]
+) -> int:
     """Binary COPY of ``rows`` into ``schema.table`` (identifiers quoted by psycopg); returns the row count."""
     statement = sql.SQL("COPY {}.{} ({}) FROM STDIN (FORMAT BINARY)").format(
         sql.Identifier(schema), sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, columns))
@@ -50,8 +59,18 @@ def copy_units(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit
     """COPY ``units`` into the corpus's unit table; returns the number of rows written."""
     visual = bool(tables.spec.visual_dimension)
     rows = (
-        (_uuid(u.id), _uuid(source_id), _uuid(u.parent_id), u.content, u.uri, u.start_s, u.end_s,
-         Jsonb(dict(u.metadata)), _vector(u.embedding)) + ((_vector(u.visual_embedding),) if visual else ())
+        (
+            _uuid(u.id),
+            _uuid(source_id),
+            _uuid(u.parent_id),
+            u.content,
+            u.uri,
+            u.start_s,
+            u.end_s,
+            Jsonb(dict(u.metadata)),
+            _vector(u.embedding),
+        )
+        + ((_vector(u.visual_embedding),) if visual else ())
         for u in units
     )
     columns = _UNIT_COLUMNS + (("visual",) if visual else ())
@@ -97,13 +116,18 @@ def check_units(units: Sequence[Unit], specs: Mapping[str, CorpusSpec]) -> dict[
             check_vector(spec.name, vec, spec.dimension, what=f"vector of unit {unit.id!r}")
         if unit.visual_embedding is not None:
             if not spec.visual_dimension:
-                raise InvalidInputError(f"Corpus {spec.name!r} has no visual channel; add one before writing "
-                                        "visual embeddings (Store.add_visual_channel).")
-            check_vector(spec.name, unit.visual_embedding, spec.visual_dimension,
-                         what=f"visual vector of unit {unit.id!r}")
+                raise InvalidInputError(
+                    f"Corpus {spec.name!r} has no visual channel; add one before writing "
+                    "visual embeddings (Store.add_visual_channel)."
+                )
+            check_vector(
+                spec.name, unit.visual_embedding, spec.visual_dimension, what=f"visual vector of unit {unit.id!r}"
+            )
         if len(unit.parts) != len(unit.part_embeddings):
-            raise InvalidInputError(f"Unit {unit.id}: {len(unit.parts)} parts but {len(unit.part_embeddings)} "
-                                    "vectors; give one vector per part.")
+            raise InvalidInputError(
+                f"Unit {unit.id}: {len(unit.parts)} parts but {len(unit.part_embeddings)} "
+                "vectors; give one vector per part."
+            )
         if unit.parts and not spec.multi_vector:
             raise InvalidInputError(single_vector_message(spec.name))
         by_corpus.setdefault(spec.name, []).append(unit)
@@ -112,12 +136,12 @@ def check_units(units: Sequence[Unit], specs: Mapping[str, CorpusSpec]) -> dict[
 
 def single_vector_message(corpus: str) -> str:
     """What to say when parts are written to a corpus that stores one vector per unit."""
-    return (f"Corpus {corpus!r} stores one vector per unit; it cannot take parts (write them to a multi-vector "
-            "corpus).")
+    return f"Corpus {corpus!r} stores one vector per unit; it cannot take parts (write them to a multi-vector corpus)."
 
 
 def parents_first(names: Sequence[str], specs: Mapping[str, CorpusSpec]) -> list[str]:
     """``names`` ordered so that a corpus comes after its parent (documents before paragraphs)."""
+
     def depth(name: str) -> int:
         d, parent = 0, specs[name].parent
         while parent is not None:

@@ -55,15 +55,18 @@ def decode_image(data: bytes) -> Any:
     try:
         with Image.open(io.BytesIO(data), formats=_IMAGE_FORMATS) as img:
             if img.width * img.height > _MAX_PIXELS:
-                raise ItemError(f"the image is too large to decode safely ({img.width}x{img.height}); "
-                                "store a downscaled copy.")
+                raise ItemError(
+                    f"the image is too large to decode safely ({img.width}x{img.height}); store a downscaled copy."
+                )
             img.load()
             return img.convert("RGB")
     except ItemError:
         raise
     except Image.UnidentifiedImageError as e:
-        raise ItemError("the bytes are not a decodable image (JPEG, PNG, WebP, GIF, BMP or TIFF); store the "
-                        "original image file's bytes.") from e
+        raise ItemError(
+            "the bytes are not a decodable image (JPEG, PNG, WebP, GIF, BMP or TIFF); store the "
+            "original image file's bytes."
+        ) from e
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
         raise ItemError(f"the image is damaged and could not be decoded ({e}); store the original image.") from e
 
@@ -71,8 +74,15 @@ def decode_image(data: bytes) -> Any:
 class ContentLoader:
     """Reads the content of queue items for one worker (file roots and URL policy fixed at construction)."""
 
-    def __init__(self, *, file_roots: Sequence[Path] = (), allow_urls: bool = False, max_bytes: int = 50 << 20,
-                 url_timeout: float = 20.0, video_frames: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        file_roots: Sequence[Path] = (),
+        allow_urls: bool = False,
+        max_bytes: int = 50 << 20,
+        url_timeout: float = 20.0,
+        video_frames: bool = False,
+    ) -> None:
         self.file_roots = tuple(Path(r).expanduser().resolve() for r in file_roots)
         self.video_frames = video_frames
         self.allow_urls = allow_urls
@@ -82,13 +92,16 @@ class ContentLoader:
     # -- files and URLs ---------------------------------------------------------------------------------------
     def _path(self, locator: str) -> Path:
         if not self.file_roots:
-            raise ItemError(f"{locator}: the worker reads no files; start it with --files-root DIR naming the "
-                            "folder that holds them.")
+            raise ItemError(
+                f"{locator}: the worker reads no files; start it with --files-root DIR naming the "
+                "folder that holds them."
+            )
         raw = Path(locator).expanduser()
         candidate = (raw if raw.is_absolute() else self.file_roots[0] / raw).resolve()
         if not any(candidate.is_relative_to(root) for root in self.file_roots):
-            raise ItemError(f"{locator}: outside the folders this worker may read "
-                            f"({', '.join(map(str, self.file_roots))}).")
+            raise ItemError(
+                f"{locator}: outside the folders this worker may read ({', '.join(map(str, self.file_roots))})."
+            )
         if not candidate.is_file():
             raise ItemError(f"{locator}: no such file under {', '.join(map(str, self.file_roots))}.")
         return candidate
@@ -132,8 +145,10 @@ class ContentLoader:
             except UnicodeDecodeError as e:
                 raise ItemError(f"{locator}: not UTF-8 text ({e.reason} at byte {e.start}).") from e
         else:
-            raise ItemError(f"{locator}: {suffix} documents are not read by the worker; store PDF, Word, "
-                            "PowerPoint, text, Markdown or HTML files (or queue the extracted text with add_text).")
+            raise ItemError(
+                f"{locator}: {suffix} documents are not read by the worker; store PDF, Word, "
+                "PowerPoint, text, Markdown or HTML files (or queue the extracted text with add_text)."
+            )
         if not text.strip():
             raise ItemError(f"{locator}: the document holds no text.")
         return text
@@ -143,8 +158,10 @@ class ContentLoader:
         from ..ingest.documents import read_document
 
         if "://" in locator:
-            raise ItemError(f"{locator}: PDF, Word and PowerPoint documents are read from files only; store them "
-                            "under the worker's --files-root.")
+            raise ItemError(
+                f"{locator}: PDF, Word and PowerPoint documents are read from files only; store them "
+                "under the worker's --files-root."
+            )
         try:
             return read_document(self._path(locator)).text
         except IngestError as e:
@@ -157,8 +174,9 @@ class ContentLoader:
         from ..ingest.video import probe_video
 
         if "://" in locator:
-            raise ItemError(f"{locator}: video frames are read from files only; store the video under the "
-                            "worker's --files-root.")
+            raise ItemError(
+                f"{locator}: video frames are read from files only; store the video under the worker's --files-root."
+            )
         path = self._path(locator)
         try:
             duration = probe_video(path).duration_s
@@ -168,8 +186,17 @@ class ContentLoader:
             raise ItemError(f"{locator}: {e.reason}") from e
 
     # -- items --------------------------------------------------------------------------------------------------
-    def load(self, spec: CorpusSpec, *, kind: str, body: str | None, data: bytes | None, caption: str | None,
-             uri: str | None, metadata: dict[str, Any]) -> Loaded | None:
+    def load(
+        self,
+        spec: CorpusSpec,
+        *,
+        kind: str,
+        body: str | None,
+        data: bytes | None,
+        caption: str | None,
+        uri: str | None,
+        metadata: dict[str, Any],
+    ) -> Loaded | None:
         """What to embed for one item; ``None`` when the content expression gave NULL (the unit is removed)."""
         if kind == "text":
             return None if body is None else Loaded(text=body, uri=uri, metadata=metadata)
@@ -183,8 +210,9 @@ class ContentLoader:
         uri = uri or locator
         name_words = _words(locator.split("?", 1)[0])
         if spec.modality is Modality.IMAGE:
-            return Loaded(text=caption or name_words, uri=uri, metadata=metadata,
-                          image=decode_image(self.read_bytes(locator)))
+            return Loaded(
+                text=caption or name_words, uri=uri, metadata=metadata, image=decode_image(self.read_bytes(locator))
+            )
         if spec.modality is Modality.VIDEO:
             frames = self._frames(locator) if self.video_frames else ()
             if not frames and "://" not in locator:

@@ -91,21 +91,51 @@ def claim(conn: Any, schema: str, *, limit: int, corpora: Sequence[str] | None, 
         RETURNING q.id, q.corpus, q.unit_id, q.row_key, q.kind, q.content, q.data, q.metadata, q.uri, q.attempts
     """).format(q=_queue(schema))
     with conn.transaction():
-        rows = conn.execute(statement, {"corpora": list(corpora) if corpora else None, "lease": float(lease_s),
-                                        "limit": int(limit), "schema": schema}).fetchall()
-    items = [QueueItem(id=r[0], corpus=r[1], unit_id=str(r[2]), row_key=r[3], kind=r[4], content=r[5],
-                       data=bytes(r[6]) if r[6] is not None else None, metadata=r[7], uri=r[8], attempts=r[9])
-             for r in rows]
+        rows = conn.execute(
+            statement,
+            {
+                "corpora": list(corpora) if corpora else None,
+                "lease": float(lease_s),
+                "limit": int(limit),
+                "schema": schema,
+            },
+        ).fetchall()
+    items = [
+        QueueItem(
+            id=r[0],
+            corpus=r[1],
+            unit_id=str(r[2]),
+            row_key=r[3],
+            kind=r[4],
+            content=r[5],
+            data=bytes(r[6]) if r[6] is not None else None,
+            metadata=r[7],
+            uri=r[8],
+            attempts=r[9],
+        )
+        for r in rows
+    ]
     return sorted(items, key=lambda i: i.id)
 
 
 def fetch_rows(conn: Any, schema: str, corpus: str, keys: Sequence[dict[str, Any]]) -> list[SourceRow]:
     """The current state of the source rows with these keys (rows deleted meanwhile are simply absent)."""
-    statement = sql.SQL("SELECT row_key, kind, body, data, caption, uri, metadata FROM {}.sync_fetch(%s, %s)"
-                        ).format(sql.Identifier(schema))
+    statement = sql.SQL("SELECT row_key, kind, body, data, caption, uri, metadata FROM {}.sync_fetch(%s, %s)").format(
+        sql.Identifier(schema)
+    )
     rows = conn.execute(statement, (corpus, Jsonb(list(keys)))).fetchall()
-    return [SourceRow(row_key=r[0], kind=r[1], body=r[2], data=bytes(r[3]) if r[3] is not None else None,
-                      caption=r[4], uri=r[5], metadata=dict(r[6] or {})) for r in rows]
+    return [
+        SourceRow(
+            row_key=r[0],
+            kind=r[1],
+            body=r[2],
+            data=bytes(r[3]) if r[3] is not None else None,
+            caption=r[4],
+            uri=r[5],
+            metadata=dict(r[6] or {}),
+        )
+        for r in rows
+    ]
 
 
 def key_id(key: dict[str, Any]) -> str:
@@ -125,12 +155,20 @@ def delete_units(conn: Any, schema: str, corpus: str, unit_ids: Sequence[str]) -
     if not unit_ids:
         return 0
     statement = sql.SQL("DELETE FROM {}.{} WHERE id = ANY (%s::uuid[])").format(
-        sql.Identifier(schema), sql.Identifier(unit_table_name(corpus)))
+        sql.Identifier(schema), sql.Identifier(unit_table_name(corpus))
+    )
     return int(conn.execute(statement, ([uuid.UUID(u) for u in unit_ids],)).rowcount)
 
 
-def finish(conn: Any, schema: str, *, done: Sequence[QueueItem], failed: Sequence[tuple[QueueItem, str, float]],
-           released: Sequence[QueueItem], max_attempts: int) -> int:
+def finish(
+    conn: Any,
+    schema: str,
+    *,
+    done: Sequence[QueueItem],
+    failed: Sequence[tuple[QueueItem, str, float]],
+    released: Sequence[QueueItem],
+    max_attempts: int,
+) -> int:
     """Settle claimed items inside the write transaction; returns how many failed items were parked.
 
     ``done`` items are deleted with every older entry of the same unit (they are superseded); ``failed`` ones
@@ -139,33 +177,50 @@ def finish(conn: Any, schema: str, *, done: Sequence[QueueItem], failed: Sequenc
     """
     q = _queue(schema)
     if done:
-        conn.execute(sql.SQL(
-            "DELETE FROM {q} AS q USING unnest(%s::text[], %s::uuid[], %s::bigint[]) AS d(corpus, unit_id, id) "
-            "WHERE q.corpus = d.corpus AND q.unit_id = d.unit_id AND q.id <= d.id").format(q=q),
-            ([i.corpus for i in done], [uuid.UUID(i.unit_id) for i in done], [i.id for i in done]))
+        conn.execute(
+            sql.SQL(
+                "DELETE FROM {q} AS q USING unnest(%s::text[], %s::uuid[], %s::bigint[]) AS d(corpus, unit_id, id) "
+                "WHERE q.corpus = d.corpus AND q.unit_id = d.unit_id AND q.id <= d.id"
+            ).format(q=q),
+            ([i.corpus for i in done], [uuid.UUID(i.unit_id) for i in done], [i.id for i in done]),
+        )
     parked = 0
     if failed:
-        rows = conn.execute(sql.SQL(
-            "UPDATE {q} AS q SET last_error = d.error, locked_by = NULL, locked_at = NULL, "
-            "run_after = clock_timestamp() + d.delay * interval '1 second', "
-            "parked_at = CASE WHEN q.attempts >= %s THEN clock_timestamp() END "
-            "FROM unnest(%s::bigint[], %s::text[], %s::float8[]) AS d(id, error, delay) "
-            "WHERE q.id = d.id RETURNING q.parked_at IS NOT NULL").format(q=q),
-            (int(max_attempts), [i.id for i, _, _ in failed], [e for _, e, _ in failed],
-             [float(d) for _, _, d in failed])).fetchall()
+        rows = conn.execute(
+            sql.SQL(
+                "UPDATE {q} AS q SET last_error = d.error, locked_by = NULL, locked_at = NULL, "
+                "run_after = clock_timestamp() + d.delay * interval '1 second', "
+                "parked_at = CASE WHEN q.attempts >= %s THEN clock_timestamp() END "
+                "FROM unnest(%s::bigint[], %s::text[], %s::float8[]) AS d(id, error, delay) "
+                "WHERE q.id = d.id RETURNING q.parked_at IS NOT NULL"
+            ).format(q=q),
+            (
+                int(max_attempts),
+                [i.id for i, _, _ in failed],
+                [e for _, e, _ in failed],
+                [float(d) for _, _, d in failed],
+            ),
+        ).fetchall()
         parked = sum(1 for (is_parked,) in rows if is_parked)
     if released:
-        conn.execute(sql.SQL(
-            "UPDATE {q} SET attempts = greatest(attempts - 1, 0), locked_by = NULL, locked_at = NULL "
-            "WHERE id = ANY (%s)").format(q=q), ([i.id for i in released],))
+        conn.execute(
+            sql.SQL(
+                "UPDATE {q} SET attempts = greatest(attempts - 1, 0), locked_by = NULL, locked_at = NULL "
+                "WHERE id = ANY (%s)"
+            ).format(q=q),
+            ([i.id for i in released],),
+        )
     return parked
 
 
 def release_all(conn: Any, schema: str) -> None:
     """Give back every claim of this (autocommit) connection and its unit locks, after an error or when stopping."""
-    conn.execute(sql.SQL(
-        "UPDATE {q} SET attempts = greatest(attempts - 1, 0), locked_by = NULL, locked_at = NULL "
-        "WHERE locked_by = pg_backend_pid()").format(q=_queue(schema)))
+    conn.execute(
+        sql.SQL(
+            "UPDATE {q} SET attempts = greatest(attempts - 1, 0), locked_by = NULL, locked_at = NULL "
+            "WHERE locked_by = pg_backend_pid()"
+        ).format(q=_queue(schema))
+    )
     unlock(conn)
 
 

@@ -32,9 +32,16 @@ class CorpusSyncStatus:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dictionary."""
-        return {"corpus": self.corpus, "source": self.source, "backlog": self.backlog,
-                "in_progress": self.in_progress, "retrying": self.retrying, "failed": self.failed,
-                "lag_s": round(self.lag_s, 3), "last_error": self.last_error}
+        return {
+            "corpus": self.corpus,
+            "source": self.source,
+            "backlog": self.backlog,
+            "in_progress": self.in_progress,
+            "retrying": self.retrying,
+            "failed": self.failed,
+            "lag_s": round(self.lag_s, 3),
+            "last_error": self.last_error,
+        }
 
 
 def sync_status(store: Store) -> list[CorpusSyncStatus]:
@@ -44,17 +51,31 @@ def sync_status(store: Store) -> list[CorpusSyncStatus]:
 
     An empty list when the schema predates the sync migration.
     """
-    view = sa.table("sync_status", *(sa.column(c) for c in (
-        "corpus", "source", "backlog", "in_progress", "retrying", "failed", "lag", "last_error")),
-        schema=store.schema)
+    view = sa.table(
+        "sync_status",
+        *(
+            sa.column(c)
+            for c in ("corpus", "source", "backlog", "in_progress", "retrying", "failed", "lag", "last_error")
+        ),
+        schema=store.schema,
+    )
     with store.transaction("read the sync status") as conn:
         if not sa.inspect(conn).has_table("sync_queue", schema=store.schema):
             return []
         rows = conn.execute(sa.select(view).order_by(view.c.corpus)).mappings().all()
-    here = [CorpusSyncStatus(corpus=r["corpus"], source=r["source"], backlog=int(r["backlog"]),
-                             in_progress=int(r["in_progress"]), retrying=int(r["retrying"]),
-                             failed=int(r["failed"]), lag_s=r["lag"].total_seconds(), last_error=r["last_error"])
-            for r in rows]
+    here = [
+        CorpusSyncStatus(
+            corpus=r["corpus"],
+            source=r["source"],
+            backlog=int(r["backlog"]),
+            in_progress=int(r["in_progress"]),
+            retrying=int(r["retrying"]),
+            failed=int(r["failed"]),
+            lag_s=r["lag"].total_seconds(),
+            last_error=r["last_error"],
+        )
+        for r in rows
+    ]
     for alias, names in store.remote_corpora().items():
         if alias not in store.settings.servers:
             continue  # not configured here: the worker says so; the status shows what it can reach

@@ -88,9 +88,15 @@ class BatchResult:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready summary."""
-        return {"claimed": self.claimed, "written": self.written, "removed": self.removed,
-                "failed": self.failed, "parked": self.parked, "released": self.released,
-                "errors": self.errors[:20]}
+        return {
+            "claimed": self.claimed,
+            "written": self.written,
+            "removed": self.removed,
+            "failed": self.failed,
+            "parked": self.parked,
+            "released": self.released,
+            "errors": self.errors[:20],
+        }
 
 
 @dataclass(slots=True)
@@ -141,14 +147,18 @@ class Worker:
     :meth:`members`); their notifications do not wake :meth:`run`, which polls them every ``poll_interval_s``.
     """
 
-    def __init__(self, store: Store, *, embedder: Embedder, visual_encoder: Any = None,
-                 options: WorkerOptions | None = None) -> None:
+    def __init__(
+        self, store: Store, *, embedder: Embedder, visual_encoder: Any = None, options: WorkerOptions | None = None
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.visual_encoder = visual_encoder
         self.options = options or WorkerOptions()
-        self.loader = ContentLoader(file_roots=self.options.file_roots, allow_urls=self.options.allow_urls,
-                                    video_frames=visual_encoder is not None)
+        self.loader = ContentLoader(
+            file_roots=self.options.file_roots,
+            allow_urls=self.options.allow_urls,
+            video_frames=visual_encoder is not None,
+        )
         self._conn: Any = None
         self._checked: set[str] = set()
         self._members: dict[str, Worker] | None = None
@@ -176,12 +186,18 @@ class Worker:
             members: dict[str, Worker] = {}
             for alias, names in self.store.remote_corpora(self.options.corpora or None).items():
                 if not self.options.corpora and alias not in self.store.settings.servers:
-                    log.warning("not syncing corpora %s: their server %r is not in UNIVERSALRAG_SERVERS",
-                                ", ".join(names), alias)
+                    log.warning(
+                        "not syncing corpora %s: their server %r is not in UNIVERSALRAG_SERVERS",
+                        ", ".join(names),
+                        alias,
+                    )
                     continue
-                members[alias] = Worker(self.store.member(alias), embedder=self.embedder,
-                                        visual_encoder=self.visual_encoder,
-                                        options=replace(self.options, corpora=tuple(names)))
+                members[alias] = Worker(
+                    self.store.member(alias),
+                    embedder=self.embedder,
+                    visual_encoder=self.visual_encoder,
+                    options=replace(self.options, corpora=tuple(names)),
+                )
             self._members = members
         return self._members
 
@@ -228,16 +244,22 @@ class Worker:
     def _run_local_batch(self, retry_delay_s: float | None) -> BatchResult:
         """One batch of this server's queue."""
         try:
-            items = queue.claim(self.conn, self.store.schema, limit=self.options.batch_size,
-                                corpora=self.options.corpora or None, lease_s=self.options.lease_s)
+            items = queue.claim(
+                self.conn,
+                self.store.schema,
+                limit=self.options.batch_size,
+                corpora=self.options.corpora or None,
+                lease_s=self.options.lease_s,
+            )
             result = BatchResult(claimed=len(items))
             if not items:
                 return result
             try:
                 jobs, superseded = self._prepare(items)
                 self._embed(jobs)
-                self._write(jobs, superseded, result,
-                            self.options.retry_delay_s if retry_delay_s is None else retry_delay_s)
+                self._write(
+                    jobs, superseded, result, self.options.retry_delay_s if retry_delay_s is None else retry_delay_s
+                )
             except BaseException:
                 self._release()
                 raise
@@ -257,8 +279,10 @@ class Worker:
         for name, group in _by_corpus(jobs).items():
             spec = self._spec(name)
             keys = [j.item.row_key for j in group if j.item.row_key is not None]
-            current = {queue.key_id(r.row_key): r
-                       for r in (queue.fetch_rows(self.conn, self.store.schema, name, keys) if keys else [])}
+            current = {
+                queue.key_id(r.row_key): r
+                for r in (queue.fetch_rows(self.conn, self.store.schema, name, keys) if keys else [])
+            }
             for job in group:
                 self._load(spec, job, current)
         return jobs, superseded
@@ -270,31 +294,53 @@ class Worker:
                 row = current.get(queue.key_id(item.row_key))
                 if row is None:
                     return  # deleted meanwhile: the write step removes the unit
-                job.loaded = self.loader.load(spec, kind=row.kind, body=row.body, data=row.data, caption=row.caption,
-                                              uri=row.uri, metadata=row.metadata)
+                job.loaded = self.loader.load(
+                    spec,
+                    kind=row.kind,
+                    body=row.body,
+                    data=row.data,
+                    caption=row.caption,
+                    uri=row.uri,
+                    metadata=row.metadata,
+                )
             else:
-                job.loaded = self.loader.load(spec, kind=item.kind or "text",
-                                              body=item.content if item.kind == "text" else None,
-                                              data=item.data, caption=item.content, uri=item.uri,
-                                              metadata=dict(item.metadata or {}))
+                job.loaded = self.loader.load(
+                    spec,
+                    kind=item.kind or "text",
+                    body=item.content if item.kind == "text" else None,
+                    data=item.data,
+                    caption=item.content,
+                    uri=item.uri,
+                    metadata=dict(item.metadata or {}),
+                )
         except ItemError as e:
             job.error = str(e)
 
     def _embed(self, jobs: list[_Job]) -> None:
         ready = [j for j in jobs if j.loaded is not None and j.error is None]
-        _embed_isolated(ready, lambda batch: self.embedder.embed([_loaded(j).text for j in batch]),
-                        "vector", "the text encoder")
+        _embed_isolated(
+            ready, lambda batch: self.embedder.embed([_loaded(j).text for j in batch]), "vector", "the text encoder"
+        )
         visual = self.visual_encoder
         if visual is not None:
             images = [j for j in ready if j.error is None and _loaded(j).image is not None]
-            _embed_isolated(images, lambda batch: visual.embed_images([_loaded(j).image for j in batch]),
-                            "visual", "the visual encoder")
+            _embed_isolated(
+                images,
+                lambda batch: visual.embed_images([_loaded(j).image for j in batch]),
+                "visual",
+                "the visual encoder",
+            )
             videos = [j for j in ready if j.error is None and _loaded(j).frames]
-            _embed_isolated(videos, lambda batch: [normalised_mean(visual.embed_images(list(_loaded(j).frames)))
-                                                   for j in batch], "visual", "the visual encoder")
+            _embed_isolated(
+                videos,
+                lambda batch: [normalised_mean(visual.embed_images(list(_loaded(j).frames))) for j in batch],
+                "visual",
+                "the visual encoder",
+            )
 
-    def _write(self, jobs: list[_Job], superseded: list[queue.QueueItem], result: BatchResult,
-               retry_delay_s: float) -> None:
+    def _write(
+        self, jobs: list[_Job], superseded: list[queue.QueueItem], result: BatchResult, retry_delay_s: float
+    ) -> None:
         conn, schema = self.conn, self.store.schema
         done: list[queue.QueueItem] = []
         failed: list[tuple[queue.QueueItem, str, float]] = []
@@ -323,14 +369,16 @@ class Worker:
                 # The old vectors go and the new ones come in this one transaction.
                 queue.delete_units(conn, schema, name, replace_ids)
                 if units:
-                    writer.copy_units(conn, schema, self.store.tables.corpus(self.store.corpus(name)), units,
-                                      source_id=None)
+                    writer.copy_units(
+                        conn, schema, self.store.tables.corpus(self.store.corpus(name)), units, source_id=None
+                    )
                     result.written += len(units)
                     self._unsettled.add(name)
             settled = {(i.corpus, i.unit_id) for i in done}
             released.extend(i for i in superseded if (i.corpus, i.unit_id) not in settled)
-            result.parked += queue.finish(conn, schema, done=done, failed=failed, released=released,
-                                          max_attempts=self.options.max_attempts)
+            result.parked += queue.finish(
+                conn, schema, done=done, failed=failed, released=released, max_attempts=self.options.max_attempts
+            )
         result.failed += len(failed)
         result.released += len(released)
         result.errors.extend(f"{i.corpus}/{i.unit_id}: {e}" for i, e, _ in failed)
@@ -339,10 +387,15 @@ class Worker:
     def _unit(job: _Job) -> Unit:
         loaded = job.loaded
         assert loaded is not None and job.vector is not None
-        return Unit(id=job.item.unit_id, corpus=job.item.corpus, content=loaded.text,
-                    embedding=np.asarray(job.vector, dtype=np.float32), uri=loaded.uri,
-                    metadata=loaded.metadata,
-                    visual_embedding=None if job.visual is None else np.asarray(job.visual, dtype=np.float32))
+        return Unit(
+            id=job.item.unit_id,
+            corpus=job.item.corpus,
+            content=loaded.text,
+            embedding=np.asarray(job.vector, dtype=np.float32),
+            uri=loaded.uri,
+            metadata=loaded.metadata,
+            visual_embedding=None if job.visual is None else np.asarray(job.visual, dtype=np.float32),
+        )
 
     # -- loops ----------------------------------------------------------------------------------------------
     def drain(self, *, on_batch: Callable[[BatchResult], None] | None = None) -> BatchResult:
@@ -365,8 +418,9 @@ class Worker:
                 worker.store.settle(sorted(worker._unsettled))
                 worker._unsettled.clear()
 
-    def run(self, *, stop: threading.Event | None = None,
-            on_batch: Callable[[BatchResult], None] | None = None) -> None:
+    def run(
+        self, *, stop: threading.Event | None = None, on_batch: Callable[[BatchResult], None] | None = None
+    ) -> None:
         """Process the queue until ``stop`` is set, sleeping on LISTEN/NOTIFY when it is empty.
 
         A lost database connection (server restart, terminated backend) is re-opened after ``poll_interval_s``;
@@ -390,8 +444,9 @@ class Worker:
                 except (StoreError, psycopg.OperationalError) as e:
                     if not self._lost(listener, e):
                         raise
-                    log.warning("lost the database connection (%s); reconnecting in %.0f s", e,
-                                self.options.poll_interval_s)
+                    log.warning(
+                        "lost the database connection (%s); reconnecting in %.0f s", e, self.options.poll_interval_s
+                    )
                     for conn in (listener, self._conn):
                         if conn is not None:
                             conn.close()

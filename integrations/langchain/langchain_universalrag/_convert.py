@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.documents import Document
+
 from universalrag.evidence import hit_content, hit_source, hit_text, unit_text
 from universalrag.types import Granularity, Hit, Modality, RouteDecision
 
@@ -28,10 +29,27 @@ __all__ = [
 ID_KEY = "_langchain_id"
 
 #: The metadata keys :func:`hit_to_document` adds on top of the unit's own metadata.
-CORE_KEYS = frozenset({
-    "id", "corpus", "modality", "granularity", "score", "uri", "start_s", "end_s", "source_id", "parent_id",
-    "matched_parts", "channel_scores", "routes", "route_scores", "router", "rank", "truncated",
-})
+CORE_KEYS = frozenset(
+    {
+        "id",
+        "corpus",
+        "modality",
+        "granularity",
+        "score",
+        "uri",
+        "start_s",
+        "end_s",
+        "source_id",
+        "parent_id",
+        "matched_parts",
+        "channel_scores",
+        "routes",
+        "route_scores",
+        "router",
+        "rank",
+        "truncated",
+    }
+)
 
 _NAMESPACE = uuid.UUID("5c1f3f0e-8d1b-4c53-9a4e-2b2f6a0c7d11")
 
@@ -56,12 +74,22 @@ def hit_from_dict(data: Mapping[str, Any]) -> Hit:
     """A hit from its :meth:`Hit.to_dict` form (how graph states carry the routing probe's hits)."""
     parts = tuple((int(p["index"]), str(p["text"]), float(p["score"])) for p in data.get("matched_parts") or ())
     modality, granularity = data.get("modality"), data.get("granularity")
-    return Hit(corpus=str(data["corpus"]), id=str(data["id"]), score=float(data["score"]), content=str(data["content"]),
-               uri=data.get("uri"), metadata=dict(data.get("metadata") or {}), parent_id=data.get("parent_id"),
-               start_s=data.get("start_s"), end_s=data.get("end_s"), source_id=data.get("source_id"),
-               modality=Modality(modality) if modality else None,
-               granularity=Granularity(granularity) if granularity else None, matched_parts=parts,
-               channel_scores=dict(data.get("channel_scores") or {}))
+    return Hit(
+        corpus=str(data["corpus"]),
+        id=str(data["id"]),
+        score=float(data["score"]),
+        content=str(data["content"]),
+        uri=data.get("uri"),
+        metadata=dict(data.get("metadata") or {}),
+        parent_id=data.get("parent_id"),
+        start_s=data.get("start_s"),
+        end_s=data.get("end_s"),
+        source_id=data.get("source_id"),
+        modality=Modality(modality) if modality else None,
+        granularity=Granularity(granularity) if granularity else None,
+        matched_parts=parts,
+        channel_scores=dict(data.get("channel_scores") or {}),
+    )
 
 
 def document_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
@@ -82,8 +110,9 @@ def document_metadata(hit: Hit) -> tuple[str, dict[str, Any]]:
     return (str(doc_id) if doc_id is not None else hit.id), meta
 
 
-def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None, rank: int | None = None,
-                    max_tokens: int | None = None) -> Document:
+def hit_to_document(
+    hit: Hit, *, decision: RouteDecision | None = None, rank: int | None = None, max_tokens: int | None = None
+) -> Document:
     """A hit as a ``Document``: the text a model should read (:func:`universalrag.evidence.unit_text`: a table's
     matched rows before its Markdown, so a chain that joins ``page_content`` shows the row that answers; a long
     document's matched passages first; a clip's transcript with its video and time range; any other unit's content
@@ -95,12 +124,21 @@ def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None, rank: in
     the score, is the ranking) and, when given, the route decision (routes, route_scores, router)."""
     doc_id, meta = document_metadata(hit)
     text, cut = unit_text(hit, max_tokens=max_tokens)
-    meta.update({
-        "id": doc_id, "corpus": hit.corpus, "modality": str(hit.modality) if hit.modality else None,
-        "granularity": str(hit.granularity) if hit.granularity else None, "score": float(hit.score),
-        "uri": hit.uri, "start_s": hit.start_s, "end_s": hit.end_s, "source_id": hit.source_id,
-        "parent_id": hit.parent_id, "truncated": cut,
-    })
+    meta.update(
+        {
+            "id": doc_id,
+            "corpus": hit.corpus,
+            "modality": str(hit.modality) if hit.modality else None,
+            "granularity": str(hit.granularity) if hit.granularity else None,
+            "score": float(hit.score),
+            "uri": hit.uri,
+            "start_s": hit.start_s,
+            "end_s": hit.end_s,
+            "source_id": hit.source_id,
+            "parent_id": hit.parent_id,
+            "truncated": cut,
+        }
+    )
     if rank is not None:
         meta["rank"] = rank
     if hit.matched_parts:
@@ -108,13 +146,17 @@ def hit_to_document(hit: Hit, *, decision: RouteDecision | None = None, rank: in
     if hit.channel_scores:
         meta["channel_scores"] = {k: float(v) for k, v in hit.channel_scores.items()}
     if decision is not None:
-        meta.update(routes=list(decision.routes), route_scores={k: float(v) for k, v in decision.scores.items()},
-                    router=decision.router)
+        meta.update(
+            routes=list(decision.routes),
+            route_scores={k: float(v) for k, v in decision.scores.items()},
+            router=decision.router,
+        )
     return Document(id=doc_id, page_content=text, metadata=meta)
 
 
-def hits_to_documents(hits: Iterable[Hit], *, decision: RouteDecision | None = None,
-                      max_tokens: int | None = None) -> list[Document]:
+def hits_to_documents(
+    hits: Iterable[Hit], *, decision: RouteDecision | None = None, max_tokens: int | None = None
+) -> list[Document]:
     """:func:`hit_to_document` for each hit, in order, each with its ``rank`` (1-based)."""
     return [hit_to_document(h, decision=decision, rank=i, max_tokens=max_tokens) for i, h in enumerate(hits, 1)]
 
@@ -130,11 +172,19 @@ def document_to_hit(doc: Document) -> Hit:
         own["page"] = own.pop("page_number")  # back to the store's 1-based page
     modality, granularity = meta.get("modality"), meta.get("granularity")
     hit = Hit(
-        corpus=str(meta.get("corpus") or "external"), id=str(meta.get("id") or doc.id or ""),
-        score=float(meta.get("score") or 0.0), content=doc.page_content, uri=meta.get("uri"), metadata=own,
-        parent_id=meta.get("parent_id"), start_s=meta.get("start_s"), end_s=meta.get("end_s"),
-        source_id=meta.get("source_id"), modality=Modality(modality) if modality else Modality.TEXT,
-        granularity=Granularity(granularity) if granularity else None, matched_parts=parts,
+        corpus=str(meta.get("corpus") or "external"),
+        id=str(meta.get("id") or doc.id or ""),
+        score=float(meta.get("score") or 0.0),
+        content=doc.page_content,
+        uri=meta.get("uri"),
+        metadata=own,
+        parent_id=meta.get("parent_id"),
+        start_s=meta.get("start_s"),
+        end_s=meta.get("end_s"),
+        source_id=meta.get("source_id"),
+        modality=Modality(modality) if modality else Modality.TEXT,
+        granularity=Granularity(granularity) if granularity else None,
+        matched_parts=parts,
         channel_scores=dict(meta.get("channel_scores") or {}),
     )
     own_content = replace(hit, content=hit_content(doc.page_content, hit))  # the unit's content, without its heading

@@ -11,6 +11,7 @@ from ._deps import require_langchain
 require_langchain()
 
 from langchain_core.embeddings import Embeddings
+
 from universalrag.embed import Embedder
 
 __all__ = ["LangChainEmbedder", "UniversalRAGEmbeddings", "as_embedder"]

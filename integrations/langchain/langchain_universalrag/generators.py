@@ -12,6 +12,7 @@ require_langchain()
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+
 from universalrag.errors import GenerationError
 from universalrag.generate import Generation, build_messages, parse_citations
 from universalrag.generate.base import check_inputs
@@ -54,11 +55,18 @@ class LangChainGenerator:
     def _finish(self, response: Any, evidence: Sequence[Evidence]) -> Generation:
         text = str(getattr(response, "text", response) or "")
         usage = dict(getattr(response, "usage_metadata", None) or {})
-        tokens = {"prompt_tokens": int(usage.get("input_tokens", 0)),
-                  "completion_tokens": int(usage.get("output_tokens", 0)),
-                  "total_tokens": int(usage.get("total_tokens", 0))} if usage else {}
-        return Generation(text=text, citations=parse_citations(text, list(evidence)), model=_model_name(self.llm),
-                          usage=tokens)
+        tokens = (
+            {
+                "prompt_tokens": int(usage.get("input_tokens", 0)),
+                "completion_tokens": int(usage.get("output_tokens", 0)),
+                "total_tokens": int(usage.get("total_tokens", 0)),
+            }
+            if usage
+            else {}
+        )
+        return Generation(
+            text=text, citations=parse_citations(text, list(evidence)), model=_model_name(self.llm), usage=tokens
+        )
 
     def generate(self, query: str, evidence: Sequence[Evidence]) -> Generation:
         """Answer ``query`` from ``evidence`` (empty: from the model's own knowledge)."""
@@ -68,8 +76,10 @@ class LangChainGenerator:
         except GenerationError:
             raise
         except Exception as e:
-            raise GenerationError(f"The chat model {self.name} failed: {e}. Check its configuration, and that it "
-                                  "accepts images when the evidence has pictures.") from e
+            raise GenerationError(
+                f"The chat model {self.name} failed: {e}. Check its configuration, and that it "
+                "accepts images when the evidence has pictures."
+            ) from e
         return self._finish(response, evidence)
 
     async def agenerate(self, query: str, evidence: Sequence[Evidence]) -> Generation:
@@ -80,6 +90,8 @@ class LangChainGenerator:
         except GenerationError:
             raise
         except Exception as e:
-            raise GenerationError(f"The chat model {self.name} failed: {e}. Check its configuration, and that it "
-                                  "accepts images when the evidence has pictures.") from e
+            raise GenerationError(
+                f"The chat model {self.name} failed: {e}. Check its configuration, and that it "
+                "accepts images when the evidence has pictures."
+            ) from e
         return self._finish(response, evidence)

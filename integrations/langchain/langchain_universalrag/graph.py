@@ -48,6 +48,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
+
 from universalrag.errors import ConfigError, RoutingError
 from universalrag.evidence import UNIT_TEXT_TOKENS, build_evidence, check_unit_tokens
 from universalrag.pipeline import UniversalRAG
@@ -88,8 +89,9 @@ class MissingStateKeysError(ConfigError):
             f"writes to keys its state does not declare, so the graph would run without them. Build the graph on "
             f"langchain_universalrag.graph.UniversalRAGState (or subclass it), or declare the keys in your state "
             f"(decision: dict[str, Any]; documents: Annotated[list[Document], add_documents]). With a plain "
-            f"MessagesState, use make_retrieve_node(rag, corpus, output=\"messages\") and route with "
-            f"make_route_edge alone (no route node): the evidence is appended to messages.")
+            f'MessagesState, use make_retrieve_node(rag, corpus, output="messages") and route with '
+            f"make_route_edge alone (no route node): the evidence is appended to messages."
+        )
 
 
 def add_documents(left: list[Document] | None, right: list[Document] | None) -> list[Document]:
@@ -159,8 +161,9 @@ def question_of(state: Any) -> str:
     human = _last_human(_get(state, "messages") or [])
     if human is not None:
         return human
-    raise RoutingError("The graph state holds no question: set state['question'] or add a human message "
-                       "to state['messages'].")
+    raise RoutingError(
+        "The graph state holds no question: set state['question'] or add a human message to state['messages']."
+    )
 
 
 def retrieve_node_name(corpus: str) -> str:
@@ -218,9 +221,14 @@ def make_route_node(rag: UniversalRAG, *, allow_none: bool = False, new_turn: bo
     return RunnableLambda(route, afunc=aroute, name="route")
 
 
-def make_route_edge(rag: UniversalRAG, *, corpora: Sequence[str] | None = None,
-                    node_name: Callable[[str], str] = retrieve_node_name,
-                    none_node: str = GENERATE, allow_none: bool = False) -> RunnableLambda:
+def make_route_edge(
+    rag: UniversalRAG,
+    *,
+    corpora: Sequence[str] | None = None,
+    node_name: Callable[[str], str] = retrieve_node_name,
+    none_node: str = GENERATE,
+    allow_none: bool = False,
+) -> RunnableLambda:
     """A path function for ``add_conditional_edges``.
 
     It takes the decision in ``state["decision"]`` (written by :func:`make_route_node`) or routes the question
@@ -237,8 +245,7 @@ def make_route_edge(rag: UniversalRAG, *, corpora: Sequence[str] | None = None,
     allowed = list(dict.fromkeys(corpora)) if corpora is not None else None
 
     def targets(question: str, decision: RouteDecision, raw: Any = None) -> str | list[Send]:
-        routes = [r for r in dict.fromkeys(decision.routes)
-                  if r != NO_RETRIEVAL and (allowed is None or r in allowed)]
+        routes = [r for r in dict.fromkeys(decision.routes) if r != NO_RETRIEVAL and (allowed is None or r in allowed)]
         if not routes and not allow_none and allowed and (decision.needs_retrieval or decision.fallback):
             routes = [max(allowed, key=lambda r: decision.scores.get(r, -1.0))]  # ties: the first node given
         if not routes:
@@ -250,13 +257,15 @@ def make_route_edge(rag: UniversalRAG, *, corpora: Sequence[str] | None = None,
 
     def edge(state: Any) -> str | list[Send]:
         question = question_of(state)
-        return targets(question, _decision(state) or rag.route(question, allow_none=allow_none),
-                       _get(state, "decision"))
+        return targets(
+            question, _decision(state) or rag.route(question, allow_none=allow_none), _get(state, "decision")
+        )
 
     async def aedge(state: Any) -> str | list[Send]:
         question = question_of(state)
-        return targets(question, _decision(state) or await rag.aroute(question, allow_none=allow_none),
-                       _get(state, "decision"))
+        return targets(
+            question, _decision(state) or await rag.aroute(question, allow_none=allow_none), _get(state, "decision")
+        )
 
     return RunnableLambda(edge, afunc=aedge, name="route_edge")
 
@@ -278,16 +287,24 @@ def _as_messages(corpus: str, question: str, documents: list[Document], rag: Uni
     message or a tool message without its call."""
     call_id = f"call_{uuid.uuid4().hex[:24]}"
     name = f"search_{corpus}"
-    return [AIMessage(content="", tool_calls=[{"name": name, "args": {"query": question}, "id": call_id,
-                                               "type": "tool_call"}]),
-            ToolMessage(content=format_documents(documents, rag=rag), artifact=documents, tool_call_id=call_id,
-                        name=name)]
+    return [
+        AIMessage(
+            content="", tool_calls=[{"name": name, "args": {"query": question}, "id": call_id, "type": "tool_call"}]
+        ),
+        ToolMessage(content=format_documents(documents, rag=rag), artifact=documents, tool_call_id=call_id, name=name),
+    ]
 
 
-def make_retrieve_node(rag: UniversalRAG, corpus: str, *, k: int | None = None,
-                       filter: Mapping[str, Any] | None = None, filters: Mapping[str, Any] | None = None,
-                       output: Literal["documents", "messages"] = "documents",
-                       max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> RunnableLambda:
+def make_retrieve_node(
+    rag: UniversalRAG,
+    corpus: str,
+    *,
+    k: int | None = None,
+    filter: Mapping[str, Any] | None = None,
+    filters: Mapping[str, Any] | None = None,
+    output: Literal["documents", "messages"] = "documents",
+    max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
+) -> RunnableLambda:
     """A node searching ``corpus`` for the state's question.
 
     With ``output="documents"`` (default) it returns ``{"documents": [...]}`` (appended to the state's list), each
@@ -350,8 +367,9 @@ def _turn_documents(state: Any) -> list[Document]:
     return found
 
 
-def _ranked(rag: UniversalRAG, documents: Sequence[Document], decision: RouteDecision | None,
-            k: int | None) -> list[Hit]:
+def _ranked(
+    rag: UniversalRAG, documents: Sequence[Document], decision: RouteDecision | None, k: int | None
+) -> list[Hit]:
     """The state's documents as one ranking of ``k``, per corpus in the decision's order, merged as
     :meth:`UniversalRAG.retrieve` merges corpora (:meth:`UniversalRAG.merge`)."""
     by_corpus: dict[str, list[Hit]] = {}
@@ -362,8 +380,7 @@ def _ranked(rag: UniversalRAG, documents: Sequence[Document], decision: RouteDec
     return rag.merge({name: sorted(hits, key=lambda h: -h.score) for name, hits in ordered}, k=k)
 
 
-def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None, *,
-                       k: int | None = None) -> RunnableLambda:
+def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None, *, k: int | None = None) -> RunnableLambda:
     """A node answering the question from the state's documents.
 
     The documents are merged into one ranking of the best ``k`` (default ``rag.k``), as ``rag.retrieve`` merges
@@ -423,21 +440,36 @@ def _graph_corpora(rag: UniversalRAG, corpora: Sequence[str] | None) -> list[str
     names = list(corpora) if corpora is not None else list(registered)
     nonempty = set(rag.store.nonempty())
     if not nonempty & set(names):
-        logger.warning("build_graph: none of the corpora %s holds rows (store %r): the graph finds no evidence "
-                       "until they are ingested (rag.ingest(...); its nodes search at call time, but corpora "
-                       "registered after the build need a new graph).", names, rag.store)
+        logger.warning(
+            "build_graph: none of the corpora %s holds rows (store %r): the graph finds no evidence "
+            "until they are ingested (rag.ingest(...); its nodes search at call time, but corpora "
+            "registered after the build need a new graph).",
+            names,
+            rag.store,
+        )
         return names
     missing = [n for n in names if n not in registered]
     empty = [n for n in names if n in registered and n not in nonempty]
     if corpora is not None and (missing or empty):
-        logger.warning("build_graph: corpora %s are not registered and %s hold no rows yet: their nodes find "
-                       "nothing (missing ones fail) until they are created and ingested.", missing, empty)
+        logger.warning(
+            "build_graph: corpora %s are not registered and %s hold no rows yet: their nodes find "
+            "nothing (missing ones fail) until they are created and ingested.",
+            missing,
+            empty,
+        )
     return names
 
 
-def build_graph(rag: UniversalRAG, llm: BaseChatModel | None = None, *, corpora: Sequence[str] | None = None,
-                k: int | None = None, checkpointer: Any = None, allow_none: bool = False,
-                max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> CompiledStateGraph:
+def build_graph(
+    rag: UniversalRAG,
+    llm: BaseChatModel | None = None,
+    *,
+    corpora: Sequence[str] | None = None,
+    k: int | None = None,
+    checkpointer: Any = None,
+    allow_none: bool = False,
+    max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
+) -> CompiledStateGraph:
     """A compiled graph over :class:`UniversalRAGState`: ``route`` → the chosen ``retrieve_<corpus>`` nodes
     in parallel → ``generate`` → END. With ``allow_none=True`` the ``none`` route goes straight to ``generate``;
     by default the graph always retrieves from the most likely corpus.
@@ -458,7 +490,8 @@ def build_graph(rag: UniversalRAG, llm: BaseChatModel | None = None, *, corpora:
         builder.add_edge(retrieve_node_name(name), GENERATE)
     builder.add_node(GENERATE, make_generate_node(rag, llm, k=k))
     builder.add_edge(START, "route")
-    builder.add_conditional_edges("route", make_route_edge(rag, corpora=names, allow_none=allow_none),
-                                  [*map(retrieve_node_name, names), GENERATE])
+    builder.add_conditional_edges(
+        "route", make_route_edge(rag, corpora=names, allow_none=allow_none), [*map(retrieve_node_name, names), GENERATE]
+    )
     builder.add_edge(GENERATE, END)
     return builder.compile(checkpointer=checkpointer, name="universalrag")

@@ -18,6 +18,7 @@ require_langchain()
 
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
 from universalrag.evidence import EvidenceBudget, build_evidence
 from universalrag.generate import build_messages
 from universalrag.types import Evidence
@@ -27,8 +28,9 @@ from ._convert import documents_to_hits
 __all__ = ["build_chat_messages", "documents_to_content_blocks", "documents_to_evidence", "openai_to_messages"]
 
 
-def documents_to_evidence(documents: Sequence[Document], *, budget: EvidenceBudget | None = None,
-                          with_media: bool = True) -> list[Evidence]:
+def documents_to_evidence(
+    documents: Sequence[Document], *, budget: EvidenceBudget | None = None, with_media: bool = True
+) -> list[Evidence]:
     """Evidence for documents returned by this package's retrievers and tools, in order, within ``budget``:
     the text (table rows that matched, clip transcripts with their time range) and, with ``with_media``, the
     JPEG bytes of images and of frames sampled from clips and videos (local files only)."""
@@ -57,8 +59,9 @@ def openai_to_messages(messages: Sequence[dict[str, Any]]) -> list[BaseMessage]:
     return out
 
 
-def documents_to_content_blocks(documents: Sequence[Document], *, budget: EvidenceBudget | None = None,
-                                include_text: bool = True) -> list[dict[str, Any]]:
+def documents_to_content_blocks(
+    documents: Sequence[Document], *, budget: EvidenceBudget | None = None, include_text: bool = True
+) -> list[dict[str, Any]]:
     """Content blocks for ``documents``: per document a text block (``[E1] label`` and its text), then its
     picture or sampled frames as base64 image blocks, each frame preceded by a ``t=12.5s`` text block.
 
@@ -73,12 +76,16 @@ def documents_to_content_blocks(documents: Sequence[Document], *, budget: Eviden
     return blocks if include_text else [b for b in blocks if b["type"] == "image"]
 
 
-def build_chat_messages(question: str, documents: Sequence[Document] | Sequence[Evidence], *,
-                        system_prompt: str | None = None, budget: EvidenceBudget | None = None) -> list[BaseMessage]:
+def build_chat_messages(
+    question: str,
+    documents: Sequence[Document] | Sequence[Evidence],
+    *,
+    system_prompt: str | None = None,
+    budget: EvidenceBudget | None = None,
+) -> list[BaseMessage]:
     """The messages that ask a chat model to answer ``question`` from ``documents`` (or core ``Evidence``): a
     system message asking for answers that cite ``[E1]``-style ids, and a human message holding the evidence
     as text and image blocks, then the question. Without documents: the bare question."""
     items = list(documents)
-    evidence = items if all(isinstance(i, Evidence) for i in items) else \
-        documents_to_evidence(items, budget=budget)  # type: ignore[arg-type]
+    evidence = items if all(isinstance(i, Evidence) for i in items) else documents_to_evidence(items, budget=budget)  # type: ignore[arg-type]
     return openai_to_messages(build_messages(question, evidence, system_prompt=system_prompt))  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from langchain_core.callbacks import (
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
+
 from universalrag.errors import InvalidInputError
 from universalrag.evidence import UNIT_TEXT_TOKENS, check_unit_tokens
 from universalrag.pipeline import UniversalRAG
@@ -39,8 +40,7 @@ def check_routes(routes: Any) -> list[str] | None:
     """``routes`` as a list of corpus names: a bare string would be read letter by letter (``"table"`` searched a
     corpus named ``"t"``), so it is refused, as the LlamaIndex retriever does."""
     if isinstance(routes, str):
-        raise TypeError(f"routes must be a list of corpus names, not the string {routes!r}: "
-                        f"write routes=[{routes!r}].")
+        raise TypeError(f"routes must be a list of corpus names, not the string {routes!r}: write routes=[{routes!r}].")
     return list(routes) if routes is not None else None
 
 
@@ -82,8 +82,9 @@ class _PipelineRetriever(BaseRetriever):
             raise InvalidInputError(f"search_kwargs must be a dict, got {type(search).__name__}.")
         unknown = sorted(set(search) - cls._SEARCH_KEYS)
         if unknown:
-            raise InvalidInputError(f"{cls.__name__} does not support search_kwargs {unknown}; it takes "
-                                    f"{sorted(cls._SEARCH_KEYS)}.")
+            raise InvalidInputError(
+                f"{cls.__name__} does not support search_kwargs {unknown}; it takes {sorted(cls._SEARCH_KEYS)}."
+            )
         twice = sorted(key for key in search if key in data and data[key] != search[key])
         if twice:
             raise InvalidInputError(f"{twice} given both as arguments and in search_kwargs, with different values.")
@@ -152,29 +153,51 @@ class UniversalRAGRetriever(_PipelineRetriever):
     allow_none: bool = False
     """Return no documents when the router concludes ``none`` (default: search the most likely corpus)."""
 
-    def _search(self, k: int | None, routes: list[str] | None, filter: dict[str, Any] | None,
-                allow_none: bool | None, filters: dict[str, Any] | None) -> dict[str, Any]:
+    def _search(
+        self,
+        k: int | None,
+        routes: list[str] | None,
+        filter: dict[str, Any] | None,
+        allow_none: bool | None,
+        filters: dict[str, Any] | None,
+    ) -> dict[str, Any]:
         """The core's search arguments: per-call values over the fields, checked."""
-        return {"k": check_k(k if k is not None else self.k),
-                "routes": check_routes(routes if routes is not None else self.routes),
-                "filter": self._filter(filter, filters),
-                "allow_none": self.allow_none if allow_none is None else allow_none}
+        return {
+            "k": check_k(k if k is not None else self.k),
+            "routes": check_routes(routes if routes is not None else self.routes),
+            "filter": self._filter(filter, filters),
+            "allow_none": self.allow_none if allow_none is None else allow_none,
+        }
 
     def _documents(self, found: tuple[Any, list[Any]], k: int) -> list[Document]:
         decision, hits = found
         return hits_to_documents(hits[:k], decision=decision, max_tokens=check_unit_tokens(self.max_unit_tokens))
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                k: int | None = None, routes: list[str] | None = None,
-                                filter: dict[str, Any] | None = None, allow_none: bool | None = None,
-                                filters: dict[str, Any] | None = None) -> list[Document]:
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        routes: list[str] | None = None,
+        filter: dict[str, Any] | None = None,
+        allow_none: bool | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> list[Document]:
         args = self._search(k, routes, filter, allow_none, filters)
         return self._documents(self.rag.search(query, **args), args["k"])
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       k: int | None = None, routes: list[str] | None = None,
-                                       filter: dict[str, Any] | None = None, allow_none: bool | None = None,
-                                       filters: dict[str, Any] | None = None) -> list[Document]:
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        routes: list[str] | None = None,
+        filter: dict[str, Any] | None = None,
+        allow_none: bool | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> list[Document]:
         args = self._search(k, routes, filter, allow_none, filters)
         return self._documents(await self.rag.asearch(query, **args), args["k"])
 
@@ -193,16 +216,30 @@ class CorpusRetriever(_PipelineRetriever):
     corpus: str
     """The corpus to search (looked up at each call: a corpus ingested after the retriever was built is found)."""
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                k: int | None = None, filter: dict[str, Any] | None = None,
-                                filters: dict[str, Any] | None = None) -> list[Document]:
-        hits = self.rag.retrieve(query, k=check_k(k if k is not None else self.k), routes=[self.corpus],
-                                 filter=self._filter(filter, filters))
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> list[Document]:
+        hits = self.rag.retrieve(
+            query, k=check_k(k if k is not None else self.k), routes=[self.corpus], filter=self._filter(filter, filters)
+        )
         return hits_to_documents(hits, max_tokens=check_unit_tokens(self.max_unit_tokens))
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       k: int | None = None, filter: dict[str, Any] | None = None,
-                                       filters: dict[str, Any] | None = None) -> list[Document]:
-        hits = await self.rag.aretrieve(query, k=check_k(k if k is not None else self.k), routes=[self.corpus],
-                                        filter=self._filter(filter, filters))
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        filter: dict[str, Any] | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> list[Document]:
+        hits = await self.rag.aretrieve(
+            query, k=check_k(k if k is not None else self.k), routes=[self.corpus], filter=self._filter(filter, filters)
+        )
         return hits_to_documents(hits, max_tokens=check_unit_tokens(self.max_unit_tokens))

@@ -12,6 +12,7 @@ require_langchain()
 from langchain_core.documents import Document
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
+
 from universalrag.errors import FilterError, InvalidInputError, RoutingError
 from universalrag.evidence import UNIT_TEXT_TOKENS
 from universalrag.pipeline import UniversalRAG
@@ -49,8 +50,10 @@ def _description(name: str, registered: str, holdings: str) -> str:
 def _checked_query(tool: str, query: str) -> str:
     """The query, or a :class:`ToolException` the model can act on (an empty query used to crash the agent)."""
     if not isinstance(query, str) or not query.strip():
-        raise ToolException(f"The query was empty. Call {tool} again with a question or a few keywords to look "
-                            "for, for example {\"query\": \"how to spawn a child process\"}.")
+        raise ToolException(
+            f"The query was empty. Call {tool} again with a question or a few keywords to look "
+            'for, for example {"query": "how to spawn a child process"}.'
+        )
     return query
 
 
@@ -59,8 +62,14 @@ def _for_model(tool: str, error: Exception) -> ToolException:
     return ToolException(f"The search failed: {error} Call {tool} again with a corrected query.")
 
 
-def create_corpus_tool(rag: UniversalRAG, corpus: str, *, k: int = 4, description: str | None = None,
-                       max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> BaseTool:
+def create_corpus_tool(
+    rag: UniversalRAG,
+    corpus: str,
+    *,
+    k: int = 4,
+    description: str | None = None,
+    max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
+) -> BaseTool:
     """A tool named ``search_<corpus>`` searching ``corpus``, described (unless ``description`` is given) by the
     registry's description and what the corpus holds now (:meth:`UniversalRAG.corpus_holdings
     <universalrag.pipeline.UniversalRAG.corpus_holdings>`: how many sources, the latest by name), so that a model
@@ -92,27 +101,42 @@ def create_corpus_tool(rag: UniversalRAG, corpus: str, *, k: int = 4, descriptio
         return format_documents(docs, rag=rag), docs
 
     return StructuredTool.from_function(
-        func=search, coroutine=asearch, name=name,
+        func=search,
+        coroutine=asearch,
+        name=name,
         description=description or _description(corpus, spec.description, rag.corpus_holdings(corpus)),
         args_schema=CorpusSearchInput,
-        response_format="content_and_artifact", handle_tool_error=True, handle_validation_error=True,
+        response_format="content_and_artifact",
+        handle_tool_error=True,
+        handle_validation_error=True,
     )
 
 
 def _warn_empty(rag: UniversalRAG, names: Sequence[str], nonempty: Sequence[str], asked: bool) -> None:
     """Log what an empty tool list, or a tool over an empty corpus, means and what to do (it used to be silent)."""
     if not asked and not names:
-        logger.warning("create_corpus_tools: no corpus holds rows yet (store %r), so no tools were made. Ingest "
-                       "first (rag.ingest(...)), then call create_corpus_tools again.", rag.store)
+        logger.warning(
+            "create_corpus_tools: no corpus holds rows yet (store %r), so no tools were made. Ingest "
+            "first (rag.ingest(...)), then call create_corpus_tools again.",
+            rag.store,
+        )
         return
     empty = [n for n in names if n not in nonempty]
     if empty:
-        logger.warning("create_corpus_tools: corpora %s hold no rows yet; their tools find nothing until they are "
-                       "ingested (the tools search at call time: no rebuild is needed).", empty)
+        logger.warning(
+            "create_corpus_tools: corpora %s hold no rows yet; their tools find nothing until they are "
+            "ingested (the tools search at call time: no rebuild is needed).",
+            empty,
+        )
 
 
-def create_corpus_tools(rag: UniversalRAG, corpora: Sequence[str] | None = None, *, k: int = 4,
-                        max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> list[BaseTool]:
+def create_corpus_tools(
+    rag: UniversalRAG,
+    corpora: Sequence[str] | None = None,
+    *,
+    k: int = 4,
+    max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
+) -> list[BaseTool]:
     """One :func:`create_corpus_tool` per corpus: the ``corpora`` named, or (``None``) every registered corpus
     that holds rows. Reads the registry once, now: tools built before anything is ingested are none (a warning is
     logged; build them again after ingesting), and a named corpus still empty is logged too."""

@@ -14,6 +14,7 @@ require_langchain()
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.vectorstores import VectorStore
+
 from universalrag.embed import Embedder, check_embedder
 from universalrag.errors import ConfigError, CorpusNotFoundError
 from universalrag.pipeline import UniversalRAG
@@ -57,13 +58,21 @@ class UniversalRAGVectorStore(VectorStore):
         store.similarity_search("When was the cryostat serviced?", k=1)
     """
 
-    def __init__(self, *, corpus: str, rag: UniversalRAG | None = None, store: Store | None = None,
-                 embedding: Embeddings | Embedder | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        corpus: str,
+        rag: UniversalRAG | None = None,
+        store: Store | None = None,
+        embedding: Embeddings | Embedder | None = None,
+    ) -> None:
         if rag is None and store is None:
             raise ConfigError("UniversalRAGVectorStore needs rag= (a UniversalRAG) or store= (a Store).")
         if rag is None and embedding is None:
-            raise ConfigError("Pass embedding= (a LangChain Embeddings or a universalrag Embedder) with store=, "
-                              "or pass rag= to use its embedder.")
+            raise ConfigError(
+                "Pass embedding= (a LangChain Embeddings or a universalrag Embedder) with store=, "
+                "or pass rag= to use its embedder."
+            )
         self.corpus = corpus
         self._rag, self._store = rag, store
         self._embedder = as_embedder(embedding) if embedding is not None else None
@@ -89,8 +98,13 @@ class UniversalRAGVectorStore(VectorStore):
         """The embeddings as a LangChain ``Embeddings`` object."""
         return self._embedding or UniversalRAGEmbeddings(self.embedder)
 
-    def ensure_corpus(self, *, description: str = "", modality: Modality | str = Modality.TEXT,
-                      granularity: Granularity | str = Granularity.PARAGRAPH) -> CorpusSpec:
+    def ensure_corpus(
+        self,
+        *,
+        description: str = "",
+        modality: Modality | str = Modality.TEXT,
+        granularity: Granularity | str = Granularity.PARAGRAPH,
+    ) -> CorpusSpec:
         """Create the corpus for this embedder unless it exists (initialising the schema first if needed)."""
         if self.store.revision() is None:
             if self._rag is not None:
@@ -100,20 +114,34 @@ class UniversalRAGVectorStore(VectorStore):
         try:
             return self.store.corpus(self.corpus)
         except CorpusNotFoundError:
-            return self.store.create_corpus(CorpusSpec(
-                name=self.corpus, modality=Modality(modality), granularity=Granularity(granularity),
-                description=description, dimension=self.embedder.dimension, embedder=self.embedder.name))
+            return self.store.create_corpus(
+                CorpusSpec(
+                    name=self.corpus,
+                    modality=Modality(modality),
+                    granularity=Granularity(granularity),
+                    description=description,
+                    dimension=self.embedder.dimension,
+                    embedder=self.embedder.name,
+                )
+            )
 
     # -- writes -----------------------------------------------------------------------------------------
-    def add_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *,
-                  ids: list[str] | None = None, **kwargs: Any) -> list[str]:
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
         """Embed and store ``texts`` (a text whose id exists replaces it); returns the ids."""
         texts = list(texts)
         metadatas = list(metadatas) if metadatas is not None else [{} for _ in texts]
         given = list(ids) if ids is not None else [None] * len(texts)
         if not len(metadatas) == len(given) == len(texts):
-            raise ValueError(f"Got {len(texts)} texts, {len(metadatas)} metadatas and {len(given)} ids; "
-                             "pass one of each per text.")
+            raise ValueError(
+                f"Got {len(texts)} texts, {len(metadatas)} metadatas and {len(given)} ids; pass one of each per text."
+            )
         if not texts:
             return []
         spec = self.store.corpus(self.corpus)
@@ -123,15 +151,28 @@ class UniversalRAGVectorStore(VectorStore):
         units = []
         for doc_id, text, meta, vec in zip(out, texts, metadatas, vectors, strict=True):
             uid, vector = unit_id(doc_id), vec.tolist()
-            units.append(Unit(id=uid, corpus=self.corpus, content=text, embedding=vector,
-                              metadata={**meta, ID_KEY: doc_id} if uid != doc_id else dict(meta),
-                              parts=(text,) if spec.multi_vector else (),
-                              part_embeddings=(vector,) if spec.multi_vector else ()))
+            units.append(
+                Unit(
+                    id=uid,
+                    corpus=self.corpus,
+                    content=text,
+                    embedding=vector,
+                    metadata={**meta, ID_KEY: doc_id} if uid != doc_id else dict(meta),
+                    parts=(text,) if spec.multi_vector else (),
+                    part_embeddings=(vector,) if spec.multi_vector else (),
+                )
+            )
         self.store.add_units(units)
         return out
 
-    async def aadd_texts(self, texts: Iterable[str], metadatas: list[dict[str, Any]] | None = None, *,
-                         ids: list[str] | None = None, **kwargs: Any) -> list[str]:
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
         return await asyncio.to_thread(self.add_texts, list(texts), metadatas, ids=ids, **kwargs)
 
@@ -156,57 +197,65 @@ class UniversalRAGVectorStore(VectorStore):
         """Async twin of :meth:`get_by_ids`."""
         return await asyncio.to_thread(self.get_by_ids, ids)
 
-    def similarity_search_with_score_by_vector(self, embedding: Sequence[float], k: int = 4,
-                                               filter: Filter | None = None, **kwargs: Any
-                                               ) -> list[tuple[Document, float]]:
+    def similarity_search_with_score_by_vector(
+        self, embedding: Sequence[float], k: int = 4, filter: Filter | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
         """The ``k`` nearest documents to a query vector, with their cosine similarity."""
         vector = list(embedding)
         hits = self.store.search(self.corpus, vector, k=k, filter=filter)
         return [(_document(h), float(h.score)) for h in hits]
 
-    def similarity_search_with_score(self, query: str, k: int = 4, filter: Filter | None = None,
-                                     **kwargs: Any) -> list[tuple[Document, float]]:
+    def similarity_search_with_score(
+        self, query: str, k: int = 4, filter: Filter | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
         """The ``k`` nearest documents to ``query``, with their cosine similarity."""
         check_embedder(self.store.corpus(self.corpus), self.embedder)
-        return self.similarity_search_with_score_by_vector(self.embedder.embed_query(query).tolist(), k=k,
-                                                           filter=filter)
+        return self.similarity_search_with_score_by_vector(
+            self.embedder.embed_query(query).tolist(), k=k, filter=filter
+        )
 
-    def similarity_search(self, query: str, k: int = 4, filter: Filter | None = None,
-                          **kwargs: Any) -> list[Document]:
+    def similarity_search(self, query: str, k: int = 4, filter: Filter | None = None, **kwargs: Any) -> list[Document]:
         """The ``k`` nearest documents to ``query``."""
         return [doc for doc, _ in self.similarity_search_with_score(query, k=k, filter=filter)]
 
-    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, filter: Filter | None = None,
-                                    **kwargs: Any) -> list[Document]:
+    def similarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Filter | None = None, **kwargs: Any
+    ) -> list[Document]:
         """The ``k`` nearest documents to a query vector."""
         return [doc for doc, _ in self.similarity_search_with_score_by_vector(embedding, k=k, filter=filter)]
 
-    async def asimilarity_search_with_score(self, query: str, k: int = 4, filter: Filter | None = None,
-                                            **kwargs: Any) -> list[tuple[Document, float]]:
+    async def asimilarity_search_with_score(
+        self, query: str, k: int = 4, filter: Filter | None = None, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
         """Async twin of :meth:`similarity_search_with_score`."""
         return await asyncio.to_thread(self.similarity_search_with_score, query, k, filter)
 
-    async def asimilarity_search(self, query: str, k: int = 4, filter: Filter | None = None,
-                                 **kwargs: Any) -> list[Document]:
+    async def asimilarity_search(
+        self, query: str, k: int = 4, filter: Filter | None = None, **kwargs: Any
+    ) -> list[Document]:
         """Async twin of :meth:`similarity_search`."""
         return await asyncio.to_thread(self.similarity_search, query, k, filter)
 
-    async def asimilarity_search_by_vector(self, embedding: list[float], k: int = 4,
-                                           filter: Filter | None = None, **kwargs: Any) -> list[Document]:
+    async def asimilarity_search_by_vector(
+        self, embedding: list[float], k: int = 4, filter: Filter | None = None, **kwargs: Any
+    ) -> list[Document]:
         """Async twin of :meth:`similarity_search_by_vector`."""
         return await asyncio.to_thread(self.similarity_search_by_vector, embedding, k, filter)
 
-    def max_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5,
-                                      **kwargs: Any) -> list[Document]:
+    def max_marginal_relevance_search(
+        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
+    ) -> list[Document]:
         """Not supported: the store does not return the candidates' vectors that maximal marginal relevance needs.
         Raises :class:`NotImplementedError` saying what to use instead (LangChain's own raised it without a word)."""
         raise NotImplementedError(
             "UniversalRAGVectorStore does not support maximal marginal relevance (search_type='mmr'): use "
             "search_type='similarity' (or 'similarity_score_threshold'), or langchain_universalrag's "
-            "UniversalRAGRetriever, which routes the query across corpora.")
+            "UniversalRAGRetriever, which routes the query across corpora."
+        )
 
-    async def amax_marginal_relevance_search(self, query: str, k: int = 4, fetch_k: int = 20,
-                                             lambda_mult: float = 0.5, **kwargs: Any) -> list[Document]:
+    async def amax_marginal_relevance_search(
+        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
+    ) -> list[Document]:
         """Async twin of :meth:`max_marginal_relevance_search` (not supported either)."""
         return self.max_marginal_relevance_search(query, k, fetch_k, lambda_mult, **kwargs)
 
@@ -215,10 +264,19 @@ class UniversalRAGVectorStore(VectorStore):
 
     # -- construction -----------------------------------------------------------------------------------
     @classmethod
-    def from_texts(cls, texts: list[str], embedding: Embeddings | None = None,
-                   metadatas: list[dict[str, Any]] | None = None, *, ids: list[str] | None = None,
-                   corpus: str = "langchain", rag: UniversalRAG | None = None, store: Store | None = None,
-                   description: str = "", **kwargs: Any) -> UniversalRAGVectorStore:
+    def from_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings | None = None,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        corpus: str = "langchain",
+        rag: UniversalRAG | None = None,
+        store: Store | None = None,
+        description: str = "",
+        **kwargs: Any,
+    ) -> UniversalRAGVectorStore:
         """A store over ``corpus`` (created when missing) holding ``texts``.
 
         Give ``rag=`` or ``store=``; with neither, a :class:`UniversalRAG` is built from the environment
@@ -232,8 +290,14 @@ class UniversalRAGVectorStore(VectorStore):
         return vs
 
     @classmethod
-    async def afrom_texts(cls, texts: list[str], embedding: Embeddings | None = None,
-                          metadatas: list[dict[str, Any]] | None = None, *, ids: list[str] | None = None,
-                          **kwargs: Any) -> UniversalRAGVectorStore:
+    async def afrom_texts(
+        cls,
+        texts: list[str],
+        embedding: Embeddings | None = None,
+        metadatas: list[dict[str, Any]] | None = None,
+        *,
+        ids: list[str] | None = None,
+        **kwargs: Any,
+    ) -> UniversalRAGVectorStore:
         """Async twin of :meth:`from_texts`."""
         return await asyncio.to_thread(lambda: cls.from_texts(texts, embedding, metadatas, ids=ids, **kwargs))

@@ -67,15 +67,15 @@ def _cells(row: Sequence[Line], width: float, share: float = MAX_CELL_SHARE) -> 
     """Whether ``row`` looks like table cells: two or more short segments, each narrower than ``share`` of the
     page."""
     return len(row) >= 2 and all(
-        ln.bbox[2] - ln.bbox[0] <= share * width and len(ln.text.split()) <= MAX_CELL_WORDS for ln in row)
+        ln.bbox[2] - ln.bbox[0] <= share * width and len(ln.text.split()) <= MAX_CELL_WORDS for ln in row
+    )
 
 
 def _fits(row: Sequence[Line], columns: list[tuple[float, float]]) -> bool:
     """Whether ``row`` continues a stack with these column edges: at least two of its segments (all of them, if it
     has two) start where a column starts or end where one ends — a row may merge two cells whose gap was too
     narrow to end a run of characters. The row's other segments add their edges as columns."""
-    known = [any(abs(ln.bbox[0] - x0) <= _ALIGN or abs(ln.bbox[2] - x1) <= _ALIGN for x0, x1 in columns)
-             for ln in row]
+    known = [any(abs(ln.bbox[0] - x0) <= _ALIGN or abs(ln.bbox[2] - x1) <= _ALIGN for x0, x1 in columns) for ln in row]
     if sum(known) < 2:
         return False
     columns.extend((ln.bbox[0], ln.bbox[2]) for ln, k in zip(row, known) if not k)
@@ -92,8 +92,9 @@ def _heads(row: Sequence[Line], below: Sequence[Line], box: BBox, *, first: bool
     text = " ".join(ln.text for ln in row).strip()
     if not first and (text.endswith((".", ":", ";")) or _CAPTION.match(text)):
         return False  # a caption or the sentence leading into the table, not a second header line
-    return (inside >= _HEADER_INSIDE * (top[2] - top[0])
-            and pitch <= (_HEADER_PITCH if first else _MAX_PITCH) * max(ln.height for ln in row))
+    return inside >= _HEADER_INSIDE * (top[2] - top[0]) and pitch <= (_HEADER_PITCH if first else _MAX_PITCH) * max(
+        ln.height for ln in row
+    )
 
 
 def _code(rows: Sequence[Sequence[Line]]) -> bool:
@@ -138,8 +139,7 @@ def aligned_regions(lines: Sequence[Line], *, width: float) -> list[BBox]:
         while k >= 0 and i - k <= _HEADER_ROWS and _heads(rows[k], below, box, first=k == i - 1):
             below, k = rows[k], k - 1
         if below is not stack[0]:
-            box = _box([*rows[k + 1:i], *stack])
+            box = _box([*rows[k + 1 : i], *stack])
         regions.append(box)
         i = j
     return regions
-

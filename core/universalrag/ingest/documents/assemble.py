@@ -146,10 +146,17 @@ class PageAssembler:
                 out.append(self._table(item, caption or item.caption, page, lead=lead))
             else:
                 label = caption_label(caption, kind="figure") or ""
-                figure = replace(item.figure, caption=caption or item.figure.caption,
-                                 label=label or item.figure.label)
-                out.append(Block(BlockKind.FIGURE, figure.caption or figure.alt_text, page, self.heading_path(),
-                                 item.bbox, figure=figure))
+                figure = replace(item.figure, caption=caption or item.figure.caption, label=label or item.figure.label)
+                out.append(
+                    Block(
+                        BlockKind.FIGURE,
+                        figure.caption or figure.alt_text,
+                        page,
+                        self.heading_path(),
+                        item.bbox,
+                        figure=figure,
+                    )
+                )
         return out
 
     def _text(self, item: TextItem, page: int | None) -> Block:
@@ -167,8 +174,13 @@ class PageAssembler:
         path = self.heading_path()
         where = f"page {page}" if page is not None else "the document"
         title = caption or titled(path[-1] if path else "", lead) or f"Table on {where}"
-        table = TableData(rows=item.rows, header_rows=item.header_rows, caption=caption,
-                          label=caption_label(caption, kind="table") or "", title=title)
+        table = TableData(
+            rows=item.rows,
+            header_rows=item.header_rows,
+            caption=caption,
+            label=caption_label(caption, kind="table") or "",
+            title=title,
+        )
         text = "\n".join(" | ".join(row) for row in item.rows)
         return Block(BlockKind.TABLE, f"{title}\n{text}" if title else text, page, path, item.bbox, table=table)
 

@@ -55,15 +55,15 @@ class BaseReader:
         return self._info
 
 
-def open_office_package(path: Path, load: Callable[[str], Any], *, not_a_package: type[Exception],
-                        kind: str) -> Any:
+def open_office_package(path: Path, load: Callable[[str], Any], *, not_a_package: type[Exception], kind: str) -> Any:
     """``load(path)`` for a Word or PowerPoint file; a file that is not such a package, or whose XML is damaged,
     becomes an :class:`IngestError` saying how to repair it. ``kind`` names it ("Word (.docx)")."""
     try:
         return load(str(path))
     except (not_a_package, zipfile.BadZipFile, KeyError, ValueError, OSError) as e:
-        raise IngestError(path, f"is not a readable {kind} file ({e}); open and re-save it in "
-                                f"{kind.split()[0]} or LibreOffice.") from e
+        raise IngestError(
+            path, f"is not a readable {kind} file ({e}); open and re-save it in {kind.split()[0]} or LibreOffice."
+        ) from e
     except Exception as e:
         if type(e).__module__.startswith("lxml"):
             raise IngestError(path, f"is damaged: its XML cannot be parsed ({e}); re-save it.") from e

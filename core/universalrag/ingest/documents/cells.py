@@ -57,8 +57,12 @@ def header_rows(rows: Sequence[Sequence[str]]) -> int:
     if not filled or all(is_data_cell(c) for c in filled):
         return 0
     count = 1
-    while (count < _MAX_HEADER_ROWS and count + 1 < len(rows) and not _holds_data(rows[count])
-           and all(_holds_data(row) for row in rows[count + 1:])):
+    while (
+        count < _MAX_HEADER_ROWS
+        and count + 1 < len(rows)
+        and not _holds_data(rows[count])
+        and all(_holds_data(row) for row in rows[count + 1 :])
+    ):
         count += 1
     return count
 
@@ -71,8 +75,12 @@ def split_stacked(rows: Iterable[Sequence[str | None]]) -> list[list[str | None]
         stacks = [(cell or "").split("\n") for cell in row]
         filled = [lines for lines in stacks if any(line.strip() for line in lines)]
         depth = len(filled[0]) if filled else 0
-        if (len(filled) < _STACKED_CELLS or depth < 2 or any(len(lines) != depth for lines in filled)
-                or any(len(line.split()) > _STACKED_WORDS for lines in filled for line in lines)):
+        if (
+            len(filled) < _STACKED_CELLS
+            or depth < 2
+            or any(len(lines) != depth for lines in filled)
+            or any(len(line.split()) > _STACKED_WORDS for lines in filled for line in lines)
+        ):
             out.append(list(row))
             continue
         out.extend([lines[i] if len(lines) == depth else "" for lines in stacks] for i in range(depth))

@@ -89,8 +89,9 @@ def is_prose(text: str) -> bool:
     """True for a run of text that reads as sentences (at least :data:`_PROSE_WORDS` words ending in a full stop,
     question or exclamation mark, and no dot leader): kept as text even on a contents page, where a chapter's
     own table of contents precedes its opening paragraphs."""
-    return (len(text.split()) >= _PROSE_WORDS and text.rstrip().endswith((".", "!", "?"))
-            and not _LEADER_ENTRY.search(text))
+    return (
+        len(text.split()) >= _PROSE_WORDS and text.rstrip().endswith((".", "!", "?")) and not _LEADER_ENTRY.search(text)
+    )
 
 
 def is_navigation_page(lines: Sequence[Line]) -> bool:
@@ -131,9 +132,14 @@ def _folios(lines: Sequence[Line], height: float) -> list[Line]:
         return []
     top = min(lines, key=lambda ln: ln.bbox[1])
     bottom = max(lines, key=lambda ln: ln.bbox[3])
-    return [ln for ln, outer in ((top, top.bbox[3] <= height * FOLIO_SHARE),
-                                 (bottom, bottom.bbox[1] >= height * (1 - FOLIO_SHARE)))
-            if outer and is_page_number(ln.text)]
+    return [
+        ln
+        for ln, outer in (
+            (top, top.bbox[3] <= height * FOLIO_SHARE),
+            (bottom, bottom.bbox[1] >= height * (1 - FOLIO_SHARE)),
+        )
+        if outer and is_page_number(ln.text)
+    ]
 
 
 @dataclass(slots=True)
@@ -367,8 +373,10 @@ def group_lines(lines: Sequence[Line], style: HeadingStyle) -> list[TextRun]:
             moved_up = line.bbox[1] < prev.bbox[1] - 1
             width = max(ln.bbox[2] for ln in current) - min(ln.bbox[0] for ln in current)
             short_end = prev.text.rstrip().endswith(_SENTENCE_END) and (prev.bbox[2] - prev.bbox[0]) < 0.8 * width
-            aligned = abs(line.bbox[0] - prev.bbox[0]) < 2 or abs(
-                (line.bbox[0] + line.bbox[2]) - (prev.bbox[0] + prev.bbox[2])) < 4
+            aligned = (
+                abs(line.bbox[0] - prev.bbox[0]) < 2
+                or abs((line.bbox[0] + line.bbox[2]) - (prev.bbox[0] + prev.bbox[2])) < 4
+            )
             breaks = (
                 not same_style
                 or (not moved_up and gap > 0.5 * max(prev.height, 1.0))

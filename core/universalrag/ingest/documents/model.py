@@ -76,7 +76,7 @@ class TableData:
     @property
     def body(self) -> tuple[tuple[str, ...], ...]:
         """The data rows (everything below the header)."""
-        return self.rows[self.header_rows:]
+        return self.rows[self.header_rows :]
 
 
 @dataclass(frozen=True, slots=True)

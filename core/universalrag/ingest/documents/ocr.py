@@ -36,8 +36,11 @@ def ocr_lines(image: Any, *, scale: float, language: str = "eng", name: str = ""
     try:
         data = pytesseract.image_to_data(image, lang=language, output_type=pytesseract.Output.DICT)
     except pytesseract.TesseractError as e:
-        raise IngestError(name, f"Tesseract could not read a scanned page ({e.message.strip()}); check that the "
-                                f"language data for {language!r} is installed (tesseract --list-langs).") from e
+        raise IngestError(
+            name,
+            f"Tesseract could not read a scanned page ({e.message.strip()}); check that the "
+            f"language data for {language!r} is installed (tesseract --list-langs).",
+        ) from e
     words: dict[tuple[int, int, int], list[tuple[str, float, float, float, float]]] = defaultdict(list)
     for i, text in enumerate(data["text"]):
         text = (text or "").strip()

@@ -91,9 +91,12 @@ class PdfReader(BaseReader):
                     while block := src.read(1 << 20):
                         dst.write(block)
                         if dst.tell() > MAX_GUNZIPPED_PDF:
-                            raise IngestError(self.path, f"decompresses to more than {MAX_GUNZIPPED_PDF >> 30} GB; "
-                                                         "unpack it (`gunzip -k FILE`) where there is room and "
-                                                         "ingest the .pdf.")
+                            raise IngestError(
+                                self.path,
+                                f"decompresses to more than {MAX_GUNZIPPED_PDF >> 30} GB; "
+                                "unpack it (`gunzip -k FILE`) where there is room and "
+                                "ingest the .pdf.",
+                            )
             except GZIP_ERRORS as e:
                 raise gzip_error(self.path, e) from e
             except OSError as e:
@@ -131,18 +134,27 @@ class PdfReader(BaseReader):
         if b"%PDF-" not in head:
             raise IngestError(self.path, "is not a PDF file (no %PDF- header); give it its real extension.")
         if b"%%EOF" not in tail:
-            raise IngestError(self.path, "is truncated (the PDF end marker %%EOF is missing); the download or copy "
-                                         "was probably cut short — get the complete file again.")
+            raise IngestError(
+                self.path,
+                "is truncated (the PDF end marker %%EOF is missing); the download or copy "
+                "was probably cut short — get the complete file again.",
+            )
         try:
             self._doc = pdfium.PdfDocument(str(source))
         except pdfium.PdfiumError as e:
             message = str(e)
             if "password" in message.lower():
-                raise IngestError(self.path, "is password-protected; save an unprotected copy (for example "
-                                             "`qpdf --decrypt --password=PASSWORD in.pdf out.pdf`) and ingest "
-                                             "that.") from e
-            raise IngestError(self.path, f"is damaged and cannot be opened ({message}); re-export or repair "
-                                         "it (for example with `qpdf in.pdf out.pdf`).") from e
+                raise IngestError(
+                    self.path,
+                    "is password-protected; save an unprotected copy (for example "
+                    "`qpdf --decrypt --password=PASSWORD in.pdf out.pdf`) and ingest "
+                    "that.",
+                ) from e
+            raise IngestError(
+                self.path,
+                f"is damaged and cannot be opened ({message}); re-export or repair "
+                "it (for example with `qpdf in.pdf out.pdf`).",
+            ) from e
         count = len(self._doc)
         if count == 0:
             self.close()
@@ -174,8 +186,15 @@ class PdfReader(BaseReader):
                 items = self._items(raw, lines, style)
                 blocks = assembler.blocks(items, page=raw.number)
                 label = self._doc.get_page_label(raw.number - 1)
-                yield Page(raw.number, tuple(blocks), width=raw.width, height=raw.height,
-                           warnings=tuple(raw.warnings), ocr=raw.ocr, label=label)
+                yield Page(
+                    raw.number,
+                    tuple(blocks),
+                    width=raw.width,
+                    height=raw.height,
+                    warnings=tuple(raw.warnings),
+                    ocr=raw.ocr,
+                    label=label,
+                )
         finally:
             tables.close()
 
@@ -189,16 +208,20 @@ class PdfReader(BaseReader):
             runs = group_lines(pending, style)
             listing = False  # under a "Contents" heading: its entries, also those set without dot leaders
             for i, run in enumerate(runs):
-                if run.level and _CONTENTS_TITLE.match(run.text) and (
-                        contents or any(r.kind == "navigation" for r in runs[i + 1:])):
+                if (
+                    run.level
+                    and _CONTENTS_TITLE.match(run.text)
+                    and (contents or any(r.kind == "navigation" for r in runs[i + 1 :]))
+                ):
                     # a chapter's own "Table of Contents" nests under the chapter's heading instead of replacing it
                     # in the heading path of the chapter's opening text
                     items.append(TextItem(run.text, run.bbox, _CONTENTS_LEVEL))
                     listing = True
                     continue
                 listing = listing and not run.level
-                navigation = run.kind == "navigation" or ((contents or listing) and not run.level
-                                                          and not is_prose(run.text))
+                navigation = run.kind == "navigation" or (
+                    (contents or listing) and not run.level and not is_prose(run.text)
+                )
                 items.append(TextItem(run.text, run.bbox, run.level, navigation=navigation))
             pending.clear()
 
@@ -224,8 +247,10 @@ class PdfReader(BaseReader):
 
         width, height = page.get_size()
         raw = _RawPage(index + 1, width, height)
-        paths = [_to_top_left(o.get_bounds(), height)
-                 for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2)]
+        paths = [
+            _to_top_left(o.get_bounds(), height)
+            for o in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_PATH,), max_depth=2)
+        ]
         textpage = page.get_textpage()
         try:
             lines = page_lines(textpage, height=height, rules=underscore_rules(paths))
@@ -269,8 +294,11 @@ class PdfReader(BaseReader):
         pictures = [box for box, item in raw.others if isinstance(item, FigureItem)]
         for caption in (ln for ln in lines if _FIGURE_LINE.match(ln.text)):
             x0, x1 = caption.bbox[0], caption.bbox[2]
-            above = [ln.bbox[3] for ln in lines if ln.bbox[3] <= caption.bbox[1] - 1 and ln.bbox[2] > x0
-                     and ln.bbox[0] < max(x1, x0 + 200)]
+            above = [
+                ln.bbox[3]
+                for ln in lines
+                if ln.bbox[3] <= caption.bbox[1] - 1 and ln.bbox[2] > x0 and ln.bbox[0] < max(x1, x0 + 200)
+            ]
             top = max(above, default=raw.height * 0.05)
             bottom = caption.bbox[1] - 2
             region = (0.0, top, raw.width, bottom)
@@ -306,18 +334,27 @@ class PdfReader(BaseReader):
         elif drawing:
             raw.warnings.append(f"page {raw.number}: {what}; kept as a picture of the drawing.")
         elif wants_ocr is True:
-            raw.warnings.append(f"page {raw.number}: no text layer and OCR is unavailable (install the tesseract "
-                                "program and the pytesseract package); kept as a picture only.")
+            raw.warnings.append(
+                f"page {raw.number}: no text layer and OCR is unavailable (install the tesseract "
+                "program and the pytesseract package); kept as a picture only."
+            )
         else:
-            raw.warnings.append(f"page {raw.number}: no text layer; kept as a picture only"
-                                + ("" if wants_ocr is False else
-                                   " — install Tesseract (e.g. `apt-get install tesseract-ocr`) to read its text")
-                                + ".")
+            raw.warnings.append(
+                f"page {raw.number}: no text layer; kept as a picture only"
+                + (
+                    ""
+                    if wants_ocr is False
+                    else " — install Tesseract (e.g. `apt-get install tesseract-ocr`) to read its text"
+                )
+                + "."
+            )
         image = page.render(scale=self.options.render_dpi / 72).to_pil()
         data, w, h = picture_bytes(image, max_side=self.options.max_picture_side * 2)
         box = (0.0, 0.0, raw.width, raw.height)
-        figure = (Figure(data, "image/jpeg", w, h, origin="rendered", alt_text=f"Drawing on page {raw.number}")
-                  if drawing else
-                  Figure(data, "image/jpeg", w, h, origin="scanned", alt_text=f"Scanned page {raw.number}"))
+        figure = (
+            Figure(data, "image/jpeg", w, h, origin="rendered", alt_text=f"Drawing on page {raw.number}")
+            if drawing
+            else Figure(data, "image/jpeg", w, h, origin="scanned", alt_text=f"Scanned page {raw.number}")
+        )
         raw.others.append((box, FigureItem(figure, box)))
         return []

@@ -45,14 +45,19 @@ _RULE_MAX_GAP = 300.0
 
 def rule_groups(paths: Sequence[BBox], *, width: float) -> list[BBox]:
     """Regions bounded by three or more aligned horizontal rules (top rule, header rule, bottom rule)."""
-    rules = sorted((p for p in paths if p[3] - p[1] <= _RULE_THICKNESS and p[2] - p[0] >= _RULE_MIN_SHARE * width),
-                   key=lambda p: (p[1], p[0]))
+    rules = sorted(
+        (p for p in paths if p[3] - p[1] <= _RULE_THICKNESS and p[2] - p[0] >= _RULE_MIN_SHARE * width),
+        key=lambda p: (p[1], p[0]),
+    )
     groups: list[list[BBox]] = []
     for rule in rules:
         for group in groups:
             last = group[-1]
-            if (abs(rule[0] - last[0]) <= _RULE_ALIGN and abs(rule[2] - last[2]) <= _RULE_ALIGN
-                    and rule[1] - last[3] <= _RULE_MAX_GAP):
+            if (
+                abs(rule[0] - last[0]) <= _RULE_ALIGN
+                and abs(rule[2] - last[2]) <= _RULE_ALIGN
+                and rule[1] - last[3] <= _RULE_MAX_GAP
+            ):
                 group.append(rule)
                 break
         else:
@@ -61,8 +66,12 @@ def rule_groups(paths: Sequence[BBox], *, width: float) -> list[BBox]:
 
 
 def _inside(box: BBox, area: BBox, slack: float = 2.0) -> bool:
-    return (box[0] >= area[0] - slack and box[1] >= area[1] - slack
-            and box[2] <= area[2] + slack and box[3] <= area[3] + slack)
+    return (
+        box[0] >= area[0] - slack
+        and box[1] >= area[1] - slack
+        and box[2] <= area[2] + slack
+        and box[3] <= area[3] + slack
+    )
 
 
 def _key(text: str) -> str:
@@ -86,7 +95,7 @@ def uncaptured(lines: Sequence[Line], table: TableItem) -> list[Line]:
         if at < 0:
             kept.append(line)
         else:
-            cells = f"{cells[:at]}\n{cells[at + len(key):]}"
+            cells = f"{cells[:at]}\n{cells[at + len(key) :]}"
     return kept
 
 
@@ -181,8 +190,11 @@ def _booktabs(page: Any, region: BBox) -> TableItem | None:
     def centred(obj: dict[str, Any]) -> bool:
         # Characters count by their centre: pdfminer's glyph boxes reach higher than PDFium's, so a box cropped to
         # the region's lines (PDFium's) cut its first row away when words had to lie wholly inside it.
-        return (obj.get("object_type") == "char" and left <= (obj["x0"] + obj["x1"]) / 2 <= right
-                and top <= (obj["top"] + obj["bottom"]) / 2 <= bottom)
+        return (
+            obj.get("object_type") == "char"
+            and left <= (obj["x0"] + obj["x1"]) / 2 <= right
+            and top <= (obj["top"] + obj["bottom"]) / 2 <= bottom
+        )
 
     words = page.filter(centred).extract_words()
     if not words:
@@ -199,8 +211,13 @@ def _booktabs(page: Any, region: BBox) -> TableItem | None:
     spans = _spans([w for row in rows[1:] for w in row]) if len(rows) > 1 else []
     phrases = _spans(rows[0])
     spans = sorted([*spans, *(p for p in phrases if not any(_overlap(s, p) > 0 for s in spans))])
-    columns = [next((i for i, s in enumerate(spans) if s[0] <= p[0] <= s[1]),
-                    max(range(len(spans)), key=lambda i: _overlap(spans[i], p))) for p in phrases]
+    columns = [
+        next(
+            (i for i, s in enumerate(spans) if s[0] <= p[0] <= s[1]),
+            max(range(len(spans)), key=lambda i: _overlap(spans[i], p)),
+        )
+        for p in phrases
+    ]
     cells = [["" for _ in spans] for _ in rows]
     for r, row in enumerate(rows):
         for word in sorted(row, key=lambda w: w["x0"]):

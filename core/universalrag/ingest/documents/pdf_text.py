@@ -28,8 +28,15 @@ __all__ = ["page_lines", "underscore_rules"]
 
 _SOFT_HYPHENS = ("\u00ad", "\x02")
 #: Typographic ligatures (as TeX and many fonts emit them) → their letters, so that "ﬁnal" is found as "final".
-_LIGATURES = {"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi", "\ufb04": "ffl", "\ufb05": "st",
-              "\ufb06": "st"}
+_LIGATURES = {
+    "\ufb00": "ff",
+    "\ufb01": "fi",
+    "\ufb02": "fl",
+    "\ufb03": "ffi",
+    "\ufb04": "ffl",
+    "\ufb05": "st",
+    "\ufb06": "st",
+}
 
 
 def _bold(raw: Any, textpage: Any, index: int) -> bool:
@@ -83,8 +90,9 @@ def underscore_rules(paths: Sequence[BBox]) -> list[BBox]:
 def _underscore_between(rules: Sequence[BBox], cur: _LineBuilder, box: BBox) -> bool:
     """Whether a rule fills the gap between the line so far and the next character, at the line's baseline."""
     low = cur.top + 0.6 * (cur.bottom - cur.top)  # at the baseline, below the math axis where fraction bars sit
-    return any(r[0] >= cur.x1 - 1.5 and r[2] <= box[0] + 1.5 and low <= (r[1] + r[3]) / 2 <= cur.bottom + 1
-               for r in rules)
+    return any(
+        r[0] >= cur.x1 - 1.5 and r[2] <= box[0] + 1.5 and low <= (r[1] + r[3]) / 2 <= cur.bottom + 1 for r in rules
+    )
 
 
 def page_lines(textpage: Any, *, height: float, rules: Sequence[BBox] = ()) -> list[Line]:
@@ -159,8 +167,14 @@ def _attach_tags(lines: list[Line]) -> list[Line]:
     out: dict[int, Line] = dict(enumerate(lines))
     for i in tags:
         tag = lines[i]
-        left = [j for j in out if j != i and out[j].bbox[2] < tag.bbox[0] and _same_line(out[j].bbox, tag.bbox)
-                and not _is_tag(out[j].text)]
+        left = [
+            j
+            for j in out
+            if j != i
+            and out[j].bbox[2] < tag.bbox[0]
+            and _same_line(out[j].bbox, tag.bbox)
+            and not _is_tag(out[j].text)
+        ]
         if not left:
             continue
         j = max(left, key=lambda k: out[k].bbox[2])

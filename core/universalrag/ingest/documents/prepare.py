@@ -30,16 +30,32 @@ def figure_folder(home: Path, schema: str, content_hash: str) -> Path:
     return Path(home) / "figures" / schema / content_hash[:24]
 
 
-def prepare_document(path: Path, targets: DocumentTargets, embedder: Embedder, *, uri: str, content_hash: str,
-                     figure_dir: Path | None = None, visual: VisualEncoder | None = None,
-                     options: DocumentOptions | None = None, batch_rows: int = 1024) -> Prepared:
+def prepare_document(
+    path: Path,
+    targets: DocumentTargets,
+    embedder: Embedder,
+    *,
+    uri: str,
+    content_hash: str,
+    figure_dir: Path | None = None,
+    visual: VisualEncoder | None = None,
+    options: DocumentOptions | None = None,
+    batch_rows: int = 1024,
+) -> Prepared:
     """Read ``path`` (PDF, .docx or .pptx) and build its units for ``targets``; raises
     :class:`~universalrag.errors.IngestError` for unreadable files."""
     doc = read_document(path, options=options)
     for warning in doc.warnings:
         _log.warning("%s: %s", path, warning)
-    units, parts = document_units(doc, targets, embedder, uri=uri, source=str(path), figure_dir=figure_dir,
-                                  visual=visual, batch_rows=batch_rows)
-    meta = {"title": doc.title, "format": doc.info.format, "path": path.name, "pages": len(doc.pages),
-            "warnings": list(doc.warnings), "navigation_removed": doc.navigation}
+    units, parts = document_units(
+        doc, targets, embedder, uri=uri, source=str(path), figure_dir=figure_dir, visual=visual, batch_rows=batch_rows
+    )
+    meta = {
+        "title": doc.title,
+        "format": doc.info.format,
+        "path": path.name,
+        "pages": len(doc.pages),
+        "warnings": list(doc.warnings),
+        "navigation_removed": doc.navigation,
+    }
     return Prepared(source_record(uri, content_hash, Modality.TEXT, units, metadata=meta), units, parts)

@@ -130,11 +130,17 @@ def open_document(path: str | Path, *, options: DocumentOptions | None = None) -
         return SlidesReader(path, options=options)
     if kind in _CONVERT:
         what, target = _CONVERT[kind]
-        raise IngestError(path, f"is {what}, which cannot be read directly; convert it, for example with "
-                                f"LibreOffice: `soffice --headless --convert-to {target} {path.name}` (and remove "
-                                "any password), then ingest the converted file.")
-    raise IngestError(path, "is not a PDF, Word (.docx) or PowerPoint (.pptx) file (its content says otherwise); "
-                            "check that it is complete and has its real extension.")
+        raise IngestError(
+            path,
+            f"is {what}, which cannot be read directly; convert it, for example with "
+            f"LibreOffice: `soffice --headless --convert-to {target} {path.name}` (and remove "
+            "any password), then ingest the converted file.",
+        )
+    raise IngestError(
+        path,
+        "is not a PDF, Word (.docx) or PowerPoint (.pptx) file (its content says otherwise); "
+        "check that it is complete and has its real extension.",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,4 +199,3 @@ def read_document(path: str | Path, *, options: DocumentOptions | None = None) -
         raise IngestError(path, "contains no text, table or picture that could be read.")
     warnings = tuple(w for p in pages for w in p.warnings)
     return ParsedDocument(info, _title(info, blocks, file_stem(path)), linked, warnings)
-

@@ -57,8 +57,9 @@ class SlidesReader(BaseReader):
             from pptx.exc import PackageNotFoundError
         except ImportError as e:
             raise MissingDependencyError("python-pptx", "documents", feature="PowerPoint files") from e
-        self._prs = open_office_package(self.path, pptx.Presentation, not_a_package=PackageNotFoundError,
-                                        kind="PowerPoint (.pptx)")
+        self._prs = open_office_package(
+            self.path, pptx.Presentation, not_a_package=PackageNotFoundError, kind="PowerPoint (.pptx)"
+        )
         props = self._prs.core_properties
         meta = {k: v for k, v in (("author", props.author), ("subject", props.subject)) if v}
         self._info = DocumentInfo("pptx", (props.title or "").strip() or self.path.stem, len(self._prs.slides), meta)
@@ -142,8 +143,10 @@ class SlidesReader(BaseReader):
             return None
         header = ["Category", *(s.name or f"Series {i}" for i, s in enumerate(series, 1))]
         values = [list(s.values) for s in series]
-        rows = [header] + [[cat, *("" if i >= len(v) or v[i] is None else f"{v[i]:g}" for v in values)]
-                           for i, cat in enumerate(categories)]
+        rows = [header] + [
+            [cat, *("" if i >= len(v) or v[i] is None else f"{v[i]:g}" for v in values)]
+            for i, cat in enumerate(categories)
+        ]
         title = chart.chart_title.text_frame.text.strip() if chart.has_title else ""
         return TableItem(rows=clean_rows(rows), bbox=box, header_rows=1, caption=title)
 
@@ -157,8 +160,7 @@ class SlidesReader(BaseReader):
         except (OSError, ValueError, KeyError) as e:
             warnings.append(f"picture {shape.name!r} could not be decoded ({e}); it was skipped.")
             return None
-        c_nv_pr = next(shape.element.iter("{http://schemas.openxmlformats.org/presentationml/2006/main}cNvPr"),
-                       None)
+        c_nv_pr = next(shape.element.iter("{http://schemas.openxmlformats.org/presentationml/2006/main}cNvPr"), None)
         alt = (c_nv_pr.get("descr") or "").strip() if c_nv_pr is not None else ""
         data, w, h = picture_bytes(pil, max_side=self.options.max_picture_side)
         return FigureItem(Figure(data, "image/jpeg", w, h, alt_text=alt, origin="embedded"), box)

@@ -93,8 +93,11 @@ def _slide_text(blocks: Sequence[Block]) -> str:
 def passages(doc: ParsedDocument) -> list[_Passage]:
     """The document's passages: one per slide for decks; else ~100 words at a time within each heading's text."""
     if doc.info.format == "pptx":
-        return [_Passage(_slide_text(p.blocks), p.blocks[0].heading_path if p.blocks else (), (p.number,), None)
-                for p in doc.pages if p.blocks]
+        return [
+            _Passage(_slide_text(p.blocks), p.blocks[0].heading_path if p.blocks else (), (p.number,), None)
+            for p in doc.pages
+            if p.blocks
+        ]
     out: list[_Passage] = []
     section: list[Block] = []
 
@@ -108,10 +111,14 @@ def passages(doc: ParsedDocument) -> list[_Passage]:
             pos += len(block.text) + 2
         text = "\n\n".join(pieces)
         for passage in split_paragraphs(text):
-            covered = [b for b, s in zip(section, starts, strict=True)
-                       if s < passage.end_char and s + len(b.text) > passage.start_char]
-            out.append(_Passage(passage.text, section[0].heading_path, _where([b.page for b in covered]),
-                                _union(covered)))
+            covered = [
+                b
+                for b, s in zip(section, starts, strict=True)
+                if s < passage.end_char and s + len(b.text) > passage.start_char
+            ]
+            out.append(
+                _Passage(passage.text, section[0].heading_path, _where([b.page for b in covered]), _union(covered))
+            )
         section.clear()
 
     for block in doc.blocks():
@@ -124,10 +131,21 @@ def passages(doc: ParsedDocument) -> list[_Passage]:
     return out
 
 
-def _provenance(doc: ParsedDocument, *, source: str, document_id: str | None, pages: Sequence[int],
-                heading_path: Sequence[str], bbox: Sequence[float] | None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"source": source, "document_format": doc.info.format, "document_title": doc.title,
-                            "heading_path": list(heading_path)}
+def _provenance(
+    doc: ParsedDocument,
+    *,
+    source: str,
+    document_id: str | None,
+    pages: Sequence[int],
+    heading_path: Sequence[str],
+    bbox: Sequence[float] | None,
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "source": source,
+        "document_format": doc.info.format,
+        "document_title": doc.title,
+        "heading_path": list(heading_path),
+    }
     if pages:
         meta["page"] = pages[0]
         label = next((p.label for p in doc.pages if p.number == pages[0]), "")
@@ -170,12 +188,24 @@ def _tables(doc: ParsedDocument, *, source: str, document_id: str | None) -> lis
             seen.add(name)
             names.append(name)
         body = [list(r) for r in (data.body if data.header_rows else data.rows)]
-        meta = {**_provenance(doc, source=source, document_id=document_id, pages=_where([block.page]),
-                              heading_path=block.heading_path, bbox=block.bbox),
-                "format": doc.info.format, "index_in_file": index, "row_count": len(body), "column_count": width,
-                "caption": data.caption, "label": f"Table {data.label}" if data.label else "",
-                "cited_by": list(data.cited_by),
-                "header_synthesized": not data.header_rows}
+        meta = {
+            **_provenance(
+                doc,
+                source=source,
+                document_id=document_id,
+                pages=_where([block.page]),
+                heading_path=block.heading_path,
+                bbox=block.bbox,
+            ),
+            "format": doc.info.format,
+            "index_in_file": index,
+            "row_count": len(body),
+            "column_count": width,
+            "caption": data.caption,
+            "label": f"Table {data.label}" if data.label else "",
+            "cited_by": list(data.cited_by),
+            "header_synthesized": not data.header_rows,
+        }
         tables.append(ParsedTable(data.title, names, meta, row_source=lambda rows=body: iter(rows)))
     return tables
 
@@ -189,8 +219,10 @@ def _figure_text(doc: ParsedDocument, block: Block) -> str:
         lines.append(figure.alt_text)
     if not lines:
         where = f"page {block.page}" if block.page is not None else "the document"
-        lines.append(f"Picture on {where} of {doc.title}" + (f", section {_heading(block.heading_path)}"
-                                                             if block.heading_path else ""))
+        lines.append(
+            f"Picture on {where} of {doc.title}"
+            + (f", section {_heading(block.heading_path)}" if block.heading_path else "")
+        )
     return "\n".join(lines)
 
 
@@ -202,9 +234,17 @@ def _save_figure(data: bytes, folder: Path, name: str) -> str:
     return path.resolve().as_uri()
 
 
-def document_units(doc: ParsedDocument, targets: DocumentTargets, embedder: Embedder, *, uri: str, source: str,
-                   figure_dir: Path | None = None, visual: VisualEncoder | None = None,
-                   batch_rows: int = 1024) -> tuple[list[Unit], Iterator[PartBatch]]:
+def document_units(
+    doc: ParsedDocument,
+    targets: DocumentTargets,
+    embedder: Embedder,
+    *,
+    uri: str,
+    source: str,
+    figure_dir: Path | None = None,
+    visual: VisualEncoder | None = None,
+    batch_rows: int = 1024,
+) -> tuple[list[Unit], Iterator[PartBatch]]:
     """The units of one parsed document (parents first) and the stream of its tables' row parts.
 
     Text is embedded in one batch with the document title (and heading path) in front; see the module
@@ -216,36 +256,76 @@ def document_units(doc: ParsedDocument, targets: DocumentTargets, embedder: Embe
     found = passages(doc) if targets.paragraph is not None else []
     figures = [b for b in doc.blocks() if b.kind is BlockKind.FIGURE] if targets.image is not None else []
     texts = [f"{doc.title}\n{c}" for c in chunks]
-    texts += [f"{doc.title} — {_heading(p.heading_path)}\n{p.text}" if p.heading_path else f"{doc.title}\n{p.text}"
-              for p in found]
+    texts += [
+        f"{doc.title} — {_heading(p.heading_path)}\n{p.text}" if p.heading_path else f"{doc.title}\n{p.text}"
+        for p in found
+    ]
     texts += [f"{doc.title}\n{_figure_text(doc, b)}" for b in figures]
     vectors = embedder.embed(texts) if texts else np.zeros((0, embedder.dimension), dtype=np.float32)
     chunk_vecs = vectors[: len(chunks)]
-    passage_vecs = vectors[len(chunks): len(chunks) + len(found)]
-    figure_vecs = vectors[len(chunks) + len(found):]
+    passage_vecs = vectors[len(chunks) : len(chunks) + len(found)]
+    figure_vecs = vectors[len(chunks) + len(found) :]
     units: list[Unit] = []
     base = {"source": source, "format": doc.info.format, "title": doc.title}
     if targets.document is not None and doc_id is not None:
         spec = targets.document
-        units.append(Unit(
-            id=doc_id, corpus=spec.name, content=text, uri=uri, embedding=normalised_mean(chunk_vecs),
-            metadata={**base, "pages": len(doc.pages), "page_kind": doc.pages[0].kind if doc.pages else "page",
-                      "words": len(text.split()), "chunks": len(chunks), "warnings": list(doc.warnings),
-                      "navigation_removed": doc.navigation},
-            parts=chunks if spec.multi_vector else (),
-            part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
-        ))
+        units.append(
+            Unit(
+                id=doc_id,
+                corpus=spec.name,
+                content=text,
+                uri=uri,
+                embedding=normalised_mean(chunk_vecs),
+                metadata={
+                    **base,
+                    "pages": len(doc.pages),
+                    "page_kind": doc.pages[0].kind if doc.pages else "page",
+                    "words": len(text.split()),
+                    "chunks": len(chunks),
+                    "warnings": list(doc.warnings),
+                    "navigation_removed": doc.navigation,
+                },
+                parts=chunks if spec.multi_vector else (),
+                part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
+            )
+        )
     if targets.paragraph is not None:
         spec = targets.paragraph
         linked = doc_id if targets.document is not None and spec.parent == targets.document.name else None
         for index, (p, vec) in enumerate(zip(found, passage_vecs, strict=True)):
-            meta = {**_provenance(doc, source=source, document_id=doc_id, pages=p.pages, heading_path=p.heading_path,
-                                  bbox=p.bbox), "title": doc.title, "format": doc.info.format, "index": index}
-            units.append(Unit(id=_new_id(), corpus=spec.name, content=_headed(p), uri=uri, embedding=vec.tolist(),
-                              parent_id=linked, metadata=meta))
+            meta = {
+                **_provenance(
+                    doc, source=source, document_id=doc_id, pages=p.pages, heading_path=p.heading_path, bbox=p.bbox
+                ),
+                "title": doc.title,
+                "format": doc.info.format,
+                "index": index,
+            }
+            units.append(
+                Unit(
+                    id=_new_id(),
+                    corpus=spec.name,
+                    content=_headed(p),
+                    uri=uri,
+                    embedding=vec.tolist(),
+                    parent_id=linked,
+                    metadata=meta,
+                )
+            )
     if targets.image is not None:
-        units.extend(_figure_units(doc, figures, figure_vecs, targets.image, uri=uri, source=source,
-                                   document_id=doc_id, figure_dir=figure_dir, visual=visual))
+        units.extend(
+            _figure_units(
+                doc,
+                figures,
+                figure_vecs,
+                targets.image,
+                uri=uri,
+                source=source,
+                document_id=doc_id,
+                figure_dir=figure_dir,
+                visual=visual,
+            )
+        )
     parts: Iterator[PartBatch] = iter(())
     if targets.table is not None:
         tables = _tables(doc, source=source, document_id=doc_id)
@@ -255,9 +335,18 @@ def document_units(doc: ParsedDocument, targets: DocumentTargets, embedder: Embe
     return units, parts
 
 
-def _figure_units(doc: ParsedDocument, figures: Sequence[Block], vectors: np.ndarray, spec: CorpusSpec, *,
-                  uri: str, source: str, document_id: str | None, figure_dir: Path | None,
-                  visual: VisualEncoder | None) -> list[Unit]:
+def _figure_units(
+    doc: ParsedDocument,
+    figures: Sequence[Block],
+    vectors: np.ndarray,
+    spec: CorpusSpec,
+    *,
+    uri: str,
+    source: str,
+    document_id: str | None,
+    figure_dir: Path | None,
+    visual: VisualEncoder | None,
+) -> list[Unit]:
     imaging = import_pil("figures of documents")
     visual_vecs: list[Any] = [None] * len(figures)
     if visual is not None and spec.visual_dimension and figures:
@@ -268,17 +357,43 @@ def _figure_units(doc: ParsedDocument, figures: Sequence[Block], vectors: np.nda
         figure = block.figure
         assert figure is not None
         page = block.page or 0
-        unit_uri = uri if figure_dir is None else _save_figure(
-            figure.image, figure_dir, f"p{page:04d}-f{index + 1:03d}.jpg")
+        unit_uri = (
+            uri if figure_dir is None else _save_figure(figure.image, figure_dir, f"p{page:04d}-f{index + 1:03d}.jpg")
+        )
         content = _figure_text(doc, block)
         label = f"Figure {figure.label}" if figure.label else ""
-        meta = {**_provenance(doc, source=source, document_id=document_id, pages=_where([block.page]),
-                              heading_path=block.heading_path, bbox=block.bbox),
-                "title": (figure.caption or label or content)[:120], "label": label, "caption": figure.caption,
-                "cited_by": list(figure.cited_by), "alt_text": figure.alt_text, "origin": figure.origin,
-                "width": figure.width, "height": figure.height, "format": "jpeg", "mime_type": figure.mime_type,
-                "description_source": "caption" if figure.caption else ("citing" if figure.cited_by else
-                                                                        "alt" if figure.alt_text else "context")}
-        units.append(Unit(id=_new_id(), corpus=spec.name, content=content, uri=unit_uri, embedding=vec.tolist(),
-                          metadata=meta, visual_embedding=visual_vec))
+        meta = {
+            **_provenance(
+                doc,
+                source=source,
+                document_id=document_id,
+                pages=_where([block.page]),
+                heading_path=block.heading_path,
+                bbox=block.bbox,
+            ),
+            "title": (figure.caption or label or content)[:120],
+            "label": label,
+            "caption": figure.caption,
+            "cited_by": list(figure.cited_by),
+            "alt_text": figure.alt_text,
+            "origin": figure.origin,
+            "width": figure.width,
+            "height": figure.height,
+            "format": "jpeg",
+            "mime_type": figure.mime_type,
+            "description_source": "caption"
+            if figure.caption
+            else ("citing" if figure.cited_by else "alt" if figure.alt_text else "context"),
+        }
+        units.append(
+            Unit(
+                id=_new_id(),
+                corpus=spec.name,
+                content=content,
+                uri=unit_uri,
+                embedding=vec.tolist(),
+                metadata=meta,
+                visual_embedding=visual_vec,
+            )
+        )
     return units

@@ -65,8 +65,9 @@ class WordReader(BaseReader):
             from docx.opc.exceptions import PackageNotFoundError
         except ImportError as e:
             raise MissingDependencyError("python-docx", "documents", feature="Word files") from e
-        self._doc = open_office_package(self.path, docx.Document, not_a_package=PackageNotFoundError,
-                                        kind="Word (.docx)")
+        self._doc = open_office_package(
+            self.path, docx.Document, not_a_package=PackageNotFoundError, kind="Word (.docx)"
+        )
         body = self._doc.element.body
         self._rendered_breaks = next(body.iter(f"{_W}lastRenderedPageBreak"), None) is not None
         props = self._doc.core_properties
@@ -81,9 +82,7 @@ class WordReader(BaseReader):
 
     def _has_pages(self) -> bool:
         body = self._doc.element.body
-        return self._rendered_breaks or any(
-            br.get(f"{_W}type") == "page" for br in body.iter(f"{_W}br")
-        )
+        return self._rendered_breaks or any(br.get(f"{_W}type") == "page" for br in body.iter(f"{_W}br"))
 
     def pages(self) -> Iterator[Page]:
         """The document as pages (split where the file records page breaks; one page when it records none)."""

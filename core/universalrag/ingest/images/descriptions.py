@@ -43,11 +43,25 @@ _TAG_XP_TITLE, _TAG_XP_COMMENT = 0x9C9B, 0x9C9C
 _IFD_EXIF, _TAG_DATETIME_ORIGINAL, _TAG_USER_COMMENT = 0x8769, 36867, 37510
 
 #: Texts cameras and editors write into description fields by default; they describe nothing.
-_BOILERPLATE = frozenset({
-    "", "default", "image", "picture", "photo", "untitled", "digital camera", "olympus digital camera",
-    "sony dsc", "kodak digital still camera", "minolta digital camera", "samsung digital camera",
-    "exif_jpeg_picture", "created with gimp", "screenshot",
-})
+_BOILERPLATE = frozenset(
+    {
+        "",
+        "default",
+        "image",
+        "picture",
+        "photo",
+        "untitled",
+        "digital camera",
+        "olympus digital camera",
+        "sony dsc",
+        "kodak digital still camera",
+        "minolta digital camera",
+        "samsung digital camera",
+        "exif_jpeg_picture",
+        "created with gimp",
+        "screenshot",
+    }
+)
 #: File-name tokens that name a camera or app rather than the content ("IMG_2031", "DSC0042", "PXL").
 _CAMERA_TOKEN = re.compile(
     r"^(?:img|dsc|dscn|dscf|dcim|pxl|mvimg|pano|gopr|gp|dji|sam|wp|vid|pict|p)?"
@@ -97,10 +111,8 @@ def sidecar_paths(path: str | Path) -> list[Path]:
     leading out of the image's folder is ignored: it is never read.
     """
     p = Path(path)
-    names = [p.with_name(p.name + ".txt"), p.with_suffix(".txt"), p.with_name(p.name + ".json"),
-             p.with_suffix(".json")]
-    return [s for s in names
-            if s != p and inside(s, p.parent) and (s.suffix == ".txt" or _is_json_object(s))]
+    names = [p.with_name(p.name + ".txt"), p.with_suffix(".txt"), p.with_name(p.name + ".json"), p.with_suffix(".json")]
+    return [s for s in names if s != p and inside(s, p.parent) and (s.suffix == ".txt" or _is_json_object(s))]
 
 
 def _read_sidecar(image: Path, sidecar: Path) -> str:
@@ -108,17 +120,22 @@ def _read_sidecar(image: Path, sidecar: Path) -> str:
     try:
         size = sidecar.stat().st_size
         if size > _MAX_SIDECAR_BYTES:
-            raise IngestError(image, f"its sidecar {sidecar.name!r} is {size} bytes, too large for a "
-                                     "caption (limit 1 MiB); shorten it or rename it so it is not a sidecar.")
+            raise IngestError(
+                image,
+                f"its sidecar {sidecar.name!r} is {size} bytes, too large for a "
+                "caption (limit 1 MiB); shorten it or rename it so it is not a sidecar.",
+            )
         data = sidecar.read_bytes()
     except OSError as e:
-        raise IngestError(image, f"its sidecar {sidecar.name!r} could not be read ({e.strerror or e}); "
-                                 "check its permissions.") from e
+        raise IngestError(
+            image, f"its sidecar {sidecar.name!r} could not be read ({e.strerror or e}); check its permissions."
+        ) from e
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise IngestError(image, f"its sidecar {sidecar.name!r} is not UTF-8 text (byte offset {e.start}); "
-                                 "re-save it as UTF-8.") from e
+        raise IngestError(
+            image, f"its sidecar {sidecar.name!r} is not UTF-8 text (byte offset {e.start}); re-save it as UTF-8."
+        ) from e
 
 
 def _json_sidecar(image: Path, sidecar: Path) -> dict[str, Any]:
@@ -126,11 +143,15 @@ def _json_sidecar(image: Path, sidecar: Path) -> dict[str, Any]:
     try:
         value = json.loads(raw)
     except ValueError as e:
-        raise IngestError(image, f"its JSON sidecar {sidecar.name!r} is not valid JSON ({e}); fix it or "
-                                 "remove it.") from e
+        raise IngestError(
+            image, f"its JSON sidecar {sidecar.name!r} is not valid JSON ({e}); fix it or remove it."
+        ) from e
     if not isinstance(value, dict):
-        raise IngestError(image, f"its JSON sidecar {sidecar.name!r} must hold an object with a "
-                                 "'caption', 'description', 'title' or 'alt' key.")
+        raise IngestError(
+            image,
+            f"its JSON sidecar {sidecar.name!r} must hold an object with a "
+            "'caption', 'description', 'title' or 'alt' key.",
+        )
     return value
 
 
@@ -219,8 +240,9 @@ def describe(image: Path, *, caption: str | None, alt: str | None, exif_descript
     def from_json() -> str:
         if sidecar_json is None:
             return ""
-        return next((_collapse(v) for k in _JSON_KEYS if isinstance(v := sidecar_json.get(k), str)
-                     and _collapse(v)), "")
+        return next(
+            (_collapse(v) for k in _JSON_KEYS if isinstance(v := sidecar_json.get(k), str) and _collapse(v)), ""
+        )
 
     sources = (
         ("caption", lambda: _collapse(caption or "")),

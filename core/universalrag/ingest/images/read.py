@@ -21,8 +21,14 @@ from .descriptions import describe, read_exif
 
 __all__ = ["ImageInfo", "read_image"]
 
-_MIME = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp", "GIF": "image/gif",
-         "BMP": "image/bmp", "TIFF": "image/tiff"}
+_MIME = {
+    "JPEG": "image/jpeg",
+    "PNG": "image/png",
+    "WEBP": "image/webp",
+    "GIF": "image/gif",
+    "BMP": "image/bmp",
+    "TIFF": "image/tiff",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +78,14 @@ def read_image(path: str | Path, *, caption: str | None = None, alt: str | None 
     described = describe(p, caption=caption, alt=alt, exif_description=exif_description)
 
     metadata: dict[str, Any] = {
-        "size_bytes": size, "format": fmt.lower(), "mime_type": _MIME.get(fmt, "application/octet-stream"),
-        "width": width, "height": height, "mode": mode, "frames": frames, "description_source": described.source,
+        "size_bytes": size,
+        "format": fmt.lower(),
+        "mime_type": _MIME.get(fmt, "application/octet-stream"),
+        "width": width,
+        "height": height,
+        "mode": mode,
+        "frames": frames,
+        "description_source": described.source,
     }
     if exif_subset:
         metadata["exif"] = exif_subset

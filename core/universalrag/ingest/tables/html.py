@@ -45,8 +45,11 @@ def _own_text(node: Any) -> str:
         if isinstance(child, Tag):
             if child.name in _BREAKS:
                 parts.append(" ")
-        elif (isinstance(child, NavigableString) and not isinstance(child, PreformattedString)
-              and child.find_parent(_OWNERS) is node):
+        elif (
+            isinstance(child, NavigableString)
+            and not isinstance(child, PreformattedString)
+            and child.find_parent(_OWNERS) is node
+        ):
             parts.append(str(child))
     return " ".join("".join(parts).split())
 
@@ -76,8 +79,9 @@ def _grid(table: Any) -> tuple[list[list[str]], list[list[bool]], int]:
     for i, tr in enumerate(trs):
         cells = [c for c in tr.find_all(["td", "th"]) if c.find_parent("tr") is tr]
         section = tr.find_parent(["thead", "tbody", "tfoot", "table"])
-        kinds.append((section is not None and section.name == "thead",
-                      bool(cells) and all(c.name == "th" for c in cells)))
+        kinds.append(
+            (section is not None and section.name == "thead", bool(cells) and all(c.name == "th" for c in cells))
+        )
         row: list[str] = []
         copy: list[bool] = []
         for cell in cells:
@@ -225,9 +229,15 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
         stub = is_label_column(row[0] for row in data)
         header = synthetic_header(width) if synthesized else make_header(names, stub=stub)
         metadata = {
-            "format": fmt, "source": source_name(name), "index_in_file": len(found), "row_count": len(data),
-            "column_count": width, "title_from": title_from, "header_rows": header_rows,
-            "header_synthesized": synthesized or not any(names), "blank_rows_skipped": len(rows) - len(data),
+            "format": fmt,
+            "source": source_name(name),
+            "index_in_file": len(found),
+            "row_count": len(data),
+            "column_count": width,
+            "title_from": title_from,
+            "header_rows": header_rows,
+            "header_synthesized": synthesized or not any(names),
+            "blank_rows_skipped": len(rows) - len(data),
         }
         if record is not None:
             metadata["layout"] = "record"

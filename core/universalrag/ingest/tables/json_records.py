@@ -52,8 +52,10 @@ _RECORDS_FIRST = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\[\s*\{')
 #: No value at all (JSON's null is None).
 _NONE = object()
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-_TABLE_EXAMPLE = ("a JSON table must look like [{\"team\": \"Lakers\", \"wins\": 57}, ...] or hold such an array "
-                  "under a key, as in {\"teams\": [{\"team\": \"Lakers\", \"wins\": 57}, ...]}")
+_TABLE_EXAMPLE = (
+    'a JSON table must look like [{"team": "Lakers", "wins": 57}, ...] or hold such an array '
+    'under a key, as in {"teams": [{"team": "Lakers", "wins": 57}, ...]}'
+)
 
 
 def records_in_object(head: bytes) -> bool:
@@ -82,7 +84,7 @@ class _JsonStream:
         data = self.fh.read(self.chunk)
         self.eof = not data
         self.offset += self.pos
-        self.buf, self.pos = self.buf[self.pos:] + data, 0
+        self.buf, self.pos = self.buf[self.pos :] + data, 0
         return bool(data)
 
     def peek(self) -> str:
@@ -95,8 +97,11 @@ class _JsonStream:
                 return ""
 
     def _invalid(self, at: int, what: str) -> IngestError:
-        return IngestError(self.name, f"is not valid JSON near character {at} ({what}); "
-                                      "fix it, for example by checking it with `python -m json.tool`.")
+        return IngestError(
+            self.name,
+            f"is not valid JSON near character {at} ({what}); "
+            "fix it, for example by checking it with `python -m json.tool`.",
+        )
 
     def _value(self) -> Any:
         first_error: tuple[int, str] | None = None
@@ -186,8 +191,9 @@ class _Records:
         where = f" under {self.key!r}" if self.member is not None else ""
         for item in items if first is _NONE else chain([first], items):
             if not isinstance(item, dict):
-                raise IngestError(path, f"item {self.count} of the array{where} is {_kind(item)}, not an object; "
-                                        f"{_TABLE_EXAMPLE}.")
+                raise IngestError(
+                    path, f"item {self.count} of the array{where} is {_kind(item)}, not an object; {_TABLE_EXAMPLE}."
+                )
             self.keys.update(dict.fromkeys(item))
             self.count += 1
 
@@ -225,8 +231,9 @@ def _scan(path: Path, encoding: TextEncoding) -> tuple[list[_Records], list[str]
                     value = [] if head is _NONE else [head, *value]
                 described.append(f"{key}: {format_value(value)}")
             if not found:
-                raise IngestError(path, f"holds an object with no array of records under any of its keys; "
-                                        f"{_TABLE_EXAMPLE}.")
+                raise IngestError(
+                    path, f"holds an object with no array of records under any of its keys; {_TABLE_EXAMPLE}."
+                )
         else:
             what = "nothing" if not first else "a single value"
             raise IngestError(path, f"holds {what} at the top level, not an array of records; {_TABLE_EXAMPLE}.")
@@ -238,6 +245,7 @@ def _title(stem: str, records: _Records, several: bool) -> str:
     """The file's stem, followed by the key holding the records when there are several arrays or the stem does not
     already name it ("iso_3166-1" for the records under "3166-1" of iso_3166-1.json, "users — data" for users.json).
     """
+
     def letters(text: str) -> str:
         return re.sub(r"\W+", "", text).casefold()
 
@@ -265,13 +273,23 @@ def read_json(path: Path) -> list[ParsedTable]:
         def row_source() -> Iterator[list[str]]:
             check_unchanged(path, signature)
             with _stream(path, encoding) as stream:
-                items = stream.items() if records.member is None else next(
-                    value for index, (_, value) in enumerate(stream.members()) if index == records.member)
+                items = (
+                    stream.items()
+                    if records.member is None
+                    else next(value for index, (_, value) in enumerate(stream.members()) if index == records.member)
+                )
                 for item in items:
                     yield [format_value(item.get(k)) for k in order]
 
-        parsed = records_table(order, records.count, row_source, title=_title(stem, records, len(found) > 1),
-                               name=path, source=path.name, fmt="json")
+        parsed = records_table(
+            order,
+            records.count,
+            row_source,
+            title=_title(stem, records, len(found) > 1),
+            name=path,
+            source=path.name,
+            fmt="json",
+        )
         parsed.metadata.update(encoding=encoding.stream_codec, index_in_file=found.index(records))
         if records.member is not None:
             parsed.metadata["key"] = records.key

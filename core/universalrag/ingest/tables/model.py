@@ -226,17 +226,17 @@ def table_start(records: Sequence[Sequence[str]]) -> tuple[int, bool]:
     and whether the record after those is the header. It is not when all its cells are numbers or dates, nor when
     it starts with a number over a column of numbers ("1,Alice,30" over "2,Bob,25"): then it is the first row."""
     lead = 0
-    while lead < len(records) - 1 and _leads(records[lead], records[lead + 1:]):
+    while lead < len(records) - 1 and _leads(records[lead], records[lead + 1 :]):
         lead += 1
     first = records[lead]
-    below = records[lead + 1:]
+    below = records[lead + 1 :]
     return lead, not looks_like_data(first) and not (below and _number_over_numbers(first, _numeric_columns(below)))
 
 
 def leading_text(records: Sequence[Sequence[str]]) -> str:
     """The lines that lead into a table (:func:`table_start`) as text, one a line, comments without their hashes:
     kept in the table's ``description`` so that nothing of the file is lost."""
-    lines = (", ".join(cells[:filled_width(cells)]) for cells in records)
+    lines = (", ".join(cells[: filled_width(cells)]) for cells in records)
     return "\n".join(re.sub(r"^#+\s*", "", line) for line in lines).strip()
 
 
@@ -281,12 +281,11 @@ def records_table(
     keys: list[Any], count: int, rows: RowSource, *, title: str, name: str | Path, source: str, fmt: str
 ) -> ParsedTable:
     if count == 0:
-        raise IngestError(name, "has no records; a table needs at least one, like [{\"team\": \"Lakers\"}].")
+        raise IngestError(name, 'has no records; a table needs at least one, like [{"team": "Lakers"}].')
     if not keys:
         raise IngestError(name, "its records have no fields; give each record at least one key.")
     header = make_header(keys)
-    metadata = {"format": fmt, "source": source, "index_in_file": 0, "row_count": count,
-                "column_count": len(header)}
+    metadata = {"format": fmt, "source": source, "index_in_file": 0, "row_count": count, "column_count": len(header)}
     return ParsedTable(title, header, metadata, row_source=rows)
 
 

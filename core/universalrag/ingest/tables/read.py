@@ -62,8 +62,14 @@ __all__ = [
 
 #: File extension → table format read by :func:`read_tables`.
 TABLE_FORMATS: dict[str, str] = {
-    ".csv": "csv", ".tsv": "tsv", ".xlsx": "xlsx", ".json": "json",
-    ".md": "markdown", ".markdown": "markdown", ".html": "html", ".htm": "html",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".xlsx": "xlsx",
+    ".json": "json",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".html": "html",
+    ".htm": "html",
 }
 
 #: How a table's rows read (:func:`serialize_row`), part of every entry of :data:`TABLE_RULES`: since v2 a date
@@ -74,8 +80,10 @@ ROW_RULES = "rows v2: name: value cells, ISO dates beside others"
 #: cells, and whitespace-aligned columns are columns; since v3 the lines that lead into the table (a "#" comment, a
 #: title, a line of counts) are its description, not its header, and a blank first name over the rows' labels stays
 #: blank; since v4 a date cell spelled otherwise than in ISO 8601 is followed by its ISO spelling.
-CSV_RULES = ("csv v4: rows never cut, whitespace-aligned columns, leading lines skipped, label column unnamed, "
-             "ISO dates beside others")
+CSV_RULES = (
+    "csv v4: rows never cut, whitespace-aligned columns, leading lines skipped, label column unnamed, "
+    "ISO dates beside others"
+)
 #: What a table file becomes, by the format its reader reads, in the identity of every such source: the ingest
 #: pipeline hashes it with the file's bytes, so a file stored under an earlier rule is read again, once, at the next
 #: ingest. Every format's entry holds :data:`ROW_RULES`, so a change to the row text reaches every format at once
@@ -202,8 +210,13 @@ def table_from_dataframe(df: Any, *, title: str) -> ParsedTable:
             yield [format_value(v) for v in (*lead, *row)]
 
     header = make_header(labels)
-    metadata = {"format": "dataframe", "source": title, "index_in_file": 0, "row_count": len(df),
-                "column_count": len(header)}
+    metadata = {
+        "format": "dataframe",
+        "source": title,
+        "index_in_file": 0,
+        "row_count": len(df),
+        "column_count": len(header),
+    }
     return ParsedTable(title, header, metadata, row_source=rows)
 
 
@@ -237,8 +250,7 @@ def tables_from_markdown(text: str, *, name: str) -> list[ParsedTable]:
 # --------------------------------------------------------------------------- files
 
 
-def _read_markup(path: Path, parse: Callable[..., list[ParsedTable]], hint: str, *,
-                 html: bool) -> list[ParsedTable]:
+def _read_markup(path: Path, parse: Callable[..., list[ParsedTable]], hint: str, *, html: bool) -> list[ParsedTable]:
     data = read_content(path)
     declared = declared_encoding(data[:HEAD_BYTES], html=True) if html else None
     text, _ = decode_text(data, path, declared=declared)
@@ -266,17 +278,27 @@ def read_tables(path: str | Path, *, format: str | None = None) -> list[ParsedTa
         "tsv": read_csv,
         "xlsx": read_xlsx,
         "json": read_json,
-        "markdown": lambda q: _read_markup(q, tables_from_markdown, "a Markdown table needs a header row, a "
-                                           "separator line such as | --- | --- |, and at least one row.",
-                                           html=False),
-        "html": lambda q: _read_markup(q, tables_from_html, "an HTML table needs a <table> element with "
-                                       "at least one data row besides its header.", html=True),
+        "markdown": lambda q: _read_markup(
+            q,
+            tables_from_markdown,
+            "a Markdown table needs a header row, a separator line such as | --- | --- |, and at least one row.",
+            html=False,
+        ),
+        "html": lambda q: _read_markup(
+            q,
+            tables_from_html,
+            "an HTML table needs a <table> element with at least one data row besides its header.",
+            html=True,
+        ),
     }
     fmt = format or TABLE_FORMATS.get(Path(p.name.lower().removesuffix(".gz")).suffix)
     if fmt not in readers:
         advice = " Re-save .xls workbooks as .xlsx." if p.suffix.lower() in (".xls", ".ods") else ""
-        raise IngestError(p, f"unsupported extension {p.suffix or '(none)'!r} for tables; supported: "
-                             f"{', '.join(sorted(TABLE_FORMATS))}.{advice}")
+        raise IngestError(
+            p,
+            f"unsupported extension {p.suffix or '(none)'!r} for tables; supported: "
+            f"{', '.join(sorted(TABLE_FORMATS))}.{advice}",
+        )
     try:
         return readers[fmt](p)
     except OSError as e:

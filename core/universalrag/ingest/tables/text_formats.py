@@ -46,7 +46,6 @@ _SAMPLE_ROWS = 200
 _DELIMITERS = (",", ";", "\t", "|")
 
 
-
 def _encoding(path: Path) -> TextEncoding:
     return file_encoding(path, what="a text table")
 
@@ -151,10 +150,10 @@ def read_csv(path: Path) -> list[ParsedTable]:
             continue
         rows += 1
         width = max(width, filled_width(cells))
-        if len(cells) < len(first) or any(cells[len(first):]):
+        if len(cells) < len(first) or any(cells[len(first) :]):
             ragged += 1
         filled.update(i for i in blank_names if i < len(cells) and cells[i])
-        filled.update(i for i, cell in enumerate(cells[len(first):], len(first)) if cell)
+        filled.update(i for i, cell in enumerate(cells[len(first) :], len(first)) if cell)
     if rows == 0:
         raise IngestError(path, "has a header but no rows; add data rows below the header, or leave it out.")
     names = fit_row(first, width)  # blank past the header
@@ -175,10 +174,17 @@ def read_csv(path: Path) -> list[ParsedTable]:
             yield cells if len(keep) == width else [cells[i] for i in keep]
 
     metadata = {
-        "format": "tsv" if tsv else "csv", "source": path.name,
-        "index_in_file": 0, "row_count": rows, "column_count": len(header), "delimiter": delimiter,
-        "encoding": encoding.stream_codec, "header_synthesized": not has_header, "ragged_rows": ragged,
-        "blank_rows_skipped": blank, "empty_columns_dropped": width - len(keep),
+        "format": "tsv" if tsv else "csv",
+        "source": path.name,
+        "index_in_file": 0,
+        "row_count": rows,
+        "column_count": len(header),
+        "delimiter": delimiter,
+        "encoding": encoding.stream_codec,
+        "header_synthesized": not has_header,
+        "ragged_rows": ragged,
+        "blank_rows_skipped": blank,
+        "empty_columns_dropped": width - len(keep),
     }
     if lead:
         metadata.update(description=leading_text(head[:lead]), leading_rows=lead)

@@ -43,16 +43,24 @@ def _open_workbook(path: Path) -> Any:
     with path.open("rb") as fh:
         head = fh.read(8)
     if head.startswith(_OLE2):
-        raise IngestError(path, "is an Excel 97-2003 (.xls) workbook, not .xlsx; open it in Excel or "
-                                "LibreOffice and save it as .xlsx.")
+        raise IngestError(
+            path,
+            "is an Excel 97-2003 (.xls) workbook, not .xlsx; open it in Excel or LibreOffice and save it as .xlsx.",
+        )
     if not head.startswith(b"PK"):
-        raise IngestError(path, "is not an Excel .xlsx workbook (an .xlsx file is a ZIP archive and this is "
-                                "not one); if it is CSV text, rename it to .csv, else re-save it as .xlsx.")
+        raise IngestError(
+            path,
+            "is not an Excel .xlsx workbook (an .xlsx file is a ZIP archive and this is "
+            "not one); if it is CSV text, rename it to .csv, else re-save it as .xlsx.",
+        )
     try:
         return openpyxl.load_workbook(path, read_only=True, data_only=True)
     except (*_DAMAGED, InvalidFileException) as e:
-        raise IngestError(path, f"is not a readable Excel workbook ({type(e).__name__}: {e}); open it in "
-                                "Excel or LibreOffice and save it again as .xlsx.") from e
+        raise IngestError(
+            path,
+            f"is not a readable Excel workbook ({type(e).__name__}: {e}); open it in "
+            "Excel or LibreOffice and save it again as .xlsx.",
+        ) from e
 
 
 def _sheet_rows(ws: Any) -> Iterator[tuple[int, list[str]]]:
@@ -82,8 +90,14 @@ def _scan_sheet(ws: Any) -> dict[str, Any] | None:
         rows += 1
     if header is None:
         return None
-    return {"header": header, "header_row": header_row, "width": width, "rows": rows, "blank": blank,
-            "synthesized": synthesized}
+    return {
+        "header": header,
+        "header_row": header_row,
+        "width": width,
+        "rows": rows,
+        "blank": blank,
+        "synthesized": synthesized,
+    }
 
 
 def read_xlsx(path: Path) -> list[ParsedTable]:
@@ -102,8 +116,11 @@ def read_xlsx(path: Path) -> list[ParsedTable]:
             if scan is not None:
                 scans.append((index, ws.title, str(getattr(ws, "sheet_state", "visible")), scan))
     except _DAMAGED as e:  # a damaged sheet part surfaces while streaming its rows
-        raise IngestError(path, f"has a damaged worksheet ({type(e).__name__}: {e}); open it in Excel or "
-                                "LibreOffice and save it again as .xlsx.") from e
+        raise IngestError(
+            path,
+            f"has a damaged worksheet ({type(e).__name__}: {e}); open it in Excel or "
+            "LibreOffice and save it again as .xlsx.",
+        ) from e
     finally:
         workbook.close()
     data = [s for s in scans if s[3]["rows"]]
@@ -115,8 +132,9 @@ def read_xlsx(path: Path) -> list[ParsedTable]:
         width, synthesized = scan["width"], scan["synthesized"]
         header = synthetic_header(width) if synthesized else make_header(fit_row(scan["header"], width))
 
-        def row_source(index: int = index, first: int = scan["header_row"] + (not synthesized),
-                       width: int = width) -> Iterator[list[str]]:
+        def row_source(
+            index: int = index, first: int = scan["header_row"] + (not synthesized), width: int = width
+        ) -> Iterator[list[str]]:
             check_unchanged(path, signature)
             book = _open_workbook(path)
             try:
@@ -127,9 +145,16 @@ def read_xlsx(path: Path) -> list[ParsedTable]:
                 book.close()
 
         metadata = {
-            "format": "xlsx", "source": path.name, "index_in_file": position, "sheet": sheet,
-            "sheet_index": index, "sheet_state": state, "row_count": scan["rows"], "column_count": width,
-            "header_row": scan["header_row"], "header_synthesized": synthesized,
+            "format": "xlsx",
+            "source": path.name,
+            "index_in_file": position,
+            "sheet": sheet,
+            "sheet_index": index,
+            "sheet_state": state,
+            "row_count": scan["rows"],
+            "column_count": width,
+            "header_row": scan["header_row"],
+            "header_synthesized": synthesized,
             "blank_rows_skipped": scan["blank"],
         }
         title = path.stem if _DEFAULT_SHEET.fullmatch(sheet.strip()) else sheet

@@ -24,11 +24,27 @@ __all__ = ["TEXT_FORMATS", "TextDocument", "parse_text", "read_text_file"]
 
 #: File extension → format name understood by :func:`parse_text`.
 TEXT_FORMATS: dict[str, str] = {
-    ".txt": "txt", ".md": "md", ".markdown": "md", ".html": "html", ".htm": "html", ".xhtml": "html",
-    ".rst": "rst", ".ipynb": "ipynb",
+    ".txt": "txt",
+    ".md": "md",
+    ".markdown": "md",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".rst": "rst",
+    ".ipynb": "ipynb",
 }
-_FORMAT_ALIASES = {"txt": "txt", "text": "txt", "md": "md", "markdown": "md", "html": "html", "htm": "html",
-                   "rst": "rst", "ipynb": "ipynb", "code": "code", "json": "json"}
+_FORMAT_ALIASES = {
+    "txt": "txt",
+    "text": "txt",
+    "md": "md",
+    "markdown": "md",
+    "html": "html",
+    "htm": "html",
+    "rst": "rst",
+    "ipynb": "ipynb",
+    "code": "code",
+    "json": "json",
+}
 
 #: Share of control characters (other than tab, newline, carriage return, form feed) above which
 #: decoded "text" is judged binary.
@@ -75,9 +91,12 @@ def read_text_file(path: str | Path, *, format: str | None = None) -> TextDocume
         if format is None and found.kind is None:
             raise unsupported_error(p, found)
         if format is None:
-            raise IngestError(p, f"is {'an' if found.kind == 'image' else 'a'} {found.kind} file, not a text "
-                                 "document; ingest it with the pipeline (universalrag ingest), which sends each "
-                                 "kind to its corpora.")
+            raise IngestError(
+                p,
+                f"is {'an' if found.kind == 'image' else 'a'} {found.kind} file, not a text "
+                "document; ingest it with the pipeline (universalrag ingest), which sends each "
+                "kind to its corpora.",
+            )
     return parse_text(read_content(p), format=format, name=str(p))
 
 
@@ -91,8 +110,9 @@ def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
     """
     fmt = _FORMAT_ALIASES.get(format.lower().lstrip("."))
     if fmt is None:
-        raise IngestError(name, f"unknown text format {format!r}; use 'txt', 'md', 'html', 'rst', 'ipynb', 'code' "
-                                "or 'json'.")
+        raise IngestError(
+            name, f"unknown text format {format!r}; use 'txt', 'md', 'html', 'rst', 'ipynb', 'code' or 'json'."
+        )
     if not data:
         raise IngestError(name, "the file is empty (0 bytes); add text to it or leave it out.")
     raw, encoding = _decode(data, name, html=fmt == "html")
@@ -103,14 +123,19 @@ def parse_text(data: bytes, *, format: str, name: str) -> TextDocument:
         title, text, extra = _EXTRACTORS[fmt](raw)
     except ValueError as e:  # a JSON document or a notebook that does not parse
         if fmt == "ipynb":
-            raise IngestError(name, f"is not a Jupyter notebook that can be read ({e}); open it in Jupyter and "
-                                    "save it again, or export it with `jupyter nbconvert --to markdown`.") from e
-        raise IngestError(name, f"is not valid JSON ({e}); fix it, for example by checking it with "
-                                "`python -m json.tool`.") from e
+            raise IngestError(
+                name,
+                f"is not a Jupyter notebook that can be read ({e}); open it in Jupyter and "
+                "save it again, or export it with `jupyter nbconvert --to markdown`.",
+            ) from e
+        raise IngestError(
+            name, f"is not valid JSON ({e}); fix it, for example by checking it with `python -m json.tool`."
+        ) from e
     redirect = extra.pop("redirect", None)
     if redirect is not None:
-        raise NoTextError(name, f"is a page that only sends its reader on to {redirect or 'another page'}; ingest "
-                                "that page instead.")
+        raise NoTextError(
+            name, f"is a page that only sends its reader on to {redirect or 'another page'}; ingest that page instead."
+        )
     if not text:
         raise NoTextError(name, f"no readable text is left after removing the {fmt.upper()} markup.")
     prose = extra.pop("prose", None)
@@ -157,15 +182,63 @@ def _join_paragraphs(paragraphs: list[str]) -> str:
     return "\n\n".join(p for p in paragraphs if p)
 
 
-_DROP_TAGS = frozenset({
-    "script", "style", "noscript", "template", "svg", "head", "title", "iframe", "object", "canvas",
-})
-_BLOCK_TAGS = frozenset({
-    "p", "div", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "hr", "section", "article",
-    "blockquote", "pre", "ul", "ol", "dl", "dt", "dd", "table", "thead", "tbody", "tfoot", "caption",
-    "header", "footer", "nav", "main", "aside", "figure", "figcaption", "address", "form", "fieldset",
-    "details", "summary", "body", "html",
-})
+_DROP_TAGS = frozenset(
+    {
+        "script",
+        "style",
+        "noscript",
+        "template",
+        "svg",
+        "head",
+        "title",
+        "iframe",
+        "object",
+        "canvas",
+    }
+)
+_BLOCK_TAGS = frozenset(
+    {
+        "p",
+        "div",
+        "li",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "tr",
+        "hr",
+        "section",
+        "article",
+        "blockquote",
+        "pre",
+        "ul",
+        "ol",
+        "dl",
+        "dt",
+        "dd",
+        "table",
+        "thead",
+        "tbody",
+        "tfoot",
+        "caption",
+        "header",
+        "footer",
+        "nav",
+        "main",
+        "aside",
+        "figure",
+        "figcaption",
+        "address",
+        "form",
+        "fieldset",
+        "details",
+        "summary",
+        "body",
+        "html",
+    }
+)
 _CELL_TAGS = frozenset({"td", "th"})
 _HEADING_TAGS = frozenset(HEADINGS)
 
@@ -195,8 +268,13 @@ def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, 
     if not text:
         headings, text, prose = _visible_text(BeautifulSoup(raw, "html.parser"))
         navigation = 0
-    extra = {"headings": headings, "images": images, "layout_tables": layout, "navigation_removed": navigation,
-             "prose": prose}
+    extra = {
+        "headings": headings,
+        "images": images,
+        "layout_tables": layout,
+        "navigation_removed": navigation,
+        "prose": prose,
+    }
     redirect = _redirect(soup)
     if redirect is not None and len(text.split()) <= _REDIRECT_WORDS:
         extra["redirect"] = redirect
@@ -319,8 +397,10 @@ def _table_reference(table: Any) -> str:
     listed = ", ".join(c for c in columns if c)
     if len(listed) > 200:
         listed = listed[:200].rsplit(", ", 1)[0] + ", …"
-    return (f"[Table{': ' + caption if caption else ''} — {max(len(rows) - 1, 0)} rows"
-            f"{'; columns: ' + listed if listed else ''}]")
+    return (
+        f"[Table{': ' + caption if caption else ''} — {max(len(rows) - 1, 0)} rows"
+        f"{'; columns: ' + listed if listed else ''}]"
+    )
 
 
 def _pre_text(code: str) -> str:

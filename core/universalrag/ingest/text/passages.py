@@ -154,7 +154,7 @@ def _hard_split(text: str, start: int, end: int, target_words: int) -> list[_Spa
     pieces = math.ceil(len(words) / target_words)
     size = math.ceil(len(words) / pieces)
     return [
-        _Span(words[i][0], words[min(i + size, len(words)) - 1][1], len(words[i:i + size]))
+        _Span(words[i][0], words[min(i + size, len(words)) - 1][1], len(words[i : i + size]))
         for i in range(0, len(words), size)
     ]
 
@@ -173,9 +173,18 @@ def _units(text: str, *, max_words: int, target_words: int, language: str, by_pa
         before, run = sum(run[-_MAX_LEADS:]), [*run, words] if lead else []
         if by_paragraph and (words <= max_words - before or lead and words <= max_words):
             paragraph = text[p_start:p_end]
-            units.append(_Span(p_start, p_end, words, lead, entry=lead and _NUMBERED_ENTRY.match(paragraph) is not None
-                               or _SECTION_NUMBER.fullmatch(paragraph) is not None,
-                               signature=lead and _SIGNATURE.fullmatch(paragraph) is not None))
+            units.append(
+                _Span(
+                    p_start,
+                    p_end,
+                    words,
+                    lead,
+                    entry=lead
+                    and _NUMBERED_ENTRY.match(paragraph) is not None
+                    or _SECTION_NUMBER.fullmatch(paragraph) is not None,
+                    signature=lead and _SIGNATURE.fullmatch(paragraph) is not None,
+                )
+            )
             continue
         for s_start, s_end in _sentence_spans(text, p_start, p_end, language):
             n = _word_count(text, s_start, s_end)
@@ -214,9 +223,10 @@ def _keep_leads_with_text(units: list[_Span], *, max_words: int) -> list[list[_S
                 run = []
             run.append(unit)
             continue
-        kept = next((run[-n:] for n in _kept_sizes(run)
-                     if sum(u.words for u in run[-n:]) + unit.words <= max_words), [])
-        atoms.extend([u] for u in run[:len(run) - len(kept)])
+        kept = next(
+            (run[-n:] for n in _kept_sizes(run) if sum(u.words for u in run[-n:]) + unit.words <= max_words), []
+        )
+        atoms.extend([u] for u in run[: len(run) - len(kept)])
         atoms.append([*kept, unit])
         run = []
     atoms.extend([u] for u in run)
@@ -292,7 +302,7 @@ def split_paragraphs(
         groups.append(current)
     groups = _absorb_small(groups, min_words=min_words, max_words=max_words)
     return [
-        Passage(index=i, text=text[g[0].start:g[-1].end], start_char=g[0].start, end_char=g[-1].end)
+        Passage(index=i, text=text[g[0].start : g[-1].end], start_char=g[0].start, end_char=g[-1].end)
         for i, g in enumerate(groups)
     ]
 
@@ -313,6 +323,7 @@ def _section_words(atoms: list[list[_Span]]) -> list[int]:
 
 def _absorb_small(groups: list[list[_Span]], *, min_words: int, max_words: int) -> list[list[_Span]]:
     """Merge each group under ``min_words`` into its previous (else next) neighbour within ``max_words``."""
+
     def size(g: list[_Span]) -> int:
         return sum(u.words for u in g)
 
@@ -352,9 +363,7 @@ def chunk_for_embedding(
     ``max_words`` words is one chunk; an empty text gives none.
     """
     if max_words < 1 or not 0 <= overlap_words < max_words:
-        raise ConfigError(
-            f"Need max_words >= 1 and 0 <= overlap_words < max_words, got {max_words}, {overlap_words}."
-        )
+        raise ConfigError(f"Need max_words >= 1 and 0 <= overlap_words < max_words, got {max_words}, {overlap_words}.")
     stripped = text.strip()
     if not stripped:
         return []
@@ -368,7 +377,7 @@ def chunk_for_embedding(
         while last + 1 < len(units) and total + units[last + 1].words <= max_words:
             last += 1
             total += units[last].words
-        chunks.append(text[units[first].start:units[last].end])
+        chunks.append(text[units[first].start : units[last].end])
         if last == len(units) - 1:
             break
         nxt, shared = last + 1, 0

@@ -55,7 +55,8 @@ def _broken_by_hand(lines: list[str], width: int) -> bool:
     ("A: 0", "B: 10"), verse. Hard-wrapped prose fills its lines."""
     return len(lines) > 1 and all(
         len(line.strip()) + 1 + len(nxt.split()[0]) <= _BROKEN_BY_HAND * width
-        for line, nxt in itertools.pairwise(lines))
+        for line, nxt in itertools.pairwise(lines)
+    )
 
 
 def _paragraph(block: str, width: int = 0) -> str:
@@ -100,15 +101,26 @@ def _underlined_titles(raw: str) -> tuple[list[str], list[str]]:
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
         after = lines[i + 2] if i + 2 < len(lines) else ""
         # overline, title, underline
-        if (_ADORNMENT.match(line) and nxt.strip() and _ADORNMENT.match(after) and not _ADORNMENT.match(nxt)
-                and _wordy(nxt)):
+        if (
+            _ADORNMENT.match(line)
+            and nxt.strip()
+            and _ADORNMENT.match(after)
+            and not _ADORNMENT.match(nxt)
+            and _wordy(nxt)
+        ):
             titles.append(_collapse(nxt))
             out += ["", nxt.strip(), ""]
             i += 3
             continue
         words = len(line.split())
-        if (line.strip() and not _ADORNMENT.match(line) and _ADORNMENT.match(nxt) and _wordy(line)
-                and 0 < words <= _MAX_TITLE_WORDS and len(nxt.strip()) >= min(3, len(line.strip()))):
+        if (
+            line.strip()
+            and not _ADORNMENT.match(line)
+            and _ADORNMENT.match(nxt)
+            and _wordy(line)
+            and 0 < words <= _MAX_TITLE_WORDS
+            and len(nxt.strip()) >= min(3, len(line.strip()))
+        ):
             titles.append(_collapse(line))
             out += ["", line.strip(), ""]
             i += 2
@@ -123,8 +135,9 @@ def _underlined_titles(raw: str) -> tuple[list[str], list[str]]:
 
 #: An Org-mode file (GnuPG's DETAILS, Emacs packages' notes) says so: a mode line ``-*- org -*-`` on its first line
 #: or an in-buffer setting such as ``#+TITLE:``.
-_ORG = re.compile(r"\A[^\n]*-\*-[^\n]*\borg\b[^\n]*-\*-|^#\+(?:TITLE|STARTUP|OPTIONS|AUTHOR):",
-                  re.IGNORECASE | re.MULTILINE)
+_ORG = re.compile(
+    r"\A[^\n]*-\*-[^\n]*\borg\b[^\n]*-\*-|^#\+(?:TITLE|STARTUP|OPTIONS|AUTHOR):", re.IGNORECASE | re.MULTILINE
+)
 #: Org's heading: stars at the start of the line, then the heading's words ("*** Field 12 - Key capabilities").
 _ORG_HEADING = re.compile(r"^\*+[ \t]+(\S.*)$")
 #: Org's in-buffer setting ("#+TITLE: GnuPG Details", "#+OPTIONS: ^:{}").

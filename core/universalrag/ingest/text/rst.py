@@ -41,39 +41,125 @@ _log = logging.getLogger(__name__)
 #: Directives whose body is not prose worth indexing (their argument is a name or a path, their body a list), and
 #: those that only set the context of the markup after them and show nothing (``program``, ``default-role``, ...)
 #: or code Sphinx does not show (``testsetup``).
-NOT_PROSE = frozenset({
-    "toctree", "autosummary", "literalinclude", "automodule", "autoclass", "autofunction", "automethod",
-    "autoattribute", "autodata", "autoexception", "currentmodule", "module", "highlight", "index", "sectionauthor",
-    "moduleauthor", "codeauthor", "plot", "graphviz", "inheritance-diagram", "mermaid", "tabularcolumns",
-    "program", "std:program", "default-role", "default-domain", "role", "py:currentmodule", "py:module",
-    "js:module", "namespace", "namespace-push", "namespace-pop", "cpp:namespace", "cpp:namespace-push",
-    "cpp:namespace-pop", "c:namespace", "c:namespace-push", "c:namespace-pop", "testsetup", "testcleanup",
-})
+NOT_PROSE = frozenset(
+    {
+        "toctree",
+        "autosummary",
+        "literalinclude",
+        "automodule",
+        "autoclass",
+        "autofunction",
+        "automethod",
+        "autoattribute",
+        "autodata",
+        "autoexception",
+        "currentmodule",
+        "module",
+        "highlight",
+        "index",
+        "sectionauthor",
+        "moduleauthor",
+        "codeauthor",
+        "plot",
+        "graphviz",
+        "inheritance-diagram",
+        "mermaid",
+        "tabularcolumns",
+        "program",
+        "std:program",
+        "default-role",
+        "default-domain",
+        "role",
+        "py:currentmodule",
+        "py:module",
+        "js:module",
+        "namespace",
+        "namespace-push",
+        "namespace-pop",
+        "cpp:namespace",
+        "cpp:namespace-push",
+        "cpp:namespace-pop",
+        "c:namespace",
+        "c:namespace-push",
+        "c:namespace-pop",
+        "testsetup",
+        "testcleanup",
+    }
+)
 #: Directives whose body is a grammar or code, not reStructuredText: read as markup, ``[ \t]+`` would lose its
 #: backslash and ``[A-Za-z_]`` its underscore. Sphinx shows them as they are written.
-LITERAL = frozenset({"productionlist", "doctest", "testcode", "testoutput", "code-tab", "code-cell", "ipython",
-                     "jupyter-execute", "prompt"})
+LITERAL = frozenset(
+    {
+        "productionlist",
+        "doctest",
+        "testcode",
+        "testoutput",
+        "code-tab",
+        "code-cell",
+        "ipython",
+        "jupyter-execute",
+        "prompt",
+    }
+)
 #: Sphinx's directives whose argument is what they show, with a body or without: an object's signature, a term.
-SIGNATURES = frozenset({
-    "option", "cmdoption", "envvar", "describe", "object", "function", "class", "method", "attribute", "data",
-    "exception", "decorator", "confval", "centered", "glossary", "hlist",
-})
+SIGNATURES = frozenset(
+    {
+        "option",
+        "cmdoption",
+        "envvar",
+        "describe",
+        "object",
+        "function",
+        "class",
+        "method",
+        "attribute",
+        "data",
+        "exception",
+        "decorator",
+        "confval",
+        "centered",
+        "glossary",
+        "hlist",
+    }
+)
 #: Directives whose argument is a build condition (``html``, ``not man``) that a reader never sees.
 _CONDITIONS = frozenset({"only", "ifconfig"})
 #: What Sphinx writes before a version note's text.
-VERSION_NOTES = {"versionadded": "New in version", "versionchanged": "Changed in version",
-                 "deprecated": "Deprecated since version", "versionremoved": "Removed in version"}
+VERSION_NOTES = {
+    "versionadded": "New in version",
+    "versionchanged": "Changed in version",
+    "deprecated": "Deprecated since version",
+    "versionremoved": "Removed in version",
+}
 #: What Sphinx writes before an admonition's text (docutils' own labels are "Attention!" and "!DANGER!").
-ADMONITIONS = {"note": "Note", "warning": "Warning", "attention": "Attention", "caution": "Caution",
-               "danger": "Danger", "error": "Error", "hint": "Hint", "important": "Important", "tip": "Tip",
-               "seealso": "See also", "todo": "Todo"}
+ADMONITIONS = {
+    "note": "Note",
+    "warning": "Warning",
+    "attention": "Attention",
+    "caution": "Caution",
+    "danger": "Danger",
+    "error": "Error",
+    "hint": "Hint",
+    "important": "Important",
+    "tip": "Tip",
+    "seealso": "See also",
+    "todo": "Todo",
+}
 
 _SETTINGS = {
-    "report_level": 5, "halt_level": 5, "warning_stream": False, "traceback": True,
-    "file_insertion_enabled": False, "raw_enabled": False, "syntax_highlight": "none",
-    "embed_stylesheet": False, "stylesheet_path": "", "output_encoding": "unicode",
+    "report_level": 5,
+    "halt_level": 5,
+    "warning_stream": False,
+    "traceback": True,
+    "file_insertion_enabled": False,
+    "raw_enabled": False,
+    "syntax_highlight": "none",
+    "embed_stylesheet": False,
+    "stylesheet_path": "",
+    "output_encoding": "unicode",
     # Sphinx's title is the first section's, found below: docutils' would be lost to a leading note or field list
-    "doctitle_xform": False, "initial_header_level": 1,
+    "doctitle_xform": False,
+    "initial_header_level": 1,
 }
 #: ``:role:`text``` or ``:domain:role:`text <target>```, as docutils leaves an unknown role in the text.
 _ROLE = re.compile(r":(?P<name>[\w.+-]+(?::[\w.+-]+)*):`(?P<text>.*?)`", re.DOTALL)
@@ -83,8 +169,9 @@ _ROLE = re.compile(r":(?P<name>[\w.+-]+(?::[\w.+-]+)*):`(?P<text>.*?)`", re.DOTA
 _TARGET = re.compile(r"^(?P<title>\S.*?)\s+<.*>$", re.DOTALL)
 #: Sphinx's own cross-references, whose ``title<target>`` needs no space (``pip install Examples<pip install
 #: Examples>``), as Sphinx reads them: their target is a label or a path, never a name with a placeholder.
-_REFERENCES = frozenset({"ref", "doc", "term", "numref", "any", "keyword", "download", "std:ref", "std:doc",
-                         "std:term", "std:numref"})
+_REFERENCES = frozenset(
+    {"ref", "doc", "term", "numref", "any", "keyword", "download", "std:ref", "std:doc", "std:term", "std:numref"}
+)
 _REFERENCE_TARGET = re.compile(r"^(?P<title>\S.*?)\s*<[^<>]*>$", re.DOTALL)
 #: A ``token`` of a ``productionlist``, which Sphinx shows without its backquotes (``~group:name`` as ``name``).
 _TOKEN = re.compile(r"`(?P<token>(?:~?\w*:)?\w+)`")
@@ -106,8 +193,11 @@ def rst_to_html(raw: str, *, fragment: bool = False) -> str | None:
         skipped: list[str] = []
         tree = _tree(raw, skipped=skipped, page=not fragment)
         if skipped:
-            _log.warning("a reStructuredText page includes files that are not read, as a page never reads another "
-                         "file; its text lacks what they hold: %s", ", ".join(dict.fromkeys(skipped)))
+            _log.warning(
+                "a reStructuredText page includes files that are not read, as a page never reads another "
+                "file; its text lacks what they hold: %s",
+                ", ".join(dict.fromkeys(skipped)),
+            )
         tree["title"] = _first_section_title(tree) or _title_field(tree)
         for docinfo in list(tree.findall(nodes.docinfo)):
             docinfo.parent.remove(docinfo)  # Sphinx keeps a file's leading field list as metadata, never shown
@@ -118,8 +208,9 @@ def rst_to_html(raw: str, *, fragment: bool = False) -> str | None:
         # untitled, docutils would name the page after its source ("<string>"): the reader's fallback is better
         return html if tree["title"] else _HEAD_TITLE.sub("", html, count=1)
     except Exception as e:  # noqa: BLE001 - docutils' failures on odd input are many and undocumented
-        _log.warning("docutils could not parse a reStructuredText page (%s: %s); it is read as plain text.",
-                     type(e).__name__, e)
+        _log.warning(
+            "docutils could not parse a reStructuredText page (%s: %s); it is read as plain text.", type(e).__name__, e
+        )
         return None
 
 

@@ -28,8 +28,16 @@ from ...media import import_av
 from ...openai_client import OpenAIClients, redact_url, translate_error
 from .cues import Cue, clean_cue_text
 
-__all__ = ["ASR", "ASR_BUILDERS", "FasterWhisperASR", "OpenAIAudioASR", "WhisperASR", "asr_from_settings",
-           "iter_audio", "transcribe_chunks"]
+__all__ = [
+    "ASR",
+    "ASR_BUILDERS",
+    "FasterWhisperASR",
+    "OpenAIAudioASR",
+    "WhisperASR",
+    "asr_from_settings",
+    "iter_audio",
+    "transcribe_chunks",
+]
 
 #: Whisper models take 16 kHz mono audio.
 SAMPLE_RATE = 16_000
@@ -53,8 +61,9 @@ def _import(module: str, package: str, extra: str, feature: str) -> Any:
         raise MissingDependencyError(package, extra, feature=feature) from e
 
 
-def iter_audio(path: str | Path, *, chunk_s: float | None = None,
-               sample_rate: int = SAMPLE_RATE) -> Iterator[tuple[float, np.ndarray]]:
+def iter_audio(
+    path: str | Path, *, chunk_s: float | None = None, sample_rate: int = SAMPLE_RATE
+) -> Iterator[tuple[float, np.ndarray]]:
     """Decode the first audio stream of ``path`` as float32 mono samples at ``sample_rate``.
 
     Yields ``(offset_s, samples)``: one array for the whole track when ``chunk_s`` is None, else
@@ -119,13 +128,15 @@ class _LocalModel:
                     self._model = load()
         return self._model
 
+
 #: What local speech models raise when they cannot transcribe or load (torch and CTranslate2 raise
 #: RuntimeError, a missing or damaged model file OSError, a bad argument or tensor shape ValueError).
 _MODEL_ERRORS = (RuntimeError, OSError, ValueError)
 
 
-def transcribe_chunks(path: Path, chunk_s: float | None, segments: Callable[[np.ndarray], Any], *,
-                      engine: str) -> list[Cue]:
+def transcribe_chunks(
+    path: Path, chunk_s: float | None, segments: Callable[[np.ndarray], Any], *, engine: str
+) -> list[Cue]:
     """Cues of the audio of ``path``, transcribed ``chunk_s`` seconds at a time by ``segments`` (a local
     model's Whisper-style segments for one chunk); the model's failures become one :class:`IngestError`."""
     cues: list[Cue] = []
@@ -146,9 +157,17 @@ class FasterWhisperASR:
     is transcribed in pieces of ``chunk_s`` seconds (None: whole), so memory stays bounded.
     """
 
-    def __init__(self, model: str | Path, *, device: str = "cpu", compute_type: str = "int8",
-                 language: str | None = None, beam_size: int = 5, local_files_only: bool = True,
-                 chunk_s: float | None = 1200) -> None:
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        device: str = "cpu",
+        compute_type: str = "int8",
+        language: str | None = None,
+        beam_size: int = 5,
+        local_files_only: bool = True,
+        chunk_s: float | None = 1200,
+    ) -> None:
         self.model = str(model)
         self.chunk_s = chunk_s
         self.device = device
@@ -162,8 +181,9 @@ class FasterWhisperASR:
     def _load(self) -> Any:
         fw = _import("faster_whisper", "faster-whisper", "asr", "speech recognition with faster-whisper")
         try:
-            return fw.WhisperModel(self.model, device=self.device, compute_type=self.compute_type,
-                                   local_files_only=self.local_files_only)
+            return fw.WhisperModel(
+                self.model, device=self.device, compute_type=self.compute_type, local_files_only=self.local_files_only
+            )
         except _MODEL_ERRORS as e:
             raise ConfigError(
                 f"The faster-whisper model {self.model!r} could not be loaded ({type(e).__name__}: {e}). "
@@ -189,8 +209,15 @@ class WhisperASR:
     first use. Audio is transcribed in pieces of ``chunk_s`` seconds (None: whole).
     """
 
-    def __init__(self, model: str | Path, *, device: str = "cpu", language: str | None = None,
-                 download_root: str | Path | None = None, chunk_s: float | None = 1200) -> None:
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        device: str = "cpu",
+        language: str | None = None,
+        download_root: str | Path | None = None,
+        chunk_s: float | None = 1200,
+    ) -> None:
         self.model = str(model)
         self.chunk_s = chunk_s
         self.device = device
@@ -233,7 +260,7 @@ def _wav_bytes(samples: np.ndarray, sample_rate: int) -> bytes:
 _HINTS = {
     "timeout": "Raise timeout= or lower chunk_s=, and check that the server is up.",
     "not_found": "Check that the model exists on this endpoint, that it transcribes audio, and that the base URL "
-                 "ends in /v1.",
+    "ends in /v1.",
     "bad_request": "Check that the model accepts audio transcriptions with response_format='verbose_json'.",
 }
 
@@ -248,8 +275,16 @@ class OpenAIAudioASR:
     not ``timeout`` per attempt).
     """
 
-    def __init__(self, model: str = "whisper-1", *, base_url: str | None = None, api_key: str | None = None,
-                 language: str | None = None, timeout: float = 600, chunk_s: float = 600) -> None:
+    def __init__(
+        self,
+        model: str = "whisper-1",
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        language: str | None = None,
+        timeout: float = 600,
+        chunk_s: float = 600,
+    ) -> None:
         if not model or not str(model).strip():
             raise ConfigError("OpenAIAudioASR needs a model name, for example 'whisper-1'.")
         if chunk_s <= 0 or timeout <= 0:
@@ -262,8 +297,12 @@ class OpenAIAudioASR:
         self.name = f"openai-audio:{self.model}"
         self._api_key = api_key
         self._openai = OpenAIClients(
-            base_url, api_key=api_key, timeout=self.timeout, feature="speech recognition through the OpenAI API",
-            error_type=ConfigError, no_key="No API key for OpenAI transcription: pass api_key= or set OPENAI_API_KEY.",
+            base_url,
+            api_key=api_key,
+            timeout=self.timeout,
+            feature="speech recognition through the OpenAI API",
+            error_type=ConfigError,
+            no_key="No API key for OpenAI transcription: pass api_key= or set OPENAI_API_KEY.",
         )
 
     def __repr__(self) -> str:
@@ -276,7 +315,9 @@ class OpenAIAudioASR:
         for offset, samples in iter_audio(path, chunk_s=self.chunk_s):
             params: dict[str, Any] = {
                 "file": (f"{Path(path).stem}-{int(offset)}.wav", _wav_bytes(samples, SAMPLE_RATE), "audio/wav"),
-                "model": self.model, "response_format": "verbose_json", "timestamp_granularities": ["segment"],
+                "model": self.model,
+                "response_format": "verbose_json",
+                "timestamp_granularities": ["segment"],
             }
             if self.language:
                 params["language"] = self.language
@@ -284,10 +325,15 @@ class OpenAIAudioASR:
                 # every attempt and pause inside one deadline of ``timeout`` seconds per piece
                 response = self._openai.call(lambda client, params=params: client.audio.transcriptions.create(**params))
             except Exception as e:  # SDK errors are translated, anything else re-raised
-                error = translate_error(e, error_type=lambda reason: IngestError(path, reason),
-                                        what=f"the transcription request for model {self.model!r}",
-                                        base_url=self.base_url, api_key=self._api_key, timeout=self.timeout,
-                                        hints=_HINTS)
+                error = translate_error(
+                    e,
+                    error_type=lambda reason: IngestError(path, reason),
+                    what=f"the transcription request for model {self.model!r}",
+                    base_url=self.base_url,
+                    api_key=self._api_key,
+                    timeout=self.timeout,
+                    hints=_HINTS,
+                )
                 if error is None:
                     raise
                 raise error from e
@@ -304,8 +350,9 @@ class OpenAIAudioASR:
 
 
 def _openai(settings: Settings) -> ASR:
-    return OpenAIAudioASR(settings.asr_model or "whisper-1", base_url=settings.asr_base_url,
-                          api_key=settings.asr_api_key)
+    return OpenAIAudioASR(
+        settings.asr_model or "whisper-1", base_url=settings.asr_base_url, api_key=settings.asr_api_key
+    )
 
 
 def _local(kind: type[FasterWhisperASR] | type[WhisperASR], what: str) -> Callable[[Settings], ASR]:
@@ -320,8 +367,10 @@ def _local(kind: type[FasterWhisperASR] | type[WhisperASR], what: str) -> Callab
 #: ``Settings.asr`` value (one of :data:`universalrag.config.ASR_ENGINES`) → how that recogniser is built.
 ASR_BUILDERS: dict[str, Callable[[Settings], ASR]] = {
     "openai": _openai,
-    "faster-whisper": _local(FasterWhisperASR, "the path of a local CTranslate2 Whisper model folder, or a model "
-                                               "name already in the Hugging Face cache"),
+    "faster-whisper": _local(
+        FasterWhisperASR,
+        "the path of a local CTranslate2 Whisper model folder, or a model name already in the Hugging Face cache",
+    ),
     "whisper": _local(WhisperASR, "the path of a downloaded openai-whisper .pt checkpoint"),
 }
 

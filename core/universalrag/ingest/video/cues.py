@@ -41,6 +41,7 @@ def slice_transcript(cues: Sequence[Cue], start_s: float, end_s: float) -> str:
     A cue spanning a boundary belongs to both sides; a zero-length cue belongs where it starts.
     """
     return " ".join(
-        c.text for c in cues
+        c.text
+        for c in cues
         if (c.start_s < end_s and c.end_s > start_s) or (c.start_s == c.end_s and start_s <= c.start_s < end_s)
     )

@@ -54,8 +54,10 @@ class VideoOptions:
         if self.downscale is not None and (int(self.downscale) != self.downscale or self.downscale < 1):
             raise ConfigError(f"downscale must be an integer of at least 1, got {self.downscale}.")
         if self.min_clip_s < 0 or self.max_clip_s <= 0 or self.max_clip_s < 2 * self.min_clip_s:
-            raise ConfigError(f"Clip limits need 0 <= min_clip_s and max_clip_s >= 2 * min_clip_s; got "
-                              f"min_clip_s={self.min_clip_s}, max_clip_s={self.max_clip_s}.")
+            raise ConfigError(
+                f"Clip limits need 0 <= min_clip_s and max_clip_s >= 2 * min_clip_s; got "
+                f"min_clip_s={self.min_clip_s}, max_clip_s={self.max_clip_s}."
+            )
         if self.frames_per_clip < 1 or self.frames_per_video < 1:
             raise ConfigError("frames_per_clip and frames_per_video must be at least 1.")
         if self.asr is not None and not isinstance(self.asr, ASR):
@@ -103,8 +105,9 @@ def _title(probe: VideoProbe) -> str:
     return words or probe.path.stem
 
 
-def read_transcript(path: str | Path, *, probe: VideoProbe | None = None,
-                    asr: ASR | None = None) -> tuple[list[Cue], str]:
+def read_transcript(
+    path: str | Path, *, probe: VideoProbe | None = None, asr: ASR | None = None
+) -> tuple[list[Cue], str]:
     """A video's timed transcript and where it came from.
 
     Sources, first non-empty wins: a sidecar subtitle file (see :func:`sidecar_paths`; source
@@ -136,13 +139,20 @@ def plan_video(path: str | Path, *, options: VideoOptions = VideoOptions()) -> V
     """
     probe = probe_video(path)
     cues, source = read_transcript(probe.path, probe=probe, asr=options.asr)
-    scenes = detect_scenes(probe.path, detector=options.detector, threshold=options.threshold,
-                           downscale=options.downscale)
-    spans = shape_clips(scenes, duration_s=probe.duration_s, min_clip_s=options.min_clip_s,
-                        max_clip_s=options.max_clip_s)
+    scenes = detect_scenes(
+        probe.path, detector=options.detector, threshold=options.threshold, downscale=options.downscale
+    )
+    spans = shape_clips(
+        scenes, duration_s=probe.duration_s, min_clip_s=options.min_clip_s, max_clip_s=options.max_clip_s
+    )
     clips = [
-        ClipPlan(index=i, start_s=round(a, 6), end_s=round(b, 6), transcript=slice_transcript(cues, a, b),
-                 frame_times=_sampled(a, b, options.frames_per_clip))
+        ClipPlan(
+            index=i,
+            start_s=round(a, 6),
+            end_s=round(b, 6),
+            transcript=slice_transcript(cues, a, b),
+            frame_times=_sampled(a, b, options.frames_per_clip),
+        )
         for i, (a, b) in enumerate(spans)
     ]
     return VideoPlan(

@@ -77,8 +77,11 @@ def probe_video(path: str | Path) -> VideoProbe:
         try:
             first = next(iter(container.decode(video)), None)
         except av.error.FFmpegError as e:
-            raise IngestError(p, f"its video stream cannot be decoded ({e}); the file is damaged or uses a codec "
-                                 "this FFmpeg build lacks. Re-encode it, for example to H.264 in MP4.") from e
+            raise IngestError(
+                p,
+                f"its video stream cannot be decoded ({e}); the file is damaged or uses a codec "
+                "this FFmpeg build lacks. Re-encode it, for example to H.264 in MP4.",
+            ) from e
         if first is None:
             raise IngestError(p, "its video stream holds no decodable frame; re-download or re-encode the file.")
         declared = [
@@ -100,14 +103,20 @@ def probe_video(path: str | Path) -> VideoProbe:
                 f"ends at {actual:.2f} s (an interrupted download, copy or recording). Re-download or re-export it.",
             )
         if errors and not decoded:
-            raise IngestError(p, f"its last {_TAIL_S:g} seconds cannot be decoded ({errors} damaged packets); "
-                                 "re-download or re-encode the file.")
+            raise IngestError(
+                p,
+                f"its last {_TAIL_S:g} seconds cannot be decoded ({errors} damaged packets); "
+                "re-download or re-encode the file.",
+            )
         tags = {str(k): str(v) for k, v in container.metadata.items()}
         title = next((v.strip() for k, v in tags.items() if k.lower() == "title" and v.strip()), None)
         streams = []
         for s in container.streams:
-            info: dict[str, Any] = {"index": s.index, "type": s.type,
-                                    "codec": s.codec_context.name if s.codec_context is not None else None}
+            info: dict[str, Any] = {
+                "index": s.index,
+                "type": s.type,
+                "codec": s.codec_context.name if s.codec_context is not None else None,
+            }
             for key in ("language", "title"):
                 if s.metadata.get(key):
                     info[key] = str(s.metadata[key])

@@ -30,14 +30,17 @@ class SceneDetectorSpec:
 
 #: Detector name → how to build it; ``detect_scenes(detector=...)`` takes one of these names.
 SCENE_DETECTORS: dict[str, SceneDetectorSpec] = {
-    "content": SceneDetectorSpec("ContentDetector", "threshold", 27.0,
-                                 "hard cuts: the change of hue, saturation and brightness between frames"),
-    "adaptive": SceneDetectorSpec("AdaptiveDetector", "adaptive_threshold", 3.0,
-                                  "hard cuts against a rolling average; steadier with fast camera motion"),
-    "histogram": SceneDetectorSpec("HistogramDetector", "threshold", 0.20,
-                                   "cuts where the colour histogram changes"),
-    "hash": SceneDetectorSpec("HashDetector", "threshold", 0.35,
-                              "cuts where a perceptual hash of the frame changes"),
+    "content": SceneDetectorSpec(
+        "ContentDetector", "threshold", 27.0, "hard cuts: the change of hue, saturation and brightness between frames"
+    ),
+    "adaptive": SceneDetectorSpec(
+        "AdaptiveDetector",
+        "adaptive_threshold",
+        3.0,
+        "hard cuts against a rolling average; steadier with fast camera motion",
+    ),
+    "histogram": SceneDetectorSpec("HistogramDetector", "threshold", 0.20, "cuts where the colour histogram changes"),
+    "hash": SceneDetectorSpec("HashDetector", "threshold", 0.35, "cuts where a perceptual hash of the frame changes"),
 }
 
 
@@ -48,8 +51,9 @@ def detector_spec(name: str) -> SceneDetectorSpec:
     return spec
 
 
-def detect_scenes(path: str | Path, *, detector: str = "content", threshold: float | None = None,
-                  downscale: int | None = None) -> list[tuple[float, float]]:
+def detect_scenes(
+    path: str | Path, *, detector: str = "content", threshold: float | None = None, downscale: int | None = None
+) -> list[tuple[float, float]]:
     """Scene boundaries of the video at ``path`` as contiguous ``(start_s, end_s)`` pairs.
 
     ``detector`` names an entry of :data:`SCENE_DETECTORS` (PySceneDetect's ContentDetector by
@@ -74,8 +78,11 @@ def detect_scenes(path: str | Path, *, detector: str = "content", threshold: flo
     try:
         stream = scenedetect.VideoStreamAv(str(p), suppress_output=True)
     except FrameRateUnavailable as e:
-        raise IngestError(p, f"could not be opened for scene detection ({type(e).__name__}: {e}); "
-                             "the video stream has no usable frame rate. Re-encode the file.") from e
+        raise IngestError(
+            p,
+            f"could not be opened for scene detection ({type(e).__name__}: {e}); "
+            "the video stream has no usable frame rate. Re-encode the file.",
+        ) from e
     except (scenedetect.VideoOpenFailure, OSError, ValueError) as e:
         raise IngestError(p, f"could not be opened for scene detection ({e}).") from e
     manager = scenedetect.SceneManager()
@@ -129,8 +136,9 @@ def _merge_short(bounds: list[float], min_len: float) -> list[float]:
     return out
 
 
-def shape_clips(scenes: Sequence[tuple[float, float]], *, duration_s: float, min_clip_s: float,
-                max_clip_s: float) -> list[tuple[float, float]]:
+def shape_clips(
+    scenes: Sequence[tuple[float, float]], *, duration_s: float, min_clip_s: float, max_clip_s: float
+) -> list[tuple[float, float]]:
     """Turn scenes into clips: contiguous ``(start_s, end_s)`` pairs covering ``[0, duration_s]``.
 
     The scenes' boundaries inside ``(0, duration_s)`` are the candidate cuts (gaps and overlaps
@@ -142,8 +150,10 @@ def shape_clips(scenes: Sequence[tuple[float, float]], *, duration_s: float, min
     if not math.isfinite(duration_s) or duration_s < 0:
         raise ConfigError(f"duration_s must be a finite number >= 0, got {duration_s}.")
     if min_clip_s < 0 or max_clip_s <= 0 or max_clip_s < 2 * min_clip_s:
-        raise ConfigError(f"need 0 <= min_clip_s and max_clip_s >= 2 * min_clip_s > 0; got min_clip_s={min_clip_s}, "
-                         f"max_clip_s={max_clip_s}.")
+        raise ConfigError(
+            f"need 0 <= min_clip_s and max_clip_s >= 2 * min_clip_s > 0; got min_clip_s={min_clip_s}, "
+            f"max_clip_s={max_clip_s}."
+        )
     if duration_s == 0:
         return []
     cuts = sorted({float(t) for scene in scenes for t in scene if 0.0 < t < duration_s})

@@ -49,7 +49,7 @@ def _sidecar_rank(video: Path, candidate: Path) -> tuple[int, str] | None:
         return (1, f"{order}")
     if not base.startswith(video.stem + "."):
         return None
-    tags = base[len(video.stem) + 1:].split(".")
+    tags = base[len(video.stem) + 1 :].split(".")
     if not all(_TAG_PART.fullmatch(tag) for tag in tags):
         return None
     english = bool(_ENGLISH.match(tags[0]))
@@ -149,7 +149,7 @@ def parse_subtitles(text: str, *, name: str = "<subtitles>") -> list[Cue]:
 def _decode(data: bytes) -> str:
     encoding = bom_encoding(data)
     if encoding is not None:
-        return data[len(encoding.bom):].decode(encoding.name, errors="replace")
+        return data[len(encoding.bom) :].decode(encoding.name, errors="replace")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -162,8 +162,10 @@ def read_sidecar(path: str | Path) -> list[Cue]:
     try:
         data = p.read_bytes()
     except OSError as e:  # the video's outcome shows the reason: it names the subtitle file
-        raise IngestError(p, f"the subtitle file {p.name!r} could not be read ({e.strerror or e}); check its "
-                             "permissions, or remove it.") from e
+        raise IngestError(
+            p,
+            f"the subtitle file {p.name!r} could not be read ({e.strerror or e}); check its permissions, or remove it.",
+        ) from e
     return parse_subtitles(_decode(data), name=str(p))
 
 

@@ -38,8 +38,16 @@ try:
 except ImportError as e:  # tested in a subprocess that hides llama_index.core
     raise MissingDependencyError("llama-index-core", "llamaindex", feature="the LlamaIndex integration") from e
 
-__all__ = ["LLM_METADATA_KEYS", "TOOL_PREFIX", "UNIT_TEXT_TOKENS", "ImageMode", "check_top_k",
-           "cut_to_k", "hit_to_metadata", "hits_to_nodes"]
+__all__ = [
+    "LLM_METADATA_KEYS",
+    "TOOL_PREFIX",
+    "UNIT_TEXT_TOKENS",
+    "ImageMode",
+    "check_top_k",
+    "cut_to_k",
+    "hit_to_metadata",
+    "hits_to_nodes",
+]
 
 #: How pictures travel in nodes: ``"path"`` — an image hit's local file as ``ImageNode.image_path`` (or its
 #: ``http(s)`` URI as ``image_url``), clips and videos as text; ``"base64"`` — JPEG bytes as
@@ -52,8 +60,9 @@ ImageMode = Literal["path", "base64"]
 #: embeddings.
 #: ``description`` is an ImageNode's caption or transcript (its text), so that multimodal synthesis, which sends
 #: pictures and metadata only, keeps it.
-LLM_METADATA_KEYS: frozenset[str] = frozenset({"corpus", "title", "start_s", "end_s", "frame_time_s",
-                                               "description", "file_name", "page_label"})
+LLM_METADATA_KEYS: frozenset[str] = frozenset(
+    {"corpus", "title", "start_s", "end_s", "frame_time_s", "description", "file_name", "page_label"}
+)
 
 #: Per-corpus tools are named this prefix and the corpus name (``search_table``); the selector maps them back.
 TOOL_PREFIX = "search_"
@@ -77,8 +86,14 @@ def cut_to_k(hits: Sequence[Hit], k: int) -> list[Hit]:
     return list(hits[:k])
 
 
-def hit_to_metadata(hit: Hit, *, decision: RouteDecision | None = None, label: str | None = None,
-                    rank: int | None = None, truncated: bool = False) -> dict[str, Any]:
+def hit_to_metadata(
+    hit: Hit,
+    *,
+    decision: RouteDecision | None = None,
+    label: str | None = None,
+    rank: int | None = None,
+    truncated: bool = False,
+) -> dict[str, Any]:
     """A node's metadata for ``hit``: the unit's own metadata (title, columns, frame times, ...) overlaid with
     ``corpus``, ``modality``, ``granularity``, ``uri``, ``unit_id``, ``source_id``, ``parent_id``, ``score``,
     ``start_s``/``end_s`` (clips and videos), ``matched_parts`` (tables, long documents), ``channel_scores``,
@@ -87,16 +102,18 @@ def hit_to_metadata(hit: Hit, *, decision: RouteDecision | None = None, label: s
     when a router chose the corpora, ``routes`` and ``route_decision`` (:meth:`RouteDecision.to_dict`); a unit of a
     local file has ``file_path`` and ``file_name``, as LlamaIndex's file readers name them."""
     meta: dict[str, Any] = dict(hit.metadata)
-    meta.update({
-        "corpus": hit.corpus,
-        "modality": str(hit.modality) if hit.modality else None,
-        "granularity": str(hit.granularity) if hit.granularity else None,
-        "uri": hit.uri,
-        "unit_id": hit.id,
-        "source_id": hit.source_id,
-        "parent_id": hit.parent_id,
-        "score": float(hit.score),
-    })
+    meta.update(
+        {
+            "corpus": hit.corpus,
+            "modality": str(hit.modality) if hit.modality else None,
+            "granularity": str(hit.granularity) if hit.granularity else None,
+            "uri": hit.uri,
+            "unit_id": hit.id,
+            "source_id": hit.source_id,
+            "parent_id": hit.parent_id,
+            "score": float(hit.score),
+        }
+    )
     if hit.start_s is not None or hit.end_s is not None:
         meta["start_s"], meta["end_s"] = hit.start_s, hit.end_s
     local = hit_file(hit)
@@ -126,8 +143,10 @@ def _image_source(hit: Hit, image_mode: ImageMode, budget: EvidenceBudget) -> di
     if image_mode == "base64":
         images, times = hit_images(hit, max_images=1, budget=budget)
         if images:
-            extra: dict[str, Any] = {"image": base64.b64encode(images[0]).decode("ascii"),
-                                     "image_mimetype": "image/jpeg"}
+            extra: dict[str, Any] = {
+                "image": base64.b64encode(images[0]).decode("ascii"),
+                "image_mimetype": "image/jpeg",
+            }
             if times:
                 extra["frame_time_s"] = float(times[0])
             return extra
@@ -157,15 +176,25 @@ def _node(hit: Hit, text: str, metadata: dict[str, Any], image: dict[str, Any] |
         extra["text_template"] = "{metadata_str}"
     hidden = sorted(k for k in metadata if k not in LLM_METADATA_KEYS)
     common: dict[str, Any] = {
-        "id_": hit.id, "text": text, "metadata": metadata, "relationships": relationships,
-        "excluded_llm_metadata_keys": hidden, "excluded_embed_metadata_keys": sorted(metadata), **extra,
+        "id_": hit.id,
+        "text": text,
+        "metadata": metadata,
+        "relationships": relationships,
+        "excluded_llm_metadata_keys": hidden,
+        "excluded_embed_metadata_keys": sorted(metadata),
+        **extra,
     }
     return ImageNode(**common, **image) if image is not None else TextNode(**common)
 
 
-def hits_to_nodes(hits: Sequence[Hit], *, decision: RouteDecision | None = None, image_mode: ImageMode = "path",
-                  budget: EvidenceBudget | None = None,
-                  max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> list[NodeWithScore]:
+def hits_to_nodes(
+    hits: Sequence[Hit],
+    *,
+    decision: RouteDecision | None = None,
+    image_mode: ImageMode = "path",
+    budget: EvidenceBudget | None = None,
+    max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
+) -> list[NodeWithScore]:
     """LlamaIndex nodes for ``hits``, in order, each scored with the hit's (fused) score and its metadata ``rank``
     set to its 1-based position (the order is the library's ranking; scores from different corpora need not
     decrease along it).

@@ -36,9 +36,16 @@ from universalrag.store.filters import paths_as_uris
 __all__ = ["to_core_filter"]
 
 _SAME: dict[FilterOperator, str] = {
-    FilterOperator.EQ: "$eq", FilterOperator.NE: "$ne", FilterOperator.GT: "$gt", FilterOperator.GTE: "$gte",
-    FilterOperator.LT: "$lt", FilterOperator.LTE: "$lte", FilterOperator.IN: "$in", FilterOperator.NIN: "$nin",
-    FilterOperator.CONTAINS: "$contains", FilterOperator.ALL: "$contains",
+    FilterOperator.EQ: "$eq",
+    FilterOperator.NE: "$ne",
+    FilterOperator.GT: "$gt",
+    FilterOperator.GTE: "$gte",
+    FilterOperator.LT: "$lt",
+    FilterOperator.LTE: "$lte",
+    FilterOperator.IN: "$in",
+    FilterOperator.NIN: "$nin",
+    FilterOperator.CONTAINS: "$contains",
+    FilterOperator.ALL: "$contains",
 }
 
 
@@ -51,8 +58,9 @@ def to_core_filter(filter: Mapping[str, Any] | MetadataFilters | MetadataFilter 
         return _shown_paths(filter)
     if isinstance(filter, (MetadataFilters, MetadataFilter)):
         return _shown_paths(_filters(filter) if isinstance(filter, MetadataFilters) else _one(filter))
-    raise FilterError(f"A filter must be a mapping in the core's syntax or LlamaIndex MetadataFilters, got "
-                      f"{type(filter).__name__}.")
+    raise FilterError(
+        f"A filter must be a mapping in the core's syntax or LlamaIndex MetadataFilters, got {type(filter).__name__}."
+    )
 
 
 def _shown_paths(filter: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -74,8 +82,9 @@ def _filters(filters: MetadataFilters) -> dict[str, Any]:
         return parts[0] if len(parts) == 1 else {"$or": parts}
     if condition is FilterCondition.NOT:
         return {"$not": parts[0] if len(parts) == 1 else {"$and": parts}}
-    raise FilterError(f"The filter condition {condition!r} has no equivalent in universalrag filters; use AND, OR "
-                      "or NOT.")
+    raise FilterError(
+        f"The filter condition {condition!r} has no equivalent in universalrag filters; use AND, OR or NOT."
+    )
 
 
 def _one(item: MetadataFilter) -> dict[str, Any]:
@@ -92,6 +101,8 @@ def _one(item: MetadataFilter) -> dict[str, Any]:
             raise FilterError(f"Operator {op.name} on {key!r} needs a string, got {type(value).__name__}.")
         pattern = "%" + value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         return {key: {"$like" if op is FilterOperator.TEXT_MATCH else "$ilike": pattern}}
-    raise FilterError(f"The LlamaIndex filter operator {op.name} ({op.value!r}) on {key!r} has no equivalent in "
-                      "universalrag filters; supported: EQ, NE, GT, GTE, LT, LTE, IN, NIN, CONTAINS, ANY, ALL, "
-                      "TEXT_MATCH, TEXT_MATCH_INSENSITIVE.")
+    raise FilterError(
+        f"The LlamaIndex filter operator {op.name} ({op.value!r}) on {key!r} has no equivalent in "
+        "universalrag filters; supported: EQ, NE, GT, GTE, LT, LTE, IN, NIN, CONTAINS, ANY, ALL, "
+        "TEXT_MATCH, TEXT_MATCH_INSENSITIVE."
+    )

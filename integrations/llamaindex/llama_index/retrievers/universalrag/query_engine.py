@@ -63,13 +63,16 @@ def evidence_only_text(decision: RouteDecision, nodes: Sequence[NodeWithScore]) 
     """The response text when nothing can write an answer: why, and a preview of each piece of evidence."""
     hint = "pass llm= (a LlamaIndex LLM) to the query engine or set UNIVERSALRAG_LLM_MODEL"
     if not decision.needs_retrieval:
-        return (f"The router decided that this question needs no retrieval (route {NO_RETRIEVAL!r}), and no "
-                f"language model is configured to answer it: {hint}.")
+        return (
+            f"The router decided that this question needs no retrieval (route {NO_RETRIEVAL!r}), and no "
+            f"language model is configured to answer it: {hint}."
+        )
     routes = ", ".join(r for r in decision.routes if r != NO_RETRIEVAL)
     if not nodes:
         return f"No language model is configured ({hint}), and the search of {routes} found no evidence."
-    lines = [(f"No language model is configured ({hint}), so here is the evidence found in {routes}, "
-              "without an answer:")]
+    lines = [
+        (f"No language model is configured ({hint}), so here is the evidence found in {routes}, without an answer:")
+    ]
     for item in nodes:
         text = " ".join(item.node.get_content().split())
         preview = text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS].rstrip() + " […]"
@@ -98,13 +101,15 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
     rag: UniversalRAG = Field(description="The UniversalRAG pipeline that routes and retrieves.")
     llm: LLM | None = Field(default=None, description="A LlamaIndex LLM; None uses the core's generator.")
     response_synthesizer: BaseSynthesizer | None = Field(
-        default=None, description="Replaces the default synthesizer built from llm (needs llm).")
+        default=None, description="Replaces the default synthesizer built from llm (needs llm)."
+    )
     similarity_top_k: int | None = Field(default=None, description="Most nodes in total (None: rag.k).")
     routes: list[str] | None = Field(default=None, description="Fixed corpora; None asks the router.")
     filter: dict[str, Any] | None = Field(default=None, description="Metadata filter (MetadataFilters converted).")
     filters: dict[str, Any] | None = Field(default=None, description="Deprecated spelling of filter.")
-    max_unit_tokens: int | None = Field(default=UNIT_TEXT_TOKENS,
-                                        description="Cut each node's text at about this many tokens; None: whole.")
+    max_unit_tokens: int | None = Field(
+        default=UNIT_TEXT_TOKENS, description="Cut each node's text at about this many tokens; None: whole."
+    )
     image_mode: ImageMode = Field(default="path", description="How pictures travel in nodes.")
 
     def __init__(self, **data: Any) -> None:
@@ -135,16 +140,24 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
     @property
     def retriever(self) -> UniversalRAGRetriever:
         """The retriever this engine uses (built from its fields)."""
-        return UniversalRAGRetriever(rag=self.rag, similarity_top_k=self.similarity_top_k, routes=self.routes,
-                                     filter=self._filter(), allow_none=True, image_mode=self.image_mode,
-                                     max_unit_tokens=self.max_unit_tokens, callback_manager=self.callback_manager)
+        return UniversalRAGRetriever(
+            rag=self.rag,
+            similarity_top_k=self.similarity_top_k,
+            routes=self.routes,
+            filter=self._filter(),
+            allow_none=True,
+            image_mode=self.image_mode,
+            max_unit_tokens=self.max_unit_tokens,
+            callback_manager=self.callback_manager,
+        )
 
     def _filter(self) -> Mapping[str, Any] | None:
         return self.filter if self.filter is not None else self.filters
 
     def _synthesizer(self) -> BaseSynthesizer:
-        return self.response_synthesizer or get_response_synthesizer(llm=self.llm,
-                                                                     callback_manager=self.callback_manager)
+        return self.response_synthesizer or get_response_synthesizer(
+            llm=self.llm, callback_manager=self.callback_manager
+        )
 
     # -- callback and instrumentation events, as RetrieverQueryEngine emits them ---------------------------------
     @dispatcher.span
@@ -152,8 +165,10 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
         """Answer a query, inside a ``query`` callback event and instrumentation span."""
         dispatcher.event(QueryStartEvent(query=str_or_query_bundle))
         query_str = self._query_str(str_or_query_bundle)
-        with self.callback_manager.as_trace("query"), self.callback_manager.event(
-                CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_str}) as event:
+        with (
+            self.callback_manager.as_trace("query"),
+            self.callback_manager.event(CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_str}) as event,
+        ):
             response = self._as_response(self.custom_query(query_str))
             event.on_end(payload={EventPayload.RESPONSE: response})
         dispatcher.event(QueryEndEvent(query=str_or_query_bundle, response=response))
@@ -164,8 +179,10 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
         """Async twin of :meth:`query`."""
         dispatcher.event(QueryStartEvent(query=str_or_query_bundle))
         query_str = self._query_str(str_or_query_bundle)
-        with self.callback_manager.as_trace("query"), self.callback_manager.event(
-                CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_str}) as event:
+        with (
+            self.callback_manager.as_trace("query"),
+            self.callback_manager.event(CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_str}) as event,
+        ):
             response = self._as_response(await self.acustom_query(query_str))
             event.on_end(payload={EventPayload.RESPONSE: response})
         dispatcher.event(QueryEndEvent(query=str_or_query_bundle, response=response))
@@ -185,8 +202,7 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
         yielded list with the nodes it retrieved (the events' end payload)."""
         dispatcher.event(RetrievalStartEvent(str_or_query_bundle=query_str))
         nodes: list[NodeWithScore] = []
-        with self.callback_manager.event(CBEventType.RETRIEVE,
-                                         payload={EventPayload.QUERY_STR: query_str}) as event:
+        with self.callback_manager.event(CBEventType.RETRIEVE, payload={EventPayload.QUERY_STR: query_str}) as event:
             yield nodes
             event.on_end(payload={EventPayload.NODES: nodes})
         dispatcher.event(RetrievalEndEvent(str_or_query_bundle=query_str, nodes=nodes))
@@ -206,11 +222,22 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
         return decision, hits, nodes
 
     # -- the core's generator (or evidence only) ---------------------------------------------------------------
-    def _generator_response(self, decision: RouteDecision, nodes: list[NodeWithScore], text: str | None,
-                            citations: Sequence[str], timings: Mapping[str, float], warning: str | None) -> Response:
+    def _generator_response(
+        self,
+        decision: RouteDecision,
+        nodes: list[NodeWithScore],
+        text: str | None,
+        citations: Sequence[str],
+        timings: Mapping[str, float],
+        warning: str | None,
+    ) -> Response:
         generator = self.rag.generator
-        meta = _metadata(decision, citations=list(citations), timings_ms=dict(timings),
-                         answered_by=f"universalrag:{generator.name}" if text is not None and generator else None)
+        meta = _metadata(
+            decision,
+            citations=list(citations),
+            timings_ms=dict(timings),
+            answered_by=f"universalrag:{generator.name}" if text is not None and generator else None,
+        )
         if warning:
             meta["warning"] = warning
         body = text if text is not None else evidence_only_text(decision, nodes)
@@ -229,8 +256,9 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
             return None, (), str(e)
         return generation.text, tuple(generation.citations), None
 
-    async def _acore_answer(self, query_str: str, hits: Sequence[Hit]
-                            ) -> tuple[str | None, tuple[str, ...], str | None]:
+    async def _acore_answer(
+        self, query_str: str, hits: Sequence[Hit]
+    ) -> tuple[str | None, tuple[str, ...], str | None]:
         generator = self.rag.generator
         if generator is None:
             return None, (), None

@@ -49,12 +49,21 @@ class UniversalRAGRetriever(BaseRetriever):
     a ``TypeError`` (a live database pipeline cannot cross processes: build one per process).
     """
 
-    def __init__(self, *, rag: UniversalRAG, similarity_top_k: int | None = None,
-                 routes: Sequence[str] | None = None, filter: Mapping[str, Any] | MetadataFilters | None = None,
-                 filters: Mapping[str, Any] | MetadataFilters | None = None, allow_none: bool = False,
-                 image_mode: ImageMode = "path", budget: EvidenceBudget | None = None,
-                 max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
-                 callback_manager: CallbackManager | None = None, verbose: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        rag: UniversalRAG,
+        similarity_top_k: int | None = None,
+        routes: Sequence[str] | None = None,
+        filter: Mapping[str, Any] | MetadataFilters | None = None,
+        filters: Mapping[str, Any] | MetadataFilters | None = None,
+        allow_none: bool = False,
+        image_mode: ImageMode = "path",
+        budget: EvidenceBudget | None = None,
+        max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
         if not isinstance(rag, UniversalRAG):
             raise TypeError(f"rag must be a universalrag.UniversalRAG, got {type(rag).__name__}.")
         if isinstance(routes, str):
@@ -70,8 +79,9 @@ class UniversalRAGRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def __repr__(self) -> str:
-        return (f"UniversalRAGRetriever(rag={self.rag!r}, similarity_top_k={self.similarity_top_k}, "
-                f"routes={self.routes})")
+        return (
+            f"UniversalRAGRetriever(rag={self.rag!r}, similarity_top_k={self.similarity_top_k}, routes={self.routes})"
+        )
 
     def __deepcopy__(self, memo: dict[int, Any]) -> UniversalRAGRetriever:
         """A copy of this retriever's settings sharing ``rag`` (its pool, threads and locks cannot be copied, and
@@ -109,8 +119,7 @@ class UniversalRAGRetriever(BaseRetriever):
         return self._fixed_decision() or self.rag.route(query, allow_none=self.allow_none)
 
     def _args(self) -> dict[str, Any]:
-        return {"k": self.similarity_top_k, "routes": self.routes, "filter": self.filter,
-                "allow_none": self.allow_none}
+        return {"k": self.similarity_top_k, "routes": self.routes, "filter": self.filter, "allow_none": self.allow_none}
 
     def search(self, query: str) -> tuple[RouteDecision, list[Hit]]:
         """The route decision and the core hits for ``query``, cut to :attr:`k` (no nodes built, no callbacks)."""
@@ -124,8 +133,13 @@ class UniversalRAGRetriever(BaseRetriever):
 
     def to_nodes(self, hits: Sequence[Hit], decision: RouteDecision) -> list[NodeWithScore]:
         """Nodes for ``hits`` (cut to :attr:`k`), as this retriever builds them."""
-        return hits_to_nodes(cut_to_k(hits, self.k), decision=decision, image_mode=self.image_mode,
-                             budget=self.budget, max_unit_tokens=self.max_unit_tokens)
+        return hits_to_nodes(
+            cut_to_k(hits, self.k),
+            decision=decision,
+            image_mode=self.image_mode,
+            budget=self.budget,
+            max_unit_tokens=self.max_unit_tokens,
+        )
 
     def retrieve_with_decision(self, query: str) -> tuple[RouteDecision, list[NodeWithScore]]:
         """The route decision and the nodes for ``query`` (what :meth:`retrieve` returns; this call emits no

@@ -87,9 +87,16 @@ class UniversalRAGSelector(BaseSelector):
     a choice index or name, or ``None`` to raise a :class:`~universalrag.errors.RoutingError` instead.
     """
 
-    def __init__(self, *, rag: UniversalRAG | None = None, router: Router | None = None, embedder: Any = None,
-                 choice_routes: Mapping[str, str] | None = None, multi: bool = True,
-                 fallback: int | str | None = "best") -> None:
+    def __init__(
+        self,
+        *,
+        rag: UniversalRAG | None = None,
+        router: Router | None = None,
+        embedder: Any = None,
+        choice_routes: Mapping[str, str] | None = None,
+        multi: bool = True,
+        fallback: int | str | None = "best",
+    ) -> None:
         if rag is None and router is None:
             raise ValueError("UniversalRAGSelector needs rag= (a UniversalRAG) or router= (a universalrag Router).")
         if isinstance(fallback, bool):
@@ -134,8 +141,7 @@ class UniversalRAGSelector(BaseSelector):
         """The descriptions choices are matched against: built-in routes, plus the registry's corpora."""
         out = dict(ROUTE_DESCRIPTIONS)
         if self.rag is not None:
-            out.update({name: spec.description for name, spec in self.rag.store.corpora().items()
-                        if spec.description})
+            out.update({name: spec.description for name, spec in self.rag.store.corpora().items() if spec.description})
         return out
 
     def _known_routes(self, descriptions: Mapping[str, str]) -> set[str]:
@@ -144,8 +150,10 @@ class UniversalRAGSelector(BaseSelector):
     def _description_matcher(self, descriptions: dict[str, str]) -> ExampleRouter:
         if self._matcher is None or self._matcher[0] != descriptions:
             embedder = self._embedder or (self.rag.embedder if self.rag is not None else None)
-            self._matcher = (descriptions, ExampleRouter.from_descriptions(descriptions, embedder=embedder,
-                                                                           multi=False))
+            self._matcher = (
+                descriptions,
+                ExampleRouter.from_descriptions(descriptions, embedder=embedder, multi=False),
+            )
         return self._matcher[1]
 
     # -- mapping choices to routes --------------------------------------------------------------------------
@@ -163,7 +171,8 @@ class UniversalRAGSelector(BaseSelector):
             pending = [i for i, m in enumerate(mapped) if m is None]
             if pending:
                 scores = self._description_matcher(_matchable(descriptions, empty)).score_many(
-                    [metas[i].description or metas[i].name or "" for i in pending])
+                    [metas[i].description or metas[i].name or "" for i in pending]
+                )
                 for i, row in zip(pending, scores):
                     best = max(row, key=row.__getitem__)
                     mapped[i] = ChoiceRoute(best, "description", row[best])
@@ -181,8 +190,9 @@ class UniversalRAGSelector(BaseSelector):
         return None
 
     # -- selecting ------------------------------------------------------------------------------------------
-    def select_with_decision(self, choices: Sequence[ToolMetadata | str], query: QueryBundle | str
-                             ) -> tuple[SelectorResult, RouteDecision]:
+    def select_with_decision(
+        self, choices: Sequence[ToolMetadata | str], query: QueryBundle | str
+    ) -> tuple[SelectorResult, RouteDecision]:
         """The selection and the router's decision behind it."""
         metas = [c if isinstance(c, ToolMetadata) else ToolMetadata(description=str(c)) for c in choices]
         if not metas:
@@ -206,12 +216,19 @@ class UniversalRAGSelector(BaseSelector):
         if not self._evidence_aware() or not any(r != NO_RETRIEVAL for r in candidates):
             return self.router.route(query, candidates=set(candidates or routes))
         assert self.rag is not None
-        plan = self.rag.plan(query, candidates=[r for r in candidates if r != NO_RETRIEVAL],
-                             allow_none=NO_RETRIEVAL in candidates)
+        plan = self.rag.plan(
+            query, candidates=[r for r in candidates if r != NO_RETRIEVAL], allow_none=NO_RETRIEVAL in candidates
+        )
         return self.rag.route(plan)
 
-    def _selection(self, metas: Sequence[ToolMetadata], mapping: Sequence[ChoiceRoute], decision: RouteDecision,
-                   query: str, empty: frozenset[str] = frozenset()) -> SelectorResult:
+    def _selection(
+        self,
+        metas: Sequence[ToolMetadata],
+        mapping: Sequence[ChoiceRoute],
+        decision: RouteDecision,
+        query: str,
+        empty: frozenset[str] = frozenset(),
+    ) -> SelectorResult:
         picks: list[SingleSelection] = []
         for route in decision.routes:
             if route in empty:
@@ -232,11 +249,19 @@ class UniversalRAGSelector(BaseSelector):
     def _reason(self, meta: ToolMetadata, item: ChoiceRoute, decision: RouteDecision) -> str:
         p = decision.scores.get(item.route)
         score = f" (p={p:.2f})" if p is not None else ""
-        return (f"router {decision.router!r} chose route {item.route!r}{score}; "
-                f"choice {meta.name or meta.description[:40]!r} stands for that route {self._how(item)}.")
+        return (
+            f"router {decision.router!r} chose route {item.route!r}{score}; "
+            f"choice {meta.name or meta.description[:40]!r} stands for that route {self._how(item)}."
+        )
 
-    def _fallback(self, metas: Sequence[ToolMetadata], mapping: Sequence[ChoiceRoute], decision: RouteDecision,
-                  query: str, empty: frozenset[str] = frozenset()) -> SingleSelection:
+    def _fallback(
+        self,
+        metas: Sequence[ToolMetadata],
+        mapping: Sequence[ChoiceRoute],
+        decision: RouteDecision,
+        query: str,
+        empty: frozenset[str] = frozenset(),
+    ) -> SingleSelection:
         routes = ", ".join(decision.routes) or NO_RETRIEVAL
         if self.fallback is None:
             raise RoutingError(
@@ -253,14 +278,19 @@ class UniversalRAGSelector(BaseSelector):
         elif self.fallback in names:
             index = names.index(self.fallback)
         elif self.fallback == "best":
-            order = ([i for i, m in enumerate(mapping) if m.route != NO_RETRIEVAL and m.route not in empty]
-                     or [i for i, m in enumerate(mapping) if m.route != NO_RETRIEVAL] or list(range(len(metas))))
+            order = (
+                [i for i, m in enumerate(mapping) if m.route != NO_RETRIEVAL and m.route not in empty]
+                or [i for i, m in enumerate(mapping) if m.route != NO_RETRIEVAL]
+                or list(range(len(metas)))
+            )
             index = max(order, key=lambda i: decision.scores.get(mapping[i].route, 0.0))
         else:
             raise RoutingError(f"fallback={self.fallback!r} names no choice; choices are {names}.")
         meta, item = metas[index], mapping[index]
-        reason = (f"fallback: router {decision.router!r} chose {routes}, which no choice stands for; selected "
-                  f"{meta.name or meta.description[:40]!r} (route {item.route!r} {self._how(item)}).")
+        reason = (
+            f"fallback: router {decision.router!r} chose {routes}, which no choice stands for; selected "
+            f"{meta.name or meta.description[:40]!r} (route {item.route!r} {self._how(item)})."
+        )
         return SingleSelection(index=index, reason=reason)
 
     def _select(self, choices: Sequence[ToolMetadata], query: QueryBundle) -> SelectorResult:

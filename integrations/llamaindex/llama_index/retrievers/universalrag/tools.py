@@ -23,10 +23,15 @@ def corpus_tool_description(spec: CorpusSpec, holdings: str = "") -> str:
     return " ".join(p for p in (spec.description.rstrip(), what, holdings) if p)
 
 
-def corpus_retriever_tools(rag: UniversalRAG, *, corpora: Sequence[str] | None = None,
-                           similarity_top_k: int | None = None, image_mode: ImageMode = "path",
-                           budget: EvidenceBudget | None = None,
-                           max_unit_tokens: int | None = UNIT_TEXT_TOKENS) -> list[RetrieverTool]:
+def corpus_retriever_tools(
+    rag: UniversalRAG,
+    *,
+    corpora: Sequence[str] | None = None,
+    similarity_top_k: int | None = None,
+    image_mode: ImageMode = "path",
+    budget: EvidenceBudget | None = None,
+    max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
+) -> list[RetrieverTool]:
     """A ``RetrieverTool`` named ``search_<corpus>`` per corpus, described from the registry and what the corpus
     holds (how many sources, the latest by name), each searching
     only its corpus (no routing) with a :class:`UniversalRAGRetriever`.
@@ -49,9 +54,16 @@ def corpus_retriever_tools(rag: UniversalRAG, *, corpora: Sequence[str] | None =
     tools = []
     for name in names:
         spec = store.corpus(name)
-        retriever = UniversalRAGRetriever(rag=rag, similarity_top_k=similarity_top_k, routes=[name],
-                                          image_mode=image_mode, budget=budget, max_unit_tokens=max_unit_tokens)
-        metadata = ToolMetadata(name=f"{TOOL_PREFIX}{name}",
-                                description=corpus_tool_description(spec, rag.corpus_holdings(name)))
+        retriever = UniversalRAGRetriever(
+            rag=rag,
+            similarity_top_k=similarity_top_k,
+            routes=[name],
+            image_mode=image_mode,
+            budget=budget,
+            max_unit_tokens=max_unit_tokens,
+        )
+        metadata = ToolMetadata(
+            name=f"{TOOL_PREFIX}{name}", description=corpus_tool_description(spec, rag.corpus_holdings(name))
+        )
         tools.append(RetrieverTool(retriever=retriever, metadata=metadata))
     return tools
