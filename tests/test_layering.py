@@ -28,7 +28,7 @@ ROOTS = {
 
 #: The rank of each top-level part of the core. A module may import parts of a lower rank, and its own part;
 #: never a part of the same or a higher rank. ``universalrag/__init__.py`` only re-exports and is exempt.
-RANK: dict[str, int] = {
+RANK: dict[str, float] = {
     "errors": 0,
     "types": 1,
     "dates": 1,
@@ -46,6 +46,7 @@ RANK: dict[str, int] = {
     "evidence": 5,
     "ingest": 6,
     "routing": 6,
+    "graph": 6.5,  # the knowledge graph: above ingest and routing, below retrieve and the facade
     "retrieve": 7,
     "adapt": 7,
     "pipeline": 8,
