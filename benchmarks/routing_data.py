@@ -29,6 +29,7 @@ the question's ``phrase`` (all of the file's units in that corpus when there is 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import zlib
@@ -95,7 +96,12 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 # -- wikitables ---------------------------------------------------------------------------------------------------
 def find_wikitables(start: Path | None = None) -> Path | None:
-    """The ``shared/data/wikitables`` folder next to the repository (or one of its parents), if present."""
+    """The ``wikitables`` folder of ``UNIVERSALRAG_SHARED_DATA`` when set, else ``shared/data/wikitables`` next to
+    the repository (or one of its parents), if present."""
+    chosen = os.environ.get("UNIVERSALRAG_SHARED_DATA")
+    if chosen:
+        candidate = Path(chosen) / "wikitables"
+        return candidate if (candidate / "questions.jsonl").is_file() else None
     here = (start or Path(__file__)).resolve()
     for parent in here.parents:
         candidate = parent / "shared" / "data" / "wikitables"

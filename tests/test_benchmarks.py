@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.shared_data import WIKITABLES_QUESTIONS, require
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -129,11 +130,7 @@ def test_video(database_url: str, tmp_path: Path) -> None:
 
 
 def test_exact_rows(database_url: str, tmp_path: Path) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from routing_data import find_wikitables
-
-    if find_wikitables() is None:
-        pytest.skip("the shared wikitables folder is not on this machine")
+    require(WIKITABLES_QUESTIONS)
     r = run_benchmark("exact_rows.py", ["--quick", "--pages", "3"], database_url, tmp_path)
     assert r["pages"] == 3 and 0 < r["judged"] <= r["questions"]
     for mode in ("similarity", "exact_terms"):  # more rows shown never hold the answer less often
@@ -142,11 +139,7 @@ def test_exact_rows(database_url: str, tmp_path: Path) -> None:
 
 
 def test_index_settle(database_url: str, tmp_path: Path) -> None:
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    from routing_data import find_wikitables
-
-    if find_wikitables() is None:
-        pytest.skip("the shared wikitables folder is not on this machine")
+    require(WIKITABLES_QUESTIONS)
     r = run_benchmark("index_settle.py", ["--quick", "--pages", "3", "--questions", "6"], database_url, tmp_path)
     assert r["pages"] == 3 and r["pending_pages_merged"] > 0  # the ingest without the step left entries pending
     for name in ("corrections", "hybrid"):  # merging the lists changes how fast, never what is found

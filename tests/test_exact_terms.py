@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from support.schemas import ingested_store
+from support.shared_data import WIKITABLES, WIKITABLES_PAGES, skip_unless
 
 from universalrag.exact_terms import MAX_TERMS, exact_terms, identifiers, term_pattern
 from universalrag.pipeline import UniversalRAG
@@ -366,7 +367,6 @@ def test_a_date_the_question_spells_is_one_iso_term(query: str, terms: tuple[str
 
 
 # -- years: an exact term within a hit, never a name that pulls units forward ----------------------------------------
-WIKITABLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitables"
 YEAR_PAGES = (
     "1967 24 Hours of Le Mans.html",
     "List of Football League Cup finals.html",
@@ -377,7 +377,7 @@ YEAR_PAGES = (
 )
 
 
-@pytest.mark.skipif(not (WIKITABLES / "pages").is_dir(), reason="../shared/data/wikitables is absent")
+@skip_unless(WIKITABLES_PAGES)
 def test_a_year_in_the_question_keeps_the_page_it_is_about(tmp_path: Path, database_url: str, minilm) -> None:  # type: ignore[no-untyped-def]
     """Real Wikipedia pages ingested as a folder, five of six holding "1967": as a name like any other, the year put
     the four pages that only mention it (similarity 0.17-0.32) before the Le Mans page (0.71), which fell out of the

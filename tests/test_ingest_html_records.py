@@ -3,17 +3,17 @@
 "Race details: Dates | Race details_3: 22 June–14 July 1964": the label became a value and the title a column name,
 in the text every row was embedded as. Data tables whose rows are labelled but hold several values keep their
 columns. The synthetic tables are written in the test in MediaWiki's shapes (our own words); the real pages are
-read from ../shared/data/wikitables when present."""
+read from the WikiTableQuestions pages when present
+(``support.shared_data``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from support.shared_data import WIKITABLES, WIKITABLES_PAGES, skip_unless
 
 from universalrag.ingest.tables import read_tables, serialize_row
-
-WIKITABLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitables"
 
 INFOBOX = """<table class="infobox vevent"><caption>1971 Harrow Cycle Race</caption>
 <tr><th colspan="4">Race details</th></tr>
@@ -69,7 +69,7 @@ def test_data_tables_with_labelled_rows_keep_their_columns(html: str, tmp_path: 
     assert all(" | " in row for row in rows), rows
 
 
-@pytest.mark.skipif(not (WIKITABLES / "pages").is_dir(), reason="../shared/data/wikitables is absent")
+@skip_unless(WIKITABLES_PAGES)
 def test_real_infoboxes_read_as_fields() -> None:
     tour = read_tables(WIKITABLES / "pages" / "1964 Tour de France.html")
     rows = [serialize_row(tour[0].header, r) for r in tour[0].rows()]

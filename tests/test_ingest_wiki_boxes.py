@@ -2,18 +2,17 @@
 group names in header cells, so the rule for tables with headers kept them as data), hidden person data and
 message boxes. On the 2014 page of Kazakhstan, 13 tables came out, ten of them navigation boxes titled
 "Government (2)" to "(7)", and they were found for questions about other pages. The synthetic page is written in
-the test in MediaWiki's shape (our own words); the real one is read from ../shared/data/wikitables when present."""
+the test in MediaWiki's shape (our own words); the real one is read from the WikiTableQuestions
+pages when present (``support.shared_data``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+from support.shared_data import WIKITABLES, WIKITABLES_PAGES, skip_unless
 
 from universalrag.ingest.tables import read_tables
 from universalrag.ingest.text import parse_text
-
-WIKITABLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitables"
 
 NAVBOX = """<table cellspacing="0" class="navbox" style="border-spacing:0;"><tr><td style="padding:2px;">
 <table cellspacing="0" class="nowraplinks collapsible autocollapse navbox-inner">
@@ -57,7 +56,7 @@ def test_navigation_boxes_and_person_data_are_no_text() -> None:
         assert furniture not in doc.text, furniture
 
 
-@pytest.mark.skipif(not (WIKITABLES / "pages").is_dir(), reason="../shared/data/wikitables is absent")
+@skip_unless(WIKITABLES_PAGES)
 def test_a_real_page_keeps_its_data_tables_and_loses_its_navigation_boxes() -> None:
     titles = [t.title for t in read_tables(WIKITABLES / "pages" / "Kazakhstan.html")]
     assert "Public holidays" in titles and "Professions of faith in Kazakhstan by ethnicity[citation needed]" in titles

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.inference_texts import corpus_passages, routing_queries
+from support.shared_data import ROUTING_TRAIN, reason
 
 from universalrag.embed import TransformersEmbedder
 from universalrag.embed.numpy_bert import INFERENCE_ENV, NumpyBert, inference_backend, numpy_supported
@@ -27,7 +28,7 @@ HEAVY = ("torch", "transformers", "sentence_transformers", "sklearn", "scipy")
 def queries() -> list[str]:
     rows = routing_queries()
     if rows is None:
-        pytest.skip("shared routing data (shared/data/routing/train.jsonl) not found")
+        pytest.skip(reason(ROUTING_TRAIN))
     return rows  # ~310 real queries of every route and source
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from support.inference_texts import corpus_passages, routing_queries
+from support.shared_data import ROUTING_TRAIN, reason
 
 from universalrag.embed import TransformersEmbedder
 from universalrag.embed.numpy_bert import INFERENCE_ENV
@@ -50,7 +51,7 @@ EXTRA = [
 def queries() -> list[str]:
     rows = routing_queries()
     if rows is None:
-        pytest.skip("shared routing data (shared/data/routing/train.jsonl) not found")
+        pytest.skip(reason(ROUTING_TRAIN))
     return rows + EXTRA  # ~310 real queries of every route and source, then the odd ones
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.shared_data import WIKITABLES, WIKITABLES_PAGES, WIKITABLES_QUESTIONS, skip_unless
 
 from universalrag.config import Settings
 from universalrag.errors import ConfigError
@@ -390,11 +391,11 @@ def test_the_prior_runs_beside_the_embedding_and_the_probes_while_it_computes(re
 
 
 # -- real Wikipedia pages with crowd-written questions (the test half of the split) -----------------------------
-WIKITABLES = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitables"
 WIKI_PAGES = ("Panellinios B.C..html", "2010_11 UAB Blazers men's basketball team.html")
 
 
-@pytest.mark.skipif(not (WIKITABLES / "questions.jsonl").is_file(), reason="../shared/data/wikitables is absent")
+@skip_unless(WIKITABLES_QUESTIONS)
+@skip_unless(WIKITABLES_PAGES)
 def test_wikipedia_table_questions_go_to_the_table_first(database_url: str, tmp_path: Path, minilm) -> None:  # type: ignore[no-untyped-def]
     """Pages of the held-out ("report") half, ingested as a folder; every question written about them."""
     import json

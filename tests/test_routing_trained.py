@@ -8,6 +8,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from support.shared_data import ROUTING_TRAIN, present, skip_unless
 
 from universalrag.errors import ConfigError
 from universalrag.routing import (
@@ -26,7 +27,6 @@ from universalrag.routing import (
 from universalrag.routing.trained_router import SHARD_BYTES, weight_files
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data" / "routing" / "train.jsonl"
 
 OBVIOUS = {
     "none": "What is 45 divided by 9?",
@@ -104,14 +104,14 @@ def test_bundled_queries_are_labelled_and_disjoint() -> None:
     own, held = bundled_queries(), bundled_heldout()
     assert {r.primary for r in own} == set(ROUTES) == {r.primary for r in held}
     assert not {r.query.lower() for r in own} & {r.query.lower() for r in held}
-    if SHARED_DATA.is_file():
-        shared = {r.query.lower() for r in read_jsonl(SHARED_DATA)}
+    if present(ROUTING_TRAIN):
+        shared = {r.query.lower() for r in read_jsonl(ROUTING_TRAIN)}
         assert not shared & {r.query.lower() for r in own + held}
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_file(), reason=f"shared routing data not found at {SHARED_DATA}")
+@skip_unless(ROUTING_TRAIN)
 def test_training_on_a_small_subset_learns(tmp_path: Path) -> None:
-    rows = read_jsonl(SHARED_DATA)
+    rows = read_jsonl(ROUTING_TRAIN)
     train, val = split_by_source(rows, val_fraction=0.1, seed=0)
     assert not {r.query for r in train} & {r.query for r in val}
     per_source: dict[str, list] = defaultdict(list)

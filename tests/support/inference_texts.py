@@ -1,24 +1,24 @@
-"""Real texts for the inference-backend tests: queries from the shared routing data (read at run time, never
-copied) and ~120-word passages of the test corpus."""
+"""Real texts for the inference-backend tests: queries of the labelled routing data (read at run time, never
+copied; ``support.shared_data``) and ~120-word passages of the test corpus."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from support.shared_data import ROUTING_TRAIN, present
+
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "data" / "corpus"
 
 
 def routing_queries(*, step: int = 10) -> list[str] | None:
-    """Every ``step``-th query of ``shared/data/routing/train.jsonl`` (beside the checkout or at /work/shared),
-    or None when the data is not there."""
-    for root in (REPO.parent, REPO.parent.parent, Path("/work")):
-        file = root / "shared" / "data" / "routing" / "train.jsonl"
-        if file.is_file():
-            lines = file.read_text(encoding="utf-8").splitlines()
-            return [json.loads(line)["query"] for line in lines if line.strip()][::step]
-    return None
+    """Every ``step``-th query of the labelled routing questions (:data:`support.shared_data.ROUTING_TRAIN`), or
+    None when the data is not there (callers skip with :func:`support.shared_data.reason`)."""
+    if not present(ROUTING_TRAIN):
+        return None
+    lines = ROUTING_TRAIN.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line)["query"] for line in lines if line.strip()][::step]
 
 
 def corpus_passages() -> list[str]:
