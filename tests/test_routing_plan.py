@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from universalrag.errors import RoutingError
+from universalrag.errors import InvalidInputError, RoutingError
 from universalrag.plan import QueryPlan
 from universalrag.types import Hit, RouteDecision
 
@@ -51,8 +51,9 @@ def test_chosen_corpora_and_validation() -> None:
     assert QueryPlan("q", routes=["none"]).chosen == ()
     with pytest.raises(RoutingError):
         QueryPlan("  ")
-    with pytest.raises(RoutingError):
-        QueryPlan("q", k=0)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(InvalidInputError, match="k must be an integer of at least 1"):
+            QueryPlan("q", k=bad)  # type: ignore[arg-type]
     with pytest.raises(RoutingError):
         QueryPlan("q", routes="table")  # type: ignore[arg-type]
     assert QueryPlan("q", k=8).probe_k == 8

@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -17,13 +17,13 @@ from .config import Settings
 from .decision_log import DecisionLog, query_hash
 from .errors import ConfigError, GenerationError, RoutingError, StoreError
 from .evidence import EvidenceBudget, build_evidence, source_label
-from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, by_source, comparable, fuse, with_source_table
-from .plan import QueryPlan, QueryVectors, bounded_query
-from .retrieve import EvidenceRouting, Searcher
+from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, fuse
+from .plan import DEFAULT_K, QueryPlan, QueryVectors, bounded_query, check_k
+from .retrieve import EvidenceRouting, Retrieval, Searcher
 from .spelling import Correction, correct
 from .store import Filter, Store
 from .store.filters import paths_as_uris
-from .types import NO_RETRIEVAL, Answer, CorpusSpec, Hit, RouteDecision
+from .types import NO_RETRIEVAL, Answer, Hit, RouteDecision
 
 if TYPE_CHECKING:
     from .adapt import AdaptReport, Example
@@ -39,6 +39,7 @@ __all__ = ["FUSIONS", "UniversalRAG", "fuse"]
 
 _log = logging.getLogger(__name__)
 _UNSET: Any = object()
+_BUDGET = EvidenceBudget()
 
 
 class UniversalRAG:
@@ -55,6 +56,19 @@ class UniversalRAG:
     are kept per model (``query_vectors``, :class:`~universalrag.plan.QueryVectors`; ``Settings.query_vectors``, 256,
     0 for none): the same question asked again — of another per-corpus tool, by another graph node — is not
     embedded again. The constructor does no I/O.
+
+    The arguments every call shares mean one thing everywhere (here and in the LangChain and LlamaIndex adapters):
+
+    - ``k``: how many results; ``None`` (left out) is this pipeline's ``k`` (default
+      :data:`~universalrag.plan.DEFAULT_K`, 5). Below 1 is refused with an
+      :class:`~universalrag.errors.InvalidInputError` (:func:`~universalrag.plan.check_k`), never read as the default.
+    - ``routes``: the corpora to search instead of asking the router, as a list (``["none"]`` searches nothing).
+    - ``allow_none``: whether routing may conclude ``none`` (nothing to search); when it may not, a ``none``
+      conclusion searches the most likely corpus instead (the decision says ``fallback``). The default follows
+      what the call returns: ``True`` where it returns a decision or an answer (:meth:`plan`, :meth:`route`,
+      :meth:`query`; the query engines), where ``none`` is a result; ``False`` where it returns hits
+      (:meth:`retrieve`, :meth:`search`; the retrievers, tools and LangGraph nodes), where a caller asking for
+      evidence should not get an empty list because the question looked answerable without it.
     """
 
     def __init__(
@@ -69,10 +83,10 @@ class UniversalRAG:
         combiner: Combiner | None = _UNSET,
         generator: Generator | None = _UNSET,
         visual_encoder: VisualEncoder | None = _UNSET,
-        k: int = 5,
+        k: int = DEFAULT_K,
         fusion: str = "auto",
         hybrid: bool = False,
-        budget: EvidenceBudget = EvidenceBudget(),
+        budget: EvidenceBudget = _BUDGET,
         max_workers: int = 4,
         log_decisions: bool = True,
         log_query_text: bool = False,
@@ -87,7 +101,13 @@ class UniversalRAG:
             raise ConfigError(
                 f"source_weight must be between 0 and 1 (0 turns the source evidence off), got {source_weight}."
             )
-        self.k, self.fusion, self.hybrid, self.budget, self.max_workers = k, fusion, hybrid, budget, max_workers
+        self.k, self.fusion, self.hybrid, self.budget, self.max_workers = (
+            check_k(k),
+            fusion,
+            hybrid,
+            budget,
+            max_workers,
+        )
         self.spelling = spelling
         self.source_weight = float(source_weight)
         self.log_decisions, self.log_query_text = log_decisions, log_query_text
@@ -161,6 +181,15 @@ class UniversalRAG:
             self.settings.visual_weight_for,
             source_depth=SOURCE_DEPTH if self.source_weight > 0 else 0,
         )
+
+    @property
+    def retrieval(self) -> Retrieval:
+        """The retrieval steps that follow a route decision with this pipeline's searcher, fusion and worker pool:
+        each chosen corpus's ranking (:meth:`Retrieval.corpus_hits <universalrag.retrieve.Retrieval.corpus_hits>`),
+        the merge of several (:meth:`~universalrag.retrieve.Retrieval.merge`), a source table added
+        (:meth:`~universalrag.retrieve.Retrieval.with_source_table`). :meth:`retrieve` runs them all; the LangGraph
+        adapter's nodes run them one by one."""
+        return Retrieval(self.searcher, fusion=self.fusion, source_weight=self.source_weight, pool=self.executor())
 
     @property
     def generator(self) -> Generator | None:
@@ -273,7 +302,9 @@ class UniversalRAG:
         allow_none: bool = True,
         hybrid: bool | None = None,
     ) -> QueryPlan:
-        """The request object for ``query`` (a plan is returned as is): see :class:`~universalrag.plan.QueryPlan`.
+        """The request object for ``query`` (a plan is returned as is, its options kept): see
+        :class:`~universalrag.plan.QueryPlan`. ``k``, ``routes`` and ``allow_none`` mean what they mean for every
+        call (see the class docstring); ``allow_none`` defaults to ``True`` here, as for :meth:`route`.
 
         A ``filter`` on ``source`` names a file — a path, a ``file://`` URI or a bare file name matching that file
         in any folder, as LangChain's documents show it — or a metadata field ``source`` of the user's own
@@ -283,15 +314,16 @@ class UniversalRAG:
             return query
         if filter is not None:
             filter = paths_as_uris(filter, "source", keep=True)
+        k = self.k if k is None else check_k(k)
         plan = QueryPlan(
             query,
-            k=k or self.k,
+            k=k,
             filter=filter,
             routes=tuple(routes) if routes is not None else None,
             candidates=tuple(candidates) if candidates is not None else None,
             hybrid=self.hybrid if hybrid is None else hybrid,
             allow_none=allow_none,
-            probe_k=max(k or self.k, 5),
+            probe_k=max(k, DEFAULT_K),
             vectors=self.query_vectors,
         )
         if self.spelling:
@@ -318,8 +350,12 @@ class UniversalRAG:
 
     def route(self, query: str | QueryPlan, *, allow_none: bool = True) -> RouteDecision:
         """Which corpora to search for ``query``: the router's prior and a probe of every non-empty corpus,
-        combined (the probe hits stay in the plan for :meth:`retrieve`). ``allow_none=False`` searches the most
-        likely corpus instead of concluding ``none``. The decision is logged unless ``log_decisions=False``."""
+        combined (the probe hits stay in the plan for :meth:`retrieve`). The decision is logged unless
+        ``log_decisions=False``.
+
+        ``allow_none`` (default ``True``: this call returns a decision, and ``none`` is one) lets routing conclude
+        that nothing needs searching; ``False`` chooses the most likely corpus instead (the decision is marked
+        ``fallback``). A :class:`~universalrag.plan.QueryPlan` passed as ``query`` keeps its own ``allow_none``."""
         plan = self.plan(query, allow_none=allow_none)
         if plan.routes is not None:
             plan.decision = RouteDecision(routes=plan.routes, scores={}, router="caller")
@@ -345,10 +381,11 @@ class UniversalRAG:
         Each corpus gives its own top ``k`` in its own embedding space (the routing probe's hits when it was
         probed, else a search in a worker thread); the rankings are fused: by similarity where the corpora
         share one embedding space (as one shared index would rank them), by reciprocal rank otherwise; the first
-        ``k`` are returned, holding the first corpus's best (the first of ``routes``, else of the decision's). A
-        ``none`` conclusion still searches the corpora any other decision would choose (the decision is marked
-        ``fallback``) unless ``allow_none=True``, which then searches nothing, as :meth:`query` does. ``filters``
-        is a deprecated spelling of ``filter``.
+        ``k`` are returned, holding the first corpus's best (the first of ``routes``, else of the decision's).
+
+        ``allow_none`` (default ``False``: this call returns hits) lets routing conclude ``none`` and then searches
+        nothing; by default a ``none`` conclusion still searches the most likely corpus (the decision is marked
+        ``fallback``). ``filters`` is a deprecated spelling of ``filter``.
         """
         filter = _filter_arg(filter, filters)
         plan = self.plan(query, k=k, filter=filter, routes=routes, allow_none=allow_none)
@@ -356,96 +393,10 @@ class UniversalRAG:
             plan.decision = decision
         if plan.routes is None and plan.decision is None:
             self.route(plan)
-        return self._hits(plan, k or plan.k)
+        return self._hits(plan, k)
 
-    def _hits(self, plan: QueryPlan, k: int) -> list[Hit]:
-        corpora = list(plan.chosen)
-        if not corpora:
-            return []
-        per_corpus = self.corpus_hits(plan, corpora, k=k)
-        if len(corpora) == 1:
-            return self.with_source_table(plan, per_corpus[corpora[0]], k=k)
-        return self.with_source_table(plan, self.merge(per_corpus, k=k), k=k)
-
-    def merge(self, per_corpus: Mapping[str, Sequence[Hit]], *, k: int | None = None) -> list[Hit]:
-        """The best ``k`` (default :attr:`k`) of several corpora's hits as one ranking, as :meth:`retrieve` fuses
-        them: by similarity where the corpora share one embedding space, else by reciprocal rank, the first
-        corpus's (of ``per_corpus``, in order) best kept among the ``k``. The LangGraph answer node ranks the
-        documents its retrieve nodes gathered with it."""
-        corpora = [name for name, hits in per_corpus.items() if hits]
-        if not corpora:
-            return []
-        spaces = [_space(self.store.corpus(name)) for name in corpora]
-        # The first corpus is what the question asks for (a whole video, whose own scenes rank above it); the
-        # others are ranked where the merge puts them. Keeping every routed corpus's best cost the routing
-        # benchmark 0.5 points of answering units in the top 5, and every corpus's best, when all six are
-        # searched, filled the five places with one hit of each (20 points).
-        merged = fuse([list(per_corpus[name]) for name in corpora], method=self.fusion, spaces=spaces)
-        return _best(merged, k or self.k, primary=corpora[0])
-
-    def with_source_table(self, plan: QueryPlan, hits: list[Hit], *, k: int | None = None) -> list[Hit]:
-        """The first ``k`` (default ``plan.k``) of ``hits`` (the hits retrieved for ``plan``) with a table of the best
-        hit's page in the last place (:func:`~universalrag.fusion.with_source_table`) when the router chose texts
-        only and probed a table corpus: on the routing benchmark's tune split 61.0 → 62.2 % of answering units in
-        the top 5 (report 62.4 → 62.7 %). Corpora the caller chose (``routes``) are searched as they are.
-        :meth:`retrieve` applies it; the LangGraph route node applies it to the first chosen corpus's hits."""
-        k = k or plan.k
-        searcher = self.searcher
-        if plan.routes is not None or not hits or any(searcher.holds_parts(c) for c in plan.chosen):
-            return hits[:k]
-        space = _space(self.store.corpus(hits[0].corpus))
-        tables = sorted(
-            (h for found in self._probed(plan, space, searcher.holds_parts) for h in found),
-            key=lambda h: h.score,
-            reverse=True,
-        )
-        if not tables or not comparable([hits, tables], [space, space]):
-            return hits[:k]
-        return with_source_table(hits, tables, k=k)
-
-    def corpus_hits(self, plan: QueryPlan, corpora: Sequence[str], *, k: int | None = None) -> dict[str, list[Hit]]:
-        """The best ``k`` (default ``plan.k``) hits of each of ``corpora`` for ``plan``, each corpus in its own
-        ranking (the routing probes reused, the other corpora searched in parallel): a table corpus searched beside
-        whole texts of its embedding space — those ``corpora`` hold or routing probed — is ranked by
-        :func:`~universalrag.fusion.by_source` from ``source_depth`` candidates (a question routed to the tables
-        alone still knows which page it is about), any other as searched."""
-        k = k or plan.k
-        for name in corpora:
-            self.store.corpus(name)  # unknown corpus: a clear error before any thread starts
-        searcher = self.searcher
-        held = [*corpora, *(c for c in list(plan.probes) if c not in corpora)]
-        depths = [searcher.depth(plan, c, k, held) for c in corpora]
-        if len(corpora) == 1:
-            found = [searcher.search(plan, corpora[0], k=depths[0])]
-        else:
-            pool = self.executor()
-            found = [f.result() for f in [pool.submit(searcher.search, plan, c, k=d) for c, d in zip(corpora, depths)]]
-        out: dict[str, list[Hit]] = {}
-        for name, hits in zip(corpora, found):
-            space = _space(self.store.corpus(name))
-            evidence = [
-                h
-                for whole in self._probed(plan, space, searcher.holds_wholes, k=plan.probe_k)
-                if comparable([hits, whole], [space, space])
-                for h in whole
-            ]
-            out[name] = (
-                by_source(hits, evidence, k=k, weight=self.source_weight)
-                if evidence and searcher.holds_parts(name)
-                else hits[:k]
-            )
-        return out
-
-    def _probed(
-        self, plan: QueryPlan, space: str, kind: Callable[[str], bool], *, k: int | None = None
-    ) -> list[list[Hit]]:
-        """The hits (the first ``k`` of each, else all) of every corpus ``plan`` probed or searched that ``kind``
-        accepts and that lives in the embedding ``space``: the evidence one corpus's ranking reads from others."""
-        return [
-            found[:k] if k is not None else found
-            for name, found in list(plan.probes.items())
-            if kind(name) and _space(self.store.corpus(name)) == space
-        ]
+    def _hits(self, plan: QueryPlan, k: int | None) -> list[Hit]:
+        return self.retrieval.hits(plan, k=k)
 
     def search(
         self,
@@ -456,11 +407,11 @@ class UniversalRAG:
         routes: Sequence[str] | None = None,
         allow_none: bool = False,
     ) -> tuple[RouteDecision, list[Hit]]:
-        """Route and retrieve in one call, for retrievers and agent tools: ``(decision, hits)``. Unless
-        ``allow_none=True``, a ``none`` conclusion still searches the most likely corpus (never nothing)."""
+        """Route and retrieve in one call, for retrievers and agent tools: ``(decision, hits)``. ``allow_none`` as
+        for :meth:`retrieve` (default ``False``: a ``none`` conclusion still searches the most likely corpus)."""
         plan = self.plan(query, k=k, filter=filter, routes=routes, allow_none=allow_none)
         decision = plan.decision or self.route(plan)
-        return decision, self._hits(plan, k or plan.k)
+        return decision, self._hits(plan, k)
 
     def query(
         self,
@@ -469,19 +420,21 @@ class UniversalRAG:
         k: int | None = None,
         routes: Sequence[str] | None = None,
         filter: Filter | None = None,
+        allow_none: bool = True,
         filters: Filter | None = None,
     ) -> Answer:
         """Route, retrieve and generate. Without a generator, ``Answer.text`` is ``None`` and the evidence is
         returned; when the model fails (HTTP error, timeout including retries, malformed reply), too, with
-        ``Answer.warning`` saying why (and a logged warning). With the ``none`` route, the model answers from its
-        own knowledge."""
+        ``Answer.warning`` saying why (and a logged warning). ``allow_none`` (default ``True``: this call answers)
+        lets routing conclude ``none``: nothing is searched and the model answers from its own knowledge; ``False``
+        searches the most likely corpus instead. ``filters`` is a deprecated spelling of ``filter``."""
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        plan = self.plan(query, k=k, filter=_filter_arg(filter, filters), routes=routes)
+        plan = self.plan(query, k=k, filter=_filter_arg(filter, filters), routes=routes, allow_none=allow_none)
         decision = self.route(plan)
         timings["route"] = (time.perf_counter() - started) * 1000
         mark = time.perf_counter()
-        hits = self._hits(plan, plan.k)
+        hits = self._hits(plan, None)
         timings["retrieve"] = (time.perf_counter() - mark) * 1000
         generator = self.generator
         if generator is None:
@@ -585,41 +538,75 @@ class UniversalRAG:
             self._routing = None
 
     # -- async twins (the work runs in worker threads; the database driver and encoders are blocking) ------
-    async def aingest(self, paths: Sequence[str | Path], **kwargs: Any) -> IngestReport:
-        """Async twin of :meth:`ingest`."""
-        return await asyncio.to_thread(self.ingest, paths, **kwargs)
+    async def aingest(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        corpus: str | None = None,
+        options: IngestOptions | None = None,
+        on_file: Callable[[FileOutcome], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        strict: bool = False,
+    ) -> IngestReport:
+        """Async twin of :meth:`ingest` (the callbacks run in the worker thread)."""
+        return await asyncio.to_thread(
+            self.ingest,
+            paths,
+            corpus=corpus,
+            options=options,
+            on_file=on_file,
+            on_start=on_start,
+            on_progress=on_progress,
+            strict=strict,
+        )
 
-    async def aroute(self, query: str | QueryPlan, **kwargs: Any) -> RouteDecision:
+    async def aroute(self, query: str | QueryPlan, *, allow_none: bool = True) -> RouteDecision:
         """Async twin of :meth:`route`."""
-        return await asyncio.to_thread(self.route, query, **kwargs)
+        return await asyncio.to_thread(self.route, query, allow_none=allow_none)
 
-    async def aretrieve(self, query: str | QueryPlan, **kwargs: Any) -> list[Hit]:
+    async def aretrieve(
+        self,
+        query: str | QueryPlan,
+        *,
+        k: int | None = None,
+        routes: Sequence[str] | None = None,
+        filter: Filter | None = None,
+        decision: RouteDecision | None = None,
+        allow_none: bool = False,
+        filters: Filter | None = None,
+    ) -> list[Hit]:
         """Async twin of :meth:`retrieve`."""
-        return await asyncio.to_thread(self.retrieve, query, **kwargs)
+        filter = _filter_arg(filter, filters)
+        return await asyncio.to_thread(
+            self.retrieve, query, k=k, routes=routes, filter=filter, decision=decision, allow_none=allow_none
+        )
 
-    async def asearch(self, query: str | QueryPlan, **kwargs: Any) -> tuple[RouteDecision, list[Hit]]:
+    async def asearch(
+        self,
+        query: str | QueryPlan,
+        *,
+        k: int | None = None,
+        filter: Filter | None = None,
+        routes: Sequence[str] | None = None,
+        allow_none: bool = False,
+    ) -> tuple[RouteDecision, list[Hit]]:
         """Async twin of :meth:`search`."""
-        return await asyncio.to_thread(self.search, query, **kwargs)
+        return await asyncio.to_thread(self.search, query, k=k, filter=filter, routes=routes, allow_none=allow_none)
 
-    async def aquery(self, query: str, **kwargs: Any) -> Answer:
+    async def aquery(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        routes: Sequence[str] | None = None,
+        filter: Filter | None = None,
+        allow_none: bool = True,
+        filters: Filter | None = None,
+    ) -> Answer:
         """Async twin of :meth:`query`."""
-        return await asyncio.to_thread(self.query, query, **kwargs)
-
-
-def _best(hits: list[Hit], k: int, *, primary: str) -> list[Hit]:
-    """The first ``k`` of the merged ``hits``, holding the ``primary`` corpus's best: when it ranks below the
-    ``k``-th, it takes the last place."""
-    top = hits[:k]
-    if top and not any(h.corpus == primary for h in top):
-        best = next((h for h in hits[k:] if h.corpus == primary), None)
-        if best is not None:
-            top[-1] = best
-    return top
-
-
-def _space(spec: CorpusSpec) -> str:
-    """The embedding space of a corpus's text vectors: its embedder and dimension."""
-    return f"{spec.embedder}/{spec.dimension}"
+        filter = _filter_arg(filter, filters)
+        return await asyncio.to_thread(self.query, query, k=k, routes=routes, filter=filter, allow_none=allow_none)
 
 
 def _filter_arg(filter: Filter | None, filters: Filter | None) -> Filter | None:

@@ -10,6 +10,7 @@ probe hits, so one request never searches the same corpus twice.
 from __future__ import annotations
 
 import functools
+import numbers
 import re
 import threading
 from collections import OrderedDict
@@ -17,7 +18,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import RoutingError
+from .errors import InvalidInputError, RoutingError
 from .exact_terms import exact_terms
 from .spelling import Correction, apply
 from .types import NO_RETRIEVAL, Hit, RouteDecision
@@ -28,7 +29,25 @@ if TYPE_CHECKING:
     from .embed.base import Embedder
     from .embed.visual import VisualEncoder
 
-__all__ = ["QUERY_CHARS", "QueryPlan", "QueryVectors", "bounded_query"]
+__all__ = ["DEFAULT_K", "QUERY_CHARS", "QueryPlan", "QueryVectors", "bounded_query", "check_k"]
+
+#: How many results a request returns when it does not say: ``UniversalRAG(k=...)``'s default, and what the
+#: adapters' ``k`` / ``similarity_top_k`` mean when left at ``None`` (the facade's ``k``).
+DEFAULT_K = 5
+
+
+def check_k(value: Any, *, name: str = "k") -> int:
+    """``value`` as a count of results: an integer of at least 1, else :class:`~universalrag.errors.InvalidInputError`
+    naming the argument (``name``). The one rule for every surface (the facade, the retrievers, tools and query
+    engines of the adapters): ``0`` or a negative count is refused, never read as the default — a caller asking for
+    nothing made a mistake, and an empty answer would hide it. Leave the argument out (``None``) for the default."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InvalidInputError(
+            f"{name} must be an integer of at least 1 (how many results to return; leave it out for the "
+            f"default), got {value!r}."
+        )
+    return int(value)
+
 
 #: The most characters of a query that routing and search read. A question, even with a pasted paragraph, is far
 #: shorter, and an encoder reads less still (the bundled MiniLM 256 tokens, about 1,200 characters); a text of a
@@ -108,7 +127,7 @@ class QueryPlan:
     """
 
     query: str
-    k: int = 5
+    k: int = DEFAULT_K
     filter: Mapping[str, Any] | None = None
     routes: tuple[str, ...] | None = None
     candidates: tuple[str, ...] | None = None
@@ -127,8 +146,7 @@ class QueryPlan:
     def __post_init__(self) -> None:
         if not isinstance(self.query, str) or not self.query.strip():
             raise RoutingError(f"A query must be a non-empty string, got {self.query!r:.80}.")
-        if int(self.k) < 1:
-            raise RoutingError(f"k must be at least 1, got {self.k}.")
+        self.k = check_k(self.k)
         if isinstance(self.routes, str):
             raise RoutingError(f"routes must be a list of corpus names, not the string {self.routes!r}.")
         if self.routes is not None:

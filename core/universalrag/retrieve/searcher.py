@@ -141,10 +141,10 @@ class Searcher:
 
         def collect() -> dict[str, list[Hit]]:
             if futures is not None:
-                for corpus, future in zip(todo, futures):
+                for corpus, future in zip(todo, futures, strict=True):
                     plan.add_probe(corpus, future.result()[0], asked=depths[corpus])
             elif queries:
-                for corpus, hits in zip(todo, self.store.search_many(queries)):
+                for corpus, hits in zip(todo, self.store.search_many(queries), strict=True):
                     plan.add_probe(corpus, hits, asked=depths[corpus])
             return {c: plan.probed(c, plan.probe_k) or [] for c in names}
 

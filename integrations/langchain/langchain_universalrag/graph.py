@@ -179,12 +179,14 @@ def _decision(state: Any) -> RouteDecision | None:
 def _state_decision(rag: UniversalRAG, plan: QueryPlan, decision: RouteDecision) -> dict[str, Any]:
     """The decision as state data, with the hits of the chosen corpora as retrieval ranks them from the routing
     probes (the retrieval nodes reuse them); the first chosen corpus's hold the best hit's table as
-    ``UniversalRAG.retrieve`` gives it (:meth:`~universalrag.pipeline.UniversalRAG.with_source_table`)."""
+    ``UniversalRAG.retrieve`` gives it (:meth:`Retrieval.with_source_table
+    <universalrag.retrieve.Retrieval.with_source_table>`)."""
     data = decision.to_dict()
     chosen = [c for c in plan.chosen if c in plan.probes]
-    hits = rag.corpus_hits(plan, chosen, k=plan.probe_k)
+    retrieval = rag.retrieval
+    hits = retrieval.corpus_hits(plan, chosen, k=plan.probe_k)
     if chosen:
-        hits[chosen[0]] = rag.with_source_table(plan, hits[chosen[0]], k=plan.probe_k)
+        hits[chosen[0]] = retrieval.with_source_table(plan, hits[chosen[0]], k=plan.probe_k)
     data["hits"] = {c: [h.to_dict() for h in found] for c, found in hits.items()}
     data["probe_k"] = plan.probe_k
     return data
@@ -371,13 +373,15 @@ def _ranked(
     rag: UniversalRAG, documents: Sequence[Document], decision: RouteDecision | None, k: int | None
 ) -> list[Hit]:
     """The state's documents as one ranking of ``k``, per corpus in the decision's order, merged as
-    :meth:`UniversalRAG.retrieve` merges corpora (:meth:`UniversalRAG.merge`)."""
+    :meth:`UniversalRAG.retrieve` merges corpora (:meth:`Retrieval.merge <universalrag.retrieve.Retrieval.merge>`;
+    ``k`` ``None``: ``rag.k``)."""
     by_corpus: dict[str, list[Hit]] = {}
     for hit in documents_to_hits(documents):
         by_corpus.setdefault(hit.corpus, []).append(hit)
     order = {r: i for i, r in enumerate(decision.routes if decision else ())}
     ordered = sorted(by_corpus.items(), key=lambda kv: order.get(kv[0], len(order)))
-    return rag.merge({name: sorted(hits, key=lambda h: -h.score) for name, hits in ordered}, k=k)
+    per_corpus = {name: sorted(hits, key=lambda h: -h.score) for name, hits in ordered}
+    return rag.retrieval.merge(per_corpus, k=rag.k if k is None else k)
 
 
 def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None, *, k: int | None = None) -> RunnableLambda:
