@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 
 from ..config import Settings
 from ..errors import UniversalRAGError
-from . import commands, corpora, demo, routing, serve, worker
+from . import commands, corpora, db, demo, routing, serve, worker
 from .context import CliContext, Invocation, Output
 
 __all__ = ["app"]
@@ -69,6 +69,7 @@ commands.register(app)
 corpora.register(app)
 routing.register(app)
 demo.register(app)
+db.register(app)
 serve.register(app)
 worker.register(app)  # the sync worker (issue 13)
 from . import eval as eval_cli

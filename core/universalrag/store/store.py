@@ -84,6 +84,7 @@ class Store(Placement, Sources, Searching):
     ) -> None:
         self.settings = settings or Settings.from_env()
         self._url = url if url is not None else self.settings.database_url
+        self._embedded = False  # whether _url is the embedded server's (set by resolve_url)
         self._read_url = read_url if read_url is not None else self.settings.read_database_url
         self._read_engine: sa.Engine | None = None
         self._where: dict[str, str] = {}  # remote corpus -> server alias (from the registry), see Placement
@@ -112,11 +113,15 @@ class Store(Placement, Sources, Searching):
             from .embedded import embedded_url
 
             self._url = embedded_url(self.settings.home_dir)
+            self._embedded = True
         return self._url
 
     @property
     def url_redacted(self) -> str:
-        """The URL with its password hidden (safe to print)."""
+        """The URL with its password hidden (safe to print). The embedded server's is shown whole: it holds no
+        password, and its socket directory is what another client needs to reach it."""
+        if self._embedded and self._url is not None:
+            return self._url
         return redact_url(self._url) or "embedded"
 
     @property
@@ -242,7 +247,8 @@ class Store(Placement, Sources, Searching):
             )
 
     def init(self, *, embedder: str, dimension: int) -> list[str]:
-        """Migrate the schema to the newest revision, create the built-in corpora that are missing and settle the
+        """Migrate the schema to the newest revision, create the built-in corpora that are missing, give the knowledge
+        graph's vector columns the text embedder's width ``dimension`` (when they have none yet) and settle the
         corpora's full-text indexes (:meth:`settle`: a schema written by an earlier version may hold pending entries
         that no autovacuum will merge).
 
@@ -268,6 +274,8 @@ class Store(Placement, Sources, Searching):
                     )
                 )
                 created.append(name)
+        with self.transaction("give the knowledge graph's vectors the text embedder's width") as conn:
+            conn.execute(sa.select(getattr(sa.func, self.schema).graph_set_dimension(dimension)))
         self.settle(existing)
         return created
 
