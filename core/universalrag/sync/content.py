@@ -13,7 +13,7 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,18 @@ from ..errors import IngestError, MissingDependencyError
 from ..media import FRAMES_PER_VIDEO, frame_times, import_pil, iter_frames
 from ..types import CorpusSpec, Modality
 
-__all__ = ["ItemError", "Loaded", "ContentLoader"]
+__all__ = ["ItemError", "Loaded", "ContentLoader", "MAX_TEXT_CHARS", "clip_text"]
 
 _IMAGE_FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")
 _TEXT_SUFFIXES = (".txt", ".md", ".markdown", ".rst", ".csv", ".tsv", ".json", ".log")
 _HTML_SUFFIXES = (".html", ".htm")
 _OFFICE_SUFFIXES = (".pdf", ".docx", ".pptx")
 _MAX_PIXELS = 64_000_000
+
+#: The most characters of one item's text the worker stores and embeds (the rest is cut, after a whole word where
+#: one ends near the cut). PostgreSQL refuses a full-text vector over 1 MB, which a few megabytes of distinct words
+#: exceed, and the encoders read only their first few hundred tokens anyway (docs/reliability.md).
+MAX_TEXT_CHARS = 100_000
 
 
 class ItemError(Exception):
@@ -43,6 +48,15 @@ class Loaded:
     metadata: dict[str, Any] = field(default_factory=dict)
     image: Any = None  # PIL.Image.Image
     frames: tuple[Any, ...] = ()  # a video's sampled frames, when the worker has a visual encoder
+
+
+def clip_text(text: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """``text`` cut to at most ``limit`` characters, after the last whole word when one ends in the last 200."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = max(cut.rfind(" ", limit - 200), cut.rfind("\n", limit - 200))
+    return cut[:space].rstrip() if space > 0 else cut
 
 
 def _words(name: str) -> str:
@@ -162,8 +176,11 @@ class ContentLoader:
                 f"{locator}: PDF, Word and PowerPoint documents are read from files only; store them "
                 "under the worker's --files-root."
             )
+        path = self._path(locator)
+        if path.stat().st_size > self.max_bytes:
+            raise ItemError(f"{locator}: larger than {self.max_bytes >> 20} MB.")
         try:
-            return read_document(self._path(locator)).text
+            return read_document(path).text
         except IngestError as e:
             raise ItemError(f"{locator}: {e.reason}") from e
         except MissingDependencyError as e:
@@ -197,7 +214,24 @@ class ContentLoader:
         uri: str | None,
         metadata: dict[str, Any],
     ) -> Loaded | None:
-        """What to embed for one item; ``None`` when the content expression gave NULL (the unit is removed)."""
+        """What to embed for one item, its text cut to :data:`MAX_TEXT_CHARS`; ``None`` when the content
+        expression gave NULL (the unit is removed)."""
+        loaded = self._load(spec, kind=kind, body=body, data=data, caption=caption, uri=uri, metadata=metadata)
+        if loaded is None or len(loaded.text) <= MAX_TEXT_CHARS:
+            return loaded
+        return replace(loaded, text=clip_text(loaded.text))
+
+    def _load(
+        self,
+        spec: CorpusSpec,
+        *,
+        kind: str,
+        body: str | None,
+        data: bytes | None,
+        caption: str | None,
+        uri: str | None,
+        metadata: dict[str, Any],
+    ) -> Loaded | None:
         if kind == "text":
             return None if body is None else Loaded(text=body, uri=uri, metadata=metadata)
         if kind == "bytes":

@@ -28,6 +28,7 @@ __all__ = [
     "check_rows",
     "finish",
     "release_all",
+    "park_exhausted",
     "unlock",
     "delete_units",
     "key_id",
@@ -70,16 +71,48 @@ def _queue(schema: str) -> sql.Composed:
     return sql.SQL("{}.sync_queue").format(sql.Identifier(schema))
 
 
-def claim(conn: Any, schema: str, *, limit: int, corpora: Sequence[str] | None, lease_s: float) -> list[QueueItem]:
-    """Claim up to ``limit`` ready items and commit the claim; returns them in queue order."""
-    statement = sql.SQL("""
-        WITH candidates AS (
-            SELECT q.id, q.corpus, q.unit_id FROM {q} AS q
-            WHERE q.parked_at IS NULL AND q.run_after <= clock_timestamp()
+def _claimable() -> sql.SQL:
+    """Ready items no live worker holds (``q``; parameters ``corpora`` and ``lease``)."""
+    return sql.SQL("""q.parked_at IS NULL AND q.run_after <= clock_timestamp()
               AND (%(corpora)s::text[] IS NULL OR q.corpus = ANY (%(corpora)s::text[]))
               AND (q.locked_by IS NULL OR q.locked_by = pg_backend_pid()
                    OR q.locked_at < clock_timestamp() - %(lease)s * interval '1 second'
-                   OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = q.locked_by))
+                   OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = q.locked_by))""")
+
+
+def park_exhausted(conn: Any, schema: str, *, max_attempts: int, corpora: Sequence[str] | None, lease_s: float) -> int:
+    """Park the ready items that were claimed ``max_attempts`` times without being settled (each claim ended with
+    the worker stopping: killed, or an error outside the item), so that a batch that stops every worker is not
+    claimed again forever; returns how many. ``sync_retry()`` queues them again."""
+    statement = sql.SQL("""
+        UPDATE {q} AS q SET parked_at = clock_timestamp(), locked_by = NULL, locked_at = NULL,
+            last_error = 'the worker stopped ' || q.attempts || ' times while working on this item (it was killed, '
+                || 'or failed outside the item: see its log)' || coalesce('; earlier error: ' || q.last_error, '')
+        WHERE q.id IN (SELECT q.id FROM {q} AS q WHERE {claimable} AND q.attempts >= %(max)s FOR UPDATE SKIP LOCKED)
+    """).format(q=_queue(schema), claimable=_claimable())
+    with conn.transaction():
+        cursor = conn.execute(
+            statement,
+            {"corpora": list(corpora) if corpora else None, "lease": float(lease_s), "max": int(max_attempts)},
+        )
+    return int(cursor.rowcount)
+
+
+def claim(
+    conn: Any,
+    schema: str,
+    *,
+    limit: int,
+    corpora: Sequence[str] | None,
+    lease_s: float,
+    max_chars: int = 1 << 30,
+) -> list[QueueItem]:
+    """Claim up to ``limit`` ready items and commit the claim; returns them in queue order (the text queued with
+    an item is read up to ``max_chars`` characters)."""
+    statement = sql.SQL("""
+        WITH candidates AS (
+            SELECT q.id, q.corpus, q.unit_id FROM {q} AS q
+            WHERE {claimable}
             ORDER BY q.id LIMIT %(limit)s
             FOR UPDATE OF q SKIP LOCKED
         ), got AS (
@@ -88,8 +121,9 @@ def claim(conn: Any, schema: str, *, limit: int, corpora: Sequence[str] | None, 
         )
         UPDATE {q} AS q SET attempts = q.attempts + 1, locked_at = clock_timestamp(), locked_by = pg_backend_pid()
         FROM got WHERE q.id = got.id
-        RETURNING q.id, q.corpus, q.unit_id, q.row_key, q.kind, q.content, q.data, q.metadata, q.uri, q.attempts
-    """).format(q=_queue(schema))
+        RETURNING q.id, q.corpus, q.unit_id, q.row_key, q.kind, left(q.content, %(chars)s), q.data, q.metadata,
+            q.uri, q.attempts
+    """).format(q=_queue(schema), claimable=_claimable())
     with conn.transaction():
         rows = conn.execute(
             statement,
@@ -98,6 +132,7 @@ def claim(conn: Any, schema: str, *, limit: int, corpora: Sequence[str] | None, 
                 "lease": float(lease_s),
                 "limit": int(limit),
                 "schema": schema,
+                "chars": int(max_chars),
             },
         ).fetchall()
     items = [
@@ -118,12 +153,15 @@ def claim(conn: Any, schema: str, *, limit: int, corpora: Sequence[str] | None, 
     return sorted(items, key=lambda i: i.id)
 
 
-def fetch_rows(conn: Any, schema: str, corpus: str, keys: Sequence[dict[str, Any]]) -> list[SourceRow]:
-    """The current state of the source rows with these keys (rows deleted meanwhile are simply absent)."""
-    statement = sql.SQL("SELECT row_key, kind, body, data, caption, uri, metadata FROM {}.sync_fetch(%s, %s)").format(
-        sql.Identifier(schema)
-    )
-    rows = conn.execute(statement, (corpus, Jsonb(list(keys)))).fetchall()
+def fetch_rows(
+    conn: Any, schema: str, corpus: str, keys: Sequence[dict[str, Any]], *, max_chars: int = 1 << 30
+) -> list[SourceRow]:
+    """The current state of the source rows with these keys (rows deleted meanwhile are simply absent); texts
+    are read up to ``max_chars`` characters (the rest never leaves the server)."""
+    statement = sql.SQL(
+        "SELECT row_key, kind, left(body, %s), data, left(caption, %s), uri, metadata FROM {}.sync_fetch(%s, %s)"
+    ).format(sql.Identifier(schema))
+    rows = conn.execute(statement, (int(max_chars), int(max_chars), corpus, Jsonb(list(keys)))).fetchall()
     return [
         SourceRow(
             row_key=r[0],
@@ -214,12 +252,14 @@ def finish(
 
 
 def release_all(conn: Any, schema: str) -> None:
-    """Give back every claim of this (autocommit) connection and its unit locks, after an error or when stopping."""
+    """Give back every claim of this (autocommit) connection and its unit locks, after an error or when stopping.
+
+    The attempt stays counted (as it does when the worker is killed): a batch that stops the worker every time is
+    parked by :func:`park_exhausted` after ``max_attempts`` instead of being claimed again forever."""
     conn.execute(
-        sql.SQL(
-            "UPDATE {q} SET attempts = greatest(attempts - 1, 0), locked_by = NULL, locked_at = NULL "
-            "WHERE locked_by = pg_backend_pid()"
-        ).format(q=_queue(schema))
+        sql.SQL("UPDATE {q} SET locked_by = NULL, locked_at = NULL WHERE locked_by = pg_backend_pid()").format(
+            q=_queue(schema)
+        )
     )
     unlock(conn)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,13 @@ from psycopg import sql
 
 from ..embed import normalised_mean
 from ..embed.base import Embedder, check_embedder
-from ..errors import ConfigError, EmbeddingError, StoreError
+from ..errors import ConfigError, StoreError
 from ..store import Store, writer
 from ..store.translate import store_error
 from ..types import CorpusSpec, Modality, Unit
-from . import queue
+from . import isolate, queue
 from .connection import connect
-from .content import ContentLoader, ItemError, Loaded
+from .content import MAX_TEXT_CHARS, ContentLoader, ItemError, Loaded
 
 __all__ = ["BatchResult", "Worker", "WorkerOptions"]
 
@@ -121,21 +121,17 @@ def _loaded(job: _Job) -> Loaded:
 
 
 def _embed_isolated(jobs: list[_Job], embed: Callable[[list[_Job]], Any], attribute: str, what: str) -> None:
-    """Embed ``jobs`` in one call; when the encoder refuses the batch, one by one, so that only the item it
-    refuses fails (with the encoder's reason) and the rest goes on."""
-    if not jobs:
-        return
-    try:
-        for job, vec in zip(jobs, embed(jobs), strict=True):
+    """Embed ``jobs`` in one call; when the encoder refuses the batch, in halves down to the single item, so that
+    only the item it refuses fails (with the encoder's reason) and the rest goes on."""
+
+    def run(batch: Sequence[_Job]) -> None:
+        for job, vec in zip(batch, embed(list(batch)), strict=True):
             setattr(job, attribute, vec)
-        return
-    except (EmbeddingError, ValueError, RuntimeError, OSError):
-        pass
-    for job in jobs:
-        try:
-            setattr(job, attribute, embed([job])[0])
-        except (EmbeddingError, ValueError, RuntimeError, OSError) as e:
-            job.error = f"{what} failed on this item: {e}"
+
+    def fail(job: _Job, error: BaseException) -> None:
+        job.error = f"{what} failed on this item: {error}"
+
+    isolate.bisect(jobs, run, fail, isolable=isolate.item_error)
 
 
 class Worker:
@@ -243,22 +239,31 @@ class Worker:
 
     def _run_local_batch(self, retry_delay_s: float | None) -> BatchResult:
         """One batch of this server's queue."""
+        options = self.options
         try:
+            parked = queue.park_exhausted(
+                self.conn,
+                self.store.schema,
+                max_attempts=options.max_attempts,
+                corpora=options.corpora or None,
+                lease_s=options.lease_s,
+            )
             items = queue.claim(
                 self.conn,
                 self.store.schema,
-                limit=self.options.batch_size,
-                corpora=self.options.corpora or None,
-                lease_s=self.options.lease_s,
+                limit=options.batch_size,
+                corpora=options.corpora or None,
+                lease_s=options.lease_s,
+                max_chars=MAX_TEXT_CHARS + 1,
             )
-            result = BatchResult(claimed=len(items))
+            result = BatchResult(claimed=len(items), parked=parked)
             if not items:
                 return result
             try:
                 jobs, superseded = self._prepare(items)
                 self._embed(jobs)
-                self._write(
-                    jobs, superseded, result, self.options.retry_delay_s if retry_delay_s is None else retry_delay_s
+                self._write_isolated(
+                    jobs, superseded, result, options.retry_delay_s if retry_delay_s is None else retry_delay_s
                 )
             except BaseException:
                 self._release()
@@ -278,14 +283,29 @@ class Worker:
         superseded = [i for i in items if i.id not in newest]
         for name, group in _by_corpus(jobs).items():
             spec = self._spec(name)
-            keys = [j.item.row_key for j in group if j.item.row_key is not None]
-            current = {
-                queue.key_id(r.row_key): r
-                for r in (queue.fetch_rows(self.conn, self.store.schema, name, keys) if keys else [])
-            }
+            current = self._fetch(name, group)
             for job in group:
-                self._load(spec, job, current)
+                if job.error is None:
+                    self._load(spec, job, current)
         return jobs, superseded
+
+    def _fetch(self, name: str, group: list[_Job]) -> dict[str, queue.SourceRow]:
+        """The source rows of ``group`` by key; a row whose content expression the database cannot evaluate
+        fails alone (its job gets the error), the others are read."""
+        current: dict[str, queue.SourceRow] = {}
+
+        def run(batch: Sequence[_Job]) -> None:
+            keys = [j.item.row_key for j in batch if j.item.row_key is not None]
+            rows = queue.fetch_rows(self.conn, self.store.schema, name, keys, max_chars=MAX_TEXT_CHARS + 1)
+            current.update((queue.key_id(r.row_key), r) for r in rows)
+
+        def fail(job: _Job, error: BaseException) -> None:
+            job.error = f"its source row could not be read: {isolate.describe(error)}"
+
+        isolate.bisect(
+            [j for j in group if j.item.row_key is not None], run, fail, isolable=isolate.refused_by_database
+        )
+        return current
 
     def _load(self, spec: CorpusSpec, job: _Job, current: dict[str, queue.SourceRow]) -> None:
         item = job.item
@@ -315,6 +335,10 @@ class Worker:
                 )
         except ItemError as e:
             job.error = str(e)
+        except Exception as e:  # a reader's bug or a hostile file: this item fails, the batch goes on
+            if not isolate.item_error(e):
+                raise
+            job.error = f"could not be read: {isolate.describe(e)}"
 
     def _embed(self, jobs: list[_Job]) -> None:
         ready = [j for j in jobs if j.loaded is not None and j.error is None]
@@ -338,9 +362,34 @@ class Worker:
                 "the visual encoder",
             )
 
-    def _write(
+    def _write_isolated(
         self, jobs: list[_Job], superseded: list[queue.QueueItem], result: BatchResult, retry_delay_s: float
     ) -> None:
+        """Write ``jobs`` in one transaction; when the database refuses it, in halves down to the single unit,
+        which then fails alone with the database's reason (parked after ``max_attempts``)."""
+        try:
+            self._write(jobs, superseded, result, retry_delay_s)
+            return
+        except psycopg.Error as e:
+            if not isolate.refused_by_database(e) or len(jobs) == 0:
+                raise
+
+        def run(batch: Sequence[_Job]) -> None:
+            self._write(list(batch), [], result, retry_delay_s)
+
+        def fail(job: _Job, error: BaseException) -> None:
+            job.error = isolate.describe(error)
+            self._write([job], [], result, retry_delay_s)
+
+        isolate.bisect(jobs, run, fail, isolable=isolate.refused_by_database)
+        with self.conn.transaction():  # the older entries of units that were not written go back to the queue
+            queue.finish(self.conn, self.store.schema, done=[], failed=[], released=superseded, max_attempts=1 << 30)
+
+    def _write(
+        self, jobs: list[_Job], superseded: list[queue.QueueItem], total: BatchResult, retry_delay_s: float
+    ) -> None:
+        """One write transaction for ``jobs``; what it did is added to ``total`` once it committed."""
+        result = BatchResult()
         conn, schema = self.conn, self.store.schema
         done: list[queue.QueueItem] = []
         failed: list[tuple[queue.QueueItem, str, float]] = []
@@ -382,6 +431,7 @@ class Worker:
         result.failed += len(failed)
         result.released += len(released)
         result.errors.extend(f"{i.corpus}/{i.unit_id}: {e}" for i, e, _ in failed)
+        total.add(result)
 
     @staticmethod
     def _unit(job: _Job) -> Unit:

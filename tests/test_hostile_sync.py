@@ -1,0 +1,137 @@
+"""The sync worker against rows that fail: an oversized text, a row the database refuses to store, a batch that
+stopped the worker before. Real PostgreSQL, the real worker, the bundled MiniLM encoder; the failure is caused
+for real (a 3 MB row, a trigger on the corpus table that refuses one text)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from support.sync import app_sql, queue_count, unit_rows
+
+from universalrag.sync import Worker, WorkerOptions, queue, sync_status
+from universalrag.sync.connection import connect
+from universalrag.sync.content import MAX_TEXT_CHARS
+
+
+@pytest.fixture
+def app(database_url: str, store: Any) -> Iterator[tuple[psycopg.Connection[Any], str]]:
+    """An application schema with a notes table attached to the corpus ``notes``."""
+    app_schema = f"{store.schema}_app"
+    conn = app_sql(database_url)
+    conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(app_schema)))
+    conn.execute(sql.SQL("CREATE TABLE {}.notes (id int PRIMARY KEY, body text)").format(sql.Identifier(app_schema)))
+    yield conn, app_schema
+    conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(app_schema)))
+    conn.close()
+
+
+def insert(conn: psycopg.Connection[Any], app_schema: str, rows: list[tuple[int, str]]) -> None:
+    conn.cursor().executemany(
+        sql.SQL("INSERT INTO {}.notes (id, body) VALUES (%s, %s)").format(sql.Identifier(app_schema)), rows
+    )
+
+
+def attach(conn: psycopg.Connection[Any], schema: str, app_schema: str) -> None:
+    conn.execute(
+        sql.SQL("SELECT {}.attach_table({}::regclass, corpus => 'notes', content => 'body')").format(
+            sql.Identifier(schema), sql.Literal(f"{app_schema}.notes")
+        )
+    )
+
+
+def big_text(chars: int) -> str:
+    """Distinct words, so that the full-text vector of the whole text would exceed PostgreSQL's 1 MB limit."""
+    words: list[str] = []
+    size = 0
+    i = 0
+    while size < chars:
+        word = f"w{i:07d}q"
+        words.append(word)
+        size += len(word) + 1
+        i += 1
+    return " ".join(words)
+
+
+def test_an_oversized_row_is_cut_and_the_rows_after_it_are_written(app: Any, store: Any, minilm: Any) -> None:
+    conn, app_schema = app
+    s = store.schema
+    insert(conn, app_schema, [(1, "The printer on floor two jams."), (2, big_text(3_000_000))])
+    attach(conn, s, app_schema)
+    insert(conn, app_schema, [(3, "The VPN drops every ten minutes.")])
+    with Worker(store, embedder=minilm) as worker:
+        result = worker.drain()
+    assert result.written == 3 and result.failed == 0, result.errors
+    units = unit_rows(conn, s, "notes")
+    assert set(units) == {"1", "2", "3"}
+    assert len(units["2"]["content"]) <= MAX_TEXT_CHARS
+    assert units["2"]["content"].startswith("w0000000q w0000001q")
+    assert queue_count(conn, s) == 0
+
+
+def refuse(conn: psycopg.Connection[Any], schema: str, word: str) -> None:
+    """A trigger on the corpus table that refuses texts holding ``word`` (a write the database refuses)."""
+    conn.execute(
+        sql.SQL(
+            "CREATE FUNCTION {s}.refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+            "IF NEW.content LIKE {pattern} THEN RAISE EXCEPTION 'this row is refused'; END IF; RETURN NEW; END $$"
+        ).format(s=sql.Identifier(schema), pattern=sql.Literal(f"%{word}%"))
+    )
+    conn.execute(
+        sql.SQL(
+            "CREATE TRIGGER refuse_poison BEFORE INSERT ON {s}.corpus_notes FOR EACH ROW "
+            "EXECUTE FUNCTION {s}.refuse_poison()"
+        ).format(s=sql.Identifier(schema))
+    )
+
+
+def test_a_row_the_database_refuses_is_parked_alone_and_the_worker_goes_on(app: Any, store: Any, minilm: Any) -> None:
+    conn, app_schema = app
+    s = store.schema
+    insert(conn, app_schema, [(i, f"Ordinary note number {i} about the office.") for i in range(1, 9)])
+    insert(conn, app_schema, [(9, "This note holds poison for the writer.")])
+    attach(conn, s, app_schema)
+    refuse(conn, s, "poison")
+    with Worker(store, embedder=minilm, options=WorkerOptions(max_attempts=2)) as worker:
+        result = worker.drain()
+        assert result.written == 8 and result.parked == 1, result.errors
+        assert any("this row is refused" in e for e in result.errors)
+        # Rows inserted after the bad one are written by the same worker.
+        insert(conn, app_schema, [(10, "A later note about the kitchen.")])
+        assert worker.drain().written == 1
+    assert set(unit_rows(conn, s, "notes")) == {str(i) for i in range(1, 9)} | {"10"}
+    assert queue_count(conn, s, parked=True) == 1 and queue_count(conn, s, parked=False) == 0
+    (status,) = [st for st in sync_status(store) if st.corpus == "notes"]
+    assert status.failed == 1 and status.last_error and "this row is refused" in status.last_error
+
+
+def test_a_batch_that_stopped_the_worker_is_not_claimed_forever(app: Any, store: Any, minilm: Any) -> None:
+    conn, app_schema = app
+    s = store.schema
+    insert(conn, app_schema, [(1, "The printer on floor two jams."), (2, "The coffee machine leaks.")])
+    attach(conn, s, app_schema)
+
+    class InterruptingEmbedder:
+        name, dimension = minilm.name, minilm.dimension
+
+        def embed(self, texts: Any) -> Any:
+            raise KeyboardInterrupt
+
+    options = WorkerOptions(max_attempts=2)
+    # First stop: the worker is interrupted in the middle of the batch and gives its claims back.
+    with pytest.raises(KeyboardInterrupt), Worker(store, embedder=InterruptingEmbedder(), options=options) as w:  # type: ignore[arg-type]
+        w.drain()
+    # Second stop: the worker process is killed after claiming (its connection ends without a word).
+    killed = connect(store.url)
+    assert len(queue.claim(killed, s, limit=10, corpora=None, lease_s=900.0)) == 2
+    killed.close()
+    # The attempts of the crashed batches counted: the next worker parks the items instead of claiming them again.
+    with Worker(store, embedder=minilm, options=options) as worker:
+        result = worker.drain()
+    assert result.written == 0 and result.parked == 2
+    assert queue_count(conn, s, parked=True) == 2
+    (status,) = [st for st in sync_status(store) if st.corpus == "notes"]
+    assert status.failed == 2 and status.last_error and "stopped" in status.last_error
