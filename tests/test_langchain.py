@@ -399,6 +399,6 @@ def test_missing_langchain_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "langchain_core", None)
     for module in ("langchain_universalrag.retrievers", "langchain_universalrag.vectorstores"):
         monkeypatch.delitem(sys.modules, module)
-        with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[langchain\]") as info:
+        with pytest.raises(MissingDependencyError, match=r"pip install langchain-universalrag") as info:
             importlib.import_module(module)
         assert info.value.package == "langchain-core"

@@ -219,5 +219,5 @@ def test_public_api_is_pinned() -> None:
 def test_missing_langgraph_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langgraph", None)
     monkeypatch.delitem(sys.modules, "langchain_universalrag.graph")
-    with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[langgraph\]"):
+    with pytest.raises(MissingDependencyError, match=r"langchain-universalrag\[langgraph\]"):
         importlib.import_module("langchain_universalrag.graph")

@@ -82,7 +82,7 @@ def test_missing_extra_names_the_package_and_the_extra() -> None:
     lines = out.stdout.splitlines()
     assert len(lines) == 2, out.stdout
     assert all(
-        "'llama-index-core'" in line and "pip install 'universalrag-postgres[llamaindex]'" in line for line in lines
+        "'llama-index-core'" in line and "pip install llama-index-retrievers-universalrag" in line for line in lines
     )
 
 

@@ -35,15 +35,20 @@ class ConfigError(UniversalRAGError):
 
 
 class MissingDependencyError(UniversalRAGError, ImportError):
-    """An optional dependency is not installed; the message names the extra that provides it."""
+    """An optional dependency is not installed; the message names what installs it: an extra of
+    ``distribution`` (the core's by default), or ``distribution`` itself when ``extra`` is empty (an adapter's
+    required framework)."""
 
-    def __init__(self, package: str, extra: str, *, feature: str | None = None) -> None:
+    def __init__(
+        self, package: str, extra: str, *, feature: str | None = None, distribution: str = "universalrag-postgres"
+    ) -> None:
         self.package = package
         self.extra = extra
+        self.distribution = distribution
         what = f" for {feature}" if feature else ""
+        target = f"'{distribution}[{extra}]'" if extra else distribution
         super().__init__(
-            f"The package {package!r} is needed{what} but is not installed; "
-            f"install it with: pip install 'universalrag-postgres[{extra}]'"
+            f"The package {package!r} is needed{what} but is not installed; install it with: pip install {target}"
         )
 
 

@@ -8,7 +8,7 @@
 - :mod:`langchain_universalrag.graph`: the LangGraph routing edge, nodes and :func:`~.graph.build_graph`.
 
 This module only re-exports, lazily: importing it needs nothing; using a name without ``langchain-core``
-installed raises :class:`~universalrag.errors.MissingDependencyError` naming the ``langchain`` extra.
+installed raises :class:`~universalrag.errors.MissingDependencyError` naming ``langchain-universalrag``.
 """
 
 from __future__ import annotations

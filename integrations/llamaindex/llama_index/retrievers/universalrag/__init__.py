@@ -11,7 +11,8 @@ Retrievers, query engines and tools take LlamaIndex's conventions: ``similarity_
 nodes, ``filter`` accepts ``MetadataFilters`` (:mod:`.filters`), node texts are cut at ``max_unit_tokens``.
 
 This module only re-exports, lazily: ``llama_index.core`` is imported when a name is first used, and a missing
-``llama-index-core`` raises :class:`~universalrag.errors.MissingDependencyError` naming ``universalrag-postgres[llamaindex]``.
+``llama-index-core`` raises :class:`~universalrag.errors.MissingDependencyError` naming the distribution that
+brings it, ``llama-index-retrievers-universalrag``.
 """
 
 from __future__ import annotations
@@ -53,7 +54,12 @@ def __getattr__(name: str) -> Any:
 
         if isinstance(e, MissingDependencyError) or not (e.name or "").startswith("llama_index.core"):
             raise
-        raise MissingDependencyError("llama-index-core", "llamaindex", feature="the LlamaIndex integration") from e
+        raise MissingDependencyError(
+            "llama-index-core",
+            "",
+            feature="the LlamaIndex integration",
+            distribution="llama-index-retrievers-universalrag",
+        ) from e
     value = getattr(module, name)
     globals()[name] = value
     return value

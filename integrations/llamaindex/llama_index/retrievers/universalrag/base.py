@@ -1,7 +1,7 @@
 """Hits → LlamaIndex nodes, and the one place that checks llama-index-core is installed.
 
 Importing this module, or any name of the package, without llama-index-core raises
-:class:`~universalrag.errors.MissingDependencyError` naming ``universalrag-postgres[llamaindex]``.
+:class:`~universalrag.errors.MissingDependencyError` naming ``llama-index-retrievers-universalrag``.
 
 A hit becomes a :class:`~llama_index.core.schema.TextNode` whose text is the hit's evidence text as the core
 builds it for language models (a table's matched rows before its Markdown, a clip's transcript with its time
@@ -36,7 +36,9 @@ from universalrag.types import Hit, Modality, RouteDecision
 try:
     from llama_index.core.schema import ImageNode, NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
 except ImportError as e:  # tested in a subprocess that hides llama_index.core
-    raise MissingDependencyError("llama-index-core", "llamaindex", feature="the LlamaIndex integration") from e
+    raise MissingDependencyError(
+        "llama-index-core", "", feature="the LlamaIndex integration", distribution="llama-index-retrievers-universalrag"
+    ) from e
 
 __all__ = [
     "LLM_METADATA_KEYS",
