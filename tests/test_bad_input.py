@@ -338,7 +338,7 @@ def _adapter_calls(rag: UniversalRAG) -> dict[str, object]:
     tool = create_corpus_tools(rag, ["paragraph"], k=2)[0]
     return {
         "langchain retriever": lambda q: LangChainRetriever(rag=rag, k=2).invoke(q),
-        "langchain corpus retriever": lambda q: CorpusRetriever(rag=rag, corpus="paragraph", k=2).invoke(q),
+        "langchain corpus retriever": lambda q: CorpusRetriever(rag=rag, routes=["paragraph"], k=2).invoke(q),
         "langchain tool": lambda q: tool.invoke({"query": q}),
         "langgraph route node": lambda q: make_route_node(rag).invoke({"question": q}),
         "langgraph route edge": lambda q: make_route_edge(rag).invoke({"question": q}),

@@ -107,11 +107,11 @@ def test_retriever_native_async(rag: UniversalRAG) -> None:
 
 
 def test_corpus_retriever_searches_one_corpus(rag: UniversalRAG) -> None:
-    docs = CorpusRetriever(rag=rag, corpus="image", k=5).invoke("Who designed the lighthouse?")
+    docs = CorpusRetriever(rag=rag, routes=["image"], k=5).invoke("Who designed the lighthouse?")
     assert len(docs) == 2 and {d.metadata["corpus"] for d in docs} == {"image"}
     assert "routes" not in docs[0].metadata
     assert (
-        asyncio.run(CorpusRetriever(rag=rag, corpus="paragraph", k=1).ainvoke("lighthouse"))[0].metadata["corpus"]
+        asyncio.run(CorpusRetriever(rag=rag, routes=["paragraph"], k=1).ainvoke("lighthouse"))[0].metadata["corpus"]
         == "paragraph"
     )
 
@@ -238,8 +238,8 @@ def _decoded(block: dict[str, Any]) -> bytes:
 
 
 def test_image_and_frame_hits_become_image_blocks(rag: UniversalRAG) -> None:
-    image = CorpusRetriever(rag=rag, corpus="image", k=1).invoke("coffee cup on a saucer")
-    clip = CorpusRetriever(rag=rag, corpus="clip", k=1).invoke("the sleeping cat")
+    image = CorpusRetriever(rag=rag, routes=["image"], k=1).invoke("coffee cup on a saucer")
+    clip = CorpusRetriever(rag=rag, routes=["clip"], k=1).invoke("the sleeping cat")
     blocks = documents_to_content_blocks(image + clip)
     images = [b for b in blocks if b["type"] == "image"]
     assert blocks[0]["type"] == "text" and blocks[0]["text"].startswith("[E1] [image 1]")
@@ -266,7 +266,7 @@ def test_langchain_generator_answers_with_citations(rag: UniversalRAG) -> None:
     )
     llm.seen.clear()
     generator = LangChainGenerator(llm)
-    images = CorpusRetriever(rag=rag, corpus="image", k=1).invoke("coffee cup on a saucer")
+    images = CorpusRetriever(rag=rag, routes=["image"], k=1).invoke("coffee cup on a saucer")
     evidence = langchain_universalrag.documents_to_evidence(images)
     result = generator.generate("What colour is the cup?", evidence)
     assert result.text == "It is white [E1]." and result.citations == (images[0].id,)

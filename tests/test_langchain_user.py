@@ -81,7 +81,7 @@ def test_page_content_is_cut_at_max_unit_tokens_and_round_trips(rag: UniversalRA
     assert [e.id for e in evidence] == [d.id for d in cut] and evidence[0].text == cut[0].page_content
     default = UniversalRAGRetriever(rag=rag, k=2).invoke(LIGHTHOUSE)
     assert all(len(d.page_content.split()) <= 751 for d in default)  # the default cap: ~1000 tokens
-    corpus = CorpusRetriever(rag=rag, corpus="table", k=1, max_unit_tokens=20).invoke("Quarry Lions")
+    corpus = CorpusRetriever(rag=rag, routes=["table"], k=1, max_unit_tokens=20).invoke("Quarry Lions")
     assert corpus[0].metadata["truncated"]
     tool = create_corpus_tool(rag, "table", k=1, max_unit_tokens=20)
     content, docs = tool.func("Quarry Lions")  # type: ignore[misc]
@@ -95,7 +95,7 @@ def test_retriever_arguments_are_honoured_or_refused(rag: UniversalRAG) -> None:
     assert len(UniversalRAGRetriever(rag=rag, search_kwargs={"k": 3}).invoke(LIGHTHOUSE)) == 3
     fixed = UniversalRAGRetriever(rag=rag, search_kwargs={"k": 1, "routes": ["image"]}).invoke(LIGHTHOUSE)
     assert [d.metadata["corpus"] for d in fixed] == ["image"]
-    assert len(CorpusRetriever(rag=rag, corpus="paragraph", search_kwargs={"k": 1}).invoke(LIGHTHOUSE)) == 1
+    assert len(CorpusRetriever(rag=rag, routes=["paragraph"], search_kwargs={"k": 1}).invoke(LIGHTHOUSE)) == 1
     with pytest.raises(InvalidInputError, match="search_type"):
         UniversalRAGRetriever(rag=rag, search_kwargs={"search_type": "mmr"})
     with pytest.raises(ValueError, match="top_k"):
@@ -106,7 +106,7 @@ def test_retriever_arguments_are_honoured_or_refused(rag: UniversalRAG) -> None:
         with pytest.raises(InvalidInputError, match="at least 1"):
             UniversalRAGRetriever(rag=rag).invoke(LIGHTHOUSE, k=bad)
         with pytest.raises(InvalidInputError, match="at least 1"):
-            CorpusRetriever(rag=rag, corpus="table").invoke(LIGHTHOUSE, k=bad)
+            CorpusRetriever(rag=rag, routes=["table"]).invoke(LIGHTHOUSE, k=bad)
     with pytest.raises(TypeError, match=r"routes=\['table'\]"):
         UniversalRAGRetriever(rag=rag, routes="table")
     with pytest.raises(TypeError, match=r"routes=\['table'\]"):
@@ -122,7 +122,7 @@ def test_a_documents_source_filters_its_file(rag: UniversalRAG) -> None:
         rag=rag, k=4, routes=["paragraph", "document"], search_kwargs={"filter": {"source": source}}
     ).invoke(LIGHTHOUSE)
     assert kept and {d.metadata["source"] for d in kept} == {source}
-    others = CorpusRetriever(rag=rag, corpus="paragraph", k=4).invoke(LIGHTHOUSE, filter={"source": {"$ne": source}})
+    others = CorpusRetriever(rag=rag, routes=["paragraph"], k=4).invoke(LIGHTHOUSE, filter={"source": {"$ne": source}})
     assert source not in {d.metadata["source"] for d in others}
     assert (
         UniversalRAGRetriever(rag=rag, k=4, routes=["paragraph"], filter={"source": source + ".missing"}).invoke(
@@ -168,14 +168,14 @@ def test_documents_carry_their_rank(rag: UniversalRAG) -> None:
     assert [d.metadata["rank"] for d in docs] == [1, 2, 3, 4]
     shuffled = sorted(docs, key=lambda d: -d.metadata["score"])
     assert [d.id for d in sorted(shuffled, key=lambda d: d.metadata["rank"])] == [d.id for d in docs]
-    assert [d.metadata["rank"] for d in CorpusRetriever(rag=rag, corpus="image", k=2).invoke("cup")] == [1, 2]
+    assert [d.metadata["rank"] for d in CorpusRetriever(rag=rag, routes=["image"], k=2).invoke("cup")] == [1, 2]
 
 
 # -- 8. copying ------------------------------------------------------------------------------------------------------------
 def test_retrievers_copy_sharing_the_pipeline_and_refuse_pickling(rag: UniversalRAG) -> None:
     for retriever in (
         UniversalRAGRetriever(rag=rag, k=2, filter={"a": {"$eq": 1}}),
-        CorpusRetriever(rag=rag, corpus="table", k=1),
+        CorpusRetriever(rag=rag, routes=["table"], k=1),
     ):
         for twin in (copy.deepcopy(retriever), retriever.model_copy(deep=True), copy.copy(retriever)):
             assert twin.rag is rag and twin.k == retriever.k and twin is not retriever

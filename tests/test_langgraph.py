@@ -118,8 +118,13 @@ def test_several_routes_fan_out_in_parallel(rag: UniversalRAG) -> None:
         {"question": "What is 2+2?"}
     )
     assert state["decision"]["routes"] == ["none"] and not state.get("documents") and state["answer"] is None
-    # By default a graph never answers without evidence because of `none`: it searches the likeliest corpus.
+    # By default a graph answers, so `none` is a conclusion (as for UniversalRAG.query); allow_none=False searches
+    # the likeliest corpus instead.
     state = build_graph(_with_router(rag, "none"), corpora=["table"]).invoke({"question": "What is 2+2?"})
+    assert state["decision"]["routes"] == ["none"] and not state.get("documents")
+    state = build_graph(_with_router(rag, "none"), corpora=["table"], allow_none=False).invoke(
+        {"question": "What is 2+2?"}
+    )
     assert state["decision"]["fallback"] and {d.metadata["corpus"] for d in state["documents"]} == {"table"}
 
 

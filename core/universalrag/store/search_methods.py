@@ -40,8 +40,11 @@ _ITERATIVE_SCAN = (0, 8, 0)
 
 
 def _check_k(k: object) -> None:
-    if not isinstance(k, int) or k < 1:
-        raise InvalidInputError(f"k must be a whole number of at least 1, got {k!r}.")
+    """The rule of :func:`universalrag.plan.check_k` (a higher layer), in the same words."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInputError(
+            f"k must be an integer of at least 1 (how many results to return; leave it out for the default), got {k!r}."
+        )
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:

@@ -195,8 +195,9 @@ def _state_decision(rag: UniversalRAG, plan: QueryPlan, decision: RouteDecision)
 def make_route_node(rag: UniversalRAG, *, allow_none: bool = False, new_turn: bool = False) -> RunnableLambda:
     """A node that routes the state's question and writes ``{"decision": {...}}`` into the state, with the hits
     of the chosen corpora, as retrieval ranks them from the routing probes, under ``decision["hits"]`` (the
-    retrieval nodes reuse them instead of searching again). Unless ``allow_none=True``, a ``none`` conclusion still routes to the most likely corpus,
-    so that the graph never answers without evidence because of the router.
+    retrieval nodes reuse them instead of searching again). Unless ``allow_none=True``, a ``none`` conclusion still
+    routes to the most likely corpus (the default of every step that feeds retrieval), so that the retrieve nodes
+    always have a corpus to search.
 
     With ``new_turn=True`` it also empties ``documents`` (a ``None`` write: the state's reducer must be
     :func:`add_documents`, as in :class:`UniversalRAGState`), so that a checkpointed thread's earlier documents do
@@ -471,12 +472,15 @@ def build_graph(
     corpora: Sequence[str] | None = None,
     k: int | None = None,
     checkpointer: Any = None,
-    allow_none: bool = False,
+    allow_none: bool = True,
     max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
 ) -> CompiledStateGraph:
     """A compiled graph over :class:`UniversalRAGState`: ``route`` → the chosen ``retrieve_<corpus>`` nodes
-    in parallel → ``generate`` → END. With ``allow_none=True`` the ``none`` route goes straight to ``generate``;
-    by default the graph always retrieves from the most likely corpus.
+    in parallel → ``generate`` → END. The graph answers, so, as :meth:`UniversalRAG.query
+    <universalrag.pipeline.UniversalRAG.query>` does, it lets routing conclude ``none`` (``allow_none=True``, the
+    default): that route goes straight to ``generate``, which answers from the model's own knowledge;
+    ``allow_none=False`` retrieves from the most likely corpus instead. The route node and edge, which feed
+    retrieval, default to ``False`` (:func:`make_route_node`, :func:`make_route_edge`).
 
     ``corpora`` are the corpora that get a node (default: every registered corpus, read from the registry now;
     the nodes search at call time, so a corpus ingested later is found, but a corpus registered later needs a new

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -21,6 +22,7 @@ from pydantic import ConfigDict, Field
 from universalrag.errors import InvalidInputError
 from universalrag.evidence import UNIT_TEXT_TOKENS, check_unit_tokens
 from universalrag.pipeline import UniversalRAG
+from universalrag.plan import check_k as _core_check_k
 from universalrag.store.filters import paths_as_uris
 
 from ._convert import hits_to_documents
@@ -28,12 +30,11 @@ from ._convert import hits_to_documents
 __all__ = ["CorpusRetriever", "UniversalRAGRetriever"]
 
 
-def check_k(k: Any) -> int:
-    """``k`` as a count of documents: an int of at least 1 (``k=0`` used to run a whole search for nothing, and
-    ``k=-1`` failed deep in the router)."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidInputError(f"k must be an integer of at least 1 (how many documents to return), got {k!r}.")
-    return k
+def check_k(k: Any) -> int | None:
+    """``k`` as a count of documents: ``None`` (the pipeline's ``k``) or an integer of at least 1; anything else is
+    refused with the core's :class:`InvalidInputError` (:func:`universalrag.plan.check_k`, the same rule and
+    sentence on every surface)."""
+    return None if k is None else _core_check_k(k)
 
 
 def check_routes(routes: Any) -> list[str] | None:
@@ -58,8 +59,9 @@ class _PipelineRetriever(BaseRetriever):
 
     rag: UniversalRAG = Field(repr=False)
     """The core facade (store, embedder, router). Shared, not copied, by ``copy.deepcopy``."""
-    k: int = 4
-    """How many documents to return (at least 1)."""
+    k: int | None = None
+    """How many documents to return (at least 1; ``None``: the pipeline's ``k``, 5 unless it was built with
+    another)."""
     filter: dict[str, Any] | None = None
     """A metadata filter (the core's filter syntax: ``{"year": {"$gte": 2020}}``)."""
     filters: dict[str, Any] | None = None
@@ -89,6 +91,16 @@ class _PipelineRetriever(BaseRetriever):
         if twice:
             raise InvalidInputError(f"{twice} given both as arguments and in search_kwargs, with different values.")
         data.update(search)
+        if "corpus" in data:
+            corpus = data.pop("corpus")
+            warnings.warn(
+                "`corpus=` is deprecated; use `routes=[...]` (a list of corpus names).",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            if "routes" in data and data["routes"] not in (None, [corpus]):
+                raise InvalidInputError("Give routes= only (corpus= is its deprecated spelling), not both.")
+            data["routes"] = [corpus]
         if "k" in data:
             check_k(data["k"])
         if "routes" in data:
@@ -138,20 +150,21 @@ class UniversalRAGRetriever(_PipelineRetriever):
 
     Example::
 
-        retriever = UniversalRAGRetriever(rag=UniversalRAG(), k=4)
+        retriever = UniversalRAGRetriever(rag=UniversalRAG(), k=4)  # default: rag.k (5)
         docs = retriever.invoke("What does the lighthouse look like at night?")
     """
 
     _SEARCH_KEYS: ClassVar[frozenset[str]] = frozenset({"k", "filter", "filters", "routes", "allow_none"})
 
-    k: int = 4
-    """How many documents to return (at least 1): each chosen corpus is searched for its own top ``k``, and the
-    fused ranking is cut to ``k``."""
+    k: int | None = None
+    """How many documents to return (at least 1; ``None``: the pipeline's ``k``, 5 unless it was built with
+    another): each chosen corpus is searched for its own top ``k``, and the fused ranking is cut to ``k``."""
     routes: list[str] | None = None
     """Corpora to search instead of asking the router, as a list (``["table"]``; ``["none"]`` searches
     nothing)."""
     allow_none: bool = False
-    """Return no documents when the router concludes ``none`` (default: search the most likely corpus)."""
+    """Return no documents when the router concludes ``none`` (default ``False``, as for every call that returns
+    hits: search the most likely corpus instead)."""
 
     def _search(
         self,
@@ -169,7 +182,7 @@ class UniversalRAGRetriever(_PipelineRetriever):
             "allow_none": self.allow_none if allow_none is None else allow_none,
         }
 
-    def _documents(self, found: tuple[Any, list[Any]], k: int) -> list[Document]:
+    def _documents(self, found: tuple[Any, list[Any]], k: int | None) -> list[Document]:
         decision, hits = found
         return hits_to_documents(hits[:k], decision=decision, max_tokens=check_unit_tokens(self.max_unit_tokens))
 
@@ -203,18 +216,27 @@ class UniversalRAGRetriever(_PipelineRetriever):
 
 
 class CorpusRetriever(_PipelineRetriever):
-    """One corpus, no routing: the ``k`` nearest units of ``corpus`` in its own embedding space, each with its
-    ``rank`` and, past ``max_unit_tokens``, cut (``metadata["truncated"]``), as :class:`UniversalRAGRetriever`.
-    ``k`` and ``filter`` can be given per call or in ``search_kwargs``.
+    """Fixed corpora, no routing: the ``k`` best units of the ``routes`` (each corpus in its own embedding space,
+    several merged as :meth:`UniversalRAG.retrieve` merges them), each with its ``rank`` and, past
+    ``max_unit_tokens``, cut (``metadata["truncated"]``), as :class:`UniversalRAGRetriever`. ``k`` and ``filter``
+    can be given per call or in ``search_kwargs``; ``corpus="table"`` is a deprecated spelling of
+    ``routes=["table"]``.
 
     Example::
 
-        tables = CorpusRetriever(rag=rag, corpus="table", k=3)
+        tables = CorpusRetriever(rag=rag, routes=["table"], k=3)
         tables.invoke("Which team won most games?")
     """
 
-    corpus: str
-    """The corpus to search (looked up at each call: a corpus ingested after the retriever was built is found)."""
+    routes: list[str]
+    """The corpora to search, as a list (looked up at each call: a corpus ingested after the retriever was built is
+    found)."""
+
+    @property
+    def corpus(self) -> str:
+        """The first of :attr:`routes` (deprecated: read ``routes``)."""
+        warnings.warn("`CorpusRetriever.corpus` is deprecated; read `routes`.", DeprecationWarning, stacklevel=2)
+        return self.routes[0]
 
     def _get_relevant_documents(
         self,
@@ -226,7 +248,7 @@ class CorpusRetriever(_PipelineRetriever):
         filters: dict[str, Any] | None = None,
     ) -> list[Document]:
         hits = self.rag.retrieve(
-            query, k=check_k(k if k is not None else self.k), routes=[self.corpus], filter=self._filter(filter, filters)
+            query, k=check_k(k if k is not None else self.k), routes=self.routes, filter=self._filter(filter, filters)
         )
         return hits_to_documents(hits, max_tokens=check_unit_tokens(self.max_unit_tokens))
 
@@ -240,6 +262,6 @@ class CorpusRetriever(_PipelineRetriever):
         filters: dict[str, Any] | None = None,
     ) -> list[Document]:
         hits = await self.rag.aretrieve(
-            query, k=check_k(k if k is not None else self.k), routes=[self.corpus], filter=self._filter(filter, filters)
+            query, k=check_k(k if k is not None else self.k), routes=self.routes, filter=self._filter(filter, filters)
         )
         return hits_to_documents(hits, max_tokens=check_unit_tokens(self.max_unit_tokens))

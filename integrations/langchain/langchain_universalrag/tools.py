@@ -66,14 +66,14 @@ def create_corpus_tool(
     rag: UniversalRAG,
     corpus: str,
     *,
-    k: int = 4,
+    k: int | None = None,
     description: str | None = None,
     max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
 ) -> BaseTool:
-    """A tool named ``search_<corpus>`` searching ``corpus``, described (unless ``description`` is given) by the
-    registry's description and what the corpus holds now (:meth:`UniversalRAG.corpus_holdings
-    <universalrag.pipeline.UniversalRAG.corpus_holdings>`: how many sources, the latest by name), so that a model
-    choosing between tools knows what each one can find.
+    """A tool named ``search_<corpus>`` searching ``corpus`` for ``k`` documents (``None``: ``rag.k``), described
+    (unless ``description`` is given) by the registry's description and what the corpus holds now
+    (:meth:`UniversalRAG.corpus_holdings <universalrag.pipeline.UniversalRAG.corpus_holdings>`: how many sources,
+    the latest by name), so that a model choosing between tools knows what each one can find.
 
     It returns ``(text, documents)`` (``response_format="content_and_artifact"``): the model reads the text
     (per document a label naming its corpus and source, then its text, each unit cut at ``max_unit_tokens``;
@@ -84,7 +84,7 @@ def create_corpus_tool(
     """
     spec = rag.store.corpus(corpus)
     name = f"search_{corpus}"
-    retriever = CorpusRetriever(rag=rag, corpus=corpus, k=check_k(k), max_unit_tokens=max_unit_tokens)
+    retriever = CorpusRetriever(rag=rag, routes=[corpus], k=check_k(k), max_unit_tokens=max_unit_tokens)
 
     def search(query: str) -> tuple[str, list[Document]]:
         try:
@@ -134,7 +134,7 @@ def create_corpus_tools(
     rag: UniversalRAG,
     corpora: Sequence[str] | None = None,
     *,
-    k: int = 4,
+    k: int | None = None,
     max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
 ) -> list[BaseTool]:
     """One :func:`create_corpus_tool` per corpus: the ``corpora`` named, or (``None``) every registered corpus

@@ -18,6 +18,7 @@ from langchain_core.vectorstores import VectorStore
 from universalrag.embed import Embedder, check_embedder
 from universalrag.errors import ConfigError, CorpusNotFoundError
 from universalrag.pipeline import UniversalRAG
+from universalrag.plan import DEFAULT_K
 from universalrag.store import Filter, Store
 from universalrag.types import CorpusSpec, Granularity, Hit, Modality, Unit
 
@@ -198,7 +199,7 @@ class UniversalRAGVectorStore(VectorStore):
         return await asyncio.to_thread(self.get_by_ids, ids)
 
     def similarity_search_with_score_by_vector(
-        self, embedding: Sequence[float], k: int = 4, filter: Filter | None = None, **kwargs: Any
+        self, embedding: Sequence[float], k: int = DEFAULT_K, filter: Filter | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """The ``k`` nearest documents to a query vector, with their cosine similarity."""
         vector = list(embedding)
@@ -206,7 +207,7 @@ class UniversalRAGVectorStore(VectorStore):
         return [(_document(h), float(h.score)) for h in hits]
 
     def similarity_search_with_score(
-        self, query: str, k: int = 4, filter: Filter | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Filter | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """The ``k`` nearest documents to ``query``, with their cosine similarity."""
         check_embedder(self.store.corpus(self.corpus), self.embedder)
@@ -214,36 +215,38 @@ class UniversalRAGVectorStore(VectorStore):
             self.embedder.embed_query(query).tolist(), k=k, filter=filter
         )
 
-    def similarity_search(self, query: str, k: int = 4, filter: Filter | None = None, **kwargs: Any) -> list[Document]:
+    def similarity_search(
+        self, query: str, k: int = DEFAULT_K, filter: Filter | None = None, **kwargs: Any
+    ) -> list[Document]:
         """The ``k`` nearest documents to ``query``."""
         return [doc for doc, _ in self.similarity_search_with_score(query, k=k, filter=filter)]
 
     def similarity_search_by_vector(
-        self, embedding: list[float], k: int = 4, filter: Filter | None = None, **kwargs: Any
+        self, embedding: list[float], k: int = DEFAULT_K, filter: Filter | None = None, **kwargs: Any
     ) -> list[Document]:
         """The ``k`` nearest documents to a query vector."""
         return [doc for doc, _ in self.similarity_search_with_score_by_vector(embedding, k=k, filter=filter)]
 
     async def asimilarity_search_with_score(
-        self, query: str, k: int = 4, filter: Filter | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Filter | None = None, **kwargs: Any
     ) -> list[tuple[Document, float]]:
         """Async twin of :meth:`similarity_search_with_score`."""
         return await asyncio.to_thread(self.similarity_search_with_score, query, k, filter)
 
     async def asimilarity_search(
-        self, query: str, k: int = 4, filter: Filter | None = None, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, filter: Filter | None = None, **kwargs: Any
     ) -> list[Document]:
         """Async twin of :meth:`similarity_search`."""
         return await asyncio.to_thread(self.similarity_search, query, k, filter)
 
     async def asimilarity_search_by_vector(
-        self, embedding: list[float], k: int = 4, filter: Filter | None = None, **kwargs: Any
+        self, embedding: list[float], k: int = DEFAULT_K, filter: Filter | None = None, **kwargs: Any
     ) -> list[Document]:
         """Async twin of :meth:`similarity_search_by_vector`."""
         return await asyncio.to_thread(self.similarity_search_by_vector, embedding, k, filter)
 
     def max_marginal_relevance_search(
-        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
     ) -> list[Document]:
         """Not supported: the store does not return the candidates' vectors that maximal marginal relevance needs.
         Raises :class:`NotImplementedError` saying what to use instead (LangChain's own raised it without a word)."""
@@ -254,7 +257,7 @@ class UniversalRAGVectorStore(VectorStore):
         )
 
     async def amax_marginal_relevance_search(
-        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
+        self, query: str, k: int = DEFAULT_K, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
     ) -> list[Document]:
         """Async twin of :meth:`max_marginal_relevance_search` (not supported either)."""
         return self.max_marginal_relevance_search(query, k, fetch_k, lambda_mult, **kwargs)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from universalrag.errors import InvalidInputError, MissingDependencyError
+from universalrag.errors import MissingDependencyError
 from universalrag.evidence import (
     UNIT_TEXT_TOKENS,
     EvidenceBudget,
@@ -31,6 +31,7 @@ from universalrag.evidence import (
     hit_path,
     unit_text,
 )
+from universalrag.plan import check_k
 from universalrag.types import Hit, Modality, RouteDecision
 
 try:
@@ -73,13 +74,11 @@ _NO_TEXT_LIMIT = 10**9
 
 
 def check_top_k(value: int | None, name: str = "similarity_top_k") -> int | None:
-    """``value`` when it is ``None`` or an integer of at least 1; else :class:`InvalidInputError`. LlamaIndex
-    rejects ``similarity_top_k=0`` too: a retriever asked for nothing is a caller's mistake, not an empty result."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"{name} must be an integer of at least 1 (or None for rag.k), got {value!r}.")
-    return value
+    """``value`` when it is ``None`` (the pipeline's ``k``) or an integer of at least 1; else the core's
+    :class:`~universalrag.errors.InvalidInputError` naming ``name`` (:func:`universalrag.plan.check_k`: one rule
+    and one sentence on every surface). LlamaIndex rejects ``similarity_top_k=0`` too: a retriever asked for
+    nothing is a caller's mistake, not an empty result."""
+    return None if value is None else check_k(value, name=name)
 
 
 def cut_to_k(hits: Sequence[Hit], k: int) -> list[Hit]:
