@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -167,7 +167,7 @@ def _where(hit: Hit) -> str:
 def hit_name(hit: Hit) -> str:
     """How a reader names a hit: a PDF, Word or PowerPoint unit by its file; another by its title, with its file's
     name when that says something more ("General Options (config-vars.rst)"); else by its file or address, else
-    its id."""
+    its id. A unit of an attached table (``attach_table``) is named by its row's key (``id=42``), not its unit id."""
     meta = hit.metadata
     if meta.get("document_format") and meta.get("source"):  # a unit of a PDF, Word or PowerPoint file
         return Path(str(meta["source"])).name
@@ -176,7 +176,16 @@ def hit_name(hit: Hit) -> str:
     title = str(meta.get("title") or "")
     if title and file and title not in (file, Path(file).stem):
         return f"{title} ({file})"
-    return title or file or (_uri_name(hit.uri) if hit.uri else "") or hit.id
+    return title or file or (_uri_name(hit.uri) if hit.uri else "") or _row_key(meta) or hit.id
+
+
+def _row_key(meta: Mapping[str, Any]) -> str:
+    """``id=42`` (``tenant=7, id=42`` for a key of several columns) from the ``source_key`` the sync worker gives
+    each unit of an attached table; empty for other units."""
+    key = meta.get("source_key")
+    if not isinstance(key, Mapping) or not key:
+        return ""
+    return ", ".join(f"{column}={value}" for column, value in key.items())
 
 
 def _label(hit: Hit, index: int) -> str:
