@@ -77,6 +77,14 @@ ENV_VARS: dict[str, str] = {
     "checkpoint for 'faster-whisper' and 'whisper' (required).",
     "UNIVERSALRAG_ASR_BASE_URL": "Base URL of the OpenAI-compatible transcription endpoint (ASR 'openai').",
     "UNIVERSALRAG_ASR_API_KEY": "API key for that endpoint; falls back to OPENAI_API_KEY. Never logged.",
+    "UNIVERSALRAG_DESCRIBE": "1 to have a chat model that reads images describe every image, figure, table and "
+    "video scene at ingestion (as `ingest --describe` does; one call per unit, cached). See docs/descriptions.md.",
+    "UNIVERSALRAG_DESCRIBE_MODEL": "The chat model for those descriptions (default: UNIVERSALRAG_LLM_MODEL, at "
+    "UNIVERSALRAG_LLM_BASE_URL).",
+    "UNIVERSALRAG_DESCRIBE_MAX_CALLS": "At most this many model calls per ingest run for descriptions (default 1000; "
+    "0: no limit). Units left over keep their own text.",
+    "UNIVERSALRAG_DESCRIBE_RATE": "At most this many model calls per minute for descriptions (default 60; "
+    "0: no limit).",
     "OPENAI_API_KEY": "Fallback API key for OpenAI-compatible endpoints.",
 }
 
@@ -178,6 +186,11 @@ class Settings:
     llm_api_key: str | None = None
     #: Seconds a chat request may take in all, retries included (``UNIVERSALRAG_LLM_TIMEOUT``).
     llm_timeout: float = 60.0
+    #: Model descriptions of non-text units at ingestion (``UNIVERSALRAG_DESCRIBE*``, docs/descriptions.md).
+    describe: bool = False
+    describe_model: str | None = None
+    describe_max_calls: int = 1000
+    describe_rate: float = 60.0
     asr: str | None = None
     asr_model: str | None = None
     asr_base_url: str | None = None
@@ -217,6 +230,8 @@ class Settings:
             raise ConfigError(f"exact_scan_max_rows must be 0 or more, got {self.exact_scan_max_rows}.")
         if self.query_vectors < 0:
             raise ConfigError(f"query_vectors must be 0 or more, got {self.query_vectors}.")
+        if self.describe_max_calls < 0 or self.describe_rate < 0:
+            raise ConfigError("describe_max_calls and describe_rate must be 0 (no limit) or more.")
         for name in ("visual_weight", "video_visual_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ConfigError(f"{name} must be between 0 and 1, got {getattr(self, name)}.")
@@ -270,6 +285,16 @@ class Settings:
             except ValueError:
                 raise ConfigError(f"{name} must be an integer, got {raw!r}.") from None
 
+        def get_bool(name: str) -> bool | None:
+            raw = get(name)
+            if raw is None:
+                return None
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ConfigError(f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}.")
+
         home = get("UNIVERSALRAG_HOME")
         values = dict(
             database_url=get("UNIVERSALRAG_DATABASE_URL"),
@@ -294,6 +319,10 @@ class Settings:
             llm_base_url=get("UNIVERSALRAG_LLM_BASE_URL"),
             llm_api_key=get("UNIVERSALRAG_LLM_API_KEY") or get("OPENAI_API_KEY"),
             llm_timeout=get_float("UNIVERSALRAG_LLM_TIMEOUT"),
+            describe=get_bool("UNIVERSALRAG_DESCRIBE"),
+            describe_model=get("UNIVERSALRAG_DESCRIBE_MODEL"),
+            describe_max_calls=get_int("UNIVERSALRAG_DESCRIBE_MAX_CALLS"),
+            describe_rate=get_float("UNIVERSALRAG_DESCRIBE_RATE"),
             asr=get("UNIVERSALRAG_ASR"),
             asr_model=get("UNIVERSALRAG_ASR_MODEL"),
             asr_base_url=get("UNIVERSALRAG_ASR_BASE_URL"),

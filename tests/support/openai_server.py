@@ -33,6 +33,9 @@ Behaviour knobs (attributes may also be changed while the server runs)
                  ``invalid_api_key``; the message shows the sent key masked, as OpenAI does.
     ``delay_s``  seconds to sleep before answering (timeout tests).
 
+A ``chat_reply`` callable may raise :class:`ChatFailure` to answer that one request with an error status (a server
+that fails some requests and answers others).
+
 ``requests`` records every request, in arrival order, as ``{"method", "path", "headers", "body"}``;
 header names are lower-cased and ``body`` is the parsed JSON (``None`` when empty or not JSON), or for a
 multipart form its text fields plus ``{"<field>": {"filename", "bytes"}}`` for each file.
@@ -54,7 +57,7 @@ from email.policy import default as default_policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["OpenAICompatServer", "fake_embedding"]
+__all__ = ["ChatFailure", "OpenAICompatServer", "fake_embedding"]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -65,6 +68,15 @@ _ERROR_TYPES = {
     500: "server_error",
     503: "server_error",
 }
+
+
+class ChatFailure(Exception):
+    """Raised by a ``chat_reply`` callable: the request is answered with ``status`` and an OpenAI-style error."""
+
+    def __init__(self, status: int = 500, message: str = "The test server failed this request.") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 def fake_embedding(text: str, dim: int) -> list[float]:
@@ -240,7 +252,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any]) -> None:
         reply = self.server.owner.chat_reply
-        text = reply(body) if callable(reply) else reply
+        try:
+            text = reply(body) if callable(reply) else reply
+        except ChatFailure as failure:
+            self._error(failure.status, failure.message)
+            return
         model = body.get("model", "test-model")
         created = int(time.time())
         prompt_tokens = sum(

@@ -144,6 +144,12 @@ def ingest(
     prune: bool = typer.Option(
         False, "--prune", help="Also delete the stored sources under the folders given whose file no longer exists."
     ),
+    describe: bool | None = typer.Option(
+        None,
+        "--describe/--no-describe",
+        help="Have the chat model (UNIVERSALRAG_LLM_MODEL, one that reads images) describe every image, figure, "
+        "table and video scene; one cached call per unit (default: UNIVERSALRAG_DESCRIBE, else off).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Ingest files and folders: text, tables, images and videos go to their corpora by content type.
@@ -165,6 +171,7 @@ def ingest(
         obj.settings,
         visual_encoder=rag.visual_encoder,
         video=VideoOptions(detector=detector, min_clip_s=min_clip, max_clip_s=max_clip),
+        describe=describe,
     )
     progress = IngestProgress(obj.output, quiet=as_json)
 

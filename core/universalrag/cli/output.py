@@ -328,7 +328,7 @@ class IngestProgress:
             elif progress.total > 1 and not self.quiet:  # a note on stderr: stdout has one line per file done
                 self.out.err.print(Text(f"working on {progress.path}{_more(progress)}"), soft_wrap=True)
             return
-        counts = f": {progress.done}/{progress.total} {progress.what} committed"
+        counts = f": {progress.done}/{progress.total} {progress.what} {progress.stage}"
         if self._progress is not None:
             self._progress.update(self._task, last=self._note("", progress.path, counts))
         elif not self.quiet:

@@ -39,6 +39,7 @@ from .companions import alt_texts, fingerprint, sidecar_files
 from .detect import Detection, detect, iter_files, unsupported_error
 from .files import EMPTY_REASON, check_file, empty_error, hash_file, is_empty
 from .large import StagedSource, staged_table, staged_text
+from .limits import use_limits
 from .report import FileOutcome, IngestReport, Progress
 from .run import DEFAULT_CORPORA, IngestOptions, IngestRun, failed_outcome
 from .tables.read import CSV_RULES, TABLE_RULES
@@ -290,6 +291,10 @@ def _write(run: IngestRun, path: Path, kind: str, prepared: Prepared | StagedSou
         return FileOutcome(
             path=str(path), status=result.status, kind=kind, corpora=staged.source.corpora, rows=dict(result.rows)
         )
+    if run.options.describer is not None:  # a chat model describes the images, figures, tables and scenes first
+        prepared = run.options.describer.enrich(
+            prepared, run.embedder, run.store.corpus, path=str(path), on_progress=run.on_progress
+        )
     result = run.store.write_source(
         replace(prepared.source, scope=run.scope(kind)), prepared.units, parts=prepared.parts
     )
@@ -421,7 +426,9 @@ def ingest_paths(
             else:
                 flush()  # the group's files come first, and their announcement before this one's
                 _started(run, path, kind)
-                outcome = _write(run, path, kind, _HANDLERS[kind](run, path, uri, content_hash))
+                with use_limits(run.options.limits):
+                    prepared = _HANDLERS[kind](run, path, uri, content_hash)
+                outcome = _write(run, path, kind, prepared)
         except UniversalRAGError as e:
             outcome = failed_outcome(path, e)
         flush()  # keep the outcomes in file order

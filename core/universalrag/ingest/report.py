@@ -11,12 +11,14 @@ __all__ = ["FileOutcome", "IngestReport", "Progress"]
 @dataclass(frozen=True, slots=True)
 class Progress:
     """How far a large source has got: ``done`` of about ``total`` batches committed (``what`` they hold).
-    Committed batches survive a crash; the next run of the same file continues after them."""
+    Committed batches survive a crash; the next run of the same file continues after them. Work on a source before
+    it is written says so in ``stage`` (for example ``"described by the model"``)."""
 
     path: str
     done: int
     total: int
     what: str
+    stage: str = "committed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,15 +13,17 @@ from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..store import Store
 from ..types import CorpusSpec, Modality
+from .limits import InputLimits
 from .report import FileOutcome, Progress
 from .text.document import TextDocument
 from .video.planning import VideoOptions
 
 if TYPE_CHECKING:
     from ..embed.visual import VisualEncoder
+    from .describe import Describer
     from .documents import DocumentOptions
 
-__all__ = ["DEFAULT_CORPORA", "IngestOptions", "IngestRun", "failed_outcome"]
+__all__ = ["DEFAULT_CORPORA", "IngestOptions", "IngestRun", "describer_from_settings", "failed_outcome"]
 
 #: Where a file goes when no corpus is named, by detected kind.
 DEFAULT_CORPORA: dict[str, tuple[str, ...]] = {
@@ -60,6 +62,12 @@ class IngestOptions:
     text_batch_passages: int = 512
     stage_rows: int = 20_000
     max_embedded_rows: int = 100_000
+    #: Caps on what one file may expand to while it is read (Office packages, a document's text, a table's
+    #: columns): :mod:`universalrag.ingest.limits`.
+    limits: InputLimits = field(default_factory=InputLimits)
+    #: Writes a description and an entity summary of each image, figure, table and video scene with a chat model
+    #: before its source is written (:mod:`universalrag.ingest.describe`); ``None``: off.
+    describer: Describer | None = None
 
     @classmethod
     def from_settings(
@@ -71,9 +79,11 @@ class IngestOptions:
         table_batch_rows: int = 1024,
         captions: dict[str, str] | None = None,
         documents: DocumentOptions | None = None,
+        describe: bool | None = None,
     ) -> IngestOptions:
         """Options whose videos are transcribed by the speech recogniser the settings name
-        (``UNIVERSALRAG_ASR``), unless ``video`` brings its own ``asr``. Nothing is loaded yet."""
+        (``UNIVERSALRAG_ASR``), unless ``video`` brings its own ``asr``, and whose non-text units a chat model
+        describes when ``describe`` is true (``None``: ``UNIVERSALRAG_DESCRIBE``). Nothing is loaded yet."""
         from .video.asr import asr_from_settings
 
         video = video or VideoOptions()
@@ -85,6 +95,7 @@ class IngestOptions:
             table_batch_rows=table_batch_rows,
             captions=dict(captions or {}),
             documents=documents,
+            describer=describer_from_settings(settings) if _wanted(describe, settings) else None,
         )
 
 
@@ -128,6 +139,18 @@ class IngestRun:
         """The sources' scope: ``""`` for the default corpora of ``kind``, else the corpus named. A file sent to
         a user corpus is a source of its own, so it never replaces the file's units in the default corpora."""
         return "" if self.targets(kind) == DEFAULT_CORPORA[kind] else str(self.corpus)
+
+
+def _wanted(describe: bool | None, settings: Settings) -> bool:
+    return settings.describe if describe is None else describe
+
+
+def describer_from_settings(settings: Settings) -> Describer:
+    """A :class:`~universalrag.ingest.describe.Describer` for one run with the chat model of ``settings``
+    (:class:`ConfigError` when none is configured)."""
+    from .describe import Describer
+
+    return Describer.from_settings(settings)
 
 
 def failed_outcome(path: Path, error: UniversalRAGError) -> FileOutcome:

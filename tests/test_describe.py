@@ -1,0 +1,263 @@
+"""Descriptions written by a chat model at ingestion, against the OpenAI-compatible test server (the real HTTP path):
+real photographs and a real PDF, the real bundled encoder, a real PostgreSQL. What is sent is inspected (the picture
+as a data URL, the neighbourhood in the prompt); failures (malformed JSON, HTTP 500, a timeout) cost the unit its
+description, never the ingest; answers are cached, calls budgeted."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+from support.documents import FIGURE_CAPTION, TABLE_CAPTION, write_report_pdf
+from support.media import write_photo
+from support.openai_server import ChatFailure, OpenAICompatServer
+
+from universalrag.config import Settings
+from universalrag.errors import ConfigError
+from universalrag.generate.call_limits import CallLimits
+from universalrag.generate.response_cache import ResponseCache
+from universalrag.generate.structured import JsonChat, parse_json_object
+from universalrag.ingest.describe import Describer, cache_path
+from universalrag.ingest.pipeline import IngestOptions, ingest_paths
+from universalrag.retrieve import search_corpus
+from universalrag.store import Store
+
+CAT = {
+    "description": "A ginger tabby cat lies curled up asleep on a knitted blanket, its eyes closed and its striped "
+    "tail wrapped around its paws.",
+    "entity": {"name": "Sleeping ginger tabby cat", "type": "Photo", "description": "A cat asleep.", "attributes": {}},
+}
+ROCKET = {
+    "description": "A white space rocket stands on its launch pad beside the service tower under a clear sky.",
+    "entity": {"name": "Rocket on the launch pad", "type": "photo", "attributes": {"subject": "rocket", "stage": 2}},
+}
+
+
+def prompt_text(body: dict[str, Any]) -> str:
+    """Every text part of the request's messages, joined."""
+    texts = []
+    for message in body["messages"]:
+        content = message["content"]
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        texts += [p["text"] for p in parts if p["type"] == "text"]
+    return "\n".join(texts)
+
+
+def images_sent(body: dict[str, Any]) -> list[str]:
+    return [
+        p["image_url"]["url"]
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p["type"] == "image_url"
+    ]
+
+
+def describer(server: OpenAICompatServer, home: Path, **limits: Any) -> Describer:
+    chat = JsonChat("vision-test", base_url=server.base_url, timeout=limits.pop("timeout", 10.0), max_retries=0)
+    return Describer(chat, cache=ResponseCache(home / "answers.sqlite3"), limits=CallLimits(**limits))
+
+
+def by_file(reply: dict[str, Any] | None = None, **replies: Any) -> Any:
+    """A chat reply chosen by the file name the prompt shows (a value that is an exception is raised)."""
+
+    def answer(body: dict[str, Any]) -> str:
+        text = prompt_text(body)
+        for name, value in replies.items():
+            if f"File name: {name}" in text:
+                if isinstance(value, Exception):
+                    raise value
+                return value if isinstance(value, str) else json.dumps(value)
+        return json.dumps(reply or ROCKET)
+
+    return answer
+
+
+def test_a_photo_without_a_caption_is_found_by_what_the_model_saw(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path / "photos"
+    cat = write_photo(folder / "IMG_2031.jpg", name="chelsea", size=(1600, 1200))
+    write_photo(folder / "launch.png", name="rocket")
+    (folder / "launch.png.txt").write_text("The rocket before lift-off.", encoding="utf-8")
+    with OpenAICompatServer(chat_reply=by_file(**{"IMG_2031.jpg": CAT})) as server:
+        options = IngestOptions(describer=describer(server, tmp_path))
+        report = ingest_paths(store, minilm, [folder], options=options)
+        assert report.ok, report.failed
+        requests = server.requests_to("/v1/chat/completions")
+    assert len(requests) == 2
+    body = next(r["body"] for r in requests if "IMG_2031.jpg" in prompt_text(r["body"]))
+    assert body["model"] == "vision-test" and body["messages"][0]["role"] == "system"
+    (url,) = images_sent(body)
+    assert url.startswith("data:image/jpeg;base64,")
+    sent = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+    assert sent.format == "JPEG" and max(sent.size) == 1024  # shrunk from 1600 x 1200
+    rocket_prompt = next(prompt_text(r["body"]) for r in requests if "launch.png" in prompt_text(r["body"]))
+    assert "The rocket before lift-off." in rocket_prompt  # the sidecar caption is its neighbourhood
+
+    hit = search_corpus(store, minilm, "image", "a cat asleep on a blanket", k=2)[0]
+    assert hit.uri == cat.resolve().as_uri()
+    assert hit.metadata["description_sources"] == ["filename", "model"]
+    assert hit.metadata["model_description"] == CAT["description"] and CAT["description"] in hit.content
+    assert hit.metadata["entity"]["name"] == "Sleeping ginger tabby cat" and hit.metadata["entity"]["type"] == "photo"
+    assert hit.metadata["description_model"] == "openai:vision-test"
+    assert hit.metadata["title"] == "Sleeping ginger tabby cat"  # the file name said nothing
+    rocket = search_corpus(store, minilm, "image", "rocket launch pad", k=2)[0]
+    assert rocket.metadata["description_sources"] == ["sidecar", "model"]
+    assert rocket.metadata["entity"]["attributes"] == {"subject": "rocket", "stage": "2"}
+    assert rocket.metadata["title"].startswith("The rocket before lift-off")  # a caption stays the title
+
+
+def test_a_reingest_reads_the_cache_and_makes_no_call(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    image = write_photo(tmp_path / "photos" / "IMG_2031.jpg", name="chelsea")
+    with OpenAICompatServer(chat_reply=json.dumps(CAT)) as server:
+        assert ingest_paths(store, minilm, [image], options=IngestOptions(describer=describer(server, tmp_path))).ok
+        assert len(server.requests_to("/v1/chat/completions")) == 1
+        store.delete_source(image.resolve().as_uri())
+        again = describer(server, tmp_path)  # a new run: only the file on disk remembers
+        report = ingest_paths(store, minilm, [image], options=IngestOptions(describer=again))
+        assert report.count("added") == 1
+        assert len(server.requests_to("/v1/chat/completions")) == 1
+    assert again.stats.cached == 1 and again.stats.described == 0
+    hit = search_corpus(store, minilm, "image", "a cat asleep on a blanket", k=1)[0]
+    assert hit.metadata["model_description"] == CAT["description"]
+
+
+def test_failed_calls_cost_the_unit_its_description_not_the_ingest(  # type: ignore[no-untyped-def]
+    store: Store, minilm, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "photos"
+    for name, photo in (("a.jpg", "coffee"), ("b.jpg", "camera"), ("c.jpg", "astronaut"), ("d.jpg", "rocket")):
+        write_photo(folder / name, name=photo)
+    replies = {
+        "a.jpg": "Sure! The picture shows a cup of coffee.",  # no JSON at all
+        "b.jpg": ChatFailure(500),
+        "c.jpg": '```json\n{"description": "An astronaut in a white suit."}\n```',  # no entity
+    }
+    with OpenAICompatServer(chat_reply=by_file(**replies)) as server:
+        describing = describer(server, tmp_path)
+        with caplog.at_level(logging.WARNING, logger="universalrag.ingest.describe"):
+            report = ingest_paths(store, minilm, [folder], options=IngestOptions(describer=describing))
+    assert report.ok and report.count("added") == 4
+    assert describing.stats.failed == 3 and describing.stats.described == 1
+    warned = "\n".join(r.getMessage() for r in caplog.records)
+    assert "a.jpg" in warned and "no JSON object" in warned
+    assert "b.jpg" in warned and "HTTP 500" in warned
+    assert "c.jpg" in warned and "entity" in warned
+    rows = {Path(h.uri or "").name: h for h in search_corpus(store, minilm, "image", "photo", k=4)}
+    assert set(rows) == {"a.jpg", "b.jpg", "c.jpg", "d.jpg"}
+    for name in ("a.jpg", "b.jpg", "c.jpg"):
+        assert "model_description" not in rows[name].metadata and rows[name].metadata["description_source"]
+    assert rows["d.jpg"].metadata["description_sources"] == ["filename", "model"]
+
+
+def test_a_timeout_leaves_the_text_and_the_run_goes_on(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    image = write_photo(tmp_path / "IMG_2031.jpg", name="chelsea")
+    with OpenAICompatServer(chat_reply=json.dumps(CAT), delay_s=3.0) as server:
+        describing = describer(server, tmp_path, timeout=0.5)
+        report = ingest_paths(store, minilm, [image], options=IngestOptions(describer=describing))
+    assert report.ok and describing.stats.failed == 1
+    (hit,) = search_corpus(store, minilm, "image", "cat", k=1)
+    assert "model_description" not in hit.metadata and hit.content == "IMG 2031"
+
+
+def test_the_budget_bounds_the_calls_of_a_run(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path / "photos"
+    for i, photo in enumerate(("coffee", "camera", "astronaut")):
+        write_photo(folder / f"p{i}.jpg", name=photo)
+    with OpenAICompatServer(chat_reply=json.dumps(ROCKET)) as server:
+        describing = describer(server, tmp_path, max_calls=2)
+        report = ingest_paths(store, minilm, [folder], options=IngestOptions(describer=describing))
+        assert len(server.requests_to("/v1/chat/completions")) == 2
+    assert report.ok and report.count("added") == 3
+    assert describing.stats.described == 2 and describing.stats.skipped == 1
+    described = [h for h in search_corpus(store, minilm, "image", "rocket", k=3) if "model_description" in h.metadata]
+    assert len(described) == 2
+
+
+def test_a_documents_figure_and_table_are_described_in_their_neighbourhood(  # type: ignore[no-untyped-def]
+    store: Store, minilm, tmp_path: Path
+) -> None:
+    pdf = write_report_pdf(tmp_path / "report.pdf")
+    table_reply = {
+        "description": "Keepers of the light and the lamp fuel they burned, decade by decade.",
+        "entity": {"name": "Table 1: Keepers and lamp fuel", "type": "table", "attributes": {"columns": "decade"}},
+    }
+    figure_reply = {
+        "description": "A white cup of black coffee on a saucer, photographed from above on a table.",
+        "entity": {"name": "Figure 1: the keeper's coffee", "type": "figure"},
+    }
+
+    def reply(body: dict[str, Any]) -> str:
+        return json.dumps(table_reply if "This is a table." in prompt_text(body) else figure_reply)
+
+    with OpenAICompatServer(chat_reply=reply) as server:
+        report = ingest_paths(store, minilm, [pdf], options=IngestOptions(describer=describer(server, tmp_path)))
+        assert report.ok, report.failed
+        bodies = [r["body"] for r in server.requests_to("/v1/chat/completions")]
+    assert len(bodies) == 2
+    figure = next(b for b in bodies if "a figure of a document" in prompt_text(b))
+    text = prompt_text(figure)
+    assert FIGURE_CAPTION.split(": ", 1)[1] in text and "Kestrel Point Lighthouse" in text and "lamp room" in text
+    assert "Page: 2" in text and len(images_sent(figure)) == 1
+    table = next(b for b in bodies if "This is a table." in prompt_text(b))
+    assert TABLE_CAPTION.split(": ", 1)[1] in prompt_text(table) and "|" in prompt_text(table)
+    assert not images_sent(table)
+    hit = search_corpus(store, minilm, "table", "lamp fuel burned by each keeper", k=1)[0]
+    assert hit.metadata["model_description"] == table_reply["description"]
+    assert hit.metadata["description_sources"] == ["model"]
+    image = search_corpus(store, minilm, "image", "coffee cup seen from above", k=1)[0]
+    assert image.metadata["description_sources"] == ["caption", "model"]
+
+
+def test_settings_switch_it_on_and_a_missing_model_is_a_config_error(tmp_path: Path) -> None:
+    env = {"UNIVERSALRAG_DESCRIBE": "yes", "UNIVERSALRAG_DESCRIBE_MAX_CALLS": "7", "UNIVERSALRAG_DESCRIBE_RATE": "0"}
+    settings = Settings.from_env(env).with_(home=tmp_path)
+    assert settings.describe and settings.describe_max_calls == 7 and settings.describe_rate == 0
+    with pytest.raises(ConfigError, match="UNIVERSALRAG_LLM_MODEL"):
+        IngestOptions.from_settings(settings)
+    assert IngestOptions.from_settings(settings, describe=False).describer is None
+    with pytest.raises(ConfigError, match="UNIVERSALRAG_DESCRIBE"):
+        Settings.from_env({"UNIVERSALRAG_DESCRIBE": "maybe"})
+    on = IngestOptions.from_settings(settings.with_(llm_model="vlm", llm_base_url="http://127.0.0.1:9/v1"))
+    assert on.describer is not None and on.describer.limits.max_calls == 7 and on.describer.limits.per_minute is None
+    assert on.describer.cache is not None and on.describer.cache.path == cache_path(settings)
+    assert IngestOptions.from_settings(Settings().with_(home=tmp_path)).describer is None  # off by default
+
+
+def test_json_is_read_from_fences_and_prose() -> None:
+    assert parse_json_object('{"a": 1}') == {"a": 1}
+    assert parse_json_object('Here it is:\n```json\n{"a": [1, 2]}\n```\nDone.') == {"a": [1, 2]}
+    assert parse_json_object('The answer is {"a": "b"} as asked.') == {"a": "b"}
+    for bad, why in (("no json here", "no JSON object"), ('{"a": ', "not valid JSON")):
+        with pytest.raises(ValueError, match=why):
+            parse_json_object(bad)
+
+
+def test_call_limits_space_the_calls_and_stop_at_the_budget_or_deadline() -> None:
+    now = [0.0]
+    waits: list[float] = []
+    limits = CallLimits(max_calls=3, per_minute=30, clock=lambda: now[0], sleep=waits.append)
+    assert [limits.acquire() for _ in range(4)] == [True, True, True, False]
+    assert waits == [2.0, 4.0] and limits.exhausted == "budget" and limits.refused == 1
+    late = CallLimits(max_seconds=10, clock=lambda: now[0])
+    assert late.acquire()
+    now[0] = 11.0
+    assert not late.acquire() and late.exhausted == "deadline"
+
+
+def test_the_cache_survives_a_broken_file(tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    (folder / "answers.sqlite3").write_text("this is not a database", encoding="utf-8")
+    cache = ResponseCache(folder / "answers.sqlite3")
+    cache.put("k", {"v": 1})  # logged, not raised
+    assert cache.get("k") is None
+    fresh = ResponseCache(tmp_path / "fresh" / "answers.sqlite3", max_entries=2)
+    for i in range(3):
+        fresh.put(f"k{i}", i)
+    assert fresh.get("k2") == 2 and fresh.get("k0") == 0
