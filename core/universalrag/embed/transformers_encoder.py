@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingError
-from .base import check_texts
+from .base import check_texts, clip_to_tokens
 from .devices import resolve_device, to_device
 from .numpy_bert import NumpyBert, inference_backend, numpy_supported
 from .onnx_bert import OnnxBert, bulk_threads, query_backend, query_weights_quantized
@@ -390,6 +390,7 @@ class TransformersEmbedder:
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
         run, size = self._batcher(len(items), query=query)
+        items = clip_to_tokens(items, self._token_limit)  # the encoder reads its first tokens only
         order = sorted(range(len(items)), key=lambda i: len(items[i]), reverse=True)
         out = np.empty((len(items), self.dimension), dtype=np.float32)
         for start in range(0, len(order), size):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ConfigError, EmbeddingError, MissingDependencyError
+from .base import clip_to_tokens
 from .devices import resolve_device, to_device
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -256,7 +257,11 @@ class CLIPVisualEncoder:
 
         with self._tokenizer_lock:
             encoded = self._tokenizer(
-                texts, padding=True, truncation=True, max_length=self._max_length, return_tensors="pt"
+                clip_to_tokens(texts, self._max_length),
+                padding=True,
+                truncation=True,
+                max_length=self._max_length,
+                return_tensors="pt",
             )
         inputs = {k: v.to(self._device) for k, v in encoded.items() if k in self._text_inputs}
         with torch.inference_mode():

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from ...errors import IngestError
+from ..limits import check_archive
 from .model import DocumentInfo, DocumentOptions
 
 __all__ = ["BaseReader", "file_stem", "open_office_package"]
@@ -57,7 +58,9 @@ class BaseReader:
 
 def open_office_package(path: Path, load: Callable[[str], Any], *, not_a_package: type[Exception], kind: str) -> Any:
     """``load(path)`` for a Word or PowerPoint file; a file that is not such a package, or whose XML is damaged,
-    becomes an :class:`IngestError` saying how to repair it. ``kind`` names it ("Word (.docx)")."""
+    becomes an :class:`IngestError` saying how to repair it. ``kind`` names it ("Word (.docx)"). A package whose
+    parts unpack past the caps of :mod:`universalrag.ingest.limits` is refused before it is loaded."""
+    check_archive(path, kind=kind.split()[0])
     try:
         return load(str(path))
     except (not_a_package, zipfile.BadZipFile, KeyError, ValueError, OSError) as e:

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from ...errors import IngestError
 from ..files import is_gzip
+from ..limits import check_text_chars
 from .assemble import link_citations
 from .base import file_stem
 from .model import Block, BlockKind, DocumentInfo, DocumentOptions, Page
@@ -188,8 +189,13 @@ def read_document(path: str | Path, *, options: DocumentOptions | None = None) -
     path = Path(path)
     reader = open_document(path, options=options)
     info = reader.open()
+    pages: list[Page] = []
+    chars = 0
     try:
-        pages = list(reader.pages())
+        for page in reader.pages():  # refused as soon as its text passes the cap, not after reading it all
+            chars += sum(len(b.text or "") for b in page.blocks)
+            check_text_chars(path, chars)
+            pages.append(page)
     finally:
         reader.close()
     blocks = link_citations([b for p in pages for b in p.blocks])

@@ -39,6 +39,7 @@ from typing import Any
 
 from ...errors import ConfigError, IngestError
 from ..files import HEAD_BYTES, check_file, declared_encoding, decode_text, read_content, read_error
+from ..limits import check_columns
 from .html import html_tables, markdown_tables
 from .json_records import JSON_RULES, read_json
 from .model import ParsedTable, fit_row, format_value, make_header, records_table, serialize_row
@@ -300,6 +301,9 @@ def read_tables(path: str | Path, *, format: str | None = None) -> list[ParsedTa
             f"{', '.join(sorted(TABLE_FORMATS))}.{advice}",
         )
     try:
-        return readers[fmt](p)
+        tables = readers[fmt](p)
     except OSError as e:
         raise read_error(p, e) from e
+    for table in tables:
+        check_columns(p, len(table.header), where=f" in the table {table.title!r}")
+    return tables

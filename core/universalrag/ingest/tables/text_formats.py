@@ -28,6 +28,7 @@ from ..files import (
     gzip_error,
     open_text,
 )
+from ..limits import check_columns
 from .model import (
     ParsedTable,
     filled_width,
@@ -98,6 +99,7 @@ def _csv_records(path: Path, encoding: TextEncoding, delimiter: str) -> Iterator
             reader = csv.reader(fh, delimiter=delimiter, skipinitialspace=True)
             for row in reader:
                 line = reader.line_num
+                check_columns(path, len(row), where=f" on line {line}")
                 yield line, [cell.strip() for cell in row]
     except UnicodeDecodeError as e:
         raise decode_error(path, encoding, f"after line {line}") from e

@@ -16,6 +16,7 @@ from typing import Any
 
 from ...errors import IngestError, MissingDependencyError
 from ..files import check_unchanged, file_signature
+from ..limits import check_archive
 from .model import (
     ParsedTable,
     fit_row,
@@ -53,6 +54,7 @@ def _open_workbook(path: Path) -> Any:
             "is not an Excel .xlsx workbook (an .xlsx file is a ZIP archive and this is "
             "not one); if it is CSV text, rename it to .csv, else re-save it as .xlsx.",
         )
+    check_archive(path, kind="Excel")
     try:
         return openpyxl.load_workbook(path, read_only=True, data_only=True)
     except (*_DAMAGED, InvalidFileException) as e:
