@@ -18,6 +18,7 @@ from .types import Granularity, Hit, Modality
 
 __all__ = [
     "FUSIONS",
+    "GRAPH_SLOTS",
     "PASSAGE_TIE",
     "RRF_K",
     "SOURCE_DEPTH",
@@ -36,6 +37,7 @@ __all__ = [
     "similarity",
     "text_key",
     "weighted",
+    "with_graph",
     "with_source_table",
 ]
 
@@ -270,6 +272,38 @@ def with_source_table(
     if len(top) < k:
         return [*top, table]
     return [*top[:-1], table]
+
+
+#: How many of a ranking's last places the knowledge graph's hits may take (:func:`with_graph`).
+GRAPH_SLOTS = 2
+
+
+def with_graph(hits: Sequence[Hit], graph: Sequence[Hit], *, k: int, slots: int = GRAPH_SLOTS) -> list[Hit]:
+    """The first ``k`` of ``hits`` (a routed ranking) joined by the knowledge graph's hits (``graph``, best first,
+    each with its ``path``): a graph hit that is among the ``k`` already keeps its place and its path, its matched
+    parts (the rows or chunks naming what the walk reached) shown first; up to ``slots`` others take the last
+    places, pushing out the lowest hits the graph did not reach. The routed best stays first: the graph adds what
+    a question about something tied to the thing it names needs (see :mod:`universalrag.graph.retrieve`)."""
+    top = list(hits[:k])
+    if not graph or k < 1:
+        return top
+    place = {h.id: i for i, h in enumerate(top)}
+    new: list[Hit] = []
+    for g in graph:
+        i = place.get(g.id)
+        if i is None:
+            if len(new) < slots:
+                new.append(g)
+            continue
+        shown = {p[0] for p in g.matched_parts}
+        parts = (*g.matched_parts, *(p for p in top[i].matched_parts if p[0] not in shown))
+        top[i] = replace(top[i], matched_parts=parts, path=g.path)
+    extra = len(top) + len(new) - k
+    if extra > 0:
+        droppable = [i for i in range(len(top) - 1, 0, -1) if top[i].path is None][:extra]
+        top = [h for i, h in enumerate(top) if i not in set(droppable)]
+        new = new[: k - len(top)]
+    return [*top, *new]
 
 
 def distinct(hits: Sequence[Hit]) -> list[Hit]:

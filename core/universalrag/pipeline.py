@@ -17,7 +17,8 @@ from .config import Settings
 from .decision_log import DecisionLog, query_hash
 from .errors import ConfigError, GenerationError, RoutingError, StoreError
 from .evidence import EvidenceBudget, build_evidence, source_label
-from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, fuse
+from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, fuse, with_graph
+from .graph.retrieve import GraphRetrieval
 from .plan import DEFAULT_K, QueryPlan, QueryVectors, bounded_query, check_k
 from .retrieve import EvidenceRouting, Retrieval, Searcher
 from .spelling import Correction, correct
@@ -92,6 +93,7 @@ class UniversalRAG:
         log_query_text: bool = False,
         source_weight: float = SOURCE_WEIGHT,
         spelling: bool = True,
+        graph: bool = True,
     ) -> None:
         base = settings or Settings.from_env()
         self.settings = base.with_(database_url=database_url, schema=schema)
@@ -109,6 +111,8 @@ class UniversalRAG:
             max_workers,
         )
         self.spelling = spelling
+        #: The knowledge graph walked beside the probes (``graph=False``: never; a schema without a graph costs nothing).
+        self.graph = GraphRetrieval() if graph else None
         self.source_weight = float(source_weight)
         self.log_decisions, self.log_query_text = log_decisions, log_query_text
         self._store, self._embedder, self._router = store, embedder, router
@@ -167,7 +171,7 @@ class UniversalRAG:
         """The evidence-aware routing step (router prior + probes + combiner)."""
         with self._lock:
             if self._routing is None:
-                self._routing = EvidenceRouting(self.router, self.combiner)
+                self._routing = EvidenceRouting(self.router, self.combiner, graph=self.graph)
             return self._routing
 
     @property
@@ -396,7 +400,8 @@ class UniversalRAG:
         return self._hits(plan, k)
 
     def _hits(self, plan: QueryPlan, k: int | None) -> list[Hit]:
-        return self.retrieval.hits(plan, k=k)
+        hits = self.retrieval.hits(plan, k=k)
+        return with_graph(hits, plan.graph_hits, k=k or plan.k) if plan.graph_hits and hits else hits
 
     def search(
         self,

@@ -140,6 +140,10 @@ class QueryPlan:
     probe_depths: dict[str, int] = field(default_factory=dict, repr=False)
     decision: RouteDecision | None = None
     corrections: tuple[Correction, ...] = ()
+    #: The knowledge graph's hits when routing chose to walk it (:mod:`universalrag.graph.retrieve`), best first,
+    #: and the features that decided (also when it chose not to).
+    graph_hits: tuple[Hit, ...] = ()
+    graph_features: dict[str, float] = field(default_factory=dict, repr=False)
     vectors: QueryVectors | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

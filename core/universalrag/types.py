@@ -21,6 +21,7 @@ __all__ = [
     "Unit",
     "PartBatch",
     "SourceRecord",
+    "GraphPath",
     "Hit",
     "RouteDecision",
     "Evidence",
@@ -223,8 +224,38 @@ class SourceRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphPath:
+    """How the knowledge graph reached a hit: from ``seed`` (an entity the query names) over ``hops`` relations, the
+    last of them ``relation``, to ``entity``, which the unit names (``role`` ``mention``) or is (``anchor``); with the
+    entity's and the relation's descriptions where the graph holds them."""
+
+    seed: str
+    entity: str
+    relation: str | None = None
+    hops: int = 0
+    role: str = "mention"
+    entity_description: str = ""
+    relation_description: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (descriptions only when set)."""
+        out: dict[str, Any] = {
+            "seed": self.seed,
+            "entity": self.entity,
+            "relation": self.relation,
+            "hops": self.hops,
+            "role": self.role,
+        }
+        if self.entity_description:
+            out["entity_description"] = self.entity_description
+        if self.relation_description:
+            out["relation_description"] = self.relation_description
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Hit:
-    """One search result."""
+    """One search result. ``path`` says how the knowledge graph reached it (``None`` for a search's hit)."""
 
     corpus: str
     id: str
@@ -242,6 +273,7 @@ class Hit:
     matched_parts: tuple[tuple[int, str, float], ...] = ()
     #: Per-channel similarities when the score fuses several (``{"text": .., "visual": ..}``).
     channel_scores: Mapping[str, float] = field(default_factory=dict)
+    path: GraphPath | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (``start_s``/``end_s`` only where they apply)."""
@@ -266,6 +298,8 @@ class Hit:
             out["matched_parts"] = [
                 {"index": i, "text": t, "score": round(float(s), 6)} for i, t, s in self.matched_parts
             ]
+        if self.path is not None:
+            out["path"] = self.path.to_dict()
         return out
 
 

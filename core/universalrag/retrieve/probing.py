@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..graph.retrieve import GraphRetrieval
 from ..plan import QueryPlan
 from ..routing.base import ROUTES, Router
 from ..routing.combiner import Combiner
@@ -63,8 +64,17 @@ class EvidenceRouting:
     embedder and text.
     """
 
-    def __init__(self, router: Router, combiner: Combiner | None, *, stats_ttl: float = 30.0) -> None:
+    def __init__(
+        self,
+        router: Router,
+        combiner: Combiner | None,
+        *,
+        stats_ttl: float = 30.0,
+        graph: GraphRetrieval | None = None,
+    ) -> None:
         self.router, self.combiner, self.stats_ttl = router, combiner, stats_ttl
+        #: The knowledge graph, walked beside the probes (``None``: never).
+        self.graph = graph
         self._lock = threading.Lock()
         self._sizes: tuple[float, dict[str, int]] | None = None
         self._vectors: dict[tuple[str, str], np.ndarray] = {}
@@ -78,6 +88,8 @@ class EvidenceRouting:
         """Forget cached corpus sizes (after ingesting or deleting)."""
         with self._lock:
             self._sizes = None
+        if self.graph is not None:
+            self.graph.invalidate()
 
     # -- cached corpus facts ---------------------------------------------------------------------------------
     def sizes(self, searcher: Searcher) -> dict[str, int]:
@@ -135,8 +147,11 @@ class EvidenceRouting:
         pending = pool.submit(self._prior, plan.text) if pool is not None else None
         plan.embedding(searcher.embedder)
         collect = searcher.start_probes(plan, corpora, pool=pool)
+        walking = self.graph.start(searcher.store, plan.text, pool=pool) if self.graph is not None else None
         prior = pending.result() if pending is not None else self._prior(plan.text)
         probes = collect()
+        if walking is not None and self.graph is not None:
+            self.graph.decide(plan, searcher.store, searcher.embedder, walking(), probes)
         specs = searcher.store.corpora()
         sizes = self.sizes(searcher)
         query_vector = plan.embedding(searcher.embedder)

@@ -1,0 +1,362 @@
+"""Retrieval through the knowledge graph: the units a question reaches by the names it types, ranked and made hits.
+
+:class:`GraphRetrieval` does three things for a query plan:
+
+1. :meth:`~GraphRetrieval.start` sends the walk (:mod:`universalrag.graph.walk`, one statement) to a worker, beside
+   the corpus probes, when the schema holds a graph (whether it does is cached: a schema without one costs no
+   statement at all for :data:`PRESENT_TTL_S` seconds, nor while its tables are absent);
+2. :func:`graph_features` and :func:`walk_rule` decide whether the question needs what the walk reached (a
+   question about something *related to* the thing it names), from the walk and the probe hits;
+3. :meth:`~GraphRetrieval.hits` turns the reached units into :class:`~universalrag.types.Hit`\\ s (one statement
+   per corpus, two for a corpus of tables or documents: the rows or chunks holding the reached name are its
+   matched parts), each carrying the :class:`~universalrag.types.GraphPath` that brought it, ranked by a fused
+   score: the walk's (structural importance), the unit's similarity to the question and the modality the question
+   asks for ("table", "figure", "video").
+
+The pipeline puts the hits into the routed ranking with :func:`universalrag.fusion.with_graph`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import sqlalchemy as sa
+
+from ..embed.base import Embedder
+from ..errors import StoreError
+from ..exact_terms import term_pattern
+from ..plan import QueryPlan
+from ..store import Store
+from ..store import queries as q
+from ..store.corpus_search import hit_from_row
+from ..types import GraphPath, Hit, Modality
+from .walk import Reached, WalkLimits, graph_tables, name_keys, reached_from_rows, walk_statement
+
+__all__ = [
+    "GRAPH_WEIGHT",
+    "PRESENT_TTL_S",
+    "GraphRetrieval",
+    "asked_modality",
+    "graph_features",
+    "residual_terms",
+    "walk_rule",
+]
+
+#: How long (seconds) whether a schema holds a graph is remembered (:meth:`GraphRetrieval.invalidate` forgets it).
+PRESENT_TTL_S = 30.0
+#: The walk's share of a graph hit's fused score, beside the unit's similarity to the question (0 to 1).
+GRAPH_WEIGHT = 0.3
+#: Added to the fused score of a unit holding all the words the question asks for that the named thing's unit lacks.
+WANTED_WEIGHT = 0.3
+#: Added to the fused score of a unit of the modality the question asks for.
+MODALITY_BONUS = 0.1
+#: The most matched parts (rows, chunks) a graph hit of a multi-vector corpus shows.
+SHOWN_PARTS = 3
+
+_MODALITY_WORDS: tuple[tuple[Modality, frozenset[str]], ...] = (
+    (Modality.TABLE, frozenset({"table", "tables", "row", "rows", "column", "spreadsheet"})),
+    (
+        Modality.IMAGE,
+        frozenset(
+            {
+                "figure",
+                "figures",
+                "image",
+                "images",
+                "photo",
+                "photograph",
+                "picture",
+                "diagram",
+                "chart",
+                "illustration",
+            }
+        ),
+    ),
+    (Modality.VIDEO, frozenset({"video", "videos", "clip", "clips", "scene", "footage", "recording"})),
+)
+_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+#: Words asking for the kind of answer ("which year", "how many"), not naming a relation.
+_ANSWER_WORDS = frozenset(
+    """where when who whom whose what which how why year years date day time many much number name named called
+    the a an is was were are be been of in on at to by for from with and or does did do it its this that there
+    their they he she his her""".split()
+)
+#: "the designer of", "the firm that built", "the town where": a noun the question asks about, tied by a relative
+#: word to what comes after it (the thing the question names).
+_RELATIONAL = re.compile(
+    r"\b(?:the|a|an|its|whose)\s+[^\W\d_]+\s+(?:of|that|who|which|whose|where|behind|for)\b", re.IGNORECASE
+)
+
+
+def asked_modality(text: str) -> Modality | None:
+    """The modality a question asks for by name ("which table", "the figure", "in the video"), else ``None``."""
+    words = {w.casefold() for w in _WORDS.findall(text)}
+    for modality, names in _MODALITY_WORDS:
+        if words & names:
+            return modality
+    return None
+
+
+def _covered(term: str, words: set[str]) -> bool:
+    """Whether ``term`` or a word of its stem (its first ``len - 3`` letters, at least four) is among ``words``."""
+    if term in words:
+        return True
+    stem = term[: max(4, len(term) - 3)]
+    return len(term) > 4 and any(w.startswith(stem) for w in words)
+
+
+def _words_of(hit: Hit) -> set[str]:
+    """The words of a hit's text and of its matched parts, case folded."""
+    words = {w.casefold() for w in _WORDS.findall(hit.content)}
+    for _, part, _ in hit.matched_parts:
+        words.update(w.casefold() for w in _WORDS.findall(part))
+    return words
+
+
+def residual_terms(text: str, reached: Sequence[Reached], probes: Mapping[str, Sequence[Hit]]) -> list[str]:
+    """The question's content words that the best probe hit naming a seed does not hold: less the words of the names
+    the walk started from and the words asking for the kind of answer ("which year", "how many"). What the named
+    thing's own unit does not say, which a unit one relation away may."""
+    seed_words = {w.casefold() for r in reached for w in _WORDS.findall(r.seed)}
+    terms = [
+        w
+        for w in dict.fromkeys(x.casefold() for x in _WORDS.findall(text))
+        if w not in _ANSWER_WORDS and w not in seed_words and len(w) > 2
+    ]
+    best = _best_naming(reached, probes)
+    words = _words_of(best) if best is not None else set()
+    return [t for t in terms if not _covered(t, words)]
+
+
+def graph_features(text: str, reached: Sequence[Reached], probes: Mapping[str, Sequence[Hit]]) -> dict[str, float]:
+    """What the walk rule reads, for a question ``text``, the units the walk ``reached`` and the routing probes' hits:
+
+    - ``seeds``: entities the question names (by their names);
+    - ``reached``: units reached over at least one relation that no probe found;
+    - ``hops``: the most hops among them;
+    - ``residual``: how many of the question's words the named thing's own best unit does not hold
+      (:func:`residual_terms`);
+    - ``relational``: 1 when the question asks about something tied to the name by a relative word ("the designer
+      of the ...", "the firm that built the ...").
+    """
+    seeds = {r.seed for r in reached}
+    found = {h.id for hits in probes.values() for h in hits}
+    further = [r for r in reached if r.hops > 0 and r.unit_id not in found]
+    lowered = text.casefold()
+    first_seed = min((lowered.find(s.casefold()) for s in seeds if s.casefold() in lowered), default=-1)
+    head = text[:first_seed] if first_seed >= 0 else text
+    return {
+        "seeds": float(len(seeds)),
+        "reached": float(len({(r.corpus, r.unit_id) for r in further})),
+        "hops": float(max((r.hops for r in further), default=0)),
+        "residual": float(len(residual_terms(text, reached, probes))),
+        "relational": 1.0 if _RELATIONAL.search(head) else 0.0,
+    }
+
+
+def _best_naming(reached: Sequence[Reached], probes: Mapping[str, Sequence[Hit]]) -> Hit | None:
+    """The most similar probe hit that the walk reached at a seed (the unit of the thing the question names), else
+    the most similar probe hit."""
+    at_seed = {r.unit_id for r in reached if r.hops == 0}
+    hits = sorted((h for found in probes.values() for h in found), key=lambda h: -h.score)
+    return next((h for h in hits if h.id in at_seed), hits[0] if hits else None)
+
+
+def walk_rule(features: Mapping[str, float]) -> bool:
+    """Whether routing adds the graph's hits: the question names an entity of the graph, the walk reached units no
+    probe found, and the question asks for something the named thing's own best unit does not say (``residual``) or
+    about something tied to it by a relative word (``relational``). Measured by ``benchmarks/graph.py``."""
+    return (
+        features["seeds"] >= 1
+        and features["reached"] >= 1
+        and (features["residual"] >= 1 or features["relational"] >= 1)
+    )
+
+
+@dataclass
+class _Present:
+    read: float
+    value: bool
+
+
+class GraphRetrieval:
+    """The knowledge graph as a granularity routing can choose (see the module docstring). ``limits`` bound every
+    walk; ``rule`` decides from :func:`graph_features` (default :func:`walk_rule`). The constructor does no I/O."""
+
+    def __init__(
+        self,
+        *,
+        limits: WalkLimits | None = None,
+        rule: Callable[[Mapping[str, float]], bool] = walk_rule,
+        ttl: float = PRESENT_TTL_S,
+    ) -> None:
+        self.limits, self.rule, self.ttl = limits or WalkLimits(), rule, ttl
+        self._lock = threading.Lock()
+        self._present: dict[str, _Present] = {}
+
+    def invalidate(self) -> None:
+        """Forget whether the schema holds a graph (after ingesting or deleting here)."""
+        with self._lock:
+            self._present.clear()
+
+    def present(self, store: Store) -> bool:
+        """Whether ``store``'s schema holds a graph: any mention (cached for ``ttl`` seconds; ``False`` while the
+        graph tables are absent, as in a schema an earlier version wrote)."""
+        key = f"{store.url_redacted}/{store.schema}"
+        with self._lock:
+            known = self._present.get(key)
+            if known is not None and time.monotonic() - known.read < self.ttl:
+                return known.value
+        mentions = graph_tables(store.schema).mentions
+        try:
+            with store.transaction("check for a knowledge graph", read_only=True) as conn:
+                regclass = sa.func.to_regclass(sa.func.format("%I.graph_mentions", store.schema))
+                exists = conn.execute(sa.select(regclass.isnot(None))).scalar_one()
+                value = bool(exists) and conn.execute(sa.select(sa.exists().select_from(mentions))).scalar_one()
+        except StoreError:
+            value = False
+        with self._lock:
+            self._present[key] = _Present(time.monotonic(), bool(value))
+        return bool(value)
+
+    def walk(self, store: Store, text: str) -> list[Reached]:
+        """The units the names in ``text`` reach (one statement; none when ``text`` names nothing or the schema
+        holds no graph)."""
+        keys = name_keys(text)
+        if not keys or not self.present(store):
+            return []
+        statement = walk_statement(graph_tables(store.schema), keys, self.limits)
+        with store.transaction("walk the knowledge graph", read_only=True) as conn:
+            rows = conn.execute(statement).all()
+        return reached_from_rows(rows)
+
+    def start(self, store: Store, text: str, *, pool: Executor | None = None) -> Callable[[], list[Reached]]:
+        """:meth:`walk` sent to ``pool`` now (run when the returned function is called, without one); the returned
+        function waits for it."""
+        if pool is None:
+            return lambda: self.walk(store, text)
+        future = pool.submit(self.walk, store, text)
+        return future.result
+
+    def decide(
+        self,
+        plan: QueryPlan,
+        store: Store,
+        embedder: Embedder,
+        reached: Sequence[Reached],
+        probes: Mapping[str, Sequence[Hit]],
+    ) -> bool:
+        """Set ``plan.graph_features`` from the walk and the probes and, when the rule chooses the graph, the hits it
+        reached (``plan.graph_hits``); returns the rule's choice."""
+        plan.graph_features = graph_features(plan.text, reached, probes)
+        if not reached or not self.rule(plan.graph_features):
+            return False
+        vector = [float(x) for x in np.asarray(plan.embedding(embedder), dtype=np.float32)]
+        wanted = residual_terms(plan.text, reached, probes)
+        plan.graph_hits = tuple(self.hits(store, plan.text, vector, reached, wanted=wanted))
+        return True
+
+    def hits(
+        self,
+        store: Store,
+        text: str,
+        vector: Sequence[float],
+        reached: Sequence[Reached],
+        *,
+        wanted: Sequence[str] = (),
+    ) -> list[Hit]:
+        """The reached units as hits, best first (see the module docstring): one a source, with its path; a
+        multi-vector unit's matched parts are its rows or chunks holding the reached entity's name. ``wanted`` are
+        the words the question asks for that the named thing's unit lacks (:func:`residual_terms`): a unit holding
+        them (a column "Born", a page saying "headquartered") ranks higher by :data:`WANTED_WEIGHT` times their
+        share."""
+        by_corpus: dict[str, list[Reached]] = {}
+        for r in reached:
+            by_corpus.setdefault(r.corpus, []).append(r)
+        # the walk's scores relative to the best unit it reached beyond the names themselves (those rank last)
+        top = max((r.score for r in reached if r.hops > 0), default=0.0) or max((r.score for r in reached), default=1.0)
+        modality = asked_modality(text)
+        out: list[tuple[float, Hit]] = []
+        specs = store.corpora()
+        for corpus, found in by_corpus.items():
+            if corpus not in specs:
+                continue  # dropped since it was ingested
+            owner = store.owner(corpus)
+            tables = owner.tables.corpus(specs[corpus])
+            ids = list(dict.fromkeys(r.unit_id for r in found))
+            with owner.transaction(f"read the graph's units of {corpus!r}", read_only=True) as conn:
+                rows: dict[str, Mapping[str, Any]] = {
+                    str(row["id"]): dict(row)
+                    for row in conn.execute(q.units_with_similarity(tables, ids, vector, None)).mappings()
+                }
+                parts = _named_parts(conn, tables, vector, found) if tables.parts is not None else {}
+            for r in found:
+                row = rows.get(r.unit_id)
+                if row is None:
+                    continue
+                similarity = float(row["text_sim"]) if row["text_sim"] is not None else 0.0
+                path = GraphPath(
+                    seed=r.seed,
+                    entity=r.entity,
+                    relation=r.relation,
+                    hops=r.hops,
+                    role=r.role,
+                    entity_description=r.entity_description,
+                    relation_description=r.relation_description,
+                )
+                structural = min(1.0, r.score / top)
+                fused = similarity + GRAPH_WEIGHT * structural
+                if modality is not None and specs[corpus].modality == modality:
+                    fused += MODALITY_BONUS
+                hit = hit_from_row(
+                    specs[corpus],
+                    row,
+                    fused,
+                    parts=parts.get(r.unit_id, ()),
+                    channels={"similarity": similarity, "graph": structural},
+                )
+                if wanted:
+                    words = _words_of(hit)
+                    fused += WANTED_WEIGHT * sum(_covered(t, words) for t in wanted) / len(wanted)
+                out.append((fused, replace(hit, score=fused, path=path)))
+        seen: set[str] = set()
+        ranked = []
+        for _, hit in sorted(out, key=lambda t: (t[1].path is not None and t[1].path.hops == 0, -t[0])):
+            source = hit.source_id or hit.uri or hit.id
+            if hit.id not in seen and source not in seen:
+                seen.update((hit.id, source))
+                ranked.append(hit)
+        return ranked
+
+
+def _named_parts(
+    conn: sa.Connection, tables: Any, vector: Sequence[float], found: Sequence[Reached]
+) -> dict[str, tuple[tuple[int, str, float], ...]]:
+    """Per unit, its parts holding one of the reached entities' names (the most names first, then the nearest to
+    the question), at most :data:`SHOWN_PARTS` a unit: two statements."""
+    names = list(dict.fromkeys(r.entity for r in found))[:8]
+    ids = list(dict.fromkeys(r.unit_id for r in found))
+    if not names:
+        return {}
+    statement = q.parts_with_terms(tables, vector, ids, [term_pattern(n) for n in names], per_unit=SHOWN_PARTS)
+    ranked = conn.execute(statement).all()
+    if not ranked:
+        return {}
+    texts = {
+        (str(u), int(o)): c for u, o, c in conn.execute(q.part_texts(tables, [(str(r[0]), int(r[1])) for r in ranked]))
+    }
+    out: dict[str, list[tuple[int, str, float, int]]] = {}
+    for unit_id, ord_, distance, matched in ranked:
+        text = texts.get((str(unit_id), int(ord_)))
+        if text is not None:
+            out.setdefault(str(unit_id), []).append((int(ord_), text, 1.0 - float(distance), int(matched)))
+    return {
+        u: tuple((o, t, s) for o, t, s, _ in sorted(parts, key=lambda p: (-p[3], -p[2]))) for u, parts in out.items()
+    }
