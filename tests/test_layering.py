@@ -54,6 +54,7 @@ RANK: dict[str, float] = {
     "demo": 9,
     "eval": 9,
     "serve": 10,
+    "mcp": 10,  # universalrag mcp's server: the facade's tools for MCP clients
     "cli": 11,
 }
 

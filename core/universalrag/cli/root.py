@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 
 from ..config import Settings
 from ..errors import UniversalRAGError
-from . import commands, corpora, db, demo, routing, serve, worker
+from . import commands, corpora, db, demo, mcp_server, routing, serve, worker
 from .context import CliContext, Invocation, Output
 
 __all__ = ["app"]
@@ -72,6 +72,7 @@ demo.register(app)
 db.register(app)
 serve.register(app)
 worker.register(app)  # the sync worker (issue 13)
+mcp_server.register(app)  # universalrag mcp: the corpora as an MCP server
 from . import eval as eval_cli
 
 eval_cli.register(app)  # noqa: E402,E702 - `universalrag eval rag` (issue 14)
