@@ -17,14 +17,22 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ResponseCache", "request_key"]
+if TYPE_CHECKING:
+    from ..config import Settings
+
+__all__ = ["ResponseCache", "cache_path", "request_key"]
 
 _log = logging.getLogger(__name__)
 
 #: Answers beyond ``max_entries`` are dropped at the first write of a cache object, then every this many writes.
 _PRUNE_EVERY = 256
+
+
+def cache_path(settings: Settings) -> Path:
+    """Where model answers are cached for ``settings``: ``<UNIVERSALRAG_HOME>/cache/model-answers.sqlite3``."""
+    return Path(settings.home_dir) / "cache" / "model-answers.sqlite3"
 
 
 def request_key(*, model: str, prompt_version: str, kind: str, payload: Any) -> str:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, UniversalRAGError
 from ..generate.call_limits import CallLimits
-from ..generate.response_cache import ResponseCache, request_key
+from ..generate.response_cache import ResponseCache, cache_path, request_key
 from ..generate.structured import JsonChat
 from ..types import CorpusSpec, Unit
 from .describe_answer import PROMPT_VERSION, SYSTEM_PROMPT, EntitySummary, UnitDescription
@@ -51,11 +51,6 @@ _log = logging.getLogger(__name__)
 
 #: The origin recorded in ``description_sources`` for a text a model wrote.
 MODEL_ORIGIN = "model"
-
-
-def cache_path(settings: Settings) -> Any:
-    """Where model answers are cached for ``settings``: ``<home>/cache/model-answers.sqlite3``."""
-    return settings.home_dir / "cache" / "model-answers.sqlite3"
 
 
 @dataclass(slots=True)
