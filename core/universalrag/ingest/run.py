@@ -3,7 +3,7 @@ run's state (:class:`IngestRun`) that the pipeline and the text-group planner sh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +20,8 @@ from .video.planning import VideoOptions
 
 if TYPE_CHECKING:
     from ..embed.visual import VisualEncoder
+    from ..store.sources import SourceHook
+    from ..types import Unit
     from .describe import Describer
     from .documents import DocumentOptions
 
@@ -68,6 +70,10 @@ class IngestOptions:
     #: Writes a description and an entity summary of each image, figure, table and video scene with a chat model
     #: before its source is written (:mod:`universalrag.ingest.describe`); ``None``: off.
     describer: Describer | None = None
+    #: Writes each source's knowledge-graph rows with its units (``GraphStore.for_ingest(extractor)``,
+    #: :mod:`universalrag.graph`): called with a source's units and URI before its transaction, it returns the hook
+    #: that writes them inside it; ``None``: no graph.
+    graph: Callable[[Sequence[Unit], str], SourceHook] | None = None
 
     @classmethod
     def from_settings(

@@ -68,6 +68,7 @@ def plan_text_units(
     """
     doc_id = _new_id()
     base_meta = {"title": doc.title, "format": doc.format}
+    links = {"links": doc.metadata["links"]} if doc.metadata.get("links") else {}  # a page's links, on its document
     wants_doc = any(s.granularity is Granularity.DOCUMENT for s in specs)
     wants_passages = any(s.granularity is not Granularity.DOCUMENT for s in specs)
     chunks = chunk_for_embedding(doc.text) if wants_doc else []
@@ -86,7 +87,7 @@ def plan_text_units(
                         content=doc.text,
                         uri=uri,
                         embedding=normalised_mean(chunk_vecs).tolist(),
-                        metadata={**base_meta, "words": len(doc.text.split()), "chunks": len(chunks)},
+                        metadata={**base_meta, "words": len(doc.text.split()), "chunks": len(chunks), **links},
                         parts=chunks if spec.multi_vector else (),
                         part_embeddings=[v.tolist() for v in chunk_vecs] if spec.multi_vector else (),
                     )

@@ -18,14 +18,20 @@ import sqlalchemy as sa
 from ..errors import CorpusNotFoundError, InvalidInputError, StoreError
 from ..types import CorpusSpec, PartBatch, SourceRecord, Unit
 from . import queries, staging, writer
+from .graph_tables import graph_tables
 
 if TYPE_CHECKING:
     from .schema import Tables
 
-__all__ = ["Sources", "WriteResult"]
+__all__ = ["SourceHook", "Sources", "WriteResult"]
 
 _T = TypeVar("_T")
 _log = logging.getLogger(__name__)
+
+#: Called by :meth:`Sources.write_source` inside the transaction that writes a source, once its units are written:
+#: ``hook(connection, source, source_id, units)``. What it writes commits or rolls back with the units (the knowledge
+#: graph's rows of the source are written so, :mod:`universalrag.graph.store`).
+SourceHook = Callable[[sa.Connection, SourceRecord, str, Sequence[Unit]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +120,12 @@ class Sources:
             return conn.execute(sa.delete(s).where(*where)).rowcount > 0 or any(remote)
 
     def write_source(
-        self, source: SourceRecord, units: Sequence[Unit], *, parts: Iterable[PartBatch] = ()
+        self,
+        source: SourceRecord,
+        units: Sequence[Unit],
+        *,
+        parts: Iterable[PartBatch] = (),
+        hook: SourceHook | None = None,
     ) -> WriteResult:
         """Write one source and its units in one transaction.
 
@@ -123,10 +134,12 @@ class Sources:
         new ones written, atomically. Any failure leaves the database as it was. ``parts`` streams the parts
         of multi-vector units (a large table's rows) in batches, consumed inside the transaction, so memory
         stays bounded by one batch. The source is written on the server of its corpora (they must share one).
+        ``hook`` (:data:`SourceHook`) writes what goes with the units in the same transaction; it is not called
+        for an unchanged source.
         """
         owner = self._one_owner([*source.corpora, *(u.corpus for u in units)], f"The source {source.uri}")
         if owner is not self:
-            return owner.write_source(source, units, parts=parts)
+            return owner.write_source(source, units, parts=parts, hook=hook)
         specs = {u.corpus: self.corpus(u.corpus) for u in units}
         by_corpus = writer.check_units(units, specs)
         s = self.tables.sources
@@ -163,6 +176,8 @@ class Sources:
                 if tables.parts is not None:
                     writer.copy_parts(raw, self.schema, tables, by_corpus[name])
             self._write_part_batches(raw, parts, rows)
+            if hook is not None:
+                hook(conn, source, source_id, units)
         return WriteResult(status="replaced" if old is not None else "added", source_id=source_id, rows=rows)
 
     def write_staged(
@@ -271,9 +286,12 @@ class Sources:
         return merged
 
     def delete_units(self, corpus: str, ids: Sequence[str]) -> int:
-        """Delete units of ``corpus`` by id (their parts and children go with them); returns how many."""
+        """Delete units of ``corpus`` by id (their parts and children go with them, and the knowledge graph's mentions
+        of them); returns how many."""
         if self.owner(corpus) is not self:
             return self.owner(corpus).delete_units(corpus, ids)
         tables = self.tables.corpus(self.corpus(corpus))
+        mentions = graph_tables(self.schema).mentions
         with self.transaction(f"delete units of {corpus!r}") as conn:
+            conn.execute(sa.delete(mentions).where(mentions.c.corpus == corpus, mentions.c.unit_id.in_(list(ids))))
             return int(conn.execute(sa.delete(tables.units).where(tables.units.c.id.in_(list(ids)))).rowcount)

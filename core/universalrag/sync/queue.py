@@ -189,13 +189,18 @@ def check_rows(conn: Any, schema: str, corpus: str, keys: Sequence[dict[str, Any
 
 
 def delete_units(conn: Any, schema: str, corpus: str, unit_ids: Sequence[str]) -> int:
-    """Delete units of ``corpus`` by id; returns how many existed."""
+    """Delete units of ``corpus`` by id, with the knowledge graph's mentions of them; returns how many existed."""
     if not unit_ids:
         return 0
+    ids = [uuid.UUID(u) for u in unit_ids]
+    mentions = sql.SQL("DELETE FROM {}.graph_mentions WHERE corpus = %s AND unit_id = ANY (%s::uuid[])").format(
+        sql.Identifier(schema)
+    )
+    conn.execute(mentions, (corpus, ids))
     statement = sql.SQL("DELETE FROM {}.{} WHERE id = ANY (%s::uuid[])").format(
         sql.Identifier(schema), sql.Identifier(unit_table_name(corpus))
     )
-    return int(conn.execute(statement, ([uuid.UUID(u) for u in unit_ids],)).rowcount)
+    return int(conn.execute(statement, (ids,)).rowcount)
 
 
 def finish(

@@ -264,6 +264,7 @@ def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, 
     first_h1 = next((heading_text(h) for h in soup.find_all("h1")), "")
     layout = unwrap_layout_tables(soup)
     navigation = remove_navigation(soup) if drop_navigation else 0
+    links = _links(soup)  # the page's own links, navigation left out
     headings, text, prose = _visible_text(soup)
     if not text:
         headings, text, prose = _visible_text(BeautifulSoup(raw, "html.parser"))
@@ -271,6 +272,7 @@ def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, 
     extra = {
         "headings": headings,
         "images": images,
+        "links": links,
         "layout_tables": layout,
         "navigation_removed": navigation,
         "prose": prose,
@@ -279,6 +281,24 @@ def _extract_html(raw: str, *, drop_navigation: bool = True) -> tuple[str, str, 
     if redirect is not None and len(text.split()) <= _REDIRECT_WORDS:
         extra["redirect"] = redirect
     return page_title or first_h1, text, extra
+
+
+#: Links kept per page (in the document unit's metadata, for the knowledge graph's links between pages).
+_MAX_LINKS = 500
+
+
+def _links(soup: Any) -> list[dict[str, str]]:
+    """The page's links as ``{"href", "text"}``, in order, without repeats, at most :data:`_MAX_LINKS`: those
+    that lead somewhere (not ``#fragment``-only, ``javascript:`` or ``mailto:``)."""
+    out: dict[tuple[str, str], None] = {}
+    for a in soup.find_all("a", href=True):
+        href = str(a.get("href") or "").strip()
+        if not href or href.startswith("#") or href.lower().startswith(("javascript:", "mailto:")):
+            continue
+        out.setdefault((href[:2000], _collapse(a.get_text())[:200]), None)
+        if len(out) >= _MAX_LINKS:
+            break
+    return [{"href": h, "text": t} for h, t in out]
 
 
 #: A page that refreshes to another address and says no more than this many words is a redirect ("This page has
