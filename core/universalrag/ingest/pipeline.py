@@ -49,6 +49,8 @@ from .video.planning import VideoOptions
 
 if TYPE_CHECKING:
     from .tables.model import ParsedTable
+    from ..store.sources import SourceHook
+    from ..types import Unit
 
 __all__ = [
     "CSV_RULES",
@@ -296,10 +298,14 @@ def _write(run: IngestRun, path: Path, kind: str, prepared: Prepared | StagedSou
             prepared, run.embedder, run.store.corpus, path=str(path), on_progress=run.on_progress
         )
     result = run.store.write_source(
-        replace(prepared.source, scope=run.scope(kind)), prepared.units, parts=prepared.parts
+        replace(prepared.source, scope=run.scope(kind)),
+        prepared.units,
+        parts=prepared.parts,
+        hook=None if graph is None else graph(prepared.units, prepared.source.uri),
     )
     return FileOutcome(
         path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora, rows=dict(result.rows)
+    graph = run.options.graph  # the source's graph is extracted here and written in its transaction
     )
 
 
@@ -328,7 +334,9 @@ def ingest_tables(
     """Ingest tables built in Python (``table_from_dataframe``, ``table_from_records``) as one source ``uri``.
 
     Idempotent like files: the content hash covers titles, headers and every cell, so the same tables under
-    the same ``uri`` change nothing and changed ones replace the old rows in one transaction.
+    the same ``uri`` change nothing and changed ones replace the old rows in one transaction. ``graph`` writes the
+    source's knowledge-graph rows with them (as ``IngestOptions.graph``).
+    graph: Callable[[Sequence[Unit], str], SourceHook] | None = None,
     """
     run = IngestRun(store=store, embedder=embedder, options=IngestOptions(table_batch_rows=batch_rows), corpus=corpus)
     digest = hashlib.sha256()
@@ -342,7 +350,7 @@ def ingest_tables(
     units, parts = table_units(tables, run.spec(corpus, "table"), embedder, uri=uri, batch_rows=batch_rows)
     source = source_record(uri, content_hash, Modality.TABLE, units, metadata={"tables": len(tables)})
     source = replace(source, scope=run.scope("table"))
-    result = store.write_source(source, units, parts=parts)
+    result = store.write_source(source, units, parts=parts, hook=None if graph is None else graph(units, uri))
     store.settle(source.corpora)
     return FileOutcome(path=uri, status=result.status, kind="table", corpora=source.corpora, rows=dict(result.rows))
 
