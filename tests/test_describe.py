@@ -261,3 +261,31 @@ def test_the_cache_survives_a_broken_file(tmp_path: Path) -> None:
     for i in range(3):
         fresh.put(f"k{i}", i)
     assert fresh.get("k2") == 2 and fresh.get("k0") == 0
+
+
+@pytest.mark.slow
+def test_a_video_scene_is_described_from_its_frames_and_transcript(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from support.kb import CUES, VIDEO_OPTIONS
+    from support.video import write_video
+
+    video = write_video(
+        tmp_path / "morning.mp4", [("astronaut", 3.0), ("coffee", 3.0), ("chelsea", 3.0)], cues=CUES, sidecar="srt"
+    )
+    scene = {
+        "description": "A ginger cat sleeps curled on a sofa cushion while the narrator names her Chelsea.",
+        "entity": {"name": "Chelsea the cat asleep", "type": "scene"},
+    }
+    with OpenAICompatServer(chat_reply=json.dumps(scene)) as server:
+        options = IngestOptions(video=VIDEO_OPTIONS, describer=describer(server, tmp_path))
+        report = ingest_paths(store, minilm, [video.path], options=options)
+        assert report.ok, report.failed
+        bodies = [r["body"] for r in server.requests_to("/v1/chat/completions")]
+    clips = store.counts()["clip"]
+    assert clips == 3 and len(bodies) == clips  # the scenes, not the whole video
+    cat = next(b for b in bodies if "Chelsea sleeps" in prompt_text(b))
+    text = prompt_text(cat)
+    assert "This is a scene of a video" in text and "Transcript of the scene: A ginger cat named Chelsea" in text
+    assert "Transcript just before: A cup of hot coffee" in text and "Video: " in text
+    assert len(images_sent(cat)) == VIDEO_OPTIONS.frames_per_clip and text.count("Frame at ") == len(images_sent(cat))
+    hit = search_corpus(store, minilm, "clip", "cat asleep on the sofa", k=1)[0]
+    assert hit.metadata["entity"]["type"] == "scene" and hit.metadata["description_sources"][-1] == "model"
