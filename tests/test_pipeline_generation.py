@@ -23,7 +23,7 @@ def server():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def rag(database_url: str, tmp_path_factory: pytest.TempPathFactory, server: OpenAICompatServer):  # type: ignore[no-untyped-def]
+def answering_rag(database_url: str, tmp_path_factory: pytest.TempPathFactory, server: OpenAICompatServer):  # type: ignore[no-untyped-def]
     generator = OpenAIChatGenerator("test-vlm", base_url=server.base_url, api_key="sk-test-123456")
     instance = build_rag(database_url, tmp_path_factory.mktemp("kb") / "kb", generator=generator)
     yield instance
@@ -48,17 +48,17 @@ def _text(body: dict) -> str:
     return "\n".join(p["text"] for p in _parts(body) if p["type"] == "text")
 
 
-def test_an_image_hit_sends_one_image(rag: UniversalRAG, server: OpenAICompatServer) -> None:
-    answer = rag.query("Show me the coffee cup on the saucer", k=1, routes=["image"])
+def test_an_image_hit_sends_one_image(answering_rag: UniversalRAG, server: OpenAICompatServer) -> None:
+    answer = answering_rag.query("Show me the coffee cup on the saucer", k=1, routes=["image"])
     body = _last(server)
     assert _images(body) == 1 and body["model"] == "test-vlm"
     assert answer.text == "From the evidence [E1]." and answer.citations == (answer.hits[0].id,)
 
 
 def test_a_clip_hit_sends_eight_frames_with_timestamps_and_its_transcript(
-    rag: UniversalRAG, server: OpenAICompatServer
+    answering_rag: UniversalRAG, server: OpenAICompatServer
 ) -> None:
-    answer = rag.query("the moment when the cat sleeps on the sofa", k=1, routes=["clip"])
+    answer = answering_rag.query("the moment when the cat sleeps on the sofa", k=1, routes=["clip"])
     clip = answer.hits[0]
     body = _last(server)
     assert _images(body) == 8
@@ -67,29 +67,29 @@ def test_a_clip_hit_sends_eight_frames_with_timestamps_and_its_transcript(
     assert "Chelsea" in _text(body)
 
 
-def test_a_video_hit_sends_thirty_two_frames(rag: UniversalRAG, server: OpenAICompatServer) -> None:
-    rag.query("What happens over the whole morning video?", k=1, routes=["video"])
+def test_a_video_hit_sends_thirty_two_frames(answering_rag: UniversalRAG, server: OpenAICompatServer) -> None:
+    answering_rag.query("What happens over the whole morning video?", k=1, routes=["video"])
     assert _images(_last(server)) == 32
 
 
-def test_a_table_hit_sends_markdown_with_matched_rows(rag: UniversalRAG, server: OpenAICompatServer) -> None:
-    rag.query("What is the win-loss record of the Quarry Lions?", k=1, routes=["table"])
+def test_a_table_hit_sends_markdown_with_matched_rows(answering_rag: UniversalRAG, server: OpenAICompatServer) -> None:
+    answering_rag.query("What is the win-loss record of the Quarry Lions?", k=1, routes=["table"])
     text = _text(_last(server))
     assert "| team | city | wins | losses |" in text and "Matched rows" in text and "Quarry Lions" in text
     assert _images(_last(server)) == 0
 
 
-def test_none_sends_only_the_question(rag: UniversalRAG, server: OpenAICompatServer) -> None:
+def test_none_sends_only_the_question(answering_rag: UniversalRAG, server: OpenAICompatServer) -> None:
     before = len(server.requests)
-    answer = rag.query("What is 17 times 3?", routes=["none"])
+    answer = answering_rag.query("What is 17 times 3?", routes=["none"])
     body = _last(server)
     assert len(server.requests) == before + 1
     assert body["messages"] == [{"role": "user", "content": "What is 17 times 3?"}]
     assert answer.text == "51" and answer.hits == ()
 
 
-def test_multi_route_evidence_reaches_the_model_fused(rag: UniversalRAG, server: OpenAICompatServer) -> None:
-    answer = rag.query("Quarry Lions record and the cup of coffee photo", k=2, routes=["table", "image"])
+def test_multi_route_evidence_reaches_the_model_fused(answering_rag: UniversalRAG, server: OpenAICompatServer) -> None:
+    answer = answering_rag.query("Quarry Lions record and the cup of coffee photo", k=2, routes=["table", "image"])
     assert {h.corpus for h in answer.hits} == {"table", "image"}
     body = _last(server)
     assert _images(body) == 1 and "Quarry Lions" in _text(body)

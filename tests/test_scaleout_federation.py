@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from conftest import DATA
-from support.federation import BAKING, STARTER_QUESTION, fed_settings, rag, remote_url  # noqa: F401 (fixtures)
+from support.federation import BAKING, STARTER_QUESTION, fed_rag, fed_settings, remote_url  # noqa: F401 (fixtures)
 from support.pg_servers import Servers
 
 from universalrag.config import Settings, parse_servers
@@ -31,12 +31,12 @@ def _tables(url: str, schema: str) -> set[str]:
 
 
 def test_a_remote_corpus_lives_on_its_server_and_the_registry_keeps_only_its_alias(
-    rag: UniversalRAG, fed_settings: Settings
+    fed_rag: UniversalRAG, fed_settings: Settings
 ) -> None:
     home_url, remote_url = fed_settings.database_url, fed_settings.servers["eu1"]
     assert home_url is not None
-    assert rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
-    assert rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok
+    assert fed_rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
+    assert fed_rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok
 
     assert "corpus_baking" in _tables(remote_url, fed_settings.schema)
     assert "corpus_baking" not in _tables(home_url, fed_settings.schema)
@@ -53,39 +53,39 @@ def test_a_remote_corpus_lives_on_its_server_and_the_registry_keeps_only_its_ali
     counts = remote.counts()
     remote.close()
     assert counts["baking"] > 0 and set(counts) == {"baking"}  # the remote server holds only its corpus
-    assert rag.store.counts()["baking"] == counts["baking"]  # counted there, through the home store
-    assert rag.store.server_of("baking") == "eu1" and rag.store.server_of("paragraph") is None
-    uris = {(s["uri"], s["scope"]) for s in rag.store.sources()}
+    assert fed_rag.store.counts()["baking"] == counts["baking"]  # counted there, through the home store
+    assert fed_rag.store.server_of("baking") == "eu1" and fed_rag.store.server_of("paragraph") is None
+    uris = {(s["uri"], s["scope"]) for s in fed_rag.store.sources()}
     assert any(scope == "baking" for _, scope in uris) and any(scope == "" for _, scope in uris)
 
     # Unchanged on the second run: the source's state is read on the server that holds it.
-    again = rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking")
+    again = fed_rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking")
     assert [o.status for o in again.outcomes] == ["unchanged"]
 
 
-def test_routing_and_retrieval_include_the_remote_corpus(rag: UniversalRAG) -> None:
-    assert rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
-    assert rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok
+def test_routing_and_retrieval_include_the_remote_corpus(fed_rag: UniversalRAG) -> None:
+    assert fed_rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
+    assert fed_rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok
 
-    decision = rag.route(STARTER_QUESTION)
+    decision = fed_rag.route(STARTER_QUESTION)
     assert decision.routes[0] == "baking" and "baking" in (decision.evidence or {})
-    moon = rag.route("Who was the first person to walk on the Moon?")
+    moon = fed_rag.route("Who was the first person to walk on the Moon?")
     assert moon.routes[0] in {"paragraph", "document"} and "baking" in (moon.evidence or {})
-    hits = rag.retrieve(STARTER_QUESTION, routes=["baking", "paragraph"], k=3)
+    hits = fed_rag.retrieve(STARTER_QUESTION, routes=["baking", "paragraph"], k=3)
     assert {h.corpus for h in hits} <= {"baking", "paragraph"} and hits[0].corpus == "baking"
     assert "starter" in next(h for h in hits if h.corpus == "baking").content.lower()
     # the local corpus searched in the same call: its best is kept when it comes first in the routes
-    assert "paragraph" in {h.corpus for h in rag.retrieve(STARTER_QUESTION, routes=["paragraph", "baking"], k=3)}
+    assert "paragraph" in {h.corpus for h in fed_rag.retrieve(STARTER_QUESTION, routes=["paragraph", "baking"], k=3)}
     remote_hit = next(h for h in hits if h.corpus == "baking")
-    assert [h.content for h in rag.store.get_units("baking", [remote_hit.id])] == [remote_hit.content]
+    assert [h.content for h in fed_rag.store.get_units("baking", [remote_hit.id])] == [remote_hit.content]
 
 
-def test_retrieval_searches_both_servers_at_once(rag: UniversalRAG, fed_settings: Settings) -> None:
+def test_retrieval_searches_both_servers_at_once(fed_rag: UniversalRAG, fed_settings: Settings) -> None:
     """Both servers' tables are locked; the retrieval must have a query waiting on each server at the same time
     (a sequential fan-out would wait on one only)."""
-    assert rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
-    assert rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok
-    rag.store.corpora(refresh=True)
+    assert fed_rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
+    assert fed_rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok
+    fed_rag.store.corpora(refresh=True)
     home_url, remote_url = fed_settings.database_url, fed_settings.servers["eu1"]
     assert home_url is not None
     ident = psycopg.sql.Identifier
@@ -100,7 +100,7 @@ def test_retrieval_searches_both_servers_at_once(rag: UniversalRAG, fed_settings
         lockers.append(conn)
     result: dict[str, object] = {}
     worker = threading.Thread(
-        target=lambda: result.update(hits=rag.retrieve(STARTER_QUESTION, routes=["baking", "paragraph"], k=2))
+        target=lambda: result.update(hits=fed_rag.retrieve(STARTER_QUESTION, routes=["baking", "paragraph"], k=2))
     )
     worker.start()
     try:
@@ -125,8 +125,8 @@ def test_retrieval_searches_both_servers_at_once(rag: UniversalRAG, fed_settings
     assert "baking" in {h.corpus for h in result["hits"]}  # type: ignore[attr-defined]  # answered once both ran
 
 
-def test_remote_corpora_are_refused_clearly(rag: UniversalRAG, fed_settings: Settings, minilm) -> None:  # type: ignore[no-untyped-def]
-    store = rag.store
+def test_remote_corpora_are_refused_clearly(fed_rag: UniversalRAG, fed_settings: Settings, minilm) -> None:  # type: ignore[no-untyped-def]
+    store = fed_rag.store
     spec = CorpusSpec(
         name="notes",
         modality="text",
@@ -178,7 +178,7 @@ def test_remote_corpora_are_refused_clearly(rag: UniversalRAG, fed_settings: Set
         other.close()
 
 
-def test_a_source_cannot_span_servers(rag: UniversalRAG, minilm) -> None:  # type: ignore[no-untyped-def]
+def test_a_source_cannot_span_servers(fed_rag: UniversalRAG, minilm) -> None:  # type: ignore[no-untyped-def]
     import numpy as np
 
     from universalrag.types import SourceRecord, Unit
@@ -195,8 +195,8 @@ def test_a_source_cannot_span_servers(rag: UniversalRAG, minilm) -> None:  # typ
         corpora=("baking", "paragraph"),
     )
     with pytest.raises(InvalidInputError, match="different servers"):
-        rag.store.write_source(source, units)
-    assert rag.store.source_state("mem://both") is None and rag.store.counts()["baking"] == 0
+        fed_rag.store.write_source(source, units)
+    assert fed_rag.store.source_state("mem://both") is None and fed_rag.store.counts()["baking"] == 0
 
 
 def test_server_settings_come_from_the_environment_without_showing_passwords(tmp_path: Path) -> None:
@@ -233,23 +233,23 @@ def test_routing_goes_on_without_a_server_that_is_down(settings: Settings, minil
         fed = Settings(
             database_url=settings.database_url, schema=settings.schema, home=settings.home, servers={"down1": url}
         )
-        rag = UniversalRAG(settings=fed, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
-        rag.init()
-        rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="down1")
-        assert rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
-        assert rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok
-        assert "baking" in (rag.route(STARTER_QUESTION).evidence or {})
+        fed_rag = UniversalRAG(settings=fed, embedder=minilm, generator=None, visual_encoder=None, log_decisions=False)
+        fed_rag.init()
+        fed_rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="down1")
+        assert fed_rag.ingest([DATA / "corpus" / "sourdough_baking.md"], corpus="baking").ok
+        assert fed_rag.ingest([DATA / "corpus" / "apollo_11.txt"]).ok
+        assert "baking" in (fed_rag.route(STARTER_QUESTION).evidence or {})
     finally:
         servers.close()  # the server holding `baking` stops
     try:
-        rag.routing.invalidate()
+        fed_rag.routing.invalidate()
         with caplog.at_level("WARNING", logger="universalrag.store"):
-            decision = rag.route(STARTER_QUESTION)
-            assert "baking" not in rag.store.nonempty() and "paragraph" in rag.store.nonempty()
+            decision = fed_rag.route(STARTER_QUESTION)
+            assert "baking" not in fed_rag.store.nonempty() and "paragraph" in fed_rag.store.nonempty()
         assert "baking" not in (decision.evidence or {}) and decision.routes
         assert any("'down1' cannot be reached" in r.getMessage() for r in caplog.records)
         assert not any(url in r.getMessage() for r in caplog.records)  # the URL only redacted
         with pytest.raises(StoreError, match="Could not connect"):  # asked for by name: a typed error
-            rag.retrieve(STARTER_QUESTION, routes=["baking"])
+            fed_rag.retrieve(STARTER_QUESTION, routes=["baking"])
     finally:
-        rag.close()
+        fed_rag.close()

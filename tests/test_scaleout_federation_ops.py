@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
-from support.federation import BAKING, fed_settings, rag, remote_url  # noqa: F401 (fixtures)
+from support.federation import BAKING, fed_rag, fed_settings, remote_url  # noqa: F401 (fixtures)
 from support.pg_servers import Servers
 from support.sync import app_sql, queue_count
 from typer.testing import CliRunner
@@ -102,8 +102,8 @@ def test_cli_refuses_an_unknown_server_and_creates_nothing(cli_env: dict[str, st
     assert "recipes" not in {r["name"] for r in json.loads(listed.output)}
 
 
-def test_table_rows_of_a_large_table_on_a_member_server(rag: UniversalRAG, tmp_path: Path) -> None:  # noqa: F811
-    store = rag.store
+def test_table_rows_of_a_large_table_on_a_member_server(fed_rag: UniversalRAG, tmp_path: Path) -> None:  # noqa: F811
+    store = fed_rag.store
     table = store.corpus("table")
     store.create_corpus(
         dataclasses.replace(table, name="readings", builtin=False, description="Weather station readings"), server="eu1"
@@ -114,9 +114,9 @@ def test_table_rows_of_a_large_table_on_a_member_server(rag: UniversalRAG, tmp_p
         writer.writerow(["station", "reading"])
         writer.writerows([f"station-{i:04d}", f"{i * 0.5:.1f}"] for i in range(240))
     options = IngestOptions(stage_rows=100, table_batch_rows=60, max_embedded_rows=30)
-    report = rag.ingest([path], corpus="readings", options=options)
+    report = fed_rag.ingest([path], corpus="readings", options=options)
     assert report.ok, report.failed
-    hit = store.search("readings", rag.embedder.embed_query("station readings").tolist(), k=1)[0]
+    hit = store.search("readings", fed_rag.embedder.embed_query("station readings").tolist(), k=1)[0]
     assert hit.metadata["rows_kept"] and hit.metadata["row_count"] == 240
 
     expected = [{"row": 7, "cells": {"station": "station-0007", "reading": "3.5"}}]
@@ -128,10 +128,10 @@ def test_table_rows_of_a_large_table_on_a_member_server(rag: UniversalRAG, tmp_p
 
 
 def test_the_sync_worker_serves_the_queue_of_a_member_server(
-    rag: UniversalRAG,  # noqa: F811
+    fed_rag: UniversalRAG,  # noqa: F811
     fed_settings: Settings,
 ) -> None:
-    store, schema, minilm = rag.store, fed_settings.schema, rag.embedder
+    store, schema, minilm = fed_rag.store, fed_settings.schema, fed_rag.embedder
     remote = app_sql(fed_settings.servers["eu1"])  # an application writing to eu1 with plain SQL
     try:
         for text in (
@@ -156,13 +156,13 @@ def test_the_sync_worker_serves_the_queue_of_a_member_server(
 
 
 def test_a_worker_for_home_corpora_needs_no_other_server(
-    rag: UniversalRAG,
+    fed_rag: UniversalRAG,
     fed_settings: Settings,  # noqa: F811
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with Worker(rag.store, embedder=rag.embedder) as everything:
+    with Worker(fed_rag.store, embedder=fed_rag.embedder) as everything:
         assert set(everything.members()) == {"eu1"}
-    with Worker(rag.store, embedder=rag.embedder, options=WorkerOptions(corpora=("paragraph",))) as home:
+    with Worker(fed_rag.store, embedder=fed_rag.embedder, options=WorkerOptions(corpora=("paragraph",))) as home:
         assert home.members() == {}
         assert home.drain().claimed == 0
     # a process that was not told where eu1 is syncs the home corpora and says what it leaves out
@@ -170,7 +170,7 @@ def test_a_worker_for_home_corpora_needs_no_other_server(
     try:
         with (
             caplog.at_level("WARNING", logger="universalrag.sync.worker"),
-            Worker(bare, embedder=rag.embedder) as worker,
+            Worker(bare, embedder=fed_rag.embedder) as worker,
         ):
             assert worker.members() == {}
             assert worker.drain().claimed == 0
@@ -192,9 +192,9 @@ def test_the_worker_goes_on_when_a_member_server_is_down(
             home=settings.home,
             servers={"down1": servers.start("down1")},
         )
-        rag = UniversalRAG(settings=fed, embedder=minilm, generator=None, visual_encoder=None)
-        rag.init()
-        rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="down1")
+        fed_rag = UniversalRAG(settings=fed, embedder=minilm, generator=None, visual_encoder=None)
+        fed_rag.init()
+        fed_rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="down1")
     finally:
         servers.close()  # the server holding `baking` stops
     try:
@@ -207,7 +207,7 @@ def test_the_worker_goes_on_when_a_member_server_is_down(
         home.close()
         with (
             caplog.at_level("WARNING", logger="universalrag.store"),
-            Worker(rag.store, embedder=minilm, options=WorkerOptions(batch_size=8)) as worker,
+            Worker(fed_rag.store, embedder=minilm, options=WorkerOptions(batch_size=8)) as worker,
         ):
             start = time.monotonic()
             total = worker.drain()
@@ -217,7 +217,7 @@ def test_the_worker_goes_on_when_a_member_server_is_down(
         assert any("'down1' cannot be reached" in r.getMessage() for r in caplog.records)
         caplog.clear()
         with caplog.at_level("WARNING", logger="universalrag.store"):
-            assert "baking" not in {s.corpus for s in sync_status(rag.store)}  # the status goes on too
+            assert "baking" not in {s.corpus for s in sync_status(fed_rag.store)}  # the status goes on too
         assert any("'down1' cannot be reached" in r.getMessage() for r in caplog.records)
     finally:
-        rag.close()
+        fed_rag.close()

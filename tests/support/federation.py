@@ -15,7 +15,7 @@ from universalrag.config import Settings
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import CorpusSpec
 
-__all__ = ["BAKING", "STARTER_QUESTION", "drop_remote_schema", "fed_settings", "rag", "remote_url"]
+__all__ = ["BAKING", "STARTER_QUESTION", "drop_remote_schema", "fed_settings", "fed_rag", "remote_url"]
 
 BAKING = CorpusSpec(
     name="baking",
@@ -53,10 +53,10 @@ def fed_settings(settings: Settings, remote_url: str) -> Iterator[Settings]:
 
 
 @pytest.fixture
-def rag(fed_settings: Settings, minilm) -> Iterator[UniversalRAG]:  # type: ignore[no-untyped-def]
+def fed_rag(fed_settings: Settings, minilm) -> Iterator[UniversalRAG]:  # type: ignore[no-untyped-def]
     """An initialised UniversalRAG over the federation, with the corpus ``baking`` created on ``eu1``."""
-    rag = UniversalRAG(settings=fed_settings, embedder=minilm, generator=None, visual_encoder=None)
-    rag.init()
-    rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="eu1")
-    yield rag
-    rag.close()
+    fed_rag = UniversalRAG(settings=fed_settings, embedder=minilm, generator=None, visual_encoder=None)
+    fed_rag.init()
+    fed_rag.store.create_corpus(dataclasses.replace(BAKING, embedder=minilm.name), server="eu1")
+    yield fed_rag
+    fed_rag.close()
