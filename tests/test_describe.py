@@ -289,3 +289,20 @@ def test_a_video_scene_is_described_from_its_frames_and_transcript(store: Store,
     assert len(images_sent(cat)) == VIDEO_OPTIONS.frames_per_clip and text.count("Frame at ") == len(images_sent(cat))
     hit = search_corpus(store, minilm, "clip", "cat asleep on the sofa", k=1)[0]
     assert hit.metadata["entity"]["type"] == "scene" and hit.metadata["description_sources"][-1] == "model"
+
+
+def test_the_facade_turns_it_on_with_a_keyword(settings: Settings, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from universalrag.pipeline import UniversalRAG
+
+    image = write_photo(tmp_path / "IMG_2031.jpg", name="chelsea")
+    with OpenAICompatServer(chat_reply=json.dumps(CAT)) as server:
+        configured = settings.with_(llm_model="vision-test", llm_base_url=server.base_url)
+        with UniversalRAG(settings=configured, embedder=minilm, visual_encoder=None, generator=None) as rag:
+            assert rag.ingest([image]).ok  # off by default
+            assert not server.requests_to("/v1/chat/completions")
+            rag.store.delete_source(image.resolve().as_uri())
+            assert rag.ingest([image], options=IngestOptions(), describe=True).ok
+            assert len(server.requests_to("/v1/chat/completions")) == 1
+            hit = search_corpus(rag.store, minilm, "image", "a cat asleep", k=1)[0]
+    assert hit.metadata["model_description"] == CAT["description"]
+    assert (tmp_path / "home" / "cache" / "model-answers.sqlite3").is_file()  # UNIVERSALRAG_HOME's cache

@@ -270,15 +270,21 @@ class UniversalRAG:
         on_start: Callable[[int], None] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         strict: bool = False,
+        describe: bool | None = None,
     ) -> IngestReport:
         """Ingest files and folders into their corpora (see :func:`universalrag.ingest_paths`; ``on_progress``
         hears of each committed batch of a large source; ``strict`` fails the files a folder holds that are not
-        ingested, instead of skipping them)."""
+        ingested, instead of skipping them; ``describe`` has the chat model describe every image, figure, table and
+        video scene, ``None``: as ``UNIVERSALRAG_DESCRIBE`` or ``options`` say, docs/descriptions.md)."""
         from .ingest.pipeline import IngestOptions, ingest_paths  # here: a process that only searches never loads it
 
         if not self._initialised:
             self.init()
-        opts = options or IngestOptions.from_settings(self.settings, visual_encoder=self.visual_encoder)
+        opts = (
+            options.described(self.settings, describe)
+            if options is not None
+            else IngestOptions.from_settings(self.settings, visual_encoder=self.visual_encoder, describe=describe)
+        )
         try:
             return ingest_paths(
                 self.store,

@@ -104,6 +104,13 @@ class IngestOptions:
             describer=describer_from_settings(settings) if _wanted(describe, settings) else None,
         )
 
+    def described(self, settings: Settings, describe: bool | None) -> IngestOptions:
+        """These options with model descriptions turned on (a describer for ``settings``' chat model, unless they
+        have one) or off, as ``describe`` says; ``None`` leaves them as they are."""
+        if describe is None or (self.describer is not None) == describe:
+            return self
+        return replace(self, describer=describer_from_settings(settings) if describe else None)
+
 
 @dataclass(slots=True)
 class IngestRun:
