@@ -29,6 +29,10 @@ from mcp.client.stdio import stdio_client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from universalrag.mcp.content import DATA_NOTICE, delimited  # noqa: E402
+from universalrag.mcp.server import sdk_major  # noqa: E402
+
+#: The HTTP client library the SDK's client takes (httpx on 1.x, httpx2 on 2.x).
+CLIENT_HTTP: Any = httpx if sdk_major() < 2 else __import__("httpx2")
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "test-token-" + "x" * 24
@@ -107,12 +111,21 @@ def http_url(kb_env: dict[str, str]) -> Iterator[str]:
 async def _http_session(url: str, token: str | None = TOKEN) -> AsyncIterator[ClientSession]:
     async with AsyncExitStack() as stack:
         client = await stack.enter_async_context(
-            httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"} if token else {}, timeout=60)
+            CLIENT_HTTP.AsyncClient(headers={"Authorization": f"Bearer {token}"} if token else {}, timeout=60)
         )
         streams = await stack.enter_async_context(streamable_http_client(url, http_client=client))
         session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
         await session.initialize()
         yield session
+
+
+def _error(result: Any) -> bool:
+    return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
+
+
+def _data(result: Any) -> Any:
+    """The structured content of a tool result (the field is spelled in snake case on SDK 2.x)."""
+    return result.structured_content if hasattr(result, "structured_content") else result.structuredContent
 
 
 def _texts(result: Any) -> list[str]:
@@ -139,10 +152,10 @@ def test_stdio_client_searches_reads_units_and_gets_pictures(kb_env: dict[str, s
 
             found = await session.call_tool("search", {"query": "Who designed the Kestrel Point lighthouse?"})
             texts = _texts(found)
-            assert not found.isError and texts[0] == DATA_NOTICE
+            assert not _error(found) and texts[0] == DATA_NOTICE
             assert texts[1].startswith("<retrieved-data") and "lighthouse" in texts[1].lower()
-            assert found.structuredContent["decision"]["routes"]
-            first = found.structuredContent["hits"][0]
+            assert _data(found)["decision"]["routes"]
+            first = _data(found)["hits"][0]
             unit = await session.read_resource(first["resource"])  # the unit's full text, by id
             assert "lighthouse" in unit.contents[0].text.lower() and unit.contents[0].text.endswith("</retrieved-data>")
 
@@ -160,9 +173,9 @@ def test_stdio_client_searches_reads_units_and_gets_pictures(kb_env: dict[str, s
             assert all(t.count("</retrieved-data>") == 1 and t.endswith("</retrieved-data>") for t in framed)
 
             wrong = await session.call_tool("search_corpus", {"corpus": "recipes", "query": "soup"})
-            assert wrong.isError and "recipes" in _texts(wrong)[0]
+            assert _error(wrong) and "recipes" in _texts(wrong)[0]
             empty = await session.call_tool("search", {"query": "   "})
-            assert empty.isError and "empty" in _texts(empty)[0]
+            assert _error(empty) and "empty" in _texts(empty)[0]
 
     asyncio.run(run())
 
@@ -171,10 +184,10 @@ def test_http_client_with_the_token_routes_and_asks(http_url: str) -> None:
     async def run() -> None:
         async with _http_session(http_url) as session:
             route = await session.call_tool("route", {"query": "Show me the photo of the coffee cup"})
-            assert not route.isError and route.structuredContent["routes"][0] == "image"
+            assert not _error(route) and _data(route)["routes"][0] == "image"
             answer = await session.call_tool("ask", {"question": "Who designed the Kestrel Point lighthouse?"})
-            assert not answer.isError and answer.structuredContent["answer"] is None  # no chat model configured
-            assert _texts(answer)[0] == "No chat model is configured." and answer.structuredContent["hits"]
+            assert not _error(answer) and _data(answer)["answer"] is None  # no chat model configured
+            assert _texts(answer)[0] == "No chat model is configured." and _data(answer)["hits"]
             corpora = await session.read_resource("universalrag://corpora")
             assert '"name": "image"' in corpora.contents[0].text
 
