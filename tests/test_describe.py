@@ -306,3 +306,22 @@ def test_the_facade_turns_it_on_with_a_keyword(settings: Settings, minilm, tmp_p
             hit = search_corpus(rag.store, minilm, "image", "a cat asleep", k=1)[0]
     assert hit.metadata["model_description"] == CAT["description"]
     assert (tmp_path / "home" / "cache" / "model-answers.sqlite3").is_file()  # UNIVERSALRAG_HOME's cache
+
+
+def test_the_command_line_switch(cli_env: dict[str, str], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from universalrag.cli import app
+
+    image = write_photo(tmp_path / "photos" / "IMG_2031.jpg", name="chelsea")
+    with OpenAICompatServer(chat_reply=json.dumps(CAT)) as server:
+        env = {**cli_env, "UNIVERSALRAG_LLM_MODEL": "vision-test", "UNIVERSALRAG_LLM_BASE_URL": server.base_url}
+        result = CliRunner().invoke(app, ["ingest", str(image.parent), "--describe", "--json"], env=env)
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["added"] == 1
+        assert len(server.requests_to("/v1/chat/completions")) == 1
+        no_model = {k: v for k, v in env.items() if k != "UNIVERSALRAG_LLM_MODEL"}
+        refused = CliRunner().invoke(app, ["ingest", str(image.parent), "--describe"], env=no_model)
+        assert refused.exit_code != 0 and "UNIVERSALRAG_LLM_MODEL" in refused.output
+        off = CliRunner().invoke(app, ["ingest", str(image.parent), "--no-describe"], env=env)
+        assert off.exit_code == 0 and len(server.requests_to("/v1/chat/completions")) == 1
