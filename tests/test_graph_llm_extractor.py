@@ -1,7 +1,8 @@
 """The model-based graph extractor against the OpenAI-compatible test server (the real HTTP path). The "model" finds
 the names of a fixed list in the pieces it is sent and cites the pieces, as a real one is asked to; what is sent,
 how answers become entities, mentions, anchors and ``belongs_to`` relations, and what failures, the cache and the
-budget do are checked. Extractors do no database I/O, so these tests need no database."""
+budget do are checked. Extractors do no database I/O, so only the last test, which ingests a PDF with descriptions
+and the graph into a real PostgreSQL, needs one."""
 
 from __future__ import annotations
 
@@ -185,3 +186,58 @@ def test_from_settings(tmp_path: Path) -> None:
     made = model_extractor_from_settings(settings)
     assert made is not None and made.name == "model:m" and made.limits.max_calls == 5
     assert made.cache is not None and made.cache.path == cache_path(settings)
+
+
+def test_a_described_figure_joins_the_graph_through_what_the_model_saw(  # type: ignore[no-untyped-def]
+    store, minilm, tmp_path: Path
+) -> None:
+    """End to end: a PDF ingested with descriptions and the model extractor; the figure's anchor is reached from
+    an entity its description names, and leads back to the figure's unit."""
+    from support.documents import write_report_pdf
+
+    from universalrag.graph.store import GraphStore
+    from universalrag.ingest.describe import Describer
+    from universalrag.ingest.pipeline import IngestOptions, ingest_paths
+
+    figure = {
+        "description": "A white enamel mug of black coffee on the cottage table of Kestrel Point Lighthouse.",
+        "entity": {"name": "Figure 1: the keeper's morning coffee", "type": "figure"},
+    }
+    table = {"description": "Keepers and lamp fuel by decade.", "entity": {"name": "Table 1: keepers and fuel"}}
+    names = {"Kestrel Point Lighthouse": "place", "enamel mug": "object", "lamp fuel": "concept"}
+
+    def reply(body: dict[str, Any]) -> str:
+        if "knowledge graph from pieces" not in body["messages"][0]["content"]:  # a description
+            text = json.dumps(body["messages"][-1]["content"])
+            return json.dumps(table if "This is a table." in text else figure)
+        found = pieces(body)
+        return json.dumps(
+            {
+                "entities": [
+                    {"name": n, "type": t, "pieces": [p for p, s in found.items() if n in s]}
+                    for n, t in names.items()
+                    if any(n in s for s in found.values())
+                ]
+            }
+        )
+
+    pdf = write_report_pdf(tmp_path / "report.pdf")
+    graph = GraphStore(store, minilm)
+    with OpenAICompatServer(chat_reply=reply) as server:
+        chat = JsonChat("vlm", base_url=server.base_url, max_retries=0)
+        cache = ResponseCache(tmp_path / "answers.sqlite3")
+        options = IngestOptions(
+            describer=Describer(chat, cache=cache), graph=graph.for_ingest(ModelExtractor(chat, cache=cache))
+        )
+        report = ingest_paths(store, minilm, [pdf], options=options)
+    assert report.ok, report.failed
+    mug = graph.entity("enamel mug")
+    assert mug is not None and mug.type == "object"
+    (anchor,) = [n.entity for n in graph.neighbours(mug, hops=1) if n.via == (BELONGS_TO,)]
+    assert anchor.name == "Figure 1: the keeper's morning coffee" and anchor.aliases == ("Figure 1",)
+    (hit,) = [h for h in graph.units([anchor.id]) if h.corpus == "image"]
+    assert hit.metadata["model_description"] == figure["description"]
+    place = graph.entity("Kestrel Point Lighthouse")
+    assert place is not None
+    reached = {h.corpus for h in graph.units([place.id], limit=20)}
+    assert {"paragraph", "image"} <= reached  # named in the passages and seen in the figure
