@@ -13,6 +13,7 @@ import typer
 from rich.text import Text
 
 from ..errors import ConfigError, UniversalRAGError
+from ..evidence import UNIT_TEXT_TOKENS
 from .context import CliContext
 from .interrupt import StopAfterCurrent
 from .output import (
@@ -160,6 +161,7 @@ def ingest(
     code 1 after the others are done. Each file is committed on its own: after Ctrl-C, run the
     same command again to continue."""
     from ..ingest import IngestOptions
+    from ..ingest.detect import is_folder
     from ..ingest.pipeline import prune_missing
     from ..ingest.video import VideoOptions
 
@@ -183,7 +185,7 @@ def ingest(
         progress.on_removed(outcome)
         stop.check()  # between sources: each was deleted in its own transaction
 
-    folders = [p for p in paths if p.is_dir()]
+    folders = [p for p in paths if is_folder(p)]
     try:
         with StopAfterCurrent(obj.output) as stop, progress:
             report = rag.ingest(
@@ -248,6 +250,17 @@ def _rag(obj: CliContext, router: str | None, opts: RouterOptions, *, hybrid: bo
     return rag
 
 
+def _hint_if_empty(obj: CliContext) -> None:
+    """Say so on stderr when no corpus holds a unit (a search of an empty knowledge base finds nothing, and silence
+    reads as "nothing relevant")."""
+    if not any(obj.store.counts().values()):
+        obj.output.error(
+            "the knowledge base is empty: add files with `universalrag ingest PATH...` (a file or a folder), or "
+            "try `universalrag demo`.",
+            label="note",
+        )
+
+
 def search(
     ctx: typer.Context,
     query: QueryArg = None,
@@ -266,7 +279,12 @@ def search(
     filter: str | None = typer.Option(None, "--filter", help='Metadata filter as JSON, e.g. \'{"lang": "en"}\'.'),
     router: OptionalRouterOpt = None,
     hybrid: bool = typer.Option(False, "--hybrid", help="Fuse dense and full-text rankings."),
-    as_json: bool = typer.Option(False, "--json", help="Print the hits as JSON."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the hits as JSON, each with the route decision (routes, scores, router)."
+    ),
+    whole: bool = typer.Option(
+        False, "--whole", help="Print whole units (by default a unit's text is cut at about 1,000 tokens)."
+    ),
     model_dir: ModelDirOpt = None,
     threshold: ThresholdOpt = None,
     llm_model: LLMModelOpt = None,
@@ -292,8 +310,12 @@ def search(
         else:  # one probe of every corpus decides and is the retrieval; a search never comes back empty-handed
             decision, hits = rag.search(plan)
             routes = list(decision.routes)
+    if not hits and not filters:
+        _hint_if_empty(obj)
     if as_json:
-        obj.output.json([hit_dict(h, i) for i, h in enumerate(hits, 1)])
+        chosen = decision.to_dict() if decision is not None else {"routes": routes, "router": "--corpus"}
+        limit = None if whole else UNIT_TEXT_TOKENS
+        obj.output.json([{**hit_dict(h, i, max_tokens=limit), "decision": chosen} for i, h in enumerate(hits, 1)])
         return
     if plan.corrections:  # as a search engine says "showing results for"
         obj.output.print(Text(f"searched for: {plan.text}", "yellow"))

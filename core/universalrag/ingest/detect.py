@@ -32,6 +32,7 @@ __all__ = [
     "TEXT_EXTENSIONS",
     "VIDEO_EXTENSIONS",
     "Detection",
+    "is_folder",
     "Sniffed",
     "detect",
     "detect_kind",
@@ -349,6 +350,15 @@ def _walk(folder: Path, root: Path, *, recursive: bool) -> Iterator[Path]:
         # sockets, FIFOs and devices are skipped: reading a FIFO would block
 
 
+def is_folder(path: Path) -> bool:
+    """``path.is_dir()``, False for a path the system refuses to look at (too long...): such a path is then
+    handled as a file and fails alone, with the reason."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def iter_files(paths: Sequence[Path], *, recursive: bool = True) -> Iterator[Path]:
     """Expand ``paths`` into the files to ingest, in a stable order.
 
@@ -361,7 +371,7 @@ def iter_files(paths: Sequence[Path], *, recursive: bool = True) -> Iterator[Pat
     seen: set[Path] = set()
     for raw in paths:
         given = Path(raw)
-        if given.is_dir():
+        if is_folder(given):
             root = given.resolve()
             found: Iterator[Path] = _walk(given, root, recursive=recursive)
         else:

@@ -36,8 +36,9 @@ from ..evidence import uri_file
 from ..store import Store
 from ..types import Granularity, Modality
 from .companions import alt_texts, fingerprint, sidecar_files
-from .detect import Detection, detect, iter_files, unsupported_error
+from .detect import Detection, detect, is_folder, iter_files, unsupported_error
 from .files import EMPTY_REASON, check_file, empty_error, hash_file, is_empty
+from .guard import file_failure, is_file_failure
 from .large import StagedSource, staged_table, staged_text
 from .limits import use_limits
 from .report import FileOutcome, IngestReport, Progress
@@ -48,9 +49,9 @@ from .units import Prepared, image_units, source_record, table_units, video_unit
 from .video.planning import VideoOptions
 
 if TYPE_CHECKING:
-    from .tables.model import ParsedTable
     from ..store.sources import SourceHook
     from ..types import Unit
+    from .tables.model import ParsedTable
 
 __all__ = [
     "CSV_RULES",
@@ -167,6 +168,10 @@ def _text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]]) -> Itera
             yield _write(run, path, "text", prepared)
         except UniversalRAGError as e:
             yield failed_outcome(path, e)
+        except Exception as e:  # as in ingest_paths: the file fails alone
+            if not is_file_failure(e):
+                raise
+            yield failed_outcome(path, file_failure(path, e))
 
 
 #: Kind → how a file of that kind becomes units (text files are batched by :func:`_text_group`).
@@ -297,6 +302,7 @@ def _write(run: IngestRun, path: Path, kind: str, prepared: Prepared | StagedSou
         prepared = run.options.describer.enrich(
             prepared, run.embedder, run.store.corpus, path=str(path), on_progress=run.on_progress
         )
+    graph = run.options.graph  # the source's graph is extracted here and written in its transaction
     result = run.store.write_source(
         replace(prepared.source, scope=run.scope(kind)),
         prepared.units,
@@ -305,7 +311,6 @@ def _write(run: IngestRun, path: Path, kind: str, prepared: Prepared | StagedSou
     )
     return FileOutcome(
         path=str(path), status=result.status, kind=kind, corpora=prepared.source.corpora, rows=dict(result.rows)
-    graph = run.options.graph  # the source's graph is extracted here and written in its transaction
     )
 
 
@@ -330,13 +335,13 @@ def ingest_tables(
     uri: str,
     corpus: str = "table",
     batch_rows: int = 1024,
+    graph: Callable[[Sequence[Unit], str], SourceHook] | None = None,
 ) -> FileOutcome:
     """Ingest tables built in Python (``table_from_dataframe``, ``table_from_records``) as one source ``uri``.
 
     Idempotent like files: the content hash covers titles, headers and every cell, so the same tables under
     the same ``uri`` change nothing and changed ones replace the old rows in one transaction. ``graph`` writes the
     source's knowledge-graph rows with them (as ``IngestOptions.graph``).
-    graph: Callable[[Sequence[Unit], str], SourceHook] | None = None,
     """
     run = IngestRun(store=store, embedder=embedder, options=IngestOptions(table_batch_rows=batch_rows), corpus=corpus)
     digest = hashlib.sha256()
@@ -387,7 +392,7 @@ def ingest_paths(
     if corpus is not None:
         store.corpus(corpus)  # fail fast on an unknown corpus
     files = list(iter_files([Path(p) for p in paths]))
-    named = {Path(p).absolute() for p in paths if not Path(p).is_dir()}
+    named = {Path(p).absolute() for p in paths if not is_folder(Path(p))}
     sidecars = sidecar_files(files)
     files = [f for f in files if f.resolve() not in sidecars]
     run.alts = alt_texts(files, run.parsed)
@@ -439,6 +444,10 @@ def ingest_paths(
                 outcome = _write(run, path, kind, prepared)
         except UniversalRAGError as e:
             outcome = failed_outcome(path, e)
+        except Exception as e:  # a reader failed on this file in a way it did not word: the file fails alone
+            if not is_file_failure(e):
+                raise
+            outcome = failed_outcome(path, file_failure(path, e))
         flush()  # keep the outcomes in file order
         emit(outcome)
     flush()

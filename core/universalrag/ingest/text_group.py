@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import EmbeddingError, IngestError, NoTextError, UniversalRAGError
 from ..types import Modality, PartBatch
 from .files import HEAD_BYTES, NO_TEXT_REASON, declared_encoding, decode_text, read_content
+from .guard import file_failure, is_file_failure
 from .report import FileOutcome
 from .run import IngestRun, failed_outcome
 from .table_plan import TablePlan, plan_table_units
@@ -151,6 +152,10 @@ def prepare_text_group(
             planned.append(FileOutcome(path=str(path), status="skipped", reason=NO_TEXT_REASON, error=e.reason))
         except UniversalRAGError as e:
             planned.append(failed_outcome(path, e))
+        except Exception as e:  # a reader failed on this file in a way it did not word: the file fails alone
+            if not is_file_failure(e):
+                raise
+            planned.append(failed_outcome(path, file_failure(path, e)))
     texts = [t for p in planned if isinstance(p, TextFile) for t in p.texts]
     try:
         vectors = run.embedder.embed(texts) if texts else np.zeros((0, run.embedder.dimension), dtype=np.float32)
@@ -174,3 +179,7 @@ def prepare_text_group(
             yield path, text_prepared(run, p, mine)
         except UniversalRAGError as e:
             yield path, failed_outcome(path, e)
+        except Exception as e:  # as above
+            if not is_file_failure(e):
+                raise
+            yield path, failed_outcome(path, file_failure(path, e))

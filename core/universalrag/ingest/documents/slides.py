@@ -110,7 +110,11 @@ class SlidesReader(BaseReader):
         from pptx.enum.shapes import MSO_SHAPE_TYPE
 
         for shape in shapes:
-            if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            try:
+                kind = shape.shape_type
+            except NotImplementedError:  # a shape of no preset nor custom geometry: python-pptx cannot name it
+                kind = None
+            if kind == MSO_SHAPE_TYPE.GROUP:
                 yield from self._shapes(shape.shapes)
             else:
                 yield shape

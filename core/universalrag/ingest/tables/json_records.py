@@ -109,6 +109,12 @@ class _JsonStream:
         while True:
             try:
                 value, end = self.decoder.raw_decode(self.buf, self.pos)
+            except RecursionError as e:
+                raise IngestError(
+                    self.name,
+                    f"nests arrays or objects deeper than the JSON reader follows (near character "
+                    f"{self.offset + self.pos}); flatten it to records of a few levels.",
+                ) from e
             except json.JSONDecodeError as e:
                 # Either the value goes on past the buffer or it is invalid: read on, up to a bound.
                 first_error = first_error or (self.offset + e.pos, e.msg)

@@ -26,7 +26,10 @@ _NOT_TEXT = ("image/", "application/vnd.jupyter.widget")
 def notebook_to_html(raw: str) -> str:
     """The HTML page of the notebook whose JSON is ``raw``; :class:`ValueError` when it is not JSON or not a
     notebook (no list of cells)."""
-    notebook = json.loads(raw)
+    try:
+        notebook = json.loads(raw)
+    except RecursionError as e:
+        raise ValueError("it nests arrays or objects deeper than the reader follows") from e
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if cells is None and isinstance(notebook, dict):  # nbformat 3
         worksheets = notebook.get("worksheets")

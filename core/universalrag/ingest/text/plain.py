@@ -256,7 +256,14 @@ def extract_json(raw: str) -> tuple[str, str, dict[str, Any]]:
     """A JSON document that is not a table: one paragraph per top-level key (or item), each leaf a readable
     ``path.to.key: value`` line. The title is a top-level ``title``/``name``/``label``/``id`` string.
 
-    Raises ValueError when ``raw`` is not JSON (the caller words it)."""
+    Raises ValueError when ``raw`` is not JSON, or nests deeper than it can be followed (the caller words it)."""
+    try:
+        return _extract_json(raw)
+    except RecursionError as e:
+        raise ValueError("it nests arrays or objects deeper than the reader follows; flatten it") from e
+
+
+def _extract_json(raw: str) -> tuple[str, str, dict[str, Any]]:
     data = json.loads(raw)
     paragraphs: list[str] = []
     items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else [("", data)]
