@@ -325,3 +325,14 @@ def test_the_command_line_switch(cli_env: dict[str, str], tmp_path: Path) -> Non
         assert refused.exit_code != 0 and "UNIVERSALRAG_LLM_MODEL" in refused.output
         off = CliRunner().invoke(app, ["ingest", str(image.parent), "--no-describe"], env=env)
         assert off.exit_code == 0 and len(server.requests_to("/v1/chat/completions")) == 1
+
+
+def test_without_the_openai_package_the_run_fails_at_its_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from universalrag.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "openai", None)
+    settings = Settings(home=tmp_path, llm_model="vlm", llm_base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[openai\]"):
+        IngestOptions.from_settings(settings, describe=True)

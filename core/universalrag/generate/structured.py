@@ -119,6 +119,16 @@ class JsonChat:
             f"api_key={'***' if self._api_key else None!r})"
         )
 
+    def require(self) -> JsonChat:
+        """This chat model, once the packages it needs are importable; :class:`MissingDependencyError` naming the
+        ``openai`` extra otherwise (so a run fails at its start, not once per request)."""
+        try:
+            import openai  # noqa: F401
+            import pydantic  # noqa: F401
+        except ImportError as e:
+            raise MissingDependencyError(e.name or "openai", "openai", feature="model descriptions") from e
+        return self
+
     def ask(self, messages: Sequence[dict[str, Any]], schema: type[_M]) -> _M:
         """The answer to ``messages`` as an instance of ``schema``; :class:`GenerationError` when the call fails or
         the answer is not a JSON object that fits the schema."""

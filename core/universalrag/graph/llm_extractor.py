@@ -272,6 +272,7 @@ def model_extractor_from_settings(settings: Settings, **overrides: Any) -> Model
     chat = JsonChat.from_settings(settings)
     if chat is None:
         return None
+    chat.require()
     kwargs: dict[str, Any] = {
         "cache": ResponseCache(cache_path(settings)),
         "limits": CallLimits(max_calls=settings.describe_max_calls, per_minute=settings.describe_rate),

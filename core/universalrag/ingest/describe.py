@@ -110,7 +110,7 @@ class Describer:
             base_url=settings.llm_base_url,
             api_key=settings.llm_api_key,
             timeout=settings.llm_timeout,
-        )
+        ).require()
         kwargs: dict[str, Any] = {
             "cache": ResponseCache(cache_path(settings)),
             "limits": CallLimits(max_calls=settings.describe_max_calls, per_minute=settings.describe_rate),
