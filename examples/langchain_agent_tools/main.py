@@ -3,52 +3,21 @@
 ``create_corpus_tools(rag)`` gives a ``search_<corpus>`` tool for every corpus that holds data, described
 from the corpus registry, returning text for the model and the ``Document``s as the tool message's
 artifact. Here they go into LangChain's ``create_agent``; a scripted stand-in model makes the tool calls so
-that the example runs without a key. With a real model (``create_agent("openai:gpt-4o-mini", tools)``)
-the model picks the tool from the descriptions.
+that the example runs without a key (``langchain_universalrag.testing.ScriptedChatModel``, made for testing
+agents offline). With a real model (``create_agent("openai:gpt-4o-mini", tools)``) the model picks the tool
+from the descriptions.
 
     python examples/langchain_agent_tools/main.py [--database-url URL] [--schema NAME]
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
 from langchain.agents import create_agent
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langchain_universalrag import create_corpus_tools
+from langchain_universalrag.testing import ScriptedChatModel, answer_from_tool, search_with
 from universalrag.demo import demo_arguments, demo_questions, open_demo
-
-
-class ScriptedToolCaller(BaseChatModel):
-    """A stand-in for a tool-calling chat model: calls ``tool`` with the question, then answers from the
-    first lines of what the tool returned."""
-
-    tool: str
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-tool-caller"
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedToolCaller:
-        return self
-
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
-    ) -> ChatResult:
-        last = messages[-1]
-        if isinstance(last, ToolMessage):
-            reply = AIMessage(content="From " + last.name + ": " + " ".join(str(last.content).split())[:200])
-        else:
-            question = next(m.text for m in reversed(messages) if isinstance(m, HumanMessage))
-            reply = AIMessage(
-                content="",
-                tool_calls=[{"name": self.tool, "args": {"query": question}, "id": "call_1", "type": "tool_call"}],
-            )
-        return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
 def main() -> None:
@@ -64,7 +33,8 @@ def main() -> None:
 
     for route in ("table", "clip"):
         agent = create_agent(
-            ScriptedToolCaller(tool=f"search_{route}"),
+            # calls search_<route> with the question, then answers from the first lines the tool returned
+            ScriptedChatModel(script=[search_with(f"search_{route}"), answer_from_tool()]),
             tools,
             system_prompt="Answer with the search tools; cite what you used.",
         )
