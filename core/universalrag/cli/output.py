@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from rich.text import Text
 
-from ..evidence import hit_file, hit_name
+from ..evidence import UNIT_TEXT_TOKENS, hit_file, hit_name, unit_text
 from ..exact_terms import exact_terms, holds_name, identifiers
 from ..types import Granularity, Hit, Modality, RouteDecision
 from .context import Output
@@ -55,10 +55,22 @@ def similarity(hit: Hit) -> float:
     return float(channels.get("dense", channels.get("similarity", hit.score)))
 
 
-def hit_dict(hit: Hit, rank: int) -> dict[str, Any]:
+def hit_dict(hit: Hit, rank: int, *, max_tokens: int | None = UNIT_TEXT_TOKENS) -> dict[str, Any]:
     """A hit as JSON with its rank in the (fused) list and its readable similarity beside the raw score; a score
-    that is not a finite number (NaN, infinity) is ``null``, so the output stays valid JSON."""
-    return _finite({"rank": rank, "similarity": round(similarity(hit), 6), **hit.to_dict()})
+    that is not a finite number (NaN, infinity) is ``null``, so the output stays valid JSON. A ``content`` longer
+    than ``max_tokens`` is cut as the adapters cut it (a long document's matched passages first, ``" […]"`` at the
+    cut, ``"truncated": true``); ``None`` keeps whole units."""
+    data = {"rank": rank, "similarity": round(similarity(hit), 6), **hit.to_dict(), "truncated": False}
+    if max_tokens is not None:
+        text, cut = unit_text(hit, max_tokens=max_tokens)
+        limit = max_tokens * _CHARS_PER_TOKEN  # a text of few spaces (a minified file) is cut by characters
+        if cut or len(text) > limit:
+            data["content"] = text if len(text) <= limit else text[:limit] + " […]"
+            data["truncated"] = True
+    return _finite(data)
+
+
+_CHARS_PER_TOKEN = 8
 
 
 def _finite(value: Any) -> Any:

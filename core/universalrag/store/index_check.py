@@ -47,6 +47,7 @@ from ..types import Hit
 from .corpus_search import SearchRequest, run_search
 from .row_estimates import forget, table_rows
 from .scan_rule import CHECK_KEY, EF_KEY, MAX_EF_SEARCH, MIN_RECALL
+from .translate import sqlstate
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -76,6 +77,19 @@ class CheckedStore(Protocol):
 _log = logging.getLogger(__name__)
 _started: dict[tuple[str, str, str], float] = {}
 _started_lock = threading.Lock()
+_exiting = threading.Event()  # set when the interpreter begins to exit
+_SHUTDOWN = frozenset({"57P01", "57P02", "57P03"})  # admin shutdown, crash shutdown, cannot connect now
+
+
+def _note_exit() -> None:
+    """Set :data:`_exiting` when the interpreter exits. Registered on the first check, after the embedded server's
+    own exit hook, so it runs before that hook stops the server (exit hooks run last registered first)."""
+    if not getattr(_note_exit, "registered", False):
+        import atexit
+
+        atexit.register(_exiting.set)
+        _note_exit.registered = True  # type: ignore[attr-defined]
+
 
 __all__ = [
     "CHECK_K",
@@ -252,11 +266,18 @@ def check_in_background(store: CheckedStore, corpus: str) -> bool:
             return False
         _started[key] = now
 
+    _note_exit()
+
     def run() -> None:
         try:
             check = check_index(store, corpus)
         except StoreError as e:  # the schema was dropped, the store closed, the server went away...
-            _log.warning("The index check of corpus %r did not run: %s", corpus, e)
+            # work nobody asked for says nothing when the process ends under it (the embedded server stops at
+            # exit and ends its connection) or the server is shut down: the next process checks again
+            quiet = _exiting.is_set() or sqlstate(e) in _SHUTDOWN
+            _log.log(
+                logging.INFO if quiet else logging.WARNING, "The index check of corpus %r did not run: %s", corpus, e
+            )
         else:
             _log.info(
                 "Index check of corpus %r: recall %.2f at ef_search %d, %d rows.",
