@@ -37,6 +37,7 @@ from ..store import Store
 from ..store import queries as q
 from ..store.corpus_search import hit_from_row
 from ..types import GraphPath, Hit, Modality
+from .model import ANCHOR
 from .walk import Reached, WalkLimits, graph_tables, name_keys, reached_from_rows, walk_statement
 
 __all__ = [
@@ -55,6 +56,9 @@ PRESENT_TTL_S = 30.0
 GRAPH_WEIGHT = 0.3
 #: Added to the fused score of a unit holding all the words the question asks for that the named thing's unit lacks.
 WANTED_WEIGHT = 0.3
+#: Added to the fused score of a unit that *is* an entity the walk reached (its page, its table, its picture), over
+#: units that only mention it.
+ANCHOR_BONUS = 0.1
 #: Added to the fused score of a unit of the modality the question asks for.
 MODALITY_BONUS = 0.1
 #: The most matched parts (rows, chunks) a graph hit of a multi-vector corpus shows.
@@ -313,6 +317,8 @@ class GraphRetrieval:
                 )
                 structural = min(1.0, r.score / top)
                 fused = similarity + GRAPH_WEIGHT * structural
+                if r.role == ANCHOR and r.hops > 0:
+                    fused += ANCHOR_BONUS
                 if modality is not None and specs[corpus].modality == modality:
                     fused += MODALITY_BONUS
                 hit = hit_from_row(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 
 from ..errors import InvalidInputError
 from .model import ANCHOR, normalise_key
@@ -246,7 +246,7 @@ def walk_statement(t: GraphTables, keys: Sequence[str], limits: WalkLimits) -> s
         )
     best = (
         sa.select(walk.c.entity, walk.c.score, walk.c.hops, walk.c.seed, walk.c.relation, walk.c.relation_description)
-        .distinct(walk.c.entity)
+        .ext(distinct_on(walk.c.entity))
         .order_by(walk.c.entity, walk.c.score.desc(), walk.c.hops)
         .subquery("best")
     )
@@ -286,7 +286,7 @@ def walk_statement(t: GraphTables, keys: Sequence[str], limits: WalkLimits) -> s
     # One row a unit: its best path, and among equal scores the one with more hops (the walk's own contribution).
     distinct_units = (
         sa.select(per_unit)
-        .distinct(per_unit.c.corpus, per_unit.c.unit_id)
+        .ext(distinct_on(per_unit.c.corpus, per_unit.c.unit_id))
         .order_by(per_unit.c.corpus, per_unit.c.unit_id, per_unit.c.score.desc(), per_unit.c.hops.desc())
         .subquery("distinct_units")
     )
