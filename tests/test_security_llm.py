@@ -2,15 +2,17 @@
 (retries included), routers fall back to the trained router, ``ask`` shows the evidence and says what happened.
 
 The endpoint is a real HTTP server on 127.0.0.1 (tests/support/hostile_openai.py); the database is the real
-PostgreSQL, the encoder the bundled MiniLM. Time bounds are generous (the machine is shared); each asserts that
-the retries did not multiply the timeout.
+PostgreSQL, the encoder the bundled MiniLM. Nothing times the machine: the deadline is checked with an injected
+clock (``OpenAIClients(clock=..., sleep=...)``: each attempt's timeout and each pause are what the clock allows) and
+by how many requests the server received.
 """
 
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.hostile_openai import HostileServer
@@ -18,44 +20,128 @@ from typer.testing import CliRunner
 
 from universalrag.cli import app
 from universalrag.errors import ConfigError, GenerationError, RoutingError
+from universalrag.openai_client import OpenAIClients
 
 runner = CliRunner()
+MESSAGES = [{"role": "user", "content": "why?"}]
+
+
+class FakeClock:
+    """Seconds that pass only when the code waits (``sleep``) or an attempt uses its timeout up (``spend``)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.pauses: list[float] = []
+        self.given: list[float] = []  # each attempt's timeout, as the deadline allowed it
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+        self.now += seconds
+
+    async def asleep(self, seconds: float) -> None:
+        self.sleep(seconds)
+
+    def clients(self, server: HostileServer, *, timeout: float, max_retries: int) -> OpenAIClients:
+        return OpenAIClients(
+            server.base_url,
+            api_key="sk-test",
+            timeout=timeout,
+            max_retries=max_retries,
+            feature="the test",
+            error_type=GenerationError,
+            no_key="no key",
+            clock=self,
+            sleep=self.sleep,
+            asleep=self.asleep,
+        )
+
+    def request(self, client: Any) -> Any:
+        """One chat request; a timed-out attempt took its whole timeout on this clock."""
+        import openai
+
+        self.given.append(float(client.timeout))
+        try:
+            return client.chat.completions.create(model="m", messages=MESSAGES)
+        except openai.APITimeoutError:
+            self.now += float(client.timeout)
+            raise
+
+    def arequest(self, client: Any) -> Callable[[], Awaitable[Any]]:
+        import openai
+
+        async def run() -> Any:
+            self.given.append(float(client.timeout))
+            try:
+                return await client.chat.completions.create(model="m", messages=MESSAGES)
+            except openai.APITimeoutError:
+                self.now += float(client.timeout)
+                raise
+
+        return run
 
 
 def test_a_hung_model_costs_the_timeout_once_not_per_retry() -> None:
+    import openai
+
     from universalrag.generate import OpenAIChatGenerator
 
+    clock = FakeClock()
     with HostileServer("hang", hang_s=30) as server:
+        with pytest.raises(openai.APITimeoutError):
+            clock.clients(server, timeout=1.5, max_retries=3).call(clock.request)
+        assert clock.given == [1.5] and clock.pauses == [] and server.requests == 1  # not 4 attempts of 1.5 s
         generator = OpenAIChatGenerator("m", base_url=server.base_url, timeout=1.5, max_retries=3)
-        start = time.monotonic()
         with pytest.raises(GenerationError, match="timed out after 1.5 s"):
             generator.generate("why?", [])
-        elapsed = time.monotonic() - start
-    assert elapsed < 1.5 * 2, elapsed  # 4 attempts of 1.5 s each would be 6 s and more
+        assert server.requests == 2  # the generator's one attempt
 
 
 def test_retries_on_500_stay_inside_the_deadline() -> None:
+    import openai
+
     from universalrag.generate import OpenAIChatGenerator
 
+    clock = FakeClock()
     with HostileServer("echo500") as server:
+        with pytest.raises(openai.InternalServerError):
+            clock.clients(server, timeout=2.0, max_retries=2).call(clock.request)
+        # Three attempts (the retries did happen), each given what was left of the 2 s after the pauses.
+        assert server.requests == 3 and clock.pauses == [0.5, 1.0] and clock.given == [2.0, 1.5, 0.5]
         generator = OpenAIChatGenerator("m", base_url=server.base_url, timeout=2.0, max_retries=2)
-        start = time.monotonic()
         with pytest.raises(GenerationError, match="HTTP 500"):
             generator.generate("why?", [])
-        assert time.monotonic() - start < 4.0
-        assert server.requests == 3  # the retries did happen, inside the deadline
+        assert server.requests == 6
+
+
+def test_no_retry_starts_that_the_deadline_could_not_hold() -> None:
+    import openai
+
+    clock = FakeClock()
+    with HostileServer("echo500") as server:
+        with pytest.raises(openai.InternalServerError):
+            clock.clients(server, timeout=1.0, max_retries=5).call(clock.request)
+    # After the first pause (0.5 s) the next (1 s) would end past the deadline: two attempts, not six.
+    assert server.requests == 2 and clock.pauses == [0.5] and clock.given == [1.0, 0.5]
 
 
 @pytest.mark.asyncio
 async def test_async_generation_has_the_same_deadline() -> None:
+    import openai
+
     from universalrag.generate import OpenAIChatGenerator
 
+    clock = FakeClock()
     with HostileServer("hang", hang_s=30) as server:
+        with pytest.raises(openai.APITimeoutError):
+            await clock.clients(server, timeout=1.0, max_retries=3).acall(lambda client: clock.arequest(client)())
+        assert clock.given == [1.0] and clock.pauses == [] and server.requests == 1
         generator = OpenAIChatGenerator("m", base_url=server.base_url, timeout=1.0, max_retries=3)
-        start = time.monotonic()
         with pytest.raises(GenerationError, match="timed out"):
             await generator.agenerate("why?", [])
-        assert time.monotonic() - start < 2.5
+        assert server.requests == 2
 
 
 @pytest.mark.parametrize("mode", ["garbage", "bad_reply"])
@@ -81,22 +167,19 @@ def test_llm_and_ensemble_routers_fall_back_to_the_trained_router(mode: str) -> 
 
     query = "What was the population of Lisbon in 1900 according to the census table?"
     trained = TrainedRouter.default()
-    trained.route("warm up")  # loads the encoder, so the clocks below measure the model's share
-    start = time.monotonic()
-    trained.route(query)
-    trained_s = time.monotonic() - start
+    # At most one attempt per retry; a hung model gets one attempt, its timeout spent, not one per retry.
+    most = 1 if mode == "hang" else 3
     with HostileServer(mode, hang_s=30) as server:
         llm = LLMRouter("m", base_url=server.base_url, timeout=1.0, max_retries=2, fallback=trained)
-        start = time.monotonic()
         decision = llm.route(query)
         assert decision.router.startswith("llm->") and decision.routes
-        assert time.monotonic() - start < 1.0 * 2 + trained_s * 3  # one timeout, not three
+        assert 1 <= server.requests <= most
+        asked = server.requests
         ensemble = EnsembleRouter.confident(
-            trained, LLMRouter("m", base_url=server.base_url, timeout=1.0), tau=1.0
+            trained, LLMRouter("m", base_url=server.base_url, timeout=1.0, max_retries=2), tau=1.0
         )  # asks the model unless the trained router is certain
-        start = time.monotonic()
         assert ensemble.route(query).routes
-        assert time.monotonic() - start < 1.0 * 2 + trained_s * 3
+        assert 1 <= server.requests - asked <= most
 
 
 def test_llm_timeout_setting_is_read_and_checked() -> None:
@@ -129,19 +212,17 @@ def kb_env(cli_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
 def test_ask_on_a_failing_model_shows_the_evidence_and_says_why(kb_env: dict[str, str], mode: str) -> None:
     with HostileServer(mode, hang_s=30) as server:
         env = {**kb_env, "UNIVERSALRAG_LLM_MODEL": "m", "UNIVERSALRAG_LLM_BASE_URL": server.base_url}
-        start = time.monotonic()
         result = runner.invoke(
             app,
             ["ask", "When was Kestrel Point lighthouse first lit?", "-k", "2", "--timeout", "1.5", "--no-server"],
             env=env,
         )
-        elapsed = time.monotonic() - start
         out, err = result.stdout, result.stderr
         assert result.exit_code == 0, out + err
         assert "first lit in 1889" in out  # the evidence is shown
         assert "warning:" in err and "no answer" in err and server.base_url.removesuffix("/v1") in err
         if mode == "hang":
-            assert "timed out after 1.5 s" in err and elapsed < 15  # the model's share is bounded
+            assert "timed out after 1.5 s" in err and server.requests == 1  # one attempt: the model's share is bounded
         as_json = runner.invoke(
             app,
             ["ask", "When was Kestrel Point lighthouse first lit?", "--json", "--timeout", "1.5", "--no-server"],

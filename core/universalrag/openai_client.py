@@ -75,6 +75,10 @@ class OpenAIClients:
     The key is ``api_key``, else the SDK's ``OPENAI_API_KEY``, else, when ``base_url`` is given,
     :data:`PLACEHOLDER_KEY`; with none of them, the first use raises ``error_type(no_key)``. A missing
     ``openai`` package raises :class:`MissingDependencyError` naming ``feature``.
+
+    ``clock`` (seconds, monotonic), ``sleep`` and ``asleep`` are what the deadline of :meth:`call` and
+    :meth:`acall` reads and waits with (default: :func:`time.monotonic`, :func:`time.sleep`, :func:`asyncio.sleep`);
+    a test passes its own to check the deadline without timing the machine.
     """
 
     def __init__(
@@ -87,7 +91,11 @@ class OpenAIClients:
         feature: str,
         error_type: Callable[[str], UniversalRAGError],
         no_key: str,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        self.clock, self.sleep, self.asleep = clock, sleep, asleep
         self._options: dict[str, Any] = {"base_url": base_url, "timeout": timeout, "max_retries": max_retries}
         self._api_key = api_key or None
         self._feature = feature
@@ -129,10 +137,10 @@ class OpenAIClients:
         and 5xx, with every attempt and pause inside one deadline of ``timeout`` seconds: a hung server costs
         ``timeout``, not ``timeout`` per attempt. Errors are the SDK's (translate them with
         :func:`translate_error`)."""
-        deadline = time.monotonic() + self.timeout
+        deadline = self.clock() + self.timeout
         attempt = 0
         while True:
-            client = self.sync().with_options(timeout=max(deadline - time.monotonic(), 0.001), max_retries=0)
+            client = self.sync().with_options(timeout=max(deadline - self.clock(), 0.001), max_retries=0)
             try:
                 return request(client)
             except Exception as e:
@@ -140,14 +148,14 @@ class OpenAIClients:
                 pause = self._pause(e, attempt, deadline)
                 if pause is None:
                     raise
-            time.sleep(pause)
+            self.sleep(pause)
 
     async def acall(self, request: Callable[[Any], Awaitable[_R]]) -> _R:
         """Async twin of :meth:`call` (the async client of the running event loop)."""
-        deadline = time.monotonic() + self.timeout
+        deadline = self.clock() + self.timeout
         attempt = 0
         while True:
-            client = self.async_().with_options(timeout=max(deadline - time.monotonic(), 0.001), max_retries=0)
+            client = self.async_().with_options(timeout=max(deadline - self.clock(), 0.001), max_retries=0)
             try:
                 return await request(client)
             except Exception as e:
@@ -155,7 +163,7 @@ class OpenAIClients:
                 pause = self._pause(e, attempt, deadline)
                 if pause is None:
                     raise
-            await asyncio.sleep(pause)
+            await self.asleep(pause)
 
     def _pause(self, error: Exception, attempt: int, deadline: float) -> float | None:
         """Seconds to wait before the next attempt, or None when ``error`` is final (not retryable, no retries
@@ -169,7 +177,7 @@ class OpenAIClients:
             or (status is not None and (status in _RETRY_STATUSES or status >= 500))
         )
         pause = min(0.5 * 2 ** (attempt - 1), 8.0)
-        if not retryable or time.monotonic() + pause + 0.05 >= deadline:
+        if not retryable or self.clock() + pause + 0.05 >= deadline:
             return None
         return pause
 
