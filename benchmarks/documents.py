@@ -12,7 +12,7 @@ Measures, with :func:`universalrag.ingest.documents.read_document`'s page stream
   stays within a few MB);
 - table cell accuracy on generated tables with known cells (cells equal / cells expected), ruled as grids
   and as booktabs tables (horizontal rules only).
-Goals (issue 12): >= 20 text pages/s on this 2-core machine, flat memory, cell accuracy >= 95 %.
+Goals: >= 20 text pages/s on this 2-core machine, flat memory, cell accuracy >= 95 %.
 Ends with one JSON line.
 """
 

@@ -1,7 +1,7 @@
 """Exact scan vs HNSW index for a multi-vector corpus: latency and recall by the size of its parts table.
 
 Informs ``Settings.exact_scan_rows`` (the size up to which a search scans a table exactly) and shows what the
-index check (``universalrag.store.index_check``) measures on such data (issue 11: on tables of near-identical
+index check (``universalrag.store.index_check``) measures on such data (on tables of near-identical
 numeric rows, the HNSW graph search missed an exact match). For each size N, writes N parts of
 384 dimensions (tables of rows that differ a little around a few directions, plus one rare "text" table),
 then times ``Store.search(k=5)`` with ``exact_scan=True`` and ``exact_scan=False`` (median of ``--repeat`` runs, random

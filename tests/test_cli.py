@@ -220,7 +220,7 @@ def test_embedded_server_is_shared_by_concurrent_processes_and_stopped(tmp_path:
     assert data["sources"] == 2 and "@" in data["database"] or "host=" in data["database"]
 
 
-# -- issue 11: a CLI for people and for pipes ---------------------------------------------------------------
+# -- a CLI for people and for pipes ---------------------------------------------------------------
 
 
 MODEL_LIBRARIES = ("torch", "transformers", "sklearn", "av", "PIL")

@@ -1,7 +1,7 @@
-"""Issue 14: the index check tunes the HNSW beam (``hnsw.ef_search``) of a corpus whose index misses at the
+"""The index check tunes the HNSW beam (``hnsw.ef_search``) of a corpus whose index misses at the
 store's beam, stores it, and index searches of that corpus use at least that beam. Real PostgreSQL + pgvector.
 
-A beam that misses is made on purpose, fast: 60 tight clusters of 50 near-identical 48-d vectors (as issue 11's
+A beam that misses is made on purpose, fast: 60 tight clusters of 50 near-identical 48-d vectors (as numeric tables'
 thousands of near-identical table rows). A check query (a stored vector moved to cosine ≈ 0.7) has its exact best
 unit among the 50 of its cluster, which a narrow beam does not tell apart: at ``ef_search`` 1 the check finds
 0.77–0.85 of them (four builds of the index at a spread of 0.2), and a beam of 64–256 finds 0.95 or more. At a

@@ -1,4 +1,4 @@
-"""Recall on data shaped like issue 11's report: numeric tables with thousands of near-identical rows next to a
+"""Recall on data where HNSW search loses answers: numeric tables with thousands of near-identical rows next to a
 small text table, ingested through the real pipeline with the real bundled MiniLM into a real PostgreSQL.
 
 Before the fix, ``search("Jammy Jellyfish release", corpus table)`` returned one or two numeric tables: the HNSW
@@ -52,7 +52,7 @@ def test_the_exact_match_is_found_by_default(tables_store: Store, minilm) -> Non
         parts = conn.execute(
             sa.select(sa.func.count()).select_from(tables_store.tables.corpus(tables_store.corpus("table")).parts)
         ).scalar_one()
-    assert parts > 2000  # thousands of rows, as in the report
+    assert parts > 2000  # thousands of near-identical rows
     query = minilm.embed_query(QUERY).tolist()
     hits = tables_store.search("table", query, k=5)
     assert [_name(h) for h in hits][:1] == ["ubuntu.csv"]
@@ -68,8 +68,8 @@ def test_the_index_path_finds_it_too(
     minilm,  # type: ignore[no-untyped-def]
     ef_search: int,
 ) -> None:
-    """Forced through the HNSW index (``exact_scan=False``) at the low ef_search values the report tried, the iterative
-    scan and the widening window of parts (until it holds several distinct tables) still put the Ubuntu table
+    """Forced through the HNSW index (``exact_scan=False``) at low ef_search values (40 and 100), the iterative scan
+    and the widening window of parts (until it holds several distinct tables) still put the Ubuntu table
     first for the reported query, at k=3 and at k=1, and mostly agree with an exact scan on the best table for
     queries that each target one table. pgvector builds its graph with random levels, so on thousands of
     near-identical rows the graph search alone is approximate from one build to the next (one of these queries
@@ -155,7 +155,7 @@ def test_the_server_groups_a_window_of_parts_as_python_did(
 def test_the_search_rule_keeps_the_exact_match_where_the_table_counts_as_large(  # type: ignore[no-untyped-def]
     tables_store: Store, minilm
 ) -> None:
-    """Issue 10's rule: a parts table above ``Settings.exact_scan_rows`` goes through the HNSW index unless the
+    """The scan rule: a parts table above ``Settings.exact_scan_rows`` goes through the HNSW index unless the
     index check, measured on the corpus's own rows, found the index unreliable. With the threshold lowered below
     this table's 2,000 rows, the stored check decides — and whichever way it decides, every query still gets the
     exact scan's best table first, with a best row as good as the exact scan's. Through the index that takes the

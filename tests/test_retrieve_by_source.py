@@ -1,6 +1,7 @@
-"""Tables of the pages a question is about rank first (issue 10): a table corpus searched beside the whole texts of
+"""Tables of the pages a question is about rank first: a table corpus searched beside the whole texts of
 the same sources is ranked by their evidence too (``fusion.by_source``): the rule on hits built by hand, then on
-pages ingested into a real PostgreSQL with the real bundled MiniLM. Its gain on real questions is measured by ``benchmarks/routing_e2e.py`` over 250 Wikipedia pages (a test's few pages hold too few rival tables)."""
+pages ingested into a real PostgreSQL with the real bundled MiniLM. Its gain on real questions is measured by
+``benchmarks/routing_e2e.py`` over 250 Wikipedia pages (a test's few pages hold too few rival tables)."""
 
 from __future__ import annotations
 

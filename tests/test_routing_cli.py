@@ -64,7 +64,7 @@ def test_route_llm_over_local_server(app: typer.Typer) -> None:
             app,
             ["route", "q", "--router", "llm", "--llm-model", "m", "--llm-url", srv.base_url, "--llm-key", "sk-hidden"],
         )
-    # a failing model: the trained router decides instead, and the CLI says so (issue 15)
+    # a failing model: the trained router decides instead, and the CLI says so
     assert res.exit_code == 0, res.output
     assert "llm->trained" in res.output and "HTTP 500" in res.output
     assert "Traceback" not in res.output and "sk-hidden" not in res.output

@@ -1,5 +1,5 @@
 """Evidence-aware routing on real ingested content, the real bundled MiniLM and the shipped router and combiner:
-the misroutes of issue 10 as regression tests, and a request embeds the query once and searches each corpus once."""
+questions the trained router alone misroutes, as regression tests, and a request embeds the query once and searches each corpus once."""
 
 from __future__ import annotations
 
@@ -99,10 +99,10 @@ def ref_rag(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     rag.close()
 
 
-# -- the misroutes of issue 10 -------------------------------------------------------------------------------
+# -- questions the trained router alone misroutes -------------------------------------------------------------------------------
 def test_a_language_reference_question_is_not_routed_to_none(ref_rag: UniversalRAG) -> None:
     decision = ref_rag.route(WITH_Q)
-    assert decision.prior["none"] > 0.5  # the trained router alone says `none` (issue 10: 0.94-0.99)
+    assert decision.prior["none"] > 0.5  # the trained router alone says `none` (0.94-0.99 for such questions)
     assert decision.primary in {"paragraph", "document"}, decision.to_dict()
     assert decision.evidence[decision.primary]["lexical"] > 0.5
     hits = ref_rag.retrieve(WITH_Q, k=3)

@@ -174,7 +174,7 @@ def test_status_shows_the_adapted_combiner_and_reset_returns_to_the_shipped_one(
     cli_env: dict[str, str],
 ) -> None:
     """An adaptation can make routing worse on questions it did not see (the routing benchmark's tune split made
-    the report split's demo questions worse): `router status` says which combiner decides, `router reset` and
+    the held-out split's demo questions worse): `router status` says which combiner decides, `router reset` and
     `feedback_rag.reset_router()` undo `router adapt` for every new pipeline and for the one that adapted."""
     from universalrag.cli import app
     from universalrag.routing.combiner import Combiner

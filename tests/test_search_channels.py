@@ -1,8 +1,8 @@
 """Every corpus kind searched with every channel: the text channel (one vector per unit, or the best of a
 multi-vector unit's parts), the visual channel and the lexical channel must combine the same way.
 
-Issue 9: with a visual encoder configured, the ``video`` corpus stopped matching by its best part (the fused
-path ranked by the unit's mean vector and returned no matched parts). Here each kind holds a unit whose *best
+With a visual encoder configured, the ``video`` corpus must still match by its best part (not rank by the unit's
+mean vector and return no matched parts). Here each kind holds a unit whose *best
 part* answers the question and a lure whose *mean* vector is nearer the question; the best-part unit must win,
 with its matched parts, with and without the visual channel, with and without hybrid search.
 

@@ -1,4 +1,4 @@
-"""A question the router sends to a page's text also gets the page's own table (issue 10, ``fusion.with_source_table``):
+"""A question the router sends to a page's text also gets the page's own table (``fusion.with_source_table``):
 the rule on hits built by hand, then pages ingested into a real PostgreSQL and searched with the real bundled MiniLM.
 Its gain on real questions is measured by ``benchmarks/routing_e2e.py`` over 250 Wikipedia pages."""
 

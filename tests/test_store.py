@@ -517,7 +517,7 @@ def _statements(store: Store) -> list[str]:
 
 
 def test_a_search_counts_nothing_and_takes_few_statements(settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Issue 10: table sizes come from cached statistics (no COUNT per query); the index settings are one
+    """Table sizes come from cached statistics (no COUNT per query); the index settings are one
     statement, an exact scan needs no setting flipped, and a single-vector corpus gets its rows with its
     distances — two statements for a paragraph search, four for a multi-vector one (search, rows, part texts)."""
     from universalrag.store import index_check

@@ -207,7 +207,7 @@ _TEXTUAL = frozenset({Modality.TEXT, Modality.TABLE})
 #: the answering one (14th of the table corpus), while the page it is about is the best whole text. Chosen on the
 #: tune split of ``benchmarks/routing_e2e.py`` (answering unit in the top 5, routed: 58.9 % without, 60.7 % at 0.15,
 #: 60.9 % at 0.2, 61.0 % at 0.25, from the five best whole texts and 30 candidates of tables and passages); held
-#: out, the report split: routed 60.6 → 62.2 % (15 candidates of tables); users' PDFs, manuals, JSON and CSV files
+#: out, the held-out split: routed 60.6 → 62.2 % (15 candidates of tables); users' PDFs, manuals, JSON and CSV files
 #: (271 questions): one more answer first, none lost.
 SOURCE_WEIGHT = 0.2
 #: ... among this many candidates of a table corpus (its best ``k`` by similarity alone when no whole text of

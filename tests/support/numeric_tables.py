@@ -1,4 +1,5 @@
-"""CSV files shaped like the ones in issue 11's recall report, written at test time.
+"""CSV files of numeric tables with thousands of near-identical rows (the data HNSW recall suffers on), written at test
+time.
 
 Numeric tables with the columns and sizes of scikit-learn's bundled datasets (iris, wine, breast cancer,
 diabetes, a slice of California housing), filled with seeded random values in each column's real range: what

@@ -71,8 +71,8 @@ routing.register(app)
 demo.register(app)
 db.register(app)
 serve.register(app)
-worker.register(app)  # the sync worker (issue 13)
+worker.register(app)  # the sync worker
 mcp_server.register(app)  # universalrag mcp: the corpora as an MCP server
 from . import eval as eval_cli
 
-eval_cli.register(app)  # noqa: E402,E702 - `universalrag eval rag` (issue 14)
+eval_cli.register(app)  # noqa: E402,E702 - `universalrag eval rag`

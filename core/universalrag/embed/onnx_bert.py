@@ -89,7 +89,7 @@ def query_weights_quantized() -> bool:
     that. Measured on the 250 Wikipedia pages and their real questions (Intel Xeon, two cores): route + retrieve
     30.6 against 36.1 ms at p50, 7 ms less CPU per query; but the query vectors move (cosine 0.9997 on average
     with the float32 ones, 0.9989 at worst) and the router's top label changes for 0.4 % of questions, and routed
-    top-5 recall on the report split fell from 71.2 to 70.9 % (``benchmarks/routing_e2e.py``). Recall is the
+    top-5 recall on the held-out split fell from 71.2 to 70.9 % (``benchmarks/routing_e2e.py``). Recall is the
     default; the 8-bit weights are there for deployments that count milliseconds.
     """
     value = os.environ.get(ONNX_WEIGHTS_ENV, "").strip().lower() or "float32"

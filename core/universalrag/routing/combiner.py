@@ -26,7 +26,7 @@ likeliest is added, up to :data:`MAX_ROUTES` corpora (:func:`covering`). When th
 sibling granularity (the passages of a chosen whole text, the scenes of a chosen whole video, and the other way
 round) joins it from :data:`SIBLING_FLOOR` (10 %): the combiner tells a passage question from a whole-text one less
 surely than text from a table, and in the routing benchmark's tune split the answering unit came back for 168 of 220
-questions with this rule against 166 without (report split, held out: 171 against 169 of 226; floors of 10 % and
+questions with this rule against 166 without (the held-out split: 171 against 169 of 226; floors of 10 % and
 15 % gave the same, 5 % one fewer on tune). A ``none`` conclusion overridden by ``allow_none=False`` (what agent
 tools do) searches what the same rule chooses — with every corpus unlikely, the two likeliest: asked "do I need
 approval for a 700 euro expense" over an employee handbook and a price table, ``none`` 0.52, table 0.20 and

@@ -372,7 +372,7 @@ def _refined(tables: CorpusTables, rows: Mapping[str, int], exact_scan_max_rows:
 
 #: An index search of parts widens its window until it holds this many distinct units (or ``k``, if more): a
 #: window that holds the parts of one or two units only is the sign of a beam stuck among near-identical rows
-#: (thousands of numeric table rows), where the best unit may lie outside it (issue 11).
+#: (thousands of numeric table rows), where the best unit may lie outside it.
 MIN_DISTINCT_UNITS = 3
 
 
@@ -518,7 +518,7 @@ def _text_by_parts(
     the ``k`` units whose own vectors are nearest are ranked again by an exact scan of their parts, one statement:
     among thousands of near-identical numeric rows the graph search does not always reach the rows of a small
     table (a CI build returned the Ubuntu table for "Debian Bookworm release date", Debian's 9 rows never
-    visited), nor the best row of the right one (issue 11)."""
+    visited), nor the best row of the right one."""
     assert tables.parts is not None
     if exact_scan:
         return _grouped((yield _best_parts_exact(sql, tables, request, units=k, flt=request.filter)))
@@ -526,7 +526,7 @@ def _text_by_parts(
     keep = max(k, MIN_DISTINCT_UNITS) * (REFINED_UNITS if refine else 1)  # units the window's grouping returns
     while True:
         # The search beam is at least as wide as the window: without the iterative scan the index returns at most
-        # ef_search rows, and with it a narrow beam stays among near-identical rows (issue 11).
+        # ef_search rows, and with it a narrow beam stays among near-identical rows.
         wanted = min(max(ef, limit), MAX_EF_SEARCH)
         settings = _settings(request, wanted)
 

@@ -1,7 +1,7 @@
 """Does a corpus's HNSW index find what an exact scan finds, on this corpus's own data? Measured once, stored.
 
-Issue 11: a table corpus of numeric CSVs holds thousands of near-identical row vectors, and the HNSW graph search
-lost an exact match among them. Whether an index is reliable depends on the data, so it is measured:
+A table corpus of numeric CSVs holds thousands of near-identical row vectors, and the HNSW graph search can lose
+an exact match among them. Whether an index is reliable depends on the data, so it is measured:
 :func:`check_index` takes query vectors from the corpus itself — a part (row, chunk) of each unit in turn, units in
 a seeded pseudo-random order so that a small unit counts as much as a large one, each moved away from its source
 by random noise (cosine ≈ 0.7, the distance of a real question to its answer) — and searches the table both ways.
@@ -10,11 +10,11 @@ A query counts as found when the index's best unit is the exact scan's, with a b
 search scans exactly whatever the check says, the beam alone must carry recall, so a found query scores the share
 of the exact top :data:`CHECK_K` units that the index's top :data:`CHECK_K` holds (a unit tied with the exact
 list's last, within the tolerance, counts): at 1M synthetic units a best-hit check passed a 166k-unit corpus at
-beam 200 whose searches then found 0.79 of their top 10 (issue 14). Smaller tables keep the best-hit score: below
+beam 200 whose searches then found 0.79 of their top 10. Smaller tables keep the best-hit score: below
 :data:`MIN_RECALL` they are scanned exactly, and recall@10 on the check's far-off queries would widen their beams
 needlessly (at 100k units over six corpora, 200–800 instead of 100). The mean score is the table's recall.
 
-The check also tunes the index's beam (issue 14: at 1M synthetic units, pgvector's default graph found 0.7 of the
+The check also tunes the index's beam (at 1M synthetic units, pgvector's default graph found 0.7 of the
 exact top 10 at ``ef_search`` 100): when the recall at the store's ``ef_search`` is below :data:`MIN_RECALL`, the
 same queries go through the index again at beams twice as wide each time (:func:`beams`, up to pgvector's 1000),
 against the same exact results (the expensive part, computed once), until one reaches :data:`MIN_RECALL`. The

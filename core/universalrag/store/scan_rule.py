@@ -6,7 +6,7 @@
   beam the corpus's index check tuned: :func:`tuned_ef`), unless the corpus's stored index check
   (:mod:`universalrag.store.index_check`, measured on the corpus's own data at about this size) found the index
   unreliable even at the widest beam it tried — e.g. the parts table of numeric CSVs, thousands of near-identical
-  row vectors (issue 11) — and the table holds at most ``exact_scan_max_rows`` rows (``Settings.exact_scan_max_rows``),
+  row vectors — and the table holds at most ``exact_scan_max_rows`` rows (``Settings.exact_scan_max_rows``),
   beyond which an exact scan is too slow to be the default (that table then uses the index at the widest beam).
 
 A check that reaches :data:`MIN_RECALL` at a widened beam makes the index the choice even for a table the exact
