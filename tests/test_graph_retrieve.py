@@ -1,0 +1,200 @@
+"""Retrieval through the knowledge graph, on a small real world: Markdown pages of structures (who designed each,
+which firm built it, linked), the firms' pages and a CSV table of engineers, ingested with the bundled MiniLM into a
+real PostgreSQL, the graph built by the structural extractor. "Where was the designer of the Varnholt Bridge born?"
+needs the bridge's page and the engineers table's row of Ilse Kadrow, which shares only her name with the page."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from universalrag.errors import InvalidInputError
+from universalrag.fusion import with_graph
+from universalrag.graph.walk import MAX_HOPS, WalkLimits, graph_tables, name_keys, walk_statement
+from universalrag.types import GraphPath, Hit
+
+STRUCTURES = [
+    ("Varnholt Bridge", "steel arch bridge", "Quellmark", "Ilse Kadrow", "Halvorsen Works", 1921),
+    ("Brennlid Tower", "granite tower", "Ostervik", "Tomas Ekrin", "Sorgan & Pell", 1898),
+    ("Dromol Dam", "concrete dam", "Lunholm", "Maren Solvik", "Halvorsen Works", 1934),
+    ("Kesmir Viaduct", "stone viaduct", "Quellmark", "Oskar Talvo", "Sorgan & Pell", 1907),
+    ("Ulgard Lighthouse", "cast iron lighthouse", "Ostervik", "Greta Morrow", "Vendel Ironworks", 1889),
+    ("Tavrin Station", "timber station", "Lunholm", "Jorin Haldt", "Vendel Ironworks", 1952),
+]
+ENGINEERS = [
+    ("Ilse Kadrow", "Ostermark", 1879, "Royal Academy of Works"),
+    ("Tomas Ekrin", "Brennvik", 1851, "Harbour School of Building"),
+    ("Maren Solvik", "Gardholm", 1890, "University of the Vale"),
+    ("Oskar Talvo", "Ostervik", 1866, "Royal Academy of Works"),
+    ("Greta Morrow", "Lunholm", 1848, "Brennvik Polytechnic"),
+    ("Jorin Haldt", "Quellmark", 1911, "Northern Institute of Engineering"),
+]
+FIRMS = [
+    ("Halvorsen Works", "Brennvik", 1888),
+    ("Sorgan & Pell", "Gardholm", 1870),
+    ("Vendel Ironworks", "Mirstad", 1861),
+]
+TWO_HOP = "Where was the designer of the Varnholt Bridge born?"
+SINGLE = "Who designed the Varnholt Bridge?"
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
+
+
+def write_world(root: Path) -> Path:
+    for sub in ("structures", "firms", "tables"):
+        (root / sub).mkdir(parents=True)
+    for name, kind, town, designer, firm, year in STRUCTURES:
+        (root / "structures" / f"{_slug(name)}.md").write_text(
+            f"# {name}\n\nThe {name} is a {kind} in {town}. It was designed by {designer} and built by "
+            f"[{firm}](../firms/{_slug(firm)}.md); work on it was completed in {year}.\n",
+            encoding="utf-8",
+        )
+    for firm, town, year in FIRMS:
+        (root / "firms" / f"{_slug(firm)}.md").write_text(
+            f"# {firm}\n\n{firm} is a construction firm founded in {year}. Its head office is in {town}.\n",
+            encoding="utf-8",
+        )
+    rows = "\n".join(f"{n},{b},{y},{u}" for n, b, y, u in ENGINEERS)
+    (root / "tables" / "engineers.csv").write_text(f"Engineer,Birthplace,Born,University\n{rows}\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def world(database_url: str, minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The world ingested once, its graph built; ``rag`` walks the graph, ``plain`` (``graph=False``) does not."""
+    from universalrag.config import Settings
+    from universalrag.graph.store import GraphStore
+    from universalrag.graph.structural import StructuralExtractor
+    from universalrag.pipeline import UniversalRAG
+
+    settings = Settings(database_url=database_url, schema="g_" + uuid.uuid4().hex[:12], query_vectors=0)
+    common: dict[str, Any] = {"settings": settings, "embedder": minilm, "generator": None, "visual_encoder": None}
+    rag = UniversalRAG(log_decisions=False, **common)
+    report = rag.ingest([write_world(tmp_path_factory.mktemp("world"))])
+    assert report.ok, report.failed
+    built = GraphStore(rag.store, minilm).rebuild(StructuralExtractor())
+    assert built.mentions > 0
+    plain = UniversalRAG(store=rag.store, log_decisions=False, graph=False, **common)
+    yield {"rag": rag, "plain": plain}
+    plain.close()
+    rag.store.downgrade("base")
+    rag.close()
+
+
+def shown(hits: list[Hit], *needs: str) -> Hit | None:
+    """The first hit whose text, or one of whose first three matched parts, holds all of ``needs``."""
+    for hit in hits[:5]:
+        texts = [t for _, t, _ in hit.matched_parts[:3]] if hit.matched_parts else [hit.content]
+        if any(all(n in t for n in needs) for t in texts):
+            return hit
+    return None
+
+
+def test_a_two_hop_question_is_shown_the_row_a_name_links_to(world: dict[str, Any]) -> None:
+    hits = world["rag"].retrieve(TWO_HOP)
+    assert shown(hits, "Varnholt Bridge", "Ilse Kadrow") is not None, "the first fact is kept"
+    row = shown(hits, "Ilse Kadrow", "Ostermark")
+    assert row is not None, [(h.corpus, h.content[:60], h.matched_parts[:2]) for h in hits]
+    assert row.corpus == "table"
+    # without the graph the row is out of reach: the table shares no word with the question but its headers
+    assert shown(world["plain"].retrieve(TWO_HOP), "Ilse Kadrow", "Ostermark") is None
+
+
+def test_the_hit_says_which_path_brought_it(world: dict[str, Any]) -> None:
+    row = shown(world["rag"].retrieve(TWO_HOP), "Ilse Kadrow", "Ostermark")
+    assert row is not None and row.path is not None
+    assert row.path.seed == "Varnholt Bridge"
+    assert row.path.entity == "Ilse Kadrow"
+    assert row.path.hops == 1 and row.path.relation
+    as_dict = row.to_dict()["path"]
+    assert as_dict["seed"] == "Varnholt Bridge" and as_dict["hops"] == 1
+
+
+def test_the_router_walks_for_a_two_hop_question_and_not_for_a_single_fact(world: dict[str, Any]) -> None:
+    rag = world["rag"]
+    two = rag.plan(TWO_HOP)
+    rag.route(two)
+    assert two.graph_features["seeds"] >= 1 and two.graph_hits
+    one = rag.plan(SINGLE)
+    rag.route(one)
+    assert one.graph_features["seeds"] >= 1, "the bridge is named, and found"
+    assert one.graph_features["residual"] == 0 and one.graph_features["relational"] == 0
+    assert one.graph_hits == ()
+    single = rag.retrieve(SINGLE)
+    assert single == world["plain"].retrieve(SINGLE), "a single-fact question is retrieved as without the graph"
+    assert shown(single, "Varnholt Bridge", "Ilse Kadrow") is not None
+
+
+def test_the_walk_is_bounded(world: dict[str, Any]) -> None:
+    store = world["rag"].store
+    tables = graph_tables(store.schema)
+    keys = name_keys(TWO_HOP)
+    with store.transaction("walk") as conn:
+        only_seed = conn.execute(walk_statement(tables, keys, WalkLimits(hops=0))).all()
+        narrow = conn.execute(walk_statement(tables, keys, WalkLimits(hops=2, fan_out=1, units=3))).all()
+        wide = conn.execute(walk_statement(tables, keys, WalkLimits(hops=2, fan_out=50, units=200))).all()
+    assert only_seed and all(r.hops == 0 and r.seed == "Varnholt Bridge" for r in only_seed)
+    assert 1 <= len(narrow) <= 3
+    assert len(wide) > len(narrow) and max(r.hops for r in wide) <= 2
+    with pytest.raises(InvalidInputError, match="hops"):
+        WalkLimits(hops=MAX_HOPS + 1)
+    with pytest.raises(InvalidInputError, match="fan_out"):
+        WalkLimits(fan_out=0)
+    assert len(name_keys("Bridge " * 10_000)) <= 96
+
+
+def test_nothing_changes_without_a_graph(database_url: str, minilm: Any, tmp_path: Path) -> None:
+    """No graph built: the same hits as ``graph=False``, and, once the schema is known to hold none, no statement
+    about the graph per question."""
+    from universalrag.config import Settings
+    from universalrag.pipeline import UniversalRAG
+
+    settings = Settings(database_url=database_url, schema="g_" + uuid.uuid4().hex[:12], query_vectors=0)
+    common: dict[str, Any] = {"settings": settings, "embedder": minilm, "generator": None, "visual_encoder": None}
+    rag = UniversalRAG(log_decisions=False, **common)
+    plain = UniversalRAG(store=rag.store, log_decisions=False, graph=False, **common)
+    try:
+        assert rag.ingest([write_world(tmp_path / "world")]).ok
+        statements: list[str] = []
+        sa.event.listen(rag.store.engine, "before_cursor_execute", lambda *a: statements.append(a[2]))
+        for pipeline in (
+            rag,
+            plain,
+        ):  # the first question reads the registry, sizes, combiner; and that there is no graph
+            pipeline.retrieve(TWO_HOP)
+        statements.clear()
+        hits = rag.retrieve(TWO_HOP)
+        assert statements and not [s for s in statements if "graph_" in s]
+        assert all(h.path is None for h in hits)
+        assert rag.retrieve(TWO_HOP) == plain.retrieve(TWO_HOP)
+    finally:
+        rag.store.downgrade("base")
+        plain.close()
+        rag.close()
+
+
+def _hit(id_: str, *, parts: tuple[tuple[int, str, float], ...] = (), path: GraphPath | None = None) -> Hit:
+    return Hit(corpus="c", id=id_, score=0.5, content=id_, matched_parts=parts, path=path)
+
+
+def test_graph_hits_take_the_last_places_and_keep_the_routed_best() -> None:
+    routed = [_hit(str(i)) for i in range(5)]
+    path = GraphPath(seed="A", entity="B", relation="co_occurs", hops=1)
+    graph = [_hit("g1", path=path), _hit("g2", path=path), _hit("g3", path=path)]
+    merged = with_graph(routed, graph, k=5)
+    assert [h.id for h in merged] == ["0", "1", "2", "g1", "g2"]
+    # a graph hit already ranked keeps its place, its graph rows shown first; no routed hit is pushed out for it
+    table = _hit("3", parts=((7, "row seven", 0.4), (1, "row one", 0.6)))
+    found = _hit("3", parts=((1, "row one", 0.2),), path=path)
+    merged = with_graph([*routed[:3], table, routed[4]], [found, graph[0]], k=5)
+    assert [h.id for h in merged] == ["0", "1", "2", "3", "g1"]
+    assert [p[0] for p in merged[3].matched_parts] == [1, 7] and merged[3].path == path
+    assert with_graph(routed, [], k=5) == routed
+    assert [h.id for h in with_graph(routed[:2], graph, k=5)] == ["0", "1", "g1", "g2"]
