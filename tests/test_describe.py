@@ -298,13 +298,19 @@ def test_the_facade_turns_it_on_with_a_keyword(settings: Settings, minilm, tmp_p
     with OpenAICompatServer(chat_reply=json.dumps(CAT)) as server:
         configured = settings.with_(llm_model="vision-test", llm_base_url=server.base_url)
         with UniversalRAG(settings=configured, embedder=minilm, visual_encoder=None, generator=None) as rag:
-            assert rag.ingest([image]).ok  # off by default
+            assert rag.ingest([image]).count("added") == 1  # off by default
             assert not server.requests_to("/v1/chat/completions")
-            rag.store.delete_source(image.resolve().as_uri())
-            assert rag.ingest([image], options=IngestOptions(), describe=True).ok
+            # turning it on replaces the file's units with described ones
+            assert rag.ingest([image], options=IngestOptions(), describe=True).count("replaced") == 1
             assert len(server.requests_to("/v1/chat/completions")) == 1
             hit = search_corpus(rag.store, minilm, "image", "a cat asleep", k=1)[0]
+            assert rag.ingest([image], describe=True).count("unchanged") == 1
+            assert rag.ingest([image]).count("replaced") == 1  # and off again: the file's own text only
+            plain = search_corpus(rag.store, minilm, "image", "a cat asleep", k=1)[0]
+            assert rag.ingest([image], describe=True).count("replaced") == 1  # on again: from the cache
+            assert len(server.requests_to("/v1/chat/completions")) == 1
     assert hit.metadata["model_description"] == CAT["description"]
+    assert "model_description" not in plain.metadata and plain.content == "IMG 2031"
     assert (tmp_path / "home" / "cache" / "model-answers.sqlite3").is_file()  # UNIVERSALRAG_HOME's cache
 
 

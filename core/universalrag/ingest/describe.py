@@ -121,6 +121,13 @@ class Describer:
     def __repr__(self) -> str:
         return f"Describer({self.chat!r}, cache={self.cache!r})"
 
+    @property
+    def identity(self) -> str:
+        """What the descriptions depend on (the model and the prompt's version), in the identity of every source
+        that holds images, tables or scenes: turning descriptions on, or changing the model, replaces such a source
+        at its next ingest (its unchanged units' answers come from the cache)."""
+        return f"described by {self.chat.name} with {PROMPT_VERSION}"
+
     # -- one source ------------------------------------------------------------------------------------------
 
     def _answer(self, request: DescribeRequest, key: str) -> UnitDescription | None:

@@ -157,21 +157,31 @@ def _prepare_document(run: IngestRun, path: Path, uri: str, content_hash: str) -
     )
 
 
-def _text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]]) -> Iterator[FileOutcome]:
-    """Ingest several text files with one embedding call (:mod:`universalrag.ingest.text_group`); each file is
-    still written in its own transaction and fails on its own."""
-    for path, prepared in prepare_text_group(run, group):
-        if isinstance(prepared, FileOutcome):
-            yield prepared
-            continue
-        try:
-            yield _write(run, path, "text", prepared)
-        except UniversalRAGError as e:
-            yield failed_outcome(path, e)
-        except Exception as e:  # as in ingest_paths: the file fails alone
-            if not is_file_failure(e):
-                raise
-            yield failed_outcome(path, file_failure(path, e))
+def _text_group(run: IngestRun, group: Sequence[tuple[Path, str, str]]) -> Iterator[list[FileOutcome]]:
+    """Ingest several text files embedded together (:mod:`universalrag.ingest.text_group`), one list of outcomes
+    per chunk of files embedded: each file is still written in its own transaction and fails on its own, and a
+    chunk is written whole before its outcomes are given (a stop keeps every file embedded)."""
+    for chunk in prepare_text_group(run, group):
+        yield [_write_text(run, path, prepared) for path, prepared in chunk]
+
+
+def _write_text(run: IngestRun, path: Path, prepared: Prepared | FileOutcome) -> FileOutcome:
+    if isinstance(prepared, FileOutcome):
+        return prepared
+    try:
+        return _write(run, path, "text", prepared)
+    except UniversalRAGError as e:
+        return failed_outcome(path, e)
+    except Exception as e:  # as in ingest_paths: the file fails alone
+        if not is_file_failure(e):
+            raise
+        return failed_outcome(path, file_failure(path, e))
+
+
+def _stop_if_asked(run: IngestRun) -> None:
+    """Raise :class:`KeyboardInterrupt` when ``options.should_stop`` says to (between files)."""
+    if run.options.should_stop is not None and run.options.should_stop():
+        raise KeyboardInterrupt
 
 
 #: Kind → how a file of that kind becomes units (text files are batched by :func:`_text_group`).
@@ -236,7 +246,9 @@ def _classify(run: IngestRun, path: Path, *, walked: bool) -> tuple[Detection, s
     all. The hash of an image or video covers its sidecars and the texts given
     with it (:func:`~universalrag.ingest.companions.fingerprint`), so editing only those replaces the source; that
     of a Markdown or HTML page covers :data:`PAGE_RULES` and that of any text :data:`PASSAGE_RULES`, that of a PDF
-    :data:`PDF_RULES`, that of a table file :data:`~universalrag.ingest.tables.read.TABLE_RULES` (for its format)."""
+    :data:`PDF_RULES`, that of a table file :data:`~universalrag.ingest.tables.read.TABLE_RULES` (for its format). With
+    model descriptions on, the hash of a file that holds images, tables or scenes covers the describer's model and
+    prompt, so turning them on (or changing the model) replaces the file's units with described ones."""
     check_file(path)
     if walked and is_empty(path):
         return Detection(None, reason=EMPTY_REASON), "", ""
@@ -255,7 +267,14 @@ def _classify(run: IngestRun, path: Path, *, walked: bool) -> tuple[Detection, s
         if found.kind == "table"
         else None
     )
-    texts = (run.options.captions.get(str(path)), run.alts.get(path.resolve()), rules)
+    describer = run.options.describer
+    described = found.kind != "text" or found.format in TABLES_IN_TEXT  # a kind that holds non-text units
+    texts = (
+        run.options.captions.get(str(path)),
+        run.alts.get(path.resolve()),
+        rules,
+        describer.identity if describer is not None and described else None,
+    )
     return found, path.resolve().as_uri(), fingerprint(path, hash_file(path), texts=texts)
 
 
@@ -409,11 +428,13 @@ def ingest_paths(
     def flush() -> None:
         if pending:
             _started(run, pending[0][0], "text files" if len(pending) > 1 else "text", total=len(pending))
-        for outcome in _text_group(run, pending):
-            if outcome.status == "skipped" and (strict or Path(outcome.path).absolute() in named):
-                outcome = FileOutcome(path=outcome.path, status="failed", error=outcome.error)  # no text, named
-            emit(outcome)
+        group = list(pending)
         pending.clear()
+        for chunk in _text_group(run, group):
+            for outcome in chunk:
+                if outcome.status == "skipped" and (strict or Path(outcome.path).absolute() in named):
+                    outcome = FileOutcome(path=outcome.path, status="failed", error=outcome.error)  # no text, named
+                emit(outcome)
 
     for path in files:
         try:
@@ -435,6 +456,7 @@ def ingest_paths(
                 pending.append((path, uri, content_hash))
                 if len(pending) >= _TEXT_GROUP_FILES:
                     flush()
+                _stop_if_asked(run)
                 continue
             else:
                 flush()  # the group's files come first, and their announcement before this one's
@@ -450,6 +472,7 @@ def ingest_paths(
             outcome = failed_outcome(path, file_failure(path, e))
         flush()  # keep the outcomes in file order
         emit(outcome)
+        _stop_if_asked(run)
     flush()
     store.settle({c for o in report.outcomes if o.status in ("added", "replaced") for c in o.corpora})
     return report
