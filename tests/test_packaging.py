@@ -77,10 +77,12 @@ def test_every_package_directory_is_listed_in_pyproject() -> None:
     assert found <= listed, found - listed
 
 
-def test_readme_documents_every_variable_and_ci_runs_its_test_command() -> None:
+def test_docs_document_every_variable_and_ci_runs_the_readme_test_command() -> None:
+    # the configuration page's table is made from ENV_VARS at build time (docs/_ext/envtable.py); test_docs.py
+    # checks that every variable appears in the built page
+    assert "```{envtable}" in (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert ENV_VARS
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    for var in ENV_VARS:
-        assert f"`{var}`" in readme, var
     commands = re.findall(r"```bash\n(.+?)\n```", readme)
     assert len(commands) >= 2 and "torch==2.13.0" in commands[0] and "demo" in commands[0]
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
