@@ -18,9 +18,11 @@ from universalrag.routing.combiner import (
     CORPUS_FEATURES,
     DOMINANCE_MARGIN,
     MAX_ROUTES,
+    RULES,
     SIBLING_FLOOR,
     SIBLING_TIE,
     Combiner,
+    DecisionRules,
     Logistic,
     TrainingQuery,
     combiner_accuracy,
@@ -915,6 +917,19 @@ def test_the_passages_take_the_place_of_a_guess_beside_a_whole_text() -> None:
     assert decision.routes == ("document", "paragraph")
     nearer = {**LIBTASN1_READ_VALUE, "table": {**LIBTASN1_READ_VALUE["table"], "best": 0.60}}
     assert Combiner.default().decide(nearer, prior_none=0.997).routes == ("document", "table")  # the guess is nearer
+
+
+def test_each_decision_rule_can_be_turned_off() -> None:
+    """The rules read the probe evidence after the learned probabilities, and each is a named setting: off, the
+    decision is what the probabilities alone choose."""
+    combiner = Combiner.default()
+    assert RULES == DecisionRules() and (RULES.sibling_tie, RULES.dominance_margin) == (SIBLING_TIE, DOMINANCE_MARGIN)
+    no_tie = DecisionRules(sibling_tie=None)
+    assert combiner.decide(NETTLE_PBKDF2, prior_none=0.9872, allow_none=False, rules=no_tie).routes == ("document",)
+    no_guess_rule = DecisionRules(named_passages_over_a_guess=False)
+    assert combiner.decide(LIBTASN1_READ_VALUE, prior_none=0.997, rules=no_guess_rule).routes == ("document", "table")
+    assert dominant(NPM_WORKSPACES, ("table",), margin=None) is None
+    assert dominant(NPM_WORKSPACES, ("table",), margin=RULES.dominance_margin) == "paragraph"
 
 
 def test_the_finer_sibling_joins_only_a_whole_text_chosen_first_within_the_tie() -> None:

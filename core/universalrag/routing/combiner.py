@@ -41,13 +41,13 @@ pairs (:data:`~.base.EXCLUSIVE_PAIRS`: a passage *or* the whole document, a scen
 evidence makes both granularities likely, both are searched — their probes are already there — and the fused top
 hits hold the best of each (on the routing benchmark's tune split this found the gold for more questions than
 keeping only the likelier granularity). A whole text chosen first brings its passages along, however unlikely the
-combiner finds them, when their best probe hit is about as near (:func:`finer_sibling`, :data:`SIBLING_TIE`): the
-passage is then the hit to return, and the whole manual around it is not. Last, a text corpus left out whose best probe
-hit beats the best hit of every chosen one by :data:`DOMINANCE_MARGIN` is searched as well (:func:`dominant`; a third
-corpus at most, so up to ``3 k`` hits): the combiner learned to trust a table's margin over its other rows, and two npm
-pages of generic "Flags" tables took "how do workspaces work in npm" (table 0.52, passages 0.16) from a passage of
-similarity 0.80 against the table row's 0.69. The weights are what is learned, by :func:`train_combiner` (Newton's
-method, L2 penalty pulling towards a base model's weights when adapting).
+combiner finds them, when their best probe hit is about as near (:func:`finer_sibling`; the rules and the measurements
+that chose them are :class:`DecisionRules`): the passage is then the hit to return, and the whole manual around it is
+not. Last, a text corpus left out whose best probe hit beats the best hit of every chosen one by a margin is searched as
+well (:func:`dominant`; a third corpus at most, so up to ``3 k`` hits): the combiner learned to trust a table's margin
+over its other rows, and two npm pages of generic "Flags" tables took "how do workspaces work in npm" (table 0.52,
+passages 0.16) from a passage of similarity 0.80 against the table row's 0.69. The weights are what is learned, by
+:func:`train_combiner` (Newton's method, L2 penalty pulling towards a base model's weights when adapting).
 """
 
 from __future__ import annotations
@@ -74,8 +74,10 @@ __all__ = [
     "DEFAULT_COMBINER",
     "DOMINANCE_MARGIN",
     "MAX_ROUTES",
+    "RULES",
     "SIBLING_FLOOR",
     "SIBLING_TIE",
+    "DecisionRules",
     "CombinedDecision",
     "Combiner",
     "Logistic",
@@ -84,6 +86,7 @@ __all__ = [
     "covering",
     "dominant",
     "finer_sibling",
+    "named_passages_over_a_guess",
     "fit_logistic",
     "naming",
     "train_combiner",
@@ -110,22 +113,49 @@ MAX_ROUTES = 2
 #: ... and the best corpus's sibling granularity (a passage or the whole text, a scene or the whole video) is searched
 #: beside it, room permitting, from this probability up.
 SIBLING_FLOOR = 0.1
-#: ... and, whatever its probability, the passages beside a whole text chosen first when their best probe hit is at
-#: most this much less similar than the whole text's best part (:func:`finer_sibling`). Terse questions about a
-#: function of a 230,000-character manual ("pbkdf2 with hmac sha256", prior ``none`` 0.99) went to the whole
-#: manuals alone (document 0.66, passages 0.02), and four of the five hits were other manuals. Chosen on users'
-#: questions: Nettle, bzip2, zlib and GnuPG manuals 34 of 46 answering passages in the top 5 without the rule, 37
-#: with 0.02, 39 with 0.05; libtasn1 and shared-mime-info PDFs 34 → 37 of 42 (0.05); pip's and libffi's pages 44 of
-#: 50 either way; the 250-page routing benchmark unchanged (tune unit@5 59.1 %, report 60.7 → 60.6 %).
+
+#: The shipped :attr:`DecisionRules.sibling_tie`.
 SIBLING_TIE = 0.05
-#: ... and a text corpus left out is searched too when its best probe hit is more similar to the query than the best
-#: hit of every chosen corpus by this much (tables lifted by :data:`~universalrag.fusion.TABLE_OFFSET`, as merging
-#: ranks them): the hit that merging every corpus would put first is never hidden by the decision. Chosen on the
-#: 250-page tune split (routed unit@5 58.9 % without the rule, 58.6 % with a margin of 0, 59.0 % with 0.03; report
-#: split, held out: 60.9 % and 61.1 %) and on npm's 92 Markdown pages (13 of 20 user questions answered in the top 5
-#: without it, 16 with a margin of 0, 15 with 0.03: two pages' "Flags" tables matched every question about npm's
-#: settings, and the combiner trusted their margin over the passages).
+#: The shipped :attr:`DecisionRules.dominance_margin`.
 DOMINANCE_MARGIN = 0.03
+
+
+@dataclass(frozen=True)
+class DecisionRules:
+    """The rules :meth:`Combiner.decide` applies to the learned probabilities, after :func:`covering`. Each reads
+    only the probe evidence (similarities, the ``named`` feature), never a query's words; ``None`` or ``False``
+    turns one off. The shipped values are :data:`RULES`; ``benchmarks/decision_rules.py`` replays the decisions of
+    a question set with each rule off and at other values (the probes are gathered once per question).
+    """
+
+    #: Whatever its probability, the passage corpus beside a whole-text corpus chosen first is searched when its best
+    #: probe hit is at most this much less similar than the whole text's best part (:func:`finer_sibling`). The best
+    #: part of a whole text is about as near as the passage cut like it, and the passage is then the hit to return,
+    #: not the manual around it: terse questions about a function of a 230,000-character manual ("pbkdf2 with hmac
+    #: sha256", prior ``none`` 0.99) went to the whole manuals alone (document 0.66, passages 0.02). Chosen on users'
+    #: manuals (Nettle, bzip2, zlib and GnuPG: 34 of 46 answering passages in the top 5 without the rule, 37 at 0.02,
+    #: 39 at 0.05; libtasn1 and shared-mime-info PDFs 34 → 37 of 42; pip's and libffi's pages 44 of 50 either way);
+    #: held out, the 250-page routing benchmark's held-out split 60.7 → 60.6 % (unit@5).
+    sibling_tie: float | None = SIBLING_TIE
+    #: A text corpus left out is searched too when its best probe hit is more similar to the query than the best hit
+    #: of every chosen corpus by this much (tables lifted by :data:`~universalrag.fusion.TABLE_OFFSET`, as merging
+    #: ranks them; :func:`dominant`): the hit that merging every corpus would put first is never hidden by the
+    #: decision. Chosen on the 250-page tune split (routed unit@5 58.9 % without the rule, 58.6 % at 0, 59.0 % at 0.03)
+    #: and on npm's 92 Markdown pages (13 of 20 user questions answered in the top 5 without it, 16 at 0, 15 at 0.03:
+    #: two pages' "Flags" tables matched every question about npm's settings, and the combiner trusted their margin);
+    #: held out, the held-out split 60.9 → 61.1 %.
+    dominance_margin: float | None = DOMINANCE_MARGIN
+    #: When the last place went to a guess — a corpus below one half, not the first, whose hits hold no name the query
+    #: typed — while the passages beside the whole text chosen first hold one and are more similar than the guess's
+    #: best (tables lifted), the passages take the guess's place (:func:`named_passages_over_a_guess`). A function's
+    #: name alone ("asn1_read_value") went to a manual (0.37) and a table (0.17) whose lifted best missed the
+    #: passages' by 0.05, so neither :attr:`sibling_tie`'s room nor :attr:`dominance_margin` let the passage in.
+    #: Without the condition on names the rule also took a table's place for a crowd question about a table.
+    named_passages_over_a_guess: bool = True
+
+
+#: The shipped decision rules.
+RULES = DecisionRules()
 _TEXT_GRANULARITIES = ("is_paragraph", "is_document", "is_table")
 
 
@@ -161,58 +191,66 @@ def _lifted(row: Mapping[str, float]) -> float:
 
 
 def finer_sibling(
-    pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str], *, room: int = MAX_ROUTES
+    pairs: Mapping[str, Mapping[str, float]],
+    chosen: Sequence[str],
+    *,
+    room: int = MAX_ROUTES,
+    tie: float | None = SIBLING_TIE,
 ) -> str | None:
     """The passage corpus to search beside a whole-text corpus chosen first (``chosen[0]``), when its best probe
-    hit comes within :data:`SIBLING_TIE` of that corpus's best, and fewer than ``room`` corpora are chosen; else
-    ``None``. The best part of a whole text is about as near as the passage it was cut like, and then the
-    passage is the hit to return (merging ranks it first): the whole manual's 200,000 characters are not. A
-    ``none`` conclusion overridden (``allow_none=False``) leaves one more route: its two likeliest corpora are
-    guesses ("append a new element to a SEQUENCE OF": the libtasn1 manual and a table, the answering passage
-    first among passages)."""
-    if not chosen or len(chosen) >= room or not pairs.get(chosen[0], {}).get("is_document"):
+    hit comes within ``tie`` (:attr:`DecisionRules.sibling_tie`) of that corpus's best, and fewer than ``room``
+    corpora are chosen; else ``None`` (always when ``tie`` is ``None``). The best part of a whole text is about as near
+    as the passage it was cut like, and then the passage is the hit to return (merging ranks it first): the whole
+    manual's 200,000 characters are not. A ``none`` conclusion overridden (``allow_none=False``) leaves one more route:
+    its two likeliest corpora are guesses ("append a new element to a SEQUENCE OF": the libtasn1 manual and a table, the
+    answering passage first among passages)."""
+    if tie is None or not chosen or len(chosen) >= room or not pairs.get(chosen[0], {}).get("is_document"):
         return None
     top = float(pairs[chosen[0]]["best"])
     finer = [c for c in sibling_corpora(pairs).get(chosen[0], ()) if c not in chosen and not pairs[c].get("empty")]
     best = max(finer, key=lambda c: float(pairs[c]["best"]), default=None)
-    return best if best is not None and float(pairs[best]["best"]) >= top - SIBLING_TIE else None
+    return best if best is not None and float(pairs[best]["best"]) >= top - tie else None
 
 
-def _sibling_for_a_guess(
-    pairs: Mapping[str, Mapping[str, float]], probs: Mapping[str, float], chosen: tuple[str, ...], *, room: int
+def named_passages_over_a_guess(
+    pairs: Mapping[str, Mapping[str, float]],
+    probs: Mapping[str, float],
+    chosen: tuple[str, ...],
+    *,
+    room: int,
+    tie: float | None = SIBLING_TIE,
 ) -> tuple[tuple[str, ...], str | None]:
     """The passage corpus :func:`finer_sibling` would add had the last place not been taken by a guess — a corpus
     below one half, not the first, whose hits hold no name the query typed while the passages' do, and whose best
     hit (tables lifted) is less similar than the passages' best — in that guess's place: ``(chosen without it, the
-    passage corpus)``; else ``(chosen, None)``. A function's name alone ("asn1_read_value") went to a manual (0.37)
-    and a table (0.17) whose lifted best missed the passages' by 0.05, so neither this rule's room nor
-    :func:`dominant`'s margin let the passage in. Without the condition on names the rule also took a table's place
-    for a crowd question about a table (one of the routing benchmark's 1,046 tune questions lost its answer)."""
+    passage corpus)``; else ``(chosen, None)``. See :attr:`DecisionRules.named_passages_over_a_guess`."""
     guesses = [c for c in chosen[1:] if probs.get(c, 1.0) < 0.5 and not pairs[c].get("named")]
     if not guesses:
         return chosen, None
     weakest = min(guesses, key=lambda c: probs[c])
     kept = tuple(c for c in chosen if c != weakest)
-    finer = finer_sibling(pairs, kept, room=room)
+    finer = finer_sibling(pairs, kept, room=room, tie=tie)
     if finer is None or not pairs[finer].get("named") or float(pairs[finer]["best"]) <= _lifted(pairs[weakest]):
         return chosen, None
     return kept, finer
 
 
-def dominant(pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str]) -> str | None:
-    """The text corpus outside ``chosen`` whose best probe hit beats every chosen corpus's by
-    :data:`DOMINANCE_MARGIN` (see there), if any; ``None`` when a chosen corpus is not a text corpus (its similarity
-    is on another scale) or no such corpus exists."""
+def dominant(
+    pairs: Mapping[str, Mapping[str, float]], chosen: Sequence[str], *, margin: float | None = DOMINANCE_MARGIN
+) -> str | None:
+    """The text corpus outside ``chosen`` whose best probe hit beats every chosen corpus's by ``margin``
+    (:attr:`DecisionRules.dominance_margin`), if any; ``None`` when ``margin`` is ``None``, when a chosen corpus is
+    not a text corpus (its similarity is on another scale) or no such corpus exists."""
 
     def text(name: str) -> bool:
         row = pairs[name]
         return any(row.get(flag) for flag in _TEXT_GRANULARITIES) and not row.get("empty")
 
-    if not chosen or not all(c in pairs and text(c) for c in chosen):
+    if margin is None or not chosen or not all(c in pairs and text(c) for c in chosen):
         return None
     top = max(_lifted(pairs[c]) for c in chosen)
     best = max((c for c in pairs if c not in chosen and text(c)), key=lambda c: _lifted(pairs[c]), default=None)
-    return best if best is not None and _lifted(pairs[best]) >= top + DOMINANCE_MARGIN else None
+    return best if best is not None and _lifted(pairs[best]) >= top + margin else None
 
 
 def naming(pairs: Mapping[str, Mapping[str, float]]) -> list[str]:
@@ -383,12 +421,18 @@ class Combiner:
     def corpus_probabilities(self, pairs: Mapping[str, Mapping[str, float]]) -> dict[str, float]:
         """The probability that each corpus answers the query."""
         names = list(pairs)
-        return {n: float(p) for n, p in zip(names, self.corpus_model.predict([pairs[n] for n in names]))}
+        return {n: float(p) for n, p in zip(names, self.corpus_model.predict([pairs[n] for n in names]), strict=True)}
 
     def decide(
-        self, pairs: Mapping[str, Mapping[str, float]], *, prior_none: float, allow_none: bool = True
+        self,
+        pairs: Mapping[str, Mapping[str, float]],
+        *,
+        prior_none: float,
+        allow_none: bool = True,
+        rules: DecisionRules = RULES,
     ) -> CombinedDecision:
-        """Routes for one query from its per-corpus features and the prior's ``none`` probability."""
+        """Routes for one query from its per-corpus features and the prior's ``none`` probability, the learned
+        probabilities read by ``rules`` (:class:`DecisionRules`) after :func:`covering`."""
         probs = self.corpus_probabilities(pairs)
         top_prior = max((float(r["prior"]) for r in pairs.values()), default=0.0)
         qf = query_features(pairs, probs, prior_none=prior_none, prior_top_corpus=top_prior)
@@ -407,12 +451,12 @@ class Combiner:
         if named and not set(named) & set(chosen):
             chosen = (*chosen, named[0])
         room = MAX_ROUTES + 1 if concluded_none else MAX_ROUTES
-        finer = finer_sibling(pairs, chosen, room=room)
-        if finer is None:
-            chosen, finer = _sibling_for_a_guess(pairs, probs, chosen, room=room)
+        finer = finer_sibling(pairs, chosen, room=room, tie=rules.sibling_tie)
+        if finer is None and rules.named_passages_over_a_guess:
+            chosen, finer = named_passages_over_a_guess(pairs, probs, chosen, room=room, tie=rules.sibling_tie)
         if finer is not None:
             chosen = (*chosen, finer)
-        extra = dominant(pairs, chosen)
+        extra = dominant(pairs, chosen, margin=rules.dominance_margin)
         return CombinedDecision((*chosen, extra) if extra else chosen, scores, answerable, concluded_none, ranked[0])
 
     # -- storage -------------------------------------------------------------------------------------------
@@ -502,7 +546,7 @@ def _fit_answerable(
 ) -> Logistic:
     qrows, qlabels = [], []
     for q in queries:
-        probs = dict(zip(q.pairs, corpus.predict(list(q.pairs.values()))))
+        probs = dict(zip(q.pairs, corpus.predict(list(q.pairs.values())), strict=True))
         top_prior = max((float(r["prior"]) for r in q.pairs.values()), default=0.0)
         qrows.append(query_features(q.pairs, probs, prior_none=q.prior_none, prior_top_corpus=top_prior))
         qlabels.append(1.0 if q.answerable else 0.0)
