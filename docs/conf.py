@@ -76,6 +76,8 @@ API_MODULES = [
     "universalrag.generate",
     "universalrag.eval",
     "universalrag.sync",
+    "universalrag.graph",
+    "universalrag.mcp",
     "langchain_universalrag",
     "langchain_universalrag.graph",
     "llama_index.retrievers.universalrag",
