@@ -6,7 +6,9 @@ line, ``FastMCP`` on 1.x (same decorators). Tools:
 - ``search`` — route the question, search the chosen corpora; the routing decision and the fused hits;
 - ``search_corpus`` — search one named corpus;
 - ``route`` — only the decision (which corpora, with a probability each);
-- ``ask`` — route, retrieve and answer with the configured chat model (the evidence when none is configured).
+- ``ask`` — route, retrieve and answer with the configured chat model (the evidence when none is configured);
+- ``explore_entity`` — a name in the knowledge graph: what it is, what it relates to, the units that mention it
+  (:mod:`.graph_tool`; when the pipeline walks a graph).
 
 Every result is text first; pictures come as image content with a caption and a resource link beside them
 (:mod:`.content`). Resources: ``universalrag://unit/{corpus}/{unit_id}`` (a unit's full text),
@@ -41,6 +43,7 @@ from .content import (
     json_text,
     unit_uri,
 )
+from .graph_tool import register_graph_tool
 
 __all__ = ["SERVER_NAME", "build_server", "sdk_major"]
 
@@ -187,6 +190,7 @@ def build_server(rag: UniversalRAG, *, k: int = 5, media: bool = True, name: str
         return await _answering("ask", work)
 
     _register_resources(server, rag)
+    register_graph_tool(server, rag, annotations=read_only, answering=_answering)
     return server
 
 
