@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from universalrag.errors import InvalidInputError
+from universalrag.evidence import hit_content, hit_text
 from universalrag.fusion import with_graph
 from universalrag.graph.walk import MAX_HOPS, WalkLimits, graph_tables, name_keys, walk_statement
 from universalrag.types import GraphPath, Hit
@@ -115,6 +116,11 @@ def test_the_hit_says_which_path_brought_it(world: dict[str, Any]) -> None:
     assert row.path.hops == 1 and row.path.relation
     as_dict = row.to_dict()["path"]
     assert as_dict["seed"] == "Varnholt Bridge" and as_dict["hops"] == 1
+    # a model is told the path and what the graph knows of the entity, beside the rows
+    text = hit_text(row)
+    assert text.startswith("Reached through the knowledge graph: Varnholt Bridge -[")
+    assert "Ilse Kadrow: " in text and "Ostermark" in text.split("Matched rows")[0]
+    assert hit_content(text, row) == row.content
 
 
 def test_the_router_walks_for_a_two_hop_question_and_not_for_a_single_fact(world: dict[str, Any]) -> None:

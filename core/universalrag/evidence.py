@@ -30,6 +30,7 @@ __all__ = [
     "EvidenceBudget",
     "build_evidence",
     "check_unit_tokens",
+    "graph_note",
     "hit_content",
     "hit_file",
     "hit_images",
@@ -206,11 +207,33 @@ def _passages_first(hit: Hit) -> str | None:
     return f"Matched passages (best first):\n{listed}\n\n{hit.content}"
 
 
+def graph_note(hit: Hit) -> str:
+    """How the knowledge graph reached ``hit``, for a model: the path from the name the question typed to the entity
+    the unit names, with the relation's and the entity's descriptions where the graph holds them (a row's other
+    cells, a model's summary); empty for a hit a search found."""
+    p = hit.path
+    if p is None or p.hops == 0:
+        return ""
+    step = f"{p.seed} -[{p.relation}]-> {p.entity}" if p.hops == 1 else f"{p.seed} -> ... -[{p.relation}]-> {p.entity}"
+    lines = [f"Reached through the knowledge graph: {step} ({p.hops} hop{'s' if p.hops > 1 else ''})."]
+    if p.relation_description:
+        lines.append(f"{p.relation}: {p.relation_description}")
+    if p.entity_description:
+        lines.append(f"{p.entity}: {p.entity_description}")
+    return "\n".join(lines) + "\n\n"
+
+
 def hit_text(hit: Hit) -> str:
     """The text a model reads for ``hit``: a table's matched rows (best first) before its Markdown; a document
     longer than the default text budget, its matched passages (best first) before its whole text — a budget cuts a
     text from its end, and a manual's matching page may lie far past its first pages; a clip's transcript with its
-    video and time range; any other unit's content."""
+    video and time range; any other unit's content. A hit the knowledge graph reached leads with its path
+    (:func:`graph_note`)."""
+    note = graph_note(hit)
+    return note + _unit_text(hit) if note else _unit_text(hit)
+
+
+def _unit_text(hit: Hit) -> str:
     if hit.matched_parts and hit.modality is Modality.TABLE:
         rows = "\n".join(f"- row {i + 1}: {text}" for i, text, _ in hit.matched_parts)
         return f"Matched rows (best first):\n{rows}\n\n{hit.content}"
@@ -245,7 +268,8 @@ def unit_text(hit: Hit, *, max_tokens: int | None = UNIT_TEXT_TOKENS) -> tuple[s
     text = hit_text(hit)
     if max_tokens is None or len(text.split()) <= max_tokens * _WORDS_PER_TOKEN:
         return text, False
-    return _cut(_passages_first(hit) or text, max_tokens), True
+    led = _passages_first(hit)
+    return _cut(graph_note(hit) + led if led else text, max_tokens), True
 
 
 def hit_content(text: str, hit: Hit) -> str:
@@ -253,7 +277,8 @@ def hit_content(text: str, hit: Hit) -> str:
     ``text`` without the rows, passages or transcript heading :func:`hit_text` puts before it; other text as it
     is."""
     empty = replace(hit, content="")
-    for prefix in (hit_text(empty), _passages_first(empty)):
+    led = _passages_first(empty)
+    for prefix in (hit_text(empty), graph_note(empty) + led if led else None):
         if prefix and text.startswith(prefix):
             return text[len(prefix) :]
     return text
