@@ -10,10 +10,9 @@ Shared by the text reader (paragraphs) and the table reader (data tables), on a 
   or nearly all their words are links (an index).
 - :func:`remove_navigation` drops navigation: ``<nav>``, ARIA landmarks (``navigation``, ``banner``,
   ``contentinfo``, ``search``), ``<aside>``, page-level ``<header>``/``<footer>``, elements whose class or id
-  names a menu, breadcrumb, sidebar, navigation bar, header or footer, or a wiki's navigation box or hidden
-  person data (Wikipedia's ``table.navbox``: on the page of Kazakhstan, 10 of its 13 tables, which came out as
-  "data tables" titled "Government (2)" to "(7)" and were found for questions on other pages; Texinfo's
-  ``div.header`` and ``div.nav-panel`` with "Previous: … Up: … Next: …"), skip links, and blocks that are mostly
+  names a menu, breadcrumb, sidebar, navigation bar, header or footer (Texinfo's ``div.header`` and
+  ``div.nav-panel`` with "Previous: … Up: … Next: …") or what a known page generator names its chrome
+  (:data:`SITE_MARKS`: MediaWiki's navigation boxes and hidden person data), skip links, and blocks that are mostly
   links (tables of contents, link lists), and interface controls (``<button>``, ``<select>``: the "copy" a code block's
   button would add to it). A class name never makes chrome of a heading or its parts: mdBook's
   ``<h2><a class="header">``, rustdoc's ``<h4 class="code-header">`` (each method's signature) and Wikipedia's
@@ -34,11 +33,15 @@ Tuned for news articles, it does not fit manuals.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "HEADINGS",
+    "MEDIAWIKI",
+    "SITE_MARKS",
+    "SiteMarks",
     "heading_text",
     "is_layout_table",
     "is_permalink",
@@ -48,18 +51,55 @@ __all__ = [
     "unwrap_layout_tables",
 ]
 
+
+@dataclass(frozen=True)
+class SiteMarks:
+    """The class words one page generator gives its chrome, beside the generic ones every site uses (``nav``,
+    ``menu``, ``sidebar``, ...): ``navigation``, elements that are navigation wherever they stand; ``furniture``,
+    tables that are page furniture (message boxes), not data; ``records``, tables laid out as one record (a label
+    beside its value in each row), read as fields by :mod:`universalrag.ingest.tables.html`."""
+
+    generator: str
+    navigation: tuple[str, ...] = ()
+    furniture: tuple[str, ...] = ()
+    records: tuple[str, ...] = ()
+
+
+#: MediaWiki (Wikipedia and every wiki on its software). ``navbox``: on the page of Kazakhstan 10 of its 13 tables
+#: are navigation boxes, which came out as "data tables" titled "Government (2)" to "(7)" and were found for questions
+#: on other pages; ``persondata``, hidden person data; ``ambox``, ``mbox-small`` and ``sistersitebox``, the message
+#: boxes ("This article needs additional citations", "Wikimedia Commons has media related to ..."); ``infobox``, the
+#: summary box, one record. Measured by ``tests/test_ingest_wiki_boxes.py`` and ``benchmarks/routing_e2e.py``'s 250
+#: Wikipedia pages.
+MEDIAWIKI = SiteMarks(
+    "MediaWiki",
+    navigation=("navbox", "vertical-navbox", "persondata"),
+    furniture=("ambox", "mbox-small", "sistersitebox"),
+    records=("infobox",),
+)
+#: The page generators whose class words are known; the generic words apply to every page.
+SITE_MARKS: tuple[SiteMarks, ...] = (MEDIAWIKI,)
+
 _NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menubar", "menu"})
 _LAYOUT_ROLES = frozenset({"presentation", "none"})
-#: Class or id words of navigation and page chrome (matched as whole words, case-insensitive).
-_NAV_WORDS = re.compile(
-    r"(?:^|[\s_-])(?:nav|navbar|navigation|nav-panel|breadcrumbs?|menu|menubar|sidebar|sidenav|header|footer|"
-    r"skip|skiplink|skip-link|topbar|toolbar|pager|pagination|crumbs|navbox|vertical-navbox|persondata)(?:$|[\s_-])",
-    re.IGNORECASE,
+
+
+def _words(words: Sequence[str]) -> re.Pattern[str]:
+    """A pattern matching any of ``words`` as a whole word of a class or id (case-insensitive)."""
+    return re.compile(r"(?:^|[\s_-])(?:" + "|".join(words) + r")(?:$|[\s_-])", re.IGNORECASE)
+
+
+#: Class or id words of navigation and page chrome, generic and of the :data:`SITE_MARKS` generators.
+_NAV_WORDS = _words(
+    [
+        *("nav", "navbar", "navigation", "nav-panel", "breadcrumbs?", "menu", "menubar", "sidebar", "sidenav"),
+        *("header", "footer", "skip", "skiplink", "skip-link", "topbar", "toolbar", "pager", "pagination", "crumbs"),
+        *(re.escape(w) for marks in SITE_MARKS for w in marks.navigation),
+    ]
 )
-#: ... and of tables that are page furniture: an index, a table of contents, a wiki's message boxes ("This article
-#: needs additional citations", the sister project's "Wikimedia Commons has media related to ...").
-_TABLE_NAV_WORDS = re.compile(
-    r"(?:^|[\s_-])(?:index|navigation|toc|contents|ambox|mbox-small|sistersitebox)(?:$|[\s_-])", re.IGNORECASE
+#: ... and of tables that are page furniture: an index, a table of contents, the generators' message boxes.
+_TABLE_NAV_WORDS = _words(
+    ["index", "navigation", "toc", "contents", *(re.escape(w) for marks in SITE_MARKS for w in marks.furniture)]
 )
 _BLOCK_CONTENT = ["h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "form", "pre", "blockquote"]
 _LINK_BLOCKS = ["ul", "ol", "dl", "p", "div", "td", "section", "menu"]

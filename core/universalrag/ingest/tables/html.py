@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from ..html_clean import HEADINGS, heading_text
+from ..html_clean import HEADINGS, SITE_MARKS, heading_text
 from .model import (
     ParsedTable,
     fit_row,
@@ -134,17 +134,22 @@ def _distinct(row: list[str]) -> list[str]:
     return [v for i, v in enumerate(row) if v and (i == 0 or v != row[i - 1])]
 
 
+#: Class words that declare a table one record, from the known page generators (:data:`~..html_clean.SITE_MARKS`).
+_RECORD_CLASSES = frozenset(w for marks in SITE_MARKS for w in marks.records)
+
+
 def _record(table: Any, grid: list[list[str]], header_rows: int) -> list[list[str]] | None:
     """The rows of a table laid out as one record — each row a field's label beside its value, as in a Wikipedia
     infobox — as one cell each, ``"Dates: 22 June–14 July 1964"``; ``None`` for a table of other rows.
 
-    Read as columns, such a table has no header but its title row ("Race details" spanning every column), and each
-    row read "Race details: Dates | Race details_3: 22 June–14 July 1964". A record: at least two rows of a label
-    and a value, and 80 % of the rows holding more than one cell are such rows. A table of class ``infobox`` needs
-    no more; another must have one title row at most above them, and one value in each (a table whose rows are
-    labelled and hold several values, as a transposed table of isotopes, keeps its columns). A heading or picture
-    row is kept as its text alone, and the rows above the fields become the first rows."""
-    infobox = "infobox" in (table.get("class") or [])
+    Read as columns, such a table has no header but its title row ("Race details" spanning every column), and each row
+    read "Race details: Dates | Race details_3: 22 June–14 July 1964". A record: at least two rows of a label and a
+    value, and 80 % of the rows holding more than one cell are such rows. A table whose class says it is a record
+    (:data:`_RECORD_CLASSES`: MediaWiki's ``infobox``) needs no more; another must have one title row at most above
+    them, and one value in each (a table whose rows are labelled and hold several values, as a transposed table of
+    isotopes, keeps its columns). A heading or picture row is kept as its text alone, and the rows above the fields
+    become the first rows."""
+    infobox = not _RECORD_CLASSES.isdisjoint(table.get("class") or [])
     if not infobox and len({c for row in grid[:header_rows] for c in row if c}) > 1:
         return None  # a header of several names: a table of columns (most tables end here, their cells unread)
     kinds = _label_cells(table)[: len(grid)]
