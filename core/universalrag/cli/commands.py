@@ -176,10 +176,13 @@ def ingest(
         describe=describe,
     )
     progress = IngestProgress(obj.output, quiet=as_json)
+    stop = StopAfterCurrent(obj.output)
+    # the pipeline stops at its own safe points: between files, and between the embedding calls of a group of text
+    # files, once every file embedded so far is written
+    options = dataclasses.replace(options, should_stop=lambda: stop.requested)
 
     def on_file(outcome: Any) -> None:
         progress.on_file(outcome)
-        stop.check()  # between files: everything reported so far is committed
 
     def on_removed(outcome: Any) -> None:
         progress.on_removed(outcome)
@@ -187,7 +190,7 @@ def ingest(
 
     folders = [p for p in paths if is_folder(p)]
     try:
-        with StopAfterCurrent(obj.output) as stop, progress:
+        with stop, progress:
             report = rag.ingest(
                 paths,
                 corpus=corpus,

@@ -1,5 +1,6 @@
-"""Ctrl-C during a long command: the first one stops after the unit of work in progress (an ingested file is
-committed or rolled back as a whole), a second one stops at once."""
+"""Ctrl-C during a long command: the first one stops at the next safe point (an ingest: between files, and between
+the embedding calls of a group of text files once every file embedded is written; each file is committed or rolled
+back as a whole), a second one stops at once."""
 
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ class StopAfterCurrent:
             self.forced = True
             raise KeyboardInterrupt
         self.requested = True
-        self.out.err.print("stopping after the current file (Ctrl-C again to stop now)", markup=False)
+        self.out.err.print(
+            "stopping after the current file and the files already embedded (Ctrl-C again to stop now)", markup=False
+        )
 
     def check(self) -> None:
         """Raise :class:`KeyboardInterrupt` when a stop was requested (call it between units of work)."""

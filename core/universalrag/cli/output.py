@@ -343,8 +343,12 @@ class IngestProgress:
         counts = f": {progress.done}/{progress.total} {progress.what} {progress.stage}"
         if self._progress is not None:
             self._progress.update(self._task, last=self._note("", progress.path, counts))
-        elif not self.quiet:
+        elif self.quiet:
+            return
+        elif progress.stage == "committed":
             self.out.line(progress.path + counts)
+        else:  # work before anything is written (embedding a group's passages): a note on stderr, as above
+            self.out.err.print(Text(progress.path + counts), soft_wrap=True)
 
     def on_file(self, outcome: FileOutcome) -> None:
         """Called after each input (its transaction is committed, or rolled back when it failed)."""

@@ -74,6 +74,9 @@ class IngestOptions:
     #: :mod:`universalrag.graph`): called with a source's units and URI before its transaction, it returns the hook
     #: that writes them inside it; ``None``: no graph.
     graph: Callable[[Sequence[Unit], str], SourceHook] | None = None
+    #: Asked between files and between the embedding calls of a group of text files; when it returns True the
+    #: ingest raises :class:`KeyboardInterrupt` there, every file done so far committed (the command's Ctrl-C).
+    should_stop: Callable[[], bool] | None = None
 
     @classmethod
     def from_settings(

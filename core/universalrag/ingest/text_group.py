@@ -10,6 +10,8 @@ cannot be read or planned fails on its own; the others go on.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,7 +24,7 @@ from ..errors import EmbeddingError, IngestError, NoTextError, UniversalRAGError
 from ..types import Modality, PartBatch
 from .files import HEAD_BYTES, NO_TEXT_REASON, declared_encoding, decode_text, read_content
 from .guard import file_failure, is_file_failure
-from .report import FileOutcome
+from .report import FileOutcome, Progress
 from .run import IngestRun, failed_outcome
 from .table_plan import TablePlan, plan_table_units
 from .text.document import TextDocument
@@ -31,7 +33,15 @@ from .units import Prepared, TextPlan, plan_text_units, source_record, table_uni
 if TYPE_CHECKING:
     from .tables.model import ParsedTable
 
-__all__ = ["TABLES_IN_TEXT", "TextFile", "page_tables", "plan_text_file", "prepare_text_group", "text_prepared"]
+__all__ = [
+    "EMBED_SLICE",
+    "TABLES_IN_TEXT",
+    "TextFile",
+    "page_tables",
+    "plan_text_file",
+    "prepare_text_group",
+    "text_prepared",
+]
 
 #: Text formats whose tables also go to the table corpus.
 TABLES_IN_TEXT = ("md", "html", "rst", "ipynb")
@@ -135,17 +145,28 @@ def text_prepared(run: IngestRun, planned: TextFile, vectors: np.ndarray) -> Pre
     return Prepared(record, units, parts)
 
 
+#: Texts embedded per encoder call within a group: each call is a point where progress is reported and a stop asked
+#: for is honoured, so it must stay short (a few seconds on a busy machine).
+EMBED_SLICE = 128
+
+
 def prepare_text_group(
     run: IngestRun,
     group: Sequence[tuple[Path, str, str]],
-) -> Iterator[tuple[Path, Prepared | FileOutcome]]:
-    """``(path, prepared source or failed outcome)`` for each ``(path, uri, content hash)`` of ``group``, in
-    order, after one embedding call for all their texts. A source is built only when asked for, so a caller
-    writing each before taking the next holds one file's units at a time besides the group's vectors. A file with
+) -> Iterator[list[tuple[Path, Prepared | FileOutcome]]]:
+    """Chunks of ``(path, prepared source or failed outcome)`` for the ``(path, uri, content hash)`` of ``group``,
+    in order. Their texts are embedded :data:`EMBED_SLICE` at a time (``run.on_progress`` hears how many of the
+    group's passages are embedded after each call, named by the file they belong to); each chunk holds the files
+    whose texts are all embedded by then. Between calls, ``run.options.should_stop`` is asked: when it says stop,
+    :class:`KeyboardInterrupt` is raised there, after the caller has taken every file embedded so far (a caller
+    writes each chunk before asking for the next). A source is built only when its chunk is asked for. A file with
     no readable text is ``skipped`` (:data:`~universalrag.ingest.files.NO_TEXT_REASON`, its own reason as
     ``error``): the caller fails it when the user named it."""
     planned: list[TextFile | FileOutcome] = []
+    stop = run.options.should_stop or (lambda: False)
     for path, uri, content_hash in group:
+        if stop():  # nothing of the group is embedded yet: nothing is lost
+            raise KeyboardInterrupt
         try:
             planned.append(plan_text_file(run, path, uri, content_hash))
         except NoTextError as e:
@@ -157,29 +178,50 @@ def prepare_text_group(
                 raise
             planned.append(failed_outcome(path, file_failure(path, e)))
     texts = [t for p in planned if isinstance(p, TextFile) for t in p.texts]
-    try:
-        vectors = run.embedder.embed(texts) if texts else np.zeros((0, run.embedder.dimension), dtype=np.float32)
-        if len(vectors) != len(texts):
-            raise EmbeddingError(
-                f"The encoder {run.embedder.name!r} returned {len(vectors)} vectors for "
-                f"{len(texts)} texts; its embed() must return one vector per text, in order."
-            )
-    except UniversalRAGError as e:
-        for (path, _, _), p in zip(group, planned, strict=True):
-            yield path, p if isinstance(p, FileOutcome) else failed_outcome(path, e)
-        return
-    offset = 0
-    for (path, _, _), p in zip(group, planned, strict=True):
-        if isinstance(p, FileOutcome):
-            yield path, p
-            continue
-        mine = vectors[offset : offset + len(p.texts)]
-        offset += len(p.texts)
+    ends = list(itertools.accumulate(len(p.texts) if isinstance(p, TextFile) else 0 for p in planned))
+    vectors = np.zeros((len(texts), run.embedder.dimension), dtype=np.float32)
+    done = taken = 0
+    while True:
+        chunk: list[tuple[Path, Prepared | FileOutcome]] = []
+        while taken < len(planned) and ends[taken] <= done:
+            path, p = group[taken][0], planned[taken]
+            chunk.append((path, p if isinstance(p, FileOutcome) else _built(run, p, vectors, ends[taken])))
+            taken += 1
+        if chunk:
+            yield chunk
+        if done >= len(texts):
+            return
+        if stop():
+            raise KeyboardInterrupt
+        batch = texts[done : done + EMBED_SLICE]
         try:
-            yield path, text_prepared(run, p, mine)
-        except UniversalRAGError as e:
-            yield path, failed_outcome(path, e)
-        except Exception as e:  # as above
-            if not is_file_failure(e):
-                raise
-            yield path, failed_outcome(path, file_failure(path, e))
+            embedded = run.embedder.embed(batch)
+            if len(embedded) != len(batch):
+                raise EmbeddingError(
+                    f"The encoder {run.embedder.name!r} returned {len(embedded)} vectors for "
+                    f"{len(batch)} texts; its embed() must return one vector per text, in order."
+                )
+        except UniversalRAGError as e:  # the files not embedded yet fail; those written stay
+            yield [
+                (group[i][0], p if isinstance(p, FileOutcome) else failed_outcome(group[i][0], e))
+                for i, p in enumerate(planned)
+                if i >= taken
+            ]
+            return
+        vectors[done : done + len(batch)] = embedded
+        done += len(batch)
+        if run.on_progress is not None:
+            current = group[min(bisect.bisect_left(ends, done), len(group) - 1)][0]
+            run.on_progress(Progress(path=str(current), done=done, total=len(texts), what="passages", stage="embedded"))
+
+
+def _built(run: IngestRun, planned: TextFile, vectors: np.ndarray, end: int) -> Prepared | FileOutcome:
+    """The source of a planned file from its rows of the group's ``vectors`` (ending at ``end``), or its failure."""
+    try:
+        return text_prepared(run, planned, vectors[end - len(planned.texts) : end])
+    except UniversalRAGError as e:
+        return failed_outcome(planned.path, e)
+    except Exception as e:  # as above
+        if not is_file_failure(e):
+            raise
+        return failed_outcome(planned.path, file_failure(planned.path, e))
