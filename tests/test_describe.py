@@ -171,8 +171,13 @@ def test_the_budget_bounds_the_calls_of_a_run(store: Store, minilm, tmp_path: Pa
         write_photo(folder / f"p{i}.jpg", name=photo)
     with OpenAICompatServer(chat_reply=json.dumps(ROCKET)) as server:
         describing = describer(server, tmp_path, max_calls=2)
-        report = ingest_paths(store, minilm, [folder], options=IngestOptions(describer=describing))
+        events: list[Any] = []
+        report = ingest_paths(
+            store, minilm, [folder], options=IngestOptions(describer=describing), on_progress=events.append
+        )
         assert len(server.requests_to("/v1/chat/completions")) == 2
+    described = [(Path(e.path).name, e.done, e.total) for e in events if e.stage == "described by the model"]
+    assert described == [("p0.jpg", 1, 1), ("p1.jpg", 1, 1), ("p2.jpg", 1, 1)]  # shown beside the ingest bar
     assert report.ok and report.count("added") == 3
     assert describing.stats.described == 2 and describing.stats.skipped == 1
     described = [h for h in search_corpus(store, minilm, "image", "rocket", k=3) if "model_description" in h.metadata]
@@ -322,9 +327,10 @@ def test_the_command_line_switch(cli_env: dict[str, str], tmp_path: Path) -> Non
     image = write_photo(tmp_path / "photos" / "IMG_2031.jpg", name="chelsea")
     with OpenAICompatServer(chat_reply=json.dumps(CAT)) as server:
         env = {**cli_env, "UNIVERSALRAG_LLM_MODEL": "vision-test", "UNIVERSALRAG_LLM_BASE_URL": server.base_url}
-        result = CliRunner().invoke(app, ["ingest", str(image.parent), "--describe", "--json"], env=env)
+        result = CliRunner().invoke(app, ["ingest", str(image.parent), "--describe"], env=env)
         assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout)["added"] == 1
+        assert f"{image}: 1/1 units described by the model" in result.stdout + result.stderr  # progress
+        assert f"added: {image}" in result.stdout
         assert len(server.requests_to("/v1/chat/completions")) == 1
         no_model = {k: v for k, v in env.items() if k != "UNIVERSALRAG_LLM_MODEL"}
         refused = CliRunner().invoke(app, ["ingest", str(image.parent), "--describe"], env=no_model)
