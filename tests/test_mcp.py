@@ -221,9 +221,17 @@ def test_binding_beyond_this_machine_needs_a_token(kb_env: dict[str, str]) -> No
 
 def test_a_langchain_agent_searches_through_the_mcp_adapter(http_url: str) -> None:
     from langchain.agents import create_agent
-    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.messages import ToolMessage
     from langchain_mcp_adapters.client import MultiServerMCPClient
-    from support.fake_chat import ToolCallingFakeModel
+
+    from langchain_universalrag.testing import ScriptedChatModel, tool_call
+
+    model = ScriptedChatModel(
+        script=[
+            tool_call("search", {"query": "Who designed the Kestrel Point lighthouse?"}),
+            "The notes name its designer.",
+        ]
+    )
 
     async def run() -> dict[str, Any]:
         client = MultiServerMCPClient(
@@ -237,14 +245,11 @@ def test_a_langchain_agent_searches_through_the_mcp_adapter(http_url: str) -> No
         )
         tools = await client.get_tools()
         assert {"search", "search_corpus", "route", "ask"} <= {tool.name for tool in tools}
-        call = {"name": "search", "args": {"query": "Who designed the Kestrel Point lighthouse?"}, "id": "call-1"}
-        model = ToolCallingFakeModel(
-            messages=iter([AIMessage(content="", tool_calls=[call]), AIMessage(content="The notes name its designer.")])
-        )
         agent = create_agent(model, tools)
         return await agent.ainvoke({"messages": [("user", "Who designed the Kestrel Point lighthouse?")]})
 
     state = asyncio.run(run())
+    assert {"search", "search_corpus", "route", "ask"} <= set(model.tool_names)  # what the adapter gave the agent
     [tool_message] = [m for m in state["messages"] if isinstance(m, ToolMessage)]
     text = str(tool_message.content)
     assert "<retrieved-data" in text and "lighthouse" in text.lower()
