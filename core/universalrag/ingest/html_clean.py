@@ -84,23 +84,21 @@ _NAV_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menuba
 _LAYOUT_ROLES = frozenset({"presentation", "none"})
 
 
-def _words(words: Sequence[str]) -> re.Pattern[str]:
+def _class_words(words: Sequence[str]) -> re.Pattern[str]:
     """A pattern matching any of ``words`` as a whole word of a class or id (case-insensitive)."""
     return re.compile(r"(?:^|[\s_-])(?:" + "|".join(words) + r")(?:$|[\s_-])", re.IGNORECASE)
 
 
-#: Class or id words of navigation and page chrome, generic and of the :data:`SITE_MARKS` generators.
-_NAV_WORDS = _words(
-    [
-        *("nav", "navbar", "navigation", "nav-panel", "breadcrumbs?", "menu", "menubar", "sidebar", "sidenav"),
-        *("header", "footer", "skip", "skiplink", "skip-link", "topbar", "toolbar", "pager", "pagination", "crumbs"),
-        *(re.escape(w) for marks in SITE_MARKS for w in marks.navigation),
-    ]
+#: Class or id words of navigation and page chrome on every site (patterns)...
+_GENERIC_NAV = (
+    *("nav", "navbar", "navigation", "nav-panel", "breadcrumbs?", "menu", "menubar", "sidebar", "sidenav", "header"),
+    *("footer", "skip", "skiplink", "skip-link", "topbar", "toolbar", "pager", "pagination", "crumbs"),
 )
-#: ... and of tables that are page furniture: an index, a table of contents, the generators' message boxes.
-_TABLE_NAV_WORDS = _words(
-    ["index", "navigation", "toc", "contents", *(re.escape(w) for marks in SITE_MARKS for w in marks.furniture)]
-)
+#: ... and of tables that are page furniture: an index, a table of contents.
+_GENERIC_TABLE_NAV = ("index", "navigation", "toc", "contents")
+#: The generic words and those of the :data:`SITE_MARKS` generators, as the readers match them.
+_NAV_WORDS = _class_words([*_GENERIC_NAV, *(re.escape(w) for marks in SITE_MARKS for w in marks.navigation)])
+_TABLE_NAV_WORDS = _class_words([*_GENERIC_TABLE_NAV, *(re.escape(w) for marks in SITE_MARKS for w in marks.furniture)])
 _BLOCK_CONTENT = ["h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "dl", "form", "pre", "blockquote"]
 _LINK_BLOCKS = ["ul", "ol", "dl", "p", "div", "td", "section", "menu"]
 #: A block whose link text is at least this share of its text (and has this many links) is navigation.
