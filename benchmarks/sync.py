@@ -161,7 +161,7 @@ class _Bench:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="Small sizes (about two minutes on a busy 2-core box).")
-    parser.add_argument("--rows", type=int, default=20000, help="Backlog rows (the issue's target is 100000).")
+    parser.add_argument("--rows", type=int, default=20000, help="Backlog rows (the target backlog is 100000).")
     parser.add_argument("--scaling-rows", type=int, default=2000, help="Rows drained by one, then two workers.")
     parser.add_argument("--lag-samples", type=int, default=30)
     parser.add_argument("--batch", type=int, default=128)

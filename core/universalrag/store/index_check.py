@@ -106,7 +106,7 @@ __all__ = [
 SCORE_TOLERANCE = 0.005
 #: A corpus whose background check was started is not checked again in the background for this long (seconds).
 RETRY_S = 600.0
-#: How many of the exact scan's best units the check compares (the recall@10 of the issue-14 goal).
+#: How many of the exact scan's best units the check compares (recall@10, the figure a search must reach).
 CHECK_K = 10
 _NOISE = 1.0  # |noise| / |vector|: cosine(query, source) = 1 / sqrt(1 + 1) ≈ 0.71
 
