@@ -174,7 +174,7 @@ def latency_part(
 
 
 def targets(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The targets for ``routed`` (:data:`TARGETS`), each with its value and whether it is met. The recall gaps are given
+    """The targets for ``routed`` (``TARGETS``), each with its value and whether it is met. The recall gaps are given
     twice: on ``hit5`` (a Wikipedia question counts when its page is in the top 5) and on ``unit5`` (only when the
     unit that answers is: the question's own table, the passage holding the answer)."""
     r = results["routed"]
