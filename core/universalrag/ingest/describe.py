@@ -29,7 +29,7 @@ from ..generate.response_cache import ResponseCache, cache_path, request_key
 from ..generate.structured import JsonChat
 from ..types import CorpusSpec, Unit
 from .describe_answer import PROMPT_VERSION, SYSTEM_PROMPT, EntitySummary, UnitDescription
-from .describe_context import DescribeRequest, describe_requests, payload, request_messages
+from .describe_context import DescribeRequest, describe_requests, load_pictures, payload, request_messages
 from .report import Progress
 
 if TYPE_CHECKING:
@@ -132,9 +132,10 @@ class Describer:
 
     def _answer(self, request: DescribeRequest, key: str) -> UnitDescription | None:
         """The model's answer (cached), or ``None`` when no call may start (budget, deadline)."""
+        images, times = load_pictures(request, max_side=self.image_max_side)
         if not self.limits.acquire():
             return None
-        answer = self.chat.ask(request_messages(request, SYSTEM_PROMPT), UnitDescription)
+        answer = self.chat.ask(request_messages(request, SYSTEM_PROMPT, images, times), UnitDescription)
         if self.cache is not None:
             self.cache.put(key, answer.model_dump())
         return answer
@@ -145,6 +146,7 @@ class Describer:
         spec_of: Callable[[str], CorpusSpec],
         *,
         path: str = "",
+        source_hash: str = "",
         on_progress: Callable[[Progress], None] | None = None,
     ) -> dict[int, UnitDescription]:
         """The answers for the non-text units of one source, by the unit's position in ``units``. Failures are logged
@@ -152,7 +154,7 @@ class Describer:
         requests = describe_requests(
             units,
             spec_of,
-            image_max_side=self.image_max_side,
+            source_hash=source_hash,
             frames_per_clip=self.frames_per_clip,
             context_chars=self.context_chars,
         )
@@ -219,7 +221,9 @@ class Describer:
         on_progress: Callable[[Progress], None] | None = None,
     ) -> Prepared:
         """``prepared`` with its non-text units described (see the module docstring); the same object when none is."""
-        answers = self.describe(prepared.units, spec_of, path=path, on_progress=on_progress)
+        answers = self.describe(
+            prepared.units, spec_of, path=path, source_hash=prepared.source.content_hash, on_progress=on_progress
+        )
         if not answers:
             return prepared
         order = sorted(answers)

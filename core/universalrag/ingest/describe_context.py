@@ -4,11 +4,13 @@
 scenes of videos; a whole video is not described, its scenes are) and builds each one's request: the pictures
 (an image, a figure, a scene's sampled frames, shrunk and sent as JPEG) and the text around it: its caption, the
 sentences that cite it, the passages of the same page or section, the page, slide, document or video title, a
-scene's transcript and its neighbours'. Tables go as their Markdown preview. No model is called here.
+scene's transcript and its neighbours'. Tables go as their Markdown preview. No model is called here, and pictures
+are read only when a call needs them (:func:`load_pictures`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -16,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import IngestError, MissingDependencyError
 from ..evidence import uri_file
 from ..types import CorpusSpec, Granularity, Modality, Unit
 
-__all__ = ["DescribeRequest", "describe_requests", "payload", "request_messages"]
+__all__ = ["DescribeRequest", "describe_requests", "load_pictures", "payload", "request_messages"]
 
 _log = logging.getLogger(__name__)
 
@@ -36,13 +37,18 @@ _KIND_NAMES = {
 @dataclass(frozen=True, slots=True)
 class DescribeRequest:
     """What the model is shown about unit ``index`` (its position in the source's units): its ``kind`` (``image``,
-    ``figure``, ``table`` or ``clip``), ``context`` lines, and ``images`` (JPEG bytes; frame times beside a clip's)."""
+    ``figure``, ``table`` or ``clip``) and ``context`` lines; the picture at ``picture`` (an image, a figure) or the
+    frames at ``frame_times`` of the video at ``video`` (a scene). ``content`` identifies what is shown: the SHA-256
+    of the picture's bytes, or of the video's source with the frame times. Pictures are read only for a call
+    (:func:`load_pictures`), never for an answer found in the cache."""
 
     index: int
     kind: str
     context: tuple[str, ...]
-    images: tuple[bytes, ...] = ()
+    picture: str | None = None
+    video: str | None = None
     frame_times: tuple[float, ...] = field(default=())
+    content: str = ""
 
 
 def _kind(unit: Unit, spec: CorpusSpec) -> str | None:
@@ -63,27 +69,36 @@ def _jpeg(image: Any, *, quality: int = 85) -> bytes:
     return buffer.getvalue()
 
 
-def _picture(unit: Unit, max_side: int) -> tuple[bytes, ...]:
-    from ..media import load_rgb
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
-    path = uri_file(unit.uri)
-    if path is None or not Path(path).is_file():
-        return ()
-    return (_jpeg(load_rgb(path, max_side=max_side)),)
 
-
-def _frames(unit: Unit, count: int, max_side: int) -> tuple[tuple[bytes, ...], tuple[float, ...]]:
-    from ..media import iter_frames
-
-    path = uri_file(unit.uri)
+def _sampled_times(unit: Unit, count: int) -> tuple[float, ...]:
+    """At most ``count`` of the scene's frame times, evenly over it."""
     times = [float(t) for t in unit.metadata.get("frame_times") or ()]
-    if path is None or not times or count < 1:
-        return (), ()
-    if len(times) > count:  # evenly over the scene
+    if count < 1:
+        return ()
+    if len(times) > count:
         step = (len(times) - 1) / max(count - 1, 1)
         times = [times[round(i * step)] for i in range(count)]
-    frames = list(iter_frames(path, times, max_side=max_side))
-    return tuple(_jpeg(image) for _, image in frames), tuple(t for t, _ in frames)
+    return tuple(times)
+
+
+def load_pictures(request: DescribeRequest, *, max_side: int = 1024) -> tuple[tuple[bytes, ...], tuple[float, ...]]:
+    """The JPEG bytes of what ``request`` shows (its picture shrunk so its longer side is at most ``max_side``, or
+    its scene's frames, at most 768 pixels) and the frames' times. IngestError when they cannot be read."""
+    from ..media import iter_frames, load_rgb
+
+    if request.picture is not None:
+        return (_jpeg(load_rgb(request.picture, max_side=max_side)),), ()
+    if request.video is not None and request.frame_times:
+        frames = list(iter_frames(request.video, request.frame_times, max_side=min(max_side, 768)))
+        return tuple(_jpeg(image) for _, image in frames), tuple(t for t, _ in frames)
+    return (), ()
 
 
 def _clip_time(seconds: float) -> str:
@@ -157,12 +172,13 @@ def describe_requests(
     units: Sequence[Unit],
     spec_of: Callable[[str], CorpusSpec],
     *,
-    image_max_side: int = 1024,
+    source_hash: str = "",
     frames_per_clip: int = 4,
     context_chars: int = 1500,
 ) -> list[DescribeRequest]:
-    """The requests for the non-text units of one source's ``units`` (``spec_of`` gives a corpus's spec). A unit whose
-    picture cannot be read is left out, with a warning (it keeps the text it has)."""
+    """The requests for the non-text units of one source's ``units`` (``spec_of`` gives a corpus's spec;
+    ``source_hash`` is the source's content hash, which identifies its scenes' frames). A unit whose picture cannot
+    be read is left out, with a warning (it keeps the text it has)."""
     specs: dict[str, CorpusSpec] = {}
     for corpus in {u.corpus for u in units}:
         specs[corpus] = spec_of(corpus)
@@ -176,32 +192,44 @@ def describe_requests(
         kind = _kind(unit, specs[unit.corpus])
         if kind is None:
             continue
-        try:
-            images: tuple[bytes, ...] = ()
-            times: tuple[float, ...] = ()
-            if kind in ("image", "figure"):
-                images = _picture(unit, image_max_side)
-            elif kind == "clip":
-                images, times = _frames(unit, frames_per_clip, min(image_max_side, 768))
-        except (IngestError, MissingDependencyError) as e:
-            _log.warning("%s: its picture cannot be read for a model description (%s); it keeps its text.", unit.uri, e)
-            continue
-        if kind == "figure" and not images:
-            continue  # the picture was not saved: nothing to look at
+        local = uri_file(unit.uri)
+        picture = video = None
+        times: tuple[float, ...] = ()
+        content = ""
+        if kind in ("image", "figure"):
+            if local is None or not Path(local).is_file():
+                continue  # nothing to look at (a figure whose picture was not saved)
+            try:
+                picture, content = local, _file_sha256(local)
+            except OSError as e:
+                _log.warning(
+                    "%s: its picture cannot be read for a model description (%s); it keeps its text.", local, e
+                )
+                continue
+        elif kind == "clip":
+            times = _sampled_times(unit, frames_per_clip)
+            if local is not None and times and Path(local).is_file():
+                video = local
+                if not source_hash:  # called without the source's hash: the video's own
+                    source_hash = _file_sha256(local)
+                content = f"{source_hash}@{','.join(f'{t:.3f}' for t in times)}"
         context = tuple(_context(unit, kind, units, texts, context_chars))
-        requests.append(DescribeRequest(index, kind, context, images, times))
+        requests.append(DescribeRequest(index, kind, context, picture, video, times, content))
     return requests
 
 
-def request_messages(request: DescribeRequest, system_prompt: str) -> list[dict[str, Any]]:
-    """The chat messages of one request: the system prompt, then the context and the pictures as content parts
-    (each picture a ``data:`` URL; a scene's frames each preceded by its time)."""
+def request_messages(
+    request: DescribeRequest, system_prompt: str, images: Sequence[bytes] = (), times: Sequence[float] = ()
+) -> list[dict[str, Any]]:
+    """The chat messages of one request: the system prompt, then the context and the pictures (``images``, JPEG
+    bytes from :func:`load_pictures`) as content parts, each a ``data:`` URL; a scene's frames each preceded by its
+    time (``times``)."""
     from ..generate.prompt import image_data_url
 
     parts: list[dict[str, Any]] = [{"type": "text", "text": "\n".join(request.context)}]
-    for i, image in enumerate(request.images):
-        if request.frame_times:
-            parts.append({"type": "text", "text": f"Frame at {request.frame_times[i]:.1f} s:"})
+    for i, image in enumerate(images):
+        if times:
+            parts.append({"type": "text", "text": f"Frame at {times[i]:.1f} s:"})
         parts.append({"type": "image_url", "image_url": {"url": image_data_url(image)}})
     parts.append({"type": "text", "text": "Reply with the JSON object."})
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": parts}]
@@ -209,4 +237,4 @@ def request_messages(request: DescribeRequest, system_prompt: str) -> list[dict[
 
 def payload(request: DescribeRequest) -> Mapping[str, Any]:
     """What identifies a request's answer (for the cache key): its kind, context and pictures."""
-    return {"kind": request.kind, "context": list(request.context), "images": list(request.images)}
+    return {"kind": request.kind, "context": list(request.context), "content": request.content}
