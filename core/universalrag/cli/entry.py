@@ -23,7 +23,13 @@ def main(argv: list[str] | None = None) -> None:
         # busy one (threads spinning for a core they do not get); OpenBLAS reads it when NumPy is first imported,
         # which is after this line; OMP_NUM_THREADS set by the user wins
         os.environ.setdefault("OMP_NUM_THREADS", "1")
-    code = forward(args)
+    from ..errors import ConfigError
+
+    try:
+        code = forward(args)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
     if code is not None:
         raise SystemExit(code)
     from .root import app

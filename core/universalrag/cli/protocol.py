@@ -1,7 +1,9 @@
 """The ``serve`` protocol: one JSON line each way over a Unix socket at ``UNIVERSALRAG_HOME/serve.sock``.
 
-Request: ``{"v": 1, "argv": [...], "env": {...}, "cwd": "...", "terminal": bool, "width": int|null,
-"color": bool}`` — the command line, the caller's ``UNIVERSALRAG_*`` environment and terminal. Response:
+Request: ``{"v": 1, "argv": [...], "env": {...}, "secrets": {...}, "cwd": "...", "terminal": bool,
+"width": int|null, "color": bool}`` — the command line, the caller's ``UNIVERSALRAG_*`` environment without any
+variable that may hold a credential, SHA-256 digests of those (the server uses its own values, and answers only
+when they are the same), and the terminal. Response:
 ``{"v": 1, "code": int, "stdout": "...", "stderr": "..."}``, or ``{"v": 1, "refused": "reason"}`` when the
 server does not run that command (the caller then runs it itself). Standard library only: the client side must
 start in milliseconds.
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "MAX_SOCKET_PATH",
     "SERVED_COMMANDS",
     "SOCKET_NAME",
@@ -30,6 +33,8 @@ SOCKET_NAME = "serve.sock"
 SERVED_COMMANDS = frozenset({"search", "route", "ask"})
 #: Longest Unix socket path most systems accept (sun_path is 108 bytes on Linux, 104 on macOS).
 MAX_SOCKET_PATH = 100
+#: Longest request line a server reads (a query is at most 1 MB; the environment a few kB).
+MAX_MESSAGE_BYTES = 2 << 20
 #: Root options that take a value (skipped when looking for the command's name).
 _ROOT_OPTIONS_WITH_VALUE = frozenset({"--schema"})
 
@@ -58,12 +63,16 @@ def write_message(stream: IO[bytes], message: dict[str, Any]) -> None:
     stream.flush()
 
 
-def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
-    """The next message, or ``None`` when the peer closed the connection or spoke another version."""
-    line = stream.readline()
-    if not line:
+def read_message(stream: IO[bytes], *, limit: int = MAX_MESSAGE_BYTES) -> dict[str, Any] | None:
+    """The next message, or ``None`` when the peer closed the connection, spoke another version, or sent a line
+    longer than ``limit`` bytes or that is not JSON."""
+    line = stream.readline(limit + 1)
+    if not line or len(line) > limit or not line.endswith(b"\n"):
         return None
-    message = json.loads(line)
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
     if not isinstance(message, dict) or message.get("v") != VERSION:
         return None
     return message

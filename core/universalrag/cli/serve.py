@@ -4,7 +4,14 @@
 The socket is ``UNIVERSALRAG_HOME/serve.sock`` (mode 0600, the home directory's owner only). Each request is
 the caller's command line with its ``UNIVERSALRAG_*`` environment and terminal; the server runs it through the
 same typer app as a one-shot process (so results and output are identical) and returns stdout, stderr and the
-exit code (see :mod:`.protocol`). Requests are handled one at a time.
+exit code (see :mod:`.protocol`). The caller never sends a credential: the server uses its own database URLs and
+API keys, and refuses a request whose digests of them differ (the caller then runs the command itself).
+
+Connections are served by up to :data:`MAX_CONNECTIONS` threads, each reading its request within
+:data:`READ_TIMEOUT_S` seconds and :data:`~.protocol.MAX_MESSAGE_BYTES` bytes, so a client that connects and
+stalls costs one thread for a few seconds, never the server. Commands run one at a time (their output is
+captured through the process's stdout); a request that waits more than :data:`BUSY_WAIT_S` for its turn is
+refused and runs in the caller's process.
 
 The server's pipelines outlive any one command, but what they load from the database can change under them:
 ``universalrag router adapt`` and ``router reset`` (run by any process) store or remove this database's adapted
@@ -21,6 +28,7 @@ import signal
 import socket
 import socketserver
 import sys
+import threading
 import time
 import traceback
 from contextlib import redirect_stderr, redirect_stdout
@@ -31,14 +39,23 @@ import typer
 from rich.text import Text
 
 from ..errors import ConfigError, UniversalRAGError
+from .client import SECRET_NAME, secret_digests
 from .context import CliContext, Invocation, Session
 from .protocol import MAX_SOCKET_PATH, SERVED_COMMANDS, command_of, read_message, socket_path, write_message
+from .trust import check_home
 
 if TYPE_CHECKING:
     from ..config import Settings
     from ..pipeline import UniversalRAG
 
-__all__ = ["ServedSession", "Server", "execute", "register"]
+__all__ = ["BUSY_WAIT_S", "MAX_CONNECTIONS", "READ_TIMEOUT_S", "ServedSession", "Server", "execute", "register"]
+
+#: Connections served at the same time; one more is closed at once (its caller runs the command itself).
+MAX_CONNECTIONS = 16
+#: Seconds a connection has to send its request (and to take its reply).
+READ_TIMEOUT_S = 10.0
+#: Seconds a request waits for the command before it to finish; then it is refused.
+BUSY_WAIT_S = 30.0
 
 #: What identifies a stored combiner: ``(version, stored at)``; ``None`` when none is stored.
 Stamp = tuple[str, str] | None
@@ -92,10 +109,14 @@ def execute(request: dict[str, Any], session: Session, command: Any) -> dict[str
     argv = [str(a) for a in request.get("argv", [])]
     if command_of(argv) not in SERVED_COMMANDS:
         return {"refused": f"`{command_of(argv)}` is not answered by the server"}
+    if request.get("secrets") != secret_digests(os.environ):
+        return {"refused": "the server runs with other credentials (database URLs or API keys) than the caller"}
+    environ = {k: str(v) for k, v in dict(request.get("env") or {}).items() if not SECRET_NAME.search(str(k))}
+    environ.update((k, v) for k, v in os.environ.items() if k in request["secrets"])
     if isinstance(session, ServedSession):
         session.begin_request()
     invocation = Invocation(
-        environ=dict(request.get("env") or {}),
+        environ=environ,
         terminal=bool(request.get("terminal")),
         width=request.get("width"),
         color=bool(request.get("color")),
@@ -121,14 +142,27 @@ def execute(request: dict[str, Any], session: Session, command: Any) -> dict[str
 
 class _Handler(socketserver.StreamRequestHandler):
     server: Server
+    timeout = READ_TIMEOUT_S  # on the connection's socket: reading the request, writing the reply
 
     def handle(self) -> None:
-        request = read_message(self.rfile)
+        try:
+            request = read_message(self.rfile)
+        except OSError:  # timed out or reset: the client stalled or left
+            return
         if request is None:
             return
         started = time.perf_counter()
-        reply = execute(request, self.server.session, self.server.command)
-        write_message(self.wfile, reply)
+        if not self.server.turn.acquire(timeout=BUSY_WAIT_S):
+            reply: dict[str, Any] = {"refused": "the server is busy"}
+        else:
+            try:
+                reply = execute(request, self.server.session, self.server.command)
+            finally:
+                self.server.turn.release()
+        try:
+            write_message(self.wfile, reply)
+        except OSError:
+            return
         # one line per request on the server's own stdout (never the query: it may be private)
         print(
             f"{command_of([str(a) for a in request.get('argv', [])])}: "
@@ -138,15 +172,32 @@ class _Handler(socketserver.StreamRequestHandler):
         )
 
 
-class Server(socketserver.UnixStreamServer):
+class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     """A Unix socket server answering served commands with ``command`` (the root click command) from one
-    :class:`~.context.Session`, one request at a time."""
+    :class:`~.context.Session`: up to :data:`MAX_CONNECTIONS` connections at a time, one command at a time."""
+
+    daemon_threads = True
+    block_on_close = False
 
     def __init__(self, path: Path, session: Session, command: Any) -> None:
         self.session = session
         self.command = command
         self.path = path
+        self.turn = threading.Lock()
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__(str(path), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)  # full: the caller runs the command itself
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
     def server_close(self) -> None:
         super().server_close()
@@ -191,7 +242,8 @@ def serve(
             f"The socket path {str(path)!r} is too long for a Unix socket; set UNIVERSALRAG_HOME "
             "to a shorter directory."
         )
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    check_home(home)
     if path.exists():
         if _live(path):
             raise ConfigError(f"A server is already running on {path}.")
