@@ -348,3 +348,25 @@ def test_without_the_openai_package_the_run_fails_at_its_start(tmp_path: Path, m
     settings = Settings(home=tmp_path, llm_model="vlm", llm_base_url="http://127.0.0.1:9/v1")
     with pytest.raises(MissingDependencyError, match=r"universalrag-postgres\[openai\]"):
         IngestOptions.from_settings(settings, describe=True)
+
+
+def test_a_stop_asked_for_leaves_the_source_unwritten_and_its_answers_cached(  # type: ignore[no-untyped-def]
+    store: Store, minilm, tmp_path: Path
+) -> None:
+    pdf = write_report_pdf(tmp_path / "report.pdf")
+    asked: list[str] = []
+
+    def reply(body: dict[str, Any]) -> str:
+        asked.append(prompt_text(body))
+        return json.dumps(ROCKET)
+
+    with OpenAICompatServer(chat_reply=reply) as server:
+        chat = JsonChat("vision-test", base_url=server.base_url, max_retries=0)
+        stopping = Describer(chat, cache=ResponseCache(tmp_path / "answers.sqlite3"), concurrency=1)
+        options = IngestOptions(describer=stopping, should_stop=lambda: bool(asked))  # Ctrl-C during the first call
+        with pytest.raises(KeyboardInterrupt):
+            ingest_paths(store, minilm, [pdf], options=options)
+        assert len(asked) == 1 and store.sources() == []  # nothing half written
+        again = Describer(chat, cache=ResponseCache(tmp_path / "answers.sqlite3"))
+        assert ingest_paths(store, minilm, [pdf], options=IngestOptions(describer=again)).count("added") == 1
+    assert len(asked) == 2 and again.stats.cached == 1 and again.stats.described == 1

@@ -130,8 +130,12 @@ class Describer:
 
     # -- one source ------------------------------------------------------------------------------------------
 
-    def _answer(self, request: DescribeRequest, key: str) -> UnitDescription | None:
-        """The model's answer (cached), or ``None`` when no call may start (budget, deadline)."""
+    def _answer(
+        self, request: DescribeRequest, key: str, should_stop: Callable[[], bool] | None
+    ) -> UnitDescription | None:
+        """The model's answer (cached), or ``None`` when no call may start (budget, deadline, a stop asked for)."""
+        if should_stop is not None and should_stop():
+            return None
         images, times = load_pictures(request, max_side=self.image_max_side)
         if not self.limits.acquire():
             return None
@@ -148,9 +152,12 @@ class Describer:
         path: str = "",
         source_hash: str = "",
         on_progress: Callable[[Progress], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> dict[int, UnitDescription]:
         """The answers for the non-text units of one source, by the unit's position in ``units``. Failures are logged
-        and left out; ``on_progress`` hears how many of the source's units are described as they are."""
+        and left out; ``on_progress`` hears how many of the source's units are described as they are. When
+        ``should_stop`` says so (the ingest command's Ctrl-C), no further call starts and :class:`KeyboardInterrupt`
+        is raised once the calls under way have answered (their answers are cached; the source is not written)."""
         requests = describe_requests(
             units,
             spec_of,
@@ -178,7 +185,7 @@ class Describer:
         total, done = len(pending), 0
         skipped = 0
         with ThreadPoolExecutor(max_workers=min(self.concurrency, total), thread_name_prefix="describe") as pool:
-            futures = {pool.submit(self._answer, request, key): request for request, key in pending}
+            futures = {pool.submit(self._answer, request, key, should_stop): request for request, key in pending}
             for future in as_completed(futures):
                 request = futures[future]
                 unit = units[request.index]
@@ -200,6 +207,8 @@ class Describer:
                     on_progress(
                         Progress(path=path, done=done, total=total, what="units", stage="described by the model")
                     )
+        if should_stop is not None and should_stop():
+            raise KeyboardInterrupt
         if skipped:
             self.stats.skipped += skipped
             _log.warning(
@@ -219,10 +228,17 @@ class Describer:
         *,
         path: str = "",
         on_progress: Callable[[Progress], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> Prepared:
-        """``prepared`` with its non-text units described (see the module docstring); the same object when none is."""
+        """``prepared`` with its non-text units described (see the module docstring and :meth:`describe`); the same
+        object when none is."""
         answers = self.describe(
-            prepared.units, spec_of, path=path, source_hash=prepared.source.content_hash, on_progress=on_progress
+            prepared.units,
+            spec_of,
+            path=path,
+            source_hash=prepared.source.content_hash,
+            on_progress=on_progress,
+            should_stop=should_stop,
         )
         if not answers:
             return prepared

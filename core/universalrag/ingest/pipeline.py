@@ -319,7 +319,12 @@ def _write(run: IngestRun, path: Path, kind: str, prepared: Prepared | StagedSou
         )
     if run.options.describer is not None:  # a chat model describes the images, figures, tables and scenes first
         prepared = run.options.describer.enrich(
-            prepared, run.embedder, run.store.corpus, path=str(path), on_progress=run.on_progress
+            prepared,
+            run.embedder,
+            run.store.corpus,
+            path=str(path),
+            on_progress=run.on_progress,
+            should_stop=run.options.should_stop,
         )
     graph = run.options.graph  # the source's graph is extracted here and written in its transaction
     result = run.store.write_source(
