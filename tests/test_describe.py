@@ -23,7 +23,7 @@ from universalrag.errors import ConfigError
 from universalrag.generate.call_limits import CallLimits
 from universalrag.generate.response_cache import ResponseCache
 from universalrag.generate.structured import JsonChat, parse_json_object
-from universalrag.ingest.describe import Describer, cache_path
+from universalrag.ingest.describe import Describer, UnitDescription, cache_path
 from universalrag.ingest.pipeline import IngestOptions, ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
@@ -370,3 +370,13 @@ def test_a_stop_asked_for_leaves_the_source_unwritten_and_its_answers_cached(  #
         again = Describer(chat, cache=ResponseCache(tmp_path / "answers.sqlite3"))
         assert ingest_paths(store, minilm, [pdf], options=IngestOptions(describer=again)).count("added") == 1
     assert len(asked) == 2 and again.stats.cached == 1 and again.stats.described == 1
+
+
+def test_an_answer_cut_at_max_tokens_says_so(tmp_path: Path) -> None:
+    from universalrag.errors import GenerationError
+
+    cut = json.dumps(CAT)[:60]
+    with OpenAICompatServer(chat_reply=cut, finish_reason="length") as server:
+        chat = JsonChat("vision-test", base_url=server.base_url, max_tokens=20, max_retries=0)
+        with pytest.raises(GenerationError, match=r"not valid JSON .* stopped at max_tokens=20"):
+            chat.ask([{"role": "user", "content": "describe"}], UnitDescription)

@@ -32,6 +32,8 @@ Behaviour knobs (attributes may also be changed while the server runs)
     ``api_key``  when set, a request whose ``Authorization`` is not ``Bearer <api_key>`` gets 401 with
                  ``invalid_api_key``; the message shows the sent key masked, as OpenAI does.
     ``delay_s``  seconds to sleep before answering (timeout tests).
+    ``finish_reason``  what a (non-streamed) chat answer says it ended with (default ``"stop"``; ``"length"`` for
+                 an answer cut at max_tokens).
 
 A ``chat_reply`` callable may raise :class:`ChatFailure` to answer that one request with an error status (a server
 that fails some requests and answers others).
@@ -280,7 +282,7 @@ class _Handler(BaseHTTPRequestHandler):
                             "index": 0,
                             "message": {"role": "assistant", "content": text, "refusal": None},
                             "logprobs": None,
-                            "finish_reason": "stop",
+                            "finish_reason": self.server.owner.finish_reason,
                         }
                     ],
                     "usage": usage,
@@ -404,10 +406,12 @@ class OpenAICompatServer:
         api_key: str | None = None,
         speech_texts: list[str] | None = None,
         asr_segments: bool = True,
+        finish_reason: str = "stop",
     ) -> None:
         self.chat_reply = chat_reply
         self.speech_texts = list(speech_texts or [])
         self.asr_segments = asr_segments
+        self.finish_reason = finish_reason
         self.embedding_dim = embedding_dim
         self.status = status
         self.delay_s = delay_s

@@ -136,12 +136,13 @@ class JsonChat:
             from pydantic import ValidationError
         except ImportError as e:  # pragma: no cover - pydantic comes with openai
             raise MissingDependencyError("pydantic", "openai", feature="model descriptions") from e
-        text = self.ask_text(messages)
+        text, finish = self._complete(messages)
         try:
             value = parse_json_object(text)
         except ValueError as e:
+            cut = f" It stopped at max_tokens={self.max_tokens}; raise max_tokens=." if finish == "length" else ""
             raise GenerationError(
-                f"The chat model {self.model!r} answered, but {e}; the answer began {text[:80]!r}."
+                f"The chat model {self.model!r} answered, but {e}; the answer began {text[:80]!r}.{cut}"
             ) from None
         try:
             return schema.model_validate(value)
@@ -154,6 +155,10 @@ class JsonChat:
 
     def ask_text(self, messages: Sequence[dict[str, Any]]) -> str:
         """The answer's text; :class:`GenerationError` naming the endpoint when the call fails or says nothing."""
+        return self._complete(messages)[0]
+
+    def _complete(self, messages: Sequence[dict[str, Any]]) -> tuple[str, str | None]:
+        """(the answer's text, why it finished)."""
         params: dict[str, Any] = {
             "model": self.model,
             "messages": list(messages),
@@ -179,10 +184,11 @@ class JsonChat:
                 raise
             raise error from e
         try:
-            content = response.choices[0].message.content
+            choice = response.choices[0]
+            content, finish = choice.message.content, getattr(choice, "finish_reason", None)
         except (AttributeError, IndexError, TypeError):
-            content = None
+            content, finish = None, None
         if not isinstance(content, str) or not content.strip():
             where = redact_url(self.base_url) or "the OpenAI API"
             raise GenerationError(f"The chat endpoint {where} gave model {self.model!r}'s answer no text.")
-        return content
+        return content, finish if isinstance(finish, str) else None

@@ -269,7 +269,7 @@ def model_extractor_from_settings(settings: Settings, **overrides: Any) -> Model
     ``UNIVERSALRAG_LLM_BASE_URL``), its calls bounded like descriptions' (``UNIVERSALRAG_DESCRIBE_MAX_CALLS`` per
     extractor, ``UNIVERSALRAG_DESCRIBE_RATE`` per minute) and cached with them under ``UNIVERSALRAG_HOME``; ``None``
     when no chat model is configured. ``overrides`` go to the constructor."""
-    chat = JsonChat.from_settings(settings)
+    chat = JsonChat.from_settings(settings, max_tokens=4096)  # a batch's entities and relations can be long
     if chat is None:
         return None
     chat.require()
