@@ -559,6 +559,7 @@ class UniversalRAG:
         on_start: Callable[[int], None] | None = None,
         on_progress: Callable[[Progress], None] | None = None,
         strict: bool = False,
+        describe: bool | None = None,
     ) -> IngestReport:
         """Async twin of :meth:`ingest` (the callbacks run in the worker thread)."""
         return await asyncio.to_thread(
@@ -570,6 +571,7 @@ class UniversalRAG:
             on_start=on_start,
             on_progress=on_progress,
             strict=strict,
+            describe=describe,
         )
 
     async def aroute(self, query: str | QueryPlan, *, allow_none: bool = True) -> RouteDecision:
