@@ -85,6 +85,8 @@ ENV_VARS: dict[str, str] = {
     "0: no limit). Units left over keep their own text.",
     "UNIVERSALRAG_DESCRIBE_RATE": "At most this many model calls per minute for descriptions (default 60; "
     "0: no limit).",
+    "UNIVERSALRAG_GRAPH": "Which extractor writes the knowledge graph at ingestion: 'structural' (default; no model), "
+    "another registered extractor's name, or 'off' (0/false also turn it off). See docs/graph.md.",
     "OPENAI_API_KEY": "Fallback API key for OpenAI-compatible endpoints.",
 }
 
@@ -191,6 +193,8 @@ class Settings:
     describe_model: str | None = None
     describe_max_calls: int = 1000
     describe_rate: float = 60.0
+    #: The extractor that writes the knowledge graph at ingestion (``UNIVERSALRAG_GRAPH``; ``"off"``: none).
+    graph: str = "structural"
     asr: str | None = None
     asr_model: str | None = None
     asr_base_url: str | None = None
@@ -230,6 +234,8 @@ class Settings:
             raise ConfigError(f"exact_scan_max_rows must be 0 or more, got {self.exact_scan_max_rows}.")
         if self.query_vectors < 0:
             raise ConfigError(f"query_vectors must be 0 or more, got {self.query_vectors}.")
+        if not isinstance(self.graph, str) or not self.graph.strip():
+            raise ConfigError("graph names the extractor of the knowledge graph ('structural', ...) or is 'off'.")
         if self.describe_max_calls < 0 or self.describe_rate < 0:
             raise ConfigError("describe_max_calls and describe_rate must be 0 (no limit) or more.")
         for name in ("visual_weight", "video_visual_weight"):
@@ -295,6 +301,15 @@ class Settings:
                 return False
             raise ConfigError(f"{name} must be 1 or 0 (true/false, yes/no, on/off), got {raw!r}.")
 
+        def get_graph() -> str | None:
+            raw = get("UNIVERSALRAG_GRAPH")
+            if raw is None:
+                return None
+            word = raw.strip().lower()
+            if word in ("0", "false", "no", "off", "none"):
+                return "off"
+            return "structural" if word in ("1", "true", "yes", "on") else word
+
         home = get("UNIVERSALRAG_HOME")
         values = dict(
             database_url=get("UNIVERSALRAG_DATABASE_URL"),
@@ -323,6 +338,7 @@ class Settings:
             describe_model=get("UNIVERSALRAG_DESCRIBE_MODEL"),
             describe_max_calls=get_int("UNIVERSALRAG_DESCRIBE_MAX_CALLS"),
             describe_rate=get_float("UNIVERSALRAG_DESCRIBE_RATE"),
+            graph=get_graph(),
             asr=get("UNIVERSALRAG_ASR"),
             asr_model=get("UNIVERSALRAG_ASR_MODEL"),
             asr_base_url=get("UNIVERSALRAG_ASR_BASE_URL"),

@@ -10,6 +10,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .embed.base import Embedder
     from .embed.visual import VisualEncoder
     from .generate.base import Generator
+    from .graph.api import Graph as KnowledgeGraph
     from .ingest.pipeline import FileOutcome, IngestOptions, IngestReport
     from .ingest.report import Progress
     from .routing.base import Router
@@ -123,6 +125,7 @@ class UniversalRAG:
         self._pool: ThreadPoolExecutor | None = None
         self.query_vectors = QueryVectors(self.settings.query_vectors) if self.settings.query_vectors else None
         self._lock = threading.Lock()
+        self._knowledge_graph: KnowledgeGraph | None = None
         self._initialised = False
 
     def __repr__(self) -> str:
@@ -213,6 +216,17 @@ class UniversalRAG:
             self._visual = visual_encoder_from_settings(self.settings)
         return self._visual
 
+    @property
+    def knowledge_graph(self) -> KnowledgeGraph:
+        """The knowledge graph of this schema: entities by name, neighbours, paths, the units that name them, counts,
+        rebuild and export (:class:`universalrag.graph.api.Graph`, docs/graph.md)."""
+        with self._lock:
+            if self._knowledge_graph is None:
+                from .graph.api import Graph
+
+                self._knowledge_graph = Graph(self.store, self.embedder)
+            return self._knowledge_graph
+
     def executor(self) -> ThreadPoolExecutor:
         """The worker pool that runs probes, searches and the prior in parallel (created on first use)."""
         with self._lock:
@@ -285,6 +299,12 @@ class UniversalRAG:
             if options is not None
             else IngestOptions.from_settings(self.settings, visual_encoder=self.visual_encoder, describe=describe)
         )
+        if opts.graph is None:  # the graph of each source is written with its units (UNIVERSALRAG_GRAPH)
+            from .graph.extractors import extractor_from_settings
+
+            extractor = extractor_from_settings(self.settings)
+            if extractor is not None:
+                opts = replace(opts, graph=self.knowledge_graph.graph_store.for_ingest(extractor))
         try:
             return ingest_paths(
                 self.store,

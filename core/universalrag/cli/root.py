@@ -15,7 +15,7 @@ from typer.core import TyperGroup
 
 from ..config import Settings
 from ..errors import UniversalRAGError
-from . import commands, corpora, db, demo, mcp_server, routing, serve, worker
+from . import commands, corpora, db, demo, graph, mcp_server, routing, serve, worker
 from .context import CliContext, Invocation, Output
 
 __all__ = ["app"]
@@ -67,6 +67,7 @@ def _root(
 
 commands.register(app)
 corpora.register(app)
+graph.register(app)  # universalrag graph build|stats|show
 routing.register(app)
 demo.register(app)
 db.register(app)

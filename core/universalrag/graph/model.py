@@ -105,7 +105,10 @@ class Extraction:
 class Extractor(Protocol):
     """Finds entities, relations and mentions in the units of one source; no database I/O."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """A short name for logs and settings (``"structural"``, ``"model"``)."""
+        ...
 
     def extract(self, units: Sequence[Unit], *, source_uri: str) -> Extraction:
         """The :class:`Extraction` of ``units`` (one source's, every corpus, with their ids)."""

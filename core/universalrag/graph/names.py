@@ -51,7 +51,10 @@ def _capitalised(word: str) -> bool:
 
 
 def _runs(sentence: str) -> list[str]:
-    words = [m.group() for m in _WORD.finditer(sentence)]
+    matches = list(_WORD.finditer(sentence))
+    words = [m.group() for m in matches]
+    # a name does not run across punctuation ("Alder Quay, Birch Quay" are two)
+    joined = [not sentence[a.end() : b.start()].strip() for a, b in zip(matches, matches[1:], strict=False)]
     names: list[str] = []
     opening = next((k for k, w in enumerate(words) if not _NUMERIC.fullmatch(w)), 0)  # after a heading's number
     i = 0
@@ -62,7 +65,7 @@ def _runs(sentence: str) -> list[str]:
         start = i
         run = [words[i]]
         i += 1
-        while i < len(words):
+        while i < len(words) and joined[i - 1]:
             if _capitalised(words[i]):
                 run.append(words[i])
                 i += 1
@@ -70,6 +73,7 @@ def _runs(sentence: str) -> list[str]:
                 words[i].lower() in _PARTICLES
                 and words[i].lower() not in _NO_JOIN
                 and i + 1 < len(words)
+                and joined[i]
                 and _capitalised(words[i + 1])
             ):
                 run += [words[i], words[i + 1]]

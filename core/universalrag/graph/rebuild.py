@@ -29,7 +29,13 @@ class GraphWriter(Protocol):
     """What writes a source's extraction (:meth:`universalrag.graph.store.GraphStore.write`)."""
 
     def __call__(
-        self, conn: sa.Connection, extraction: Extraction, *, source_id: str | None, units: Sequence[Unit] = ()
+        self,
+        conn: sa.Connection,
+        extraction: Extraction,
+        *,
+        source_id: str | None,
+        units: Sequence[Unit] = (),
+        vectors: bool = True,
     ) -> WriteCounts: ...
 
 
@@ -97,7 +103,7 @@ def rebuild(
             ).scalar_one_or_none()
             if current != src.content_hash:
                 continue  # deleted or replaced meanwhile
-            counts = write(conn, extraction, source_id=str(src.id), units=units)
+            counts = write(conn, extraction, source_id=str(src.id), units=units, vectors=False)
         totals = [
             a + b
             for a, b in zip(totals, (1, len(units), counts.entities, counts.relations, counts.mentions), strict=True)

@@ -24,7 +24,7 @@ from . import expand
 from .model import Extraction, Extractor, normalise_key
 from .rebuild import rebuild
 from .records import BuildReport, Entity, GraphStats, Mention, Neighbour, Path, Relation, WriteCounts
-from .write import WriteLimits, write_extraction
+from .write import WriteLimits, entity_text, write_extraction
 
 __all__ = ["GraphStore", "IngestGraph"]
 
@@ -45,16 +45,17 @@ class IngestGraph:
     (extraction, which may be slow, runs there), it returns the :data:`~universalrag.store.sources.SourceHook` that
     writes the extraction inside it."""
 
-    def __init__(self, graph: GraphStore, extractor: Extractor) -> None:
+    def __init__(self, graph: GraphStore, extractor: Extractor, *, vectors: bool = False) -> None:
         self.graph = graph
         self.extractor = extractor
+        self.vectors = vectors
 
     def __call__(self, units: Sequence[Unit], source_uri: str) -> SourceHook:
         """Extract ``units`` of the source ``source_uri``; the hook writes the result."""
         extraction = self.extractor.extract(units, source_uri=source_uri)
 
         def hook(conn: sa.Connection, source: SourceRecord, source_id: str, written: Sequence[Unit]) -> None:
-            self.graph.write(conn, extraction, source_id=source_id, units=written)
+            self.graph.write(conn, extraction, source_id=source_id, units=written, vectors=self.vectors)
 
         return hook
 
@@ -108,24 +109,63 @@ class GraphStore:
 
     # -- writing --------------------------------------------------------------------------------------------
     def write(
-        self, conn: sa.Connection, extraction: Extraction, *, source_id: str | None, units: Sequence[Unit] = ()
+        self,
+        conn: sa.Connection,
+        extraction: Extraction,
+        *,
+        source_id: str | None,
+        units: Sequence[Unit] = (),
+        vectors: bool = True,
     ) -> WriteCounts:
         """Replace what ``source_id`` (or, without a source, the ``units``) stated in the graph by ``extraction``, on
-        ``conn``: the caller's transaction, which writes the source's units (:mod:`universalrag.graph.write`)."""
+        ``conn``: the caller's transaction, which writes the source's units (:mod:`universalrag.graph.write`).
+        ``vectors``: compute the vectors of new or changed entities now (else :meth:`embed_missing` does later)."""
         return write_extraction(
             conn,
             self.tables,
             extraction,
             source_id=source_id,
             units=units,
-            embed=self._embed_fn(),
+            embed=self._embed_fn() if vectors else None,
             embed_batch=self.embed_batch,
             limits=self.limits,
         )
 
-    def for_ingest(self, extractor: Extractor) -> IngestGraph:
-        """What ``IngestOptions(graph=...)`` takes to write each ingested source's graph with its units."""
-        return IngestGraph(self, extractor)
+    def for_ingest(self, extractor: Extractor, *, vectors: bool = False) -> IngestGraph:
+        """What ``IngestOptions(graph=...)`` takes to write each ingested source's graph with its units; ``vectors``
+        computes entity vectors then too (it about doubles the cost of ingesting tables: docs/graph.md), else
+        :meth:`embed_missing` computes them later."""
+        return IngestGraph(self, extractor, vectors=vectors)
+
+    def embed_missing(self, *, batch: int = 256, limit: int | None = None) -> int:
+        """Compute the vectors of entities that have none (at most ``limit``), ``batch`` per transaction; returns
+        how many. Nothing without an embedder of the schema's width."""
+        embed = self._embed_fn()
+        if embed is None:
+            return 0
+        e = self.tables.entities
+        done = 0
+        while limit is None or done < limit:
+            size = batch if limit is None else min(batch, limit - done)
+            with self.store.transaction("compute graph entity vectors") as conn:
+                rows = list(
+                    conn.execute(
+                        sa.select(e.c.id, e.c.name, e.c.type, e.c.description)
+                        .where(e.c.embedding.is_(None))
+                        .order_by(e.c.id)
+                        .limit(size)
+                        .with_for_update(skip_locked=True)
+                    )
+                )
+                if not rows:
+                    break
+                vectors = np.asarray(embed([entity_text(r.name, r.type, r.description) for r in rows]), np.float32)
+                conn.execute(
+                    sa.update(e).where(e.c.id == sa.bindparam("eid")).values(embedding=sa.bindparam("vec")),
+                    [{"eid": int(r.id), "vec": v} for r, v in zip(rows, vectors, strict=True)],
+                )
+            done += len(rows)
+        return done
 
     def rebuild(
         self,
@@ -133,11 +173,16 @@ class GraphStore:
         *,
         uris: Iterable[str] | None = None,
         on_source: Callable[[str, WriteCounts], None] | None = None,
+        vectors: bool = True,
     ) -> BuildReport:
         """(Re)build the graph of stored sources (all, or those of ``uris``) from their stored units, one transaction
         per source: for corpora ingested before the graph existed, or after changing the extractor. Units that
-        belong to no source (SQL sync, ``add_units``) are not read."""
-        return rebuild(self.store, self.write, extractor, uris=uris, on_source=on_source)
+        belong to no source (SQL sync, ``add_units``) are not read. ``vectors``: then compute the entity vectors
+        that are missing (:meth:`embed_missing`)."""
+        report = rebuild(self.store, self.write, extractor, uris=uris, on_source=on_source)
+        if vectors:
+            self.embed_missing()
+        return report
 
     # -- reading --------------------------------------------------------------------------------------------
     def _read(self, action: str, fn: Callable[[sa.Connection], Any]) -> Any:

@@ -213,6 +213,13 @@ def _absorb(
                 continue
             gone = int(other.id)
             conn.execute(sa.update(m).where(m.c.entity_id == gone).values(entity_id=into))
+            first = (
+                sa.select(sa.func.min(m.c.id))
+                .where(m.c.entity_id == into)
+                .group_by(m.c.corpus, m.c.unit_id, m.c.source_id)
+                .scalar_subquery()
+            )
+            conn.execute(sa.delete(m).where(m.c.entity_id == into, m.c.id.not_in(first)))  # a unit names it once
             conn.execute(sa.update(r).where(r.c.source_entity == gone).values(source_entity=into))
             conn.execute(sa.update(r).where(r.c.target_entity == gone).values(target_entity=into))
             conn.execute(sa.delete(r).where(r.c.source_entity == into, r.c.target_entity == into))
