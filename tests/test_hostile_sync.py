@@ -4,12 +4,14 @@ for real (a 3 MB row, a trigger on the corpus table that refuses one text)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
+from sqlalchemy.engine import make_url
 from support.sync import app_sql, queue_count, unit_rows
 
 from universalrag.sync import Worker, WorkerOptions, queue, sync_status
@@ -135,3 +137,51 @@ def test_a_batch_that_stopped_the_worker_is_not_claimed_forever(app: Any, store:
     assert queue_count(conn, s, parked=True) == 2
     (status,) = [st for st in sync_status(store) if st.corpus == "notes"]
     assert status.failed == 2 and status.last_error and "stopped" in status.last_error
+
+
+def test_an_application_role_with_rights_on_its_own_table_only_keeps_writing(
+    app: Any, store: Any, minilm: Any, database_url: str
+) -> None:
+    """The sync triggers run as the table's attacher (a SECURITY DEFINER function with a pinned search_path): a
+    role that may only write its own table inserts, updates and deletes after attach_table as before, with no
+    right on the universalrag schema, and the worker follows."""
+    conn, app_schema = app
+    s = store.schema
+    role = "t_app_" + uuid.uuid4().hex[:8]
+    try:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    except psycopg.Error:
+        pytest.skip("the test database does not let this test create a role")
+    try:
+        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(app_schema), sql.Identifier(role)))
+        conn.execute(
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {}.notes TO {}").format(
+                sql.Identifier(app_schema), sql.Identifier(role)
+            )
+        )
+        insert(conn, app_schema, [(1, "The printer on floor two jams.")])
+        attach(conn, s, app_schema)
+        url = (
+            make_url(database_url)
+            .set(drivername="postgresql", username=role, password=None)
+            .render_as_string(hide_password=False)
+        )
+        with psycopg.connect(url, autocommit=True) as app_role:
+            insert(app_role, app_schema, [(2, "The VPN drops every ten minutes.")])
+            app_role.execute(
+                sql.SQL("UPDATE {}.notes SET body = 'The printer was replaced.' WHERE id = 1").format(
+                    sql.Identifier(app_schema)
+                )
+            )
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                app_role.execute(sql.SQL("SELECT count(*) FROM {}.sync_queue").format(sql.Identifier(s)))
+        with Worker(store, embedder=minilm) as worker:
+            assert worker.drain().written == 2
+        units = unit_rows(conn, s, "notes")
+        assert set(units) == {"1", "2"} and units["1"]["content"] == "The printer was replaced."
+        with psycopg.connect(url, autocommit=True) as app_role:
+            app_role.execute(sql.SQL("DELETE FROM {}.notes WHERE id = 2").format(sql.Identifier(app_schema)))
+        assert set(unit_rows(conn, s, "notes")) == {"1"}
+    finally:
+        conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
