@@ -6,8 +6,10 @@ Build it as CI does: ``sphinx-build -W --keep-going -b html docs docs/_build/htm
 
 from __future__ import annotations
 
+import ast
 import functools
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import re
@@ -176,6 +178,33 @@ def _internal_as_text(node: Any, target: str, prefixes: list[str], contnode: Any
 
 
 @functools.cache
+def _type_checking_imports() -> dict[str, str]:
+    """``{name: dotted path}`` of what our modules import under ``if TYPE_CHECKING:`` (an annotation may name such
+    an import, which does not exist at run time), when every module agrees on what the name stands for."""
+    found: dict[str, set[str]] = {}
+    for package in OURS:
+        root = importlib.import_module(package)
+        for info in pkgutil.walk_packages(root.__path__, package + "."):
+            spec = importlib.util.find_spec(info.name)
+            if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+                continue
+            tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+            base = info.name if info.ispkg else info.name.rpartition(".")[0]
+            for block in ast.walk(tree):
+                if not (isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)):
+                    continue
+                for node in block.body:
+                    if isinstance(node, ast.ImportFrom):
+                        module = node.module or ""
+                        if node.level:
+                            parent = base.rsplit(".", node.level - 1)[0] if node.level > 1 else base
+                            module = f"{parent}.{module}" if module else parent
+                        for alias in node.names:
+                            found.setdefault(alias.asname or alias.name, set()).add(f"{module}.{alias.name}")
+    return {name: next(iter(paths)) for name, paths in found.items() if len(paths) == 1}
+
+
+@functools.cache
 def _defined_names() -> frozenset[str]:
     """Names our modules bind at their top level (classes, functions, type aliases, constants), left out what they
     import from other libraries; only the modules that import without an extra."""
@@ -213,6 +242,8 @@ def _resolve_elsewhere(app: Any, env: Any, node: Any, contnode: Any) -> Any:
     context = [node.get("py:module"), node.get("py:class")]
     prefixes = [""] + [p + "." for p in filter(None, [context[0], ".".join(filter(None, context))])]
     candidates: list[str] = []
+    if target in _type_checking_imports():  # an annotation naming what a module imports only for type checkers
+        target = _type_checking_imports()[target]
     for prefix in prefixes:
         found = _import(prefix + target)
         if found is not None:

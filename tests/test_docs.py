@@ -64,6 +64,9 @@ def test_site_builds(tmp_path: Path) -> None:
 def test_python_examples_run(
     page: Path, cli_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    runnable = [b for b in code_blocks(page.read_text(encoding="utf-8")) if b.lang == "python" and b.skip is None]
+    if not runnable:
+        pytest.skip(f"every Python block of {page.name} is marked as needing a service")
     work = tmp_path / "work"
     work.mkdir()
     example_files(work)
@@ -71,15 +74,9 @@ def test_python_examples_run(
     for key, value in cli_env.items():
         monkeypatch.setenv(key, value)
     namespace: dict[str, Any] = {"__name__": "docs", **chat_models()}
-    ran = 0
-    for block in code_blocks(page.read_text(encoding="utf-8")):
-        if block.lang != "python" or block.skip is not None:
-            continue
+    for block in runnable:
         code = compile("\n" * (block.line) + block.code, str(page), "exec")  # tracebacks name the page's lines
         exec(code, namespace)  # noqa: S102 - the page's own example
-        ran += 1
     rag = namespace.get("rag") or namespace.get("bench")
     if rag is not None and hasattr(rag, "close"):
         rag.close()
-    if ran == 0:
-        pytest.skip(f"every Python block of {page.name} is marked as needing a service")
