@@ -119,6 +119,7 @@ class ModelExtractor:
         self.batch_chars = batch_chars
         self.piece_chars = min(piece_chars, batch_chars)
         self.max_pieces = max_pieces
+        #: Batches whose call failed, and batches left without a call (budget, deadline), over every extraction.
         self.failed = 0
         self.calls_skipped = 0
 
@@ -166,7 +167,9 @@ class ModelExtractor:
 
     # -- calls --------------------------------------------------------------------------------------------------
 
-    def _answer(self, batch: Sequence[_Piece], source_uri: str) -> ExtractionAnswer | None:
+    def _answer(self, batch: Sequence[_Piece], source_uri: str) -> ExtractionAnswer | str:
+        """The answer for ``batch`` (from the cache, else a call), or why there is none: ``"skipped"`` (no call may
+        start) or ``"failed"`` (logged)."""
         body = "\n\n".join(f"[P{i}] {p.text}" for i, p in enumerate(batch, 1))
         key = request_key(model=self.chat.name, prompt_version=PROMPT_VERSION, kind="extract", payload=body)
         if self.cache is not None and (cached := self.cache.get(key)) is not None:
@@ -175,8 +178,7 @@ class ModelExtractor:
             except ValueError:
                 pass
         if not self.limits.acquire():
-            self.calls_skipped += 1
-            return None
+            return "skipped"
         messages = [
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": f"{body}\n\nReply with the JSON object."},
@@ -184,11 +186,10 @@ class ModelExtractor:
         try:
             answer = self.chat.ask(messages, ExtractionAnswer)
         except UniversalRAGError as e:
-            self.failed += 1
             _log.warning(
                 "%s: graph extraction of %d pieces failed (%s); they add no entities.", source_uri, len(batch), e
             )
-            return None
+            return "failed"
         if self.cache is not None:
             self.cache.put(key, answer.model_dump())
         return answer
@@ -205,7 +206,10 @@ class ModelExtractor:
                 answers = list(pool.map(lambda b: self._answer(b, source_uri), batches))
         else:
             answers = []
-        if self.calls_skipped:
+        skipped = sum(a == "skipped" for a in answers)
+        self.calls_skipped += skipped
+        self.failed += sum(a == "failed" for a in answers)
+        if skipped:
             _log.warning(
                 "%s: graph extraction stopped at the %s for model calls (%d made); some text adds no entities.",
                 source_uri,
@@ -216,7 +220,7 @@ class ModelExtractor:
         relations: list[RelationDraft] = []
         mentions: list[MentionDraft] = [_mention(a.name, u, ANCHOR) for u, a in anchors]
         for batch, answer in zip(batches, answers, strict=True):
-            if answer is not None:
+            if isinstance(answer, ExtractionAnswer):
                 _read(answer, batch, entities, relations, mentions)
         return Extraction(tuple(entities), tuple(relations), tuple(mentions))
 
