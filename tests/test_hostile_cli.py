@@ -156,3 +156,27 @@ def test_a_stalled_client_does_not_block_the_server(cli_env: dict[str, str], hom
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+
+def test_file_names_and_stored_text_reach_the_terminal_without_escapes(cli_env: dict[str, str], tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "report\x1b]0;owned\x07\x1b[2J.txt").write_text(
+        "Budget \x1b]8;;http://evil.example/\x07review\x1b]8;;\x07 of the lighthouse keepers on Thursday.\n"
+    )
+    (folder / "two\nlines.txt").write_text("The ferry to the lighthouse leaves at nine.\n")
+    env = {**os.environ, **cli_env}
+    done = subprocess.run([SCRIPT, "ingest", str(folder)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout + done.stderr
+    assert "\x1b" not in out and "\x07" not in out
+    assert any(line.startswith("added: ") and line.endswith("two\\nlines.txt") for line in out.splitlines()), out
+    found = subprocess.run(
+        [SCRIPT, "search", "--no-server", "budget review lighthouse keepers"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert found.returncode == 0, found.stderr
+    assert "Budget" in found.stdout and "\x1b" not in found.stdout + found.stderr and "\x07" not in found.stdout

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..config import Settings
+from .trust import strip_controls
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,12 +69,14 @@ class Output:
         self.err: Console = Console(file=stderr, stderr=stderr is None, **common)
 
     def print(self, *renderables: Any, **kwargs: Any) -> None:
-        """Print to stdout (rich markup in literal strings is ours; user text must come as ``Text``)."""
-        self.out.print(*renderables, **kwargs)
+        """Print to stdout (rich markup in literal strings is ours; user text must come as ``Text``, whose
+        terminal escape sequences and control characters are dropped)."""
+        self.out.print(*(_safe(r) for r in renderables), **kwargs)
 
     def line(self, text: str) -> None:
-        """One plain line on stdout, exactly as given (no markup, no wrapping)."""
-        self.out.file.write(text + "\n")
+        """One plain line on stdout, as given but for terminal escape sequences and control characters (no markup,
+        no wrapping)."""
+        self.out.file.write(strip_controls(text) + "\n")
         self.out.file.flush()
 
     def json(self, data: Any) -> None:
@@ -86,7 +89,19 @@ class Output:
         """``error: message`` on stderr, the message printed literally."""
         from rich.markup import escape
 
-        self.err.print(f"[bold red]{label}:[/] {escape(message)}", soft_wrap=True)
+        self.err.print(f"[bold red]{label}:[/] {escape(strip_controls(message))}", soft_wrap=True)
+
+
+def _safe(renderable: Any) -> Any:
+    """A ``Text`` without terminal escape sequences and control characters (a stored text or a file name may
+    hold them); anything else as it is."""
+    from rich.text import Text
+
+    if isinstance(renderable, Text) and strip_controls(renderable.plain) != renderable.plain:
+        clean = renderable.copy()
+        clean.plain = strip_controls(renderable.plain)  # styles of a text that held escapes may shift
+        return clean
+    return renderable
 
 
 @dataclass

@@ -20,6 +20,7 @@ from ..evidence import UNIT_TEXT_TOKENS, hit_file, hit_name, unit_text
 from ..exact_terms import exact_terms, holds_name, identifiers
 from ..types import Granularity, Hit, Modality, RouteDecision
 from .context import Output
+from .trust import one_line
 
 if TYPE_CHECKING:
     from ..ingest import FileOutcome, IngestReport
@@ -338,7 +339,7 @@ class IngestProgress:
             if self._progress is not None:
                 self._progress.update(self._task, last=self._note("working on ", progress.path, _more(progress)))
             elif progress.total > 1 and not self.quiet:  # a note on stderr: stdout has one line per file done
-                self.out.err.print(Text(f"working on {progress.path}{_more(progress)}"), soft_wrap=True)
+                self.out.err.print(Text(f"working on {one_line(progress.path)}{_more(progress)}"), soft_wrap=True)
             return
         counts = f": {progress.done}/{progress.total} {progress.what} {progress.stage}"
         if self._progress is not None:
@@ -346,9 +347,9 @@ class IngestProgress:
         elif self.quiet:
             return
         elif progress.stage == "committed":
-            self.out.line(progress.path + counts)
+            self.out.line(one_line(progress.path) + counts)
         else:  # work before anything is written (embedding a group's passages): a note on stderr, as above
-            self.out.err.print(Text(progress.path + counts), soft_wrap=True)
+            self.out.err.print(Text(one_line(progress.path) + counts), soft_wrap=True)
 
     def on_file(self, outcome: FileOutcome) -> None:
         """Called after each input (its transaction is committed, or rolled back when it failed)."""
@@ -364,12 +365,13 @@ class IngestProgress:
         if self._progress is not None:
             self._progress.update(self._task, advance=advance, last=self._note(f"{outcome.status}: ", outcome.path))
         elif not self.quiet:
-            self.out.line(f"{outcome.status}: {outcome.path}")
+            self.out.line(f"{outcome.status}: {one_line(outcome.path)}")
 
     def _note(self, before: str, path: str, after: str = "") -> str:
         """``before + path + after`` for the bar's note, the path shortened from its start to fit the room left on
         the line: its end (the file's name and nearest folders) says which file it is."""
         room = max(NOTE_MIN, self._room - len(before) - len(after))
+        path = one_line(path)  # a file name may hold escape sequences or a newline
         return before + (path if len(path) <= room else "…" + path[len(path) - room + 1 :]) + after
 
     def interrupted_message(self, *, rolled_back: bool = False) -> str:
