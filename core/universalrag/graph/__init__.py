@@ -6,6 +6,7 @@ from __future__ import annotations
 from .model import (
     ANCHOR,
     BELONGS_TO,
+    CO_OCCURS,
     MENTION,
     EntityDraft,
     Extraction,
@@ -18,6 +19,7 @@ from .model import (
 __all__ = [
     "ANCHOR",
     "BELONGS_TO",
+    "CO_OCCURS",
     "MENTION",
     "EntityDraft",
     "Extraction",

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..store.graph_tables import GraphTables
+from .model import CO_OCCURS
 
 __all__ = ["MAX_FANOUT", "MAX_HOPS", "Reached", "breadth_first", "shortest_paths", "step"]
 
@@ -70,7 +71,8 @@ def breadth_first(
     frontier = [start]
     for depth in range(1, hops + 1):
         nxt: list[int] = []
-        for row in step(conn, t, frontier, max_fanout):
+        # a named relation says more than two names sharing a passage: it is the one a neighbour is reached by
+        for row in sorted(step(conn, t, frontier, max_fanout), key=lambda r: (r.keywords == CO_OCCURS, -r.weight)):
             other = int(row.other)
             if other in seen:
                 continue
@@ -98,7 +100,7 @@ def shortest_paths(
     found = False
     for _ in range(max_hops):
         layer: dict[int, list[tuple[int, str]]] = {}
-        for row in step(conn, t, frontier, max_fanout):
+        for row in sorted(step(conn, t, frontier, max_fanout), key=lambda r: (r.keywords == CO_OCCURS, -r.weight)):
             other = int(row.other)
             if other in parents:
                 continue

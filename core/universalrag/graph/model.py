@@ -20,6 +20,7 @@ from ..types import Unit
 __all__ = [
     "ANCHOR",
     "BELONGS_TO",
+    "CO_OCCURS",
     "MENTION",
     "EntityDraft",
     "Extraction",
@@ -31,6 +32,8 @@ __all__ = [
 
 #: The relation keyword linking an entity found inside a non-text unit to that unit's anchor entity.
 BELONGS_TO = "belongs_to"
+#: The relation keyword between two names one passage or row holds (weighted by how many do).
+CO_OCCURS = "co_occurs"
 #: Mention roles: the entity *is* the unit (an image, a table, a figure, a clip, a page's title) …
 ANCHOR = "anchor"
 #: … or the unit names it.

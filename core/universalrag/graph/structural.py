@@ -30,13 +30,11 @@ from typing import Any
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from ..types import Unit
-from .model import ANCHOR, BELONGS_TO, EntityDraft, Extraction, MentionDraft, RelationDraft
+from .model import ANCHOR, BELONGS_TO, CO_OCCURS, EntityDraft, Extraction, MentionDraft, RelationDraft
 from .names import LABEL, find_names
 
 __all__ = ["CO_OCCURS", "LINKS_TO", "StructuralExtractor"]
 
-#: Keywords of the relation between two names that one passage holds.
-CO_OCCURS = "co_occurs"
 #: Keywords of a link from one page to another.
 LINKS_TO = "links_to"
 
