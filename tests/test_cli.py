@@ -402,7 +402,7 @@ def test_ingest_accepts_an_asr_choice(cli_env: dict[str, str]) -> None:
 
 
 def test_ctrl_c_during_ingest_says_what_was_kept_and_a_rerun_continues(cli_env: dict[str, str], tmp_path: Path) -> None:
-    FILES = 20  # enough that the interrupt lands mid-folder: it is sent as soon as the first file is announced
+    FILES = 60  # enough that the interrupt lands mid-folder (files are embedded 128 passages at a time)
     folder = tmp_path / "many"
     folder.mkdir()
     sources = sorted((DATA / "corpus").glob("*.txt")) + sorted((DATA / "corpus").glob("*.md"))
