@@ -90,24 +90,31 @@ def test_entities_mentions_anchors_and_belongs_to(tmp_path: Path) -> None:
     with OpenAICompatServer(chat_reply=finder) as server:
         found = extractor(server, tmp_path)
         assert isinstance(found, Extractor) and found.name == "model:graph-test"
-        extraction = found.extract(units, source_uri="file:///curie.pdf")
+        extraction = found.extract(units, source_uri="file:///nobel-lecture.pdf")
         (request,) = server.requests_to("/v1/chat/completions")
     sent = pieces(request["body"])
     assert sorted(sent.values()) == sorted(
         [
             marie.content,
             radium.content,
-            "Marie Curie in her laboratory\nFigure 2: the laboratory\n" + figure.metadata["model_description"],
+            "Marie Curie in her laboratory (nobel-lecture)\nFigure 2: the laboratory\n"
+            + figure.metadata["model_description"],
         ]
     )  # not the document (its passages are there), not a piece of three words
     assert "The whole document" not in json.dumps(request["body"]) and short.content not in json.dumps(request["body"])
 
     names = {e.name: e for e in extraction.entities}
-    assert set(names) == {"Marie Curie in her laboratory", "Marie Curie", "Paris", "radium"}
-    anchor = names["Marie Curie in her laboratory"]
-    assert anchor.type == "photo" and anchor.aliases == ("Figure 2",) and "place: Paris" in anchor.description
+    # the anchor's name is qualified by its source's (the figure has no document title here: the file's name), its
+    # label so qualified is an alias: the name the structural extractor gives the figure
+    assert set(names) == {"Marie Curie in her laboratory (nobel-lecture)", "Marie Curie", "Paris", "radium"}
+    anchor = names["Marie Curie in her laboratory (nobel-lecture)"]
+    assert (
+        anchor.type == "photo"
+        and anchor.aliases == ("Figure 2 (nobel-lecture)",)
+        and "place: Paris" in anchor.description
+    )
     by_role = {(m.entity, m.unit_id, m.role) for m in extraction.mentions}
-    assert ("Marie Curie in her laboratory", figure.id, ANCHOR) in by_role
+    assert (anchor.name, figure.id, ANCHOR) in by_role
     assert {("Marie Curie", marie.id, MENTION), ("Marie Curie", figure.id, MENTION)} <= by_role
     assert ("radium", radium.id, MENTION) in by_role and ("radium", figure.id, MENTION) in by_role
     assert not any(m.unit_id == doc.id for m in extraction.mentions)
@@ -147,11 +154,11 @@ def test_failures_are_logged_and_anchors_remain(tmp_path: Path, caplog: pytest.L
         with OpenAICompatServer(chat_reply=answer) as server, caplog.at_level(logging.WARNING):
             caplog.clear()
             found = extractor(server, tmp_path / str(i))
-            extraction = found.extract(units, source_uri="file:///curie.pdf")
+            extraction = found.extract(units, source_uri="file:///nobel-lecture.pdf")
         assert found.failed == 1
-        assert [e.name for e in extraction.entities] == ["Marie Curie in her laboratory"]
+        assert [e.name for e in extraction.entities] == ["Marie Curie in her laboratory (nobel-lecture)"]
         assert [(m.unit_id, m.role) for m in extraction.mentions] == [(units[-1].id, ANCHOR)]
-        assert "file:///curie.pdf: graph extraction of 3 pieces failed" in caplog.text
+        assert "file:///nobel-lecture.pdf: graph extraction of 3 pieces failed" in caplog.text
 
 
 def test_items_without_a_name_are_dropped_not_the_answer(tmp_path: Path) -> None:
@@ -234,7 +241,8 @@ def test_a_described_figure_joins_the_graph_through_what_the_model_saw(  # type:
     mug = graph.entity("enamel mug")
     assert mug is not None and mug.type == "object"
     (anchor,) = [n.entity for n in graph.neighbours(mug, hops=1) if n.via == (BELONGS_TO,)]
-    assert anchor.name == "Figure 1: the keeper's morning coffee" and anchor.aliases == ("Figure 1",)
+    assert anchor.name == "Figure 1: the keeper's morning coffee (Kestrel Point Lighthouse)"
+    assert anchor.aliases == ("Figure 1 (Kestrel Point Lighthouse)",)
     (hit,) = [h for h in graph.units([anchor.id]) if h.corpus == "image"]
     assert hit.metadata["model_description"] == figure["description"]
     place = graph.entity("Kestrel Point Lighthouse")

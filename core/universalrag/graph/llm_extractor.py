@@ -22,7 +22,9 @@ import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 from ..errors import ConfigError, UniversalRAGError
 from ..generate.call_limits import CallLimits
@@ -62,14 +64,27 @@ def _windows(text: str, size: int) -> list[str]:
     return [*out, text] if text else out
 
 
-def _anchor(unit: Unit) -> EntityDraft | None:
-    """The entity a described non-text unit is, from its model-written summary (``None`` without one)."""
+def _qualified(name: str, title: str) -> str:
+    """``name`` with its source's ``title`` beside it, unless it holds it: one figure, table or scene per name."""
+    held = f" {normalise_key(title)} " in f" {normalise_key(name)} "
+    return name if not normalise_key(title) or held else f"{name} ({title})"
+
+
+def _anchor(unit: Unit, source_uri: str) -> EntityDraft | None:
+    """The entity a described non-text unit is, from its model-written summary (``None`` without one). Its name is
+    the summary's, qualified by the title of its document or video (else its file's name), so two sources' "Figure
+    1: revenue" stay two anchors; its label so qualified ("Figure 1 (Annual report)") is an alias, the name the
+    structural extractor gives the same unit, so that the two align."""
     summary = unit.metadata.get("entity")
     if not isinstance(summary, dict) or not str(summary.get("name") or "").strip():
         return None
-    label = str(unit.metadata.get("label") or "").strip()
-    name = str(summary["name"]).strip()
-    aliases = (label,) if label and normalise_key(label) != normalise_key(name) else ()
+    meta = unit.metadata
+    title = str(meta.get("document_title") or (meta.get("title") if unit.start_s is not None else "") or "").strip()
+    title = title or PurePosixPath(unquote(urlsplit(source_uri).path)).stem
+    name = _qualified(str(summary["name"]).strip(), title)
+    label = str(meta.get("label") or "").strip()
+    alias = _qualified(label, title) if label else ""
+    aliases = (alias,) if alias and normalise_key(alias) != normalise_key(name) else ()
     attributes = summary.get("attributes") or {}
     facts = "; ".join(f"{k}: {v}" for k, v in attributes.items()) if isinstance(attributes, dict) else ""
     description = " ".join(t for t in (str(summary.get("description") or ""), facts) if t)
@@ -133,14 +148,14 @@ class ModelExtractor:
 
     # -- pieces and batches ---------------------------------------------------------------------------------------
 
-    def _pieces(self, units: Sequence[Unit]) -> tuple[list[_Piece], list[tuple[Unit, EntityDraft]]]:
+    def _pieces(self, units: Sequence[Unit], source_uri: str) -> tuple[list[_Piece], list[tuple[Unit, EntityDraft]]]:
         parents = {u.parent_id for u in units if u.parent_id}
         pieces: list[_Piece] = []
         anchors: list[tuple[Unit, EntityDraft]] = []
         for unit in units:
             if unit.id in parents:
                 continue  # read through its passages or scenes
-            anchor = _anchor(unit)
+            anchor = _anchor(unit, source_uri)
             if anchor is not None:
                 anchors.append((unit, anchor))
                 meta = unit.metadata
@@ -197,7 +212,7 @@ class ModelExtractor:
     def extract(self, units: Sequence[Unit], *, source_uri: str) -> Extraction:
         """The entities, relations and mentions a model finds in ``units`` (one source's), with the anchors of its
         described non-text units; see the module docstring."""
-        pieces, anchors = self._pieces(units)
+        pieces, anchors = self._pieces(units, source_uri)
         batches = self._batches(pieces)
         if batches:
             with ThreadPoolExecutor(
