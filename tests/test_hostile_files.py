@@ -6,6 +6,7 @@ measures the peak memory where the cap is what keeps it bounded."""
 from __future__ import annotations
 
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -201,3 +202,34 @@ def test_peak_memory_of_a_hostile_slide_stays_bounded(tmp_path: Path) -> None:
     )
     assert result["reason"] and "member_bytes" in result["reason"]
     assert result["grew_kb"] < 64 * 1024, result
+
+
+def test_unpacked_copies_left_by_a_killed_process_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gzip-compressed PDF is unpacked into a folder named with the process id; a folder of a process that is
+    gone (killed with SIGKILL mid-unpack) is removed by the next unpack, one of a live process is kept."""
+    import gzip
+    import tempfile
+
+    pytest.importorskip("reportlab")
+    from reportlab.pdfgen import canvas
+
+    from universalrag.ingest.documents import read_document
+
+    unpack = tmp_path / "tmp"
+    unpack.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(unpack))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = unpack / f"universalrag-unpack-{gone.pid}-x1"
+    stale.mkdir()
+    (stale / "manual.pdf").write_bytes(b"%PDF-1.4 half written")
+    alive = unpack / f"universalrag-unpack-{os.getppid()}-x2"
+    alive.mkdir()
+    pdf = tmp_path / "a.pdf"
+    page = canvas.Canvas(str(pdf))
+    page.drawString(72, 700, "Keepers rotate the lamp every four hours.")
+    page.save()
+    packed = tmp_path / "manual.pdf.gz"
+    packed.write_bytes(gzip.compress(pdf.read_bytes()))
+    assert "four hours" in read_document(packed).text
+    assert sorted(p.name for p in unpack.iterdir()) == [alive.name]

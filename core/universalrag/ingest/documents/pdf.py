@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -52,6 +53,33 @@ _MIN_PICTURE_SHARE = 0.01
 _MIN_TABLE_PATHS = 4
 #: Largest decompressed size of a gzip-compressed PDF (a bound on the temporary file it is unpacked to).
 MAX_GUNZIPPED_PDF = 2 << 30
+#: The folder a gzip-compressed PDF is unpacked into, under the temporary directory: this prefix, the process id,
+#: a random part. Folders of processes that are gone (killed while unpacking) are removed by the next unpack.
+UNPACK_PREFIX = "universalrag-unpack-"
+_UNPACK_NAME = re.compile(re.escape(UNPACK_PREFIX) + r"(\d+)-")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale_unpacked(root: Path) -> int:
+    """Remove the unpack folders under ``root`` whose process is gone; returns how many."""
+    removed = 0
+    for entry in root.glob(UNPACK_PREFIX + "*"):
+        match = _UNPACK_NAME.match(entry.name)
+        if match is None or int(match.group(1)) == os.getpid() or _alive(int(match.group(1))):
+            continue
+        if entry.is_dir() and not entry.is_symlink() and entry.stat().st_uid == os.geteuid():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
 
 
 @dataclass(slots=True)
@@ -83,9 +111,11 @@ class PdfReader(BaseReader):
         """The file PDFium and pdfplumber read: the PDF itself, or the unpacked copy of a gzip-compressed one."""
         if self._unpacked is not None or not is_gzip(self.path):
             return self._unpacked or self.path
-        fd, name = tempfile.mkstemp(prefix="universalrag-", suffix=".pdf")
-        self._unpacked = Path(name)
-        with os.fdopen(fd, "wb") as dst:
+        root = Path(tempfile.gettempdir())
+        remove_stale_unpacked(root)
+        folder = Path(tempfile.mkdtemp(prefix=f"{UNPACK_PREFIX}{os.getpid()}-", dir=root))
+        self._unpacked = folder / "document.pdf"
+        with self._unpacked.open("wb") as dst:
             try:
                 with open_bytes(self.path) as src:
                     while block := src.read(1 << 20):
@@ -105,7 +135,7 @@ class PdfReader(BaseReader):
 
     def _remove_unpacked(self) -> None:
         if self._unpacked is not None:
-            self._unpacked.unlink(missing_ok=True)
+            shutil.rmtree(self._unpacked.parent, ignore_errors=True)
             self._unpacked = None
 
     # ------------------------------------------------------------------ opening and validation
