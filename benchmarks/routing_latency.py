@@ -3,7 +3,7 @@ fuse", in the same run — over the demo knowledge base, or over ``--units`` syn
 
     python benchmarks/routing_latency.py [--quick] [--database-url URL]
     python benchmarks/routing_latency.py --units 100000 [--vectors text-like|random] [--schema S] [--check]
-        [--profile] [--old-rule]
+        [--profile] [--old-rule] [--graph]
 
 With ``--units`` the six corpora are filled as ``routing_e2e.py``'s latency part fills them (its
 ``LATENCY_CORPORA`` shares, two parts per multi-vector unit) in ``--schema`` (kept, and topped up, between runs;
@@ -259,6 +259,12 @@ def main() -> None:
         "(the worst case for HNSW, the fill of the figures before 2026-11-27)",
     )
     parser.add_argument("--check", action="store_true", help="run each corpus's index check first")
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="with --units: fill a synthetic knowledge graph over the units (graph_latency.py) and add evidence "
+        "routing with graph=False, so the graph's cost is measured in the same run",
+    )
     parser.add_argument("--profile", action="store_true", help="print where one routed query's time goes")
     parser.add_argument(
         "--prewarm",
@@ -297,6 +303,10 @@ def main() -> None:
         if synthetic:
             fill_synthetic(rag, args.units, vectors=args.vectors)
             corpora = list(LATENCY_CORPORA)
+            if args.graph:
+                from graph_latency import fill_graph
+
+                fill_graph(rag.store, corpora)
         else:
             from universalrag.demo import DEMO_VIDEO_OPTIONS, build_demo_files
             from universalrag.ingest.pipeline import IngestOptions
@@ -336,6 +346,9 @@ def main() -> None:
             "search all corpora + fuse": lambda q: rag.retrieve(q, routes=corpora),
             "evidence routing, spelling=False": lambda q: unspelled.search(q, allow_none=True),
         }
+        if synthetic and args.graph:
+            without_graph = variant(graph=False)
+            modes["evidence routing, graph=False"] = lambda q: without_graph.search(q, allow_none=True)
         if synthetic and args.old_rule:
             old = UniversalRAG(
                 settings=settings.with_(exact_scan_rows=OLD_EXACT_ROWS),

@@ -145,3 +145,15 @@ def test_index_settle(database_url: str, tmp_path: Path) -> None:
     for name in ("corrections", "hybrid"):  # merging the lists changes how fast, never what is found
         assert r[name]["same_answers"] is True
         assert positive(r[name]["pending"]["p50_ms"]) and positive(r[name]["settled"]["p50_ms"])
+
+
+def test_graph(database_url: str, tmp_path: Path) -> None:
+    """The seeded world alone (no wikitables pages): the graph is built, and two-hop questions find their second fact
+    more often with it than without, single-fact ones as often."""
+    r = run_benchmark("graph.py", ["--quick", "--structures", "12", "--pages", "0"], database_url, tmp_path)
+    assert r["structures"] == 12 and r["graph"]["entities"] > 0 and r["graph"]["mentions"] > 0
+    graph, plain = r["results"]["graph"], r["results"]["plain"]
+    assert graph["world_two_hop_all"] > plain["world_two_hop_all"]
+    assert graph["world_two_hop_all_walked"] > 0.5 and graph["world_single_all_walked"] < 0.5
+    assert graph["world_single_all"] >= plain["world_single_all"] - 0.05
+    assert positive(graph["p50_ms"]) and positive(plain["p50_ms"])

@@ -24,20 +24,18 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
 
 from ..embed.base import Embedder
 from ..errors import StoreError
-from ..exact_terms import term_pattern
 from ..plan import QueryPlan
 from ..store import Store
-from ..store import queries as q
 from ..store.corpus_search import hit_from_row
 from ..types import GraphPath, Hit, Modality
 from .model import ANCHOR
+from .units import read_units
 from .walk import Reached, WalkLimits, graph_tables, name_keys, reached_from_rows, walk_statement
 
 __all__ = [
@@ -61,6 +59,8 @@ WANTED_WEIGHT = 0.3
 ANCHOR_BONUS = 0.1
 #: Added to the fused score of a unit of the modality the question asks for.
 MODALITY_BONUS = 0.1
+#: The reached units read and ranked, at most: the best by the walk's score (those beyond the names first).
+READ_UNITS = 24
 #: The most matched parts (rows, chunks) a graph hit of a multi-vector corpus shows.
 SHOWN_PARTS = 3
 
@@ -192,7 +192,8 @@ class _Present:
 
 class GraphRetrieval:
     """The knowledge graph as a granularity routing can choose (see the module docstring). ``limits`` bound every
-    walk; ``rule`` decides from :func:`graph_features` (default :func:`walk_rule`). The constructor does no I/O."""
+    walk; ``rule`` decides from :func:`graph_features` (default :func:`walk_rule`); ``read`` bounds the reached units
+    read and ranked for one question. The constructor does no I/O."""
 
     def __init__(
         self,
@@ -200,8 +201,9 @@ class GraphRetrieval:
         limits: WalkLimits | None = None,
         rule: Callable[[Mapping[str, float]], bool] = walk_rule,
         ttl: float = PRESENT_TTL_S,
+        read: int = READ_UNITS,
     ) -> None:
-        self.limits, self.rule, self.ttl = limits or WalkLimits(), rule, ttl
+        self.limits, self.rule, self.ttl, self.read = limits or WalkLimits(), rule, ttl, read
         self._lock = threading.Lock()
         self._present: dict[str, _Present] = {}
 
@@ -281,28 +283,22 @@ class GraphRetrieval:
         the words the question asks for that the named thing's unit lacks (:func:`residual_terms`): a unit holding
         them (a column "Born", a page saying "headquartered") ranks higher by :data:`WANTED_WEIGHT` times their
         share."""
-        by_corpus: dict[str, list[Reached]] = {}
-        for r in reached:
-            by_corpus.setdefault(r.corpus, []).append(r)
         # the walk's scores relative to the best unit it reached beyond the names themselves (those rank last)
         top = max((r.score for r in reached if r.hops > 0), default=0.0) or max((r.score for r in reached), default=1.0)
         modality = asked_modality(text)
         out: list[tuple[float, Hit]] = []
         specs = store.corpora()
+        chosen = sorted(reached, key=lambda r: (r.hops == 0, -r.score))[: self.read]
+        wanted_units: dict[str, dict[str, list[str]]] = {}
+        for r in chosen:
+            wanted_units.setdefault(r.corpus, {}).setdefault(r.unit_id, []).append(r.entity)
+        rows, parts = read_units(store, wanted_units, vector, per_unit=SHOWN_PARTS) if chosen else ({}, {})
+        by_corpus: dict[str, list[Reached]] = {}
+        for r in chosen:
+            by_corpus.setdefault(r.corpus, []).append(r)
         for corpus, found in by_corpus.items():
-            if corpus not in specs:
-                continue  # dropped since it was ingested
-            owner = store.owner(corpus)
-            tables = owner.tables.corpus(specs[corpus])
-            ids = list(dict.fromkeys(r.unit_id for r in found))
-            with owner.transaction(f"read the graph's units of {corpus!r}", read_only=True) as conn:
-                rows: dict[str, Mapping[str, Any]] = {
-                    str(row["id"]): dict(row)
-                    for row in conn.execute(q.units_with_similarity(tables, ids, vector, None)).mappings()
-                }
-                parts = _named_parts(conn, tables, vector, found) if tables.parts is not None else {}
             for r in found:
-                row = rows.get(r.unit_id)
+                row = rows.get((corpus, r.unit_id))
                 if row is None:
                     continue
                 similarity = float(row["text_sim"]) if row["text_sim"] is not None else 0.0
@@ -325,7 +321,7 @@ class GraphRetrieval:
                     specs[corpus],
                     row,
                     fused,
-                    parts=parts.get(r.unit_id, ()),
+                    parts=parts.get((corpus, r.unit_id), ()),
                     channels={"similarity": similarity, "graph": structural},
                 )
                 if wanted:
@@ -340,29 +336,3 @@ class GraphRetrieval:
                 seen.update((hit.id, source))
                 ranked.append(hit)
         return ranked
-
-
-def _named_parts(
-    conn: sa.Connection, tables: Any, vector: Sequence[float], found: Sequence[Reached]
-) -> dict[str, tuple[tuple[int, str, float], ...]]:
-    """Per unit, its parts holding one of the reached entities' names (the most names first, then the nearest to
-    the question), at most :data:`SHOWN_PARTS` a unit: two statements."""
-    names = list(dict.fromkeys(r.entity for r in found))[:8]
-    ids = list(dict.fromkeys(r.unit_id for r in found))
-    if not names:
-        return {}
-    statement = q.parts_with_terms(tables, vector, ids, [term_pattern(n) for n in names], per_unit=SHOWN_PARTS)
-    ranked = conn.execute(statement).all()
-    if not ranked:
-        return {}
-    texts = {
-        (str(u), int(o)): c for u, o, c in conn.execute(q.part_texts(tables, [(str(r[0]), int(r[1])) for r in ranked]))
-    }
-    out: dict[str, list[tuple[int, str, float, int]]] = {}
-    for unit_id, ord_, distance, matched in ranked:
-        text = texts.get((str(unit_id), int(ord_)))
-        if text is not None:
-            out.setdefault(str(unit_id), []).append((int(ord_), text, 1.0 - float(distance), int(matched)))
-    return {
-        u: tuple((o, t, s) for o, t, s, _ in sorted(parts, key=lambda p: (-p[3], -p[2]))) for u, parts in out.items()
-    }
