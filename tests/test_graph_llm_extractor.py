@@ -249,3 +249,31 @@ def test_a_described_figure_joins_the_graph_through_what_the_model_saw(  # type:
     assert place is not None
     reached = {h.corpus for h in graph.units([place.id], limit=20)}
     assert {"paragraph", "image"} <= reached  # named in the passages and seen in the figure
+
+
+def test_the_facade_builds_the_graph_with_the_model_when_asked(settings, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """UNIVERSALRAG_GRAPH=model with descriptions on: a photo with no caption is an anchor, tied to what it shows."""
+    from support.media import write_photo
+
+    from universalrag.pipeline import UniversalRAG
+
+    scene = {
+        "description": "Marie Curie sits at a laboratory bench in Paris, a vial of radium in her hand.",
+        "entity": {"name": "Portrait at the bench", "type": "photo"},
+    }
+
+    def reply(body: dict[str, Any]) -> str:
+        return finder(body) if "knowledge graph from pieces" in body["messages"][0]["content"] else json.dumps(scene)
+
+    image = write_photo(tmp_path / "IMG_2031.jpg", name="astronaut")
+    with OpenAICompatServer(chat_reply=reply) as server:
+        configured = settings.with_(graph="model", describe=True, llm_model="vlm", llm_base_url=server.base_url)
+        with UniversalRAG(settings=configured, embedder=minilm, visual_encoder=None, generator=None) as rag:
+            assert rag.ingest([image]).ok
+            assert len(server.requests_to("/v1/chat/completions")) == 2  # one description, one extraction
+            anchor = rag.knowledge_graph.entity("Portrait at the bench (IMG_2031)")
+            assert anchor is not None and anchor.type == "photo"
+            around = {n.entity.name for n in rag.knowledge_graph.neighbours(anchor, hops=1)}
+            assert {"Marie Curie", "Paris", "radium"} <= around
+            (hit,) = rag.knowledge_graph.units("radium")
+    assert hit.uri == image.resolve().as_uri() and hit.metadata["description_sources"] == ["filename", "model"]
