@@ -111,6 +111,8 @@ VIDEO_EXTENSIONS: frozenset[str] = frozenset(
 DOCUMENT_EXTENSIONS: frozenset[str] = frozenset({".pdf", ".docx", ".pptx", ".odt", ".odp", ".doc", ".ppt"})
 #: Text formats that are something else than prose: refused rather than ingested as text.
 _NOT_PROSE: dict[str, str] = {
+    **dict.fromkeys((".css", ".scss", ".sass", ".less"), "a style sheet (how pages look, not what they say)"),
+    ".map": "a source map",
     ".svg": "an SVG drawing",
     ".rtf": "an RTF document",
     ".ps": "a PostScript file",
@@ -202,14 +204,37 @@ def _text_kind(suffix: str, head: bytes) -> Detection:
         return Detection("table", "json") if table else Detection("text", "json")
     if suffix in (".csv", ".tsv"):
         return Detection("table", suffix[1:])
-    if suffix in _TEXT_FORMATS:
+    if suffix in _TEXT_FORMATS and suffix != ".txt":
         return Detection("text", _TEXT_FORMATS[suffix])
     if suffix in CODE_EXTENSIONS:
         return Detection("text", "code")
     lowered = body[:512].lower()
     if lowered.startswith((b"<!doctype html", b"<html")) or (lowered.startswith(b"<?xml") and b"<html" in lowered):
         return Detection("text", "html")
+    delimiter = _delimited(body)
+    if delimiter is not None:  # zone1970.tab, a .txt export: a table whatever its name
+        return Detection("table", "tsv" if delimiter == "\t" else "csv")
     return Detection("text", "txt")
+
+
+#: A text is a table when at least this many of the lines at its head that are not comments ("#") ...
+_MIN_TABLE_LINES = 5
+
+
+def _delimited(head: bytes) -> str | None:
+    """The delimiter of a text whose head reads as a table, else ``None``: every line but comments and blank
+    ones holds a tab (``\t``), or the same number, three or more, of semicolons (``;``, as UnicodeData.txt); no
+    line is prose-long; at least :data:`_MIN_TABLE_LINES` such lines."""
+    text = head.decode("utf-8", errors="ignore")
+    lines = [line for line in text.splitlines()[:-1] if line.strip() and not line.startswith("#")]
+    if len(lines) < _MIN_TABLE_LINES or any(len(line) > 400 for line in lines):
+        return None
+    if all("\t" in line.strip() for line in lines):  # between cells, not an indent
+        return "\t"
+    counts = {line.count(";") for line in lines}
+    if len(counts) == 1 and min(counts) >= 3:
+        return ";"
+    return None
 
 
 _OLE = b"\xd0\xcf\x11\xe0"

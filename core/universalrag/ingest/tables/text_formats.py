@@ -138,6 +138,11 @@ def read_csv(path: Path) -> list[ParsedTable]:
         raise IngestError(path, "contains only blank lines; add a header row and data rows.")
     lead, has_header = table_start(head)
     skip = lead + has_header  # records before the first row
+    # a file that opens with "#" comments (tzdata's zone1970.tab) has them between and after its rows too
+    comments = lead > 0 and head[0][0].startswith("#")
+    commented = 0
+    if comments and has_header and head[lead][0].startswith("#"):  # the header is a comment too: "#codes"
+        head[lead] = [head[lead][0].lstrip("#").strip(), *head[lead][1:]]
     first = head[lead]
     blank_names = [i for i, c in enumerate(first) if not c] if has_header else []
     rows = ragged = blank = seen = 0
@@ -149,6 +154,9 @@ def read_csv(path: Path) -> list[ParsedTable]:
             continue
         seen += 1
         if seen <= skip:
+            continue
+        if comments and cells[0].startswith("#"):
+            commented += 1
             continue
         rows += 1
         width = max(width, filled_width(cells))
@@ -170,7 +178,7 @@ def read_csv(path: Path) -> list[ParsedTable]:
             if not any(cells):
                 continue
             seen += 1
-            if seen <= skip:
+            if seen <= skip or (comments and cells[0].startswith("#")):
                 continue
             cells = fit_row(cells, width)
             yield cells if len(keep) == width else [cells[i] for i in keep]
@@ -188,6 +196,8 @@ def read_csv(path: Path) -> list[ParsedTable]:
         "blank_rows_skipped": blank,
         "empty_columns_dropped": width - len(keep),
     }
+    if commented:
+        metadata["comment_rows_skipped"] = commented
     if lead:
         metadata.update(description=leading_text(head[:lead]), leading_rows=lead)
     return [ParsedTable(_stem(path), header, metadata, row_source=row_source)]
