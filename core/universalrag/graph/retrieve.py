@@ -291,7 +291,7 @@ class GraphRetrieval:
         chosen = sorted(reached, key=lambda r: (r.hops == 0, -r.score))[: self.read]
         wanted_units: dict[str, dict[str, list[str]]] = {}
         for r in chosen:
-            wanted_units.setdefault(r.corpus, {}).setdefault(r.unit_id, []).append(r.entity)
+            wanted_units.setdefault(r.corpus, {}).setdefault(r.unit_id, []).extend(r.names or (r.entity,))
         rows, parts = read_units(store, wanted_units, vector, per_unit=SHOWN_PARTS) if chosen else ({}, {})
         by_corpus: dict[str, list[Reached]] = {}
         for r in chosen:

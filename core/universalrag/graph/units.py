@@ -21,7 +21,7 @@ from ..store.schema import CorpusTables
 __all__ = ["read_units"]
 
 #: Names of reached entities looked for in one corpus's parts, at most.
-MAX_NAMES = 8
+MAX_NAMES = 16
 #: A unit's parts holding a name that are ranked, at most (a table of many rows naming a town in every row).
 MAX_NAMED_PARTS = 200
 

@@ -95,6 +95,8 @@ class Reached:
     role: str
     entity_description: str = ""
     relation_description: str = ""
+    #: Every reached entity the unit names, the best first (``entity`` among them).
+    names: tuple[str, ...] = ()
 
 
 def name_keys(text: str, *, max_words: int = MAX_NAME_WORDS, limit: int = MAX_KEYS) -> list[str]:
@@ -275,6 +277,14 @@ def walk_statement(t: GraphTables, keys: Sequence[str], limits: WalkLimits) -> s
             best.c.relation_description,
             best.c.hops,
             mentioned.c.role,
+            # every reached entity the unit names, the best first: its rows or chunks naming any of them are shown
+            sa.func.array_agg(named.c.name)
+            .over(
+                partition_by=(mentioned.c.corpus, mentioned.c.unit_id),
+                order_by=score.desc(),
+                rows=(None, None),
+            )
+            .label("names"),
         )
         .select_from(
             best.join(mentioned, sa.true())
@@ -307,6 +317,7 @@ def reached_from_rows(rows: Sequence[Any]) -> list[Reached]:
             role=str(row.role),
             entity_description=row.entity_description or "",
             relation_description=row.relation_description or "",
+            names=tuple(dict.fromkeys(row.names or (row.entity,))),
         )
         for row in rows
     ]
