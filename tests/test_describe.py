@@ -380,3 +380,16 @@ def test_an_answer_cut_at_max_tokens_says_so(tmp_path: Path) -> None:
         chat = JsonChat("vision-test", base_url=server.base_url, max_tokens=20, max_retries=0)
         with pytest.raises(GenerationError, match=r"not valid JSON .* stopped at max_tokens=20"):
             chat.ask([{"role": "user", "content": "describe"}], UnitDescription)
+
+
+def test_the_api_key_never_shows(store: Store, minilm, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # type: ignore[no-untyped-def]
+    image = write_photo(tmp_path / "IMG_2031.jpg", name="chelsea")
+    secret = "sk-describe-secret-0123456789"
+    with OpenAICompatServer(chat_reply=json.dumps(CAT), api_key="sk-the-right-one-0000") as server:
+        chat = JsonChat("vision-test", base_url=server.base_url, api_key=secret, max_retries=0)
+        describing = Describer(chat, cache=None)
+        with caplog.at_level(logging.DEBUG):
+            report = ingest_paths(store, minilm, [image], options=IngestOptions(describer=describing))
+    assert report.ok and describing.stats.failed == 1
+    assert "HTTP 401" in caplog.text and secret not in caplog.text and secret[-8:] not in caplog.text
+    assert secret not in repr(describing) and "***" in repr(describing)
