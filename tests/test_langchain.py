@@ -381,6 +381,7 @@ def test_public_api_is_pinned() -> None:
             "CorpusRetriever",
             "create_corpus_tools",
             "create_corpus_tool",
+            "create_entity_tool",
             "format_documents",
             "UniversalRAGVectorStore",
             "LangChainEmbedder",

@@ -50,6 +50,7 @@ def _corpora(nodes: Sequence[NodeWithScore]) -> list[str]:
 # -- package ----------------------------------------------------------------------------------------------------
 def test_public_api_is_pinned_and_the_namespace_is_shared() -> None:
     assert sorted(li_pkg.__all__) == [
+        "UniversalRAGGraphRetriever",
         "UniversalRAGQueryEngine",
         "UniversalRAGRetriever",
         "UniversalRAGSelector",

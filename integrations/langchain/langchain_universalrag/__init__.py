@@ -2,6 +2,7 @@
 
 - :class:`UniversalRAGRetriever` (routes, then retrieves) and :class:`CorpusRetriever` (one corpus);
 - :func:`create_corpus_tools`: a ``search_<corpus>`` tool per corpus for agents;
+- :func:`create_entity_tool`: a tool exploring the knowledge graph around a name;
 - :class:`UniversalRAGVectorStore`: one corpus as a LangChain ``VectorStore``;
 - :func:`documents_to_content_blocks` / :func:`build_chat_messages`: images and video frames as image blocks;
 - :class:`LangChainGenerator`: any chat model as the core's answer generator;
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .embeddings import LangChainEmbedder, UniversalRAGEmbeddings
+    from .entity_tools import create_entity_tool
     from .generators import LangChainGenerator
     from .messages import build_chat_messages, documents_to_content_blocks, documents_to_evidence
     from .retrievers import CorpusRetriever, UniversalRAGRetriever
@@ -29,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "CorpusRetriever": "retrievers",
     "create_corpus_tools": "tools",
     "create_corpus_tool": "tools",
+    "create_entity_tool": "entity_tools",
     "format_documents": "tools",
     "UniversalRAGVectorStore": "vectorstores",
     "LangChainEmbedder": "embeddings",
@@ -49,6 +52,7 @@ __all__ = [
     "build_chat_messages",
     "create_corpus_tool",
     "create_corpus_tools",
+    "create_entity_tool",
     "documents_to_content_blocks",
     "documents_to_evidence",
     "format_documents",

@@ -6,6 +6,7 @@
   ``RouterQueryEngine``/``RouterRetriever``.
 - :func:`corpus_retriever_tools` — a ``RetrieverTool`` per corpus.
 - :func:`hits_to_nodes` — core hits as LlamaIndex nodes.
+- :class:`UniversalRAGGraphRetriever` — the units the names in a query reach through the knowledge graph.
 
 Retrievers, query engines and tools take LlamaIndex's conventions: ``similarity_top_k`` is the total number of
 nodes, ``filter`` accepts ``MetadataFilters`` (:mod:`.filters`), node texts are cut at ``max_unit_tokens``.
@@ -22,12 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .base import hits_to_nodes
+    from .graph_retriever import UniversalRAGGraphRetriever
     from .query_engine import UniversalRAGQueryEngine
     from .retriever import UniversalRAGRetriever
     from .selector import UniversalRAGSelector
     from .tools import corpus_retriever_tools
 
 __all__ = [
+    "UniversalRAGGraphRetriever",
     "UniversalRAGQueryEngine",
     "UniversalRAGRetriever",
     "UniversalRAGSelector",
@@ -36,6 +39,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "UniversalRAGGraphRetriever": "graph_retriever",
     "UniversalRAGQueryEngine": "query_engine",
     "UniversalRAGRetriever": "retriever",
     "UniversalRAGSelector": "selector",
