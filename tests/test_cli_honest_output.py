@@ -42,6 +42,11 @@ def test_search_json_carries_the_decision_and_cuts_a_long_unit(cli_env: dict[str
     code, out, err = run(cli_env, "ingest", str(docs))
     assert code == 0, out + err
 
+    status = {c["name"]: c for c in json.loads(run(cli_env, "status", "--json")[1])["corpora"]}
+    assert status["document"]["rows"] == 1 and status["document"]["parts"] > 10  # the long line's chunk vectors
+    assert status["paragraph"]["parts"] is None
+    assert f"1 rows, {status['document']['parts']:,} chunk vectors" in run(cli_env, "status")[1]
+
     code, out, _ = run(cli_env, "search", "--no-server", "--json", "-k", "3", "Who walked on the Moon first?")
     hits = json.loads(out)
     assert hits and all(h["decision"]["routes"] and h["decision"]["router"] for h in hits)

@@ -81,6 +81,7 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     info = store.server_info()
     specs = store.corpora(refresh=True)
     counts = store.counts()
+    parts = store.part_counts()
     data = {
         "database": info.url,
         "postgres": info.postgres,
@@ -93,6 +94,7 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
                 "modality": str(s.modality),
                 "granularity": str(s.granularity),
                 "rows": counts[s.name],
+                "parts": parts.get(s.name),  # row or chunk vectors of a multi-vector corpus
                 "embedder": s.embedder,
                 "dimension": s.dimension,
                 "parent": s.parent,
@@ -111,7 +113,11 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
         obj.output.print(Text(f"{key:<9} {data[key]}"))
     obj.output.print(Text(f"schema    {data['schema']} (revision {data['revision']})\nsources   {data['sources']}"))
     for c in data["corpora"]:  # type: ignore[union-attr]
-        obj.output.print(Text(f"  {c['name']:<12} {c['modality']:<6} {c['granularity']:<10} {c['rows']:>8} rows"))
+        what = {"table": "row", "text": "chunk"}.get(str(c["modality"]), "part")
+        vectors = f", {c['parts']:,} {what} vectors" if c["parts"] is not None else ""
+        obj.output.print(
+            Text(f"  {c['name']:<12} {c['modality']:<6} {c['granularity']:<10} {c['rows']:>8} rows{vectors}")
+        )
     for q in data["sync"]:  # type: ignore[union-attr]
         line = (
             f"  sync {q['corpus']:<12} backlog {q['backlog']}, in progress {q['in_progress']}, retrying "

@@ -443,6 +443,23 @@ class Store(Placement, Sources, Searching):
             )
         return {name: out[name] for name in names}
 
+    def part_counts(self) -> dict[str, int]:
+        """Part vectors (a table's rows, a document's chunks) per corpus that has them (multi-vector corpora)."""
+        names = list(self.corpora())
+        out: dict[str, int] = {}
+        for owner, group in self._owners(names).items():
+
+            def read(conn: sa.Connection, owner: Store = owner, group: list[str] = group) -> dict[str, int]:
+                found = {}
+                for name in group:
+                    parts = owner.tables.corpus(owner.corpus(name)).parts
+                    if parts is not None:
+                        found[name] = int(conn.execute(sa.select(sa.func.count()).select_from(parts)).scalar_one())
+                return found
+
+            out.update(owner._read("count part vectors", read, read_only=True))
+        return {name: out[name] for name in names if name in out}
+
     def nonempty(self) -> list[str]:
         """The corpora that hold at least one unit (an index probe per corpus, not a count), on every server
         (the corpora of a member server that cannot be reached are left out, with a logged warning)."""
