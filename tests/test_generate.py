@@ -124,7 +124,10 @@ def test_multimodal_request_and_citations_over_http() -> None:
     by_item = groups(user["content"])
     assert list(by_item) == ["E1", "E2", "E3", "E4"]
     texts = {p["text"] for p in user["content"] if p["type"] == "text"}
-    assert "[E1] [paragraph 1] alhambra.md\nThe Alhambra is a palace and fortress in Granada, Spain." in texts
+    assert (
+        "[E1] [paragraph 1] alhambra.md\n<retrieved-data>\nThe Alhambra is a palace and fortress in Granada, Spain."
+        "\n</retrieved-data>" in texts
+    )
     assert any(TABLE_MD in t and t.startswith("[E2] [table 2] standings_2011.csv") for t in texts)
     assert by_item["E1"] == [] and by_item["E2"] == []
     # the image: exactly one image part, the JPEG bytes themselves

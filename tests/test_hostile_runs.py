@@ -83,3 +83,15 @@ def test_the_cli_reports_a_path_too_long_without_a_traceback(cli_env: dict[str, 
     output = done.stdout + done.stderr
     assert done.returncode != 0
     assert "Traceback" not in output and "too long" in output
+
+
+def test_markdown_nested_past_the_parser_limit_keeps_its_text() -> None:
+    """markdown-it stops reading blocks nested past its limit and drops their text without a word; a page nested
+    that deep is read as plain text instead (every word kept), one nested less deeply as Markdown."""
+    from universalrag.ingest.markup import markdown_to_html
+
+    deep = "> " * 150 + "deep quoted text\n\n" + "- " * 60 + "deep list text\n\nafter"
+    html = markdown_to_html(deep)
+    assert "deep quoted text" in html and "deep list text" in html and "after" in html
+    shallow = markdown_to_html("> > quoted **bold**")
+    assert "<blockquote>" in shallow and "<strong>bold</strong>" in shallow

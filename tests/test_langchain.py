@@ -249,7 +249,8 @@ def test_image_and_frame_hits_become_image_blocks(rag: UniversalRAG) -> None:
     assert documents_to_content_blocks(image, include_text=False) == [images[0]]
     assert documents_to_content_blocks([]) == []
     # a document from elsewhere is shown as text
-    assert documents_to_content_blocks([Document(page_content="plain")])[0]["text"].endswith("plain")
+    shown = documents_to_content_blocks([Document(page_content="plain")])[0]["text"]
+    assert shown.endswith("\nplain\n</retrieved-data>")
 
     messages = build_chat_messages("What colour is the cup?", image)
     assert isinstance(messages[0], SystemMessage) and isinstance(messages[1], HumanMessage)

@@ -32,6 +32,7 @@ RANK: dict[str, float] = {
     "errors": 0,
     "types": 1,
     "dates": 1,
+    "framing": 1,  # retrieved text framed as data for a model
     "config": 2,
     "fusion": 2,
     "exact_terms": 2,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from .errors import IngestError, InvalidInputError
+from .framing import RETRIEVED_NOTE, delimit
 from .media import FRAMES_PER_CLIP, FRAMES_PER_VIDEO, frame_times, iter_frames, load_rgb
 from .types import Evidence, Granularity, Hit, Modality
 
@@ -26,10 +27,12 @@ if TYPE_CHECKING:
     from PIL.Image import Image
 
 __all__ = [
+    "RETRIEVED_NOTE",
     "UNIT_TEXT_TOKENS",
     "EvidenceBudget",
     "build_evidence",
     "check_unit_tokens",
+    "delimit",
     "graph_note",
     "hit_content",
     "hit_file",

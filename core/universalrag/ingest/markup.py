@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from markdown_it.rules_core import StateCore
     from markdown_it.token import Token
 
-__all__ = ["markdown_to_html", "split_front_matter"]
+__all__ = ["MAX_NESTING", "markdown_to_html", "split_front_matter"]
 
 _log = logging.getLogger(__name__)
 
@@ -77,10 +77,25 @@ _NO_ARGUMENT = frozenset({"only", "ifconfig", "figure", "tab-set", "grid", "list
 _MAX_DEPTH = 20
 
 
+#: The deepest nesting of blocks (quotes, list items) read as Markdown; a page nested deeper is read as plain text
+#: (markdown-it would drop the deeper text).
+MAX_NESTING = 100
+
+
 def markdown_to_html(text: str) -> str:
     """Markdown rendered with markdown-it: CommonMark plus pipe tables and strikethrough, and MyST's syntax read as
-    Sphinx shows it when the page uses it (the module docstring says how)."""
-    return str(_parser(myst=_MYST.search(text) is not None).render(text, {"depth": 0}))
+    Sphinx shows it when the page uses it (the module docstring says how). A page whose blocks nest past
+    :data:`MAX_NESTING` levels (quotes, lists), where markdown-it would drop the deeper text without a word, is
+    read as plain text: every word kept, its markup as written."""
+    md = _parser(myst=_MYST.search(text) is not None)
+    env: dict[str, Any] = {"depth": 0}
+    tokens = md.parse(text, env)
+    if max((t.level for t in tokens), default=0) >= MAX_NESTING - 1:
+        from markdown_it.common.utils import escapeHtml
+
+        paragraphs = (p for p in re.split(r"\n\s*\n", text) if p.strip())
+        return "".join(f"<p>{escapeHtml(p)}</p>\n" for p in paragraphs)
+    return str(md.renderer.render(tokens, md.options, env))
 
 
 def split_front_matter(text: str) -> tuple[dict[str, str], str]:
@@ -112,6 +127,11 @@ def _parser(*, myst: bool) -> MarkdownIt:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+    md.options["maxNesting"] = MAX_NESTING
+    # Every link is parsed as a link, so that its text is read and its target dropped: markdown-it leaves a link to
+    # javascript:, vbscript:, file: or data: in the text as written, target included, and the page's links are
+    # kept without those (text.document._links).
+    md.validateLink = lambda url: True
     if not myst:
         return md
     from mdit_py_plugins.colon_fence import colon_fence_plugin

@@ -14,7 +14,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
 from universalrag.errors import FilterError, InvalidInputError, RoutingError
-from universalrag.evidence import UNIT_TEXT_TOKENS
+from universalrag.evidence import RETRIEVED_NOTE, UNIT_TEXT_TOKENS, delimit
 from universalrag.pipeline import UniversalRAG
 
 from .messages import documents_to_evidence
@@ -36,15 +36,16 @@ class CorpusSearchInput(BaseModel):
 
 def format_documents(documents: Sequence[Document], *, rag: UniversalRAG | None = None) -> str:
     """The text a model sees for ``documents``: per document its label (corpus, title or file, time range)
-    and its text (for tables, the rows that matched first; for clips, the transcript with its time range)."""
+    and its text (for tables, the rows that matched first; for clips, the transcript with its time range) inside
+    ``<retrieved-data>`` tags it cannot close (:func:`universalrag.evidence.delimit`): retrieved text is data."""
     budget = rag.budget if rag is not None else None
     evidence = documents_to_evidence(documents, budget=budget, with_media=False)
-    return "\n\n".join(f"{e.label}\n{e.text}".strip() for e in evidence) or "No results."
+    return "\n\n".join(f"{e.label}\n{delimit(e.text.strip())}" for e in evidence) or "No results."
 
 
 def _description(name: str, registered: str, holdings: str) -> str:
     what = registered.strip() or f"The {name} corpus."
-    return " ".join(p for p in (f"Search the {name} corpus.", what, holdings) if p)
+    return " ".join(p for p in (f"Search the {name} corpus.", what, holdings, RETRIEVED_NOTE) if p)
 
 
 def _checked_query(tool: str, query: str) -> str:
