@@ -244,3 +244,23 @@ def test_reads_are_bounded_and_sql_functions_answer(store: Any, minilm: Any) -> 
     assert ("Hub Town", 0) in rows and ("Spoke J", 1) in rows and len(rows) == 3
     assert units == [("paragraph", "mention")]
     assert len(capped) == 5 and max(r[0] for r in capped) <= 3
+
+
+def test_the_sync_workers_delete_forgets_mentions_too(store: Any, minilm: Any) -> None:
+    from universalrag.sync import queue
+
+    graph = GraphStore(store)
+    ids: list[str] = []
+
+    def extraction(units: Any) -> Extraction:
+        ids.extend(u.id for u in units)
+        return Extraction(mentions=tuple(MentionDraft("Quarry Lions", u.corpus, u.id) for u in units))
+
+    _write(store, graph, "mem://sync", extraction, minilm, ["Quarry Lions drew."])
+    raw = store.engine.raw_connection()
+    try:
+        assert queue.delete_units(raw.driver_connection, store.schema, "paragraph", ids) == 1
+        raw.commit()
+    finally:
+        raw.close()
+    assert graph.entity("Quarry Lions") is None and graph.stats().mentions == 0
