@@ -233,3 +233,25 @@ def test_unpacked_copies_left_by_a_killed_process_are_removed(tmp_path: Path, mo
     packed.write_bytes(gzip.compress(pdf.read_bytes()))
     assert "four hours" in read_document(packed).text
     assert sorted(p.name for p in unpack.iterdir()) == [alive.name]
+
+
+def test_text_after_an_entity_reference_in_a_word_file_is_kept(tmp_path: Path) -> None:
+    """A Word part that declares its own entity and uses it inside a run: the text after the reference is read
+    (it used to be dropped without a word); the entity is shown as written, never expanded."""
+    from universalrag.ingest.documents import read_document
+
+    plain = tmp_path / "plain.docx"
+    document = __import__("docx").Document()
+    document.add_paragraph("MARKER")
+    document.save(str(plain))
+    hostile = tmp_path / "entity.docx"
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(hostile, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "word/document.xml":
+                head, body = data.split(b"?>", 1)
+                data = head + b'?><!DOCTYPE w:document [<!ENTITY co "ACME">]>' + body
+                data = data.replace(b"MARKER", b"Shipped by &co; to the harbour office on Monday")
+            out.writestr(info, data)
+    text = read_document(hostile).text
+    assert "to the harbour office on Monday" in text and "Shipped by" in text

@@ -84,7 +84,9 @@ def paragraph_text(p: Any) -> str:
             parts.append(f"${omml_to_latex(el).strip()}$")
             continue
         if tag in (f"{{{_W_NS}}}t", f"{{{_A_NS}}}t"):
-            parts.append(el.text or "")
+            # all of the run's text: an entity reference the part declares is a child node (written as
+            # "&name;", never expanded), and the text after it is that node's tail
+            parts.append("".join(el.itertext()))
         elif tag in (f"{{{_W_NS}}}tab", f"{{{_W_NS}}}br", f"{{{_W_NS}}}cr", f"{{{_A_NS}}}br"):
             parts.append(" ")
         elif tag in (f"{{{_W_NS}}}delText", f"{{{_W_NS}}}instrText"):
