@@ -165,3 +165,23 @@ def test_video_clips_belong_to_the_video_and_transcript_names_to_clips(store: An
     units = graph.units([island.id])
     assert units and units[0].corpus == "clip" and "Gull Island" in units[0].content
     assert any(kw == BELONGS_TO and other.startswith("trip, clip") for kw, other in _related(graph, "Gull Island"))
+
+
+def test_the_setting_names_the_extractor() -> None:
+    from universalrag.config import Settings
+    from universalrag.errors import ConfigError
+    from universalrag.graph.extractors import Combined, extractor_from_settings
+
+    assert Settings.from_env({"UNIVERSALRAG_GRAPH": "0"}).graph == "off"
+    assert Settings.from_env({"UNIVERSALRAG_GRAPH": "Yes"}).graph == "structural"
+    assert Settings.from_env({}).graph == "structural"
+    assert extractor_from_settings(Settings(graph="off")) is None
+    structural = extractor_from_settings(Settings(graph="structural"))
+    assert structural is not None and structural.name == "structural"
+    with pytest.raises(ConfigError, match="Unknown knowledge-graph extractor 'spacy'"):
+        extractor_from_settings(Settings(graph="spacy"))
+    with pytest.raises(ConfigError, match="needs a chat model"):
+        extractor_from_settings(Settings(graph="model", llm_model=None, llm_base_url=None))
+    doc = Unit(id=str(uuid.uuid4()), corpus="paragraph", content="Alder Quay faces Birch Quay.")
+    both = Combined([StructuralExtractor(), StructuralExtractor()]).extract([doc], source_uri="file:///q.txt")
+    assert len(both.mentions) == 2 * len(StructuralExtractor().extract([doc], source_uri="file:///q.txt").mentions)
