@@ -287,7 +287,7 @@ def test_a_video_scene_is_described_from_its_frames_and_transcript(store: Store,
         bodies = [r["body"] for r in server.requests_to("/v1/chat/completions")]
     clips = store.counts()["clip"]
     assert clips == 3 and len(bodies) == clips  # the scenes, not the whole video
-    cat = next(b for b in bodies if "Chelsea sleeps" in prompt_text(b))
+    cat = next(b for b in bodies if "Transcript of the scene: A ginger cat" in prompt_text(b))
     text = prompt_text(cat)
     assert "This is a scene of a video" in text and "Transcript of the scene: A ginger cat named Chelsea" in text
     assert "Transcript just before: A cup of hot coffee" in text and "Video: " in text
@@ -393,3 +393,28 @@ def test_the_api_key_never_shows(store: Store, minilm, tmp_path: Path, caplog: p
     assert report.ok and describing.stats.failed == 1
     assert "HTTP 401" in caplog.text and secret not in caplog.text and secret[-8:] not in caplog.text
     assert secret not in repr(describing) and "***" in repr(describing)
+
+
+def test_a_web_pages_table_is_described_and_its_prose_is_not(store: Store, minilm, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    page = tmp_path / "ferries.html"
+    page.write_text(
+        "<html><head><title>Island ferries</title></head><body><h1>Island ferries</h1>"
+        "<p>Ferries leave Kestrel Bay for the islands every morning in summer and twice a week in winter.</p>"
+        "<h2>Timetable</h2><table><tr><th>Island</th><th>Crossing</th></tr><tr><td>Gull Island</td><td>40 min</td></tr>"
+        "<tr><td>Heron Rock</td><td>25 min</td></tr></table></body></html>",
+        encoding="utf-8",
+    )
+    answer = {
+        "description": "Crossing times of the ferries from Kestrel Bay: Gull Island takes forty minutes.",
+        "entity": {"name": "Ferry crossing times", "type": "table", "attributes": {"columns": "Island, Crossing"}},
+    }
+    with OpenAICompatServer(chat_reply=json.dumps(answer)) as server:
+        report = ingest_paths(store, minilm, [page], options=IngestOptions(describer=describer(server, tmp_path)))
+        assert report.ok, report.failed
+        (body,) = [r["body"] for r in server.requests_to("/v1/chat/completions")]
+    text = prompt_text(body)
+    assert "This is a table." in text and "Gull Island" in text and not images_sent(body)
+    around = next(line for line in text.splitlines() if line.startswith("Text around it: "))
+    assert "Document: Island ferries" in text and "Ferries leave Kestrel Bay" in around  # the page's prose
+    hit = search_corpus(store, minilm, "table", "how long is the ferry crossing to Gull Island", k=1)[0]
+    assert hit.metadata["entity"]["name"] == "Ferry crossing times" and answer["description"] in hit.content

@@ -112,18 +112,22 @@ def _cut(text: str, limit: int) -> str:
 
 
 def _neighbours(unit: Unit, texts: Sequence[Unit], limit: int) -> str:
-    """The passages of the unit's page (else of its section), in order, cut to ``limit`` characters."""
+    """The passages of the unit's page (else of its section), in order, cut to ``limit`` characters; for a source
+    whose passages say neither (a web page), its first passages, which say what the page is about."""
     page = unit.metadata.get("page")
     heading = list(unit.metadata.get("heading_path") or ())
     same_page = [t for t in texts if page is not None and t.metadata.get("page") == page]
     near = same_page or [t for t in texts if heading and list(t.metadata.get("heading_path") or ()) == heading]
+    if not near and not any("page" in t.metadata or t.metadata.get("heading_path") for t in texts):
+        near = list(texts[:3])
     return _cut(" ".join(t.content for t in near), limit) if near else ""
 
 
 def _context(unit: Unit, kind: str, units: Sequence[Unit], texts: Sequence[Unit], limit: int) -> list[str]:
     meta = unit.metadata
+    source_title = next((str(t.metadata["title"]) for t in texts if t.metadata.get("title")), "")
     lines = [f"This is {_KIND_NAMES[kind]}."]
-    where = meta.get("document_title") or meta.get("source") or ""
+    where = meta.get("document_title") or source_title or meta.get("source") or ""
     if kind == "image":
         name = Path(uri_file(unit.uri) or unit.uri or "").name
         lines.append(f"File name: {name}" if name else "")
