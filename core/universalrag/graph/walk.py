@@ -64,8 +64,8 @@ class WalkLimits:
     hops: int = 1
     fan_out: int = 12
     seeds: int = 6
-    per_entity: int = 16
-    units: int = 24
+    per_entity: int = 32
+    units: int = 48
     decay: float = 0.5
 
     def __post_init__(self) -> None:
