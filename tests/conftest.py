@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from support.schemas import fresh_schema
 
+# fixtures that live in support modules reach every test module as plugins, without being imported into it
+pytest_plugins = ["support.federation", "support.stores"]
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

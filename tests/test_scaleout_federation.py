@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from conftest import DATA
-from support.federation import BAKING, STARTER_QUESTION, fed_rag, fed_settings, remote_url  # noqa: F401 (fixtures)
+from support.federation import BAKING, STARTER_QUESTION
 from support.pg_servers import Servers
 
 from universalrag.config import Settings, parse_servers

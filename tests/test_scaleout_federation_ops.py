@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
-from support.federation import BAKING, fed_rag, fed_settings, remote_url  # noqa: F401 (fixtures)
+from support.federation import BAKING
 from support.pg_servers import Servers
 from support.sync import app_sql, queue_count
 from typer.testing import CliRunner
@@ -102,7 +102,7 @@ def test_cli_refuses_an_unknown_server_and_creates_nothing(cli_env: dict[str, st
     assert "recipes" not in {r["name"] for r in json.loads(listed.output)}
 
 
-def test_table_rows_of_a_large_table_on_a_member_server(fed_rag: UniversalRAG, tmp_path: Path) -> None:  # noqa: F811
+def test_table_rows_of_a_large_table_on_a_member_server(fed_rag: UniversalRAG, tmp_path: Path) -> None:
     store = fed_rag.store
     table = store.corpus("table")
     store.create_corpus(
@@ -128,7 +128,7 @@ def test_table_rows_of_a_large_table_on_a_member_server(fed_rag: UniversalRAG, t
 
 
 def test_the_sync_worker_serves_the_queue_of_a_member_server(
-    fed_rag: UniversalRAG,  # noqa: F811
+    fed_rag: UniversalRAG,
     fed_settings: Settings,
 ) -> None:
     store, schema, minilm = fed_rag.store, fed_settings.schema, fed_rag.embedder
@@ -157,7 +157,7 @@ def test_the_sync_worker_serves_the_queue_of_a_member_server(
 
 def test_a_worker_for_home_corpora_needs_no_other_server(
     fed_rag: UniversalRAG,
-    fed_settings: Settings,  # noqa: F811
+    fed_settings: Settings,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with Worker(fed_rag.store, embedder=fed_rag.embedder) as everything:

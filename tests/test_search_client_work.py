@@ -12,7 +12,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 import sqlalchemy as sa
-from test_store import DIM, small  # noqa: F401  (the store fixture: 8-dimensional built-in corpora)
+from support.stores import DIM
 
 from universalrag.errors import DimensionMismatchError, InvalidInputError
 from universalrag.store import Store
@@ -89,14 +89,14 @@ def test_hit_from_row_fills_every_field_by_name() -> None:
     assert bare.metadata is not bare.channel_scores
 
 
-def test_a_search_returns_string_ids_and_leaves_its_connection_in_the_pool_out_of_autocommit(small: Store) -> None:  # noqa: F811
+def test_a_search_returns_string_ids_and_leaves_its_connection_in_the_pool_out_of_autocommit(small: Store) -> None:
     vectors = _unit_vectors(40)
     ids = [str(uuid.uuid4()) for _ in vectors]
     small.write_source(
         SourceRecord(uri="mem://a", content_hash="h", modality=Modality.TEXT, corpora=("paragraph",)),
         [
             Unit(id=i, corpus="paragraph", content=f"unit {n}", embedding=v, metadata={"n": n})
-            for n, (i, v) in enumerate(zip(ids, vectors))
+            for n, (i, v) in enumerate(zip(ids, vectors, strict=True))
         ],
     )
     for query in (vectors[3], vectors[3].tolist(), vectors[3].astype(np.float64)):  # every form, one answer
@@ -113,7 +113,7 @@ def test_a_search_returns_string_ids_and_leaves_its_connection_in_the_pool_out_o
         conn.rollback()
 
 
-def test_search_connection_is_in_autocommit_inside_and_returned_out_of_it(small: Store) -> None:  # noqa: F811
+def test_search_connection_is_in_autocommit_inside_and_returned_out_of_it(small: Store) -> None:
     with SearchConnection(small.engine) as conn:
         driver = conn.connection.driver_connection
         assert driver.autocommit is True
@@ -125,7 +125,7 @@ def test_search_connection_is_in_autocommit_inside_and_returned_out_of_it(small:
     assert driver.autocommit is False
 
 
-def test_row_estimates_are_cached_per_database_shared_by_engines_and_dropped_by_forget(small: Store) -> None:  # noqa: F811
+def test_row_estimates_are_cached_per_database_shared_by_engines_and_dropped_by_forget(small: Store) -> None:
     tables = small.tables.corpus(small.corpus("paragraph"))
     sizes.forget(small.schema)
     other = make_engine(small.resolve_url())
@@ -149,7 +149,7 @@ def test_row_estimates_are_cached_per_database_shared_by_engines_and_dropped_by_
         other.dispose()
 
 
-def test_the_pool_hands_out_the_connection_used_last(small: Store) -> None:  # noqa: F811
+def test_the_pool_hands_out_the_connection_used_last(small: Store) -> None:
     first, second = small.engine.connect(), small.engine.connect()
     a, b = first.connection.driver_connection, second.connection.driver_connection
     first.close()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from conftest import REPO
+from support.stores import DIM
 
 from universalrag.errors import (
     CorpusExistsError,
@@ -20,20 +21,10 @@ from universalrag.errors import (
 from universalrag.store import Store, migrate
 from universalrag.types import BUILTIN_CORPORA, CorpusSpec, Modality, PartBatch, SourceRecord, Unit
 
-DIM = 8
-
 
 def _vec(rng: np.random.Generator, dim: int = DIM) -> list[float]:
     v = rng.normal(size=dim)
     return (v / np.linalg.norm(v)).tolist()
-
-
-@pytest.fixture
-def small(settings) -> Store:  # type: ignore[no-untyped-def]
-    s = Store(settings=settings)
-    s.init(embedder="test-encoder", dimension=DIM)
-    yield s
-    s.close()
 
 
 def _source(uri: str, h: str = "h1", corpora: tuple[str, ...] = ("paragraph",)) -> SourceRecord:
@@ -783,7 +774,7 @@ def test_fused_hits_drop_repeated_texts_as_whole_keys_would(monkeypatch: pytest.
     for n, combo in enumerate(itertools.product(range(len(texts)), range(len(kinds)), repeat=3)):
         hits = [
             Hit(corpus="c", id=f"{n}-{i}", score=1.0, content=texts[t], modality=kinds[m][0], granularity=kinds[m][1])
-            for i, (t, m) in enumerate(zip(combo[::2], combo[1::2]))
+            for i, (t, m) in enumerate(zip(combo[::2], combo[1::2], strict=True))
         ]
         kept = [h.id for h in fusion.distinct(hits)]
         with monkeypatch.context() as patched:

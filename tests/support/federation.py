@@ -1,6 +1,6 @@
 """Fixtures for tests of corpora on several PostgreSQL servers: the shared test server is the home database, a
 second embedded server (unix socket, temporary directory, one per test module) is the member ``eu1`` and holds
-the remote corpus ``baking``. Import the fixtures into a test module to use them."""
+the remote corpus ``baking``. tests/conftest.py registers this module as a plugin: any test module can ask for them."""
 
 from __future__ import annotations
 
