@@ -110,7 +110,7 @@ def _cell_accuracy(path: Path, tables: list[list[list[str]]]) -> tuple[float, in
     _stream(path, on_page=collect)
     expected = sum(len(t) * len(t[0]) for t in tables)
     right = 0
-    for want, got in zip(tables, found):
+    for want, got in zip(tables, found, strict=False):
         for r, row in enumerate(want):
             for c, cell in enumerate(row):
                 right += r < len(got) and c < len(got[r]) and got[r][c] == cell

@@ -34,7 +34,7 @@ EF_CONSTRUCTION = importlib.import_module("universalrag.migrations.versions.0011
 def _search(store, vectors, questions, *, exact_scan: bool | None) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """``(share of questions whose gold table is in the top 5, p50 ms)``."""
     found, times = 0, []
-    for q, v in zip(questions, vectors):
+    for q, v in zip(questions, vectors, strict=True):
         started = time.perf_counter()
         hits = store.search("table", v.tolist(), k=5, exact_scan=exact_scan)
         times.append((time.perf_counter() - started) * 1000)

@@ -59,7 +59,7 @@ class LogRegRouter(ScoringRouter):
 
     def score_many(self, queries: Sequence[str]) -> list[dict[str, float]]:
         probs = self._model.predict_proba(self._embedder.embed(list(queries)))
-        return [{r: float(p) for r, p in zip(self._model.classes_, row)} for row in probs]
+        return [{r: float(p) for r, p in zip(self._model.classes_, row, strict=True)} for row in probs]
 
 
 def _summary(name: str, val: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:

@@ -190,7 +190,7 @@ def beam_vs_exact(
         build_s = rebuild_index(store, "s0", ef_construction)
         times: dict[str, list[float]] = {way: [] for way in ways}
         recalls: dict[str, list[float]] = {way: [] for way in ways}
-        for n, (q, truth) in enumerate(zip(queries, truths)):
+        for n, (q, truth) in enumerate(zip(queries, truths, strict=True)):
             for way, kwargs in ways.items():
                 t, hits = bench.timed(store.search, "s0", q.tolist(), k=K, **kwargs)
                 if n >= 3:  # warm-up
@@ -315,7 +315,7 @@ def main() -> None:
             f"({bench.machine_line().split(', ', 2)[2]})"
         )
     plot(sizes, rows, args.out / "scaling.png", args.vectors)
-    goal = all(r["routed_ms"] <= r["unified_ms"] for s, r in zip(sizes, rows) if s >= 100_000)
+    goal = all(r["routed_ms"] <= r["unified_ms"] for s, r in zip(sizes, rows, strict=True) if s >= 100_000)
     bench.log(
         f"goal routed <= unified from 100k: {'met' if goal else 'NOT met'} "
         f"(sizes >= 100k measured: {[s for s in sizes if s >= 100_000] or 'none'}); recall goal >= 0.95: "

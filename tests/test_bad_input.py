@@ -81,7 +81,7 @@ def loaded(store: Store, minilm) -> Store:  # type: ignore[no-untyped-def]
     store.add_units(
         [
             Unit(id=str(uuid.uuid4()), corpus="paragraph", content=t, embedding=v.tolist(), metadata={"lang": "en"})
-            for i, (t, v) in enumerate(zip(texts, vectors))
+            for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
         ]
     )
     return store

@@ -165,7 +165,7 @@ def test_demo_routes_each_question_to_the_corpus_that_answers_it(cli_env: dict[s
     questions = demo_questions()
     assert [r["expected_route"] for r in result["results"]] == [q.route for q in questions]
     assert {q.route for q in questions} == {"none", "paragraph", "document", "table", "image", "clip", "video"}
-    for item, answer in zip(questions, result["results"]):
+    for item, answer in zip(questions, result["results"], strict=True):
         assert answer["routes"][0] == item.route, (item.question, answer["scores"])
         assert answer["answer"] is None  # no model configured in the test
         if item.route == "none":

@@ -333,7 +333,7 @@ def test_cli_table_and_answers_with_a_configured_chat_model(kb: Any, tmp_path: P
         "rouge_l",
         "p50_ms",
     ]
-    oracle = dict(zip(lines[0].split("\t"), lines[1].split("\t")))
+    oracle = dict(zip(lines[0].split("\t"), lines[1].split("\t"), strict=True))
     assert oracle["strategy"] == "oracle" and float(oracle["recall"]) == 1.0
     assert float(oracle["exact_match"]) == pytest.approx(0.5)  # tables right ("57"), none wrong; 2 sources
 

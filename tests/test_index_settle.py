@@ -26,7 +26,7 @@ def paragraphs(minilm, texts: list[str]) -> list[Unit]:  # type: ignore[no-untyp
     """Units of the paragraph corpus holding ``texts``, embedded by the real encoder."""
     return [
         Unit(id=str(uuid.uuid4()), corpus="paragraph", content=t, embedding=v.tolist())
-        for t, v in zip(texts, minilm.embed(texts))
+        for t, v in zip(texts, minilm.embed(texts), strict=True)
     ]
 
 

@@ -89,7 +89,7 @@ def test_a_question_finds_the_paragraph_that_answers_it(ingested: Store, minilm)
             assert hits[found[0]].uri.endswith(item["file"])
     top1 = sum(r == 0 for r in ranks) / len(ranks)
     top3 = sum(r is not None for r in ranks) / len(ranks)
-    misses = [q["question"] for q, r in zip(QUESTIONS, ranks) if r != 0]
+    misses = [q["question"] for q, r in zip(QUESTIONS, ranks, strict=True) if r != 0]
     assert top1 >= 0.85 and top3 >= 0.9, misses
 
 

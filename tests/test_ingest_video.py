@@ -98,7 +98,7 @@ def test_detected_cuts_fall_within_two_frames_of_the_true_cuts(talk) -> None:
     scenes = detect_scenes(talk.path)
     found = [start for start, _end in scenes[1:]]
     assert len(found) == len(talk.cut_times)
-    assert max(abs(a - b) for a, b in zip(found, talk.cut_times)) <= 2 / FPS
+    assert max(abs(a - b) for a, b in zip(found, talk.cut_times, strict=True)) <= 2 / FPS
     assert scenes[0][0] == 0.0 and scenes[-1][1] == pytest.approx(talk.duration_s, abs=1 / FPS)
 
 
@@ -106,7 +106,7 @@ def test_detected_cuts_fall_within_two_frames_of_the_true_cuts(talk) -> None:
 def test_other_detectors_from_the_registry_find_the_same_cuts(talk, detector: str) -> None:
     found = [start for start, _end in detect_scenes(talk.path, detector=detector, downscale=2)[1:]]
     assert len(found) == len(talk.cut_times)
-    assert max(abs(a - b) for a, b in zip(found, talk.cut_times)) <= 2 / FPS
+    assert max(abs(a - b) for a, b in zip(found, talk.cut_times, strict=True)) <= 2 / FPS
 
 
 def test_unknown_detector_names_the_known_ones(talk) -> None:
@@ -123,7 +123,7 @@ def test_plan_clips_follow_cuts_and_carry_their_transcript_slices(talk) -> None:
     assert plan.transcript_source == "sidecar:talk.srt"
     assert [c.text for c in plan.transcript] == [text for _s, _e, text in CUES]
     assert len(plan.clips) == len(SCENES)
-    for clip, (start, end), text in zip(plan.clips, talk.scenes, SCENE_TEXT):
+    for clip, (start, end), text in zip(plan.clips, talk.scenes, SCENE_TEXT, strict=True):
         assert abs(clip.start_s - start) <= 2 / FPS and abs(clip.end_s - end) <= 2 / FPS + 0.05
         assert clip.transcript == text
         assert all(clip.start_s <= t <= clip.end_s for t in clip.frame_times)

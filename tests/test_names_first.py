@@ -178,7 +178,7 @@ def test_merging_keeps_one_hit_of_each_text(build_docs, minilm) -> None:  # type
         {" ".join(h.content.split()) for h in rag.retrieve(query, k=4, routes=[c])} for c in ("document", "paragraph")
     )
     assert documents & passages  # each corpus alone holds the same texts: the merge had repeats to drop
-    assert all(h.corpus == "paragraph" for h, text in zip(both, texts) if text in documents & passages)
+    assert all(h.corpus == "paragraph" for h, text in zip(both, texts, strict=True) if text in documents & passages)
     assert [h.score for h in both] == sorted((h.score for h in both), reverse=True)  # the merge's order stands
 
 

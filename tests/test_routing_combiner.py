@@ -159,6 +159,7 @@ def _query(rng: np.random.Generator, *, gold: str | None, misleading_prior: bool
                 zip(
                     sorted(rng.uniform(0.55, 0.75, 5) if close else rng.uniform(0.05, 0.35, 5), reverse=True),
                     ["saturn has 146 moons" if close else "unrelated words here"] * 5,
+                    strict=True,
                 )
             )
         )
@@ -291,7 +292,7 @@ def test_the_combiner_learns_and_generalises_to_held_out_rows() -> None:
     # The prior alone is wrong on half the answerable rows: the evidence is what the combiner learned to read.
     prior_right = sum(max(q.pairs, key=lambda c: q.pairs[c]["prior"]) in q.gold for q in held if q.answerable)
     assert prior_right / sum(q.answerable for q in held) < 0.7
-    weights = dict(zip(combiner.corpus_model.features, combiner.corpus_model.weights))
+    weights = dict(zip(combiner.corpus_model.features, combiner.corpus_model.weights, strict=True))
     assert weights["rel_best"] > 0 or weights["best"] > 0
 
 
@@ -412,7 +413,9 @@ _WORDS = [
     query=st.lists(st.sampled_from(_WORDS), min_size=1, max_size=5).map(" ".join),
     texts=st.lists(
         st.lists(st.one_of(st.sampled_from(_WORDS), st.text(max_size=6)), max_size=12).map(
-            lambda words: "".join(w + sep for w, sep in zip(words, [" ", ",", "-", "_", "|", "", "\n"] * 4))
+            lambda words: "".join(
+                w + sep for w, sep in zip(words, [" ", ",", "-", "_", "|", "", "\n"] * 4, strict=False)
+            )
         ),
         min_size=1,
         max_size=3,

@@ -156,7 +156,7 @@ def _sentences() -> list[str]:
     return (
         sentences
         + [f"{a} {b}" for a, b in itertools.pairwise(sentences)]  # and overlapping pairs, triples
-        + [f"{a} {b} {c}" for a, b, c in zip(sentences, sentences[1:], sentences[2:])]
+        + [f"{a} {b} {c}" for a, b, c in zip(sentences, sentences[1:], sentences[2:], strict=False)]
     )
 
 
@@ -181,7 +181,7 @@ def test_a_filtered_index_search_of_real_text_finds_at_least_what_the_earlier_st
         SourceRecord(uri="mem://sentences", content_hash="h", modality="text", corpora=("paragraph",)),
         [
             Unit(id=i, corpus="paragraph", content=s, embedding=v, metadata={"bucket": n % 20})
-            for n, (i, s, v) in enumerate(zip(ids, sentences, vectors))
+            for n, (i, s, v) in enumerate(zip(ids, sentences, vectors, strict=True))
         ],
     )
     store.settings = store.settings.with_(exact_scan_rows=0)  # every search through the HNSW index
@@ -202,7 +202,7 @@ def test_a_filtered_index_search_of_real_text_finds_at_least_what_the_earlier_st
         q = minilm.embed_query(question)
         for bucket in (n % 20, (n + 7) % 20):
             flt = {"bucket": {"$gte": bucket, "$lt": bucket + 1}}  # 5 % of the rows; a range: no GIN index serves it
-            members = [i for i, (_, b) in enumerate(zip(ids, range(len(ids)))) if b % 20 == bucket]
+            members = [i for i, (_, b) in enumerate(zip(ids, range(len(ids)), strict=True)) if b % 20 == bucket]
             truth = {ids[i] for i in sorted(members, key=lambda i: -float(vectors[i] @ q))[:10]}
             new.append(len(truth & {h.id for h in store.search("paragraph", q.tolist(), k=10, filter=flt)}) / 10)
             old.append(len(truth & set(_earlier_statement(store, q.tolist(), 10, flt))) / 10)

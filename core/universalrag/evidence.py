@@ -290,7 +290,7 @@ def hit_content(text: str, hit: Hit) -> str:
 def _cut(text: str, tokens: int) -> str:
     """``text`` up to the word the budget reaches, its line breaks kept (a table's Markdown stays a table)."""
     limit = int(tokens * _WORDS_PER_TOKEN)
-    ends = [m.end() for _, m in zip(range(limit + 1), _WORD.finditer(text))]
+    ends = [m.end() for _, m in zip(range(limit + 1), _WORD.finditer(text), strict=False)]
     return text if len(ends) <= limit else text[: ends[limit - 1] if limit else 0] + " […]"
 
 

@@ -312,10 +312,10 @@ def distinct(hits: Sequence[Hit]) -> list[Hit]:
     Of a whole document and a passage with one text, the passage is kept, in its own place (its id is the one a
     caller's evidence names, its parent the document)."""
     textual = _text_keys(hits)
-    finer = {key for h, key in zip(hits, textual) if key and h.granularity is not Granularity.DOCUMENT}
+    finer = {key for h, key in zip(hits, textual, strict=True) if key and h.granularity is not Granularity.DOCUMENT}
     seen: set[str] = set()
     out = []
-    for h, key in zip(hits, textual):
+    for h, key in zip(hits, textual, strict=True):
         if key and (key in seen or h.granularity is Granularity.DOCUMENT and key in finer):
             continue
         if key:
@@ -332,7 +332,7 @@ def _text_keys(hits: Sequence[Hit]) -> list[str | None]:
     each took ~1 ms of a routed query's Python time over the 250 Wikipedia pages."""
     heads = [_head(h.content) if h.modality in _TEXTUAL else "" for h in hits]
     shared = {head for head, n in Counter(heads).items() if head and n > 1}
-    return [(text_key(h.content) if head in shared else head) or None for h, head in zip(hits, heads)]
+    return [(text_key(h.content) if head in shared else head) or None for h, head in zip(hits, heads, strict=True)]
 
 
 def comparable(per_corpus: Sequence[Sequence[Hit]], spaces: Sequence[str]) -> bool:
@@ -365,7 +365,7 @@ def fuse(
         raise ConfigError(f"Unknown fusion {method!r}; choose one of {', '.join(FUSIONS)}.")
     if spaces is not None and len(spaces) != len(per_corpus):
         raise ConfigError(f"fuse() got {len(per_corpus)} rankings but {len(spaces)} embedding spaces; give one each.")
-    kept = [(list(h), space) for h, space in zip(per_corpus, spaces or [None] * len(per_corpus)) if h]
+    kept = [(list(h), space) for h, space in zip(per_corpus, spaces or [None] * len(per_corpus), strict=True) if h]
     lists = [hits for hits, _ in kept]
     if len(lists) <= 1:
         return lists[0] if lists else []

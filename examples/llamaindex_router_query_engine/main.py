@@ -81,7 +81,7 @@ def main() -> None:
         "tools → routes:",
         ", ".join(
             f"{t.metadata.name} → {m.route} (by {m.how})"
-            for t, m in zip(tools, selector.map_choices([t.metadata for t in tools]))
+            for t, m in zip(tools, selector.map_choices([t.metadata for t in tools]), strict=True)
         ),
     )
     engine = RouterQueryEngine(selector=selector, query_engine_tools=tools, llm=llm)

@@ -246,7 +246,7 @@ def write_video(
     images = [_as_rgb(image, size) for image, _seconds in scenes]
     starts = [sum(frame_counts[:i]) for i in range(len(frame_counts))]
     total = sum(frame_counts)
-    scene_spans = [(s / fps, (s + n) / fps) for s, n in zip(starts, frame_counts)]
+    scene_spans = [(s / fps, (s + n) / fps) for s, n in zip(starts, frame_counts, strict=True)]
     duration = total / fps
     cue_list = sorted((float(s), float(e), str(t)) for s, e, t in cues)
 
@@ -274,7 +274,7 @@ def write_video(
         audio_done = 0  # samples written
         cue_index = 0
         frame_index = 0
-        for scene_no, (base, count) in enumerate(zip(images, frame_counts)):
+        for scene_no, (base, count) in enumerate(zip(images, frame_counts, strict=True)):
             for rgb in _scene_frames(base, count, motion=motion, noise=noise, rng=rng, size=size, fps=fps):
                 frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
                 frame.pts = frame_index

@@ -95,7 +95,7 @@ def build_messages(
         messages.append({"role": "user", "content": question})
         return messages
     parts: list[dict[str, Any]] = []
-    for short, item in zip(short_ids(items), items):
+    for short, item in zip(short_ids(items), items, strict=True):
         parts.extend(_item_parts(short, item))
     parts.append({"type": "text", "text": f"Question: {question}"})
     return [

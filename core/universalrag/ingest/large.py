@@ -267,7 +267,7 @@ def staged_table(
 
             for i, row in enumerate(table.rows()):
                 if whole and number + 1 > done:
-                    raw.append((tid, i, dict(zip(table.header, row))))
+                    raw.append((tid, i, dict(zip(table.header, row, strict=False))))
                 if not keep(i):
                     continue
                 rows.append(row)

@@ -88,7 +88,7 @@ class _Confidence:
             except RoutingError as e:
                 self._keep_first(ens, e)
             else:
-                for i, d in zip(unsure, seconds):
+                for i, d in zip(unsure, seconds, strict=True):
                     out[i] = d
         return out
 

@@ -163,4 +163,4 @@ class ExampleRouter(ScoringRouter):
         logits = per_route / self.temperature
         probs = np.exp(logits - logits.max(axis=1, keepdims=True))
         probs /= probs.sum(axis=1, keepdims=True)
-        return [{r: float(p) for r, p in zip(routes, row)} for row in probs]
+        return [{r: float(p) for r, p in zip(routes, row, strict=True)} for row in probs]

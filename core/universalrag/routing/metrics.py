@@ -41,7 +41,7 @@ def score_decisions(rows: Sequence[LabelledQuery], decisions: Sequence[RouteDeci
     per_source: dict[str, list[bool]] = defaultdict(list)
     confusion: dict[str, Counter[str]] = defaultdict(Counter)
     correct, exact = [], []
-    for row, decision in zip(rows, decisions):
+    for row, decision in zip(rows, decisions, strict=True):
         ok = decision.primary in row.routes
         correct.append(ok)
         exact.append(set(decision.routes) == set(row.routes))

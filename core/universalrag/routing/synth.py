@@ -349,7 +349,7 @@ def synthesize_queries(
             per_unit.append([(s, q) for s, q in found if _fits(s, q)])
         depth = max((len(c) for c in per_unit), default=0)
         for i in range(depth):  # unit-major rounds: the first picks of a style cover many units
-            for unit, cands in zip(units, per_unit):
+            for unit, cands in zip(units, per_unit, strict=True):
                 if i < len(cands):
                     pools[cands[i][0]].append((unit.id, cands[i][1]))
         seen: set[str] = set()

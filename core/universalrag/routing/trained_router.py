@@ -337,4 +337,4 @@ class TrainedRouter(ScoringRouter):
         except RuntimeError as e:  # torch failures surface as RuntimeError
             raise RoutingError(f"The trained router failed: {e}") from e
         labels = self.routes
-        return [{label: float(p) for label, p in zip(labels, row)} for row in probs]
+        return [{label: float(p) for label, p in zip(labels, row, strict=True)} for row in probs]

@@ -103,7 +103,7 @@ def run_steps(conn: sa.Connection, searches: Sequence[Search[_T]]) -> list[_T]:
     while pending:
         order = list(pending)
         rows = _execute(conn, [pending[i] for i in order])
-        for i, got in zip(order, rows):
+        for i, got in zip(order, rows, strict=True):
             _advance(i, searches[i], got, pending, results)
     return [results[i] for i in range(len(searches))]
 
@@ -138,7 +138,7 @@ def _execute(conn: sa.Connection, steps: Sequence[Step]) -> list[Sequence[Mappin
         for i, step in raw:
             out[i] = conn.exec_driver_sql(step.sql, dict(step.params)).mappings().all()  # type: ignore[arg-type]
     elif raw:
-        for (i, _), rows in zip(raw, _on_driver(conn, [s for _, s in raw])):
+        for (i, _), rows in zip(raw, _on_driver(conn, [s for _, s in raw]), strict=True):
             out[i] = rows
     return out  # type: ignore[return-value]
 
@@ -163,7 +163,7 @@ def _on_driver(conn: sa.Connection, steps: Sequence[Raw]) -> list[list[dict[str,
                 return [cursor.fetchall()]
         with driver.pipeline():
             cursors = [driver.cursor(row_factory=dict_row) for _ in steps]
-            for cursor, step in zip(cursors, steps):
+            for cursor, step in zip(cursors, steps, strict=True):
                 cursor.execute(step.sql, step.params)  # type: ignore[arg-type]
         return [cursor.fetchall() for cursor in cursors]
     except psycopg.Error as e:

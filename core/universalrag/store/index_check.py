@@ -229,7 +229,7 @@ def check_index(
         for ef in beams(store.settings.ef_search):
             found = sum(
                 check_score(e, run_search(conn, tables, replace(r, exact_scan=False, ef_search=ef)), top=top)
-                for r, e in zip(requests, exact)
+                for r, e in zip(requests, exact, strict=True)
             )
             recalls.append((ef, found / len(requests) if requests else 1.0))
             if recalls[-1][1] >= MIN_RECALL:

@@ -144,7 +144,7 @@ class Searching:
             lambda store, idx: store._search_here([queries[i] for i in idx]),
             lambda store, idx: store.search_many([queries[i] for i in idx]),
         ):
-            for i, found in zip(idx, hits):
+            for i, found in zip(idx, hits, strict=True):
                 out[i] = found
         return out
 
@@ -261,7 +261,7 @@ class Searching:
                             on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name),
                         ),
                     )
-                    for q, (spec, tables, weight, ef, vector, visual) in zip(queries, jobs)
+                    for q, (spec, tables, weight, ef, vector, visual) in zip(queries, jobs, strict=True)
                 ],
             )
 

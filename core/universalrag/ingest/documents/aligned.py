@@ -78,7 +78,7 @@ def _fits(row: Sequence[Line], columns: list[tuple[float, float]]) -> bool:
     known = [any(abs(ln.bbox[0] - x0) <= _ALIGN or abs(ln.bbox[2] - x1) <= _ALIGN for x0, x1 in columns) for ln in row]
     if sum(known) < 2:
         return False
-    columns.extend((ln.bbox[0], ln.bbox[2]) for ln, k in zip(row, known) if not k)
+    columns.extend((ln.bbox[0], ln.bbox[2]) for ln, k in zip(row, known, strict=True) if not k)
     return True
 
 

@@ -154,12 +154,12 @@ def _record(table: Any, grid: list[list[str]], header_rows: int) -> list[list[st
         return None  # a header of several names: a table of columns (most tables end here, their cells unread)
     kinds = _label_cells(table)[: len(grid)]
     start = 0 if infobox else header_rows
-    fields = [(k, len(_distinct(row))) for row, k in zip(grid[start:], kinds[start:]) if k is not None]
+    fields = [(k, len(_distinct(row))) for row, k in zip(grid[start:], kinds[start:], strict=False) if k is not None]
     labelled = [n for k, n in fields if k]
     if len(labelled) < 2 or len(labelled) < 0.8 * len(fields) or not infobox and any(n > 2 for n in labelled):
         return None
     out: list[list[str]] = []
-    for row, kind in zip(grid, kinds):
+    for row, kind in zip(grid, kinds, strict=False):
         values = _distinct(row)
         if values and kind:  # written as a row's cell under its name is, a date followed by its ISO spelling
             out.append([serialize_row([values[0].removesuffix(":")], [" ".join(values[1:])])])
@@ -223,8 +223,8 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
                     parts.append(text)
             names.append(" ".join(parts))
         rows = [
-            fit_row(["" if copy else text for text, copy in zip(row, flags)], width)
-            for row, flags in zip(grid[header_rows:], copies[header_rows:])
+            fit_row(["" if copy else text for text, copy in zip(row, flags, strict=False)], width)
+            for row, flags in zip(grid[header_rows:], copies[header_rows:], strict=True)
         ]
         data = [row for row in rows if any(row)]
         if not data:
@@ -252,7 +252,7 @@ def html_tables(html: str, *, name: str, fmt: str) -> list[ParsedTable]:
     titles = unique_titles([f[0] for f in found])
     return [
         ParsedTable(title, header, metadata, row_source=partial(iter, data))
-        for title, (_, header, metadata, data) in zip(titles, found)
+        for title, (_, header, metadata, data) in zip(titles, found, strict=True)
     ]
 
 

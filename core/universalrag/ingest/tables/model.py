@@ -292,7 +292,7 @@ def records_table(
 def with_unique_titles(tables: list[ParsedTable]) -> list[ParsedTable]:
     """Tables with repeated titles made unique ("X", "X (2)")."""
     titles = unique_titles([t.title for t in tables])
-    return [t if t.title == title else replace(t, title=title) for t, title in zip(tables, titles)]
+    return [t if t.title == title else replace(t, title=title) for t, title in zip(tables, titles, strict=True)]
 
 
 def serialize_row(header: Sequence[str], row: Sequence[Any]) -> str:
@@ -308,7 +308,7 @@ def serialize_row(header: Sequence[str], row: Sequence[Any]) -> str:
     if len(row) > len(header):
         raise ConfigError(f"Row has {len(row)} cells but the header has {len(header)} columns.")
     parts = []
-    for name, cell in zip(header, row):
+    for name, cell in zip(header, row, strict=False):
         text = " ".join(format_value(cell).split())
         if text:
             iso = iso_date(text)

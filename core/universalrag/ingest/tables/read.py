@@ -206,7 +206,7 @@ def table_from_dataframe(df: Any, *, title: str) -> ParsedTable:
             for row in values:
                 yield [format_value(v) for v in row]
             return
-        for key, row in zip(df.index, values):
+        for key, row in zip(df.index, values, strict=True):
             lead = key if isinstance(key, tuple) else (key,)
             yield [format_value(v) for v in (*lead, *row)]
 

@@ -64,7 +64,7 @@ def _field_counts(sample: str, delimiter: str) -> list[int] | None:
     readable CSV with it); trailing empty fields are not counted when ``delimiter`` is a space."""
     try:
         reader = csv.reader(io.StringIO(sample), delimiter=delimiter, skipinitialspace=True)
-        records = [r for _, r in zip(range(_SAMPLE_ROWS), reader) if any(c.strip() for c in r)]
+        records = [r for _, r in zip(range(_SAMPLE_ROWS), reader, strict=False) if any(c.strip() for c in r)]
     except csv.Error:
         return None
     return [filled_width(r) if delimiter == " " else len(r) for r in records]

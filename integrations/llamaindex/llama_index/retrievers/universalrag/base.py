@@ -216,7 +216,7 @@ def hits_to_nodes(
     # build_evidence numbers the labels ("[document 2] fs"); the text itself comes from unit_text below.
     evidence = build_evidence(hits, budget=replace(budget, max_text_tokens=_NO_TEXT_LIMIT), with_media=False)
     out = []
-    for rank, (hit, item) in enumerate(zip(hits, evidence), 1):
+    for rank, (hit, item) in enumerate(zip(hits, evidence, strict=False), 1):
         text, cut = unit_text(hit, max_tokens=max_unit_tokens)
         image = _image_source(hit, image_mode, budget)
         meta = hit_to_metadata(hit, decision=decision, label=item.label, rank=rank, truncated=cut)

@@ -173,7 +173,7 @@ class UniversalRAGSelector(BaseSelector):
                 scores = self._description_matcher(_matchable(descriptions, empty)).score_many(
                     [metas[i].description or metas[i].name or "" for i in pending]
                 )
-                for i, row in zip(pending, scores):
+                for i, row in zip(pending, scores, strict=True):
                     best = max(row, key=row.__getitem__)
                     mapped[i] = ChoiceRoute(best, "description", row[best])
             result = [m for m in mapped if m is not None]
