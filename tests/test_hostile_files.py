@@ -255,3 +255,20 @@ def test_text_after_an_entity_reference_in_a_word_file_is_kept(tmp_path: Path) -
             out.writestr(info, data)
     text = read_document(hostile).text
     assert "to the harbour office on Monday" in text and "Shipped by" in text
+
+
+def test_the_caps_come_from_the_environment() -> None:
+    from universalrag.config import Settings
+    from universalrag.errors import ConfigError
+
+    env = {
+        "UNIVERSALRAG_MAX_PART_BYTES": "1048576",
+        "UNIVERSALRAG_MAX_ARCHIVE_BYTES": "4194304",
+        "UNIVERSALRAG_MAX_TEXT_CHARS": "200000",
+        "UNIVERSALRAG_MAX_COLUMNS": "100",
+    }
+    options = IngestOptions.from_settings(Settings.from_env(env))
+    assert options.limits == SMALL
+    assert IngestOptions.from_settings(Settings.from_env({})).limits == InputLimits()
+    with pytest.raises(ConfigError, match="UNIVERSALRAG_MAX_COLUMNS"):
+        IngestOptions.from_settings(Settings.from_env({"UNIVERSALRAG_MAX_COLUMNS": "0"}))

@@ -88,6 +88,13 @@ ENV_VARS: dict[str, str] = {
     "UNIVERSALRAG_GRAPH": "Which extractor writes the knowledge graph at ingestion: 'structural' (default; no model), "
     "another registered extractor's name, or 'off' (0/false also turn it off). See docs/graph.md.",
     "OPENAI_API_KEY": "Fallback API key for OpenAI-compatible endpoints.",
+    "UNIVERSALRAG_MAX_PART_BYTES": "Largest uncompressed size of one part of a Word, PowerPoint or Excel file "
+    "(default 134217728: 128 MiB); a file with a larger part is refused. See docs/reliability.md.",
+    "UNIVERSALRAG_MAX_ARCHIVE_BYTES": "Largest uncompressed size of all the parts of such a file together "
+    "(default 1073741824: 1 GiB).",
+    "UNIVERSALRAG_MAX_TEXT_CHARS": "Most characters of text read from one PDF, Word or PowerPoint file "
+    "(default 20000000).",
+    "UNIVERSALRAG_MAX_COLUMNS": "Most columns of one table (default 4096); a wider table is refused.",
 }
 
 _SCHEMA_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -193,6 +200,11 @@ class Settings:
     describe_model: str | None = None
     describe_max_calls: int = 1000
     describe_rate: float = 60.0
+    #: Caps on what one input file may expand to (``UNIVERSALRAG_MAX_*``; ``universalrag.ingest.limits``).
+    max_part_bytes: int = 128 << 20
+    max_archive_bytes: int = 1 << 30
+    max_text_chars: int = 20_000_000
+    max_columns: int = 4096
     #: The extractor that writes the knowledge graph at ingestion (``UNIVERSALRAG_GRAPH``; ``"off"``: none).
     graph: str = "structural"
     asr: str | None = None
@@ -339,6 +351,10 @@ class Settings:
             describe_max_calls=get_int("UNIVERSALRAG_DESCRIBE_MAX_CALLS"),
             describe_rate=get_float("UNIVERSALRAG_DESCRIBE_RATE"),
             graph=get_graph(),
+            max_part_bytes=get_int("UNIVERSALRAG_MAX_PART_BYTES"),
+            max_archive_bytes=get_int("UNIVERSALRAG_MAX_ARCHIVE_BYTES"),
+            max_text_chars=get_int("UNIVERSALRAG_MAX_TEXT_CHARS"),
+            max_columns=get_int("UNIVERSALRAG_MAX_COLUMNS"),
             asr=get("UNIVERSALRAG_ASR"),
             asr_model=get("UNIVERSALRAG_ASR_MODEL"),
             asr_base_url=get("UNIVERSALRAG_ASR_BASE_URL"),

@@ -18,11 +18,19 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import Settings
 from ..errors import ConfigError, IngestError
 
 __all__ = ["InputLimits", "check_archive", "check_columns", "check_text_chars", "input_limits", "use_limits"]
 
 _CHUNK = 1 << 20
+#: Each cap's environment variable (read into :class:`~universalrag.config.Settings`).
+_VARIABLES = {
+    "member_bytes": "UNIVERSALRAG_MAX_PART_BYTES",
+    "archive_bytes": "UNIVERSALRAG_MAX_ARCHIVE_BYTES",
+    "text_chars": "UNIVERSALRAG_MAX_TEXT_CHARS",
+    "columns": "UNIVERSALRAG_MAX_COLUMNS",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +49,20 @@ class InputLimits:
     columns: int = 4096
 
     def __post_init__(self) -> None:
-        for name in ("member_bytes", "archive_bytes", "text_chars", "columns"):
+        for name, variable in _VARIABLES.items():
             if getattr(self, name) < 1:
-                raise ConfigError(f"InputLimits.{name} must be at least 1, got {getattr(self, name)}.")
+                raise ConfigError(f"InputLimits.{name} ({variable}) must be at least 1, got {getattr(self, name)}.")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> InputLimits:
+        """The caps the settings give (``UNIVERSALRAG_MAX_PART_BYTES``, ``_ARCHIVE_BYTES``, ``_TEXT_CHARS``,
+        ``_COLUMNS``)."""
+        return cls(
+            member_bytes=settings.max_part_bytes,
+            archive_bytes=settings.max_archive_bytes,
+            text_chars=settings.max_text_chars,
+            columns=settings.max_columns,
+        )
 
 
 _DEFAULT = InputLimits()
@@ -73,7 +92,8 @@ def _over(path: Path, what: str, size: str, field: str, cap: str) -> IngestError
     return IngestError(
         path,
         f"{what} unpacks to more than {size}, over the cap of {cap} (InputLimits.{field}); such a file would take "
-        f"many times that in memory. If it is genuine, raise the cap (IngestOptions(limits=InputLimits({field}=…))) "
+        f"many times that in memory. If it is genuine, raise the cap ({_VARIABLES[field]}, or "
+        f"IngestOptions(limits=InputLimits({field}=…))) "
         "or split the file.",
     )
 
@@ -132,7 +152,7 @@ def check_text_chars(path: Path, chars: int) -> None:
         raise IngestError(
             path,
             f"holds more than {cap:,} characters of text (InputLimits.text_chars); split it, or raise the cap "
-            "(IngestOptions(limits=InputLimits(text_chars=…))).",
+            "(UNIVERSALRAG_MAX_TEXT_CHARS, or IngestOptions(limits=InputLimits(text_chars=…))).",
         )
 
 
@@ -144,5 +164,5 @@ def check_columns(path: Path, columns: int, *, where: str = "") -> None:
             path,
             f"has a row of {columns:,} columns{where}, over the cap of {cap:,} (InputLimits.columns); a table that "
             "wide is not searchable as rows. Transpose it or raise the cap "
-            "(IngestOptions(limits=InputLimits(columns=…))).",
+            "(UNIVERSALRAG_MAX_COLUMNS, or IngestOptions(limits=InputLimits(columns=…))).",
         )

@@ -105,6 +105,7 @@ class IngestOptions:
             captions=dict(captions or {}),
             documents=documents,
             describer=describer_from_settings(settings) if _wanted(describe, settings) else None,
+            limits=InputLimits.from_settings(settings),
         )
 
     def described(self, settings: Settings, describe: bool | None) -> IngestOptions:
