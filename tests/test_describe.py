@@ -28,12 +28,12 @@ from universalrag.ingest.pipeline import IngestOptions, ingest_paths
 from universalrag.retrieve import search_corpus
 from universalrag.store import Store
 
-CAT = {
+CAT: dict[str, Any] = {
     "description": "A ginger tabby cat lies curled up asleep on a knitted blanket, its eyes closed and its striped "
     "tail wrapped around its paws.",
     "entity": {"name": "Sleeping ginger tabby cat", "type": "Photo", "description": "A cat asleep.", "attributes": {}},
 }
-ROCKET = {
+ROCKET: dict[str, Any] = {
     "description": "A white space rocket stands on its launch pad beside the service tower under a clear sky.",
     "entity": {"name": "Rocket on the launch pad", "type": "photo", "attributes": {"subject": "rocket", "stage": 2}},
 }
@@ -133,7 +133,7 @@ def test_failed_calls_cost_the_unit_its_description_not_the_ingest(  # type: ign
     folder = tmp_path / "photos"
     for name, photo in (("a.jpg", "coffee"), ("b.jpg", "camera"), ("c.jpg", "astronaut"), ("d.jpg", "rocket")):
         write_photo(folder / name, name=photo)
-    replies = {
+    replies: dict[str, Any] = {
         "a.jpg": "Sure! The picture shows a cup of coffee.",  # no JSON at all
         "b.jpg": ChatFailure(500),
         "c.jpg": '```json\n{"description": "An astronaut in a white suit."}\n```',  # no entity
@@ -180,8 +180,8 @@ def test_the_budget_bounds_the_calls_of_a_run(store: Store, minilm, tmp_path: Pa
     assert described == [("p0.jpg", 1, 1), ("p1.jpg", 1, 1), ("p2.jpg", 1, 1)]  # shown beside the ingest bar
     assert report.ok and report.count("added") == 3
     assert describing.stats.described == 2 and describing.stats.skipped == 1
-    described = [h for h in search_corpus(store, minilm, "image", "rocket", k=3) if "model_description" in h.metadata]
-    assert len(described) == 2
+    hits = [h for h in search_corpus(store, minilm, "image", "rocket", k=3) if "model_description" in h.metadata]
+    assert len(hits) == 2
 
 
 def test_a_documents_figure_and_table_are_described_in_their_neighbourhood(  # type: ignore[no-untyped-def]
@@ -404,7 +404,7 @@ def test_a_web_pages_table_is_described_and_its_prose_is_not(store: Store, minil
         "<tr><td>Heron Rock</td><td>25 min</td></tr></table></body></html>",
         encoding="utf-8",
     )
-    answer = {
+    answer: dict[str, Any] = {
         "description": "Crossing times of the ferries from Kestrel Bay: Gull Island takes forty minutes.",
         "entity": {"name": "Ferry crossing times", "type": "table", "attributes": {"columns": "Island, Crossing"}},
     }
