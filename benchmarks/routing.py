@@ -22,9 +22,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "routing" / "train.jsonl"
-
 from universalrag.routing import (
     ROUTES,
     EnsembleRouter,
@@ -40,6 +37,9 @@ from universalrag.routing import (
     split_by_source,
     train_router,
 )
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "routing" / "train.jsonl"
 
 
 class LogRegRouter(ScoringRouter):

@@ -210,7 +210,8 @@ def prewarm(store: Any) -> None:
         conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
         blocks = conn.execute(
             sa.text(
-                "SELECT coalesce(sum(pg_prewarm(c.oid)), 0) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "SELECT coalesce(sum(pg_prewarm(c.oid)), 0) FROM pg_class c "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = :schema AND c.relkind IN ('r', 'i')"
             ),
             {"schema": store.schema},

@@ -77,7 +77,7 @@ def measure(rags: dict[str, object], runs: int) -> dict[str, dict[str, dict[str,
     out: dict[str, dict[str, dict[str, float]]] = {name: {} for name in rags}
     for step, fn in steps.items():
         times: dict[str, list[float]] = {name: [] for name in rags}
-        for name, rag in rags.items():
+        for rag in rags.values():
             fn(rag, QUERIES[0])  # warm-up
         for i in range(runs):
             for name, rag in rags.items():

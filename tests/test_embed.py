@@ -234,7 +234,7 @@ def test_bad_paths_raise_config_error(tmp_path: Path) -> None:
         TransformersEmbedder(missing).embed(["x"])
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no config.json"):
-        TransformersEmbedder(tmp_path / "empty").dimension
+        _ = TransformersEmbedder(tmp_path / "empty").dimension
     no_weights = tmp_path / "no-weights"
     no_weights.mkdir()
     (no_weights / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 32}))
@@ -312,7 +312,7 @@ def test_openai_dimension_from_table_or_one_explicit_probe() -> None:
     with OpenAICompatServer(embedding_dim=12) as server:
         embedder = OpenAIEmbedder("custom", base_url=server.base_url)  # no key: placeholder for local servers
         with pytest.raises(ConfigError, match="resolve_dimension"):
-            embedder.dimension  # a property never calls the network
+            _ = embedder.dimension  # a property never calls the network
         assert server.requests == []
         assert embedder.resolve_dimension() == 12 and embedder.dimension == 12
         assert len(server.requests) == 1

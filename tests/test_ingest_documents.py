@@ -161,7 +161,7 @@ def test_pdf_vector_chart_is_rendered_as_a_figure_with_its_caption(tmp_path: Pat
 def test_pdf_tables_cell_accuracy_on_random_tables(tmp_path: Path, ruling: str) -> None:
     rng = random.Random(3)
     tables = []
-    for t in range(4):
+    for _ in range(4):
         header = [f"Column {c}" for c in range(rng.randint(2, 5))]
         rows = [
             [

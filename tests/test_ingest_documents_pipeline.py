@@ -264,7 +264,7 @@ def test_a_price_list_set_without_rules_is_a_table_whose_rows_answer(store: Stor
     assert table.metadata["columns"] == ["Part number", "Description", "Unit price (EUR)", "Stock"]
     passages = " ".join(h.content for h in store.search("paragraph", minilm.embed_query("stock"), k=10))
     assert "ship free" in passages and PRICE_LIST[12][0] not in passages  # terms in passages, rows in the table
-    for number, description, price, stock in (PRICE_LIST[13], PRICE_LIST[24], PRICE_LIST[3]):
+    for number, description, _price, stock in (PRICE_LIST[13], PRICE_LIST[24], PRICE_LIST[3]):
         query = f"how many {number} are in stock?"
         [hit] = store.search("table", minilm.embed_query(query), k=1, exact_terms=exact_terms(query))
         row = hit.matched_parts[0][1]

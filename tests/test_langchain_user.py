@@ -67,7 +67,7 @@ def test_a_bad_tool_argument_goes_back_to_the_model_not_out_of_the_agent(rag: Un
     assert isinstance(missing, ToolMessage) and missing.status == "error"
 
 
-# -- 4. output size -----------------------------------------------------------------------------------------------------
+# -- 4. output size ----------------------------------------------------------------------------------------------------
 def test_page_content_is_cut_at_max_unit_tokens_and_round_trips(rag: UniversalRAG) -> None:
     whole = UniversalRAGRetriever(rag=rag, k=3, routes=["table"], max_unit_tokens=None).invoke("Quarry Lions wins")
     cut = UniversalRAGRetriever(rag=rag, k=3, routes=["table"], max_unit_tokens=20).invoke("Quarry Lions wins")
@@ -90,7 +90,7 @@ def test_page_content_is_cut_at_max_unit_tokens_and_round_trips(rag: UniversalRA
         UniversalRAGRetriever(rag=rag, max_unit_tokens=0)
 
 
-# -- 5. arguments ----------------------------------------------------------------------------------------------------------
+# -- 5. arguments ------------------------------------------------------------------------------------------------------
 def test_retriever_arguments_are_honoured_or_refused(rag: UniversalRAG) -> None:
     assert len(UniversalRAGRetriever(rag=rag, search_kwargs={"k": 3}).invoke(LIGHTHOUSE)) == 3
     fixed = UniversalRAGRetriever(rag=rag, search_kwargs={"k": 1, "routes": ["image"]}).invoke(LIGHTHOUSE)
@@ -143,7 +143,7 @@ def test_a_documents_source_filters_its_file(rag: UniversalRAG) -> None:
     assert others and source not in {d.metadata["source"] for d in others}  # the league's table, not the text
 
 
-# -- 6. tools built before ingestion ------------------------------------------------------------------------------------
+# -- 6. tools built before ingestion -----------------------------------------------------------------------------------
 def test_tools_built_before_ingestion_warn_and_search_at_call_time(
     settings: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -162,7 +162,7 @@ def test_tools_built_before_ingestion_warn_and_search_at_call_time(
     assert docs and "Agnes Ferrow" in content
 
 
-# -- 7. rank --------------------------------------------------------------------------------------------------------------
+# -- 7. rank -----------------------------------------------------------------------------------------------------------
 def test_documents_carry_their_rank(rag: UniversalRAG) -> None:
     docs = UniversalRAGRetriever(rag=rag, k=4, routes=["table", "paragraph"]).invoke("Quarry Lions and the lighthouse")
     assert [d.metadata["rank"] for d in docs] == [1, 2, 3, 4]
@@ -171,7 +171,7 @@ def test_documents_carry_their_rank(rag: UniversalRAG) -> None:
     assert [d.metadata["rank"] for d in CorpusRetriever(rag=rag, routes=["image"], k=2).invoke("cup")] == [1, 2]
 
 
-# -- 8. copying ------------------------------------------------------------------------------------------------------------
+# -- 8. copying --------------------------------------------------------------------------------------------------------
 def test_retrievers_copy_sharing_the_pipeline_and_refuse_pickling(rag: UniversalRAG) -> None:
     for retriever in (
         UniversalRAGRetriever(rag=rag, k=2, filter={"a": {"$eq": 1}}),

@@ -1,9 +1,9 @@
 """Large sources are committed in resumable batches and are never half-visible (universalrag.ingest.large).
 
 Vectors come from the deterministic HashEmbedder of test_faults_kill (these tests count rows and find exact
-texts; they do not judge retrieval quality). Sizes here are small but cross the batch boundaries (thresholds lowered through IngestOptions); the 200 MB text
-file and the million-row CSV are measured by benchmarks/large_input.py. The interruption is a real exception
-raised between two committed batches; the kill -9 variant is in test_faults_kill.py.
+texts; they do not judge retrieval quality). Sizes here are small but cross the batch boundaries (thresholds lowered
+through IngestOptions); the 200 MB text file and the million-row CSV are measured by benchmarks/large_input.py. The
+interruption is a real exception raised between two committed batches; the kill -9 variant is in test_faults_kill.py.
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-openai = pytest.importorskip("openai")
+pytest.importorskip("openai")
+
+import openai
 
 from tests.support.openai_server import OpenAICompatServer
 from universalrag import openai_client

@@ -122,7 +122,8 @@ def _ranks(rag: UniversalRAG, unit_id: str) -> list[int]:
             str(r[0])
             for r in conn.execute(
                 sa.text(
-                    f"SELECT id FROM {rag.store.schema}.corpus_paragraph WHERE tsv @@ websearch_to_tsquery('english', 'Osei') "
+                    f"SELECT id FROM {rag.store.schema}.corpus_paragraph "
+                    "WHERE tsv @@ websearch_to_tsquery('english', 'Osei') "
                     "ORDER BY ts_rank_cd(tsv, websearch_to_tsquery('english', 'Osei')) DESC"
                 )
             )

@@ -1,5 +1,6 @@
 """Evidence-aware routing on real ingested content, the real bundled MiniLM and the shipped router and combiner:
-questions the trained router alone misroutes, as regression tests, and a request embeds the query once and searches each corpus once."""
+questions the trained router alone misroutes, as regression tests, and a request embeds the query once and searches each
+corpus once."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def ref_rag(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     rag.close()
 
 
-# -- questions the trained router alone misroutes -------------------------------------------------------------------------------
+# -- questions the trained router alone misroutes ----------------------------------------------------------------------
 def test_a_language_reference_question_is_not_routed_to_none(ref_rag: UniversalRAG) -> None:
     decision = ref_rag.route(WITH_Q)
     assert decision.prior["none"] > 0.5  # the trained router alone says `none` (0.94-0.99 for such questions)

@@ -141,7 +141,8 @@ def test_probes_of_several_corpora_share_their_round_trips(
         trips = round_trips() - before
         assert [[h.id for h in hits] for hits in together] == [alone[c][0] for c in corpora]
         assert [alone[c][1] for c in corpora[:3]] == [1, 1, 1]  # a single-vector corpus: one statement
-        # nearest parts, the units' rows, the matched parts' texts (units of 3 parts are not refined: store/corpus_search.py)
+        # nearest parts, the units' rows, the matched parts' texts (units of 3 parts are not refined:
+        # store/corpus_search.py)
         assert alone["document"][1] == 3
         assert trips == max(n for _, n in alone.values()) == 3  # not 1 + 1 + 1 + 3
         assert together[3][0].matched_parts and together[3][0].matched_parts[0][1].startswith("d")

@@ -72,7 +72,8 @@ def director(database_url: str, tmp_path_factory: pytest.TempPathFactory, minilm
     (folder / "festival.html").write_text(
         "<html><head><title>Harbour film festival</title></head><body><h1>Harbour film festival</h1><p>The festival "
         "shows new films every spring.</p><table><tr><th>Year</th><th>Film</th><th>Director</th></tr><tr><td>2007</td>"
-        "<td>Harbour Lights</td><td>Anna Vey</td></tr><tr><td>2008</td><td>North Light</td><td>Ian Roe</td></tr></table>"
+        "<td>Harbour Lights</td><td>Anna Vey</td></tr><tr><td>2008</td><td>North Light</td><td>Ian Roe</td></tr>"
+        "</table>"
         "</body></html>",
         encoding="utf-8",
     )

@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from .errors import RoutingError
 from .routing.combiner import Combiner, TrainingQuery, combiner_accuracy, train_combiner
@@ -69,7 +69,7 @@ class Example:
 
 #: What :func:`adapt_router` accepts per example: an :class:`Example`, a ``(query, corpus)`` pair, or any object
 #: with ``query`` and ``corpus`` attributes (such as the synthesised queries of ``routing.synth``).
-ExampleLike = Union[Example, tuple[str, str], Any]
+ExampleLike: TypeAlias = Example | tuple[str, str] | Any
 
 
 def as_example(item: ExampleLike) -> Example:

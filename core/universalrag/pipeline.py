@@ -113,7 +113,8 @@ class UniversalRAG:
             max_workers,
         )
         self.spelling = spelling
-        #: The knowledge graph walked beside the probes (``graph=False``: never; a schema without a graph costs nothing).
+        #: The knowledge graph walked beside the probes (``graph=False``: never; a schema without a graph costs
+        #: nothing).
         self.graph = GraphRetrieval() if graph else None
         self.source_weight = float(source_weight)
         self.log_decisions, self.log_query_text = log_decisions, log_query_text

@@ -11,10 +11,10 @@ scan, and every similarity computed for a candidate, fetched each vector through
 row). Over the 4,184 chunks of the 250 Wikipedia pages an exact best-parts scan took 10.8 ms that way and 3.2 ms
 with the vectors in the row. Vector columns are now ``STORAGE MAIN``: the text, its ``tsvector`` and the metadata
 leave the row first, a vector only when the row cannot hold it otherwise. New corpora are made so (up to 2,000
-dimensions: a wider vector does not fit in a row and keeps pgvector's default); the columns of existing ones get the setting too, which applies to rows written from now on:
-the rows already there keep their vectors where they are until the table is rewritten, which this revision leaves
-to the administrator (``VACUUM FULL schema.corpus_<name>``, and ``..._parts``: it locks the table and rebuilds its
-indexes, minutes on a large corpus).
+dimensions: a wider vector does not fit in a row and keeps pgvector's default); the columns of existing ones get the
+setting too, which applies to rows written from now on: the rows already there keep their vectors where they are until
+the table is rewritten, which this revision leaves to the administrator (``VACUUM FULL schema.corpus_<name>``, and
+``..._parts``: it locks the table and rebuilds its indexes, minutes on a large corpus).
 
 **Indexed whatever the width.** pgvector indexes ``vector`` columns of at most 2,000 dimensions. ``create_corpus``
 built that index unconditionally, so a store whose embedder was wider — OpenAI's ``text-embedding-3-large``

@@ -5,8 +5,8 @@
   printed literally (:func:`rich.markup.escape` / :class:`rich.text.Text`), never read as markup.
 * :class:`Session` — what outlives one command: one :class:`Store` and one :class:`UniversalRAG` per settings
   and the routers built by name. Commands that only read the database (``status``, ``sources``, ``corpus``)
-  use the store alone and never import the pipeline, the encoders or the routers. A one-shot process has one session per command; ``universalrag serve`` keeps one for its whole life,
-  which is what makes a served query fast.
+  use the store alone and never import the pipeline, the encoders or the routers. A one-shot process has one session per
+  command; ``universalrag serve`` keeps one for its whole life, which is what makes a served query fast.
 * :class:`CliContext` — settings + output + session for the running command (``ctx.obj``).
 """
 

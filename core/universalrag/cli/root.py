@@ -16,6 +16,7 @@ from typer.core import TyperGroup
 from ..config import Settings
 from ..errors import UniversalRAGError
 from . import commands, corpora, db, demo, graph, mcp_server, routing, serve, worker
+from . import eval as eval_cli
 from .context import CliContext, Invocation, Output
 
 __all__ = ["app"]
@@ -74,6 +75,4 @@ db.register(app)
 serve.register(app)
 worker.register(app)  # the sync worker
 mcp_server.register(app)  # universalrag mcp: the corpora as an MCP server
-from . import eval as eval_cli
-
-eval_cli.register(app)  # noqa: E402,E702 - `universalrag eval rag`
+eval_cli.register(app)  # universalrag eval rag

@@ -215,7 +215,7 @@ def staged_table(
         ids = [unit_id(source_id, f"table:{i}") for i in range(len(tables))]
         if done < 1:
             contents = []
-            for table, count, kept in zip(tables, counts, embedded, strict=True):
+            for table, count in zip(tables, counts, strict=True):
                 preview = next(iter(table.batches(20)), [])
                 content = render_markdown(table.title, table.header, preview, max_chars=6000)
                 if count > len(preview) and "more rows)" not in content:

@@ -15,8 +15,8 @@ __all__ = ["corpus_sizes"]
 
 
 def corpus_sizes(store: Store, corpora: Sequence[str]) -> dict[str, int]:
-    """Units per corpus, estimated without a scan (see :mod:`universalrag.store.row_estimates`: the planner's row density
-    times the table's current pages; a table never analysed is counted) — one statement per server. Each corpus
+    """Units per corpus, estimated without a scan (see :mod:`universalrag.store.row_estimates`: the planner's row
+    density times the table's current pages; a table never analysed is counted) — one statement per server. Each corpus
     is read on its server; the corpora of a member server that cannot be reached count as 0 (not routed to;
     logged)."""
     out: dict[str, int] = {}

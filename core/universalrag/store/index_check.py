@@ -208,7 +208,8 @@ def check_index(
     """Measure the recall of ``corpus``'s index search against an exact scan, widening the beam from the store's
     ``ef_search`` until the recall reaches :data:`MIN_RECALL` (see the module docstring) and, with ``save``, store
     it in the corpus's metadata, where searches read it. ``k``: units per search (default :data:`CHECK_K` on a
-    table above ``exact_scan_max_rows``, whose check scores the top units, else 5: there the best hit is what counts)."""
+    table above ``exact_scan_max_rows``, whose check scores the top units, else 5: there the best hit is what
+    counts)."""
     spec = store.corpus(corpus)
     # Measured without the stored check's beam, which the search would otherwise use as a floor (scan_rule.tuned_ef)
     tables = replace(

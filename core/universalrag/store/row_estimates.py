@@ -1,13 +1,13 @@
 """Row estimates of corpus tables without counting them, cached per process for a few seconds.
 
-A search decides per table whether to scan it exactly or through its HNSW index (:mod:`universalrag.store.corpus_search`)
-and routing reads corpus sizes as evidence; neither may count rows per query. The estimate is the larger of the
-cumulative statistics' live-row count (``pg_stat_get_live_tuples``: follows inserts and deletes within about a
-second) and ``pg_class.reltuples`` (kept by ANALYZE and autovacuum; what a read replica has, whose activity
-statistics are its own). Neither takes a lock on the table. A table whose estimate is below :data:`COUNT_BELOW`
-rows — or that has neither (never analysed, no statistics yet) — is counted, up to a cap: counting a small table
-costs about what reading its statistics does, and right after an ingest the statistics lag (a server flushes a
-writer's counts when it goes idle, and ANALYZE runs up to a minute later): the demo's 24-row paragraph table read
+A search decides per table whether to scan it exactly or through its HNSW index
+(:mod:`universalrag.store.corpus_search`) and routing reads corpus sizes as evidence; neither may count rows per query.
+The estimate is the larger of the cumulative statistics' live-row count (``pg_stat_get_live_tuples``: follows inserts
+and deletes within about a second) and ``pg_class.reltuples`` (kept by ANALYZE and autovacuum; what a read replica has,
+whose activity statistics are its own). Neither takes a lock on the table. A table whose estimate is below
+:data:`COUNT_BELOW` rows — or that has neither (never analysed, no statistics yet) — is counted, up to a cap: counting a
+small table costs about what reading its statistics does, and right after an ingest the statistics lag (a server flushes
+a writer's counts when it goes idle, and ANALYZE runs up to a minute later): the demo's 24-row paragraph table read
 3 rows for its first minute, and routing, which reads corpus sizes, decided differently until it settled. One
 statement reads every table asked for (and one more counts the small ones); results are cached for :data:`TTL_S`
 seconds per database, schema and table — an empty table's for :data:`EMPTY_TTL_S` only, so that rows another process

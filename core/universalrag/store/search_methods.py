@@ -104,9 +104,9 @@ class Searching:
         exist — unless the corpus's index check (:func:`universalrag.store.index_check.check_index`, run in the
         background the first time such a table is searched) found the index unreliable on its data: then up to
         ``settings.exact_scan_max_rows`` rows are scanned exactly (see :mod:`universalrag.store.scan_rule`).
-        ``exact_scan=True`` always scans exactly, ``exact_scan=False`` always uses the index. ``exact_terms`` (identifiers,
-        numbers, quoted phrases: :func:`universalrag.exact_terms.exact_terms` of the query) puts the parts that hold
-        them first among a multi-vector hit's matched parts, whatever their similarity.
+        ``exact_scan=True`` always scans exactly, ``exact_scan=False`` always uses the index. ``exact_terms``
+        (identifiers, numbers, quoted phrases: :func:`universalrag.exact_terms.exact_terms` of the query) puts the parts
+        that hold them first among a multi-vector hit's matched parts, whatever their similarity.
 
         A plain search of a single-vector corpus is one statement and one round trip (its index settings inside
         it); :meth:`search_many` searches several corpora with one round trip per step.

@@ -130,10 +130,10 @@ class Sources:
         """Write one source and its units in one transaction.
 
         A source is identified by its uri and scope (:class:`SourceRecord`): writing one never touches the
-        units of the same file in another scope. Unchanged (same hash, same corpora) → nothing written. Changed → the old units are deleted and the
-        new ones written, atomically. Any failure leaves the database as it was. ``parts`` streams the parts
-        of multi-vector units (a large table's rows) in batches, consumed inside the transaction, so memory
-        stays bounded by one batch. The source is written on the server of its corpora (they must share one).
+        units of the same file in another scope. Unchanged (same hash, same corpora) → nothing written. Changed → the
+        old units are deleted and the new ones written, atomically. Any failure leaves the database as it was. ``parts``
+        streams the parts of multi-vector units (a large table's rows) in batches, consumed inside the transaction, so
+        memory stays bounded by one batch. The source is written on the server of its corpora (they must share one).
         ``hook`` (:data:`SourceHook`) writes what goes with the units in the same transaction; it is not called
         for an unchanged source.
         """

@@ -98,7 +98,7 @@ TABLE_RULES: dict[str, str] = {
 }
 
 
-# --------------------------------------------------------------------------- rendering (a row's text: model.serialize_row)
+# ------------------------------------------------------------------------ rendering (a row's text: model.serialize_row)
 
 
 def _md_line(cells: Iterable[Any]) -> str:
