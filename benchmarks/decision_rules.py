@@ -38,14 +38,13 @@ def variants() -> dict[str, Any]:
 
     return {
         "shipped": RULES,
-        "no sibling_tie": dataclasses.replace(RULES, sibling_tie=None),
         "sibling_tie 0.02": dataclasses.replace(RULES, sibling_tie=0.02),
+        "sibling_tie 0.05": dataclasses.replace(RULES, sibling_tie=0.05),
         "sibling_tie 0.10": dataclasses.replace(RULES, sibling_tie=0.10),
         "no dominance": dataclasses.replace(RULES, dominance_margin=None),
         "dominance 0": dataclasses.replace(RULES, dominance_margin=0.0),
         "dominance 0.06": dataclasses.replace(RULES, dominance_margin=0.06),
-        "no named-over-guess": dataclasses.replace(RULES, named_passages_over_a_guess=False),
-        "all off": DecisionRules(sibling_tie=None, dominance_margin=None, named_passages_over_a_guess=False),
+        "all off": DecisionRules(sibling_tie=None, dominance_margin=None),
     }
 
 

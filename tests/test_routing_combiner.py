@@ -3,6 +3,7 @@ rows, stores as JSON, applies the `none` rule, and the shipped weights say what 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -713,13 +714,17 @@ NETTLE_PBKDF2: dict[str, dict[str, float]] = {
 }
 
 
-def test_a_whole_text_chosen_first_brings_its_passages_when_they_are_as_near() -> None:
-    """The shipped combiner sent "pbkdf2 with hmac sha256" to the whole manuals alone (document 0.66, passages
-    0.02): the user got the 230,000-character Nettle manual and four other manuals. The passages, whose best is
-    within :data:`SIBLING_TIE` of the manual's best part, are now searched beside it."""
-    decision = Combiner.default().decide(NETTLE_PBKDF2, prior_none=0.9872, allow_none=False)
-    assert decision.scores["document"] > 0.5 and decision.scores["paragraph"] < SIBLING_FLOOR  # its view is unchanged
-    assert decision.routes == ("document", "paragraph")
+def test_a_whole_text_chosen_first_brings_its_passages_when_the_store_turns_the_tie_on() -> None:
+    """The shipped combiner sends "pbkdf2 with hmac sha256" to the whole manuals alone (document 0.66, passages
+    0.02): the 230,000-character Nettle manual. With the sibling tie on (a store of long manuals), the passages,
+    whose best is within :data:`SIBLING_TIE` of the manual's best part, are searched beside it."""
+    shipped = Combiner.default()
+    decision = shipped.decide(NETTLE_PBKDF2, prior_none=0.9872, allow_none=False)
+    assert decision.scores["document"] > 0.5 and decision.scores["paragraph"] < SIBLING_FLOOR
+    assert decision.routes == ("document",)  # off by default: it did not hold on held-out questions
+    manuals = dataclasses.replace(shipped, rules=DecisionRules(sibling_tie=SIBLING_TIE))
+    assert manuals.decide(NETTLE_PBKDF2, prior_none=0.9872, allow_none=False).routes == ("document", "paragraph")
+    assert manuals.version == shipped.version  # the rules are not the weights
     assert finer_sibling(NETTLE_PBKDF2, ("document",)) == "paragraph"
 
 
@@ -910,27 +915,27 @@ LIBTASN1_READ_VALUE: dict[str, dict[str, float]] = {
 }
 
 
-def test_the_passages_take_the_place_of_a_guess_beside_a_whole_text() -> None:
-    """A function's name alone went to the whole manual (0.37) and a table (0.17, a guess below one half): the
-    passage documenting the function was not searched, since the table took the last route and its lifted best
-    (0.565) kept the passages (0.594) under :func:`dominant`'s margin by 0.001. The passages, as near as the
-    manual's best part and nearer than the guess, now take the guess's place."""
+def test_a_guess_keeps_its_place_beside_a_whole_text() -> None:
+    """A function's name alone goes to the whole manual (0.37) and a table (0.17, a guess below one half). A rule that
+    gave the guess's place to the passages (nearer, and holding the typed name) was written for this question and
+    never changed a decision on 270 held-out questions (``benchmarks/decision_rules.py``), so the decision is the
+    probabilities' and the margins'."""
     decision = Combiner.default().decide(LIBTASN1_READ_VALUE, prior_none=0.997)
     assert decision.scores["table"] < 0.5 and decision.scores["paragraph"] < decision.scores["table"]
-    assert decision.routes == ("document", "paragraph")
-    nearer = {**LIBTASN1_READ_VALUE, "table": {**LIBTASN1_READ_VALUE["table"], "best": 0.60}}
-    assert Combiner.default().decide(nearer, prior_none=0.997).routes == ("document", "table")  # the guess is nearer
+    assert decision.routes == ("document", "table")
 
 
 def test_each_decision_rule_can_be_turned_off() -> None:
     """The rules read the probe evidence after the learned probabilities, and each is a named setting: off, the
     decision is what the probabilities alone choose."""
     combiner = Combiner.default()
-    assert RULES == DecisionRules() and (RULES.sibling_tie, RULES.dominance_margin) == (SIBLING_TIE, DOMINANCE_MARGIN)
-    no_tie = DecisionRules(sibling_tie=None)
-    assert combiner.decide(NETTLE_PBKDF2, prior_none=0.9872, allow_none=False, rules=no_tie).routes == ("document",)
-    no_guess_rule = DecisionRules(named_passages_over_a_guess=False)
-    assert combiner.decide(LIBTASN1_READ_VALUE, prior_none=0.997, rules=no_guess_rule).routes == ("document", "table")
+    assert combiner.rules == RULES == DecisionRules()
+    assert (RULES.sibling_tie, RULES.dominance_margin) == (None, DOMINANCE_MARGIN)
+    tie = DecisionRules(sibling_tie=SIBLING_TIE)
+    assert combiner.decide(NETTLE_PBKDF2, prior_none=0.9872, allow_none=False, rules=tie).routes == (
+        "document",
+        "paragraph",
+    )
     assert dominant(NPM_WORKSPACES, ("table",), margin=None) is None
     assert dominant(NPM_WORKSPACES, ("table",), margin=RULES.dominance_margin) == "paragraph"
 

@@ -40,14 +40,14 @@ for such questions. Unlike a router that reads the question alone, the combiner 
 pairs (:data:`~.base.EXCLUSIVE_PAIRS`: a passage *or* the whole document, a scene *or* the whole video): when the
 evidence makes both granularities likely, both are searched — their probes are already there — and the fused top
 hits hold the best of each (on the routing benchmark's tune split this found the gold for more questions than
-keeping only the likelier granularity). A whole text chosen first brings its passages along, however unlikely the
-combiner finds them, when their best probe hit is about as near (:func:`finer_sibling`; the rules and the measurements
-that chose them are :class:`DecisionRules`): the passage is then the hit to return, and the whole manual around it is
-not. Last, a text corpus left out whose best probe hit beats the best hit of every chosen one by a margin is searched as
-well (:func:`dominant`; a third corpus at most, so up to ``3 k`` hits): the combiner learned to trust a table's margin
-over its other rows, and two npm pages of generic "Flags" tables took "how do workspaces work in npm" (table 0.52,
-passages 0.16) from a passage of similarity 0.80 against the table row's 0.69. The weights are what is learned, by
-:func:`train_combiner` (Newton's method, L2 penalty pulling towards a base model's weights when adapting).
+keeping only the likelier granularity). A store of long manuals may have a whole text chosen first bring its passages
+along, however unlikely the combiner finds them, when their best probe hit is about as near (:func:`finer_sibling`; off
+by default: it did not hold on held-out questions; the rules and the measurements that chose them are
+:class:`DecisionRules`). Last, a text corpus left out whose best probe hit beats the best hit of every chosen one by a
+margin is searched as well (:func:`dominant`; a third corpus at most, so up to ``3 k`` hits): the combiner learned to
+trust a table's margin over its other rows, and two npm pages of generic "Flags" tables took "how do workspaces work in
+npm" (table 0.52, passages 0.16) from a passage of similarity 0.80 against the table row's 0.69. The weights are what is
+learned, by :func:`train_combiner` (Newton's method, L2 penalty pulling towards a base model's weights when adapting).
 """
 
 from __future__ import annotations
@@ -86,7 +86,6 @@ __all__ = [
     "covering",
     "dominant",
     "finer_sibling",
-    "named_passages_over_a_guess",
     "fit_logistic",
     "naming",
     "train_combiner",
@@ -114,7 +113,7 @@ MAX_ROUTES = 2
 #: beside it, room permitting, from this probability up.
 SIBLING_FLOOR = 0.1
 
-#: The shipped :attr:`DecisionRules.sibling_tie`.
+#: The :attr:`DecisionRules.sibling_tie` chosen on long manuals (off in :data:`RULES`: see there).
 SIBLING_TIE = 0.05
 #: The shipped :attr:`DecisionRules.dominance_margin`.
 DOMINANCE_MARGIN = 0.03
@@ -123,9 +122,13 @@ DOMINANCE_MARGIN = 0.03
 @dataclass(frozen=True)
 class DecisionRules:
     """The rules :meth:`Combiner.decide` applies to the learned probabilities, after :func:`covering`. Each reads
-    only the probe evidence (similarities, the ``named`` feature), never a query's words; ``None`` or ``False``
-    turns one off. The shipped values are :data:`RULES`; ``benchmarks/decision_rules.py`` replays the decisions of
-    a question set with each rule off and at other values (the probes are gathered once per question).
+    only the probe evidence (similarities), never a query's words; ``None`` turns one off. The shipped values are
+    :data:`RULES`; a :class:`Combiner` decides with its ``rules`` (``dataclasses.replace(combiner, rules=...)``, then
+    :meth:`UniversalRAG.use_combiner <universalrag.pipeline.UniversalRAG.use_combiner>`).
+    ``benchmarks/decision_rules.py`` replays the decisions of a question set with each rule off and at other values
+    (the probes are gathered once per question). The held-out figures below are its run on the ``report`` split (270
+    questions, 250 answerable: the own corpora of ``routing_e2e.py`` and 60 Wikipedia pages), which none of these
+    rules was chosen on; unit@5 is the share of answering units in the top 5.
     """
 
     #: Whatever its probability, the passage corpus beside a whole-text corpus chosen first is searched when its best
@@ -135,23 +138,19 @@ class DecisionRules:
     #: sha256", prior ``none`` 0.99) went to the whole manuals alone (document 0.66, passages 0.02). Chosen on users'
     #: manuals (Nettle, bzip2, zlib and GnuPG: 34 of 46 answering passages in the top 5 without the rule, 37 at 0.02,
     #: 39 at 0.05; libtasn1 and shared-mime-info PDFs 34 → 37 of 42; pip's and libffi's pages 44 of 50 either way);
-    #: held out, the 250-page routing benchmark's held-out split 60.7 → 60.6 % (unit@5).
-    sibling_tie: float | None = SIBLING_TIE
+    #: Held out it does not hold: unit@5 80.8 % without it, 80.4 % at 0.02, 0.05 and 0.10 (3 decisions changed, none
+    #: for the better), and on the 250-page held-out split 60.7 → 60.6 %. Off by default; a store of long manuals
+    #: asked terse questions may turn it on (``DecisionRules(sibling_tie=SIBLING_TIE)``).
+    sibling_tie: float | None = None
     #: A text corpus left out is searched too when its best probe hit is more similar to the query than the best hit
     #: of every chosen corpus by this much (tables lifted by :data:`~universalrag.fusion.TABLE_OFFSET`, as merging
     #: ranks them; :func:`dominant`): the hit that merging every corpus would put first is never hidden by the
     #: decision. Chosen on the 250-page tune split (routed unit@5 58.9 % without the rule, 58.6 % at 0, 59.0 % at 0.03)
     #: and on npm's 92 Markdown pages (13 of 20 user questions answered in the top 5 without it, 16 at 0, 15 at 0.03:
     #: two pages' "Flags" tables matched every question about npm's settings, and the combiner trusted their margin);
-    #: held out, the held-out split 60.9 → 61.1 %.
+    #: Held out it holds, if narrowly: unit@5 80.4 % at 0.03 and at 0, 80.0 % without the rule and at 0.06 (4
+    #: decisions changed); on the 250-page held-out split 60.9 → 61.1 %.
     dominance_margin: float | None = DOMINANCE_MARGIN
-    #: When the last place went to a guess — a corpus below one half, not the first, whose hits hold no name the query
-    #: typed — while the passages beside the whole text chosen first hold one and are more similar than the guess's
-    #: best (tables lifted), the passages take the guess's place (:func:`named_passages_over_a_guess`). A function's
-    #: name alone ("asn1_read_value") went to a manual (0.37) and a table (0.17) whose lifted best missed the
-    #: passages' by 0.05, so neither :attr:`sibling_tie`'s room nor :attr:`dominance_margin` let the passage in.
-    #: Without the condition on names the rule also took a table's place for a crowd question about a table.
-    named_passages_over_a_guess: bool = True
 
 
 #: The shipped decision rules.
@@ -210,29 +209,6 @@ def finer_sibling(
     finer = [c for c in sibling_corpora(pairs).get(chosen[0], ()) if c not in chosen and not pairs[c].get("empty")]
     best = max(finer, key=lambda c: float(pairs[c]["best"]), default=None)
     return best if best is not None and float(pairs[best]["best"]) >= top - tie else None
-
-
-def named_passages_over_a_guess(
-    pairs: Mapping[str, Mapping[str, float]],
-    probs: Mapping[str, float],
-    chosen: tuple[str, ...],
-    *,
-    room: int,
-    tie: float | None = SIBLING_TIE,
-) -> tuple[tuple[str, ...], str | None]:
-    """The passage corpus :func:`finer_sibling` would add had the last place not been taken by a guess — a corpus
-    below one half, not the first, whose hits hold no name the query typed while the passages' do, and whose best
-    hit (tables lifted) is less similar than the passages' best — in that guess's place: ``(chosen without it, the
-    passage corpus)``; else ``(chosen, None)``. See :attr:`DecisionRules.named_passages_over_a_guess`."""
-    guesses = [c for c in chosen[1:] if probs.get(c, 1.0) < 0.5 and not pairs[c].get("named")]
-    if not guesses:
-        return chosen, None
-    weakest = min(guesses, key=lambda c: probs[c])
-    kept = tuple(c for c in chosen if c != weakest)
-    finer = finer_sibling(pairs, kept, room=room, tie=tie)
-    if finer is None or not pairs[finer].get("named") or float(pairs[finer]["best"]) <= _lifted(pairs[weakest]):
-        return chosen, None
-    return kept, finer
 
 
 def dominant(
@@ -409,6 +385,8 @@ class Combiner:
     corpus_model: Logistic
     answerable_model: Logistic
     info: Mapping[str, Any] = field(default_factory=dict)
+    #: The rules the decision applies after the learned probabilities (not stored with the weights).
+    rules: DecisionRules = RULES
 
     @functools.cached_property
     def version(self) -> str:
@@ -429,10 +407,11 @@ class Combiner:
         *,
         prior_none: float,
         allow_none: bool = True,
-        rules: DecisionRules = RULES,
+        rules: DecisionRules | None = None,
     ) -> CombinedDecision:
         """Routes for one query from its per-corpus features and the prior's ``none`` probability, the learned
-        probabilities read by ``rules`` (:class:`DecisionRules`) after :func:`covering`."""
+        probabilities read by ``rules`` (:class:`DecisionRules`; default: the combiner's own) after :func:`covering`."""
+        rules = rules if rules is not None else self.rules
         probs = self.corpus_probabilities(pairs)
         top_prior = max((float(r["prior"]) for r in pairs.values()), default=0.0)
         qf = query_features(pairs, probs, prior_none=prior_none, prior_top_corpus=top_prior)
@@ -452,8 +431,6 @@ class Combiner:
             chosen = (*chosen, named[0])
         room = MAX_ROUTES + 1 if concluded_none else MAX_ROUTES
         finer = finer_sibling(pairs, chosen, room=room, tie=rules.sibling_tie)
-        if finer is None and rules.named_passages_over_a_guess:
-            chosen, finer = named_passages_over_a_guess(pairs, probs, chosen, room=room, tie=rules.sibling_tie)
         if finer is not None:
             chosen = (*chosen, finer)
         extra = dominant(pairs, chosen, margin=rules.dominance_margin)
