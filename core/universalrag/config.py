@@ -259,7 +259,8 @@ class Settings:
         read = redact_url(self.read_database_url) if self.read_database_url else None
         key = "***" if self.embed_api_key else None
         return (
-            f"Settings(database_url={url!r}, read_database_url={read!r}, servers={sorted(self.servers)!r}, home={self.home!r}, schema={self.schema!r}, "
+            f"Settings(database_url={url!r}, read_database_url={read!r}, servers={sorted(self.servers)!r}, "
+            f"home={self.home!r}, schema={self.schema!r}, "
             f"embedder={self.embedder!r}, embed_base_url={self.embed_base_url!r}, embed_api_key={key!r}, "
             f"device={self.device!r}, ef_search={self.ef_search}, visual_encoder={self.visual_encoder!r}, "
             f"visual_weight={self.visual_weight}, llm_model={self.llm_model!r}, llm_base_url={self.llm_base_url!r}, "
