@@ -134,8 +134,8 @@ class Describer:
         self, request: DescribeRequest, key: str, should_stop: Callable[[], bool] | None
     ) -> UnitDescription | None:
         """The model's answer (cached), or ``None`` when no call may start (budget, deadline, a stop asked for)."""
-        if should_stop is not None and should_stop():
-            return None
+        if (should_stop is not None and should_stop()) or self.limits.exhausted is not None:
+            return None  # no picture read for a call that will not be made
         images, times = load_pictures(request, max_side=self.image_max_side)
         if not self.limits.acquire():
             return None
