@@ -9,16 +9,49 @@ interrupt, an exit or the process running out of memory: those end the run.
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 from ..errors import IngestError
 
-__all__ = ["file_failure", "is_file_failure"]
+__all__ = ["file_failure", "from_caller", "is_file_failure"]
+
+_CALLER = "_universalrag_from_caller"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def from_caller(callback: F | None) -> F | None:
+    """``callback`` (the caller's ``on_progress``, ``on_file``...) with what it raises marked as the caller's, so
+    that the guard lets it through instead of making it a file's failure."""
+    if callback is None:
+        return None
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return callback(*args, **kwargs)
+        except Exception as e:
+            try:
+                setattr(e, _CALLER, True)
+            except AttributeError:  # an exception type that takes no attributes: wrapped instead
+                raise _CallerError(e) from e
+            raise
+
+    return cast(F, call)
+
+
+class _CallerError(Exception):
+    """An exception of the caller's callback that could not be marked."""
 
 
 def is_file_failure(error: BaseException) -> bool:
-    """True for an exception one file can cause (any ``Exception`` but ``MemoryError``)."""
-    return isinstance(error, Exception) and not isinstance(error, MemoryError)
+    """True for an exception one file can cause (any ``Exception`` but ``MemoryError`` and what the caller's
+    callbacks raise)."""
+    return (
+        isinstance(error, Exception)
+        and not isinstance(error, MemoryError | _CallerError)
+        and not getattr(error, _CALLER, False)
+    )
 
 
 def file_failure(path: str | Path, error: BaseException) -> IngestError:

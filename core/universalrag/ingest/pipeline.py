@@ -38,7 +38,7 @@ from ..types import Granularity, Modality
 from .companions import alt_texts, fingerprint, sidecar_files
 from .detect import Detection, detect, is_folder, iter_files, unsupported_error
 from .files import EMPTY_REASON, check_file, empty_error, hash_file, is_empty
-from .guard import file_failure, is_file_failure
+from .guard import file_failure, from_caller, is_file_failure
 from .large import StagedSource, staged_table, staged_text
 from .limits import use_limits
 from .report import FileOutcome, IngestReport, Progress
@@ -409,6 +409,8 @@ def ingest_paths(
     committed batch of a large source (:mod:`universalrag.ingest.large`). Caption and subtitle
     sidecars found next to images and videos are used as their text, not ingested on their own.
     """
+    # what the caller's callbacks raise is theirs, never a file's failure (ingest.guard)
+    on_file, on_start, on_progress = from_caller(on_file), from_caller(on_start), from_caller(on_progress)
     run = IngestRun(
         store=store, embedder=embedder, options=options or IngestOptions(), corpus=corpus, on_progress=on_progress
     )
