@@ -29,12 +29,26 @@ import re
 
 from .dates import query_dates
 
-__all__ = ["DASHES", "MAX_TERMS", "exact_terms", "holds_name", "identifiers", "is_number", "term_pattern"]
+__all__ = [
+    "DASHES",
+    "MAX_TERMS",
+    "definable",
+    "defines",
+    "defining_pattern",
+    "exact_terms",
+    "holds_name",
+    "identifiers",
+    "is_number",
+    "term_pattern",
+]
 
 #: At most this many terms are taken from one query (the first ones, quoted phrases first).
 MAX_TERMS = 4
 
 _QUOTED = re.compile(r"\"([^\"]{2,80})\"")
+#: Two or more words in capitals in a question otherwise written in lower case: a name as its source spells it
+#: ("ROW EXCLUSIVE", "GREEK SMALL LETTER ALPHA", "VACUUM FULL"), looked up like a quoted phrase.
+_CAPS_RUN = re.compile(r"(?<![\w-])[A-Z][A-Z0-9_]+(?: (?:[A-Z][A-Z0-9_]*|[0-9]+))+(?![\w-])")
 #: Spelled only in a program's text: a long option, a dunder name, a dotfile (a path from the dot on: the parser of
 #: PostgreSQL's full-text search reads "~/.cache/pip" as "/.cache/pip", so "~" is not part of the term).
 _PROGRAM = re.compile(
@@ -57,6 +71,9 @@ def exact_terms(query: str) -> tuple[str, ...]:
     without repeats (case-insensitive), at most :data:`MAX_TERMS`."""
     terms = [t.strip() for t in _QUOTED.findall(query) if t.strip()]
     rest = _QUOTED.sub(lambda m: " " * len(m.group()), query)
+    if any(c.islower() for c in rest):  # a name in capitals inside a sentence: as if quoted
+        terms += [m.group() for m in _CAPS_RUN.finditer(rest)]
+        rest = _CAPS_RUN.sub(lambda m: " " * len(m.group()), rest)
     for (start, end), iso in query_dates(rest):  # "September 10, 2003": one term, "2003-09-10", not "10" and "2003"
         terms.append(iso)
         rest = rest[:start] + " " * (end - start) + rest[end:]
@@ -141,6 +158,32 @@ def _python_pattern(term: str) -> re.Pattern[str]:
     start = r"(?<!\w)" if term[:1].isalnum() else ""
     end = r"(?!\w)" if term[-1:].isalnum() else ""
     return re.compile(f"{start}{body}{end}", re.IGNORECASE)
+
+
+def definable(terms: tuple[str, ...]) -> tuple[str, ...]:
+    """The names of ``terms`` (:func:`identifiers`) a text can define: not numbers (a cell holding "1967" is a season,
+    not the entry of 1967)."""
+    return tuple(t for t in identifiers(terms) if not is_number(t))
+
+
+def defining_pattern(term: str) -> str:
+    """A PostgreSQL regular expression (for ``~*``) matching a text that *defines* ``term`` rather than mentions it:
+    the term opens the text, a line or a table cell (after a cell's ``column:`` label) and is followed by the end of
+    that line or cell, or by ``(`` — a setting's entry ("work_mem (integer)"), a function's ("jsonb_set ( target
+    jsonb, ..."), an option of a command's reference page ("CONCURRENTLY" on a line of its own), a row whose cell
+    is the value ("Name: GREEK SMALL LETTER ALPHA |", not "... ALPHA WITH TONOS")."""
+    return rf"(^|\n|\|)[ \t]*([^|:\n]{{1,60}}:[ \t]*)?{term_pattern(term)}[ \t]*(\(|\||\n|$)"
+
+
+@functools.lru_cache(maxsize=256)
+def _python_defining(term: str) -> re.Pattern[str]:
+    body = _python_pattern(term).pattern
+    return re.compile(rf"(?:^|\n|\|)[ \t]*(?:[^|:\n]{{1,60}}:[ \t]*)?{body}[ \t]*(?:\(|\||\n|$)", re.IGNORECASE)
+
+
+def defines(text: str, names: tuple[str, ...]) -> bool:
+    """Whether ``text`` defines one of ``names`` as :func:`defining_pattern` matches it in the database."""
+    return any(_python_defining(name).search(text) for name in names)
 
 
 def holds_name(text: str, names: tuple[str, ...]) -> bool:

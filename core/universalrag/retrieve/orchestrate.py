@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ..fusion import SOURCE_WEIGHT, by_source, comparable, fuse, with_source_table
 from ..plan import QueryPlan, check_k
 from ..types import CorpusSpec, Hit
+from .definitions import definitions_first
 from .searcher import Searcher
 
 __all__ = ["Retrieval", "embedding_space"]
@@ -50,8 +51,10 @@ class Retrieval:
             return []
         per_corpus = self.corpus_hits(plan, corpora, k=k)
         if len(corpora) == 1:
-            return self.with_source_table(plan, per_corpus[corpora[0]], k=k)
-        return self.with_source_table(plan, self.merge(per_corpus, k=k), k=k)
+            hits = self.with_source_table(plan, per_corpus[corpora[0]], k=k)
+        else:
+            hits = self.with_source_table(plan, self.merge(per_corpus, k=k), k=k)
+        return hits if plan.routes is not None else definitions_first(hits, plan.probes, plan.exact_terms, k=k)
 
     def merge(self, per_corpus: Mapping[str, Sequence[Hit]], *, k: int) -> list[Hit]:
         """The best ``k`` of several corpora's hits as one ranking: by similarity where the corpora share one

@@ -42,7 +42,15 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..exact_terms import holds_name, identifiers, is_number, term_pattern
+from ..exact_terms import (
+    definable,
+    defines,
+    defining_pattern,
+    holds_name,
+    identifiers,
+    is_number,
+    term_pattern,
+)
 from ..fusion import SeenTexts, rrf_scores, weighted
 from ..types import CorpusSpec, Hit, Modality
 from . import queries
@@ -237,6 +245,7 @@ def _search(
             lexical.append(str(r["id"]))
             candidates.setdefault(str(r["id"]), _Candidate()).row = r
     held: set[str] = set()
+    defined: set[str] = set()
     names = identifiers(request.exact_terms)
     if names:
         rows = yield _units_holding(sql, tables, request, names, limit=head + 1)
@@ -244,9 +253,15 @@ def _search(
             held.add(str(r["id"]))
             found = candidates.setdefault(str(r["id"]), _Candidate())
             found.row = found.row or r  # a row another channel gave (the lexical rank with it) is kept
-    if not alone or any(candidates[uid].text is None for uid in held):
+    if definable(request.exact_terms):  # the units that define a name (its entry, its row), however many mention it
+        rows = yield _units_holding(sql, tables, request, definable(request.exact_terms), limit=head + 1, defining=True)
+        for r in rows if len(rows) <= head else ():
+            defined.add(str(r["id"]))
+            found = candidates.setdefault(str(r["id"]), _Candidate())
+            found.row = found.row or r
+    if not alone or any(candidates[uid].text is None for uid in held | defined):
         yield from _complete(sql, tables, request, candidates, visual=visual)
-    held = _near_enough(held, candidates, names)
+    held = _near_enough(held, candidates, names) | defined
     ranked = _combine(
         candidates,
         lexical if request.lexical_text else None,
@@ -261,7 +276,10 @@ def _search(
         yield from _exact_parts(sql, tables, request, [(uid, c) for uid, _, c, _ in ranked])
     texts = yield from _part_texts(sql, tables, [(uid, c) for uid, _, c, _ in ranked])
     if names:  # within the head and within the rest: the head stays what a search for `head` hits returns
-        ranked = [*_names_first(ranked[:head], texts, names), *_names_first(ranked[head:], texts, names)]
+        ranked = [
+            *_names_first(ranked[:head], texts, names, defined),
+            *_names_first(ranked[head:], texts, names, defined),
+        ]
     return _hits(spec, ranked, texts)
 
 
@@ -304,16 +322,26 @@ def _lexical(sql: _Sql, tables: CorpusTables, request: SearchRequest, *, limit: 
 
 
 def _units_holding(
-    sql: _Sql, tables: CorpusTables, request: SearchRequest, names: tuple[str, ...], *, limit: int
+    sql: _Sql,
+    tables: CorpusTables,
+    request: SearchRequest,
+    names: tuple[str, ...],
+    *,
+    limit: int,
+    defining: bool = False,
 ) -> Step:
     """The statement of the units holding one of ``names``: compiled once per table, limit and shape of the names
     (:func:`~.queries.holding_shape`), the names parameters. Built and run by SQLAlchemy per query it cost ~0.9 ms of
     CPU a corpus, six times for a question typing a year: on ``routing_latency.py``'s 100k units its three questions
     typing numbers took 29.4 ms at p50 (44.8 ms CPU) against 26.1 (39.6) this way, alternated in one process."""
     if request.filter:  # its parameters need SQLAlchemy's processing: not cached
-        return queries.units_holding(tables, names, limit=limit, filter=request.filter)
-    key = ("holding", tables.units.fullname, queries.holding_shape(names), limit)
-    return sql.raw(key, lambda: queries.units_holding(tables, names, limit=limit), **queries.holding_parameters(names))
+        return queries.units_holding(tables, names, limit=limit, filter=request.filter, defining=defining)
+    key = ("holding", tables.units.fullname, queries.holding_shape(names), limit)  # the patterns are parameters
+    return sql.raw(
+        key,
+        lambda: queries.units_holding(tables, names, limit=limit),
+        **queries.holding_parameters(names, defining=defining),
+    )
 
 
 def _exact_tables(
@@ -472,6 +500,7 @@ def _names_first(
     ranked: Sequence[tuple[str, float, _Candidate, dict[str, float]]],
     texts: Mapping[tuple[str, int], str],
     names: tuple[str, ...],
+    defined: set[str] | frozenset[str] = frozenset(),
 ) -> list[tuple[str, float, _Candidate, dict[str, float]]]:
     """The ranked candidates with those whose text (or a matched part's, or its title) holds one of ``names``
     marked (channel ``named``) and moved before the others, order kept within each group (the held units, channel
@@ -489,7 +518,9 @@ def _names_first(
     for uid, _, c, channels in ranked:
         if channels.get("exact") or holds(uid, c):
             channels["named"] = 1.0
-    return sorted(ranked, key=lambda t: (not t[3].get("exact"), not t[3].get("named")))
+        if uid in defined or (c.parts and defines(texts.get((uid, c.parts[0][0]), ""), definable(names))):
+            channels["defines"] = 1.0  # its entry or row: before the units that only mention the name
+    return sorted(ranked, key=lambda t: (not t[3].get("defines"), not t[3].get("exact"), not t[3].get("named")))
 
 
 def _hits(
@@ -650,14 +681,18 @@ def _exact_parts(
         return
     assert tables.parts is not None
     patterns = [term_pattern(t) for t in request.exact_terms]
+    defining = [defining_pattern(t) for t in definable(request.exact_terms)]
     units = [uid for uid, _ in hits]
-    key = ("term_parts", tables.parts.fullname, tables.spec.dimension, len(patterns))
+    key = ("term_parts", tables.parts.fullname, tables.spec.dimension, len(patterns), len(defining))
     rows = yield sql.raw(
         key,
-        lambda: queries.parts_with_terms(tables, request.vector, units, patterns, per_unit=PARTS_PER_HIT),
+        lambda: queries.parts_with_terms(
+            tables, request.vector, units, patterns, per_unit=PARTS_PER_HIT, defining=defining
+        ),
         query_vector=request.vector,
         unit_ids=units,
         **{f"term{i}": pattern for i, pattern in enumerate(patterns)},
+        **{f"def{i}": pattern for i, pattern in enumerate(defining)},
     )
     found: dict[str, list[tuple[int, int, float]]] = {}
     for r in rows:

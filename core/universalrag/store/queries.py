@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from pgvector.sqlalchemy import HALFVEC, Vector
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSQUERY, UUID, aggregate_order_by
 
-from ..exact_terms import term_pattern
+from ..exact_terms import defining_pattern, term_pattern
 from .filters import FIELDS, Filter, compile_filter, mentions
 from .schema import CorpusTables
 from .vectors import half_indexed
@@ -270,7 +270,13 @@ def best_parts_exact(
 
 
 def parts_with_terms(
-    tables: CorpusTables, vector: Sequence[float], unit_ids: Sequence[str], patterns: Sequence[str], *, per_unit: int
+    tables: CorpusTables,
+    vector: Sequence[float],
+    unit_ids: Sequence[str],
+    patterns: Sequence[str],
+    *,
+    per_unit: int,
+    defining: Sequence[str] = (),
 ) -> sa.Select[Any]:
     """The parts of ``unit_ids`` whose text matches at least one of ``patterns`` (PostgreSQL regular expressions,
     case-insensitive), at most ``per_unit`` a unit: ``(unit_id, ord, distance, matched)`` — ``matched`` ranks the
@@ -290,6 +296,10 @@ def parts_with_terms(
                 else_=0,
             )
             for i, pattern in enumerate(patterns)
+        ]
+        + [  # a part that defines a term (a row whose cell is the value typed) before any that only holds it
+            sa.case((p.c.content.op("~*")(sa.bindparam(f"def{i}", pattern, type_=sa.Text)), 1 << (2 * n + 2)), else_=0)
+            for i, pattern in enumerate(defining)
         ],
     )
     inner = (
@@ -448,18 +458,27 @@ def holding_shape(terms: Sequence[str]) -> tuple[int, ...]:
     return tuple(len(_spellings(t)) for t in terms)
 
 
-def holding_parameters(terms: Sequence[str]) -> dict[str, str]:
+def holding_parameters(terms: Sequence[str], *, defining: bool = False) -> dict[str, str]:
     """The parameters of :func:`units_holding`'s statement that vary with ``terms``: ``spelling0``, ``spelling1``,
-    ... (what the full-text index is asked for) and ``pattern0``, ``pattern1``, ... (what the text must match)."""
+    ... (what the full-text index is asked for) and ``pattern0``, ``pattern1``, ... (what the text must match: the
+    term as a whole word, or with ``defining`` the term where it is defined,
+    :func:`~universalrag.exact_terms.defining_pattern`)."""
     spellings = [s for term in terms for s in _spellings(term)]
+    pattern = defining_pattern if defining else term_pattern
     return {
         **{f"spelling{i}": s for i, s in enumerate(spellings)},
-        **{f"pattern{i}": term_pattern(t) for i, t in enumerate(terms)},
+        **{f"pattern{i}": pattern(t) for i, t in enumerate(terms)},
     }
 
 
 def units_holding(
-    tables: CorpusTables, terms: Sequence[str], *, limit: int, filter: Filter | None = None, language: str = "english"
+    tables: CorpusTables,
+    terms: Sequence[str],
+    *,
+    limit: int,
+    filter: Filter | None = None,
+    language: str = "english",
+    defining: bool = False,
 ) -> sa.Select[Any]:
     """Units whose text holds one of ``terms`` as a whole word (:func:`~universalrag.exact_terms.term_pattern`),
     found through the full-text index (each term as a phrase of its words, each word also as the start of a longer
@@ -468,7 +487,7 @@ def units_holding(
     depends on :func:`holding_shape` alone and is compiled once per shape."""
     u = tables.units
     config = sa.cast(sa.literal(language), REGCONFIG)
-    values = holding_parameters(terms)
+    values = holding_parameters(terms, defining=defining)
 
     def value(name: str) -> sa.BindParameter[str]:
         return sa.bindparam(name, values[name], type_=sa.Text)
