@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, overload
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ConfigError
@@ -139,6 +140,10 @@ def parse_servers(text: str, *, variable: str = "UNIVERSALRAG_SERVERS") -> dict[
     return servers
 
 
+@overload
+def redact_url(url: str) -> str: ...
+@overload
+def redact_url(url: None) -> None: ...
 def redact_url(url: str | None) -> str | None:
     """A database or endpoint URL fit to show: its credentials (``user:password@``) become ``***@``, and its
     query and fragment (which may carry a password or an API key) are dropped."""
@@ -273,7 +278,7 @@ class Settings:
         """The directory for the embedded server's data (created on demand by the server module)."""
         return self.home if self.home is not None else _default_home()
 
-    def with_(self, **changes: object) -> Settings:
+    def with_(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
@@ -324,7 +329,7 @@ class Settings:
             return "structural" if word in ("1", "true", "yes", "on") else word
 
         home = get("UNIVERSALRAG_HOME")
-        values = dict(
+        values: dict[str, Any] = dict(
             database_url=get("UNIVERSALRAG_DATABASE_URL"),
             read_database_url=get("UNIVERSALRAG_READ_DATABASE_URL"),
             servers=parse_servers(get("UNIVERSALRAG_SERVERS") or "") or None,

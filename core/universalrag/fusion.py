@@ -365,7 +365,8 @@ def fuse(
         raise ConfigError(f"Unknown fusion {method!r}; choose one of {', '.join(FUSIONS)}.")
     if spaces is not None and len(spaces) != len(per_corpus):
         raise ConfigError(f"fuse() got {len(per_corpus)} rankings but {len(spaces)} embedding spaces; give one each.")
-    kept = [(list(h), space) for h, space in zip(per_corpus, spaces or [None] * len(per_corpus), strict=True) if h]
+    named: Sequence[str | None] = spaces if spaces is not None else [None] * len(per_corpus)
+    kept = [(list(h), space) for h, space in zip(per_corpus, named, strict=True) if h]
     lists = [hits for hits, _ in kept]
     if len(lists) <= 1:
         return lists[0] if lists else []

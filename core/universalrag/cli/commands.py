@@ -82,7 +82,7 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     specs = store.corpora(refresh=True)
     counts = store.counts()
     parts = store.part_counts()
-    data = {
+    data: dict[str, Any] = {
         "database": info.url,
         "postgres": info.postgres,
         "pgvector": info.pgvector,
@@ -112,13 +112,13 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     for key in ("database", "postgres", "pgvector"):
         obj.output.print(Text(f"{key:<9} {data[key]}"))
     obj.output.print(Text(f"schema    {data['schema']} (revision {data['revision']})\nsources   {data['sources']}"))
-    for c in data["corpora"]:  # type: ignore[union-attr]
+    for c in data["corpora"]:
         what = {"table": "row", "text": "chunk"}.get(str(c["modality"]), "part")
         vectors = f", {c['parts']:,} {what} vectors" if c["parts"] is not None else ""
         obj.output.print(
             Text(f"  {c['name']:<12} {c['modality']:<6} {c['granularity']:<10} {c['rows']:>8} rows{vectors}")
         )
-    for q in data["sync"]:  # type: ignore[union-attr]
+    for q in data["sync"]:
         line = (
             f"  sync {q['corpus']:<12} backlog {q['backlog']}, in progress {q['in_progress']}, retrying "
             f"{q['retrying']}, failed {q['failed']}, lag {q['lag_s']:.1f} s"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 from rich.text import Text
 
@@ -25,7 +27,7 @@ def corpora_list(ctx: typer.Context, as_json: bool = typer.Option(False, "--json
     obj.ensure_initialised()
     store = obj.store
     specs, counts = store.corpora(refresh=True), store.counts()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": s.name,
             "modality": str(s.modality),

@@ -228,7 +228,7 @@ def print_report(out: Output, report: IngestReport) -> None:
     if report.skipped:
         reasons = skipped_reasons(report)
         lines.append(("skipped", f"{len(report.skipped)} not ingested ({reasons}; --strict fails on them)"))
-    lines += [(f"rows → {corpus}", n) for corpus, n in summary["rows"].items()]  # type: ignore[union-attr]
+    lines += [(f"rows → {corpus}", n) for corpus, n in report.rows_per_corpus().items()]
     width = max(len(k) for k, _ in lines)
     for key, value in lines:
         out.print(Text(f"{key:<{width}}  {value}"))

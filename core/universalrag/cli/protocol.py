@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -57,13 +57,26 @@ def command_of(argv: list[str]) -> str | None:
     return None
 
 
-def write_message(stream: IO[bytes], message: dict[str, Any]) -> None:
+class Writer(Protocol):
+    """Where messages are written: a socket's file, a pipe, a buffer."""
+
+    def write(self, data: bytes, /) -> object: ...
+    def flush(self) -> object: ...
+
+
+class Reader(Protocol):
+    """Where messages are read from: a socket's file, a pipe, a buffer."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+def write_message(stream: Writer, message: dict[str, Any]) -> None:
     """One message as one line of JSON."""
     stream.write(json.dumps({"v": VERSION, **message}, ensure_ascii=False).encode("utf-8") + b"\n")
     stream.flush()
 
 
-def read_message(stream: IO[bytes], *, limit: int = MAX_MESSAGE_BYTES) -> dict[str, Any] | None:
+def read_message(stream: Reader, *, limit: int = MAX_MESSAGE_BYTES) -> dict[str, Any] | None:
     """The next message, or ``None`` when the peer closed the connection, spoke another version, or sent a line
     longer than ``limit`` bytes or that is not JSON."""
     line = stream.readline(limit + 1)

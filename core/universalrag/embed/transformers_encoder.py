@@ -241,8 +241,10 @@ class TransformersEmbedder:
             if width is None:  # unusual config: ask the loaded model
                 self._ensure_loaded()
                 width = self._dimension if self._model is None else int(self._model.config.hidden_size)
+            if width is None:
+                raise ConfigError(f"Cannot tell the vector width of the model at {self._path}.")
             self._dimension = width
-        return self._dimension
+        return width
 
     @property
     def device(self) -> str:

@@ -97,7 +97,7 @@ class EvalReport:
         metrics = [
             m for m in (*RETRIEVAL_METRICS, *ANSWER_METRICS) if any(m in s["overall"] for s in summaries.values())
         ]
-        first = next(iter(summaries.values()), {"n": {}})
+        first: dict[str, Any] = next(iter(summaries.values()), {"n": {}})
         return {
             "k": self.k,
             "generator": self.generator,

@@ -37,7 +37,10 @@ class Generator(Protocol):
     when the model cannot produce an answer.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """What answers: the model's name."""
+        ...
 
     def generate(self, query: str, evidence: Sequence[Evidence]) -> Generation:
         """Answer ``query`` from ``evidence`` (empty: from the model's own knowledge)."""

@@ -122,12 +122,12 @@ def read_units(
                 rows[(row["corpus"], str(row["id"]))] = dict(row)
             if named:
                 statement = named[0] if len(named) == 1 else sa.union_all(*named)
-                for row in conn.execute(
+                for part in conn.execute(
                     statement.order_by(
                         sa.literal_column("corpus"), sa.literal_column("unit_id"), sa.literal_column("rank")
                     )
                 ):
-                    parts.setdefault((row.corpus, row.unit_id), []).append(
-                        (int(row.ord), row.content, float(row.similarity))
+                    parts.setdefault((part.corpus, part.unit_id), []).append(
+                        (int(part.ord), part.content, float(part.similarity))
                     )
     return rows, {key: tuple(found) for key, found in parts.items()}

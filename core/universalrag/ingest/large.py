@@ -23,7 +23,7 @@ import contextlib
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..embed.base import Embedder
 from ..embed.vectors import normalised_mean
@@ -34,6 +34,8 @@ from .text.passages import Passage, chunk_for_embedding, split_paragraphs
 from .text.plain import extract_txt
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .tables.model import ParsedTable
 
 __all__ = ["StagedSource", "sampled_rows", "staged_table", "staged_text", "text_blocks"]
@@ -169,7 +171,7 @@ def _passage_batch(
     doc_spec: CorpusSpec | None,
     meta: dict[str, str],
 ) -> StagedBatch:
-    vectors = embedder.embed([f"{title}\n{p.text}" for p in passages]) if specs else []
+    vectors: np.ndarray | list[Any] = embedder.embed([f"{title}\n{p.text}" for p in passages]) if specs else []
     units = [
         Unit(
             id=unit_id(source_id, f"{spec.name}:{p.index}"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -93,7 +93,8 @@ def page_tables(path: Path, fmt: str) -> list[ParsedTable]:
             return []
         if fmt == "md":
             return tables_from_markdown(text, name=str(path))
-        to_html = {"rst": rst_to_html, "ipynb": notebook_to_html}.get(fmt)
+        converters: dict[str, Callable[[str], str | None]] = {"rst": rst_to_html, "ipynb": notebook_to_html}
+        to_html = converters.get(fmt)
         html = to_html(text) if to_html is not None else text
         return [] if html is None else tables_from_html(html, name=str(path))
     except (IngestError, ValueError):  # ValueError: a notebook that is not one (its text read says why)

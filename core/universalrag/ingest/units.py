@@ -130,7 +130,7 @@ def table_units(
     from .tables.read import serialize_row
 
     contents = [table_preview(table, rows=preview_rows) for table in tables]
-    vectors = embedder.embed(contents) if contents else []
+    vectors: np.ndarray | list[Any] = embedder.embed(contents) if contents else []
     units = [
         table_unit(table, spec, uri=uri, preview=content, vector=vector)
         for table, content, vector in zip(tables, contents, vectors, strict=True)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -52,7 +53,9 @@ class Sources:
     if TYPE_CHECKING:
 
         def _read(self, action: str, fn: Callable[[sa.Connection], _T], *, read_only: bool = False) -> _T: ...
-        def transaction(self, action: str = ..., *, read_only: bool = False) -> Iterator[sa.Connection]: ...
+        def transaction(
+            self, action: str = ..., *, read_only: bool = False
+        ) -> AbstractContextManager[sa.Connection]: ...
         def corpus(self, name: str) -> CorpusSpec: ...
         def corpora(self, *, refresh: bool = False) -> dict[str, CorpusSpec]: ...
         def owner(self, name: str) -> Self: ...

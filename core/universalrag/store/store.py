@@ -7,6 +7,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import psycopg
@@ -427,20 +428,7 @@ class Store(Placement, Sources, Searching):
         names = list(self.corpora(refresh=True))
         out: dict[str, int] = {}
         for owner, group in self._owners(names).items():
-            out.update(
-                owner._read(
-                    "count units",
-                    lambda conn, owner=owner, group=group: {
-                        name: int(
-                            conn.execute(
-                                sa.select(sa.func.count()).select_from(owner.tables.corpus(owner.corpus(name)).units)
-                            ).scalar_one()
-                        )
-                        for name in group
-                    },
-                    read_only=True,
-                )
-            )
+            out.update(owner._read("count units", partial(_count_units, owner, group), read_only=True))
         return {name: out[name] for name in names}
 
     def part_counts(self) -> dict[str, int]:
@@ -502,3 +490,15 @@ class Store(Placement, Sources, Searching):
             read_only=True,
         )
         return [hit_from_row(spec, rows[i], 1.0) for i in ids if i in rows]
+
+
+def _count_units(store: Store, names: Sequence[str], conn: sa.Connection) -> dict[str, int]:
+    """Rows of each of ``names``, corpora of ``store``, counted on ``conn``."""
+    return {
+        name: int(
+            conn.execute(
+                sa.select(sa.func.count()).select_from(store.tables.corpus(store.corpus(name)).units)
+            ).scalar_one()
+        )
+        for name in names
+    }

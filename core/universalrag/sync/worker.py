@@ -170,7 +170,7 @@ class Worker:
     def conn(self) -> Any:
         """The worker's own autocommit connection (claims and unit locks belong to its session)."""
         if self._conn is None or self._conn.closed or self._conn.broken:
-            self._conn = connect(self.store.url)
+            self._conn = connect(self.store.resolve_url())
         return self._conn
 
     def members(self) -> dict[str, Worker]:
@@ -482,7 +482,7 @@ class Worker:
             while not stop.is_set():
                 try:
                     if listener is None or listener.closed or listener.broken:
-                        listener = connect(self.store.url)
+                        listener = connect(self.store.resolve_url())
                         listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(queue.NOTIFY_CHANNEL)))
                     batch = self.run_batch()
                     if on_batch is not None and batch.claimed:

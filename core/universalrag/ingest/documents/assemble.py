@@ -137,7 +137,8 @@ class PageAssembler:
         for i, item in enumerate(items):
             if i in used:
                 continue
-            caption = items[captions[i]].text if i in captions else ""
+            found = items[captions[i]] if i in captions else None
+            caption = found.text if isinstance(found, TextItem) else ""  # a caption is always a text item
             if isinstance(item, TextItem):
                 out.append(self._text(item, page))
             elif isinstance(item, TableItem):

@@ -24,6 +24,7 @@ import io
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -179,6 +180,7 @@ def _tables(doc: ParsedDocument, *, source: str, document_id: str | None) -> lis
     tables = []
     for index, block in enumerate(b for b in doc.blocks() if b.kind is BlockKind.TABLE and b.table is not None):
         data = block.table
+        assert data is not None  # the blocks above are tables with their data
         width = len(data.rows[0])
         names, seen = [], set()
         for i, name in enumerate(data.header or ("",) * width, 1):
@@ -206,7 +208,7 @@ def _tables(doc: ParsedDocument, *, source: str, document_id: str | None) -> lis
             "cited_by": list(data.cited_by),
             "header_synthesized": not data.header_rows,
         }
-        tables.append(ParsedTable(data.title, names, meta, row_source=lambda rows=body: iter(rows)))
+        tables.append(ParsedTable(data.title, names, meta, row_source=partial(iter, body)))
     return tables
 
 

@@ -17,6 +17,7 @@ import io
 import threading
 import wave
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -246,6 +247,11 @@ class WhisperASR:
         return transcribe_chunks(path, self.chunk_s, segments, engine="whisper")
 
 
+def _transcription(client: Any, *, params: dict[str, Any]) -> Any:
+    """One transcription request on ``client`` (an ``openai.OpenAI``)."""
+    return client.audio.transcriptions.create(**params)
+
+
 def _wav_bytes(samples: np.ndarray, sample_rate: int) -> bytes:
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as out:
@@ -323,7 +329,7 @@ class OpenAIAudioASR:
                 params["language"] = self.language
             try:
                 # every attempt and pause inside one deadline of ``timeout`` seconds per piece
-                response = self._openai.call(lambda client, params=params: client.audio.transcriptions.create(**params))
+                response = self._openai.call(partial(_transcription, params=params))
             except Exception as e:  # SDK errors are translated, anything else re-raised
                 error = translate_error(
                     e,
