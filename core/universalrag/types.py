@@ -7,9 +7,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "Modality",
@@ -27,7 +31,11 @@ __all__ = [
     "Evidence",
     "Answer",
     "validate_corpus_name",
+    "Vector",
 ]
+
+#: A vector: floats in a sequence, or the numpy array an encoder returns.
+Vector: TypeAlias = "Sequence[float] | npt.NDArray[np.floating[Any]]"
 
 #: Route name meaning "answer without retrieval".
 NO_RETRIEVAL = "none"
@@ -182,7 +190,7 @@ class Unit:
     id: str
     corpus: str
     content: str
-    embedding: Sequence[float] | None = None
+    embedding: Vector | None = None
     uri: str | None = None
     parent_id: str | None = None
     start_s: float | None = None
@@ -191,7 +199,7 @@ class Unit:
     parts: Sequence[str] = ()
     part_embeddings: Sequence[Sequence[float]] = ()
     #: The unit's vector in the corpus's visual space (an image's, or the pooled frames of a clip or video).
-    visual_embedding: Sequence[float] | None = None
+    visual_embedding: Vector | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from ..store.queries import index_key, index_order, query_vector, set_local
 from ..store.scan_rule import MAX_EF_SEARCH
 from ..store.vectors import half_indexed, hnsw_indexed
 from ..types import Hit
+from ..types import Vector as QueryVector
 
 if TYPE_CHECKING:
     from ..embed.base import Embedder
@@ -182,7 +183,7 @@ class UnifiedIndex:
         """What the index holds (building it first when needed)."""
         return self._state or self.build()
 
-    def search(self, vector: Sequence[float], *, k: int = 5) -> list[Hit]:
+    def search(self, vector: QueryVector, *, k: int = 5) -> list[Hit]:
         """The ``k`` units of all corpora nearest to ``vector`` in the shared index (a unit ranked by its best
         vector; ``score`` = cosine similarity), through the HNSW index with the iterative scan on."""
         if k < 1:

@@ -52,7 +52,7 @@ from ..exact_terms import (
     term_pattern,
 )
 from ..fusion import SeenTexts, rrf_scores, weighted
-from ..types import CorpusSpec, Hit, Modality
+from ..types import CorpusSpec, Hit, Modality, Vector
 from . import queries
 from .batch import Raw, Search, Step, array_parameter, compiled, run_steps, vector_parameter
 from .engine import has_binary_vectors
@@ -98,8 +98,8 @@ class SearchRequest:
 
     ``visual_vector`` is the query in the corpus's visual space (ignored when the corpus has none);
     ``lexical_text`` turns on hybrid search. ``exact_terms`` (:func:`universalrag.exact_terms.exact_terms`) puts the
-    parts holding them first among a multi-vector hit's matched parts. ``exact_scan_rows`` and ``exact_scan_max_rows`` are the
-    thresholds of
+    parts holding them first among a multi-vector hit's matched parts. ``exact_scan_rows`` and ``exact_scan_max_rows``
+    are the thresholds of
     :func:`~universalrag.store.scan_rule.scan_exactly` (``exact_scan=True``: always scan exactly, ``False``: never).
     ``iterative`` says the server has pgvector's iterative index scan (0.8+); ``ef_search`` is the narrowest
     search beam (raised to the beam the corpus's index check tuned, :func:`~.scan_rule.tuned_ef`).
@@ -107,11 +107,11 @@ class SearchRequest:
     its size (the store then runs one in the background: it decides the scan and tunes the beam).
     """
 
-    vector: Sequence[float]
+    vector: Vector
     k: int
     visual_weight: float  # its default lives in Settings.visual_weight_for
     filter: Filter | None = None
-    visual_vector: Sequence[float] | None = None
+    visual_vector: Vector | None = None
     lexical_text: str | None = None
     exact_terms: tuple[str, ...] = ()
     head: int | None = None  # see CorpusQuery.head
@@ -120,7 +120,7 @@ class SearchRequest:
     exact_scan_max_rows: int = 0
     exact_scan: bool | None = None
     iterative: bool = True
-    on_unchecked: Callable[[], None] | None = None
+    on_unchecked: Callable[[], object] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,11 +129,11 @@ class CorpusQuery:
     :meth:`Store.search <universalrag.store.Store.search>`, corpus first."""
 
     corpus: str
-    vector: Sequence[float]
+    vector: Vector
     k: int = 5
     filter: Filter | None = None
     ef_search: int | None = None
-    visual_vector: Sequence[float] | None = None
+    visual_vector: Vector | None = None
     visual_weight: float | None = None
     lexical_text: str | None = None
     exact_scan: bool | None = None
@@ -287,7 +287,7 @@ def _nearest_units(
     sql: _Sql,
     tables: CorpusTables,
     request: SearchRequest,
-    vector: Sequence[float],
+    vector: Vector,
     *,
     limit: int,
     exact_scan: bool,
@@ -632,7 +632,10 @@ def _best_parts_exact(
 def _grouped(rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[tuple[int, float], ...]]:
     """The rows of a :func:`~.queries.parts_by_unit` statement as ``{unit id: ((part, similarity), ...)}``, in their
     order (the units of the nearest parts first, each unit's parts nearest first)."""
-    return {str(r["unit_id"]): tuple((int(o), 1.0 - float(d)) for o, d in zip(r["ords"], r["distances"])) for r in rows}
+    return {
+        str(r["unit_id"]): tuple((int(o), 1.0 - float(d)) for o, d in zip(r["ords"], r["distances"], strict=True))
+        for r in rows
+    }
 
 
 def _complete(
@@ -722,7 +725,7 @@ def _part_texts(
 
 def hit_from_row(
     spec: CorpusSpec,
-    row: Mapping[str, Any],
+    row: Mapping[Any, Any],
     score: float,
     *,
     parts: tuple[tuple[int, str, float], ...] = (),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
@@ -20,7 +21,7 @@ from sqlalchemy import exc as sa_exc
 
 from ..config import Settings
 from ..errors import InvalidInputError
-from ..types import CorpusSpec, Hit
+from ..types import CorpusSpec, Hit, Vector
 from . import index_check
 from .corpus_search import CorpusQuery, SearchRequest, run_searches
 from .engine import SearchConnection
@@ -55,6 +56,7 @@ class Searching:
     """Mixin of ``Store``: ``search`` and ``search_many``."""
 
     settings: Settings
+    schema: str
     tables: Tables
     _read_url: str | None
     _pgvector: tuple[int, ...] | None
@@ -66,6 +68,12 @@ class Searching:
         def corpus(self, name: str) -> CorpusSpec: ...
         def owner(self, corpus: str) -> Any: ...
         def _translate(self, action: str, url: str | None = None) -> contextlib.AbstractContextManager[None]: ...
+        @property
+        def url_redacted(self) -> str | None: ...
+        def corpora(self, *, refresh: bool = False) -> dict[str, CorpusSpec]: ...
+        def transaction(
+            self, action: str = ..., *, read_only: bool = False
+        ) -> contextlib.AbstractContextManager[sa.Connection]: ...
 
     def _supports_iterative_scan(self, conn: sa.Connection) -> bool:
         if self._pgvector is None:
@@ -78,12 +86,12 @@ class Searching:
     def search(
         self,
         corpus: str,
-        vector: Sequence[float],
+        vector: Vector,
         *,
         k: int = 5,
         filter: Filter | None = None,
         ef_search: int | None = None,
-        visual_vector: Sequence[float] | None = None,
+        visual_vector: Vector | None = None,
         visual_weight: float | None = None,
         lexical_text: str | None = None,
         exact_scan: bool | None = None,
@@ -223,7 +231,7 @@ class Searching:
                 raise InvalidInputError(f"visual_weight must be between 0 and 1, got {weight}.")
             # numbers, finite, not all zeros, right dimension; converted once, to what the driver sends
             vector = check_vector(spec.name, q.vector, spec.dimension)
-            visual = q.visual_vector
+            visual: Vector | None = q.visual_vector
             if visual is not None and spec.visual_dimension:
                 visual = check_vector(spec.name, visual, spec.visual_dimension, what="visual query vector")
             jobs.append(
@@ -258,7 +266,7 @@ class Searching:
                             exact_scan_max_rows=self.settings.exact_scan_max_rows,
                             exact_scan=q.exact_scan,
                             iterative=iterative,
-                            on_unchecked=lambda name=spec.name: index_check.check_in_background(self, name),
+                            on_unchecked=partial(index_check.check_in_background, self, spec.name),
                         ),
                     )
                     for q, (spec, tables, weight, ef, vector, visual) in zip(queries, jobs, strict=True)
