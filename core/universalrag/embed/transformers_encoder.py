@@ -244,7 +244,7 @@ class TransformersEmbedder:
             if width is None:
                 raise ConfigError(f"Cannot tell the vector width of the model at {self._path}.")
             self._dimension = width
-        return width
+        return self._dimension
 
     @property
     def device(self) -> str:
