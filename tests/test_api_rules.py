@@ -107,6 +107,21 @@ def test_langchain_surfaces_share_the_rules(rag: UniversalRAG) -> None:
         CorpusRetriever(rag=rag, corpus="paragraph", routes=["table"])
 
 
+def test_langgraph_nodes_share_the_rules(rag: UniversalRAG) -> None:
+    pytest.importorskip("langgraph")
+    from langchain_universalrag.graph import build_graph, make_generate_node, make_retrieve_node
+
+    for make in (
+        lambda: make_retrieve_node(rag, "paragraph", k=0),
+        lambda: make_generate_node(rag, k=-1),
+        lambda: build_graph(rag, corpora=["paragraph"], k=0),
+    ):
+        with pytest.raises(InvalidInputError, match=f"k {RULE}"):
+            make()
+    assert inspect.signature(build_graph).parameters["allow_none"].default is True  # it answers
+    assert inspect.signature(make_retrieve_node).parameters["k"].default is None  # rag.k
+
+
 def test_llamaindex_surfaces_share_the_rules(rag: UniversalRAG) -> None:
     pytest.importorskip("llama_index.core")
     from llama_index.retrievers.universalrag import UniversalRAGRetriever

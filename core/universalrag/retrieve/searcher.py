@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..embed.base import Embedder, check_embedder
 from ..errors import ConfigError
 from ..fusion import SOURCE_DEPTH
-from ..plan import QueryPlan
+from ..plan import QueryPlan, check_k
 from ..store import Filter, Store
 from ..store.corpus_search import CorpusQuery
 from ..types import NO_RETRIEVAL, CorpusSpec, Granularity, Hit, Modality
@@ -103,7 +103,7 @@ class Searcher:
         """The ``k`` (default ``plan.k``) best units of ``corpus`` for the plan's query: the plan's probe hits
         when the corpus was probed deep enough, else one search (recorded in the plan; its first ``plan.probe_k``
         hits are what a probe returns)."""
-        k = k or plan.k
+        k = plan.k if k is None else check_k(k)
         cached = plan.probed(corpus, k)
         if cached is not None:
             return cached

@@ -52,7 +52,7 @@ from langgraph.types import Send
 from universalrag.errors import ConfigError, RoutingError
 from universalrag.evidence import UNIT_TEXT_TOKENS, build_evidence, check_unit_tokens
 from universalrag.pipeline import UniversalRAG
-from universalrag.plan import QueryPlan
+from universalrag.plan import QueryPlan, check_k
 from universalrag.store.filters import paths_as_uris
 from universalrag.types import NO_RETRIEVAL, Hit, RouteDecision
 
@@ -325,6 +325,7 @@ def make_retrieve_node(
     if output not in ("documents", "messages"):
         raise ValueError(f"output must be 'documents' or 'messages', got {output!r}.")
     check_unit_tokens(max_unit_tokens)
+    k = None if k is None else check_k(k)  # k below 1 is refused, as everywhere (None: rag.k)
     where = filter if filter is not None else filters
     where = paths_as_uris(where, "source") if where is not None else None  # a Document's path: the unit's URI
     node = retrieve_node_name(corpus)
@@ -395,6 +396,7 @@ def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None, *, k
     ``citations`` (and appends an ``AIMessage`` when the state has ``messages``); with neither, ``answer`` is
     ``None`` and the documents are the result.
     """
+    k = None if k is None else check_k(k)
     generator = LangChainGenerator(llm) if llm is not None else None
 
     def prepare(state: Any, config: RunnableConfig) -> tuple[str, list[Any], Any]:
