@@ -1,6 +1,6 @@
 """Rows that hold the identifier, address or number the user typed come first among a table hit's matched rows.
 
-Found by asking a 60-row server inventory (a CSV, ingested as a user would, real MiniLM, real PostgreSQL) "who owns
+Asked of a 60-row server inventory (a CSV, ingested as a user would, real MiniLM, real PostgreSQL) "who owns
 the box at 10.0.1.5": the right table came first, but the row shown to the model was another host's (10.0.9.111),
 because the encoder puts every address near every other. The model would have answered with the wrong owner.
 """

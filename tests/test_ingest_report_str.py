@@ -1,6 +1,6 @@
 """``print(report)`` after an ingest says what a person needs: the counts, the rows per corpus, and each skipped or
-failed file with why. Found by an agent user: printing the report of ~70 Debian doc files dumped every
-``FileOutcome`` field by field. Real PostgreSQL, real MiniLM."""
+failed file with why, not every ``FileOutcome`` field by field (the report of ~70 Debian doc files). Real PostgreSQL,
+real MiniLM."""
 
 from __future__ import annotations
 

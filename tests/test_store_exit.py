@@ -1,6 +1,6 @@
 """A script that never calls ``close()`` ends quietly: the store's engines are disposed when it is collected or the
-interpreter exits. Found by an agent user: a script ended with psycopg's "deleted while still open" warning, one per
-pooled connection. Real PostgreSQL, a real interpreter in a subprocess."""
+interpreter exits, without psycopg's "deleted while still open" warning, one per pooled connection. Real PostgreSQL, a
+real interpreter in a subprocess."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def _description(name: str, registered: str, holdings: str) -> str:
 
 
 def _checked_query(tool: str, query: str) -> str:
-    """The query, or a :class:`ToolException` the model can act on (an empty query used to crash the agent)."""
+    """The query, or a :class:`ToolException` the model can act on (an empty query must not stop the agent)."""
     if not isinstance(query, str) or not query.strip():
         raise ToolException(
             f"The query was empty. Call {tool} again with a question or a few keywords to look "
@@ -114,7 +114,7 @@ def create_corpus_tool(
 
 
 def _warn_empty(rag: UniversalRAG, names: Sequence[str], nonempty: Sequence[str], asked: bool) -> None:
-    """Log what an empty tool list, or a tool over an empty corpus, means and what to do (it used to be silent)."""
+    """Log what an empty tool list, or a tool over an empty corpus, means and what to do (never silently)."""
     if not asked and not names:
         logger.warning(
             "create_corpus_tools: no corpus holds rows yet (store %r), so no tools were made. Ingest "
