@@ -59,9 +59,9 @@ class EvidenceRouting:
     """The router's prior plus probe evidence, decided by ``combiner`` (``None``: the router decides alone).
 
     ``stats_ttl`` is how long (seconds) corpus sizes are cached — while a registered corpus is empty or not yet
-    counted, :data:`~universalrag.store.row_estimates.EMPTY_TTL_S` only, so that what another process ingests is routed to
-    within a second; call :meth:`invalidate` after writing here. Description and example vectors are cached per
-    embedder and text.
+    counted, :data:`~universalrag.store.row_estimates.EMPTY_TTL_S` only, so that what another process ingests is
+    routed to within a second; call :meth:`invalidate` after writing here. Description and example vectors are
+    cached per embedder and text.
     """
 
     def __init__(
@@ -119,7 +119,7 @@ class EvidenceRouting:
         if missing:
             vectors = np.asarray(searcher.embedder.embed(missing), dtype=np.float32)
             with self._lock:
-                self._vectors.update({(name, t): v for t, v in zip(missing, vectors)})
+                self._vectors.update({(name, t): v for t, v in zip(missing, vectors, strict=True)})
         return np.stack([self._vectors[(name, t)] for t in texts]) if texts else np.zeros((0, 1), np.float32)
 
     def _similarities(self, searcher: Searcher, spec: CorpusSpec, query: np.ndarray) -> tuple[float, float | None]:
