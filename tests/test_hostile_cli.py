@@ -180,3 +180,22 @@ def test_file_names_and_stored_text_reach_the_terminal_without_escapes(cli_env: 
     )
     assert found.returncode == 0, found.stderr
     assert "Budget" in found.stdout and "\x1b" not in found.stdout + found.stderr and "\x07" not in found.stdout
+
+
+def test_a_server_that_never_answers_is_passed_over(
+    secret_env: None, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that takes the connection and never answers: the client gives up after its reply timeout and the
+    command runs in the calling process (``forward`` returns ``None``)."""
+    import universalrag.cli.client as client
+
+    monkeypatch.setattr(client, "REPLY_TIMEOUT_S", 1.0)
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.bind(str(home / "serve.sock"))
+    silent.listen(1)
+    try:
+        started = time.monotonic()
+        assert forward(["route", "which corpus"], stdout=io.StringIO(), stderr=io.StringIO()) is None
+        assert time.monotonic() - started < 10
+    finally:
+        silent.close()
