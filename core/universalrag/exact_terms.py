@@ -171,7 +171,7 @@ def defining_pattern(term: str) -> str:
     the term opens the text, a line or a table cell (after a cell's ``column:`` label) and is followed by the end of
     that line or cell, or by ``(`` — a setting's entry ("work_mem (integer)"), a function's ("jsonb_set ( target
     jsonb, ..."), an option of a command's reference page ("CONCURRENTLY" on a line of its own), a row whose cell
-    is the value ("Name: GREEK SMALL LETTER ALPHA |", not "... ALPHA WITH TONOS")."""
+    is the value (``Name: GREEK SMALL LETTER ALPHA |``, not ``... ALPHA WITH TONOS``)."""
     return rf"(^|\n|\|)[ \t]*([^|:\n]{{1,60}}:[ \t]*)?{term_pattern(term)}[ \t]*(\(|\||\n|$)"
 
 
