@@ -4,8 +4,12 @@ for real (a 3 MB row, a trigger on the corpus table that refuses one text)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -185,3 +189,24 @@ def test_an_application_role_with_rights_on_its_own_table_only_keeps_writing(
     finally:
         conn.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
         conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+def test_worker_once_goes_on_and_status_shows_the_error(
+    app: Any, store: Any, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Through the command line: `universalrag worker --once` writes the other rows and exits 0 when one row is
+    refused, and `universalrag status` shows that row's error."""
+    conn, app_schema = app
+    s = store.schema
+    insert(conn, app_schema, [(1, "The printer on floor two jams."), (2, "This note holds poison for the writer.")])
+    insert(conn, app_schema, [(3, big_text(3_000_000))])
+    attach(conn, s, app_schema)
+    refuse(conn, s, "poison")
+    env = {**os.environ, **cli_env}
+    script = str(Path(sys.executable).with_name("universalrag"))
+    done = subprocess.run([script, "worker", "--once"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert set(unit_rows(conn, s, "notes")) == {"1", "3"}
+    status = subprocess.run([script, "status"], env=env, capture_output=True, text=True, timeout=300)
+    assert status.returncode == 0, status.stderr
+    assert "this row is refused" in status.stdout
