@@ -168,7 +168,7 @@ class UniversalRAG:
 
             stored = load_combiner(self.store)
             self._combiner = Combiner.from_dict(stored) if stored else Combiner.default()
-        return self._combiner  # type: ignore[no-any-return]
+        return self._combiner
 
     @property
     def routing(self) -> EvidenceRouting:

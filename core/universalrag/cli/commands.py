@@ -58,7 +58,7 @@ LLMTimeoutOpt = typer.Option(
 
 
 def _obj(ctx: typer.Context) -> CliContext:
-    return ctx.find_root().obj  # type: ignore[no-any-return]
+    return ctx.find_root().obj
 
 
 def init(ctx: typer.Context) -> None:

@@ -17,7 +17,7 @@ corpora_app = typer.Typer(help="List, create or drop corpora.", no_args_is_help=
 
 
 def _obj(ctx: typer.Context) -> CliContext:
-    return ctx.find_root().obj  # type: ignore[no-any-return]
+    return ctx.find_root().obj
 
 
 @corpora_app.command("list")

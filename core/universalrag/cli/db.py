@@ -34,7 +34,7 @@ ShowPasswordOpt = typer.Option(False, "--show-password", help="Print the URL's p
 
 
 def _obj(ctx: typer.Context) -> CliContext:
-    return ctx.find_root().obj  # type: ignore[no-any-return]
+    return ctx.find_root().obj
 
 
 def _configured(obj: CliContext) -> str | None:

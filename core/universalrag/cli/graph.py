@@ -25,7 +25,7 @@ _PNG_OPTION = typer.Option(None, "--png", help="Also draw the neighbourhood to t
 
 
 def _obj(ctx: typer.Context) -> CliContext:
-    return ctx.find_root().obj  # type: ignore[no-any-return]
+    return ctx.find_root().obj
 
 
 def _graph(obj: CliContext) -> Graph:

@@ -40,7 +40,7 @@ __all__ = ["register"]
 
 
 def _obj(ctx: typer.Context) -> CliContext:
-    return ctx.find_root().obj  # type: ignore[no-any-return]
+    return ctx.find_root().obj
 
 
 def _progress(out: Output) -> Any:

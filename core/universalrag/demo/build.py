@@ -135,12 +135,12 @@ def _report_bytes(spec: Report) -> bytes:
         from reportlab.lib import colors
         from reportlab.lib.pagesizes import A4
         from reportlab.lib.styles import getSampleStyleSheet
-        from reportlab.platypus import Image, Paragraph, SimpleDocTemplate, Spacer, TableStyle
+        from reportlab.platypus import Flowable, Image, Paragraph, SimpleDocTemplate, Spacer, TableStyle
         from reportlab.platypus import Table as PdfTable
     except ImportError as e:
         raise MissingDependencyError("reportlab", "demo", feature="the demo's PDF report") from e
     styles = getSampleStyleSheet()
-    story: list[object] = [Paragraph(spec.title, styles["Title"])]
+    story: list[Flowable] = [Paragraph(spec.title, styles["Title"])]
     for heading, paragraphs in spec.sections:
         story.append(Paragraph(heading, styles["Heading1"]))
         story += [Paragraph(text, styles["BodyText"]) for text in paragraphs]

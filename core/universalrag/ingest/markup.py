@@ -122,6 +122,11 @@ def split_front_matter(text: str) -> tuple[dict[str, str], str]:
     return fields, text[match.end() :]
 
 
+def _any_link(url: str) -> bool:
+    """Every link target is accepted as a link (its target is dropped later)."""
+    return True
+
+
 def _parser(*, myst: bool) -> MarkdownIt:
     """A CommonMark parser with pipe tables and strikethrough; with ``myst``, MyST's syntax read as Sphinx shows it."""
     from markdown_it import MarkdownIt
@@ -131,7 +136,7 @@ def _parser(*, myst: bool) -> MarkdownIt:
     # Every link is parsed as a link, so that its text is read and its target dropped: markdown-it leaves a link to
     # javascript:, vbscript:, file: or data: in the text as written, target included, and the page's links are
     # kept without those (text.document._links).
-    md.validateLink = lambda url: True
+    md.validateLink = _any_link  # type: ignore[method-assign]  # markdown-it's way to judge links: on the instance
     if not myst:
         return md
     from mdit_py_plugins.colon_fence import colon_fence_plugin
@@ -143,6 +148,9 @@ def _parser(*, myst: bool) -> MarkdownIt:
     for plugin in (myst_role_plugin, myst_block_plugin, colon_fence_plugin, fieldlist_plugin, deflist_plugin):
         md.use(plugin)
     md.core.ruler.after("inline", "field_lines", _field_lines)
+    from markdown_it.renderer import RendererHTML
+
+    assert isinstance(md.renderer, RendererHTML)  # MarkdownIt's default renderer
     fence = md.renderer.rules["fence"]
 
     def directive(renderer: Any, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:

@@ -124,19 +124,19 @@ def _advance(
         results[i] = done.value
 
 
-def _execute(conn: sa.Connection, steps: Sequence[Step]) -> list[Sequence[Mapping[str, Any]]]:
+def _execute(conn: sa.Connection, steps: Sequence[Step]) -> list[Sequence[Mapping[Any, Any]]]:
     """The rows of every step: SQLAlchemy statements one by one, driver-ready ones on the driver (several in one
     pipeline)."""
     raw = [(i, s) for i, s in enumerate(steps) if isinstance(s, Raw)]
     if len(raw) == len(steps) and not _observed(conn):  # the common case: every statement straight to the driver
         return _on_driver(conn, steps)  # type: ignore[arg-type]
-    out: list[Sequence[Mapping[str, Any]] | None] = [None] * len(steps)
+    out: list[Sequence[Mapping[Any, Any]] | None] = [None] * len(steps)
     for i, step in enumerate(steps):
         if not isinstance(step, Raw):
             out[i] = conn.execute(step).mappings().all()
     if raw and _observed(conn):  # someone listens to SQLAlchemy's statement events: they see every statement
         for i, step in raw:
-            out[i] = conn.exec_driver_sql(step.sql, dict(step.params)).mappings().all()  # type: ignore[arg-type]
+            out[i] = conn.exec_driver_sql(step.sql, dict(step.params)).mappings().all()
     elif raw:
         for (i, _), rows in zip(raw, _on_driver(conn, [s for _, s in raw]), strict=True):
             out[i] = rows
@@ -150,7 +150,7 @@ def _observed(conn: sa.Connection) -> bool:
     return bool(conn.dispatch.before_cursor_execute) or bool(conn.dispatch.after_cursor_execute)
 
 
-def _on_driver(conn: sa.Connection, steps: Sequence[Raw]) -> list[list[dict[str, Any]]]:
+def _on_driver(conn: sa.Connection, steps: Sequence[Raw]) -> list[Sequence[Mapping[Any, Any]]]:
     """Run ``steps`` on ``conn``'s psycopg connection (inside its transaction if it has one): one statement as is,
     several in one pipeline (one round trip). A connection that died under them is invalidated, and the error
     says so, as SQLAlchemy's own execution does (the store's read retry then opens a fresh one)."""
@@ -159,12 +159,12 @@ def _on_driver(conn: sa.Connection, steps: Sequence[Raw]) -> list[list[dict[str,
     try:
         if len(steps) == 1:
             with driver.cursor(row_factory=dict_row) as cursor:
-                cursor.execute(steps[0].sql, steps[0].params)  # type: ignore[arg-type]
+                cursor.execute(steps[0].sql, steps[0].params)
                 return [cursor.fetchall()]
         with driver.pipeline():
             cursors = [driver.cursor(row_factory=dict_row) for _ in steps]
             for cursor, step in zip(cursors, steps, strict=True):
-                cursor.execute(step.sql, step.params)  # type: ignore[arg-type]
+                cursor.execute(step.sql, step.params)
         return [cursor.fetchall() for cursor in cursors]
     except psycopg.Error as e:
         invalidated = driver.closed or driver.broken

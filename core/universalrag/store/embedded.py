@@ -77,7 +77,7 @@ def embedded_url(home: Path) -> str:
                     ) from e
             _servers[pgdata] = server
             if not _sets_shared_buffers(pgdata):  # a file read per start; a connection only the first time
-                size_shared_buffers(str(server.get_uri()))  # type: ignore[attr-defined]
+                size_shared_buffers(str(server.get_uri()))
         return str(server.get_uri())  # type: ignore[attr-defined]
 
 

@@ -66,7 +66,7 @@ def _element(column: sa.ColumnElement[Any], path: tuple[str, ...]) -> sa.ColumnE
 
 
 def _text(column: sa.ColumnElement[Any], path: tuple[str, ...]) -> sa.ColumnElement[Any]:
-    return _element(column, path).astext  # type: ignore[attr-defined]
+    return _element(column, path).astext
 
 
 def _scalar(op: str, value: Any) -> Any:
@@ -93,7 +93,7 @@ def _compare(
 
 
 def _eq(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
-    return column.contains(_nest(path, _scalar(op, value)))  # type: ignore[attr-defined]
+    return column.contains(_nest(path, _scalar(op, value)))
 
 
 def _ne(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
@@ -116,7 +116,7 @@ def _nin(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: s
 
 def _contains(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:
     items = _values(op, value) if isinstance(value, (list, tuple, set, frozenset)) else [_scalar(op, value)]
-    return column.contains(_nest(path, items))  # type: ignore[attr-defined]
+    return column.contains(_nest(path, items))
 
 
 def _exists(column: sa.ColumnElement[Any], path: tuple[str, ...], value: Any, op: str) -> sa.ColumnElement[bool]:

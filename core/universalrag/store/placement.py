@@ -47,7 +47,7 @@ class Placement:
 
     def member(self, alias: str) -> Self:
         """The store of the server ``alias`` (from ``settings.servers``), same schema; no I/O until used."""
-        return self._members.get(alias)  # type: ignore[no-any-return]
+        return self._members.get(alias)
 
     def server_of(self, corpus: str) -> str | None:
         """The alias of the server holding ``corpus``, ``None`` for this database."""

@@ -11,7 +11,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from ..errors import DimensionMismatchError, InvalidInputError
-from ..types import CorpusSpec, PartBatch, Unit
+from ..types import CorpusSpec, PartBatch, Unit, Vector
 from .schema import CorpusTables, parts_table_name, unit_table_name
 from .vectors import check_matrix, check_vector
 
@@ -51,7 +51,7 @@ def _uuid(value: str | None) -> uuid.UUID | None:
     return None if value is None else uuid.UUID(str(value))
 
 
-def _vector(values: Sequence[float] | None) -> np.ndarray | None:
+def _vector(values: Vector | None) -> np.ndarray | None:
     return None if values is None else np.asarray(values, dtype=np.float32)
 
 

@@ -120,7 +120,7 @@ def _graph_channels(config: RunnableConfig | None) -> frozenset[str] | None:
     channels, ...)``; LangGraph's own ``ToolNode`` reads the channels from it the same way.
     """
     read = ((config or {}).get("configurable") or {}).get("__pregel_read")
-    args = getattr(read, "args", ())
+    args: tuple[Any, ...] = getattr(read, "args", ())
     return frozenset(args[1]) if len(args) > 1 and isinstance(args[1], Mapping) else None
 
 

@@ -229,7 +229,8 @@ class PdfReader(BaseReader):
             tables.close()
 
     def _items(self, raw: _RawPage, lines: list[Line], style: HeadingStyle) -> list[Item]:
-        ordered = reading_order([(ln.bbox, ln) for ln in lines] + raw.others, width=raw.width)
+        pieces: list[tuple[BBox, Line | Item]] = [(ln.bbox, ln) for ln in lines]
+        ordered = reading_order([*pieces, *raw.others], width=raw.width)
         items: list[Item] = []
         pending: list[Line] = []
         contents = is_navigation_page(lines)  # a contents or index page: its letters and wrapped entries too
@@ -296,6 +297,8 @@ class PdfReader(BaseReader):
         for table in tables.find(index, grids=grids, regions=regions) if grids or regions else []:
             if _CONTENTS_TITLE.match(table.rows[0][0]):
                 continue  # a table of contents set without dot leaders: its lines stay, as navigation
+            if table.bbox is None:  # a table found on a PDF page always has its box
+                continue
             raw.others.append((table.bbox, table))
             lines = uncaptured(lines, table)  # a line the table's cells do not hold stays text
         for obj in images:

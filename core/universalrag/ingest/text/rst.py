@@ -234,21 +234,21 @@ def _tree(raw: str, *, skipped: list[str], page: bool = False) -> Any:
     tree = publish_doctree(raw, settings_overrides={**_SETTINGS, "docinfo_xform": page})
     for node in list(tree.findall(nodes.problematic)):
         node.parent.replace(node, nodes.Text(_shown(node.astext())))
-    for node in list(tree.findall(nodes.system_message)):
-        kept = _kept(node, skipped)
+    for message in list(tree.findall(nodes.system_message)):
+        kept = _kept(message, skipped)
         if kept:
-            node.parent.replace(node, kept)
+            message.parent.replace(message, kept)
         else:
-            node.parent.remove(node)
-    for node in list(tree.findall(nodes.topic)):
-        if "contents" in node["classes"]:
-            node.parent.remove(node)
-    for node in list(tree.findall(nodes.Admonition)):
-        title = node.children[0] if node.children and isinstance(node.children[0], nodes.title) else None
-        label = " ".join(title.astext().split()) if title else ADMONITIONS.get(node.tagname, node.tagname.title())
-        node.parent.replace(node, _led(label, [c for c in node.children if c is not title]))
-    for node in list(tree.findall(nodes.field_list)):
-        node.parent.replace(node, [p for field in node.children for p in _field_paragraphs(field)])
+            message.parent.remove(message)
+    for topic in list(tree.findall(nodes.topic)):
+        if "contents" in topic["classes"]:
+            topic.parent.remove(topic)
+    for box in [n for n in tree.findall(nodes.Element) if isinstance(n, nodes.Admonition)]:
+        title = box.children[0] if box.children and isinstance(box.children[0], nodes.title) else None
+        label = " ".join(title.astext().split()) if title else ADMONITIONS.get(box.tagname, box.tagname.title())
+        box.parent.replace(box, _led(label, [c for c in box.children if c is not title]))
+    for fields in list(tree.findall(nodes.field_list)):
+        fields.parent.replace(fields, [p for field in fields.children for p in _field_paragraphs(field)])
     _name_blank_headers(tree, raw)
     return tree
 
