@@ -117,13 +117,13 @@ def read_units(
             if tables[c].parts is not None
         ]
         with owner.transaction("read the units the knowledge graph reached", read_only=True) as conn:
-            statement = units[0] if len(units) == 1 else sa.union_all(*units)
-            for row in conn.execute(statement).mappings():
-                rows[(row["corpus"], str(row["id"]))] = dict(row)
+            of_units = units[0] if len(units) == 1 else sa.union_all(*units)
+            for found in conn.execute(of_units).mappings():
+                rows[(found["corpus"], str(found["id"]))] = dict(found)
             if named:
-                statement = named[0] if len(named) == 1 else sa.union_all(*named)
+                of_parts = named[0] if len(named) == 1 else sa.union_all(*named)
                 for part in conn.execute(
-                    statement.order_by(
+                    of_parts.order_by(
                         sa.literal_column("corpus"), sa.literal_column("unit_id"), sa.literal_column("rank")
                     )
                 ):
