@@ -272,3 +272,32 @@ def test_the_caps_come_from_the_environment() -> None:
     assert IngestOptions.from_settings(Settings.from_env({})).limits == InputLimits()
     with pytest.raises(ConfigError, match="UNIVERSALRAG_MAX_COLUMNS"):
         IngestOptions.from_settings(Settings.from_env({"UNIVERSALRAG_MAX_COLUMNS": "0"}))
+
+
+def test_text_after_an_entity_reference_in_slide_tables_and_notes_is_kept(tmp_path: Path) -> None:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    from universalrag.ingest.documents import read_document
+
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Deliveries"
+    table = slide.shapes.add_table(2, 2, Inches(1), Inches(2), Inches(6), Inches(2)).table
+    table.cell(0, 0).text, table.cell(0, 1).text = "Carrier", "Note"
+    table.cell(1, 0).text, table.cell(1, 1).text = "North line", "CELLMARK"
+    slide.notes_slide.notes_text_frame.text = "NOTEMARK"
+    plain = tmp_path / "plain.pptx"
+    deck.save(str(plain))
+    hostile = tmp_path / "entity.pptx"
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(hostile, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in src.infolist():
+            data = src.read(info)
+            if b"CELLMARK" in data or b"NOTEMARK" in data:
+                head, body = data.split(b"?>", 1)
+                root = body.split(b"<", 2)[1].split(b" ", 1)[0]
+                data = head + b"?><!DOCTYPE " + root + b' [<!ENTITY co "ACME">]>' + body
+                data = data.replace(b"CELLMARK", b"via &co; every Monday").replace(b"NOTEMARK", b"Ask &co; for the key")
+            out.writestr(info, data)
+    text = read_document(hostile).text
+    assert "every Monday" in text and "for the key" in text

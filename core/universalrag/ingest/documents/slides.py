@@ -35,6 +35,12 @@ def _bbox(shape: Any) -> BBox | None:
     return (x0, top, x0 + shape.width / _EMU_PER_POINT, top + shape.height / _EMU_PER_POINT)
 
 
+def _cell_text(cell: Any) -> str:
+    """A table cell's text, paragraph by paragraph, as :func:`paragraph_text` reads it (python-pptx's
+    ``cell.text`` drops what follows an entity reference)."""
+    return "\n".join(paragraph_text(p) for p in cell._tc.iter(f"{_A}p")).strip()
+
+
 def _frame_text(shape: Any) -> str:
     """A text frame's paragraphs (bullets) joined by line breaks."""
     lines = [paragraph_text(p) for p in shape.element.iter(f"{_A}p")]
@@ -82,7 +88,7 @@ class SlidesReader(BaseReader):
             blocks = assembler.blocks(items, page=number)
             if slide.has_notes_slide:
                 notes = slide.notes_slide.notes_text_frame
-                text = "\n".join(" ".join(line.split()) for line in notes.text.splitlines()).strip() if notes else ""
+                text = "\n".join(paragraph_text(p) for p in notes._txBody.iter(f"{_A}p")).strip() if notes else ""
                 if text:
                     blocks.append(Block(BlockKind.NOTES, text, number, assembler.heading_path()))
             yield Page(number, tuple(blocks), kind="slide", width=width, height=height, warnings=tuple(warnings))
@@ -121,7 +127,7 @@ class SlidesReader(BaseReader):
 
     def _item(self, shape: Any, box: BBox | None, warnings: list[str]) -> Item | None:
         if shape.has_table:
-            rows = clean_rows([[cell.text for cell in row.cells] for row in shape.table.rows])
+            rows = clean_rows([[_cell_text(cell) for cell in row.cells] for row in shape.table.rows])
             if rows:
                 first_row = shape.table.first_row
                 return TableItem(rows=rows, bbox=box, header_rows=1 if first_row else header_rows(rows))
