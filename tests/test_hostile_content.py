@@ -98,3 +98,24 @@ def test_javascript_links_in_markdown_are_dropped(store: Any, minilm: Any, tmp_p
     for content, metadata in stored:
         assert "javascript:" not in (content + metadata).lower()
     assert any("keeper's log" in content for content, _ in stored)
+
+
+def test_llamaindex_query_engine_frames_retrieved_text_as_data(store: Any, minilm: Any, tmp_path: Path) -> None:
+    """With a LlamaIndex LLM the nodes go to LlamaIndex's response synthesizer: its prompt (MockLLM answers with
+    it) holds the retrieved text inside one <retrieved-data> frame it cannot close, with the note."""
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.llms import MockLLM
+
+    from llama_index.retrievers.universalrag import UniversalRAGQueryEngine
+    from universalrag import UniversalRAG
+    from universalrag.ingest import ingest_paths
+
+    page = tmp_path / "lighthouse.txt"
+    page.write_text(ATTACK + "\n")
+    assert [o.status for o in ingest_paths(store, minilm, [page]).outcomes] == ["added"]
+    rag = UniversalRAG(store=store, embedder=minilm)
+    engine = UniversalRAGQueryEngine(rag=rag, llm=MockLLM(), routes=["paragraph"])
+    prompt = str(engine.query("When did the lighthouse open?"))
+    assert "lighthouse opened in 1902" in prompt and RETRIEVED_NOTE in prompt
+    frame = prompt.replace(RETRIEVED_NOTE, "").replace("inside <retrieved-data> tags", "")
+    assert closings(frame) == 1 and openings(frame) == 1

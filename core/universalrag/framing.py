@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["RETRIEVED_NOTE", "delimit"]
+__all__ = ["RETRIEVED_NOTE", "delimit", "neutralise"]
 
 #: What a model is told about retrieved content (system prompt, tool descriptions): stored text may be written to
 #: steer a model, so it reaches the model framed as data (:func:`delimit`).
@@ -29,5 +29,10 @@ def delimit(text: str, **attributes: str) -> str:
         f' {key}="{value.replace("&", "&amp;").replace(chr(34), "&quot;").replace("<", "&lt;").replace(">", "&gt;")}"'
         for key, value in attributes.items()
     )
-    inner = _TAG.sub(lambda m: "<\u200b" + m.group(1) + m.group(2), text)
-    return f"<retrieved-data{attrs}>\n{inner}\n</retrieved-data>"
+    return f"<retrieved-data{attrs}>\n{neutralise(text)}\n</retrieved-data>"
+
+
+def neutralise(text: str) -> str:
+    """``text`` unable to open or close a ``<retrieved-data>`` frame: a zero-width space after the ``<`` of every
+    spelling of the tag (for a frame built around several texts at once)."""
+    return _TAG.sub(lambda m: "<\u200b" + m.group(1) + m.group(2), text)

@@ -35,12 +35,14 @@ from llama_index.core.callbacks.schema import CBEventType, EventPayload
 from llama_index.core.instrumentation.events.query import QueryEndEvent, QueryStartEvent
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 from llama_index.core.llms import LLM
+from llama_index.core.prompts import PromptTemplate
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.response_synthesizers import BaseSynthesizer, get_response_synthesizer
 from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 
 from universalrag.errors import GenerationError
-from universalrag.evidence import build_evidence, check_unit_tokens
+from universalrag.evidence import RETRIEVED_NOTE, build_evidence, check_unit_tokens
+from universalrag.framing import neutralise
 from universalrag.pipeline import UniversalRAG
 from universalrag.types import NO_RETRIEVAL, Hit, RouteDecision
 
@@ -57,6 +59,41 @@ dispatcher = instrument.get_dispatcher(__name__)
 #: Fields a deep copy shares instead of copying: the pipeline (pool, threads, locks), and the services the caller
 #: handed in (a model client, a synthesizer, callback handlers), which a copy should keep using.
 _SHARED_FIELDS = ("rag", "llm", "response_synthesizer", "callback_manager")
+
+
+#: The default synthesizer's prompts: LlamaIndex's, with the retrieved context inside a <retrieved-data> frame that
+#: the nodes cannot close (:func:`framed`) and the sentence that says what the frame holds.
+QA_PROMPT = PromptTemplate(
+    "Context information is below, inside <retrieved-data> tags. " + RETRIEVED_NOTE + "\n<retrieved-data>\n"
+    "{context_str}\n</retrieved-data>\nGiven the context information and not prior knowledge, answer the query.\n"
+    "Query: {query_str}\nAnswer: "
+)
+REFINE_PROMPT = PromptTemplate(
+    "The original query is as follows: {query_str}\nWe have provided an existing answer: {existing_answer}\nWe have "
+    "the opportunity to refine the existing answer (only if needed) with some more context below, inside "
+    "<retrieved-data> tags. " + RETRIEVED_NOTE + "\n<retrieved-data>\n{context_msg}\n</retrieved-data>\nGiven the "
+    "new context, refine the original answer to better answer the query. If the context isn't useful, return the "
+    "original answer.\nRefined Answer: "
+)
+
+
+def framed(nodes: Sequence[NodeWithScore]) -> list[NodeWithScore]:
+    """``nodes`` whose text and text metadata cannot open or close a ``<retrieved-data>`` frame
+    (:func:`universalrag.framing.neutralise`); a node that spells no such tag is passed as it is."""
+    out: list[NodeWithScore] = []
+    for item in nodes:
+        node = item.node
+        text = node.get_content()
+        meta = {k: neutralise(v) if isinstance(v, str) else v for k, v in node.metadata.items()}
+        if neutralise(text) == text and meta == node.metadata:
+            out.append(item)
+            continue
+        copy = node.model_copy(deep=True)
+        copy.metadata = meta
+        if hasattr(copy, "text"):
+            copy.text = neutralise(text)
+        out.append(NodeWithScore(node=copy, score=item.score))
+    return out
 
 
 def evidence_only_text(decision: RouteDecision, nodes: Sequence[NodeWithScore]) -> str:
@@ -156,7 +193,10 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
 
     def _synthesizer(self) -> BaseSynthesizer:
         return self.response_synthesizer or get_response_synthesizer(
-            llm=self.llm, callback_manager=self.callback_manager
+            llm=self.llm,
+            callback_manager=self.callback_manager,
+            text_qa_template=QA_PROMPT,
+            refine_template=REFINE_PROMPT,
         )
 
     # -- callback and instrumentation events, as RetrieverQueryEngine emits them ---------------------------------
@@ -291,7 +331,7 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
         if not decision.needs_retrieval:
             text = self.llm.complete(query_str).text
             return self._finish(Response(response=text, source_nodes=[]), decision)
-        return self._finish(self._synthesizer().synthesize(query_str, nodes), decision)
+        return self._finish(self._synthesizer().synthesize(query_str, framed(nodes)), decision)
 
     async def acustom_query(self, query_str: str) -> Any:
         """Async twin of :meth:`custom_query`."""
@@ -305,4 +345,4 @@ class UniversalRAGQueryEngine(CustomQueryEngine):
         if not decision.needs_retrieval:
             text = (await self.llm.acomplete(query_str)).text
             return self._finish(Response(response=text, source_nodes=[]), decision)
-        return self._finish(await self._synthesizer().asynthesize(query_str, nodes), decision)
+        return self._finish(await self._synthesizer().asynthesize(query_str, framed(nodes)), decision)
