@@ -35,7 +35,7 @@ from ..store import Store
 from ..store.corpus_search import hit_from_row
 from ..types import GraphPath, Hit, Modality
 from .model import ANCHOR
-from .units import read_units
+from .units import read_parts, read_rows
 from .walk import Reached, WalkLimits, graph_tables, name_keys, reached_from_rows, walk_statement
 
 __all__ = [
@@ -64,6 +64,8 @@ ANCHOR_BONUS = 0.1
 MODALITY_BONUS = 0.1
 #: The reached units read and ranked, at most: the best by the walk's score (those beyond the names first).
 READ_UNITS = 48
+#: The best graph hits of tables and documents whose parts naming a reached entity are read, at most.
+PARTS_READ = 6
 #: The most matched parts (rows, chunks) a graph hit of a multi-vector corpus shows.
 SHOWN_PARTS = 3
 
@@ -299,7 +301,7 @@ class GraphRetrieval:
         wanted_units: dict[str, dict[str, list[str]]] = {}
         for r in chosen:
             wanted_units.setdefault(r.corpus, {}).setdefault(r.unit_id, []).extend(r.names or (r.entity,))
-        rows, parts = read_units(store, wanted_units, vector, per_unit=SHOWN_PARTS) if chosen else ({}, {})
+        rows = read_rows(store, {c: list(units) for c, units in wanted_units.items()}, vector) if chosen else {}
         by_corpus: dict[str, list[Reached]] = {}
         for r in chosen:
             by_corpus.setdefault(r.corpus, []).append(r)
@@ -324,22 +326,25 @@ class GraphRetrieval:
                     fused += ANCHOR_BONUS
                 if modality is not None and specs[corpus].modality == modality:
                     fused += MODALITY_BONUS
-                hit = hit_from_row(
-                    specs[corpus],
-                    row,
-                    fused,
-                    parts=parts.get((corpus, r.unit_id), ()),
-                    channels={"similarity": similarity, "graph": structural},
-                )
                 if wanted:
-                    words = _words_of(hit)
+                    words = {w.casefold() for w in _WORDS.findall(row["content"] or "")}
                     fused += WANTED_WEIGHT * sum(_covered(t, words) for t in wanted) / len(wanted)
-                out.append((fused, replace(hit, score=fused, path=path)))
+                hit = hit_from_row(specs[corpus], row, fused, channels={"similarity": similarity, "graph": structural})
+                out.append((fused, replace(hit, path=path)))
         seen: set[str] = set()
-        ranked = []
+        ranked: list[Hit] = []
         for _, hit in sorted(out, key=lambda t: (t[1].path is not None and t[1].path.hops == 0, -t[0])):
             source = hit.source_id or hit.uri or hit.id
             if hit.id not in seen and source not in seen:
                 seen.update((hit.id, source))
                 ranked.append(hit)
+        # the rows or chunks naming a reached entity, for the best few tables and documents only (a regular
+        # expression over each of their parts)
+        multi = [h for h in ranked[:PARTS_READ] if specs[h.corpus].multi_vector]
+        if multi:
+            named: dict[str, dict[str, list[str]]] = {}
+            for h in multi:
+                named.setdefault(h.corpus, {})[h.id] = wanted_units[h.corpus][h.id]
+            parts = read_parts(store, named, vector, per_unit=SHOWN_PARTS)
+            ranked = [replace(h, matched_parts=parts.get((h.corpus, h.id), h.matched_parts)) for h in ranked]
         return ranked

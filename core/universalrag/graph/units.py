@@ -1,7 +1,8 @@
 """The units a graph walk reached, read in two statements per server: their rows with their similarity to the
-question (one ``UNION ALL`` over the corpora they belong to), and, for the units of multi-vector corpora (tables,
-documents), the parts that hold a reached entity's name (the most names first, then the nearest to the question), at
-most ``per_unit`` a unit. Every id list, pattern and vector is a parameter, named per corpus."""
+question (:func:`read_rows`, one ``UNION ALL`` over the corpora they belong to), and, for the units of multi-vector
+corpora (tables, documents) the caller ranks best, the parts that hold a reached entity's name (the most names first,
+then the nearest to the question), at most ``per_unit`` a unit (:func:`read_parts`). Every id list, pattern and vector
+is a parameter, named per corpus."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ..store import Store
 from ..store import queries as q
 from ..store.schema import CorpusTables
 
-__all__ = ["read_units"]
+__all__ = ["read_parts", "read_rows"]
 
 #: Names of reached entities looked for in one corpus's parts, at most.
 MAX_NAMES = 16
@@ -83,26 +84,43 @@ def _named_parts(
     return sa.select(ranked).where(ranked.c.rank <= sa.literal_column(str(int(k))))
 
 
-def read_units(
-    store: Store,
-    wanted: Mapping[str, Mapping[str, Sequence[str]]],
-    vector: Sequence[float],
-    *,
-    per_unit: int = 3,
-) -> tuple[dict[tuple[str, str], dict[str, Any]], dict[tuple[str, str], tuple[tuple[int, str, float], ...]]]:
-    """For ``wanted`` (corpus → unit id → the entity names the walk reached it by): the unit rows by (corpus, id),
-    each with ``text_sim``, and the named parts by (corpus, id), best first, as ``(index, text, similarity)``."""
+def _by_owner(store: Store, corpora: Sequence[str]) -> list[tuple[Store, list[str]]]:
     specs = store.corpora()
     by_owner: dict[int, tuple[Store, list[str]]] = {}
-    for corpus in wanted:
+    for corpus in corpora:
         if corpus in specs:  # a corpus dropped since the graph was written is left out
             owner = store.owner(corpus)
             by_owner.setdefault(id(owner), (owner, []))[1].append(corpus)
+    return list(by_owner.values())
+
+
+def read_rows(
+    store: Store, wanted: Mapping[str, Sequence[str]], vector: Sequence[float]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """The rows of the units ``wanted`` (corpus → unit ids) by (corpus, id), each with its similarity to the question
+    (``text_sim``): one statement per server."""
+    specs = store.corpora()
     rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for owner, corpora in _by_owner(store, list(wanted)):
+        units = [
+            _unit_rows(i, c, owner.tables.corpus(specs[c]), list(wanted[c]), vector) for i, c in enumerate(corpora)
+        ]
+        with owner.transaction("read the units the knowledge graph reached", read_only=True) as conn:
+            of_units = units[0] if len(units) == 1 else sa.union_all(*units)
+            for found in conn.execute(of_units).mappings():
+                rows[(found["corpus"], str(found["id"]))] = dict(found)
+    return rows
+
+
+def read_parts(
+    store: Store, wanted: Mapping[str, Mapping[str, Sequence[str]]], vector: Sequence[float], *, per_unit: int = 3
+) -> dict[tuple[str, str], tuple[tuple[int, str, float], ...]]:
+    """For ``wanted`` (corpus → unit id → the entity names the walk reached it by) of multi-vector corpora: the parts
+    naming one of them by (corpus, id), best first, as ``(index, text, similarity)``: one statement per server."""
+    specs = store.corpora()
     parts: dict[tuple[str, str], list[tuple[int, str, float]]] = {}
-    for owner, corpora in by_owner.values():
+    for owner, corpora in _by_owner(store, list(wanted)):
         tables = {c: owner.tables.corpus(specs[c]) for c in corpora}
-        units = [_unit_rows(i, c, tables[c], list(wanted[c]), vector) for i, c in enumerate(corpora)]
         named = [
             _named_parts(
                 i,
@@ -116,18 +134,13 @@ def read_units(
             for i, c in enumerate(corpora)
             if tables[c].parts is not None
         ]
-        with owner.transaction("read the units the knowledge graph reached", read_only=True) as conn:
-            of_units = units[0] if len(units) == 1 else sa.union_all(*units)
-            for found in conn.execute(of_units).mappings():
-                rows[(found["corpus"], str(found["id"]))] = dict(found)
-            if named:
-                of_parts = named[0] if len(named) == 1 else sa.union_all(*named)
-                for part in conn.execute(
-                    of_parts.order_by(
-                        sa.literal_column("corpus"), sa.literal_column("unit_id"), sa.literal_column("rank")
-                    )
-                ):
-                    parts.setdefault((part.corpus, part.unit_id), []).append(
-                        (int(part.ord), part.content, float(part.similarity))
-                    )
-    return rows, {key: tuple(found) for key, found in parts.items()}
+        if not named:
+            continue
+        with owner.transaction("read the parts naming what the knowledge graph reached", read_only=True) as conn:
+            of_parts = named[0] if len(named) == 1 else sa.union_all(*named)
+            order = (sa.literal_column("corpus"), sa.literal_column("unit_id"), sa.literal_column("rank"))
+            for part in conn.execute(of_parts.order_by(*order)):
+                parts.setdefault((part.corpus, part.unit_id), []).append(
+                    (int(part.ord), part.content, float(part.similarity))
+                )
+    return {key: tuple(found) for key, found in parts.items()}
