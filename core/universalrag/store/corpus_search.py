@@ -248,17 +248,19 @@ def _search(
     defined: set[str] = set()
     names = identifiers(request.exact_terms)
     if names:
-        rows = yield _units_holding(sql, tables, request, names, limit=head + 1)
+        # one statement: the units holding a name, those that define one (its entry, its row) first
+        named = definable(request.exact_terms)
+        limit = 2 * head + 2 if named else head + 1
+        rows = yield _units_holding(sql, tables, request, names, limit=limit, defining=named)
+        definers = [r for r in rows if named and r["defines"]]
         for r in rows if len(rows) <= head else ():  # more: too common a name to tell units apart
             held.add(str(r["id"]))
-            found = candidates.setdefault(str(r["id"]), _Candidate())
-            found.row = found.row or r  # a row another channel gave (the lexical rank with it) is kept
-    if definable(request.exact_terms):  # the units that define a name (its entry, its row), however many mention it
-        rows = yield _units_holding(sql, tables, request, definable(request.exact_terms), limit=head + 1, defining=True)
-        for r in rows if len(rows) <= head else ():
+        for r in definers if len(definers) <= head else ():  # the entries, however many units mention the name
             defined.add(str(r["id"]))
-            found = candidates.setdefault(str(r["id"]), _Candidate())
-            found.row = found.row or r
+        for r in rows:
+            if str(r["id"]) in held | defined:
+                found = candidates.setdefault(str(r["id"]), _Candidate())
+                found.row = found.row or r  # a row another channel gave (the lexical rank with it) is kept
     if not alone or any(candidates[uid].text is None for uid in held | defined):
         yield from _complete(sql, tables, request, candidates, visual=visual)
     held = _near_enough(held, candidates, names) | defined
@@ -328,7 +330,7 @@ def _units_holding(
     names: tuple[str, ...],
     *,
     limit: int,
-    defining: bool = False,
+    defining: tuple[str, ...] = (),
 ) -> Step:
     """The statement of the units holding one of ``names``: compiled once per table, limit and shape of the names
     (:func:`~.queries.holding_shape`), the names parameters. Built and run by SQLAlchemy per query it cost ~0.9 ms of
@@ -336,10 +338,10 @@ def _units_holding(
     typing numbers took 29.4 ms at p50 (44.8 ms CPU) against 26.1 (39.6) this way, alternated in one process."""
     if request.filter:  # its parameters need SQLAlchemy's processing: not cached
         return queries.units_holding(tables, names, limit=limit, filter=request.filter, defining=defining)
-    key = ("holding", tables.units.fullname, queries.holding_shape(names), limit)  # the patterns are parameters
+    key = ("holding", tables.units.fullname, queries.holding_shape(names), len(defining), limit)
     return sql.raw(
         key,
-        lambda: queries.units_holding(tables, names, limit=limit),
+        lambda: queries.units_holding(tables, names, limit=limit, defining=defining),
         **queries.holding_parameters(names, defining=defining),
     )
 

@@ -102,7 +102,7 @@ def with_settings(stmt: sa.Select[Any], values: Mapping[str, str | int]) -> sa.S
     values are literals: the statement's text names them, so a prepared statement keeps them. ``set_config`` is
     parallel-unsafe, so a statement carrying it runs without parallel workers (an index scan uses none)."""
     calls = [sa.func.set_config(sa.literal(name), sa.literal(str(value)), sa.true()) for name, value in values.items()]
-    joined = calls[0]
+    joined: sa.ColumnElement[Any] = calls[0]
     for call in calls[1:]:
         joined = joined.op("||")(call)
     return stmt.where(sa.select(joined).scalar_subquery().is_not(None))
@@ -121,7 +121,7 @@ def _limit(n: int) -> sa.ColumnElement[Any]:
 def text_id(column: sa.ColumnElement[Any], name: str | None = None) -> sa.ColumnElement[Any]:
     """A UUID column as its text (``CAST(id AS TEXT) AS id``): the server writes the text it would send anyway,
     and the client, which wants strings, builds no ``uuid.UUID`` per value to turn it back into one."""
-    return sa.cast(column, sa.Text).label(name or column.name)  # type: ignore[attr-defined]
+    return sa.cast(column, sa.Text).label(name or column.name)
 
 
 def unit_columns(tables: CorpusTables) -> list[sa.ColumnElement[Any]]:
@@ -408,7 +408,7 @@ def word_units(
     ).cte("words")
     counts = []
     for u in unit_tables:
-        held = u.c.tsv.op("@@")(words.c.q)
+        held: sa.ColumnElement[Any] = u.c.tsv.op("@@")(words.c.q)
         if surface:
             held = sa.and_(held, u.c.content.op("~*")(words.c.spelled))
         found = sa.select(sa.literal_column("1").label("one")).where(held).limit(_limit(cap)).lateral()
@@ -458,16 +458,16 @@ def holding_shape(terms: Sequence[str]) -> tuple[int, ...]:
     return tuple(len(_spellings(t)) for t in terms)
 
 
-def holding_parameters(terms: Sequence[str], *, defining: bool = False) -> dict[str, str]:
+def holding_parameters(terms: Sequence[str], *, defining: Sequence[str] = ()) -> dict[str, str]:
     """The parameters of :func:`units_holding`'s statement that vary with ``terms``: ``spelling0``, ``spelling1``,
-    ... (what the full-text index is asked for) and ``pattern0``, ``pattern1``, ... (what the text must match: the
-    term as a whole word, or with ``defining`` the term where it is defined,
+    ... (what the full-text index is asked for), ``pattern0``, ``pattern1``, ... (what the text must match: the
+    term as a whole word) and ``define0``, ... (where each of ``defining`` is defined,
     :func:`~universalrag.exact_terms.defining_pattern`)."""
     spellings = [s for term in terms for s in _spellings(term)]
-    pattern = defining_pattern if defining else term_pattern
     return {
         **{f"spelling{i}": s for i, s in enumerate(spellings)},
-        **{f"pattern{i}": pattern(t) for i, t in enumerate(terms)},
+        **{f"pattern{i}": term_pattern(t) for i, t in enumerate(terms)},
+        **{f"define{i}": defining_pattern(t) for i, t in enumerate(defining)},
     }
 
 
@@ -478,13 +478,15 @@ def units_holding(
     limit: int,
     filter: Filter | None = None,
     language: str = "english",
-    defining: bool = False,
+    defining: Sequence[str] = (),
 ) -> sa.Select[Any]:
     """Units whose text holds one of ``terms`` as a whole word (:func:`~universalrag.exact_terms.term_pattern`),
     found through the full-text index (each term as a phrase of its words, each word also as the start of a longer
     token: the parser reads "CMakeLists.txt" as one token, which the word "CMakeLists" alone would not find) and
     confirmed on the text. The terms are named parameters (:func:`holding_parameters`), so the statement's text
-    depends on :func:`holding_shape` alone and is compiled once per shape."""
+    depends on :func:`holding_shape` (and how many terms are ``defining``) alone and is compiled once per shape.
+    With ``defining`` (some of ``terms``), a column ``defines`` says whether the unit defines one of them
+    (:func:`~universalrag.exact_terms.defining_pattern`), and those units come first."""
     u = tables.units
     config = sa.cast(sa.literal(language), REGCONFIG)
     values = holding_parameters(terms, defining=defining)
@@ -493,7 +495,7 @@ def units_holding(
         return sa.bindparam(name, values[name], type_=sa.Text)
 
     spellings = sum(holding_shape(terms))
-    phrases = [
+    phrases: list[sa.ColumnElement[Any]] = [
         sa.cast(
             sa.func.regexp_replace(
                 sa.cast(sa.func.phraseto_tsquery(config, value(f"spelling{i}")), sa.Text),
@@ -505,10 +507,13 @@ def units_holding(
         )
         for i in range(spellings)
     ]
-    query = functools.reduce(lambda a, b: a.op("||")(b), phrases)
+    query: sa.ColumnElement[Any] = functools.reduce(lambda a, b: a.op("||")(b), phrases)
     stmt = sa.select(*unit_columns(tables)).where(
         u.c.tsv.op("@@")(query), sa.or_(*(u.c.content.op("~*")(value(f"pattern{i}")) for i in range(len(terms))))
     )
+    if defining:
+        defines = sa.or_(*(u.c.content.op("~*")(value(f"define{i}")) for i in range(len(defining)))).label("defines")
+        stmt = stmt.add_columns(defines).order_by(defines.desc())
     if filter:
         stmt = stmt.where(unit_filter(u, filter))
     return stmt.limit(_limit(limit))
