@@ -138,7 +138,11 @@ def read_parts(
             continue
         with owner.transaction("read the parts naming what the knowledge graph reached", read_only=True) as conn:
             of_parts = named[0] if len(named) == 1 else sa.union_all(*named)
-            order = (sa.literal_column("corpus"), sa.literal_column("unit_id"), sa.literal_column("rank"))
+            order: tuple[sa.ColumnElement[Any], ...] = (
+                sa.literal_column("corpus"),
+                sa.literal_column("unit_id"),
+                sa.literal_column("rank"),
+            )
             for part in conn.execute(of_parts.order_by(*order)):
                 parts.setdefault((part.corpus, part.unit_id), []).append(
                     (int(part.ord), part.content, float(part.similarity))
