@@ -172,13 +172,13 @@ def defining_pattern(term: str) -> str:
     that line or cell, or by ``(`` — a setting's entry ("work_mem (integer)"), a function's ("jsonb_set ( target
     jsonb, ..."), an option of a command's reference page ("CONCURRENTLY" on a line of its own), a row whose cell
     is the value (``Name: GREEK SMALL LETTER ALPHA |``, not ``... ALPHA WITH TONOS``)."""
-    return rf"(^|\n|\|)[ \t]*([^|:\n]{{1,60}}:[ \t]*)?{term_pattern(term)}[ \t]*(\(|\||\n|$)"
+    return rf"(^|\n|\|)[ \t]*([^|:\n]*:[ \t]*)?{term_pattern(term)}[ \t]*(\(|\||\n|$)"
 
 
 @functools.lru_cache(maxsize=256)
 def _python_defining(term: str) -> re.Pattern[str]:
     body = _python_pattern(term).pattern
-    return re.compile(rf"(?:^|\n|\|)[ \t]*(?:[^|:\n]{{1,60}}:[ \t]*)?{body}[ \t]*(?:\(|\||\n|$)", re.IGNORECASE)
+    return re.compile(rf"(?:^|\n|\|)[ \t]*(?:[^|:\n]*:[ \t]*)?{body}[ \t]*(?:\(|\||\n|$)", re.IGNORECASE)
 
 
 def defines(text: str, names: tuple[str, ...]) -> bool:
