@@ -203,3 +203,26 @@ def test_graph_hits_take_the_last_places_and_keep_the_routed_best() -> None:
     assert [p[0] for p in merged[3].matched_parts] == [1, 7] and merged[3].path == path
     assert with_graph(routed, [], k=5) == routed
     assert [h.id for h in with_graph(routed[:2], graph, k=5)] == ["0", "1", "g1", "g2"]
+
+
+def test_the_langgraph_retrieve_node_gets_the_graph_hits(world: dict[str, Any]) -> None:
+    """The LangGraph route and retrieve nodes join the graph's hits as ``retrieve`` does: the second fact (the
+    engineers table's row of the bridge's designer) is among the first route's documents, with its path."""
+    pytest.importorskip("langgraph")
+    from langchain_universalrag.graph import make_retrieve_node, make_route_node
+
+    rag = world["rag"]
+    decision = make_route_node(rag).invoke({"question": TWO_HOP})["decision"]
+    assert decision["graph_hits"], "routing chose the graph's hits"
+    first = decision["routes"][0]
+    state = {"question": TWO_HOP, "decision": decision}
+    documents = make_retrieve_node(rag, first).invoke(state)["documents"]
+    row = shown(rag.retrieve(TWO_HOP), "Ilse Kadrow", "Ostermark")
+    assert row is not None and row.id in {d.id for d in documents}, "the hit the facade shows the row by"
+    assert any("Ilse Kadrow" in d.page_content and "Ostermark" in d.page_content for d in documents), [
+        d.page_content[:80] for d in documents
+    ]
+    # without the graph's hits in the decision, the node's documents lack the row
+    del decision["graph_hits"]
+    plain = make_retrieve_node(rag, first).invoke({"question": TWO_HOP, "decision": decision})["documents"]
+    assert not any("Ilse Kadrow" in d.page_content and "Ostermark" in d.page_content for d in plain)

@@ -18,7 +18,7 @@ from .config import Settings
 from .decision_log import DecisionLog, query_hash
 from .errors import ConfigError, GenerationError, RoutingError, StoreError
 from .evidence import EvidenceBudget, build_evidence, source_label
-from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, fuse, with_graph
+from .fusion import FUSIONS, SOURCE_DEPTH, SOURCE_WEIGHT, fuse
 from .graph.retrieve import GraphRetrieval
 from .plan import DEFAULT_K, QueryPlan, QueryVectors, bounded_query, check_k
 from .retrieve import EvidenceRouting, Retrieval, Searcher
@@ -427,8 +427,7 @@ class UniversalRAG:
         return self._hits(plan, k)
 
     def _hits(self, plan: QueryPlan, k: int | None) -> list[Hit]:
-        hits = self.retrieval.hits(plan, k=k)
-        return with_graph(hits, plan.graph_hits, k=k or plan.k) if plan.graph_hits and hits else hits
+        return self.retrieval.hits(plan, k=k)  # the graph's hits joined there, as for the LangGraph nodes
 
     def search(
         self,

@@ -1,10 +1,12 @@
-"""What follows a route decision: each chosen corpus's own ranking, the rankings merged into one, and a table of
-the best hit's page added where routing chose texts only.
+"""What follows a route decision: each chosen corpus's own ranking, the rankings merged into one, a table of
+the best hit's page added where routing chose texts only, and the knowledge graph's hits joined where routing chose
+them.
 
 :class:`Retrieval` is the public interface of these steps. :meth:`UniversalRAG.retrieve
 <universalrag.pipeline.UniversalRAG.retrieve>` runs them all (:meth:`Retrieval.hits`); a caller that searches the
 chosen corpora one by one (the LangGraph adapter's retrieve nodes) runs them separately: :meth:`Retrieval.corpus_hits`
-per corpus, then :meth:`Retrieval.merge` of what it gathered. Probing and deciding happen before, in
+per corpus, then :meth:`Retrieval.merge` of what it gathered, and :meth:`Retrieval.with_graph` joins the graph's
+hits to the first chosen corpus's ranking, so every surface gets the same hits. Probing and deciding happen before, in
 :mod:`universalrag.retrieve.probing`; scores are combined in :mod:`universalrag.fusion`.
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 
-from ..fusion import SOURCE_WEIGHT, by_source, comparable, fuse, with_source_table
+from ..fusion import SOURCE_WEIGHT, by_source, comparable, fuse, with_graph, with_source_table
 from ..plan import QueryPlan, check_k
 from ..types import CorpusSpec, Hit
 from .definitions import definitions_first
@@ -44,7 +46,8 @@ class Retrieval:
     def hits(self, plan: QueryPlan, *, k: int | None = None) -> list[Hit]:
         """The best ``k`` (default ``plan.k``) hits of the corpora ``plan`` chose (its ``routes``, else its
         decision's), as one ranking: :meth:`corpus_hits`, then :meth:`merge` for several corpora, then
-        :meth:`with_source_table`. Empty when nothing was chosen."""
+        :meth:`with_source_table`, then :meth:`with_graph` (the knowledge graph's hits, when routing chose them).
+        Empty when nothing was chosen."""
         k = plan.k if k is None else check_k(k)
         corpora = list(plan.chosen)
         if not corpora:
@@ -54,7 +57,17 @@ class Retrieval:
             hits = self.with_source_table(plan, per_corpus[corpora[0]], k=k)
         else:
             hits = self.with_source_table(plan, self.merge(per_corpus, k=k), k=k)
-        return hits if plan.routes is not None else definitions_first(hits, plan.probes, plan.exact_terms, k=k)
+        if plan.routes is None:
+            hits = definitions_first(hits, plan.probes, plan.exact_terms, k=k)
+        return self.with_graph(hits, plan.graph_hits, k=k)
+
+    @staticmethod
+    def with_graph(hits: Sequence[Hit], graph: Sequence[Hit], *, k: int) -> list[Hit]:
+        """The first ``k`` of ``hits`` joined by the knowledge graph's hits (``graph``: a plan's ``graph_hits``, set
+        when routing chose the graph), as :func:`~universalrag.fusion.with_graph` joins them: up to two take the
+        last places. ``hits`` as they are when ``graph`` or ``hits`` is empty."""
+        k = check_k(k)
+        return with_graph(hits, graph, k=k) if graph and hits else list(hits[:k])
 
     def merge(self, per_corpus: Mapping[str, Sequence[Hit]], *, k: int) -> list[Hit]:
         """The best ``k`` of several corpora's hits as one ranking: by similarity where the corpora share one

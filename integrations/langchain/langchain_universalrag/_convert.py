@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from universalrag.evidence import hit_content, hit_source, hit_text, unit_text
-from universalrag.types import Granularity, Hit, Modality, RouteDecision
+from universalrag.types import Granularity, GraphPath, Hit, Modality, RouteDecision
 
 __all__ = [
     "CORE_KEYS",
@@ -71,9 +71,11 @@ def decision_from_dict(data: Mapping[str, Any] | RouteDecision) -> RouteDecision
 
 
 def hit_from_dict(data: Mapping[str, Any]) -> Hit:
-    """A hit from its :meth:`Hit.to_dict` form (how graph states carry the routing probe's hits)."""
+    """A hit from its :meth:`Hit.to_dict` form (how graph states carry the routing probe's hits and the knowledge
+    graph's, with the path that reached them)."""
     parts = tuple((int(p["index"]), str(p["text"]), float(p["score"])) for p in data.get("matched_parts") or ())
     modality, granularity = data.get("modality"), data.get("granularity")
+    path = data.get("path")
     return Hit(
         corpus=str(data["corpus"]),
         id=str(data["id"]),
@@ -89,6 +91,7 @@ def hit_from_dict(data: Mapping[str, Any]) -> Hit:
         granularity=Granularity(granularity) if granularity else None,
         matched_parts=parts,
         channel_scores=dict(data.get("channel_scores") or {}),
+        path=GraphPath(**path) if isinstance(path, Mapping) else None,
     )
 
 

@@ -53,6 +53,7 @@ from universalrag.errors import ConfigError, RoutingError
 from universalrag.evidence import UNIT_TEXT_TOKENS, build_evidence, check_unit_tokens
 from universalrag.pipeline import UniversalRAG
 from universalrag.plan import QueryPlan, check_k
+from universalrag.retrieve import Retrieval
 from universalrag.store.filters import paths_as_uris
 from universalrag.types import NO_RETRIEVAL, Hit, RouteDecision
 
@@ -180,7 +181,9 @@ def _state_decision(rag: UniversalRAG, plan: QueryPlan, decision: RouteDecision)
     """The decision as state data, with the hits of the chosen corpora as retrieval ranks them from the routing
     probes (the retrieval nodes reuse them); the first chosen corpus's hold the best hit's table as
     ``UniversalRAG.retrieve`` gives it (:meth:`Retrieval.with_source_table
-    <universalrag.retrieve.Retrieval.with_source_table>`)."""
+    <universalrag.retrieve.Retrieval.with_source_table>`); the knowledge graph's hits, when routing chose them, under
+    ``graph_hits``, which that corpus's retrieval node joins to its hits (:meth:`Retrieval.with_graph
+    <universalrag.retrieve.Retrieval.with_graph>`), as ``UniversalRAG.retrieve`` does."""
     data = decision.to_dict()
     chosen = [c for c in plan.chosen if c in plan.probes]
     retrieval = rag.retrieval
@@ -189,6 +192,8 @@ def _state_decision(rag: UniversalRAG, plan: QueryPlan, decision: RouteDecision)
         hits[chosen[0]] = retrieval.with_source_table(plan, hits[chosen[0]], k=plan.probe_k)
     data["hits"] = {c: [h.to_dict() for h in found] for c, found in hits.items()}
     data["probe_k"] = plan.probe_k
+    if plan.graph_hits and chosen:  # joined by the first chosen corpus's node (Retrieval.with_graph)
+        data["graph_hits"] = [h.to_dict() for h in plan.graph_hits]
     return data
 
 
@@ -275,12 +280,18 @@ def make_route_edge(
 
 def _probe_hits(state: Any, corpus: str, k: int) -> list[Hit] | None:
     """The routing probe's hits of ``corpus`` from the state's decision, when it holds at least ``k`` (or all the
-    corpus had: fewer than the probe asked for)."""
+    corpus had: fewer than the probe asked for); for the decision's first corpus, joined by the knowledge graph's
+    hits the decision holds."""
     data = _get(state, "decision")
     found = (data.get("hits") or {}).get(corpus) if isinstance(data, Mapping) else None
     if found is None or (len(found) < k and len(found) >= int(data.get("probe_k", 0))):
         return None
-    return [hit_from_dict(h) for h in found[:k]]
+    hits = [hit_from_dict(h) for h in found[:k]]
+    graph = data.get("graph_hits")
+    routes = data.get("routes") or ()
+    if graph and hits and routes and routes[0] == corpus:  # the first chosen corpus's ranking holds the graph's
+        hits = Retrieval.with_graph(hits, [hit_from_dict(h) for h in graph], k=k)
+    return hits
 
 
 def _as_messages(corpus: str, question: str, documents: list[Document], rag: UniversalRAG) -> list[Any]:
