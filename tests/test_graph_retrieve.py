@@ -226,3 +226,20 @@ def test_the_langgraph_retrieve_node_gets_the_graph_hits(world: dict[str, Any]) 
     del decision["graph_hits"]
     plain = make_retrieve_node(rag, first).invoke({"question": TWO_HOP, "decision": decision})["documents"]
     assert not any("Ilse Kadrow" in d.page_content and "Ostermark" in d.page_content for d in plain)
+
+
+def test_a_possessive_names_the_entity(world: dict[str, Any]) -> None:
+    """ "the Varnholt Bridge's designer" (or ’s) starts the walk at the bridge, as "the designer of the Varnholt
+    Bridge" does; a word that only looks possessive keeps its own key."""
+    assert "varnholt bridge" in name_keys("Where was the Varnholt Bridge's designer born?")
+    assert "varnholt bridge" in name_keys("Where was the Varnholt Bridge’s designer born?")
+    assert "varnholt bridge" not in name_keys("Where was the Varnholt Bridges designer born?")
+    assert "it" not in name_keys("it's"), "a stop word is no name, possessive or not"
+    graph = world["rag"].graph
+    for question in (
+        "Where was the Varnholt Bridge's designer born?",
+        "Where was the Varnholt Bridge’s designer born?",
+    ):
+        reached = graph.walk(world["rag"].store, question)
+        assert any(r.seed == "Varnholt Bridge" for r in reached), question
+        assert any(r.entity == "Ilse Kadrow" and r.hops == 1 for r in reached), question

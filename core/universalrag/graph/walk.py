@@ -46,6 +46,8 @@ MAX_HOPS = 3
 MAX_KEYS = 96
 
 _WORD = re.compile(r"[^\W_]+(?:['’.&-][^\W_]+)*|&", re.UNICODE)
+#: The possessive ending of a word ("Chelsea's", "Chelsea’s"), which a name the question types may carry.
+_POSSESSIVE = re.compile(r"['’][sS]$")
 #: Words that name nothing on their own: a candidate key made only of these is not looked up.
 _STOP = frozenset(
     """a about after all also an and any are as at be been before being between both but by can could did do does
@@ -101,19 +103,24 @@ class Reached:
 
 def name_keys(text: str, *, max_words: int = MAX_NAME_WORDS, limit: int = MAX_KEYS) -> list[str]:
     """The alignment keys (:func:`~universalrag.graph.model.normalise_key`) of every run of 1 to ``max_words`` words
-    of ``text`` that is not made only of stop words, longest runs first, at most ``limit``."""
+    of ``text`` that is not made only of stop words, longest runs first, at most ``limit``. A run ending in a
+    possessive (``"Chelsea's"``, ``"Chelsea’s"``) also gives the key of its name without it (``"chelsea"``), after
+    its own."""
     words = _WORD.findall(text)
     keys: dict[str, None] = {}
     for size in range(min(max_words, len(words)), 0, -1):
         for start in range(len(words) - size + 1):
             run = words[start : start + size]
-            if all(w.casefold() in _STOP for w in run) or (size == 1 and len(run[0]) < 3):
-                continue
-            key = normalise_key(" ".join(run))
-            if key:
-                keys.setdefault(key)
-            if len(keys) >= limit:
-                return list(keys)
+            owner = _POSSESSIVE.sub("", run[-1])
+            runs = [run, [*run[:-1], owner]] if owner != run[-1] else [run]
+            for words_of in runs:
+                if all(w.casefold() in _STOP for w in words_of) or (size == 1 and len(words_of[0]) < 3):
+                    continue
+                key = normalise_key(" ".join(words_of))
+                if key:
+                    keys.setdefault(key)
+                if len(keys) >= limit:
+                    return list(keys)
     return list(keys)
 
 
