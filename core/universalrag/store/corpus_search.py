@@ -151,6 +151,12 @@ class _Candidate:
     row: Mapping[str, Any] | None = None
 
 
+def _row(candidate: _Candidate) -> Mapping[str, Any]:
+    """The row of a ranked candidate (every ranked candidate's row has been read)."""
+    assert candidate.row is not None
+    return candidate.row
+
+
 def run_search(conn: sa.Connection, tables: CorpusTables, request: SearchRequest) -> list[Hit]:
     """The ``k`` best hits of one corpus for ``request`` (index settings are applied by each statement)."""
     return run_searches(conn, [(tables, request)])[0]
@@ -300,7 +306,7 @@ def _nearest_units(
     """The nearest-units statement of a channel, carrying its index settings unless it scans exactly."""
     settings = {} if exact_scan else _settings(request, ef, iterative=bool(request.filter) or limit > ef)
 
-    def build(v: Sequence[float] = vector, flt: Filter | None = None) -> sa.Select[Any]:
+    def build(v: Vector = vector, flt: Filter | None = None) -> sa.Select[Any]:
         stmt = queries.nearest_units(
             tables, v, limit=limit, filter=flt, visual=visual, exact_scan=exact_scan, rows=rows
         )
@@ -534,9 +540,9 @@ def _hits(
     return [
         hit_from_row(
             spec,
-            c.row,
+            _row(c),
             score,
-            channels=channels,  # type: ignore[arg-type]
+            channels=channels,
             parts=tuple((o, texts.get((uid, o), ""), s) for o, s in c.parts) if c.parts else (),
         )
         for uid, score, c, channels in ranked

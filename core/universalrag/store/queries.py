@@ -20,6 +20,7 @@ from pgvector.sqlalchemy import HALFVEC, Vector
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSQUERY, UUID, aggregate_order_by
 
 from ..exact_terms import defining_pattern, term_pattern
+from ..types import Vector as QueryVector
 from .filters import FIELDS, Filter, compile_filter, mentions
 from .schema import CorpusTables
 from .vectors import half_indexed
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 
-def query_vector(vector: Sequence[float], dimension: int, *, name: str = "query_vector") -> sa.ColumnElement[Any]:
+def query_vector(vector: QueryVector, dimension: int, *, name: str = "query_vector") -> sa.ColumnElement[Any]:
     """The query vector as a bound parameter with an explicit ``vector(n)`` cast."""
     return sa.cast(sa.bindparam(name, list(map(float, vector)), type_=Vector(dimension)), Vector(dimension))
 
@@ -155,7 +156,7 @@ def unit_filter(units: sa.Table, filter: Filter) -> sa.ColumnElement[bool]:
 
 def nearest_units(
     tables: CorpusTables,
-    vector: Sequence[float],
+    vector: QueryVector,
     *,
     limit: int,
     filter: Filter | None = None,
@@ -184,7 +185,7 @@ def nearest_units(
 
 
 def nearest_parts(
-    tables: CorpusTables, vector: Sequence[float], *, limit: int, filter: Filter | None = None
+    tables: CorpusTables, vector: QueryVector, *, limit: int, filter: Filter | None = None
 ) -> sa.Select[Any]:
     """The ``limit`` nearest parts (chunks, rows) of a multi-vector corpus through the parts table's HNSW index
     (``unit_id`` as the UUID it is: :func:`parts_by_unit` groups them by unit)."""
@@ -222,7 +223,7 @@ def parts_by_unit(window: sa.Select[Any], *, units: int, per_unit: int) -> sa.Se
 
 def best_parts_exact(
     tables: CorpusTables,
-    vector: Sequence[float],
+    vector: QueryVector,
     *,
     per_unit: int,
     limit: int,
@@ -271,7 +272,7 @@ def best_parts_exact(
 
 def parts_with_terms(
     tables: CorpusTables,
-    vector: Sequence[float],
+    vector: QueryVector,
     unit_ids: Sequence[str],
     patterns: Sequence[str],
     *,
@@ -339,8 +340,8 @@ def part_texts(tables: CorpusTables, keys: Sequence[tuple[str, int]]) -> sa.Sele
 def units_with_similarity(
     tables: CorpusTables,
     ids: Sequence[str],
-    vector: Sequence[float],
-    visual_vector: Sequence[float] | None,
+    vector: QueryVector,
+    visual_vector: QueryVector | None,
 ) -> sa.Select[Any]:
     """The units with these ids, with their text similarity (``text_sim``, of the unit's own vector) and, when
     ``visual_vector`` is given, their visual similarity (``visual_sim``); NULL where a unit has no vector."""

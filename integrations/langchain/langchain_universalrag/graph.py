@@ -197,7 +197,7 @@ def _state_decision(rag: UniversalRAG, plan: QueryPlan, decision: RouteDecision)
     return data
 
 
-def make_route_node(rag: UniversalRAG, *, allow_none: bool = False, new_turn: bool = False) -> RunnableLambda:
+def make_route_node(rag: UniversalRAG, *, allow_none: bool = False, new_turn: bool = False) -> RunnableLambda[Any, Any]:
     """A node that routes the state's question and writes ``{"decision": {...}}`` into the state, with the hits
     of the chosen corpora, as retrieval ranks them from the routing probes, under ``decision["hits"]`` (the
     retrieval nodes reuse them instead of searching again). Unless ``allow_none=True``, a ``none`` conclusion still
@@ -236,7 +236,7 @@ def make_route_edge(
     node_name: Callable[[str], str] = retrieve_node_name,
     none_node: str = GENERATE,
     allow_none: bool = False,
-) -> RunnableLambda:
+) -> RunnableLambda[Any, Any]:
     """A path function for ``add_conditional_edges``.
 
     It takes the decision in ``state["decision"]`` (written by :func:`make_route_node`) or routes the question
@@ -318,7 +318,7 @@ def make_retrieve_node(
     filters: Mapping[str, Any] | None = None,
     output: Literal["documents", "messages"] = "documents",
     max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
-) -> RunnableLambda:
+) -> RunnableLambda[Any, Any]:
     """A node searching ``corpus`` for the state's question.
 
     With ``output="documents"`` (default) it returns ``{"documents": [...]}`` (appended to the state's list), each
@@ -397,7 +397,9 @@ def _ranked(
     return rag.retrieval.merge(per_corpus, k=rag.k if k is None else k)
 
 
-def make_generate_node(rag: UniversalRAG, llm: BaseChatModel | None = None, *, k: int | None = None) -> RunnableLambda:
+def make_generate_node(
+    rag: UniversalRAG, llm: BaseChatModel | None = None, *, k: int | None = None
+) -> RunnableLambda[Any, Any]:
     """A node answering the question from the state's documents.
 
     The documents are merged into one ranking of the best ``k`` (default ``rag.k``), as ``rag.retrieve`` merges
@@ -487,7 +489,7 @@ def build_graph(
     checkpointer: Any = None,
     allow_none: bool = True,
     max_unit_tokens: int | None = UNIT_TEXT_TOKENS,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A compiled graph over :class:`UniversalRAGState`: ``route`` → the chosen ``retrieve_<corpus>`` nodes
     in parallel → ``generate`` → END. The graph answers, so, as :meth:`UniversalRAG.query
     <universalrag.pipeline.UniversalRAG.query>` does, it lets routing conclude ``none`` (``allow_none=True``, the
