@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.text import Text
 
 from ..errors import InvalidInputError
-from ..graph.api import Graph
-from ..graph.records import WriteCounts
 from .context import CliContext
+
+if TYPE_CHECKING:  # the graph package is imported by the commands that use it: --help stays quick
+    from ..graph.api import Graph
+    from ..graph.records import WriteCounts
 
 __all__ = ["register"]
 
