@@ -243,3 +243,27 @@ def test_a_possessive_names_the_entity(world: dict[str, Any]) -> None:
         reached = graph.walk(world["rag"].store, question)
         assert any(r.seed == "Varnholt Bridge" for r in reached), question
         assert any(r.entity == "Ilse Kadrow" and r.hops == 1 for r in reached), question
+
+
+def test_a_reached_unit_of_a_kind_the_probes_lack_ranks_higher(world: dict[str, Any]) -> None:
+    """The engineers table, reached from the bridge's page over its designer, adds a kind of evidence the pages the
+    question found lack: it ranks above the reached pages by the named bonus, which a table already shown lacks."""
+    from universalrag.graph.retrieve import NEW_KIND_BONUS, shown_modalities
+    from universalrag.types import Modality
+
+    rag = world["rag"]
+    plan = rag.plan(TWO_HOP)
+    rag.route(plan)
+    modality = {n: s.modality for n, s in rag.store.corpora().items()}
+    assert Modality.TABLE not in shown_modalities(plan.probes, modality, k=2), "the pages come first"
+    assert shown_modalities({"table": plan.probes["table"]}, modality, k=2) == {Modality.TABLE}
+    reached = rag.graph.walk(rag.store, TWO_HOP)
+    vector = [float(x) for x in plan.embedding(rag.embedder)]
+    text_shown = rag.graph.hits(rag.store, TWO_HOP, vector, reached, shown={Modality.TEXT})
+    table_shown = rag.graph.hits(rag.store, TWO_HOP, vector, reached, shown={Modality.TEXT, Modality.TABLE})
+    row = next(h for h in text_shown if h.corpus == "table")
+    same = next(h for h in table_shown if h.id == row.id)
+    assert row.score == pytest.approx(same.score + NEW_KIND_BONUS)
+    page = next(h for h in text_shown if h.corpus != "table" and h.path is not None and h.path.hops > 0)
+    assert page.score == pytest.approx(next(h for h in table_shown if h.id == page.id).score), "a page: no bonus"
+    assert text_shown.index(row) < text_shown.index(page)
