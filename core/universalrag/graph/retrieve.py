@@ -13,7 +13,8 @@
    score: the walk's (structural importance), the unit's similarity to the question and the modality the question
    asks for ("table", "figure", "video").
 
-The pipeline puts the hits into the routed ranking with :func:`universalrag.fusion.with_graph`.
+Retrieval puts the hits into the routed ranking (:meth:`universalrag.retrieve.Retrieval.with_graph`, which every
+surface runs: the facade and the LangGraph nodes) with :func:`universalrag.fusion.with_graph`.
 """
 
 from __future__ import annotations
