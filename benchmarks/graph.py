@@ -9,7 +9,7 @@ from the stored units by the structural extractor (timed, with its rows counted)
 ``UniversalRAG.retrieve`` twice in the same run, routed as the library routes by default:
 
 - ``graph``: the default facade, which walks the graph when its rule says so (:mod:`universalrag.graph.retrieve`);
-- ``plain``: the same facade built with ``graph=False``.
+- ``plain``: the same facade built with ``walk_graph=False``.
 
 A question counts when the fact it needs is *shown* within the top 5: in a hit's text, or among the first three
 matched rows or chunks of a table or document hit (what a model is given first). Two-hop questions ("where was the
@@ -121,8 +121,8 @@ def build_graph(rag: Any) -> dict[str, Any]:
     report = graph.rebuild(StructuralExtractor())
     seconds = time.perf_counter() - started
     stats = graph.stats()
-    if rag.graph is not None:
-        rag.graph.invalidate()
+    if rag.graph_retrieval is not None:
+        rag.graph_retrieval.invalidate()
     return {
         "build_s": round(seconds, 2),
         "sources": report.sources,
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             generator=None,
             visual_encoder=None,
             log_decisions=False,
-            graph=False,
+            walk_graph=False,
         )
         started = time.perf_counter()
         report = rag.ingest(paths)

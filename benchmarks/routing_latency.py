@@ -264,7 +264,7 @@ def main() -> None:
         "--graph",
         action="store_true",
         help="with --units: fill a synthetic knowledge graph over the units (graph_latency.py) and add evidence "
-        "routing with graph=False, so the graph's cost is measured in the same run",
+        "routing with walk_graph=False, so the graph's cost is measured in the same run",
     )
     parser.add_argument("--profile", action="store_true", help="print where one routed query's time goes")
     parser.add_argument(
@@ -348,8 +348,8 @@ def main() -> None:
             "evidence routing, spelling=False": lambda q: unspelled.search(q, allow_none=True),
         }
         if synthetic and args.graph:
-            without_graph = variant(graph=False)
-            modes["evidence routing, graph=False"] = lambda q: without_graph.search(q, allow_none=True)
+            without_graph = variant(walk_walk_graph=False)
+            modes["evidence routing, walk_graph=False"] = lambda q: without_graph.search(q, allow_none=True)
         if synthetic and args.old_rule:
             old = UniversalRAG(
                 settings=settings.with_(exact_scan_rows=OLD_EXACT_ROWS),

@@ -77,7 +77,7 @@ def world(database_url: str, minilm: Any, tmp_path_factory: pytest.TempPathFacto
 @pytest.fixture(scope="module")
 def rag(world: dict[str, Any]) -> Any:
     assert world["build"]().mentions > 0
-    world["rag"].graph.invalidate()
+    world["rag"].graph_retrieval.invalidate()
     return world["rag"]
 
 

@@ -80,7 +80,7 @@ def test_ingestion_writes_the_graph_by_default_and_exports(cli_env: dict[str, st
 
     settings = Settings.from_env(cli_env)
     with UniversalRAG(settings=settings) as rag:
-        graph = rag.knowledge_graph
+        graph = rag.graph
         assert graph.embed() == stats["entities"]
         nx_graph = graph.to_networkx("Kestrel Company", hops=1)
         names = {d["name"] for _, d in nx_graph.nodes(data=True)}

@@ -271,9 +271,9 @@ def test_the_facade_builds_the_graph_with_the_model_when_asked(settings, minilm,
         with UniversalRAG(settings=configured, embedder=minilm, visual_encoder=None, generator=None) as rag:
             assert rag.ingest([image]).ok
             assert len(server.requests_to("/v1/chat/completions")) == 2  # one description, one extraction
-            anchor = rag.knowledge_graph.entity("Portrait at the bench (IMG_2031)")
+            anchor = rag.graph.entity("Portrait at the bench (IMG_2031)")
             assert anchor is not None and anchor.type == "photo"
-            around = {n.entity.name for n in rag.knowledge_graph.neighbours(anchor, hops=1)}
+            around = {n.entity.name for n in rag.graph.neighbours(anchor, hops=1)}
             assert {"Marie Curie", "Paris", "radium"} <= around
-            (hit,) = rag.knowledge_graph.units("radium")
+            (hit,) = rag.graph.units("radium")
     assert hit.uri == image.resolve().as_uri() and hit.metadata["description_sources"] == ["filename", "model"]

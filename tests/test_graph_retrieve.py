@@ -69,7 +69,7 @@ def write_world(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def world(database_url: str, minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The world ingested once, its graph built; ``rag`` walks the graph, ``plain`` (``graph=False``) does not."""
+    """The world ingested once, its graph built; ``rag`` walks the graph, ``plain`` (``walk_graph=False``) does not."""
     from universalrag.config import Settings
     from universalrag.graph.store import GraphStore
     from universalrag.pipeline import UniversalRAG
@@ -80,7 +80,7 @@ def world(database_url: str, minilm: Any, tmp_path_factory: pytest.TempPathFacto
     report = rag.ingest([write_world(tmp_path_factory.mktemp("world"))])  # the structural graph, by default
     assert report.ok, report.failed
     assert GraphStore(rag.store).stats().mentions > 0
-    plain = UniversalRAG(store=rag.store, log_decisions=False, graph=False, **common)
+    plain = UniversalRAG(store=rag.store, log_decisions=False, walk_graph=False, **common)
     yield {"rag": rag, "plain": plain}
     plain.close()
     rag.store.downgrade("base")
@@ -155,7 +155,7 @@ def test_the_walk_is_bounded(world: dict[str, Any]) -> None:
 
 
 def test_nothing_changes_without_a_graph(database_url: str, minilm: Any, tmp_path: Path) -> None:
-    """No graph built (``UNIVERSALRAG_GRAPH=off`` at ingestion): the same hits as ``graph=False``, and, once the
+    """No graph built (``UNIVERSALRAG_GRAPH=off`` at ingestion): the same hits as ``walk_graph=False``, and, once the
     schema is known to hold none, no statement about the graph per question."""
     from universalrag.config import Settings
     from universalrag.pipeline import UniversalRAG
@@ -164,7 +164,7 @@ def test_nothing_changes_without_a_graph(database_url: str, minilm: Any, tmp_pat
     settings = Settings(database_url=database_url, schema=schema, query_vectors=0, graph="off")
     common: dict[str, Any] = {"settings": settings, "embedder": minilm, "generator": None, "visual_encoder": None}
     rag = UniversalRAG(log_decisions=False, **common)
-    plain = UniversalRAG(store=rag.store, log_decisions=False, graph=False, **common)
+    plain = UniversalRAG(store=rag.store, log_decisions=False, walk_graph=False, **common)
     try:
         assert rag.ingest([write_world(tmp_path / "world")]).ok
         statements: list[str] = []
@@ -235,7 +235,7 @@ def test_a_possessive_names_the_entity(world: dict[str, Any]) -> None:
     assert "varnholt bridge" in name_keys("Where was the Varnholt Bridge’s designer born?")
     assert "varnholt bridge" not in name_keys("Where was the Varnholt Bridges designer born?")
     assert "it" not in name_keys("it's"), "a stop word is no name, possessive or not"
-    graph = world["rag"].graph
+    graph = world["rag"].graph_retrieval
     for question in (
         "Where was the Varnholt Bridge's designer born?",
         "Where was the Varnholt Bridge’s designer born?",
@@ -257,10 +257,10 @@ def test_a_reached_unit_of_a_kind_the_probes_lack_ranks_higher(world: dict[str, 
     modality = {n: s.modality for n, s in rag.store.corpora().items()}
     assert Modality.TABLE not in shown_modalities(plan.probes, modality, k=2), "the pages come first"
     assert shown_modalities({"table": plan.probes["table"]}, modality, k=2) == {Modality.TABLE}
-    reached = rag.graph.walk(rag.store, TWO_HOP)
+    reached = rag.graph_retrieval.walk(rag.store, TWO_HOP)
     vector = [float(x) for x in plan.embedding(rag.embedder)]
-    text_shown = rag.graph.hits(rag.store, TWO_HOP, vector, reached, shown={Modality.TEXT})
-    table_shown = rag.graph.hits(rag.store, TWO_HOP, vector, reached, shown={Modality.TEXT, Modality.TABLE})
+    text_shown = rag.graph_retrieval.hits(rag.store, TWO_HOP, vector, reached, shown={Modality.TEXT})
+    table_shown = rag.graph_retrieval.hits(rag.store, TWO_HOP, vector, reached, shown={Modality.TEXT, Modality.TABLE})
     row = next(h for h in text_shown if h.corpus == "table")
     same = next(h for h in table_shown if h.id == row.id)
     assert row.score == pytest.approx(same.score + NEW_KIND_BONUS)

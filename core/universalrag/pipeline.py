@@ -95,7 +95,7 @@ class UniversalRAG:
         log_query_text: bool = False,
         source_weight: float = SOURCE_WEIGHT,
         spelling: bool = True,
-        graph: bool = True,
+        walk_graph: bool = True,
     ) -> None:
         base = settings or Settings.from_env()
         self.settings = base.with_(database_url=database_url, schema=schema)
@@ -113,9 +113,9 @@ class UniversalRAG:
             max_workers,
         )
         self.spelling = spelling
-        #: The knowledge graph walked beside the probes (``graph=False``: never; a schema without a graph costs
-        #: nothing).
-        self.graph = GraphRetrieval() if graph else None
+        #: The knowledge graph's retrieval, walked beside the probes (``walk_graph=False``: never; a schema without a
+        #: graph costs nothing).
+        self.graph_retrieval = GraphRetrieval() if walk_graph else None
         self.source_weight = float(source_weight)
         self.log_decisions, self.log_query_text = log_decisions, log_query_text
         self._store, self._embedder, self._router = store, embedder, router
@@ -175,7 +175,7 @@ class UniversalRAG:
         """The evidence-aware routing step (router prior + probes + combiner)."""
         with self._lock:
             if self._routing is None:
-                self._routing = EvidenceRouting(self.router, self.combiner, graph=self.graph)
+                self._routing = EvidenceRouting(self.router, self.combiner, graph=self.graph_retrieval)
             return self._routing
 
     @property
@@ -218,7 +218,7 @@ class UniversalRAG:
         return self._visual
 
     @property
-    def knowledge_graph(self) -> KnowledgeGraph:
+    def graph(self) -> KnowledgeGraph:
         """The knowledge graph of this schema: entities by name, neighbours, paths, the units that name them, counts,
         rebuild and export (:class:`universalrag.graph.api.Graph`, docs/graph.md)."""
         with self._lock:
@@ -305,7 +305,7 @@ class UniversalRAG:
 
             extractor = extractor_from_settings(self.settings)
             if extractor is not None:
-                opts = replace(opts, graph=self.knowledge_graph.graph_store.for_ingest(extractor))
+                opts = replace(opts, graph=self.graph.graph_store.for_ingest(extractor))
         try:
             return ingest_paths(
                 self.store,

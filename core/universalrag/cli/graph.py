@@ -33,7 +33,7 @@ def _obj(ctx: typer.Context) -> CliContext:
 
 def _graph(obj: CliContext) -> Graph:
     obj.ensure_initialised()
-    return obj.rag.knowledge_graph
+    return obj.rag.graph
 
 
 @graph_app.command("build")

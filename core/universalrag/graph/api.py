@@ -1,4 +1,4 @@
-"""The knowledge graph as users see it (``UniversalRAG.knowledge_graph``, ``universalrag graph``): look things up by
+"""The knowledge graph as users see it (``UniversalRAG.graph``, ``universalrag graph``): look things up by
 name, walk their neighbourhood, find how two are joined, read the units that name them, count, rebuild, export.
 
 Exports go through networkx (the ``graph`` extra): :meth:`Graph.to_networkx` builds a ``MultiDiGraph`` of a

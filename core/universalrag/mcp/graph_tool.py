@@ -1,5 +1,5 @@
 """The ``explore_entity`` tool: a name's entity in the knowledge graph, what it is related to and the units that
-mention it. Registered when the pipeline walks a graph (``UniversalRAG(graph=True)``, the default); a database
+mention it. Registered when the pipeline walks a graph (``UniversalRAG(walk_graph=True)``, the default); a database
 whose corpora were ingested without one answers with a tool error saying how to build it."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def describe_neighbourhood(entity: Entity, neighbours: list[Neighbour]) -> str:
 def _explore(rag: UniversalRAG, graph: GraphStore, name: str, hops: int, limit: int, units: int) -> dict[str, Any]:
     if not isinstance(name, str) or not name.strip():
         raise InvalidInputError("The name was empty: call explore_entity again with the name of a thing to look up.")
-    if rag.graph is None or not rag.graph.present(rag.store):
+    if rag.graph_retrieval is None or not rag.graph_retrieval.present(rag.store):
         raise InvalidInputError(
             "This database holds no knowledge graph yet: build it from the stored units with "
             "GraphStore(rag.store, rag.embedder).rebuild(StructuralExtractor()), or ingest with "
@@ -65,7 +65,7 @@ def _explore(rag: UniversalRAG, graph: GraphStore, name: str, hops: int, limit: 
 
 def register_graph_tool(server: Any, rag: UniversalRAG, *, annotations: Any, answering: Any) -> bool:
     """Add ``explore_entity`` to ``server`` when ``rag`` walks a knowledge graph; whether it was added."""
-    if rag.graph is None:
+    if rag.graph_retrieval is None:
         return False
     graph = GraphStore(rag.store, rag.embedder)
 

@@ -76,7 +76,7 @@ def create_entity_tool(
     def explore(name: str, hops: int = 1) -> tuple[str, list[Document]]:
         if not isinstance(name, str) or not name.strip():
             raise ToolException(f"The name was empty. Call {tool_name} again with the name of a thing to look up.")
-        if rag.graph is None or not rag.graph.present(rag.store):
+        if rag.graph_retrieval is None or not rag.graph_retrieval.present(rag.store):
             raise ToolException(
                 "This database holds no knowledge graph yet, so entities cannot be explored; search the corpora "
                 "instead."
