@@ -267,12 +267,17 @@ def _name_blank_headers(tree: Any, raw: str) -> None:
     from docutils import nodes
 
     lines = raw.expandtabs(8).splitlines()
+    after = 0  # tables come in the order of their lines
     for table in tree.findall(nodes.table):
+        line = table.line or _border_line(table, lines, after)
+        if not line or line >= len(lines):
+            continue
+        after = line
         head = next(iter(table.findall(nodes.thead)), None)
-        if head is None or head.astext().strip() or not table.line or table.line >= len(lines):
+        if head is None or head.astext().strip():
             continue
         rows = list(head.findall(nodes.row))
-        border, names = lines[table.line - 1], lines[table.line]
+        border, names = lines[line - 1], lines[line]
         starts = [m.start() for m in re.finditer(r"=+", border)]
         if len(rows) != 1 or len(starts) != len(rows[0].children) or not set(border.strip()) <= {"=", " "}:
             continue
@@ -283,6 +288,19 @@ def _name_blank_headers(tree: Any, raw: str) -> None:
         for entry, text in zip(rows[0].children, texts, strict=True):
             if text:
                 entry += nodes.paragraph(text, text)
+
+
+def _border_line(table: Any, lines: list[str], after: int) -> int | None:
+    """The 1-based number of the top border line of a simple ``table``, found from its column widths, for the docutils
+    releases that leave a table's ``line`` unset (0.22 does; 0.23 sets it)."""
+    from docutils import nodes
+
+    widths = [int(spec["colwidth"]) for spec in table.findall(nodes.colspec)]
+    for number in range(after, len(lines)):
+        text = lines[number]
+        if set(text.strip()) <= {"=", " "} and [len(m.group()) for m in re.finditer(r"=+", text)] == widths:
+            return number + 1
+    return None
 
 
 def _field_paragraphs(field: Any) -> list[Any]:
