@@ -32,7 +32,7 @@ SHOWN = (1, 3, 5)  # the first n matched rows
 def _store(args: Any, stack: Any) -> Any:
     """The store to search: ``--schema`` (reused when it holds the pages), else a scratch schema."""
     if not args.schema:
-        return stack.enter_context(scratch_store(args.database_url, "exact_scan_rows"))
+        return stack.enter_context(scratch_store(args.database_url, "exact_rows"))
     from universalrag.config import Settings
     from universalrag.store import Store
 
@@ -133,7 +133,7 @@ def main() -> None:
         title=f"Matched rows of the gold table, {judged} wikitables questions with exact terms, {len(pages)} pages",
     )
     finish(
-        "exact_scan_rows",
+        "exact_rows",
         {
             "pages": len(pages),
             "questions": len(questions),

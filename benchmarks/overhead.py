@@ -129,10 +129,10 @@ def main() -> None:
                 statements, autocommit = capture(store, q_array)
                 as_list = q_array.tolist()
                 calls = {
-                    "library": (store.search, (CORPUS, q_array), {"k": K, "exact": False}),
+                    "library": (store.search, (CORPUS, q_array), {"k": K, "exact_scan": False}),
                     "raw": (replay, (conn, statements, autocommit), {}),
                     "one": (run_one, (conn, hand, ef, q_array), {}),
-                    "list": (store.search, (CORPUS, as_list), {"k": K, "exact": False}),
+                    "list": (store.search, (CORPUS, as_list), {"k": K, "exact_scan": False}),
                 }
                 order = list(calls)
                 order = order[i % 4 :] + order[: i % 4]  # each side in each position as often: no side always runs

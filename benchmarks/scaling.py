@@ -181,8 +181,8 @@ def beam_vs_exact(
 
     vectors, ids = GENERATORS[kind](rng, rows, dim=DIM), bench.new_ids(rows)
     bench.load_synthetic(store, {"s0": (ids, vectors)})
-    ways: dict[str, dict[str, object]] = {"exact": {"exact": True}}
-    ways.update({f"ef {ef}": {"exact": False, "ef_search": ef} for ef in (100, 200, 400, 800, 1000)})
+    ways: dict[str, dict[str, object]] = {"exact": {"exact_scan": True}}
+    ways.update({f"ef {ef}": {"exact_scan": False, "ef_search": ef} for ef in (100, 200, 400, 800, 1000)})
     queries = [bench.near(rng, vectors[rng.integers(rows)]) for _ in range(n_queries + 3)]
     truths = [exact_top(vectors, ids, q) for q in queries]
     out = {}
