@@ -75,9 +75,12 @@ def served(cli_env: dict[str, str], home: Path) -> Iterator[tuple[dict[str, str]
     server.stop()
 
 
-def _without_timing(obj: object) -> object:
+def _without_timing(obj: object, *, key: str = "") -> object:
+    """``obj`` without what differs between two runs of one command: timings, and the id each logged route
+    decision gets."""
     if isinstance(obj, dict):
-        return {k: _without_timing(v) for k, v in obj.items() if k not in ("latency_ms", "timings_ms")}
+        dropped = ("latency_ms", "timings_ms", "id") if key == "decision" else ("latency_ms", "timings_ms")
+        return {k: _without_timing(v, key=k) for k, v in obj.items() if k not in dropped}
     if isinstance(obj, list):
         return [_without_timing(v) for v in obj]
     return obj
