@@ -59,6 +59,7 @@ def test_public_api_is_pinned() -> None:
     assert sorted(openai_client.__all__) == [
         "OpenAIClients",
         "PLACEHOLDER_KEY",
+        "chat_endpoint",
         "redact",
         "redact_url",
         "translate_error",

@@ -21,13 +21,20 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .config import redact_url
+from .config import Settings, redact_url
 from .errors import InvalidInputError, MissingDependencyError, UniversalRAGError
 
-__all__ = ["PLACEHOLDER_KEY", "OpenAIClients", "redact", "redact_url", "translate_error"]
+__all__ = ["PLACEHOLDER_KEY", "OpenAIClients", "chat_endpoint", "redact", "redact_url", "translate_error"]
 
 #: The key sent to a ``base_url`` when no key is configured anywhere (local servers expect one).
 PLACEHOLDER_KEY = "not-needed"
+
+
+def chat_endpoint(settings: Settings) -> dict[str, Any]:
+    """The configured chat endpoint as a chat client's keyword arguments: ``base_url``, ``api_key`` (never logged)
+    and ``timeout`` (``UNIVERSALRAG_LLM_BASE_URL``, ``UNIVERSALRAG_LLM_API_KEY``, ``UNIVERSALRAG_LLM_TIMEOUT``)."""
+    return {"base_url": settings.llm_base_url, "api_key": settings.llm_api_key, "timeout": settings.llm_timeout}
+
 
 _E = TypeVar("_E", bound=UniversalRAGError)
 _R = TypeVar("_R")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, GenerationError
-from ..openai_client import OpenAIClients, redact, redact_url, translate_error
+from ..openai_client import OpenAIClients, chat_endpoint, redact, redact_url, translate_error
 from ..types import Evidence
 from .base import Generation, check_inputs
 from .prompt import build_messages, parse_citations
@@ -99,13 +99,7 @@ class OpenAIChatGenerator:
         no model is configured (set ``UNIVERSALRAG_LLM_MODEL``). ``overrides`` go to the constructor."""
         if not settings.llm_model:
             return None
-        kwargs: dict[str, Any] = {
-            "base_url": settings.llm_base_url,
-            "api_key": settings.llm_api_key,
-            "timeout": settings.llm_timeout,
-        }
-        kwargs.update(overrides)
-        return cls(settings.llm_model, **kwargs)
+        return cls(settings.llm_model, **{**chat_endpoint(settings), **overrides})
 
     @property
     def name(self) -> str:

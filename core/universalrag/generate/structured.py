@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ConfigError, GenerationError, MissingDependencyError
-from ..openai_client import OpenAIClients, redact_url, translate_error
+from ..openai_client import OpenAIClients, chat_endpoint, redact_url, translate_error
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -100,13 +100,7 @@ class JsonChat:
         when no model is configured. ``overrides`` go to the constructor."""
         if not settings.llm_model:
             return None
-        kwargs: dict[str, Any] = {
-            "base_url": settings.llm_base_url,
-            "api_key": settings.llm_api_key,
-            "timeout": settings.llm_timeout,
-        }
-        kwargs.update(overrides)
-        return cls(settings.llm_model, **kwargs)
+        return cls(settings.llm_model, **{**chat_endpoint(settings), **overrides})
 
     @property
     def name(self) -> str:
