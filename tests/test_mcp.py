@@ -219,7 +219,10 @@ def test_binding_beyond_this_machine_needs_a_token(kb_env: dict[str, str]) -> No
     assert short.returncode == 1 and "too short" in short.stderr and "abc" not in short.stderr
 
 
-def test_a_langchain_agent_searches_through_the_mcp_adapter(http_url: str) -> None:
+@pytest.mark.parametrize("transport", ["streamable_http", "stdio"])
+def test_a_langchain_agent_searches_through_the_mcp_adapter(
+    transport: str, kb_env: dict[str, str], request: pytest.FixtureRequest
+) -> None:
     from langchain.agents import create_agent
     from langchain_core.messages import ToolMessage
     from langchain_mcp_adapters.client import MultiServerMCPClient
@@ -233,16 +236,15 @@ def test_a_langchain_agent_searches_through_the_mcp_adapter(http_url: str) -> No
         ]
     )
 
+    connection: dict[str, Any]
+    if transport == "stdio":  # the server a subprocess of the adapter, as a desktop client starts it
+        connection = {"transport": "stdio", "command": sys.executable, "args": _command()[1:], "env": kb_env}
+    else:
+        url = request.getfixturevalue("http_url")
+        connection = {"transport": transport, "url": url, "headers": {"Authorization": f"Bearer {TOKEN}"}}
+
     async def run() -> dict[str, Any]:
-        client = MultiServerMCPClient(
-            {
-                "universalrag": {
-                    "transport": "streamable_http",
-                    "url": http_url,
-                    "headers": {"Authorization": f"Bearer {TOKEN}"},
-                }
-            }
-        )
+        client = MultiServerMCPClient({"universalrag": connection})
         tools = await client.get_tools()
         assert {"search", "search_corpus", "route", "ask"} <= {tool.name for tool in tools}
         agent = create_agent(model, tools)
