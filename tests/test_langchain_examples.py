@@ -73,5 +73,7 @@ def test_langchain_agent_tools_example(example_env: dict[str, str]) -> None:
 def test_langgraph_routing_example(example_env: dict[str, str]) -> None:
     out = _run("langgraph_routing", example_env)
     assert "routes: ['none']" in out and "(answered from the model's own knowledge)" in out
-    assert "routes: ['image']" in out and "and 2 picture(s) [E1].  citations: 1" in out
-    assert "-> I looked in ['table']." in out and "-> No lookup needed." in out
+    # the photograph, and a passage the knowledge graph reached from the ferry's name in the last of the k places
+    assert "routes: ['image']" in out and "and 1 picture(s) [E1].  citations: 1" in out
+    assert "'Reached through the knowledge graph: Kittiwake" in out
+    assert "-> I looked in ['paragraph', 'table']." in out and "-> No lookup needed." in out
