@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import ARRAY, distinct_on
 
 from ..errors import InvalidInputError
+from ..store.graph_tables import GraphTables, graph_tables
 from .model import ANCHOR, normalise_key
 
 __all__ = [
@@ -122,50 +123,6 @@ def name_keys(text: str, *, max_words: int = MAX_NAME_WORDS, limit: int = MAX_KE
                 if len(keys) >= limit:
                     return list(keys)
     return list(keys)
-
-
-@dataclass(frozen=True, slots=True)
-class GraphTables:
-    """The graph's tables as read here (lightweight table clauses of the contract's columns)."""
-
-    entities: sa.TableClause
-    relations: sa.TableClause
-    mentions: sa.TableClause
-
-
-def graph_tables(schema: str) -> GraphTables:
-    """The graph tables of ``schema``."""
-    entities = sa.table(
-        "graph_entities",
-        sa.column("id", sa.BigInteger),
-        sa.column("key", sa.Text),
-        sa.column("name", sa.Text),
-        sa.column("type", sa.Text),
-        sa.column("description", sa.Text),
-        sa.column("alias_keys", ARRAY(sa.Text)),
-        schema=schema,
-    )
-    relations = sa.table(
-        "graph_relations",
-        sa.column("id", sa.BigInteger),
-        sa.column("source_entity", sa.BigInteger),
-        sa.column("target_entity", sa.BigInteger),
-        sa.column("keywords", sa.Text),
-        sa.column("description", sa.Text),
-        sa.column("weight", sa.Float),
-        schema=schema,
-    )
-    mentions = sa.table(
-        "graph_mentions",
-        sa.column("entity_id", sa.BigInteger),
-        sa.column("corpus", sa.Text),
-        sa.column("unit_id", sa.Text),
-        sa.column("page", sa.Integer),
-        sa.column("role", sa.Text),
-        sa.column("weight", sa.Float),
-        schema=schema,
-    )
-    return GraphTables(entities, relations, mentions)
 
 
 #: Relations of an entity read to count its degree (a hub's is counted up to this, and weighs as this).
