@@ -82,6 +82,38 @@ def test_extractor_caps_pairs_and_ties_citing_passages_to_figures() -> None:
     }
 
 
+def test_a_figure_goes_with_the_names_of_the_sentences_citing_it() -> None:
+    """A note citing a figure ("Figure 2 was taken by Maren Holt") ties its names to the figure and, through what the
+    ingest joined to the figure's caption, to the names the caption says: the photographer and the bridge are one hop
+    apart, though no sentence names both."""
+    caption = "Figure 2: The Varnholt Bridge seen from the east bank."
+    note = "Figure 2 was taken by Maren Holt during the survey."
+    doc = Unit(id=str(uuid.uuid4()), corpus="document", content="", metadata={"title": "Harbour Survey", "chunks": 2})
+    figure = Unit(
+        id=str(uuid.uuid4()),
+        corpus="image",
+        content=f"{caption}\n{note}",
+        metadata={"label": "Figure 2", "caption": caption},
+    )
+    notes = Unit(
+        id=str(uuid.uuid4()),
+        corpus="paragraph",
+        content=f"3 Notes on the photographs\n\n{note} Ilse Brenn kept the plates at Ostvik Hall.",
+        parent_id=doc.id,
+    )
+    out = StructuralExtractor().extract([doc, figure, notes], source_uri="file:///survey.pdf")
+    fig = "Figure 2 (Harbour Survey)"
+    relations = {(r.source, r.target, r.keywords) for r in out.relations}
+    assert {("Varnholt Bridge", fig, BELONGS_TO), ("Maren Holt", fig, BELONGS_TO)} <= relations
+    assert ("Varnholt Bridge", "Maren Holt", CO_OCCURS) in relations
+    assert not {("Ilse Brenn", fig, BELONGS_TO), ("Ostvik Hall", fig, BELONGS_TO)} & relations  # not citing it
+    mentioned = {(m.entity, m.unit_id) for m in out.mentions}
+    assert ("Maren Holt", notes.id) in mentioned and ("Maren Holt", figure.id) not in mentioned  # the note says it
+    assert ("Varnholt Bridge", figure.id) in mentioned and (fig, notes.id) in mentioned
+    capped = StructuralExtractor(max_pairs_per_unit=1).extract([doc, figure, notes], source_uri="file:///survey.pdf")
+    assert sum(r.keywords == CO_OCCURS and r.target == "Maren Holt" for r in capped.relations) == 1
+
+
 def test_links_between_pages_in_either_order(store: Any, minilm: Any, tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()

@@ -8,8 +8,11 @@ Per source (see docs/graph.md for the whole list):
 - **tables**: a table is an entity anchored on its unit (its caption or title; a label such as "Table 1" is qualified
   by the source's title); each row whose label cell (the first mostly non-numeric column) names something is an
   entity that ``belongs_to`` the table, related to the names in its other cells by their column's header;
-- **figures and images**: anchored on their unit; the names of a caption ``belong_to`` it, and a passage of the same
-  source that cites its label ("Figure 1") mentions it;
+- **figures and images**: anchored on their unit; the names of its caption ``belong_to`` it, and so do the names of
+  what the ingest joined to the caption (the sentences citing its label, a description), which also go with the
+  caption's names (``co_occurs``: the photographer a note names and the bridge the caption names are one hop
+  apart); a passage of the same source that cites its label ("Figure 1") mentions it, and the names of each of its
+  sentences citing it ``belong_to`` it;
 - **links** between pages: a link to another local page is a ``links_to`` relation to that page's entity (named by
   its URI until the page itself is ingested, which takes the URI as an alias);
 - **videos**: each clip is an entity that ``belongs_to`` the video; the names its transcript says ``belong_to`` it;
@@ -31,7 +34,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from ..types import Unit
 from .model import ANCHOR, BELONGS_TO, CO_OCCURS, EntityDraft, Extraction, MentionDraft, RelationDraft
-from .names import LABEL, find_names
+from .names import LABEL, find_names, sentences
 
 __all__ = ["CO_OCCURS", "LINKS_TO", "StructuralExtractor"]
 
@@ -265,9 +268,23 @@ class StructuralExtractor:
         out.mention(name, unit, role=ANCHOR)
         if name.casefold() != title.casefold():
             out.relations.append(RelationDraft(source=name, target=title, keywords=BELONGS_TO))
-        text = " ".join(x for x in (caption, unit.content if not caption else "") if x)
-        if text:
-            self._names(unit, text, out, anchor=name)
+        if not caption:
+            self._names(unit, unit.content, out, anchor=name)
+            return {label: name} if label else {}
+        named = {n.casefold(): n for n in self._names(unit, caption, out, anchor=name)}
+        # what the ingest joined to the caption (the sentences citing its label, a description): its names belong to
+        # the figure and go with the caption's, but are mentioned by the passages saying them, not by the figure
+        joined = unit.content.replace(caption, " ")
+        pairs = 0
+        for other in find_names(joined, limit=self.max_names) if joined.strip() else ():
+            if other.casefold() in named:
+                continue
+            out.relations.append(RelationDraft(source=other, target=name, keywords=BELONGS_TO))
+            for known in named.values():
+                if pairs >= self.max_pairs:
+                    break
+                out.relations.append(RelationDraft(source=known, target=other, keywords=CO_OCCURS))
+                pairs += 1
         return {label: name} if label else {}
 
     def _clip(self, unit: Unit, title: str, out: _Out) -> None:
@@ -287,9 +304,25 @@ class StructuralExtractor:
             out.entities.append(EntityDraft(name=section, type="section"))
             out.mention(section, unit)
             out.relations.append(RelationDraft(source=section, target=title, keywords=BELONGS_TO))
-        for label in sorted({m.group() for m in LABEL.finditer(unit.content)} & set(labels)):
+        cited = sorted({m.group() for m in LABEL.finditer(unit.content)} & set(labels))
+        for label in cited:
             out.mention(labels[label], unit)  # the passage cites the figure or table
+        if cited:
+            self._citing(unit.content, labels, out)
         self._names(unit, unit.content, out)
+
+    def _citing(self, text: str, labels: Mapping[str, str], out: _Out) -> None:
+        """The names of each sentence of ``text`` citing a label of ``labels`` ``belong_to`` what it labels (at most
+        ``max_pairs`` relations a passage)."""
+        added = 0
+        for sentence in sentences(text):
+            targets = sorted({labels[m.group()] for m in LABEL.finditer(sentence) if m.group() in labels})
+            for name in find_names(sentence, limit=self.max_names) if targets else ():
+                for target in targets:
+                    if added >= self.max_pairs:
+                        return
+                    out.relations.append(RelationDraft(source=name, target=target, keywords=BELONGS_TO))
+                    added += 1
 
     def _links(
         self, anchor: Unit, title: str, source_uri: str, units: Sequence[Unit], kinds: Mapping[str, str], out: _Out
