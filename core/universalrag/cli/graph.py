@@ -41,11 +41,14 @@ def graph_build(
     ctx: typer.Context,
     uri: list[str] = _URI_OPTION,
     vectors: bool = typer.Option(True, "--vectors/--no-vectors", help="Then compute the missing entity vectors."),
+    align: bool = typer.Option(
+        True, "--align/--no-align", help="Then merge entities of one type whose names mean the same thing."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """(Re)build the graph of the stored sources from their units, one transaction per source: for corpora ingested
     before the graph existed (ingestion keeps the graph of what it writes), then compute the entity vectors that
-    ingestion leaves out."""
+    ingestion leaves out, then merge the entities of one type whose names' vectors are alike (docs/graph.md)."""
     obj = _obj(ctx)
     graph = _graph(obj)
 
@@ -53,7 +56,7 @@ def graph_build(
         if not as_json:
             obj.output.line(f"{source}: {counts.entities} entities, {counts.mentions} mentions")
 
-    report = graph.build(uris=uri or None, on_source=progress, vectors=vectors)
+    report = graph.build(uris=uri or None, on_source=progress, vectors=vectors, align=align)
     if as_json:
         obj.output.json(
             {
@@ -62,13 +65,15 @@ def graph_build(
                 "entities": report.entities,
                 "relations": report.relations,
                 "mentions": report.mentions,
+                "merged": report.merged,
                 "seconds": round(report.seconds, 3),
             }
         )
         return
     obj.output.line(
         f"Built the graph of {report.sources} sources ({report.units} units) in {report.seconds:.1f} s: "
-        f"{report.entities} entities written, {report.relations} relations, {report.mentions} mentions."
+        f"{report.entities} entities written, {report.relations} relations, {report.mentions} mentions; "
+        f"{report.merged} entities merged into another by name similarity."
     )
 
 

@@ -18,6 +18,7 @@ from ..embed.base import Embedder
 from ..errors import InvalidInputError, MissingDependencyError
 from ..store import Store
 from ..types import Hit
+from .align import AlignReport
 from .model import Extractor
 from .records import BuildReport, Entity, GraphStats, Neighbour, WriteCounts
 from .records import Path as GraphPath
@@ -82,14 +83,21 @@ class Graph:
         uris: Iterable[str] | None = None,
         on_source: Callable[[str, WriteCounts], None] | None = None,
         vectors: bool = True,
+        align: bool = True,
     ) -> BuildReport:
         """(Re)build the graph of stored sources from their units (default: the structural extractor), then
-        (``vectors``) compute the entity vectors that are missing."""
+        (``vectors``) compute the entity vectors that are missing, then (``align``) merge the entities of one type
+        whose names mean the same thing (docs/graph.md, "Alignment"; the report's ``merged`` counts them)."""
         from .structural import StructuralExtractor
 
         return self.graph_store.rebuild(
-            extractor or StructuralExtractor(), uris=uris, on_source=on_source, vectors=vectors
+            extractor or StructuralExtractor(), uris=uris, on_source=on_source, vectors=vectors, align=align
         )
+
+    def align(self) -> AlignReport:
+        """Merge the entities of one type whose names mean the same thing (:func:`universalrag.graph.align.same_entity`,
+        docs/graph.md "Alignment"); returns what was merged into what."""
+        return self.graph_store.align()
 
     def embed(self, *, limit: int | None = None) -> int:
         """Compute the vectors of the entities that have none (ingestion leaves them to this); returns how many."""

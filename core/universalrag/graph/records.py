@@ -119,7 +119,8 @@ class WriteCounts:
 
 @dataclass(frozen=True, slots=True)
 class BuildReport:
-    """What :meth:`GraphStore.rebuild` did: sources read, units read, and the rows written."""
+    """What :meth:`GraphStore.rebuild` did: sources read, units read, the rows written, and the entities merged into
+    another by embedding similarity afterwards (:mod:`universalrag.graph.align`)."""
 
     sources: int
     units: int
@@ -127,3 +128,4 @@ class BuildReport:
     relations: int
     mentions: int
     seconds: float
+    merged: int = 0

@@ -7,6 +7,7 @@ cap per call. SQL goes through SQLAlchemy Core; no identifier is ever formatted 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from ..store.graph_tables import GraphTables, graph_tables
 from ..store.sources import SourceHook
 from ..types import Hit, SourceRecord, Unit
 from . import expand
+from .align import SAME_ENTITY_THRESHOLD, AlignReport, align_entities
 from .model import Extraction, Extractor, normalise_key
 from .rebuild import rebuild
 from .records import BuildReport, Entity, GraphStats, Mention, Neighbour, Path, Relation, WriteCounts
@@ -174,15 +176,29 @@ class GraphStore:
         uris: Iterable[str] | None = None,
         on_source: Callable[[str, WriteCounts], None] | None = None,
         vectors: bool = True,
+        align: bool = True,
     ) -> BuildReport:
         """(Re)build the graph of stored sources (all, or those of ``uris``) from their stored units, one transaction
         per source: for corpora ingested before the graph existed, or after changing the extractor. Units that
         belong to no source (SQL sync, ``add_units``) are not read. ``vectors``: then compute the entity vectors
-        that are missing (:meth:`embed_missing`)."""
+        that are missing (:meth:`embed_missing`); ``align``: then merge the entities that name one thing
+        (:meth:`align`; the report's ``merged`` counts them)."""
         report = rebuild(self.store, self.write, extractor, uris=uris, on_source=on_source)
         if vectors:
             self.embed_missing()
+        if align:
+            report = dataclasses.replace(report, merged=self.align().merged)
         return report
+
+    def align(self, *, threshold: float = SAME_ENTITY_THRESHOLD) -> AlignReport:
+        """Merge the entities of one type that name one thing (:func:`~universalrag.graph.align.same_entity`: their
+        names' vectors at least ``threshold`` alike, one name the other with words added after it, the same numbers),
+        in one transaction (:mod:`universalrag.graph.align`); only entities that have a vector take part. Nothing
+        without an embedder of the schema's width."""
+        embed = self._embed_fn()
+        if embed is None:
+            return AlignReport(candidates=0, merges=(), seconds=0.0)
+        return align_entities(self.store, self.tables, embed, threshold=threshold)
 
     # -- reading --------------------------------------------------------------------------------------------
     def _read(self, action: str, fn: Callable[[sa.Connection], Any]) -> Any:
