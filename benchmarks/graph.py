@@ -2,24 +2,29 @@
 
     python benchmarks/graph.py [--quick] [--structures 150] [--pages 40] [--split all] [--database-url URL] [--out DIR]
 
-One knowledge base holds a seeded world (``graph_world.py``: structures, the engineers who designed them, the firms
-that built them, the towns they stand in; pages in Markdown, engineers and towns in CSV tables) and, when the shared
-wikitables folder is there, ``--pages`` of its Wikipedia pages (skipped with a message otherwise). The graph is built
-from the stored units by the structural extractor (timed, with its rows counted). Then every question is asked of
-``UniversalRAG.retrieve`` twice in the same run, routed as the library routes by default:
+One knowledge base holds a seeded world (``graph_world.py``: structures, the engineers who designed them, the firms that
+built them, the towns they stand in; pages in Markdown, engineers and towns in CSV tables; survey reports in PDF whose
+captioned photographs show the structures and whose notes, citing each figure, name its photographer; museum pages in
+HTML linking to their first curator's page; subtitled videos of events whose transcript names a person with a page of
+their own) and, when the shared wikitables folder is there, ``--pages`` of its Wikipedia pages (skipped with a message
+otherwise). The graph is built from the stored units by the structural extractor (timed, with its rows counted). Then
+every question is asked of ``UniversalRAG.retrieve`` twice in the same run, routed as the library routes by default:
 
 - ``graph``: the default facade, which walks the graph when its rule says so (:mod:`universalrag.graph.retrieve`);
 - ``plain``: the same facade built with ``walk_graph=False``.
 
-A question counts when the fact it needs is *shown* within the top 5: in a hit's text, or among the first three
-matched rows or chunks of a table or document hit (what a model is given first). Two-hop questions ("where was the
-designer of the X born?") need a unit that shares only a name with the one the question names; single-fact ones
-("who designed the X?", "where was Y born?") ask the named thing's own unit; the wikitables questions (single-fact,
-crowd-written) count when their page is in the top 5. The world's questions of every third structure (and of every
-third engineer, firm and town) are held out (``heldout``): the walk rule and the fusion weights were chosen on the
-``tune`` questions only. Prints hit rates per split and kind, how often the graph was walked, route + retrieve p50
-of both, the graph's build time and rows; writes ``graph.json`` and ``graph.png`` into ``--out`` and ends with one
-JSON line.
+A question counts when the fact it needs is *shown* within the top 5: in a hit's text, or among the first three matched
+rows or chunks of a table or document hit (what a model is given first). Two-hop questions ("where was the designer of
+the X born?") need a unit that shares only a name with the one the question names; single-fact ones ("who designed the
+X?", "where was Y born?") ask the named thing's own unit. The media's two-hop families: a figure and the note citing it
+(``figure_photographer``: "who photographed the X for the survey?", ``figure_subject``: the other way round,
+``figure_birthplace``: on to the photographer's page), a page reached by a hyperlink whose words do not name it
+(``link_*``: "where was the first curator of the M born?") and a clip and the page about the person its transcript names
+(``clip_*``). The wikitables questions (single-fact, crowd-written) count when their page is in the top 5. The world's
+questions of every third structure (and of every third engineer, firm and town, every third report figure, museum and
+video) are held out (``heldout``): the walk rule and the fusion weights were chosen on the ``tune`` questions only.
+Prints hit rates per split and kind, per family and split, how often the graph was walked, route + retrieve p50 of both,
+the graph's build time and rows; writes ``graph.json`` and ``graph.png`` into ``--out`` and ends with one JSON line.
 """
 
 from __future__ import annotations
@@ -76,8 +81,15 @@ def world_questions(items: Sequence[WorldQuestion]) -> list[Question]:
     return [Question(q.query, q.hops, q.family, q.split, "world", needs=q.needs) for q in items]
 
 
-def evaluate(name: str, run: Callable[[str], tuple[list[Any], bool]], questions: Sequence[Question]) -> dict[str, Any]:
-    """Hit rates per (split, kind), walk rates, latency of ``run`` (route + retrieve) over ``questions``."""
+def evaluate(
+    name: str,
+    run: Callable[[str], tuple[list[Any], bool]],
+    questions: Sequence[Question],
+    *,
+    misses: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Hit rates per (split, kind), walk rates, latency of ``run`` (route + retrieve) over ``questions``; logs the
+    top hits of the tune questions of the families in ``misses`` that were missed."""
     for q in questions[:3]:
         run(q.query)  # warm connections and caches
     rows, times = [], []
@@ -86,6 +98,11 @@ def evaluate(name: str, run: Callable[[str], tuple[list[Any], bool]], questions:
         hits, walked = run(q.query)
         times.append((time.perf_counter() - started) * 1000)
         rows.append((q, answered(q, hits), walked))
+        if q.family in misses and q.split == "tune" and not rows[-1][1]:
+            log(f"{name} missed {q.query!r} (needs {q.needs}; walked {walked}):")
+            for h in hits[:K]:
+                path = f" via {h.path.seed} -> {h.path.entity} ({h.path.relation}, {h.path.hops})" if h.path else ""
+                log(f"    {h.corpus} {h.score:.3f}{path}: {' | '.join(shown(h))[:160]!r}")
 
     def share(pick: Callable[[Question], bool], of: int = 1) -> float | None:
         chosen = [r for r in rows if pick(r[0])]
@@ -103,10 +120,14 @@ def evaluate(name: str, run: Callable[[str], tuple[list[Any], bool]], questions:
                     out[f"{source}_{kind}_{split}"] = share(pick)
                     out[f"{source}_{kind}_{split}_walked"] = share(pick, of=2)
     families = sorted({(q.hops, q.family) for q in questions if q.source == "world"})
-    out["families"] = {
-        f"{hops}:{family}": share(lambda q, f=family, h=hops: q.source == "world" and q.family == f and q.hops == h)
-        for hops, family in families
-    }
+    for split in ("all", "tune", "heldout"):
+
+        def in_family(q: Question, family: str, hops: int, split: str = split) -> bool:
+            return q.source == "world" and q.family == family and q.hops == hops and split in ("all", q.split)
+
+        out["families" if split == "all" else f"families_{split}"] = {
+            f"{hops}:{family}": share(lambda q, f=family, h=hops: in_family(q, f, h)) for hops, family in families
+        }
     log(f"{name}: {len(rows)} questions, p50 {out['p50_ms']} ms")
     return out
 
@@ -141,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--questions", type=int, default=200, help="wikitables questions asked at most (default 200)")
     ap.add_argument("--wikitables", type=Path, default=find_wikitables(), help="the shared wikitables folder")
     ap.add_argument("--seed", type=int, default=7, help="the world's seed (default 7)")
+    ap.add_argument("--misses", nargs="*", default=(), help="log the missed tune questions of these families")
     args = ap.parse_args(argv)
     structures = args.structures or (24 if args.quick else 150)
     pages_wanted = args.pages if args.pages is not None else (0 if args.quick else 40)
@@ -187,15 +209,20 @@ def main(argv: list[str] | None = None) -> int:
         def without(query: str) -> tuple[list[Any], bool]:
             return plain.retrieve(query, k=K, allow_none=True), False
 
-        results = {"graph": evaluate("graph", with_graph, questions), "plain": evaluate("plain", without, questions)}
+        results = {
+            "graph": evaluate("graph", with_graph, questions, misses=args.misses),
+            "plain": evaluate("plain", without, questions),
+        }
         rag.close()
         plain.close()
     g, p = results["graph"], results["plain"]
     log(f"{'':28}{'plain':>8}{'graph':>8}")
     for key in sorted(k for k in g if k.startswith(("world_", "wikitables_")) and not k.endswith("_walked")):
         log(f"{key:28}{_pct(p.get(key)):>8}{_pct(g.get(key)):>8}   walked {_pct(g.get(key + '_walked'))}")
-    for family, value in g["families"].items():
-        log(f"  {family:26}{_pct(p['families'].get(family)):>8}{_pct(value):>8}")
+    log(f"{'family':28}{'tune plain':>12}{'graph':>8}{'held-out plain':>16}{'graph':>8}")
+    for family in g["families"]:
+        figures = [_pct(r[f"families_{s}"].get(family)) for s in ("tune", "heldout") for r in (p, g)]
+        log(f"  {family:26}{figures[0]:>12}{figures[1]:>8}{figures[2]:>16}{figures[3]:>8}")
     log(f"route + retrieve p50: plain {p['p50_ms']} ms, graph {g['p50_ms']} ms")
     targets = {
         "two_hop_heldout": {

@@ -148,14 +148,18 @@ def test_index_settle(database_url: str, tmp_path: Path) -> None:
 
 
 def test_graph(database_url: str, tmp_path: Path) -> None:
-    """The seeded world alone (no wikitables pages): the graph is built, and two-hop questions find their second fact
-    more often with it than without, single-fact ones as often."""
+    """The seeded world alone (no wikitables pages), with its PDF reports, HTML pages and videos: the graph is built,
+    and two-hop questions find their second fact more often with it than without, single-fact ones as often; every
+    family has held-out questions."""
     r = run_benchmark("graph.py", ["--quick", "--structures", "12", "--pages", "0"], database_url, tmp_path)
     assert r["structures"] == 12 and r["graph"]["entities"] > 0 and r["graph"]["mentions"] > 0
     graph, plain = r["results"]["graph"], r["results"]["plain"]
     assert graph["world_two_hop_all"] > plain["world_two_hop_all"]
     assert graph["world_two_hop_all_walked"] > 0.5 and graph["world_single_all_walked"] < 0.5
     assert graph["world_single_all"] >= plain["world_single_all"] - 0.05
+    media = {"2:figure_subject", "2:figure_birthplace", "2:link_birthplace", "2:clip_university"}
+    assert media <= set(graph["families"]) and set(graph["families_heldout"]) == set(graph["families"])
+    assert graph["families"]["2:link_birthplace"] > plain["families"]["2:link_birthplace"]  # a page behind a link
     assert positive(graph["p50_ms"]) and positive(plain["p50_ms"])
 
 
