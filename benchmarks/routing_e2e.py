@@ -20,7 +20,9 @@ and route + retrieve latency. Strategies:
 - ``descriptions``  similarity to the corpus descriptions (LlamaIndex's EmbeddingSingleSelector idea);
 - ``adapted``       with ``--adapt``, when ``UniversalRAG.adapt_router`` exists: routed after adapting on the
                     tune split (not stored in the schema);
-- ``routed_baseline`` with ``--baseline-combiner PATH``: routed with that combiner (before/after in one run).
+- ``routed_baseline`` with ``--baseline-combiner PATH``: routed with that combiner (before/after in one run);
+- ``routed_no_graph`` with ``--graph compare``: routed with ``walk_graph=False`` (``routed`` walks the knowledge
+                    graph, as the library does by default; ``--graph off`` turns the walk off in ``routed``).
 
 A latency part then fills six corpora with synthetic vectors (100k units; ``--quick``: 6k) and times route +
 retrieve. Prints a table, writes ``routing_e2e.png`` and ``routing_e2e.json`` into ``--out`` and ends with one
@@ -57,8 +59,11 @@ def machine() -> dict[str, Any]:
     return {"cpu": cpu_model(), "cores": os.cpu_count(), "load": [round(x, 2) for x in os.getloadavg()]}
 
 
-def make_strategies(rag: Any, *, adapted: Any = None, baseline: Any = None) -> dict[str, Strategy]:
-    """The strategies by name; each maps a question to its top-``K`` hits (``[]`` means "none")."""
+def make_strategies(
+    rag: Any, *, adapted: Any = None, baseline: Any = None, no_graph: Any = None
+) -> dict[str, Strategy]:
+    """The strategies by name; each maps a question to its top-``K`` hits (``[]`` means "none"). ``no_graph``: a
+    facade built with ``walk_graph=False``, for ``routed_no_graph``."""
     from universalrag.fusion import fuse
     from universalrag.retrieve import routing_candidates
     from universalrag.routing import ROUTE_DESCRIPTIONS, ExampleRouter, TrainedRouter
@@ -90,7 +95,24 @@ def make_strategies(rag: Any, *, adapted: Any = None, baseline: Any = None) -> d
         out["adapted"] = lambda q: adapted.retrieve(q.query, k=K, allow_none=True)
     if baseline is not None:
         out["routed_baseline"] = lambda q: baseline.retrieve(q.query, k=K, allow_none=True)
+    if no_graph is not None:
+        out["routed_no_graph"] = lambda q: no_graph.retrieve(q.query, k=K, allow_none=True)
     return out
+
+
+def ensure_graph(rag: Any, log: Callable[[str], None]) -> dict[str, int]:
+    """Build the knowledge graph from the stored units when the schema holds none (ingested before the graph
+    existed, or with it turned off), as ingesting them today would; the graph's counts beside the stored sources."""
+    stats = rag.graph.stats()
+    stored = len(rag.store.sources())
+    if stats.mentions == 0 and stored:
+        log(f"graph: none for the {stored} stored sources; building it from their units")
+        rag.graph.build(vectors=False, align=False)
+        stats = rag.graph.stats()
+    counts = {"stored_sources": stored, "sources": stats.sources, "entities": stats.entities}
+    counts.update(relations=stats.relations, mentions=stats.mentions)
+    log(f"graph: {counts}")
+    return counts
 
 
 def _p(values: Sequence[float], q: float) -> float:
@@ -279,6 +301,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="add 'routed_baseline': routed with this combiner "
         "JSON instead of the shipped one (a before/after comparison in one run)",
     )
+    ap.add_argument(
+        "--graph",
+        choices=["on", "off", "compare"],
+        default="on",
+        help="the knowledge graph's walk in 'routed' (default on, as the library ships; a schema without a graph "
+        "gets one built from its stored units first), off (walk_graph=False), or compare: 'routed' with it and "
+        "'routed_no_graph' without it, in one run",
+    )
     ap.add_argument("--no-latency", action="store_true", help="skip the synthetic latency part (recall only)")
     ap.add_argument(
         "--out",
@@ -324,7 +354,13 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     # the strategies ask the same questions: each embeds them every time, as a new question is (timed)
     settings = Settings.from_env().with_(database_url=args.database_url, schema=args.schema, query_vectors=0)
-    rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, combiner=Combiner.default())
+    rag = UniversalRAG(
+        settings=settings,
+        generator=None,
+        visual_encoder=None,
+        combiner=Combiner.default(),
+        walk_graph=args.graph != "off",
+    )
     work = args.out / f"e2e_{args.schema}"
     questions, notes = prepare_benchmark(
         rag, work, quick=args.quick, pages=args.pages, wikitables=args.wikitables, log=log
@@ -338,6 +374,17 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
         f"{len(asked)} questions ({args.split} split): "
         + ", ".join(f"{s} {sum(c.values())}" for s, c in counts.items())
     )
+    graph = ensure_graph(rag, log) if args.graph != "off" else None
+    no_graph = None
+    if args.graph == "compare":
+        no_graph = UniversalRAG(
+            settings=settings,
+            embedder=rag.embedder,
+            generator=None,
+            visual_encoder=None,
+            combiner=Combiner.default(),
+            walk_graph=False,
+        )
     adapted = None
     if args.adapt:
         if not hasattr(UniversalRAG, "adapt_router"):
@@ -359,7 +406,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
             combiner=Combiner.load(args.baseline_combiner),
         )
     results = {}
-    for name, strategy in make_strategies(rag, adapted=adapted, baseline=baseline).items():
+    for name, strategy in make_strategies(rag, adapted=adapted, baseline=baseline, no_graph=no_graph).items():
         results[name] = evaluate(strategy, asked)
         log(f"  {name}: hit@5 {results[name]['hit5']}, p50 {results[name]['p50_ms']} ms")
     goals = targets(results)
@@ -383,6 +430,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "benchmark": "routing_e2e",
         "quick": args.quick,
         "split": args.split,
+        "graph": {"mode": args.graph, **(graph or {})},
         "k": K,
         "questions": counts,
         "strategies": results,
@@ -401,8 +449,9 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if plot(results, args.out / "routing_e2e.png", title=title):
         log(f"plot: {args.out / 'routing_e2e.png'}")
     rag.close()
-    if baseline is not None:
-        baseline.close()
+    for other in (baseline, no_graph):
+        if other is not None:
+            other.close()
     return summary
 
 
