@@ -348,7 +348,7 @@ def main() -> None:
             "evidence routing, spelling=False": lambda q: unspelled.search(q, allow_none=True),
         }
         if synthetic and args.graph:
-            without_graph = variant(walk_walk_graph=False)
+            without_graph = variant(walk_graph=False)
             modes["evidence routing, walk_graph=False"] = lambda q: without_graph.search(q, allow_none=True)
         if synthetic and args.old_rule:
             old = UniversalRAG(

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from universalrag.errors import InvalidInputError
 from universalrag.evidence import hit_content, hit_text
 from universalrag.fusion import with_graph
-from universalrag.graph.walk import MAX_HOPS, WalkLimits, graph_tables, name_keys, walk_statement
+from universalrag.graph.walk import MAX_HOPS, WalkLimits, graph_tables, name_keys, walk_select, walk_statement
 from universalrag.types import GraphPath, Hit
 
 STRUCTURES = [
@@ -267,3 +267,78 @@ def test_a_reached_unit_of_a_kind_the_probes_lack_ranks_higher(world: dict[str, 
     page = next(h for h in text_shown if h.corpus != "table" and h.path is not None and h.path.hops > 0)
     assert page.score == pytest.approx(next(h for h in table_shown if h.id == page.id).score), "a page: no bonus"
     assert text_shown.index(row) < text_shown.index(page)
+
+
+def test_graph_table_descriptions_are_kept_per_schema() -> None:
+    """One description per schema (and vector width), reused by every walk: a fresh one misses SQLAlchemy's cache of
+    compiled statements."""
+    first, again, other = graph_tables("kb_one"), graph_tables("kb_one"), graph_tables("kb_two")
+    assert first is again
+    assert other is not first and other.entities.schema == "kb_two" and first.entities.schema == "kb_one"
+    assert graph_tables("kb_one", 384) is not first, "the vector width types other columns"
+    assert graph_tables("kb_one", 384).entities.c.embedding.type.dim == 384
+
+
+def test_a_kept_walk_statement_walks_as_a_new_one(world: dict[str, Any]) -> None:
+    """The walk statement is built once per tables and limits, its keys given when it runs: the same rows as a
+    statement built with the keys, for different questions in turn."""
+    store = world["rag"].store
+    tables, limits = graph_tables(store.schema), WalkLimits(hops=2)
+    assert walk_select(tables, limits) is walk_select(tables, WalkLimits(hops=2))
+    with store.transaction("walk") as conn:
+        for question in (TWO_HOP, SINGLE, "Which firm built the Dromol Dam?"):
+            keys = name_keys(question)
+            kept = conn.execute(walk_select(tables, limits), {"keys": keys}).all()
+            built = conn.execute(walk_statement(tables, keys, limits)).all()
+            assert kept and kept == built, question
+
+
+def test_units_read_ahead_give_the_same_hits_as_read_after_the_probes(world: dict[str, Any]) -> None:
+    """The walk reads its units' rows in the worker, before the probes are back: the hits made from them are those
+    made by reading after the probes, and routing gives them."""
+    from universalrag.graph.retrieve import Walked, residual_terms, shown_modalities
+
+    rag = world["rag"]
+    graph = rag.graph_retrieval
+    plan = rag.plan(TWO_HOP)
+    rag.route(plan)
+    vector = [float(x) for x in plan.embedding(rag.embedder)]
+    walked = graph.walk_ahead(rag.store, TWO_HOP, vector)
+    assert walked.rows, "a walk reaching units over a relation reads them ahead"
+    assert walked.reached == graph.walk(rag.store, TWO_HOP)
+    modality = {n: s.modality for n, s in rag.store.corpora().items()}
+    wanted = residual_terms(TWO_HOP, walked.reached, plan.probes)
+    shown_kinds = shown_modalities(plan.probes, modality, k=plan.k)
+    ahead = graph.hits(rag.store, TWO_HOP, vector, walked.reached, wanted=wanted, shown=shown_kinds, rows=walked.rows)
+    after = graph.hits(rag.store, TWO_HOP, vector, walked.reached, wanted=wanted, shown=shown_kinds)
+    assert ahead and ahead == after
+    assert list(plan.graph_hits) == after, "routing (the walk in the pool, read ahead) gives them too"
+    assert any(h.corpus == "table" and h.matched_parts for h in ahead)
+    # nothing is read ahead for a walk that reached only the names it started from, or nothing
+    assert not graph.read_ahead([r for r in walked.reached if r.hops == 0])
+    assert graph.walk_ahead(rag.store, "hello there", vector) == Walked([])
+
+
+def test_parts_naming_more_of_the_reached_names_come_first(world: dict[str, Any]) -> None:
+    """A table's rows naming a reached entity: those naming more of the names first, then the earlier name."""
+    from universalrag.graph.units import read_parts
+
+    rag = world["rag"]
+    engineers = next(r.unit_id for r in rag.graph_retrieval.walk(rag.store, TWO_HOP) if r.corpus == "table")
+    vector = [float(x) for x in rag.embedder.embed_query("engineers")]
+
+    def rows(*names: str) -> list[str]:
+        parts = read_parts(rag.store, {"table": {engineers: list(names)}}, vector, per_unit=3)
+        return [text for _, text, _ in parts.get(("table", engineers), ())]
+
+    # Ilse Kadrow's row names both, Oskar Talvo's only the academy
+    assert [("Ilse Kadrow" in t, "Oskar Talvo" in t) for t in rows("Royal Academy of Works", "Ilse Kadrow")] == [
+        (True, False),
+        (False, True),
+    ]
+    # Oskar Talvo's row names both (Ostervik is his birthplace), Ilse Kadrow's one, the second
+    assert [("Oskar Talvo" in t, "Ilse Kadrow" in t) for t in rows("Ostervik", "Royal Academy of Works")] == [
+        (True, False),
+        (False, True),
+    ]
+    assert rows("Nobody Named So") == []

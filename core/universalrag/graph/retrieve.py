@@ -4,14 +4,16 @@
 
 1. :meth:`~GraphRetrieval.start` sends the walk (:mod:`universalrag.graph.walk`, one statement) to a worker, beside
    the corpus probes, when the schema holds a graph (whether it does is cached: a schema without one costs no
-   statement at all for :data:`PRESENT_TTL_S` seconds, nor while its tables are absent);
+   statement at all for :data:`PRESENT_TTL_S` seconds, nor while its tables are absent); when the walk reached units
+   over a relation, the worker reads their rows next (:meth:`~GraphRetrieval.walk_ahead`), while the probes run;
 2. :func:`graph_features` and :func:`walk_rule` decide whether the question needs what the walk reached (a
    question about something *related to* the thing it names), from the walk and the probe hits;
-3. :meth:`~GraphRetrieval.hits` turns the reached units into :class:`~universalrag.types.Hit`\\ s (one statement
-   per corpus, two for a corpus of tables or documents: the rows or chunks holding the reached name are its
-   matched parts), each carrying the :class:`~universalrag.types.GraphPath` that brought it, ranked by a fused
-   score: the walk's (structural importance), the unit's similarity to the question and the modality the question
-   asks for ("table", "figure", "video").
+3. :meth:`~GraphRetrieval.hits` turns the reached units into :class:`~universalrag.types.Hit`\\ s (their rows read
+   ahead, or in one statement; one more for the best tables and documents: the rows or chunks holding the reached
+   name are their matched parts), each carrying the :class:`~universalrag.types.GraphPath` that brought it, ranked
+   by a fused score: the walk's (structural importance), the unit's similarity to the question and the modality the
+   question asks for ("table", "figure", "video"); routing makes them in a worker while it turns the probes into
+   features.
 
 Retrieval puts the hits into the routed ranking (:meth:`universalrag.retrieve.Retrieval.with_graph`, which every
 surface runs: the facade and the LangGraph nodes) with :func:`universalrag.fusion.with_graph`.
@@ -25,6 +27,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
@@ -34,15 +37,16 @@ from ..errors import StoreError
 from ..plan import QueryPlan
 from ..store import Store
 from ..store.corpus_search import hit_from_row
-from ..types import GraphPath, Hit, Modality
+from ..types import GraphPath, Hit, Modality, Vector
 from .model import ANCHOR
 from .units import read_parts, read_rows
-from .walk import Reached, WalkLimits, graph_tables, name_keys, reached_from_rows, walk_statement
+from .walk import Reached, WalkLimits, graph_tables, name_keys, reached_from_rows, walk_select
 
 __all__ = [
     "GRAPH_WEIGHT",
     "PRESENT_TTL_S",
     "GraphRetrieval",
+    "Walked",
     "asked_modality",
     "graph_features",
     "residual_terms",
@@ -210,6 +214,22 @@ def walk_rule(features: Mapping[str, float]) -> bool:
     )
 
 
+Rows = dict[tuple[str, str], dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Walked:
+    """A walk's outcome: the units it ``reached`` and, when they were read ahead (:meth:`GraphRetrieval.walk_ahead`),
+    their ``rows`` by (corpus, id) as :func:`~universalrag.graph.units.read_rows` gives them."""
+
+    reached: list[Reached]
+    rows: Rows | None = None
+
+
+def _floats(vector: Vector) -> list[float]:
+    return [float(x) for x in np.asarray(vector, dtype=np.float32)]
+
+
 @dataclass
 class _Present:
     read: float
@@ -264,17 +284,33 @@ class GraphRetrieval:
         keys = name_keys(text)
         if not keys or not self.present(store):
             return []
-        statement = walk_statement(graph_tables(store.schema), keys, self.limits)
-        with store.transaction("walk the knowledge graph", read_only=True) as conn:
-            rows = conn.execute(statement).all()
+        statement = walk_select(graph_tables(store.schema), self.limits)
+        rows = store.search_read("walk the knowledge graph", lambda conn: conn.execute(statement, {"keys": keys}).all())
         return reached_from_rows(rows)
 
-    def start(self, store: Store, text: str, *, pool: Executor | None = None) -> Callable[[], list[Reached]]:
-        """:meth:`walk` sent to ``pool`` now (run when the returned function is called, without one); the returned
-        function waits for it."""
+    def walk_ahead(self, store: Store, text: str, vector: Vector | None = None) -> Walked:
+        """:meth:`walk`, and with the question's ``vector`` the rows of the units :meth:`hits` would read, read now
+        (:meth:`read_ahead`), before anyone knows whether the rule will choose the graph."""
+        reached = self.walk(store, text)
+        if vector is None or not self.read_ahead(reached):
+            return Walked(reached)
+        return Walked(reached, self._read_rows(store, reached, _floats(vector)))
+
+    @staticmethod
+    def read_ahead(reached: Sequence[Reached]) -> bool:
+        """Whether a walk's units are read before the probes are back: when it reached a unit over a relation, which
+        :func:`walk_rule` needs (``reached`` >= 1) and most such walks are chosen (9 of the 12 questions of
+        ``benchmarks/routing_latency.py --graph``). The rows read cost 0.3 ms of the server's time."""
+        return any(r.hops > 0 for r in reached)
+
+    def start(
+        self, store: Store, text: str, *, pool: Executor | None = None, vector: Vector | None = None
+    ) -> Callable[[], Walked]:
+        """:meth:`walk_ahead` sent to ``pool`` now (run when the returned function is called, without one); the
+        returned function waits for it."""
         if pool is None:
-            return lambda: self.walk(store, text)
-        future = pool.submit(self.walk, store, text)
+            return lambda: self.walk_ahead(store, text, vector)
+        future = pool.submit(self.walk_ahead, store, text, vector)
         return future.result
 
     def decide(
@@ -282,19 +318,33 @@ class GraphRetrieval:
         plan: QueryPlan,
         store: Store,
         embedder: Embedder,
-        reached: Sequence[Reached],
+        reached: Sequence[Reached] | Walked,
         probes: Mapping[str, Sequence[Hit]],
     ) -> bool:
         """Set ``plan.graph_features`` from the walk and the probes and, when the rule chooses the graph, the hits it
-        reached (``plan.graph_hits``); returns the rule's choice."""
-        plan.graph_features = graph_features(plan.text, reached, probes)
-        if not reached or not self.rule(plan.graph_features):
+        reached (``plan.graph_hits``); returns the rule's choice. ``reached`` may come with its rows read ahead
+        (:meth:`start`)."""
+        rows = reached.rows if isinstance(reached, Walked) else None
+        found = reached.reached if isinstance(reached, Walked) else reached
+        plan.graph_features = graph_features(plan.text, found, probes)
+        if not found or not self.rule(plan.graph_features):
             return False
-        vector = [float(x) for x in np.asarray(plan.embedding(embedder), dtype=np.float32)]
-        wanted = residual_terms(plan.text, reached, probes)
+        vector = _floats(plan.embedding(embedder))
+        wanted = residual_terms(plan.text, found, probes)
         shown = shown_modalities(probes, {n: s.modality for n, s in store.corpora().items()}, k=plan.k)
-        plan.graph_hits = tuple(self.hits(store, plan.text, vector, reached, wanted=wanted, shown=shown))
+        plan.graph_hits = tuple(self.hits(store, plan.text, vector, found, wanted=wanted, shown=shown, rows=rows))
         return True
+
+    def _chosen(self, reached: Sequence[Reached]) -> list[Reached]:
+        """The reached units read and ranked: the best :attr:`read` by the walk's score, those beyond the names
+        first."""
+        return sorted(reached, key=lambda r: (r.hops == 0, -r.score))[: self.read]
+
+    def _read_rows(self, store: Store, reached: Sequence[Reached], vector: Sequence[float]) -> Rows:
+        wanted: dict[str, dict[str, None]] = {}
+        for r in self._chosen(reached):
+            wanted.setdefault(r.corpus, {})[r.unit_id] = None
+        return read_rows(store, {c: list(units) for c, units in wanted.items()}, vector) if wanted else {}
 
     def hits(
         self,
@@ -305,6 +355,7 @@ class GraphRetrieval:
         *,
         wanted: Sequence[str] = (),
         shown: Collection[Modality] = (),
+        rows: Rows | None = None,
     ) -> list[Hit]:
         """The reached units as hits, best first (see the module docstring): one a source, with its path; a
         multi-vector unit's matched parts are its rows or chunks holding the reached entity's name. ``wanted`` are
@@ -312,17 +363,19 @@ class GraphRetrieval:
         them (a column "Born", a page saying "headquartered") ranks higher by :data:`WANTED_WEIGHT` times their
         share. A unit reached over a relation whose modality is not among ``shown`` (those of the best probe hits,
         :func:`shown_modalities`) ranks higher by :data:`NEW_KIND_BONUS`: it adds a kind of evidence the dense hits
-        lack, where more units of the kinds they show mostly repeat them."""
+        lack, where more units of the kinds they show mostly repeat them. ``rows``: the units' rows read already
+        (:meth:`walk_ahead` with the same ``vector``), else they are read here."""
         # the walk's scores relative to the best unit it reached beyond the names themselves (those rank last)
         top = max((r.score for r in reached if r.hops > 0), default=0.0) or max((r.score for r in reached), default=1.0)
         modality = asked_modality(text)
         out: list[tuple[float, Hit]] = []
         specs = store.corpora()
-        chosen = sorted(reached, key=lambda r: (r.hops == 0, -r.score))[: self.read]
+        chosen = self._chosen(reached)
         wanted_units: dict[str, dict[str, list[str]]] = {}
         for r in chosen:
             wanted_units.setdefault(r.corpus, {}).setdefault(r.unit_id, []).extend(r.names or (r.entity,))
-        rows = read_rows(store, {c: list(units) for c, units in wanted_units.items()}, vector) if chosen else {}
+        if rows is None:
+            rows = self._read_rows(store, reached, vector)
         by_corpus: dict[str, list[Reached]] = {}
         for r in chosen:
             by_corpus.setdefault(r.corpus, []).append(r)

@@ -145,13 +145,24 @@ class EvidenceRouting:
         # (alternated, load 0.8-1.4). torch's many small operations contend for the GIL (p50 206 against 188 ms
         # at load 3 for an overlapped pass, UNIVERSALRAG_INFERENCE=torch), a path kept for training.
         pending = pool.submit(self._prior, plan.text) if pool is not None else None
-        plan.embedding(searcher.embedder)
+        vector = plan.embedding(searcher.embedder)
+        # The graph's walk goes to the pool before the probes, so that it runs beside them (after them it waited for
+        # a worker), and reads the units it reached while they run.
+        walking = (
+            self.graph.start(searcher.store, plan.text, pool=pool, vector=vector) if self.graph is not None else None
+        )
         collect = searcher.start_probes(plan, corpora, pool=pool)
-        walking = self.graph.start(searcher.store, plan.text, pool=pool) if self.graph is not None else None
         prior = pending.result() if pending is not None else self._prior(plan.text)
         probes = collect()
+        deciding = None
         if walking is not None and self.graph is not None:
-            self.graph.decide(plan, searcher.store, searcher.embedder, walking(), probes)
+            # the graph's hits (the parts naming what it reached: one more round trip) are made in the pool while
+            # this thread turns the probes into features, which do not read them
+            args = (plan, searcher.store, searcher.embedder, walking(), probes)
+            if pool is not None:
+                deciding = pool.submit(self.graph.decide, *args)
+            else:
+                self.graph.decide(*args)
         specs = searcher.store.corpora()
         sizes = self.sizes(searcher)
         query_vector = plan.embedding(searcher.embedder)
@@ -174,6 +185,8 @@ class EvidenceRouting:
             )
         prior_none = float(prior.get(NO_RETRIEVAL, 0.0))
         pairs = pair_features(plan.text, evidence, prior_none=prior_none, typed=plan.exact_terms)
+        if deciding is not None:
+            deciding.result()
         return ProbedQuery(plan, prior, pairs, prior_none, (time.perf_counter() - started) * 1000)
 
     def route(self, plan: QueryPlan, searcher: Searcher, *, pool: Executor | None = None) -> RouteDecision:

@@ -279,6 +279,11 @@ class Searching:
 
         return self._search_read(action, read)
 
+    def search_read(self, action: str, fn: Callable[[sa.Connection], _T]) -> _T:
+        """``fn(conn)`` read as a search reads (one round trip a statement, see :meth:`_search_read`): for statements
+        that write nothing and change no session setting; ``action`` says what failed in an error."""
+        return self._search_read(lambda: action, fn)
+
     def _search_read(self, action: Callable[[], str], fn: Callable[[sa.Connection], _T]) -> _T:
         """``fn(conn)`` on a pooled connection in autocommit mode — a search's statements carry their own index
         settings, so no BEGIN/COMMIT round trips — handed out without a ping when it was used moments ago
