@@ -9,7 +9,8 @@ them in three steps:
    by the stored entity vector (pgvector's index, the iterative scan where the server has it), at most
    :data:`MAX_ENTITIES` entities read and :data:`MAX_CANDIDATE_PAIRS` pairs kept (the nearest).
 2. **Decision** (:func:`same_entity`): the two *names* are embedded on their own (the stored vector also holds the
-   description, which two different rows of one table share much of); the pair is one entity when their cosine is
+   description, which two different rows of one table share much of; only pairs that pass the checks needing no
+   vector are embedded); the pair is one entity when their cosine is
    at least :data:`SAME_ENTITY_THRESHOLD`, one name is the other with words added after it (:func:`qualifies`:
    "Fulham" and "Fulham F.C.", not "Charleston" and "North Charleston") and the numbers in the two names are the same
    (:func:`numbers`: "2010 FIFA World Cup" and "2014 FIFA World Cup" are two). The bundled encoder alone cannot tell
@@ -340,13 +341,13 @@ def align_entities(
         for (a, b), s in pairs.items()
         if a in rows and b in rows and not (rows[a].anchored and rows[b].anchored)
     }
-    if not pairs:
-        return AlignReport(candidates=0, merges=(), seconds=time.perf_counter() - started)
-    ids = sorted({i for p in pairs for i in p})
-    vectors = np.asarray(embed([rows[i].name for i in ids]), dtype=np.float32)
+    # the checks that need no vector first: only the names of pairs that pass them are embedded
+    named = [(a, b) for a, b in pairs if same_entity(rows[a].name, rows[b].name, 1.0, threshold)]
+    ids = sorted({i for p in named for i in p})
+    vectors = np.asarray(embed([rows[i].name for i in ids]), dtype=np.float32) if ids else np.zeros((0, 0))
     at = {i: n for n, i in enumerate(ids)}
     scored = []
-    for a, b in pairs:
+    for a, b in named:
         sim = float(vectors[at[a]] @ vectors[at[b]])
         if same_entity(rows[a].name, rows[b].name, sim, threshold):
             scored.append((sim, a, b))
