@@ -64,19 +64,30 @@ def scratch_store(database_url: str | None, prefix: str) -> Iterator[Any]:
     embedded server."""
     import sqlalchemy as sa
 
+    schema = f"bench_{prefix}_{uuid.uuid4().hex[:8]}"
+    with kept_store(database_url, schema) as store:
+        try:
+            yield store
+        finally:
+            with store.engine.begin() as conn:
+                conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))
+
+
+@contextlib.contextmanager
+def kept_store(database_url: str | None, schema: str) -> Iterator[Any]:
+    """A :class:`~universalrag.store.Store` on schema ``schema`` (not initialised), kept on exit: what a later run
+    reuses instead of loading its data again. ``database_url=None``: ``UNIVERSALRAG_DATABASE_URL``, else the
+    embedded server."""
     from universalrag.config import Settings
     from universalrag.store import Store
 
     settings = Settings.from_env()
     if database_url:
         settings = settings.with_(database_url=database_url)
-    schema = f"bench_{prefix}_{uuid.uuid4().hex[:8]}"
     store = Store(settings=settings.with_(schema=schema))
     try:
         yield store
     finally:
-        with store.engine.begin() as conn:
-            conn.execute(sa.schema.DropSchema(schema, cascade=True, if_exists=True))
         store.close()
 
 
