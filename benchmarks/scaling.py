@@ -27,8 +27,9 @@ the library's default, doubling up to 1000, whose recall reaches 0.95), which ev
 then uses at least; the checks' recalls per beam and the tuned beams are printed and in the JSON
 (``tuned_ef``, ``check_recall``). Then each path's cold first query (:func:`cold_queries`: a new ``Store``, a
 corpus not searched yet in the process), then the timed queries, the paths alternated query by query
-(:func:`measure`); p50 and p95 over the queries, this process's CPU time per search, and recall@10: the share of
-the exact top 10 (numpy over the same vectors) that each path's hits hold. Goals: from 100k units on, routed <=
+(:func:`measure`); p50 and p95 over the queries, this process's and the server's CPU time per search
+(:func:`machine.server_cpu`: what the load changes least), and recall@10: the share of the exact top 10 (numpy
+over the same vectors) that each path's hits hold. Goals: from 100k units on, routed <=
 unified and routed <= 2x the index path; recall >= 0.95 at library defaults. The plot (``scaling.png``) shows p50
 against size and recall against p50, one point per path and size.
 
@@ -147,16 +148,19 @@ def measure(store, vectors, ids, rng, n_queries: int) -> dict:  # type: ignore[n
     times: dict[str, list[float]] = {path: [] for path in PATHS}
     recalls: dict[str, list[float]] = {path: [] for path in PATHS}
     cpu_ms = dict.fromkeys(PATHS, 0.0)  # this process's CPU time (the library's own work), summed
+    server_ms = dict.fromkeys(PATHS, 0.0)  # the server's CPU time, summed
+    server = bench.server_cpu(store.read_engine)
     per_corpus: dict[str, dict[str, list[float]]] = {name: {"ms": [], "recall": []} for name in CORPORA}
     orders = list(itertools.permutations(PATHS))  # each path first, and before each other, equally often
     for n in range(steps):
         for path in orders[n % len(orders)]:
             corpus, q = queries[path][n]
-            cpu = time.process_time()
+            cpu, served = time.process_time(), server()
             t, hits = bench.timed(store.search, corpus, q.tolist(), k=K, **PATHS[path][1])
             if n < WARM_UP:
                 continue
             cpu_ms[path] += (time.process_time() - cpu) * 1000
+            server_ms[path] += server() - served
             truth = (
                 exact_top(all_vecs, all_ids, q) if corpus == "unified" else exact_top(vectors[corpus], ids[corpus], q)
             )
@@ -171,6 +175,7 @@ def measure(store, vectors, ids, rng, n_queries: int) -> dict:  # type: ignore[n
         out[f"{path}_p95_ms"] = bench.percentile(times[path], 95)
         out[f"recall_{path}"] = float(np.mean(recalls[path]))
         out[f"{path}_cpu_ms"] = cpu_ms[path] / max(len(times[path]), 1)
+        out[f"{path}_server_cpu_ms"] = server_ms[path] / max(len(times[path]), 1)
     out["per_corpus"] = {
         name: {
             "routed_ms": round(bench.percentile(v["ms"], 50), 2),
@@ -481,13 +486,15 @@ def main() -> None:
             f"{size:>9} units, {n_queries} queries per path, alternated; load average {row['load'][0]}-{row['load'][1]}"
         )
         bench.log(
-            f"    {'path':<14} {'p50 ms':>7} {'p95 ms':>7} {'client CPU ms':>13} {'recall@10':>9} "
+            f"    {'path':<14} {'p50 ms':>7} {'p95 ms':>7} {'client CPU ms':>13} {'server CPU ms':>13} "
+            f"{'recall@10':>9} "
             f"{'cold 1st ms':>11} {'cold recall':>11}"
         )
         for path in PATHS:
             bench.log(
                 f"    {path:<14} {row[f'{path}_ms']:>7.2f} {row[f'{path}_p95_ms']:>7.2f} "
-                f"{row[f'{path}_cpu_ms']:>13.2f} {row[f'recall_{path}']:>9.3f} "
+                f"{row[f'{path}_cpu_ms']:>13.2f} {row[f'{path}_server_cpu_ms']:>13.2f} "
+                f"{row[f'recall_{path}']:>9.3f} "
                 f"{cold[path][0]:>11.1f} {cold[path][1]:>11.2f}"
             )
         bench.log(
@@ -513,7 +520,7 @@ def main() -> None:
             **{
                 f"{path}_{stat}": [round(r[f"{path}_{stat}"], 2) for r in rows]
                 for path in PATHS
-                for stat in ("ms", "p95_ms")
+                for stat in ("ms", "p95_ms", "cpu_ms", "server_cpu_ms")
             },
             **{f"recall_{path}": [round(r[f"recall_{path}"], 4) for r in rows] for path in PATHS},
             "recall_at_10": [round(r["recall_routed"], 4) for r in rows],  # the names of earlier releases
