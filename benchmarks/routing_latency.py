@@ -18,7 +18,8 @@ exactly), so the effect of that rule is measured in the same run; not by default
 30 MB a query, interleaved with the other modes, evict what they keep in the CPU's caches (evidence routing measured
 30.4-31.5 ms at p50 beside it, 26.0-26.8 ms without it, same schema and load). ``--check`` runs the index check
 (``universalrag.store.index_check``) of each corpus first; ``--profile`` prints where one routed query's time goes
-(query embedding, router prior, each corpus's search alone, all probes together on one connection).
+(query embedding, router prior, each corpus's search alone, all probes together on one connection). With
+``--graph`` it also prints both modes' p50 over the questions whose routing chose the graph's hits and over the others.
 
 Every mode but the last corrects typos (``universalrag.spelling``); the last is evidence routing without the
 correction, so its cost is measured in the same run: 2 of the 12 questions have a word the encoder does not know
@@ -200,6 +201,25 @@ def profile(rag: Any, questions: list[str], rounds: int) -> None:
     print("where the time goes (median ms, each step alone):")
     for name, fn in steps.items():
         print(f"  {name:<34} {statistics.median(_time(fn, questions, rounds)):7.1f}")
+
+
+def graph_split(rag: Any, timings: dict[str, list[float]], with_graph: str, without_graph: str) -> None:
+    """p50 of the modes ``with_graph`` and ``without_graph`` over the questions whose routing chose the graph's hits
+    and over the others (what a question the graph does not answer pays for its walk)."""
+    chosen = []
+    for question in QUESTIONS:
+        plan = rag.plan(question, allow_none=True)
+        rag.route(plan)
+        chosen.append(bool(plan.graph_hits))
+    print(f"the graph's hits were chosen for {sum(chosen)} of {len(QUESTIONS)} questions")
+    for label, wanted in (("graph chosen", True), ("graph not chosen", False)):
+        if wanted not in chosen:
+            continue
+        figures = []
+        for shown, name in (("with the graph", with_graph), ("walk_graph=False", without_graph)):
+            values = [t for i, t in enumerate(timings[name]) if chosen[i % len(QUESTIONS)] == wanted]
+            figures.append(f"{shown} p50 {statistics.median(values):6.1f} ms")
+        print(f"  {label + ':':<18} " + ", ".join(figures))
 
 
 def prewarm(store: Any) -> None:
@@ -408,6 +428,8 @@ def main() -> None:
                 f"CPU {cpu[name] / len(values):5.1f} ms/query  "
                 f"asked first: p50 {_percentiles(first[name])[0]:5.1f} ms ({len(first[name])}x)"
             )
+        if synthetic and args.graph:
+            graph_split(rag, timings, "evidence routing (route+retrieve)", "evidence routing, walk_graph=False")
         if args.profile:
             profile(rag, QUESTIONS, rounds)
     finally:
