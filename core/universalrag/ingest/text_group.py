@@ -11,7 +11,6 @@ cannot be read or planned fails on its own; the others go on.
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,8 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import EmbeddingError, IngestError, NoTextError, UniversalRAGError
+from ..errors import IngestError, NoTextError, UniversalRAGError
 from ..types import Modality, PartBatch
+from .embed_ahead import EmbedAhead
 from .files import HEAD_BYTES, NO_TEXT_REASON, declared_encoding, decode_text, read_content
 from .guard import file_failure, is_file_failure
 from .report import FileOutcome, Progress
@@ -151,69 +151,121 @@ def text_prepared(run: IngestRun, planned: TextFile, vectors: np.ndarray) -> Pre
 EMBED_SLICE = 128
 
 
+def _plan(run: IngestRun, path: Path, uri: str, content_hash: str) -> TextFile | FileOutcome:
+    """A file planned, or its outcome when it has no text (``skipped``) or cannot be read (``failed``)."""
+    try:
+        return plan_text_file(run, path, uri, content_hash)
+    except NoTextError as e:
+        return FileOutcome(path=str(path), status="skipped", reason=NO_TEXT_REASON, error=e.reason)
+    except UniversalRAGError as e:
+        return failed_outcome(path, e)
+    except Exception as e:  # a reader failed on this file in a way it did not word: the file fails alone
+        if not is_file_failure(e):
+            raise
+        return failed_outcome(path, file_failure(path, e))
+
+
+class _GroupVectors:
+    """The vectors of a group's texts as they are planned and embedded: rows grow with each file planned."""
+
+    def __init__(self, dimension: int) -> None:
+        self.rows = np.zeros((0, dimension), dtype=np.float32)
+
+    def fit(self, n: int) -> None:
+        """Room for ``n`` rows; rows already filled keep their values (a file built earlier keeps its own copy)."""
+        if n > len(self.rows):
+            grown = np.zeros((max(n, 2 * len(self.rows)), self.rows.shape[1]), dtype=np.float32)
+            grown[: len(self.rows)] = self.rows
+            self.rows = grown
+
+
 def prepare_text_group(
     run: IngestRun,
     group: Sequence[tuple[Path, str, str]],
 ) -> Iterator[list[tuple[Path, Prepared | FileOutcome]]]:
     """Chunks of ``(path, prepared source or failed outcome)`` for the ``(path, uri, content hash)`` of ``group``,
-    in order. Their texts are embedded :data:`EMBED_SLICE` at a time (``run.on_progress`` hears how many of the
-    group's passages are embedded after each call, named by the file they belong to); each chunk holds the files
-    whose texts are all embedded by then. Between calls, ``run.options.should_stop`` is asked: when it says stop,
-    :class:`KeyboardInterrupt` is raised there, after the caller has taken every file embedded so far (a caller
-    writes each chunk before asking for the next). A source is built only when its chunk is asked for. A file with
-    no readable text is ``skipped`` (:data:`~universalrag.ingest.files.NO_TEXT_REASON`, its own reason as
-    ``error``): the caller fails it when the user named it."""
-    planned: list[TextFile | FileOutcome] = []
+    in order. Their texts are embedded :data:`EMBED_SLICE` at a time on a worker thread
+    (:class:`~universalrag.ingest.embed_ahead.EmbedAhead`) while the files after them are read and the caller
+    writes the files already embedded, so the encoder does not wait for the parser nor for the database.
+    ``run.on_progress`` hears how many of the passages read so far are embedded after each call, named by the file
+    they belong to; each chunk holds the files whose texts are all embedded by then. Between files and between
+    calls, ``run.options.should_stop`` is asked: when it says stop, the calls not started are dropped, the one
+    running is finished and its files given, and :class:`KeyboardInterrupt` is raised, after the caller has taken
+    every file embedded so far (a caller writes each chunk before asking for the next). A source is built only when
+    its chunk is asked for. A file with no readable text is ``skipped``
+    (:data:`~universalrag.ingest.files.NO_TEXT_REASON`, its own reason as ``error``): the caller fails it when the
+    user named it. When the encoder fails, every file not embedded yet fails with its error."""
     stop = run.options.should_stop or (lambda: False)
-    for path, uri, content_hash in group:
-        if stop():  # nothing of the group is embedded yet: nothing is lost
-            raise KeyboardInterrupt
-        try:
-            planned.append(plan_text_file(run, path, uri, content_hash))
-        except NoTextError as e:
-            planned.append(FileOutcome(path=str(path), status="skipped", reason=NO_TEXT_REASON, error=e.reason))
-        except UniversalRAGError as e:
-            planned.append(failed_outcome(path, e))
-        except Exception as e:  # a reader failed on this file in a way it did not word: the file fails alone
-            if not is_file_failure(e):
-                raise
-            planned.append(failed_outcome(path, file_failure(path, e)))
-    texts = [t for p in planned if isinstance(p, TextFile) for t in p.texts]
-    ends = list(itertools.accumulate(len(p.texts) if isinstance(p, TextFile) else 0 for p in planned))
-    vectors = np.zeros((len(texts), run.embedder.dimension), dtype=np.float32)
-    done = taken = 0
-    while True:
-        chunk: list[tuple[Path, Prepared | FileOutcome]] = []
+    planned: list[TextFile | FileOutcome] = []
+    ends: list[int] = []  # the end of each planned file's rows among the group's texts
+    texts: list[str] = []
+    vectors = _GroupVectors(run.embedder.dimension)
+    done = taken = submitted = 0
+
+    def chunk() -> list[tuple[Path, Prepared | FileOutcome]]:
+        """The planned files whose texts are all embedded and not given yet, built."""
+        nonlocal taken
+        out: list[tuple[Path, Prepared | FileOutcome]] = []
         while taken < len(planned) and ends[taken] <= done:
             path, p = group[taken][0], planned[taken]
-            chunk.append((path, p if isinstance(p, FileOutcome) else _built(run, p, vectors, ends[taken])))
+            out.append((path, p if isinstance(p, FileOutcome) else _built(run, p, vectors.rows, ends[taken])))
             taken += 1
-        if chunk:
-            yield chunk
-        if done >= len(texts):
-            return
-        if stop():
-            raise KeyboardInterrupt
-        batch = texts[done : done + EMBED_SLICE]
+        return out
+
+    def collect(ahead: EmbedAhead) -> None:
+        """Take the oldest slice (waiting for it) into the vectors, and report progress."""
+        nonlocal done
+        start, embedded = ahead.take()
+        vectors.rows[start : start + len(embedded)] = embedded
+        done = start + len(embedded)
+        if run.on_progress is not None:
+            current = group[min(bisect.bisect_left(ends, done), len(group) - 1)][0]
+            run.on_progress(Progress(path=str(current), done=done, total=len(texts), what="passages", stage="embedded"))
+
+    with EmbedAhead(run.embedder) as ahead:
         try:
-            embedded = run.embedder.embed(batch)
-            if len(embedded) != len(batch):
-                raise EmbeddingError(
-                    f"The encoder {run.embedder.name!r} returned {len(embedded)} vectors for "
-                    f"{len(batch)} texts; its embed() must return one vector per text, in order."
-                )
-        except UniversalRAGError as e:  # the files not embedded yet fail; those written stay
-            yield [
+            stopped = False
+            for path, uri, content_hash in group:
+                if stop():
+                    stopped = True
+                    break
+                p = _plan(run, path, uri, content_hash)
+                planned.append(p)
+                if isinstance(p, TextFile):
+                    texts.extend(p.texts)
+                    vectors.fit(len(texts))
+                ends.append(len(texts))
+                while len(texts) - submitted >= EMBED_SLICE:
+                    ahead.submit(submitted, texts[submitted : submitted + EMBED_SLICE])
+                    submitted += EMBED_SLICE
+                while ahead.ready():
+                    collect(ahead)
+                if ready := chunk():
+                    yield ready
+            if not stopped and submitted < len(texts):
+                ahead.submit(submitted, texts[submitted:])
+                submitted = len(texts)
+            if ready := chunk():  # files without texts at the end of the group
+                yield ready
+            while len(ahead):
+                if stopped or stop():
+                    stopped = True
+                    ahead.drop_pending()  # the call running is finished and its files kept
+                    if not len(ahead):
+                        break
+                collect(ahead)
+                if ready := chunk():
+                    yield ready
+        except UniversalRAGError as e:  # the encoder failed: the files not embedded yet fail; those written stay
+            failed: list[tuple[Path, Prepared | FileOutcome]] = [
                 (group[i][0], p if isinstance(p, FileOutcome) else failed_outcome(group[i][0], e))
                 for i, p in enumerate(planned)
                 if i >= taken
             ]
+            yield failed + [(path, failed_outcome(path, e)) for path, _, _ in group[len(planned) :]]
             return
-        vectors[done : done + len(batch)] = embedded
-        done += len(batch)
-        if run.on_progress is not None:
-            current = group[min(bisect.bisect_left(ends, done), len(group) - 1)][0]
-            run.on_progress(Progress(path=str(current), done=done, total=len(texts), what="passages", stage="embedded"))
+        if stopped:
+            raise KeyboardInterrupt
 
 
 def _built(run: IngestRun, planned: TextFile, vectors: np.ndarray, end: int) -> Prepared | FileOutcome:
