@@ -18,9 +18,11 @@ The pages are split in two by a hash of their file name: the threshold is chosen
 the *held-out* half, whose pairs (same key pair) never appear in the tune half. The rule: the lowest threshold whose
 precision on the tune half is at least :data:`PRECISION_TARGET` — a wrong merge joins two things' facts and nothing
 splits them later, a missed one only leaves two entities. Names are embedded with the bundled all-MiniLM-L6-v2, the
-library's embedder; the decision is :func:`universalrag.graph.align.same_entity` (cosine, one name the other with
-words added after it, the same numbers in both). The held-out half is also measured with each check left out, and
-the tune half's curve of the cosine alone is printed beside the rule's.
+library's embedder; the decision is :func:`universalrag.graph.align.same_entity` (cosine, one name the other with a
+qualifier after it, the same numbers in both). The held-out half is also measured with each check left out, and the
+tune half's curve of the cosine alone is printed beside the rule's. With both checks the tune half's precision hardly
+moves with the threshold, so the library's constant is not this choice: docs/graph.md, "Alignment", says how it was
+set; the held-out half is measured at it too.
 
 ``--quick`` needs no shared data: a small built-in list of invented pairs, split in two the same way. Prints the
 pair counts, the precision/recall curve of the tune half, the chosen threshold, precision and recall on the held-out
