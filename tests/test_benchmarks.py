@@ -97,6 +97,15 @@ def test_overhead(database_url: str, tmp_path: Path) -> None:
     assert positive(r["library_list_p50_ms"]) and positive(r["library_cpu_ms"]) and positive(r["raw_sql_cpu_ms"])
 
 
+def test_bulk_int8(database_url: str, tmp_path: Path) -> None:
+    r = run_benchmark("bulk_int8.py", ["--quick", "--pages", "2", "--rounds", "1"], database_url, tmp_path)
+    assert positive(r["speed_up_cpu"]) and positive(r["speed_up_wall"])
+    assert 0.98 < r["cosine_mean"] <= 1.0 and r["cosine_min"] <= r["cosine_mean"]
+    assert r["test_corpus"]["questions"] > 10
+    for k in ("hit@1", "hit@5", "hit@10"):
+        assert 0 <= r["test_corpus"][k]["int8"] <= 100 and 0 <= r["test_corpus"][k]["float32"] <= 100
+
+
 def test_ingest(database_url: str, tmp_path: Path) -> None:
     r = run_benchmark("ingest.py", ["--quick", "--files", "2"], database_url, tmp_path)
     assert r["texts"] > 10 and r["files"] == 2

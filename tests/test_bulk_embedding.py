@@ -235,3 +235,25 @@ def test_an_encoder_failure_fails_the_files_not_embedded_and_keeps_those_written
     assert statuses == ["added"] * 4 + ["failed"] * 4, statuses
     assert all("server went away" in (o.error or "") for o in report.outcomes[4:])
     assert len(_stored(store)) == 4 * PASSAGES and len(store.sources()) == 4
+
+
+# --- the 8-bit bulk encoder that was measured (benchmarks/bulk_int8.py) --------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_measured_8_bit_encoder_stays_close_to_float32_and_ingestion_never_uses_it(minilm: Any) -> None:
+    from universalrag.embed.onnx_bert import OnnxBert
+
+    texts = [_passages(i) for i in range(3)] + ["short", "The ferry to Holm leaves at 07:10."]
+    int8 = OnnxBert.load(minilm.path, threads=1, dynamic_int8=True)
+    ids, mask = int8.tokenize(texts, max_length=256)
+    pooled = int8.mean_pooled(ids, mask)
+    pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+    reference = minilm.embed(texts)
+    cosines = np.sum(pooled * reference, axis=1)
+    assert float(cosines.min()) > 0.98 and float(cosines.max()) < 0.99999  # close, yet not the float32 vectors
+    with pytest.raises(ConfigError, match="not both"):
+        OnnxBert.load(minilm.path, threads=1, dynamic_int8=True, quantized=True)
+    embedder = TransformersEmbedder(minilm.path, device="cpu")
+    embedder.embed(texts * 20)  # a bulk call
+    assert embedder._bulk is not None and not embedder._bulk.dynamic_int8 and not embedder._bulk.quantized
