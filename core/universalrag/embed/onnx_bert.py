@@ -307,8 +307,8 @@ BULK_INT8_OPS = ("MatMul",)
 def dynamic_int8_model(model: Any, external: Mapping[str, np.ndarray]) -> bytes:
     """The serialised graph of :func:`bert_graph` (float32, weights in ``external``) with its linear layers in 8 bits:
     ONNX Runtime's own ``quantize_dynamic``, weights per output channel (signed 8-bit), each call's activations
-    quantized per tensor as it runs (``MatMulInteger``). What the bulk encoder runs with
-    ``UNIVERSALRAG_BULK_PRECISION=int8`` (:mod:`.transformers_encoder`).
+    quantized per tensor as it runs (``MatMulInteger``). Measured by ``benchmarks/bulk_int8.py`` against the float32
+    bulk session; ingestion does not use it (see docs/ingestion.md for why).
 
     Per-tensor weights (``per_channel=False``) moved the MiniLM's passage vectors to a cosine of 0.947 on average
     with the float32 ones, per channel to 0.993 (256 passages of the test corpus), for the same speed.
