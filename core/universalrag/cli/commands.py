@@ -73,7 +73,7 @@ def init(ctx: typer.Context) -> None:
 
 def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
     """Database, versions, corpora with row counts, number of sources, sync backlog of attached tables."""
-    from ..sync.status import sync_status
+    from ..sync.status import backfill_line, sync_status
 
     obj = _obj(ctx)
     obj.ensure_initialised()
@@ -124,6 +124,8 @@ def status(ctx: typer.Context, as_json: bool = JsonOpt) -> None:
             f"{q['retrying']}, failed {q['failed']}, lag {q['lag_s']:.1f} s"
         )
         obj.output.print(Text(line + (f" — last error: {q['last_error']}" if q["last_error"] else "")))
+        if q["backfill"] is not None:
+            obj.output.print(Text("       " + backfill_line(q["backfill"])))
 
 
 def ingest(

@@ -7,7 +7,7 @@ Tables are attached with ``SELECT universalrag.attach_table(...)`` (migration 00
 from __future__ import annotations
 
 from .content import ItemError
-from .status import CorpusSyncStatus, sync_status
+from .status import BackfillProgress, CorpusSyncStatus, sync_status
 from .worker import BatchResult, Worker, WorkerOptions
 
-__all__ = ["BatchResult", "CorpusSyncStatus", "ItemError", "Worker", "WorkerOptions", "sync_status"]
+__all__ = ["BackfillProgress", "BatchResult", "CorpusSyncStatus", "ItemError", "Worker", "WorkerOptions", "sync_status"]

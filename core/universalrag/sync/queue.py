@@ -30,6 +30,7 @@ __all__ = [
     "release_all",
     "park_exhausted",
     "unlock",
+    "unlock_items",
     "delete_units",
     "key_id",
 ]
@@ -106,13 +107,19 @@ def claim(
     corpora: Sequence[str] | None,
     lease_s: float,
     max_chars: int = 1 << 30,
+    max_attempts: int | None = None,
+    busy: Sequence[int] = (),
 ) -> list[QueueItem]:
     """Claim up to ``limit`` ready items and commit the claim; returns them in queue order (the text queued with
-    an item is read up to ``max_chars`` characters)."""
+    an item is read up to ``max_chars`` characters).
+
+    Items claimed ``max_attempts`` times are left for :func:`park_exhausted`; ``busy`` names the ids this session
+    claimed and has not settled yet (a batch still being written), which it must not claim a second time."""
     statement = sql.SQL("""
         WITH candidates AS (
             SELECT q.id, q.corpus, q.unit_id FROM {q} AS q
-            WHERE {claimable}
+            WHERE {claimable} AND (%(max)s::int IS NULL OR q.attempts < %(max)s::int)
+              AND NOT (q.id = ANY (%(busy)s::bigint[]))
             ORDER BY q.id LIMIT %(limit)s
             FOR UPDATE OF q SKIP LOCKED
         ), got AS (
@@ -133,6 +140,8 @@ def claim(
                 "limit": int(limit),
                 "schema": schema,
                 "chars": int(max_chars),
+                "max": None if max_attempts is None else int(max_attempts),
+                "busy": [int(i) for i in busy],
             },
         ).fetchall()
     items = [
@@ -272,3 +281,14 @@ def release_all(conn: Any, schema: str) -> None:
 def unlock(conn: Any) -> None:
     """Release the unit locks this session holds (claims end with the write transaction)."""
     conn.execute("SELECT pg_advisory_unlock_all()")
+
+
+def unlock_items(conn: Any, schema: str, items: Sequence[QueueItem]) -> None:
+    """Release the unit locks of ``items`` only (one per claim: a unit claimed again by a batch still in flight
+    stays locked for that batch), once their write transaction committed."""
+    if items:
+        conn.execute(
+            "SELECT count(pg_advisory_unlock(hashtext(%s), hashtext(c || '/' || u))) "
+            "FROM unnest(%s::text[], %s::text[]) AS i(c, u)",
+            (schema, [i.corpus for i in items], [i.unit_id for i in items]),
+        )
