@@ -1,17 +1,25 @@
 """The SQL sync worker against the raw encoder, measured in the same run.
 
-    python benchmarks/sync.py [--quick] [--rows 20000] [--database-url URL]
+    python benchmarks/sync.py [--quick] [--rows 20000] [--encoder-rows N] [--scaling-rows 2000]
+                              [--steady-s 120] [--lag-samples 30] [--batch 128] [--database-url URL] [--out DIR]
 
 1. Backlog: N rows inserted into an application table, then ``attach_table`` (its enqueue time is printed);
-   one worker drains the queue (claim, read rows, embed, COPY, settle). Baseline: the bundled MiniLM embeds the
-   same texts in one call, before and after the worker run (the mean evens out a machine whose load drifts).
-   Ratio = worker rows/s ÷ encoder rows/s (goal ≥ 0.9).
-2. Lag: a worker idle-waits on LISTEN; single-row INSERTs, one at a time; lag = INSERT commit → the unit is
-   visible to another connection (polled every 5 ms). p50 and p95 (goal p50 ≤ 2 s).
-3. Scaling: the same backlog drained by one worker, then by two (threads, one connection each) on a fresh
-   corpus. On a 2-core machine two workers share the cores the encoder already uses, so expect ≈ 1×.
-Ends with one JSON line. The database is ``--database-url`` (or UNIVERSALRAG_DATABASE_URL), else a temporary
-embedded server; everything lives in a fresh schema dropped at the end.
+   one worker drains the queue (claim, read rows, embed, COPY, settle). Every 5 s a sampler records the backlog,
+   the lag (age of the oldest queued row), the backfill's progress as ``sync_status`` reports it (rows done,
+   rate, time left) and the process's RSS (it hosts the worker and the encoder); ``<out>/sync.png`` plots them.
+   Baseline: the bundled MiniLM embeds the same texts (``--encoder-rows`` of them: the first ones before the
+   worker run, the last ones after; the mean evens out a machine whose load drifts). Ratio = worker rows/s ÷
+   encoder rows/s (goal ≥ 0.9). CPU seconds per row are printed for both sides (the worker's include its database
+   backend, which inserts into the HNSW index).
+2. Lag under a steady insert load: a worker runs (LISTEN/NOTIFY); a writer inserts single rows at half the
+   worker's backlog rate for ``--steady-s`` seconds; lag = INSERT commit → the unit is visible to another
+   connection (polled every 10 ms). p50 and p95 (goal p50 ≤ 1 s). Then the same with an idle worker, one insert at
+   a time (``--lag-samples``).
+3. Scaling: a backlog of ``--scaling-rows`` drained by one worker, then by two (threads, one connection each),
+   each on a fresh corpus. On a 2-core machine two workers share the cores the encoder already uses.
+Ends with one JSON line (also written to ``<out>/sync.json``, the samples to ``<out>/sync_samples.jsonl``). The
+database is ``--database-url`` (or UNIVERSALRAG_DATABASE_URL), else a temporary embedded server; everything lives
+in a fresh schema dropped at the end.
 """
 
 from __future__ import annotations
@@ -20,16 +28,18 @@ import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from machine import cpu_model  # noqa: E402  (benchmarks/ is on sys.path when a script runs)
+from machine import DEFAULT_OUT, cpu_model, figure, percentile, save_png  # noqa: E402  (benchmarks/ on sys.path)
 from psycopg import sql
 
 _SUBJECTS = [
@@ -86,7 +96,7 @@ class _Bench:
     def setup(self) -> None:
         self.store.init(embedder=self.encoder.name, dimension=self.encoder.dimension)
         self.conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.app)))
-        self.encoder.embed(["warm up"])
+        self.encoder.embed(["warm up"] * 80)
 
     def teardown(self) -> None:
         self.store.close()
@@ -110,12 +120,16 @@ class _Bench:
         )
         return time.perf_counter() - started
 
-    def drain(self, workers: int, batch: int) -> float:
+    def drain(self, workers: int, batch: int) -> tuple[float, float]:
+        """Drain the queue with ``workers`` workers (threads); returns (seconds, CPU seconds of this process and
+        of the workers' database backends)."""
         from universalrag.sync import Worker, WorkerOptions
 
         pool = [
             Worker(self.store, embedder=self.encoder, options=WorkerOptions(batch_size=batch)) for _ in range(workers)
         ]
+        backends = [w.conn.info.backend_pid for w in pool]
+        cpu_before = _cpu_self() + sum(_cpu_pid(pid) for pid in backends)
         started = time.perf_counter()
         threads = [threading.Thread(target=w.drain) for w in pool]
         for t in threads:
@@ -123,52 +137,187 @@ class _Bench:
         for t in threads:
             t.join()
         elapsed = time.perf_counter() - started
+        cpu = _cpu_self() + sum(_cpu_pid(pid) for pid in backends) - cpu_before
         for w in pool:
             w.close()
-        return elapsed
+        return elapsed, cpu
 
-    def lag(self, samples: int) -> list[float]:
-        from universalrag.sync import Worker, WorkerOptions
-
-        self.table("live", [])
-        stop = threading.Event()
-        worker = Worker(self.store, embedder=self.encoder, options=WorkerOptions(poll_interval_s=30.0))
-        thread = threading.Thread(target=worker.run, kwargs={"stop": stop})
-        thread.start()
-        probe = psycopg.connect(self.store.url, autocommit=True)
-        units = sql.SQL("SELECT count(*) FROM {}.corpus_live").format(sql.Identifier(self.schema))
+    def idle_lag(self, samples: int) -> list[float]:
+        """INSERT → searchable with an idle worker, one insert at a time."""
+        self.table("idle", [])
+        table = sql.Identifier(self.app, "idle")
         lags = []
-        try:
+        with _Running(self) as seen:
             time.sleep(1.0)
             for i in range(samples):
-                self.conn.execute(
-                    sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(sql.Identifier(self.app, "live")),
-                    (i, _texts(1, 1000 + i)[0]),
-                )
-                started = time.perf_counter()
-                while (probe.execute(units).fetchone() or (0,))[0] <= i and time.perf_counter() - started < 60:
-                    time.sleep(0.005)
-                lags.append(time.perf_counter() - started)
+                self.conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(table), (i, _texts(1, 1000 + i)[0]))
+                inserted = time.perf_counter()
+                lags.append(seen.wait_for(i, inserted, "idle"))
                 time.sleep(0.3)  # back to idle-waiting
-        finally:
-            stop.set()
-            thread.join()
-            worker.close()
-            probe.close()
         return lags
+
+    def steady_lag(self, rate: float, seconds: float) -> list[float]:
+        """INSERT → searchable for rows inserted one per statement at ``rate`` rows/s for ``seconds``."""
+        self.table("steady", [])
+        table = sql.Identifier(self.app, "steady")
+        texts = _texts(int(rate * seconds) + 1, 99)
+        inserted: dict[int, float] = {}
+        with _Running(self) as seen:
+            time.sleep(1.0)
+            started = time.perf_counter()
+            for i, text in enumerate(texts):
+                delay = started + i / rate - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                self.conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, %s)").format(table), (i, text))
+                inserted[i] = time.perf_counter()
+            return [seen.wait_for(i, at, "steady") for i, at in inserted.items()]
+
+
+class _Running:
+    """A worker running (``Worker.run``) in a thread, and a poller that notes when each row's unit appears."""
+
+    def __init__(self, bench: _Bench) -> None:
+        from universalrag.sync import Worker, WorkerOptions
+
+        self.bench = bench
+        self.stop = threading.Event()
+        self.worker = Worker(bench.store, embedder=bench.encoder, options=WorkerOptions(poll_interval_s=30.0))
+        self.thread = threading.Thread(target=self.worker.run, kwargs={"stop": self.stop})
+        self.seen: dict[tuple[str, int], float] = {}
+        self.poller = threading.Thread(target=self._poll)
+
+    def __enter__(self) -> _Running:
+        self.thread.start()
+        self.poller.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.poller.join()
+        self.worker.close()
+
+    def _poll(self) -> None:
+        probe = psycopg.connect(self.bench.store.url, autocommit=True)
+        units = {  # the rows from the lowest key not seen yet on (the worker writes in queue order, mostly)
+            name: sql.SQL(
+                "SELECT k FROM (SELECT (metadata->'source_key'->>'id')::bigint AS k FROM {}.{}) u WHERE k >= %s"
+            ).format(sql.Identifier(self.bench.schema), sql.Identifier(f"corpus_{name}"))
+            for name in ("idle", "steady")
+        }
+        floor = dict.fromkeys(units, 0)
+        try:
+            while not self.stop.is_set():
+                for name, statement in units.items():
+                    try:
+                        rows = probe.execute(statement, (floor[name],)).fetchall()
+                    except psycopg.errors.UndefinedTable:
+                        continue
+                    now = time.perf_counter()
+                    for (key,) in rows:
+                        self.seen.setdefault((name, key), now)
+                    while (name, floor[name]) in self.seen:
+                        floor[name] += 1
+                time.sleep(0.01)
+        finally:
+            probe.close()
+
+    def wait_for(self, key: int, inserted: float, corpus: str) -> float:
+        deadline = time.monotonic() + 120
+        while (corpus, key) not in self.seen and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return self.seen.get((corpus, key), float("inf")) - inserted
+
+
+class _Sampler:
+    """Every ``every`` seconds while a drain runs: backlog, lag, backfill progress (``sync_status``) and RSS."""
+
+    def __init__(self, bench: _Bench, corpus: str, log: Path, every: float = 5.0) -> None:
+        self.bench, self.corpus, self.every, self.log = bench, corpus, every, log
+        self.samples: list[dict[str, Any]] = []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run)
+        self.started = time.perf_counter()
+
+    def __enter__(self) -> _Sampler:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _run(self) -> None:
+        import psutil
+
+        from universalrag.sync import sync_status
+
+        process = psutil.Process()
+        while True:
+            asked = time.perf_counter()
+            [status] = [s for s in sync_status(self.bench.store) if s.corpus == self.corpus]
+            sample: dict[str, Any] = {
+                "t": round(asked - self.started, 2),
+                "backlog": status.backlog,
+                "lag_s": round(status.lag_s, 2),
+                "rss_mb": round(process.memory_info().rss / 2**20, 1),
+                "status_s": round(time.perf_counter() - asked, 3),
+                "load": os.getloadavg()[0],
+            }
+            if status.backfill is not None:
+                sample.update(
+                    done=status.backfill.done, rate=round(status.backfill.rate, 2), eta_s=status.backfill.eta_s
+                )
+            self.samples.append(sample)
+            with self.log.open("a") as f:  # as it goes: a run stopped early keeps what it measured
+                f.write(json.dumps(sample) + "\n")
+            if self.done.wait(self.every):
+                return
+
+
+def _cpu_self() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _cpu_pid(pid: int) -> float:
+    """CPU seconds of process ``pid`` (a local database backend), 0 when it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _plot(samples: list[dict[str, Any]], rows: int, path: Path) -> None:
+    fig, axes = figure(3, size=(12.0, 3.8))
+    t = [s["t"] / 60 for s in samples]
+    axes[0].plot(t, [rows - s["backlog"] for s in samples], label="rows embedded")
+    axes[0].set(xlabel="minutes", ylabel="rows", title=f"backlog of {rows:,} rows, one worker")
+    axes[1].plot(t, [s["lag_s"] / 60 for s in samples], color="tab:red")
+    axes[1].set(xlabel="minutes", ylabel="minutes", title="lag (oldest queued row)")
+    axes[2].plot(t, [s["rss_mb"] for s in samples], color="tab:green")
+    axes[2].set(xlabel="minutes", ylabel="MB", title="RSS of the worker process", ylim=(0, None))
+    save_png(fig, path, title="benchmarks/sync.py: draining an attached table")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="Small sizes (about two minutes on a busy 2-core box).")
     parser.add_argument("--rows", type=int, default=20000, help="Backlog rows (the target backlog is 100000).")
+    parser.add_argument("--encoder-rows", type=int, help="Texts the raw encoder embeds, half before and half after.")
     parser.add_argument("--scaling-rows", type=int, default=2000, help="Rows drained by one, then two workers.")
+    parser.add_argument("--steady-s", type=float, default=120.0, help="Seconds of steady inserts.")
+    parser.add_argument("--steady-fraction", type=float, default=0.5, help="Insert rate / the backlog rate.")
     parser.add_argument("--lag-samples", type=int, default=30)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     if args.quick:
-        args.rows, args.scaling_rows, args.lag_samples = 400, 160, 8
+        args.rows, args.scaling_rows, args.lag_samples, args.steady_s = 400, 160, 8, 15.0
+    encoder_rows = min(args.encoder_rows or args.rows, args.rows)
     home = None
     url = args.database_url
     if not url:
@@ -178,40 +327,83 @@ def main() -> None:
         url = embedded_url(home)
     bench = _Bench(url, "bench_sync_" + uuid.uuid4().hex[:8])
     results: dict[str, Any] = {"cpu": cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()[0]}
+    samples: list[dict[str, Any]] = []
     try:
         bench.setup()
         texts = _texts(args.rows, 0)
-        raw_before = _time(lambda: bench.encoder.embed(texts))
+        half = max(encoder_rows // 2, 1)
+        raw_before, cpu_before = _time(lambda: bench.encoder.embed(texts[:half]))
+        print(f"raw encoder, first {half} texts: {half / raw_before:.1f} rows/s (load {os.getloadavg()[0]:.1f})")
         results["enqueue_s"] = bench.table("backlog", texts)
-        worker_s = bench.drain(1, args.batch)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "sync_samples.jsonl").unlink(missing_ok=True)
+        with _Sampler(bench, "backlog", args.out / "sync_samples.jsonl") as sampler:
+            worker_s, worker_cpu = bench.drain(1, args.batch)
+        samples = sampler.samples
         assert bench.store.counts()["backlog"] == args.rows, "the worker did not write every row"
-        raw_after = _time(lambda: bench.encoder.embed(texts))
-        raw = (raw_before + raw_after) / 2
+        raw_after, cpu_after = _time(lambda: bench.encoder.embed(texts[-half:]))
+        print(f"raw encoder, last {half} texts: {half / raw_after:.1f} rows/s (load {os.getloadavg()[0]:.1f})")
+        encoder_rows_s = 2 * half / (raw_before + raw_after)
         results.update(
-            rows=args.rows, worker_rows_s=args.rows / worker_s, encoder_rows_s=args.rows / raw, ratio=raw / worker_s
+            rows=args.rows,
+            worker_rows_s=args.rows / worker_s,
+            encoder_rows_s=encoder_rows_s,
+            ratio=args.rows / worker_s / encoder_rows_s,
+            worker_cpu_ms_row=1000 * worker_cpu / args.rows,
+            encoder_cpu_ms_row=1000 * (cpu_before + cpu_after) / (2 * half),
+            rss_mb_max=max(s["rss_mb"] for s in samples),
+            rss_mb_first=samples[0]["rss_mb"],
+            lag_max_s=max(s["lag_s"] for s in samples),
+            status_s_max=max(s["status_s"] for s in samples),
+            load_backlog=round(statistics.mean(s["load"] for s in samples), 1),
         )
         print(
-            f"backlog of {args.rows} rows: attach_table queued them in {results['enqueue_s']:.2f} s; worker "
-            f"{results['worker_rows_s']:.1f} rows/s, raw encoder {results['encoder_rows_s']:.1f} rows/s "
-            f"(before {args.rows / raw_before:.1f}, after {args.rows / raw_after:.1f}): ratio {results['ratio']:.2f}"
+            f"backlog of {args.rows} rows: attach_table queued them in {results['enqueue_s']:.2f} s; one worker "
+            f"{results['worker_rows_s']:.1f} rows/s, raw encoder {encoder_rows_s:.1f} rows/s (before "
+            f"{half / raw_before:.1f}, after {half / raw_after:.1f}): ratio {results['ratio']:.2f}; CPU "
+            f"{results['worker_cpu_ms_row']:.1f} ms a row (worker + its backend) vs {results['encoder_cpu_ms_row']:.1f}"
         )
-        lags = bench.lag(args.lag_samples)
-        results.update(lag_p50_s=statistics.median(lags), lag_p95_s=sorted(lags)[max(0, int(len(lags) * 0.95) - 1)])
+        print(
+            f"RSS {results['rss_mb_first']:.0f} -> max {results['rss_mb_max']:.0f} MB; lag up to "
+            f"{results['lag_max_s']:.0f} s; sync_status took up to {results['status_s_max']:.2f} s; mean load "
+            f"{results['load_backlog']}"
+        )
+        _plot(samples, args.rows, args.out / "sync.png")
+        rate = args.steady_fraction * results["worker_rows_s"]
+        steady = bench.steady_lag(rate, args.steady_s)
+        results.update(
+            steady_rate=rate,
+            steady_rows=len(steady),
+            steady_p50_s=percentile(steady, 50),
+            steady_p95_s=percentile(steady, 95),
+            steady_max_s=max(steady),
+        )
+        print(
+            f"INSERT -> searchable under {rate:.1f} inserts/s for {args.steady_s:.0f} s ({len(steady)} rows): p50 "
+            f"{results['steady_p50_s']:.3f} s, p95 {results['steady_p95_s']:.3f} s, max {results['steady_max_s']:.3f} s"
+        )
+        lags = bench.idle_lag(args.lag_samples)
+        results.update(lag_p50_s=percentile(lags, 50), lag_p95_s=percentile(lags, 95))
         print(
             f"INSERT -> searchable with an idle worker: p50 {results['lag_p50_s']:.3f} s, "
             f"p95 {results['lag_p95_s']:.3f} s over {len(lags)} inserts"
         )
         scaling = _texts(args.scaling_rows, 7)
         bench.table("one", scaling)
-        one = bench.drain(1, args.batch)
+        one, _ = bench.drain(1, args.batch)
         bench.table("two", scaling)
-        two = bench.drain(2, args.batch)
+        two, _ = bench.drain(2, args.batch)
         counts = bench.store.counts()
         assert counts["one"] == counts["two"] == args.scaling_rows, "a worker did not write every row"
-        results.update(one_worker_s=one, two_workers_s=two, two_vs_one=one / two)
+        results.update(
+            scaling_rows=args.scaling_rows,
+            one_worker_rows_s=args.scaling_rows / one,
+            two_workers_rows_s=args.scaling_rows / two,
+            two_vs_one=one / two,
+        )
         print(
-            f"{args.scaling_rows} rows: one worker {one:.1f} s, two workers {two:.1f} s -> {one / two:.2f}x "
-            f"({os.cpu_count()} cores; the encoder already uses them all)"
+            f"{args.scaling_rows} rows: one worker {args.scaling_rows / one:.1f} rows/s, two workers "
+            f"{args.scaling_rows / two:.1f} rows/s -> {one / two:.2f}x ({os.cpu_count()} cores)"
         )
     finally:
         bench.teardown()
@@ -224,17 +416,21 @@ def main() -> None:
         f"CPU: {results['cpu']}, {results['cores']} cores, load {results['load_before']:.1f} -> "
         f"{results['load_after']:.1f}"
     )
-    print(json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in results.items()}))
+    summary = {k: round(v, 4) if isinstance(v, float) else v for k, v in results.items()}
+    (args.out / "sync.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary))
 
 
-def _time(fn: Any) -> float:
-    """Seconds ``fn`` takes in a thread of its own, as the workers run (under heavy load torch computes
-    noticeably slower in the main thread of this machine than in another thread, so both sides use threads)."""
+def _time(fn: Callable[[], Any]) -> tuple[float, float]:
+    """(seconds, CPU seconds of the process) that ``fn`` takes in a thread of its own, as the workers run (under
+    heavy load torch computed noticeably slower in the main thread of this machine than in another thread, so both
+    sides use threads)."""
+    cpu = _cpu_self()
     started = time.perf_counter()
     thread = threading.Thread(target=fn)
     thread.start()
     thread.join()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _cpu_self() - cpu
 
 
 if __name__ == "__main__":
