@@ -297,6 +297,7 @@ def test_past_the_bound_new_tenants_land_in_the_default_partition(store: Any) ->
 
 
 # -- sync and the index check -----------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_an_attached_table_syncs_into_its_tenant_partitions(store: Any, database_url: str, minilm: Any) -> None:
     app_schema = f"{store.schema}_app"
     conn: psycopg.Connection[Any] = app_sql(database_url)
@@ -350,4 +351,13 @@ def test_the_index_check_measures_a_partitioned_corpus(store: Any) -> None:
     store.add_units(_units("docs", 150, _tenant))
     check = check_index(store, "docs", queries=12)
     assert check.rows == 150 and check.queries == 12 and check.recall >= 0.9
-    assert store.corpus("docs").metadata["index_check"]["rows"] == 150
+    # each tenant's graph measured by searches filtered on that tenant, the worst one and widest beam kept
+    assert sorted(p for p, _, _ in check.partitions) == sorted(TENANTS)
+    assert all(recall >= 0.9 and ef >= store.settings.ef_search for _, ef, recall in check.partitions)
+    assert check.ef_search >= max(ef for _, ef, _ in check.partitions)
+    stored = store.corpus("docs").metadata["index_check"]
+    assert stored["rows"] == 150 and len(stored["partitions"]) == 3
+    plain = _spec("plain")
+    store.create_corpus(plain)
+    store.add_units(_units("plain", 150, _tenant))
+    assert check_index(store, "plain", queries=12).partitions == ()  # one table, one graph
