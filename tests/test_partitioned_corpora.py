@@ -22,6 +22,7 @@ from support.sync import app_sql
 from universalrag.errors import InvalidInputError, StoreError
 from universalrag.store import queries
 from universalrag.store.index_check import check_index
+from universalrag.store.row_estimates import _statistics, table_rows
 from universalrag.sync import Worker, WorkerOptions
 from universalrag.types import CorpusSpec, Partitioning, SourceRecord, Unit
 
@@ -361,3 +362,15 @@ def test_the_index_check_measures_a_partitioned_corpus(store: Any) -> None:
     store.create_corpus(plain)
     store.add_units(_units("plain", 150, _tenant))
     assert check_index(store, "plain", queries=12).partitions == ()  # one table, one graph
+
+
+def test_row_estimates_sum_the_partitions(store: Any) -> None:
+    store.create_corpus(_spec("docs", Partitioning(by="tenant", key="tenant")))
+    store.add_units(_units("docs", 90, _tenant))
+    units = store.tables.corpus(store.corpus("docs")).units
+    with store.transaction() as conn:
+        conn.execute(sa.text(f'ANALYZE "{store.schema}".corpus_docs'))
+        row = conn.execute(_statistics(units)).one()
+    assert row.reltuples == 90  # the parent's own pg_class row says -1: its leaves hold the rows
+    with store.transaction() as conn:
+        assert table_rows(conn, [units], ttl=0.0) == {"corpus_docs": 90}
