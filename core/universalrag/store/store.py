@@ -365,7 +365,7 @@ class Store(Placement, Sources, Searching):
                 return federation.create_remote_corpus(self, spec, server)
             finally:
                 self._specs = None
-        refused = partitioning_refused(spec, self.corpora(refresh=True))
+        refused = partitioning_refused(spec, self.corpora(refresh=True)) if spec.parent is not None else None
         if refused:
             raise InvalidInputError(refused)
         if spec.parent is not None and self.server_of(spec.parent) is not None:
