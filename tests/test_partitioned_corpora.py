@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import uuid
 from typing import Any
 
@@ -374,3 +375,34 @@ def test_row_estimates_sum_the_partitions(store: Any) -> None:
     assert row.reltuples == 90  # the parent's own pg_class row says -1: its leaves hold the rows
     with store.transaction() as conn:
         assert table_rows(conn, [units], ttl=0.0) == {"corpus_docs": 90}
+
+
+def test_hostile_tenant_values_stay_values_and_concurrent_writers_share_a_partition(store: Any) -> None:
+    store.create_corpus(_spec("docs", Partitioning(by="tenant", key="tenant")))
+    rng = np.random.default_rng(3)
+    long = "".join(chr(c) for c in rng.integers(0x4E00, 0x9FFF, 3000))  # past the bound, and too big for a B-tree
+    hostile = ["'); DROP TABLE sources; --", 'a"b', "Ünïcødé 🚀", long, "$default", "%s %I"]
+    store.add_units(_units("docs", 24, lambda i: {"tenant": hostile[i % len(hostile)]}))
+    assert len(store.partitions("docs")) == len(hostile)  # the long one is in the default partition
+    for tenant in hostile:
+        hits = store.search("docs", [0.1] * DIM, k=10, filter={"tenant": tenant})
+        assert len(hits) == 4 and {h.metadata["tenant"] for h in hits} == {tenant}
+    # writers of a new tenant at the same moment: one makes its partition, every unit lands in it
+    errors: list[BaseException] = []
+
+    def write(seed: int) -> None:
+        try:
+            store.add_units(_units("docs", 5, lambda i: {"tenant": "newcomer"}, seed=100 + seed))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert list(store.partitions("docs").values()).count("FOR VALUES IN ('newcomer')") == 1
+    assert store.counts()["docs"] == 24 + 20
+    with store.transaction() as conn:
+        assert conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}"."corpus_docs$default"')).scalar_one() == 4

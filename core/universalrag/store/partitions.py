@@ -25,6 +25,7 @@ from ..types import CorpusSpec, Partitioning, Unit
 
 __all__ = [
     "COLUMN",
+    "MAX_TENANT_CHARS",
     "NO_DATE",
     "TIME_MARGIN",
     "drop_partition",
@@ -57,14 +58,19 @@ def key_column(partitioning: Partitioning) -> sa.Column[Any]:
     return sa.Column(COLUMN, kind, nullable=False)
 
 
+#: Longest tenant value with a partition of its own; a longer one lands in the default partition. The key is part
+#: of the primary key's B-tree entries, which PostgreSQL caps at about 2,700 bytes: 256 characters take 1,024 at most.
+MAX_TENANT_CHARS = 256
+
+
 def tenant_value(value: Any) -> str:
-    """The partition key of a tenant metadata value: strings as they are, numbers as their shortest text (``7`` and
-    ``7.0`` alike, as JSON compares them); anything else (missing, booleans, lists, objects) ``""``, the default
-    partition's."""
+    """The partition key of a tenant metadata value: strings of up to :data:`MAX_TENANT_CHARS` characters as they
+    are, numbers as their shortest text (``7`` and ``7.0`` alike, as JSON compares them); anything else (missing,
+    booleans, lists, objects, longer strings) ``""``, the default partition's."""
     if isinstance(value, bool):
         return ""
     if isinstance(value, str):
-        return value
+        return value if len(value) <= MAX_TENANT_CHARS else ""
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float) and math.isfinite(value):
