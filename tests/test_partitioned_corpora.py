@@ -6,6 +6,7 @@ declarations refused with a sentence."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 import threading
 import uuid
@@ -406,3 +407,19 @@ def test_hostile_tenant_values_stay_values_and_concurrent_writers_share_a_partit
     assert store.counts()["docs"] == 24 + 20
     with store.transaction() as conn:
         assert conn.execute(sa.text(f'SELECT count(*) FROM "{store.schema}"."corpus_docs$default"')).scalar_one() == 4
+
+
+def test_downgrading_drops_partitioned_corpora_and_upgrading_brings_the_functions_back(store: Any) -> None:
+    store.create_corpus(_spec("docs", Partitioning(by="tenant", key="tenant")))
+    store.create_corpus(_spec("plain"))
+    store.add_units(_units("docs", 12, _tenant) + _units("plain", 12, _tenant))
+    revision = importlib.import_module("universalrag.migrations.versions.0017_partitioned_corpora")
+    store.downgrade(revision.down_revision)
+    with store.transaction() as conn:
+        names = conn.execute(sa.text(f'SELECT name FROM "{store.schema}".corpora')).scalars().all()
+        assert "docs" not in names and "plain" in names  # the older schema cannot hold a partitioned table
+        assert conn.execute(sa.text("SELECT to_regclass(:t)"), {"t": f'"{store.schema}".corpus_docs'}).scalar() is None
+    store.migrate()
+    store.create_corpus(_spec("docs", Partitioning(by="tenant", key="tenant")))
+    counts = store.counts()
+    assert counts["docs"] == 0 and counts["plain"] == 12 and store.corpus("docs").partition is not None
