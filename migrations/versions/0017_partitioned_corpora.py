@@ -1,7 +1,7 @@
 """Partitioned corpora: a corpus's table split by tenant, by time or by source, one HNSW index per partition.
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0016
 Create Date: 2026-12-07
 
 ``corpora.partitioning`` holds the declaration (``{"by": "tenant", "method": "LIST", "key": ..., "max_partitions":
@@ -31,7 +31,7 @@ import importlib
 from universalrag.migrations._sql import execute as _execute
 
 revision = "0017"
-down_revision = "0015"
+down_revision = "0016"
 branch_labels = None
 depends_on = None
 
