@@ -266,10 +266,15 @@ def near(rng: Any, x: Any, spread: float = 0.5) -> Any:
 
 
 def load_synthetic(
-    store: Any, corpora: dict[str, tuple[list[str], Any]], *, metadata: Callable[[int], dict[str, Any]] | None = None
+    store: Any,
+    corpora: dict[str, tuple[list[str], Any]],
+    *,
+    metadata: Callable[[int], dict[str, Any]] | None = None,
+    partition: dict[str, Any] | None = None,
 ) -> None:
     """Initialise ``store`` and write synthetic corpora: ``{name: (ids, vectors)}``, one single-vector text
-    corpus each (embedder ``bench``), ``metadata(i)`` on unit ``i``; HNSW indexes built after the load."""
+    corpus each (embedder ``bench``; partitioned as ``partition[name]`` says, a ``Partitioning``), ``metadata(i)`` on
+    unit ``i``; HNSW indexes built after the load."""
     from universalrag.types import CorpusSpec, Granularity, Modality, SourceRecord, Unit
 
     dim = next(iter(corpora.values()))[1].shape[1]
@@ -283,6 +288,7 @@ def load_synthetic(
                 description=f"synthetic corpus {name}",
                 dimension=dim,
                 embedder="bench",
+                partition=(partition or {}).get(name),
             )
         )
     with index_after_load(store, *corpora):

@@ -89,6 +89,17 @@ def test_filtered(database_url: str, tmp_path: Path) -> None:
     assert all(r["planner"][form]["recall_iterative"] >= 0.9 for form in r["planner"])
 
 
+def test_partitions(database_url: str, tmp_path: Path) -> None:
+    r = run_benchmark("partitions.py", ["--quick"], database_url, tmp_path)
+    assert r["units"] == 6000 and r["partitions"] == r["tenants"] + 1  # a partition per tenant and the default
+    for measure in ("filtered", "unfiltered"):
+        for corpus in ("flat", "split"):
+            assert positive(r[measure][corpus]["p50_ms"]), (measure, corpus)
+            assert r[measure][corpus]["recall"] >= 0.9, (measure, corpus)
+    scanned = {line.split(" on ")[1].split()[0] for line in r["split_plan"] if " on " in line}
+    assert len(scanned) == 1 and "corpus_split$" in scanned.pop()  # the tenant's partition alone
+
+
 def test_overhead(database_url: str, tmp_path: Path) -> None:
     r = run_benchmark("overhead.py", ["--units", "21000", "--queries", "30"], database_url, tmp_path)
     assert positive(r["ratio_vs_raw_sql"]) and positive(r["ratio_vs_one_statement"])

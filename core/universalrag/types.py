@@ -22,6 +22,7 @@ __all__ = [
     "NO_RETRIEVAL",
     "CORPUS_NAME_PATTERN",
     "CorpusSpec",
+    "Partitioning",
     "Unit",
     "PartBatch",
     "SourceRecord",
@@ -76,6 +77,97 @@ def validate_corpus_name(name: str) -> str:
     return name
 
 
+#: How a partitioned corpus splits its units (docs/partitioning.md).
+PARTITION_KINDS = ("tenant", "time", "source")
+#: The time partitions a corpus partitioned by time can have.
+PARTITION_INTERVALS = ("month", "year")
+#: Most hash partitions of a corpus partitioned by source (each holds its own HNSW index).
+MAX_HASH_PARTITIONS = 64
+#: Most partitions a tenant or time corpus creates on demand; later values go to its default partition. Each partition
+#: is a table with its own indexes (five, plus a parts table for multi-vector corpora): the bound keeps the catalogue
+#: and the planner's work per query in check.
+MAX_PARTITIONS = 1000
+_PARTITION_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Partitioning:
+    """How a corpus is split into PostgreSQL partitions, each with its own HNSW index.
+
+    - ``by="tenant"``: one partition per value of the metadata key ``key`` (``LIST``), created when the value first
+      arrives; a search whose filter pins ``key`` reads only that tenant's partition.
+    - ``by="time"``: one partition per ``interval`` (``"month"`` or ``"year"``) of the ISO date or timestamp in the
+      metadata key ``key`` (``RANGE``); a search filtering ``key`` by ``$gte``/``$lt``... reads only those months.
+    - ``by="source"``: ``partitions`` hash partitions (``HASH``) by the unit's source: one source's units share a
+      partition, its re-ingest and delete touch that partition only, and index builds are spread.
+
+    Tenant and time corpora create at most ``max_partitions`` partitions; units whose value has none (a missing key,
+    a value past the bound) land in the corpus's default partition, which every unfiltered search reads too.
+    """
+
+    by: str
+    key: str | None = None
+    interval: str = "month"
+    partitions: int = 8
+    max_partitions: int = 256
+
+    def __post_init__(self) -> None:
+        if self.by not in PARTITION_KINDS:
+            raise InvalidInputError(
+                f"Partitioning by {self.by!r} is not supported; use one of {', '.join(PARTITION_KINDS)}."
+            )
+        if self.by == "source":
+            if self.key is not None:
+                raise InvalidInputError(
+                    "Partitioning by source takes no key (units are hashed by their source); leave key out."
+                )
+            if isinstance(self.partitions, bool) or not isinstance(self.partitions, int):
+                raise InvalidInputError(f"partitions must be a whole number, got {self.partitions!r}.")
+            if not 2 <= self.partitions <= MAX_HASH_PARTITIONS:
+                raise InvalidInputError(
+                    f"Partitioning by source needs between 2 and {MAX_HASH_PARTITIONS} partitions, "
+                    f"got {self.partitions}."
+                )
+        else:
+            if not isinstance(self.key, str) or not _PARTITION_KEY.fullmatch(self.key):
+                raise InvalidInputError(
+                    f"Partitioning by {self.by} needs key=, the metadata key holding the "
+                    f"{'tenant' if self.by == 'tenant' else 'date'}: letters, digits, '_' or '-', got {self.key!r}."
+                )
+            if isinstance(self.max_partitions, bool) or not isinstance(self.max_partitions, int):
+                raise InvalidInputError(f"max_partitions must be a whole number, got {self.max_partitions!r}.")
+            if not 1 <= self.max_partitions <= MAX_PARTITIONS:
+                raise InvalidInputError(
+                    f"max_partitions must be between 1 and {MAX_PARTITIONS}, got {self.max_partitions}."
+                )
+        if self.by == "time" and self.interval not in PARTITION_INTERVALS:
+            raise InvalidInputError(
+                f"Time partitions are one {' or one '.join(PARTITION_INTERVALS)} long, got interval={self.interval!r}."
+            )
+
+    @property
+    def method(self) -> str:
+        """PostgreSQL's partitioning method: ``LIST``, ``RANGE`` or ``HASH``."""
+        return {"tenant": "LIST", "time": "RANGE", "source": "HASH"}[self.by]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The declaration as the registry stores it (``corpora.partitioning``)."""
+        out: dict[str, Any] = {"by": self.by, "method": self.method}
+        if self.by == "source":
+            out["partitions"] = self.partitions
+        else:
+            out.update(key=self.key, max_partitions=self.max_partitions)
+        if self.by == "time":
+            out["interval"] = self.interval
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Partitioning:
+        """The declaration the registry stored (:meth:`as_dict`)."""
+        fields = ("by", "key", "interval", "partitions", "max_partitions")
+        return cls(**{name: data[name] for name in fields if name in data})
+
+
 @dataclass(frozen=True, slots=True)
 class CorpusSpec:
     """A corpus as registered: one pgvector table searched in its own embedding space.
@@ -98,9 +190,16 @@ class CorpusSpec:
     #: The visual encoder whose space the corpus's ``visual`` column holds (images, clips, videos), if any.
     visual_encoder: str | None = None
     visual_dimension: int | None = None
+    #: How the corpus's table is partitioned (docs/partitioning.md); ``None``: one table.
+    partition: Partitioning | None = None
 
     def __post_init__(self) -> None:
         validate_corpus_name(self.name)
+        if self.partition is not None and not isinstance(self.partition, Partitioning):
+            raise InvalidInputError(
+                f"Corpus {self.name!r}: partition must be a Partitioning, for example "
+                f"Partitioning(by='tenant', key='tenant'), got {type(self.partition).__name__}."
+            )
         if self.parent is not None:
             validate_corpus_name(self.parent)
         for name, kind in (("modality", Modality), ("granularity", Granularity)):

@@ -32,6 +32,7 @@ decide the scan as before.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -45,6 +46,7 @@ import sqlalchemy as sa
 from ..errors import StoreError
 from ..types import Hit
 from .corpus_search import SearchRequest, run_search
+from .partitions import COLUMN
 from .row_estimates import forget, table_rows
 from .scan_rule import CHECK_KEY, EF_KEY, MAX_EF_SEARCH, MIN_RECALL
 from .translate import sqlstate
@@ -54,7 +56,7 @@ if TYPE_CHECKING:
 
     from ..config import Settings
     from ..types import CorpusSpec
-    from .schema import Tables
+    from .schema import CorpusTables, Tables
 
 
 class CheckedStore(Protocol):
@@ -123,6 +125,9 @@ class IndexCheck:
     queries: int
     ef_search: int = 0
     recalls: tuple[tuple[int, float], ...] = ()
+    #: A tenant-partitioned corpus's checked partitions: ``(partition, beam, recall)``, each measured by searches
+    #: filtered on its tenant (which read its own HNSW graph alone); ``ef_search`` is at least each one's beam.
+    partitions: tuple[tuple[str, int, float], ...] = ()
 
     @property
     def reliable(self) -> bool:
@@ -137,6 +142,7 @@ class IndexCheck:
             "queries": self.queries,
             EF_KEY: self.ef_search,
             "recalls": [[ef, round(r, 4)] for ef, r in self.recalls],
+            **({"partitions": [[p, ef, round(r, 4)] for p, ef, r in self.partitions]} if self.partitions else {}),
         }
 
 
@@ -149,21 +155,26 @@ def beams(start: int) -> list[int]:
     return out
 
 
-def _query_vectors(conn: sa.Connection, table: sa.Table, n: int, *, seed: int) -> np.ndarray:
-    """``n`` vectors of ``table`` (a parts table: one part of each unit in turn), in a seeded order."""
+def _query_vectors(
+    conn: sa.Connection, table: sa.Table, n: int, *, seed: int, where: Sequence[sa.ColumnElement[bool]] = ()
+) -> np.ndarray:
+    """``n`` vectors of ``table`` (a parts table: one part of each unit in turn), in a seeded order; only of the
+    rows ``where`` holds for."""
     key = sa.cast(table.c.unit_id if "unit_id" in table.c else table.c.id, sa.Text)
     if "unit_id" in table.c:
         turn = sa.func.row_number().over(
             partition_by=table.c.unit_id, order_by=sa.func.md5(sa.cast(table.c.ord, sa.Text).concat(f":{seed}"))
         )
-        inner = sa.select(
-            table.c.embedding, turn.label("turn"), sa.func.md5(key.concat(f":{seed}")).label("mix")
-        ).subquery()
+        inner = (
+            sa.select(table.c.embedding, turn.label("turn"), sa.func.md5(key.concat(f":{seed}")).label("mix"))
+            .where(*where)
+            .subquery()
+        )
         stmt = sa.select(inner.c.embedding).order_by(inner.c.turn, inner.c.mix)
     else:
         stmt = (
             sa.select(table.c.embedding)
-            .where(table.c.embedding.is_not(None))
+            .where(table.c.embedding.is_not(None), *where)
             .order_by(sa.func.md5(key.concat(f":{seed}")))
         )
     rows = conn.execute(stmt.limit(sa.literal_column(str(int(n))))).scalars().all()
@@ -217,7 +228,7 @@ def check_index(
         spec=replace(spec, metadata={key: value for key, value in spec.metadata.items() if key != CHECK_KEY}),
     )
     searched = tables.parts if tables.parts is not None else tables.units
-    recalls: list[tuple[int, float]] = []
+    checked: list[tuple[str, int, float]] = []
     with store.transaction(f"check the index of corpus {corpus!r}") as conn:
         rows = table_rows(conn, [searched], ttl=0.0)[searched.name]
         top = rows > store.settings.exact_scan_max_rows  # no exact scan to fall back on: the beam carries recall@10
@@ -226,18 +237,25 @@ def check_index(
             SearchRequest(vector=q.tolist(), k=k or (CHECK_K if top else 5), visual_weight=0.0)
             for q in (_noisy(vectors, np.random.default_rng(seed)) if len(vectors) else ())
         ]
-        exact = [run_search(conn, tables, replace(r, exact_scan=True)) for r in requests]
-        for ef in beams(store.settings.ef_search):
-            found = sum(
-                check_score(e, run_search(conn, tables, replace(r, exact_scan=False, ef_search=ef)), top=top)
-                for r, e in zip(requests, exact, strict=True)
-            )
-            recalls.append((ef, found / len(requests) if requests else 1.0))
-            if recalls[-1][1] >= MIN_RECALL:
-                break
+        recalls = _recalls(conn, tables, requests, start=store.settings.ef_search, top=top)
+        for name, flt, where in _tenant_partitions(conn, tables):
+            vectors = _query_vectors(conn, searched, max(queries // 4, 4), seed=seed, where=where)
+            filtered = [
+                SearchRequest(vector=q.tolist(), k=k or (CHECK_K if top else 5), visual_weight=0.0, filter=flt)
+                for q in _noisy(vectors, np.random.default_rng(seed))
+            ]
+            checked.append((name, *_recalls(conn, tables, filtered, start=store.settings.ef_search, top=top)[-1]))
     ef, recall = recalls[-1]
+    for _, partition_ef, partition_recall in checked:  # the beam every partition's searches need, and the worst
+        ef, recall = max(ef, partition_ef), min(recall, partition_recall)
     check = IndexCheck(
-        corpus=corpus, rows=rows, recall=recall, queries=len(requests), ef_search=ef, recalls=tuple(recalls)
+        corpus=corpus,
+        rows=rows,
+        recall=recall,
+        queries=len(requests),
+        ef_search=ef,
+        recalls=tuple(recalls),
+        partitions=tuple(checked),
     )
     if save:
         c = store.tables.corpora
@@ -254,6 +272,52 @@ def check_index(
         store.corpora(refresh=True)
         forget(store.schema)
     return check
+
+
+#: Most partitions of a tenant-partitioned corpus the check measures one by one (the largest ones).
+MAX_CHECKED_PARTITIONS = 8
+
+
+def _recalls(
+    conn: sa.Connection, tables: CorpusTables, requests: Sequence[SearchRequest], *, start: int, top: bool
+) -> list[tuple[int, float]]:
+    """``(beam, recall)`` of ``requests`` through the index against an exact scan, from beam ``start`` widening until
+    the recall reaches :data:`MIN_RECALL` (the exact results computed once)."""
+    exact = [run_search(conn, tables, replace(r, exact_scan=True)) for r in requests]
+    recalls: list[tuple[int, float]] = []
+    for ef in beams(start):
+        found = sum(
+            check_score(e, run_search(conn, tables, replace(r, exact_scan=False, ef_search=ef)), top=top)
+            for r, e in zip(requests, exact, strict=True)
+        )
+        recalls.append((ef, found / len(requests) if requests else 1.0))
+        if recalls[-1][1] >= MIN_RECALL:
+            break
+    return recalls
+
+
+def _tenant_partitions(
+    conn: sa.Connection, tables: CorpusTables
+) -> list[tuple[str, dict[str, Any], list[sa.ColumnElement[bool]]]]:
+    """The largest tenant partitions of a tenant-partitioned corpus (none for other corpora), each as its partition
+    key, the search filter on its tenant (the metadata value one of its units holds: ``7``, not ``"7"``) and the
+    condition selecting the searched table's rows in it."""
+    partition = tables.spec.partition
+    if partition is None or partition.by != "tenant":
+        return []
+    units, searched = tables.units, tables.parts if tables.parts is not None else tables.units
+    key = units.c[COLUMN]
+    largest = (
+        sa.select(key, sa.func.min(sa.cast(units.c.metadata[partition.key or ""], sa.Text)).label("value"))
+        .where(key != "")
+        .group_by(key)
+        .order_by(sa.func.count().desc(), key)
+        .limit(sa.literal_column(str(MAX_CHECKED_PARTITIONS)))
+    )
+    return [
+        (str(r[0]), {partition.key or "": json.loads(r.value)}, [searched.c[COLUMN] == r[0]])
+        for r in conn.execute(largest)
+    ]
 
 
 def check_in_background(store: CheckedStore, corpus: str) -> bool:

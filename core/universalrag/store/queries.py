@@ -22,6 +22,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSQUERY, UUI
 from ..exact_terms import defining_pattern, term_pattern
 from ..types import Vector as QueryVector
 from .filters import FIELDS, Filter, compile_filter, mentions
+from .partitions import pruning
 from .schema import CorpusTables
 from .vectors import half_indexed
 
@@ -151,7 +152,8 @@ def unit_filter(units: sa.Table, filter: Filter) -> sa.ColumnElement[bool]:
             ),
             JSONB,
         )
-    return compile_filter(column, filter)
+    compiled = compile_filter(column, filter)  # checks the filter's size and shape first
+    return sa.and_(*pruning(units, filter), compiled)
 
 
 def nearest_units(
@@ -194,7 +196,7 @@ def nearest_parts(
     query = query_vector(vector, tables.spec.dimension)
     stmt = sa.select(p.c.unit_id, p.c.ord, p.c.embedding.cosine_distance(query).label("distance"))
     if filter:
-        stmt = stmt.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
+        stmt = stmt.join(u, u.c.id == p.c.unit_id).where(*pruning(p, filter), unit_filter(u, filter))
     return stmt.order_by(_by_distance(p.c.embedding, query, tables.spec.dimension)).limit(_limit(limit))
 
 
@@ -246,7 +248,7 @@ def best_parts_exact(
         sa.func.row_number().over(partition_by=p.c.unit_id, order_by=distance).label("rn"),
     )
     if filter:
-        inner = inner.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
+        inner = inner.join(u, u.c.id == p.c.unit_id).where(*pruning(p, filter), unit_filter(u, filter))
     if unit_ids is not None:
         if near_units:  # a union of both sets, which the planner joins to the parts' primary key (an OR scans)
             near = (

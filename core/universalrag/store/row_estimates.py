@@ -20,6 +20,7 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -35,7 +36,7 @@ COUNT_CAP = 200_000
 #: A table estimated below this many rows is counted (up to :data:`COUNT_CAP`) instead of trusting the estimate.
 COUNT_BELOW = 10_000
 
-_PG_CLASS = sa.table("pg_class", sa.column("oid"), sa.column("reltuples"), schema="pg_catalog")
+_PG_CLASS = sa.table("pg_class", sa.column("oid"), sa.column("reltuples"), sa.column("relkind"), schema="pg_catalog")
 _lock = threading.Lock()
 _cache: dict[tuple[str, str, str], tuple[float, int]] = {}
 _databases: weakref.WeakKeyDictionary[sa.Engine, str] = weakref.WeakKeyDictionary()
@@ -62,6 +63,22 @@ def _regclass(table: sa.Table) -> sa.ColumnElement[object]:
     return sa.func.to_regclass(text)
 
 
+def _statistics(table: sa.Table) -> sa.Select[str, Any, Any]:
+    """``(name, reltuples, live)`` of ``table``, with those of its partitions added when it is partitioned (a
+    partitioned table's own ``pg_class`` row is left out: ANALYZE gives it the total of its leaves, which
+    ``pg_partition_tree`` lists, and activity statistics none). A table never analysed counts 0 ``reltuples``
+    (PostgreSQL stores -1)."""
+    tree = sa.func.pg_partition_tree(_regclass(table)).table_valued("relid", "parentrelid", "isleaf", "level")
+    leaves = sa.select(tree.c.relid).where(tree.c.isleaf)
+    return sa.select(
+        sa.literal(table.name).label("name"),
+        sa.func.sum(sa.func.greatest(_PG_CLASS.c.reltuples, 0)).label("reltuples"),
+        sa.func.sum(sa.func.pg_stat_get_live_tuples(_PG_CLASS.c.oid)).label("live"),
+    ).where(
+        sa.or_(sa.and_(_PG_CLASS.c.oid == _regclass(table), _PG_CLASS.c.relkind != "p"), _PG_CLASS.c.oid.in_(leaves))
+    )
+
+
 def table_rows(conn: sa.Connection, tables: Iterable[sa.Table], *, ttl: float | None = None) -> dict[str, int]:
     """Estimated rows of each table, by table name (see the module docstring); cached for ``ttl`` seconds
     (default :data:`TTL_S`; 0: read now), an empty table's for :data:`EMPTY_TTL_S` at most."""
@@ -76,20 +93,13 @@ def table_rows(conn: sa.Connection, tables: Iterable[sa.Table], *, ttl: float | 
     missing = [t for t in tables if t.name not in out] if len(out) < len(tables) else []
     if not missing:
         return out
-    selects = [
-        sa.select(
-            sa.literal(t.name).label("name"),
-            _PG_CLASS.c.reltuples,
-            sa.func.pg_stat_get_live_tuples(_PG_CLASS.c.oid).label("live"),
-        ).where(_PG_CLASS.c.oid == _regclass(t))
-        for t in missing
-    ]
+    selects = [_statistics(t) for t in missing]
     rows: Mapping[str, sa.Row[object]] = {r.name: r for r in conn.execute(sa.union_all(*selects))}
     fresh: dict[str, int] = {}
     small: list[sa.Table] = []
     for t in missing:
         r = rows.get(t.name)
-        if r is None:  # dropped meanwhile
+        if r is None or r.reltuples is None:  # dropped meanwhile
             fresh[t.name] = 0
             continue
         estimate = max(float(r.reltuples), float(r.live or 0))

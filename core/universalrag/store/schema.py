@@ -7,12 +7,14 @@ only mirrors their columns so that queries are built with SQLAlchemy, never by f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from pgvector.sqlalchemy import Vector
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TSVECTOR, UUID
 
 from ..types import CorpusSpec
+from .partitions import key_column
 
 __all__ = ["Tables", "CorpusTables", "unit_table_name", "parts_table_name"]
 
@@ -59,6 +61,7 @@ class Tables:
             sa.Column("visual_encoder", sa.Text),
             sa.Column("visual_dimension", sa.Integer),
             sa.Column("server", sa.Text),  # migration 0008: NULL here, else the alias of the server holding it
+            sa.Column("partitioning", JSONB),  # migration 0017: NULL, or the Partitioning of a partitioned corpus
         )
         self.sources = sa.Table(
             "sources",
@@ -82,6 +85,8 @@ class Tables:
         if cached is not None and cached.spec == spec:
             return cached
         md = sa.MetaData(schema=self.schema)
+        # a partitioned corpus's tables carry the partition column, and the declaration for the queries that prune
+        info: dict[str, Any] = {"partition": spec.partition} if spec.partition else {}
         units = sa.Table(
             unit_table_name(spec.name),
             md,
@@ -97,6 +102,8 @@ class Tables:
             sa.Column("embedding", Vector(spec.dimension)),
             sa.Column("created_at", sa.DateTime(timezone=True)),
             *([sa.Column("visual", Vector(spec.visual_dimension))] if spec.visual_dimension else []),
+            *([key_column(spec.partition)] if spec.partition else []),
+            info=dict(info),
         )
         parts = None
         if spec.multi_vector:
@@ -107,6 +114,8 @@ class Tables:
                 sa.Column("ord", sa.Integer, primary_key=True),
                 sa.Column("content", sa.Text, nullable=False),
                 sa.Column("embedding", Vector(spec.dimension), nullable=False),
+                *([key_column(spec.partition)] if spec.partition else []),
+                info=dict(info),
             )
         tables = CorpusTables(spec=spec, units=units, parts=parts)
         self._corpus_cache[key] = tables

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from ..errors import CorpusNotFoundError, InvalidInputError, StoreError
 from ..types import CorpusSpec, PartBatch, SourceRecord, Unit
-from . import queries, staging, writer
+from . import partitions, queries, staging, writer
 from .graph_tables import graph_tables
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ class Sources:
             return owner.write_source(source, units, parts=parts, hook=hook)
         specs = {u.corpus: self.corpus(u.corpus) for u in units}
         by_corpus = writer.check_units(units, specs)
+        self.prepare_partitions(by_corpus)
         s = self.tables.sources
         with self.transaction(f"write source {source.uri}") as conn:
             conn.execute(sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(source.uri, 0))))
@@ -177,7 +178,7 @@ class Sources:
                 tables = self.tables.corpus(self.corpus(name))
                 rows[name] = writer.copy_units(raw, self.schema, tables, by_corpus[name], source_id=source_id)
                 if tables.parts is not None:
-                    writer.copy_parts(raw, self.schema, tables, by_corpus[name])
+                    writer.copy_parts(raw, self.schema, tables, by_corpus[name], source_id=source_id)
             self._write_part_batches(raw, parts, rows)
             if hook is not None:
                 hook(conn, source, source_id, units)
@@ -199,6 +200,12 @@ class Sources:
         owner = self._one_owner(list(source.corpora), f"The source {source.uri}")
         if owner is not self:
             return owner.write_staged(source, produce, on_batch=on_batch)
+        for name in source.corpora:
+            if self.corpus(name).partition is not None:
+                raise InvalidInputError(
+                    f"{source.uri} is large enough to be written in staged batches, which the partitioned corpus "
+                    f"{name!r} does not take; ingest it into an unpartitioned corpus, or split it into smaller files."
+                )
         status, source_id, rows = staging.write_staged(self, source, produce, on_batch=on_batch)
         return WriteResult(status=status, source_id=source_id, rows=rows)
 
@@ -248,6 +255,7 @@ class Sources:
             return owner.add_units(units)
         specs = {u.corpus: self.corpus(u.corpus) for u in units}
         by_corpus = writer.check_units(units, specs)
+        self.prepare_partitions(by_corpus)
         with self.transaction("add units") as conn:
             raw = conn.connection.driver_connection
             for name in writer.parents_first(list(by_corpus), self.corpora()):
@@ -287,6 +295,41 @@ class Sources:
         except StoreError as e:  # what was written stays written; only the lookups' speed is at stake
             _log.info("Full-text indexes left to autovacuum: %s", e)
         return merged
+
+    def prepare_partitions(self, by_corpus: Mapping[str, Iterable[Unit]]) -> None:
+        """Create the partitions that units about to be written need in partitioned corpora (tenant or time), in a
+        transaction of its own (:func:`~.partitions.ensure_partitions`): call it before the transaction that writes
+        them. Units of other corpora are not looked at."""
+        for name, units in by_corpus.items():
+            spec = self.corpus(name)
+            if spec.partition is not None and spec.partition.by != "source":
+                with self.transaction(f"create the partitions of corpus {name!r}") as conn:
+                    keys = (partitions.unit_key(spec.partition, u, None) for u in units)
+                    partitions.ensure_partitions(conn, self.schema, spec, keys)
+
+    def delete_partition(self, corpus: str, value: Any) -> int:
+        """Delete every unit of one tenant (``value`` its key) or one period (``value`` a date in it) of a corpus
+        partitioned by tenant or time, and drop that partition; returns how many units went (with their parts and
+        the knowledge graph's mentions of them). Sources keep their records; ingest them again to bring units back."""
+        if self.owner(corpus) is not self:
+            return int(self.owner(corpus).delete_partition(corpus, value))
+        spec = self.corpus(corpus)
+        units = self.tables.corpus(spec).units
+        mentions = graph_tables(self.schema).mentions
+        with self.transaction(f"delete a partition of {corpus!r}") as conn:
+            deleted = partitions.drop_partition(conn, self.schema, spec, value)
+            if deleted:  # the graph's mentions of units that are gone
+                kept = sa.select(units.c.id).where(units.c.id == mentions.c.unit_id)
+                conn.execute(sa.delete(mentions).where(mentions.c.corpus == corpus, ~sa.exists(kept)))
+            return deleted
+
+    def partitions(self, corpus: str) -> dict[str, str]:
+        """The partitions of ``corpus``'s unit table by name, each with its bound as PostgreSQL prints it (``FOR
+        VALUES IN ('acme')``, ``DEFAULT``); empty for an unpartitioned corpus."""
+        if self.owner(corpus) is not self:
+            return dict(self.owner(corpus).partitions(corpus))
+        table = self.tables.corpus(self.corpus(corpus)).units.name
+        return self._read("list partitions", lambda conn: partitions.partitions(conn, self.schema, table))
 
     def delete_units(self, corpus: str, ids: Sequence[str]) -> int:
         """Delete units of ``corpus`` by id (their parts and children go with them, and the knowledge graph's mentions

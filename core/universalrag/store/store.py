@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import psycopg
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects.postgresql import JSONB
 
 from ..config import Settings, redact_url, validate_schema_name
 from ..errors import (
@@ -20,11 +21,12 @@ from ..errors import (
     InvalidInputError,
     StoreError,
 )
-from ..types import BUILTIN_CORPORA, CorpusSpec, Hit
+from ..types import BUILTIN_CORPORA, CorpusSpec, Hit, Partitioning
 from . import federation, migrate, queries
 from .corpus_search import CorpusQuery, hit_from_row
 from .engine import make_engine
 from .member_servers import ServerPool
+from .partitions import partitioning_refused
 from .placement import Placement
 from .schema import Tables
 from .search_methods import Searching
@@ -338,6 +340,7 @@ class Store(Placement, Sources, Searching):
                     metadata=dict(r["metadata"] or {}),
                     visual_encoder=r["visual_encoder"],
                     visual_dimension=r["visual_dimension"],
+                    partition=Partitioning.from_dict(r["partitioning"]) if r["partitioning"] else None,
                 )
                 for r in rows
             }
@@ -362,6 +365,9 @@ class Store(Placement, Sources, Searching):
                 return federation.create_remote_corpus(self, spec, server)
             finally:
                 self._specs = None
+        refused = partitioning_refused(spec, self.corpora(refresh=True)) if spec.parent is not None else None
+        if refused:
+            raise InvalidInputError(refused)
         if spec.parent is not None and self.server_of(spec.parent) is not None:
             raise InvalidInputError(
                 f"Corpus {spec.name!r} must live on server {self.server_of(spec.parent)!r} "
@@ -385,8 +391,30 @@ class Store(Placement, Sources, Searching):
         )
         with self.transaction(f"create corpus {spec.name!r}") as conn:
             conn.execute(sa.select(call))
+            if spec.partition is not None:  # the table just made becomes a partitioned one, in the same transaction
+                conn.execute(self._partition_call(spec.name, spec.partition))
         self._specs = None
         return spec
+
+    def partition_corpus(self, name: str, partition: Partitioning) -> CorpusSpec:
+        """Partition the corpus ``name``, which must hold no unit yet: one made by ``attach_table`` before the worker
+        ran, or by an older version of a program. Returns its spec as now registered."""
+        spec = self.corpus(name)
+        if self.owner(name) is not self:
+            raise InvalidInputError(
+                f"Corpus {name!r} lives on server {self.server_of(name)!r}; partition it there, on a store of that "
+                "server."
+            )
+        if not isinstance(partition, Partitioning):
+            raise InvalidInputError(f"partition must be a Partitioning, got {type(partition).__name__}.")
+        with self.transaction(f"partition corpus {name!r}") as conn:
+            conn.execute(self._partition_call(spec.name, partition))
+        self._specs = None
+        return self.corpus(name)
+
+    def _partition_call(self, name: str, partition: Partitioning) -> sa.Select[Any]:
+        declaration = sa.cast(sa.literal(partition.as_dict(), JSONB), JSONB)
+        return sa.select(getattr(sa.func, self.schema).partition_corpus(name, declaration))
 
     def attach_corpus(self, name: str, *, server: str) -> CorpusSpec:
         """Register here the corpus ``name`` that already exists on server ``server`` (e.g. made by another

@@ -12,6 +12,7 @@ from psycopg.types.json import Jsonb
 
 from ..errors import DimensionMismatchError, InvalidInputError
 from ..types import CorpusSpec, PartBatch, Unit, Vector
+from . import partitions
 from .schema import CorpusTables, parts_table_name, unit_table_name
 from .vectors import check_matrix, check_vector
 
@@ -71,29 +72,64 @@ def copy_units(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit
             _vector(u.embedding),
         )
         + ((_vector(u.visual_embedding),) if visual else ())
+        + _key(tables, u, source_id)
         for u in units
     )
-    columns = _UNIT_COLUMNS + (("visual",) if visual else ())
-    types = _UNIT_TYPES + (["vector"] if visual else [])
+    columns = _UNIT_COLUMNS + (("visual",) if visual else ()) + _key_columns(tables)
+    types = _UNIT_TYPES + (["vector"] if visual else []) + _key_types(tables)
     return copy_rows(raw, schema, unit_table_name(tables.spec.name), columns, types, rows)
 
 
-def copy_parts(raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit]) -> int:
-    """COPY the parts (chunks, rows) of multi-vector ``units``; returns the number of rows written."""
+# -- the partition key of a partitioned corpus's rows (store.partitions) ---------------------------------------------
+def _key(tables: CorpusTables, unit: Unit, source_id: str | None) -> tuple[Any, ...]:
+    partition = tables.spec.partition
+    return () if partition is None else (partitions.unit_key(partition, unit, source_id),)
+
+
+def _key_columns(tables: CorpusTables) -> tuple[str, ...]:
+    return () if tables.spec.partition is None else (partitions.COLUMN,)
+
+
+def _key_types(tables: CorpusTables) -> list[str]:
+    partition = tables.spec.partition
+    return [] if partition is None else ["timestamptz" if partition.by == "time" else "text"]
+
+
+def _unit_key(raw: Any, schema: str, tables: CorpusTables, unit_id: uuid.UUID | None) -> tuple[Any, ...]:
+    """The partition key of a unit already written (the parts of a streamed table follow their unit)."""
+    if tables.spec.partition is None:
+        return ()
+    statement = sql.SQL("SELECT {} FROM {}.{} WHERE id = %s").format(
+        sql.Identifier(partitions.COLUMN), sql.Identifier(schema), sql.Identifier(unit_table_name(tables.spec.name))
+    )
+    row = raw.execute(statement, [unit_id]).fetchone()
+    if row is None:
+        raise InvalidInputError(f"Parts of unit {unit_id} arrived before the unit; write the unit first.")
+    return (row[0],)
+
+
+def copy_parts(
+    raw: Any, schema: str, tables: CorpusTables, units: Sequence[Unit], *, source_id: str | None = None
+) -> int:
+    """COPY the parts (chunks, rows) of multi-vector ``units`` (written with source ``source_id``); returns the number
+    of rows written."""
     rows = (
-        (_uuid(u.id), i, text, _vector(vec))
+        (_uuid(u.id), i, text, _vector(vec)) + _key(tables, u, source_id)
         for u in units
         for i, (text, vec) in enumerate(zip(u.parts, u.part_embeddings, strict=True))
     )
-    return copy_rows(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
+    columns, types = _PART_COLUMNS + _key_columns(tables), _PART_TYPES + _key_types(tables)
+    return copy_rows(raw, schema, parts_table_name(tables.spec.name), columns, types, rows)
 
 
 def copy_part_batch(raw: Any, schema: str, tables: CorpusTables, batch: PartBatch) -> int:
     """COPY one streamed batch of parts; returns the number of rows written."""
     unit_id = _uuid(batch.unit_id)
     vectors = np.asarray(batch.vectors, dtype=np.float32)
-    rows = ((unit_id, batch.start + i, text, vectors[i]) for i, text in enumerate(batch.texts))
-    return copy_rows(raw, schema, parts_table_name(tables.spec.name), _PART_COLUMNS, _PART_TYPES, rows)
+    key = _unit_key(raw, schema, tables, unit_id)
+    rows = ((unit_id, batch.start + i, text, vectors[i]) + key for i, text in enumerate(batch.texts))
+    columns, types = _PART_COLUMNS + _key_columns(tables), _PART_TYPES + _key_types(tables)
+    return copy_rows(raw, schema, parts_table_name(tables.spec.name), columns, types, rows)
 
 
 def check_part_batch(batch: PartBatch, spec: CorpusSpec) -> None:

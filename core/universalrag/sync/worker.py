@@ -490,6 +490,13 @@ class Worker:
         done: list[queue.QueueItem] = []
         failed: list[tuple[queue.QueueItem, str, float]] = []
         released: list[queue.QueueItem] = []
+        # the partitions the units need, committed before the transaction that writes them
+        self.store.prepare_partitions(
+            {
+                name: (self._unit(j) for j in group if j.error is None and j.loaded is not None)
+                for name, group in _by_corpus(jobs).items()
+            }
+        )
         with conn.transaction():
             for name, group in _by_corpus(jobs).items():
                 keys = [j.item.row_key for j in group if j.item.row_key is not None]
