@@ -64,6 +64,12 @@ ENV_VARS: dict[str, str] = {
     "handshake) before failing with an error naming the host and port (default 5).",
     "UNIVERSALRAG_EF_SEARCH": "hnsw.ef_search for searches (default 100; raised to k when k is larger, and to the "
     "beam a corpus's index check tuned for that corpus).",
+    "UNIVERSALRAG_VECTOR_INDEX": "How new corpora index their vectors: 'auto' (default: an index on the vectors cast "
+    "to halfvec from 384 dimensions, full precision below; a binary-quantised index with an exact re-rank once a "
+    "corpus outgrows UNIVERSALRAG_BINARY_MIN_ROWS), 'vector', 'halfvec' or 'binary'. Stored vectors keep full "
+    "precision; existing corpora keep their index. See docs/database.md.",
+    "UNIVERSALRAG_BINARY_MIN_ROWS": "Vectors a corpus left to 'auto' holds before its index is rebuilt "
+    "binary-quantised (default 200000; 0: never).",
     "UNIVERSALRAG_QUERY_VECTORS": "How many recent query texts keep their vectors per model, so that a question "
     "asked again (of another per-corpus tool, by another graph node) is not embedded again (default 256; 0: none).",
     "UNIVERSALRAG_LLM_MODEL": "Chat model for answers and for the LLM router, e.g. gpt-4o-mini or a local model "
@@ -190,6 +196,11 @@ class Settings:
     #: A larger table is scanned exactly only when its stored index check found the index unreliable (see
     #: :mod:`universalrag.store.scan_rule`), and only up to this many rows.
     exact_scan_max_rows: int = 100_000
+    #: How new corpora index their vectors (``UNIVERSALRAG_VECTOR_INDEX``; ``CorpusSpec.vector_index`` overrides it).
+    vector_index: str = "auto"
+    #: A corpus left to ``auto`` gets a binary-quantised index from this many vectors (``None``: the library's
+    #: :data:`~universalrag.store.vectors.BINARY_MIN_ROWS`; 0: never).
+    binary_min_rows: int | None = None
     #: The vectors of this many recent query texts are kept per model (0: none; ``UNIVERSALRAG_QUERY_VECTORS``).
     query_vectors: int = 256
     visual_encoder: str | None = None
@@ -249,6 +260,13 @@ class Settings:
             raise ConfigError(f"exact_scan_rows must be 0 or more, got {self.exact_scan_rows}.")
         if self.exact_scan_max_rows < 0:
             raise ConfigError(f"exact_scan_max_rows must be 0 or more, got {self.exact_scan_max_rows}.")
+        if self.vector_index not in ("auto", "vector", "halfvec", "binary"):
+            raise ConfigError(
+                f"vector_index must be 'auto', 'vector', 'halfvec' or 'binary', got {self.vector_index!r} "
+                "(UNIVERSALRAG_VECTOR_INDEX)."
+            )
+        if self.binary_min_rows is not None and self.binary_min_rows < 0:
+            raise ConfigError(f"binary_min_rows must be 0 or more, got {self.binary_min_rows}.")
         if self.query_vectors < 0:
             raise ConfigError(f"query_vectors must be 0 or more, got {self.query_vectors}.")
         if not isinstance(self.graph, str) or not self.graph.strip():
@@ -357,6 +375,8 @@ class Settings:
             describe_max_calls=get_int("UNIVERSALRAG_DESCRIBE_MAX_CALLS"),
             describe_rate=get_float("UNIVERSALRAG_DESCRIBE_RATE"),
             graph=get_graph(),
+            vector_index=(get("UNIVERSALRAG_VECTOR_INDEX") or "").lower() or None,
+            binary_min_rows=get_int("UNIVERSALRAG_BINARY_MIN_ROWS"),
             max_part_bytes=get_int("UNIVERSALRAG_MAX_PART_BYTES"),
             max_archive_bytes=get_int("UNIVERSALRAG_MAX_ARCHIVE_BYTES"),
             max_text_chars=get_int("UNIVERSALRAG_MAX_TEXT_CHARS"),

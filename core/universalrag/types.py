@@ -21,6 +21,7 @@ __all__ = [
     "BUILTIN_CORPORA",
     "NO_RETRIEVAL",
     "CORPUS_NAME_PATTERN",
+    "VECTOR_INDEX_KINDS",
     "CorpusSpec",
     "Partitioning",
     "Unit",
@@ -168,6 +169,10 @@ class Partitioning:
         return cls(**{name: data[name] for name in fields if name in data})
 
 
+#: What ``CorpusSpec.vector_index`` may say (``universalrag.store.vectors`` has what each means).
+VECTOR_INDEX_KINDS: tuple[str, ...] = ("auto", "vector", "halfvec", "binary", "none")
+
+
 @dataclass(frozen=True, slots=True)
 class CorpusSpec:
     """A corpus as registered: one pgvector table searched in its own embedding space.
@@ -193,8 +198,20 @@ class CorpusSpec:
     #: How the corpus's table is partitioned (docs/partitioning.md); ``None``: one table.
     partition: Partitioning | None = None
 
+    #: What the HNSW index of the corpus's vectors is built on (docs/database.md, "How vectors are stored"):
+    #: ``"vector"`` (full precision), ``"halfvec"`` (the vectors cast to half precision; the column keeps full
+    #: precision), ``"binary"`` (one bit a dimension, candidates ranked again exactly) or ``"none"``. When creating:
+    #: ``"auto"`` (or ``None``: the settings' ``vector_index``) lets the library choose, and change it as it grows.
+    #: A registered corpus's spec says what its index is.
+    vector_index: str | None = None
+
     def __post_init__(self) -> None:
         validate_corpus_name(self.name)
+        if self.vector_index is not None and self.vector_index not in VECTOR_INDEX_KINDS:
+            raise InvalidInputError(
+                f"Corpus {self.name!r}: vector_index must be one of {', '.join(VECTOR_INDEX_KINDS)}, "
+                f"got {self.vector_index!r}."
+            )
         if self.partition is not None and not isinstance(self.partition, Partitioning):
             raise InvalidInputError(
                 f"Corpus {self.name!r}: partition must be a Partitioning, for example "

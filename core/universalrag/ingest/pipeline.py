@@ -34,6 +34,7 @@ from ..embed.base import Embedder
 from ..errors import ConfigError, IngestError, UniversalRAGError
 from ..evidence import uri_file
 from ..store import Store
+from ..store.index_build import BuildProgress
 from ..types import Granularity, Modality
 from .companions import alt_texts, fingerprint, sidecar_files
 from .detect import Detection, detect, is_folder, iter_files, unsupported_error
@@ -381,6 +382,7 @@ def ingest_tables(
     source = replace(source, scope=run.scope("table"))
     result = store.write_source(source, units, parts=parts, hook=None if graph is None else graph(units, uri))
     store.settle(source.corpora)
+    store.grow_vector_indexes(sorted(source.corpora))
     return FileOutcome(path=uri, status=result.status, kind="table", corpora=source.corpora, rows=dict(result.rows))
 
 
@@ -481,7 +483,29 @@ def ingest_paths(
         emit(outcome)
         _stop_if_asked(run)
     flush()
-    store.settle({c for o in report.outcomes if o.status in ("added", "replaced") for c in o.corpora})
+    written = {c for o in report.outcomes if o.status in ("added", "replaced") for c in o.corpora}
+    store.settle(written)
+    if written:  # a corpus left to choose its index that has outgrown the threshold: rebuilt binary-quantised
+        store.grow_vector_indexes(sorted(written), on_progress=_index_progress(on_progress))
+    return report
+
+
+def _index_progress(on_progress: Callable[[Progress], None] | None) -> Callable[[BuildProgress], None] | None:
+    """An index build's progress as ingest reports a large source's (the index where a file's path goes)."""
+    if on_progress is None:
+        return None
+
+    def report(reading: BuildProgress) -> None:
+        on_progress(
+            Progress(
+                path=f"HNSW index of {reading.table}",
+                done=reading.done,
+                total=reading.total,
+                what=reading.what,
+                stage=reading.phase,
+            )
+        )
+
     return report
 
 

@@ -60,7 +60,7 @@ from .filters import Filter
 from .row_estimates import table_rows
 from .scan_rule import MAX_EF_SEARCH, needs_check, scan_exactly, tuned_ef
 from .schema import CorpusTables
-from .vectors import hnsw_indexed
+from .vectors import hnsw_indexed, rerank_window
 
 __all__ = [
     "FILTERED_BEAM",
@@ -303,8 +303,11 @@ def _nearest_units(
     visual: bool = False,
     rows: bool = False,
 ) -> Step:
-    """The nearest-units statement of a channel, carrying its index settings unless it scans exactly."""
-    settings = {} if exact_scan else _settings(request, ef, iterative=bool(request.filter) or limit > ef)
+    """The nearest-units statement of a channel, carrying its index settings unless it scans exactly (the beam of a
+    binary index as wide as the window it ranks again, up to pgvector's widest; the iterative scan beyond)."""
+    wanted = rerank_window(limit) if tables.spec.vector_index == "binary" and not visual else limit
+    ef = min(max(ef, wanted), MAX_EF_SEARCH) if wanted > limit else ef
+    settings = {} if exact_scan else _settings(request, ef, iterative=bool(request.filter) or wanted > ef)
 
     def build(v: Vector = vector, flt: Filter | None = None) -> sa.Select[Any]:
         stmt = queries.nearest_units(
@@ -315,7 +318,17 @@ def _nearest_units(
     if request.filter:  # its parameters need SQLAlchemy's processing: not cached
         return build(flt=request.filter)
     dimension = tables.spec.visual_dimension if visual else tables.spec.dimension
-    key = ("units", tables.units.fullname, dimension, limit, visual, exact_scan, rows, tuple(settings.items()))
+    key = (
+        "units",
+        tables.units.fullname,
+        dimension,
+        tables.spec.vector_index,
+        limit,
+        visual,
+        exact_scan,
+        rows,
+        tuple(settings.items()),
+    )
     return sql.raw(key, build, query_vector=vector)
 
 
@@ -359,12 +372,8 @@ def _exact_tables(
     index search of parts is refined by an exact scan of the units it found (``refine``, :func:`_refined`)."""
     multi = tables.parts is not None
     spec = tables.spec
-    if (
-        request.exact_scan
-        or not hnsw_indexed(spec.dimension)
-        or (visual and not hnsw_indexed(spec.visual_dimension or 0))
-    ):
-        return {"units": True, "parts": True}  # asked for, or a corpus too wide for an HNSW index (migration 0012)
+    if request.exact_scan or spec.vector_index == "none" or (visual and not hnsw_indexed(spec.visual_dimension or 0)):
+        return {"units": True, "parts": True}  # asked for, or a corpus without an HNSW index (migrations 0012, 0016)
     searched = [t for t in (tables.units, tables.parts) if t is not None]  # the units' size too: see _refined
     rows = table_rows(conn, searched)
     metadata = spec.metadata
@@ -566,7 +575,7 @@ def _text_by_parts(
     while True:
         # The search beam is at least as wide as the window: without the iterative scan the index returns at most
         # ef_search rows, and with it a narrow beam stays among near-identical rows.
-        wanted = min(max(ef, limit), MAX_EF_SEARCH)
+        wanted = min(max(ef, limit if tables.spec.vector_index != "binary" else rerank_window(limit)), MAX_EF_SEARCH)
         settings = _settings(request, wanted)
 
         def build(flt: Filter | None = None, limit: int = limit, settings: dict[str, str | int] = settings) -> Any:
@@ -578,7 +587,7 @@ def _text_by_parts(
         if request.filter:
             rows = yield build(request.filter)
         else:
-            key = ("parts", tables.parts.fullname, tables.spec.dimension, limit, keep, tuple(settings.items()))
+            key = ("parts", tables.parts.fullname, tables.spec.vector_index, limit, keep, tuple(settings.items()))
             rows = yield sql.raw(key, build, query_vector=request.vector)
         grouped = _grouped(rows)
         window_rows = int(rows[0]["window_rows"]) if rows else 0
@@ -628,7 +637,7 @@ def _best_parts_exact(
     if flt:
         return build(flt)
     assert tables.parts is not None
-    key = ("best_parts", tables.parts.fullname, tables.spec.dimension, units, unit_ids is not None, near_units)
+    key = ("best_parts", tables.parts.fullname, tables.spec.vector_index, units, unit_ids is not None, near_units)
     return sql.raw(
         key,
         build,

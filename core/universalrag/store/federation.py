@@ -80,6 +80,8 @@ def _insert_row(home: HomeStore, spec: CorpusSpec, alias: str) -> None:
                 visual_encoder=spec.visual_encoder,
                 visual_dimension=spec.visual_dimension,
                 server=alias,
+                vector_index=spec.vector_index,  # as the member server built it (read back from its registry)
+                vector_index_auto=False,
             )
         )
 
@@ -107,12 +109,12 @@ def create_remote_corpus(home: HomeStore, spec: CorpusSpec, alias: str) -> Corpu
     if created:
         member.create_corpus(spec)
     try:
-        _insert_row(home, existing or spec, alias)
+        _insert_row(home, existing or member.corpus(spec.name), alias)
     except StoreError:
         if created:
             member.drop_corpus(spec.name)
         raise
-    return existing or spec
+    return existing or member.corpus(spec.name)
 
 
 def attach_remote_corpus(home: HomeStore, name: str, alias: str) -> CorpusSpec:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from pgvector.sqlalchemy import HALFVEC, Vector
+from pgvector.sqlalchemy import BIT, HALFVEC, Vector
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB, REGCONFIG, TSQUERY, UUID, aggregate_order_by
 
 from ..exact_terms import defining_pattern, term_pattern
@@ -24,7 +24,7 @@ from ..types import Vector as QueryVector
 from .filters import FIELDS, Filter, compile_filter, mentions
 from .partitions import pruning
 from .schema import CorpusTables
-from .vectors import half_indexed
+from .vectors import legacy_vector_index, rerank_window
 
 __all__ = [
     "best_parts_exact",
@@ -58,27 +58,56 @@ def query_vector(vector: QueryVector, dimension: int, *, name: str = "query_vect
     return sa.cast(sa.bindparam(name, list(map(float, vector)), type_=Vector(dimension)), Vector(dimension))
 
 
-def index_key(vectors: sa.ColumnElement[Any], dimension: int) -> sa.ColumnElement[Any]:
-    """What an HNSW index of vectors of ``dimension`` is built on: the vectors themselves, or, wider than
-    :data:`~.vectors.HNSW_MAX_VECTOR` dimensions, the vectors cast to ``halfvec`` (migration 0012)."""
-    return sa.cast(vectors, HALFVEC(dimension)) if half_indexed(dimension) else vectors
+def index_key(vectors: sa.ColumnElement[Any], dimension: int, kind: str | None = None) -> sa.ColumnElement[Any]:
+    """What an HNSW index of ``kind`` (``CorpusSpec.vector_index``; ``None``: what a corpus of ``dimension`` made
+    before migration 0016 has) over vectors of ``dimension`` is built on: the vectors themselves, the vectors cast to
+    ``halfvec``, or their binary quantisation (``binary_quantize(v)::bit(n)``)."""
+    kind = kind or legacy_vector_index(dimension)
+    if kind == "halfvec":
+        return sa.cast(vectors, HALFVEC(dimension))
+    if kind == "binary":
+        return sa.cast(sa.func.binary_quantize(vectors), BIT(dimension))
+    return vectors
 
 
-def index_order(column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int) -> sa.ColumnElement[Any]:
-    """The cosine distance of ``column`` to ``query`` (a :func:`query_vector`) that the column's HNSW index orders by:
-    of the :func:`index_key` of both, the expression its index is built on. A search orders by it and reports the
-    full-precision distance beside it."""
-    return index_key(column, dimension).cosine_distance(index_key(query, dimension))
+def index_order(
+    column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int, kind: str | None = None
+) -> sa.ColumnElement[Any]:
+    """The distance of ``column`` to ``query`` (a :func:`query_vector`) that the column's HNSW index orders by: of
+    the :func:`index_key` of both, the expression its index is built on — the cosine distance, or the Hamming distance
+    of a binary index. A search orders by it and reports the full-precision distance beside it."""
+    if (kind or legacy_vector_index(dimension)) == "binary":
+        return index_key(column, dimension, kind).op("<~>", return_type=sa.Float)(index_key(query, dimension, kind))
+    return index_key(column, dimension, kind).cosine_distance(index_key(query, dimension, kind))
 
 
 def _by_distance(
-    column: sa.ColumnElement[Any], query: sa.ColumnElement[Any], dimension: int, *, exact_scan: bool = False
+    column: sa.ColumnElement[Any],
+    query: sa.ColumnElement[Any],
+    dimension: int,
+    *,
+    exact_scan: bool = False,
+    kind: str | None = None,
 ) -> sa.ColumnElement[Any]:
     """The ordering key of a statement whose ``distance`` column is the full-precision distance: that column, unless
-    the statement goes through a half-precision index (:func:`index_order`)."""
-    if half_indexed(dimension) and not exact_scan:
-        return index_order(column, query, dimension)
+    the statement goes through an index on other values than the vectors themselves (:func:`index_order`)."""
+    if (kind or legacy_vector_index(dimension)) in ("halfvec", "binary") and not exact_scan:
+        return index_order(column, query, dimension, kind)
     return sa.literal_column("distance")
+
+
+def _reranked(
+    candidates: sa.Select[Any], column_name: str, query: sa.ColumnElement[Any], limit: int, *keep: str
+) -> sa.Select[Any]:
+    """The ``limit`` rows of ``candidates`` (the window a binary index found, nearest by Hamming distance first) nearest
+    to ``query`` by the full-precision cosine distance of their column ``column_name``: ``distance`` and ``keep``."""
+    window = candidates.subquery("candidates")
+    distance = window.c[column_name].cosine_distance(query)
+    return (
+        sa.select(*(window.c[name] for name in keep), distance.label("distance"))
+        .order_by(distance)
+        .limit(_limit(limit))
+    )
 
 
 def set_local(name: str, value: str | int) -> sa.Select[Any]:
@@ -126,9 +155,10 @@ def text_id(column: sa.ColumnElement[Any], name: str | None = None) -> sa.Column
     return sa.cast(column, sa.Text).label(name or column.name)
 
 
-def unit_columns(tables: CorpusTables) -> list[sa.ColumnElement[Any]]:
-    """The columns a search returns for each unit (ids as text, :func:`text_id`)."""
-    u = tables.units
+def unit_columns(tables: CorpusTables, source: sa.FromClause | None = None) -> list[sa.ColumnElement[Any]]:
+    """The columns a search returns for each unit (ids as text, :func:`text_id`), of the unit table or of ``source``
+    (a subquery holding its columns)."""
+    u = tables.units if source is None else source
     return [
         text_id(u.c.id),
         text_id(u.c.source_id),
@@ -176,6 +206,26 @@ def nearest_units(
     column, dimension = (u.c.visual, tables.spec.visual_dimension) if visual else (u.c.embedding, tables.spec.dimension)
     assert dimension, "nearest_units(visual=True) needs a corpus with a visual channel"
     query = query_vector(vector, dimension)
+    kind = None if visual else tables.spec.vector_index
+    if kind == "binary" and not exact_scan:  # a window by Hamming distance, ranked again by the stored vectors
+        raw = [u.c.id, column, *((u.c[c.name] for c in unit_columns(tables)[1:]) if rows else ())]
+        candidates = sa.select(*raw).where(column.is_not(None))
+        if filter:
+            candidates = candidates.where(unit_filter(u, filter))
+        candidates = candidates.order_by(index_order(column, query, dimension, kind)).limit(
+            _limit(rerank_window(limit))
+        )
+        window = candidates.subquery("candidates")
+        distance = window.c[column.name].cosine_distance(query)
+        return (
+            sa.select(
+                text_id(window.c.id, "unit_id"),
+                distance.label("distance"),
+                *(unit_columns(tables, window) if rows else ()),
+            )
+            .order_by(distance)
+            .limit(_limit(limit))
+        )
     distance = column.cosine_distance(query)
     if exact_scan:
         distance = distance + sa.literal_column("0")
@@ -183,7 +233,7 @@ def nearest_units(
     stmt = stmt.where(column.is_not(None))
     if filter:
         stmt = stmt.where(unit_filter(u, filter))
-    return stmt.order_by(_by_distance(column, query, dimension, exact_scan=exact_scan)).limit(_limit(limit))
+    return stmt.order_by(_by_distance(column, query, dimension, exact_scan=exact_scan, kind=kind)).limit(_limit(limit))
 
 
 def nearest_parts(
@@ -193,11 +243,20 @@ def nearest_parts(
     (``unit_id`` as the UUID it is: :func:`parts_by_unit` groups them by unit)."""
     assert tables.parts is not None, "nearest_parts needs a multi-vector corpus"
     p, u = tables.parts, tables.units
-    query = query_vector(vector, tables.spec.dimension)
+    dimension, kind = tables.spec.dimension, tables.spec.vector_index
+    query = query_vector(vector, dimension)
+    if kind == "binary":  # a window by Hamming distance, ranked again by the stored vectors
+        candidates = sa.select(p.c.unit_id, p.c.ord, p.c.embedding)
+        if filter:
+            candidates = candidates.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
+        candidates = candidates.order_by(index_order(p.c.embedding, query, dimension, kind)).limit(
+            _limit(rerank_window(limit))
+        )
+        return _reranked(candidates, "embedding", query, limit, "unit_id", "ord")
     stmt = sa.select(p.c.unit_id, p.c.ord, p.c.embedding.cosine_distance(query).label("distance"))
     if filter:
         stmt = stmt.join(u, u.c.id == p.c.unit_id).where(*pruning(p, filter), unit_filter(u, filter))
-    return stmt.order_by(_by_distance(p.c.embedding, query, tables.spec.dimension)).limit(_limit(limit))
+    return stmt.order_by(_by_distance(p.c.embedding, query, dimension, kind=kind)).limit(_limit(limit))
 
 
 def parts_by_unit(window: sa.Select[Any], *, units: int, per_unit: int) -> sa.Select[Any]:
@@ -255,7 +314,12 @@ def best_parts_exact(
                 sa.select(u.c.id)
                 .where(u.c.embedding.is_not(None))
                 .order_by(
-                    index_order(u.c.embedding, query_vector(vector, tables.spec.dimension), tables.spec.dimension)
+                    index_order(
+                        u.c.embedding,
+                        query_vector(vector, tables.spec.dimension),
+                        tables.spec.dimension,
+                        tables.spec.vector_index,
+                    )
                 )
                 .limit(_limit(near_units))
             )

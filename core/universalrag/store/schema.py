@@ -62,6 +62,8 @@ class Tables:
             sa.Column("visual_dimension", sa.Integer),
             sa.Column("server", sa.Text),  # migration 0008: NULL here, else the alias of the server holding it
             sa.Column("partitioning", JSONB),  # migration 0017: NULL, or the Partitioning of a partitioned corpus
+            sa.Column("vector_index", sa.Text),  # migration 0018: what the vectors' HNSW index is built on
+            sa.Column("vector_index_auto", sa.Boolean, nullable=False),  # ... and whether the library may change it
         )
         self.sources = sa.Table(
             "sources",
@@ -76,11 +78,11 @@ class Tables:
             sa.Column("ingested_at", sa.DateTime(timezone=True)),
             sa.UniqueConstraint("uri", "scope"),
         )
-        self._corpus_cache: dict[tuple[str, int, bool, int | None], CorpusTables] = {}
+        self._corpus_cache: dict[tuple[str, int, bool, int | None, str | None], CorpusTables] = {}
 
     def corpus(self, spec: CorpusSpec) -> CorpusTables:
         """The tables of ``spec`` (cached per name, dimension and shape)."""
-        key = (spec.name, spec.dimension, spec.multi_vector, spec.visual_dimension)
+        key = (spec.name, spec.dimension, spec.multi_vector, spec.visual_dimension, spec.vector_index)
         cached = self._corpus_cache.get(key)
         if cached is not None and cached.spec == spec:
             return cached

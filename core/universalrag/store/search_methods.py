@@ -230,7 +230,7 @@ class Searching:
             if not 0.0 <= weight <= 1.0:
                 raise InvalidInputError(f"visual_weight must be between 0 and 1, got {weight}.")
             # numbers, finite, not all zeros, right dimension; converted once, to what the driver sends
-            vector = check_vector(spec.name, q.vector, spec.dimension)
+            vector = check_vector(spec.name, q.vector, spec.dimension, half=spec.vector_index == "halfvec")
             visual: Vector | None = q.visual_vector
             if visual is not None and spec.visual_dimension:
                 visual = check_vector(spec.name, visual, spec.visual_dimension, what="visual query vector")

@@ -32,6 +32,8 @@ from .schema import Tables
 from .search_methods import Searching
 from .sources import Sources, WriteResult
 from .translate import INSUFFICIENT_PRIVILEGE, sqlstate, store_error
+from .vector_index import VectorIndexes
+from .vectors import vector_index_of
 
 __all__ = ["MIN_PGVECTOR", "REGISTRY_TTL_S", "CorpusQuery", "ServerInfo", "Store", "WriteResult"]
 
@@ -64,7 +66,7 @@ def _disposed_with(owner: object, engine: sa.Engine) -> sa.Engine:
     return engine
 
 
-class Store(Placement, Sources, Searching):
+class Store(Placement, Sources, Searching, VectorIndexes):
     """Corpora, sources and units in one Postgres schema.
 
     ``url=None`` starts (or joins) the embedded server under ``settings.home_dir`` on the first call that
@@ -341,6 +343,7 @@ class Store(Placement, Sources, Searching):
                     visual_encoder=r["visual_encoder"],
                     visual_dimension=r["visual_dimension"],
                     partition=Partitioning.from_dict(r["partitioning"]) if r["partitioning"] else None,
+                    vector_index=vector_index_of(r["vector_index"], r["dimension"]),
                 )
                 for r in rows
             }
@@ -356,6 +359,9 @@ class Store(Placement, Sources, Searching):
 
     def create_corpus(self, spec: CorpusSpec, *, server: str | None = None) -> CorpusSpec:
         """Create a corpus (its table and indexes) through the schema's ``create_corpus`` SQL function.
+
+        Its vectors are indexed as ``spec.vector_index`` says, else as ``settings.vector_index`` does (``auto``: the
+        default for the width, changed as the corpus grows; docs/database.md, "How vectors are stored").
 
         ``server``: the alias (``settings.servers``) of the PostgreSQL server that holds the corpus; it is
         created there (an identical corpus already there is adopted) and registered here under that alias.
@@ -389,8 +395,11 @@ class Store(Placement, Sources, Searching):
                 self.tables.corpora.c.metadata.type,
             ),
         )
+        kind = spec.vector_index or self.settings.vector_index
         with self.transaction(f"create corpus {spec.name!r}") as conn:
             conn.execute(sa.select(call))
+            if kind != "auto":  # the default index was built on the empty table: built again as asked (instant)
+                conn.execute(sa.select(getattr(sa.func, self.schema).set_vector_index(spec.name, kind)))
             if spec.partition is not None:  # the table just made becomes a partitioned one, in the same transaction
                 conn.execute(self._partition_call(spec.name, spec.partition))
         self._specs = None

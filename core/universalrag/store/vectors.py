@@ -9,13 +9,32 @@ typed error with a sentence, and nothing is written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from ..errors import DimensionMismatchError, InvalidInputError
 
-__all__ = ["HNSW_MAX_HALFVEC", "HNSW_MAX_VECTOR", "check_matrix", "check_vector", "half_indexed", "hnsw_indexed"]
+__all__ = [
+    "BINARY_MIN_ROWS",
+    "BINARY_RERANK_MAX",
+    "BINARY_RERANK_MIN",
+    "BINARY_RERANK_WINDOW",
+    "HALF_INDEX_MIN_DIMENSION",
+    "HNSW_MAX_HALFVEC",
+    "HNSW_MAX_VECTOR",
+    "VECTOR_INDEXES",
+    "VECTOR_INDEX_CHOICES",
+    "VectorIndex",
+    "check_matrix",
+    "check_vector",
+    "default_vector_index",
+    "half_indexed",
+    "hnsw_indexed",
+    "legacy_vector_index",
+    "rerank_window",
+    "vector_index_of",
+]
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _FLOAT16_MAX = float(np.finfo(np.float16).max)
@@ -25,6 +44,57 @@ HNSW_MAX_VECTOR = 2000
 #: ... and ``halfvec`` of at most this many: a corpus between the two has its index built on its vectors cast to half
 #: precision (migration 0012, ``prepare_vector_column``); a wider one has no HNSW index and is always scanned exactly.
 HNSW_MAX_HALFVEC = 4000
+
+
+#: What the HNSW index of a corpus's vectors is built on (the registry's ``vector_index``, migration 0016): the
+#: full-precision vectors, their ``halfvec`` cast (the column keeps full precision), their binary quantisation
+#: (``binary_quantize(v)::bit(n)``; a search ranks a window of its candidates again exactly), or no index at all.
+VectorIndex = Literal["vector", "halfvec", "binary", "none"]
+VECTOR_INDEXES: tuple[str, ...] = get_args(VectorIndex)
+#: What a corpus (``CorpusSpec.vector_index``) or the settings (``UNIVERSALRAG_VECTOR_INDEX``) may ask for: a kind, or
+#: ``auto`` (:func:`default_vector_index`, then ``binary`` once the corpus outgrows :data:`BINARY_MIN_ROWS`).
+VECTOR_INDEX_CHOICES: tuple[str, ...] = ("auto", "vector", "halfvec", "binary")
+
+#: New corpora of at least this many dimensions get a ``halfvec`` index by default. ``benchmarks/vector_storage.py``
+#: (100,000 text-like vectors of 384 dimensions): the halfvec index was 0.5x the size of the full-precision one with
+#: the same recall@10 and p50; ``benchmarks/routing_e2e.py`` and ``benchmarks/paper.py`` moved by less than 0.2 point
+#: (docs/database.md, "How vectors are stored"). Narrower vectors are small already: their index stays full precision.
+HALF_INDEX_MIN_DIMENSION = 384
+#: A corpus left to choose (``auto``) gets a binary-quantised index once its largest table holds this many vectors
+#: (``benchmarks/vector_storage.py``; see docs/database.md).
+BINARY_MIN_ROWS = 200_000
+#: A search through a binary index ranks again, exactly, this many times the rows it wants ...
+BINARY_RERANK_WINDOW = 10
+#: ... and at least this many (on 100,000 text-like vectors, top 10: 40 candidates held 0.91 of the exact top 10,
+#: 100 held 0.99, 200 all; ``benchmarks/vector_storage.py``) ...
+BINARY_RERANK_MIN = 100
+#: ... and no more than this many beyond what it wants (pgvector's widest ``hnsw.ef_search``): a wide window of parts
+#: (hundreds of chunks or rows, grouped by unit) is itself the search's candidates.
+BINARY_RERANK_MAX = 1000
+
+
+def default_vector_index(dimension: int) -> VectorIndex:
+    """The index a new corpus of ``dimension`` gets (the SQL function ``default_vector_index`` is the same rule)."""
+    if dimension < HALF_INDEX_MIN_DIMENSION:
+        return "vector"
+    return "halfvec" if dimension <= HNSW_MAX_HALFVEC else "none"
+
+
+def legacy_vector_index(dimension: int) -> VectorIndex:
+    """The index a corpus made before migration 0016 has (``vector`` to 2,000 dimensions, ``halfvec`` to 4,000)."""
+    if dimension <= HNSW_MAX_VECTOR:
+        return "vector"
+    return "halfvec" if dimension <= HNSW_MAX_HALFVEC else "none"
+
+
+def vector_index_of(kind: str | None, dimension: int) -> VectorIndex:
+    """The index of a corpus whose registry says ``kind`` (``None``: a registry row written without one)."""
+    return kind if kind in VECTOR_INDEXES else legacy_vector_index(dimension)  # type: ignore[return-value]
+
+
+def rerank_window(rows: int) -> int:
+    """How many candidates of a binary index a search for ``rows`` rows ranks again exactly."""
+    return min(max(BINARY_RERANK_WINDOW * rows, BINARY_RERANK_MIN), max(rows, BINARY_RERANK_MAX))
 
 
 def hnsw_indexed(dimension: int) -> bool:
@@ -37,21 +107,22 @@ def half_indexed(dimension: int) -> bool:
     return HNSW_MAX_VECTOR < dimension <= HNSW_MAX_HALFVEC
 
 
-def _largest(dimension: int) -> tuple[float, str]:
+def _largest(dimension: int, half: bool | None = None) -> tuple[float, str]:
     """The largest magnitude a vector of ``dimension`` may hold, and how a message names it: a half-precision index
-    takes values up to 65504, a ``vector`` column 32-bit floats."""
-    if half_indexed(dimension):
+    (``half``; ``None``: as :func:`half_indexed` says) takes values up to 65504, a ``vector`` column 32-bit floats."""
+    if half_indexed(dimension) if half is None else half:
         return _FLOAT16_MAX, "the 16-bit floats its half-precision index holds (±65504)"
     return _FLOAT32_MAX, "the 32-bit floats pgvector stores (±3.4e38)"
 
 
 def check_vector(
-    corpus: str, vector: Sequence[float] | Any, dimension: int, *, what: str = "query vector"
+    corpus: str, vector: Sequence[float] | Any, dimension: int, *, what: str = "query vector", half: bool | None = None
 ) -> np.ndarray:
     """Raise :class:`InvalidInputError` unless ``vector`` is a flat sequence of finite numbers, not all zero, each
     within the range of the 32-bit floats pgvector stores, and :class:`~universalrag.errors.DimensionMismatchError`
     unless it has ``dimension`` values. Returns it as a float32 array (what pgvector's binary format sends): the
-    list is converted once, for the checks and the query."""
+    list is converted once, for the checks and the query. ``half``: the corpus's index holds half-precision vectors
+    (``None``: as :func:`half_indexed` says)."""
     try:
         array = np.asarray(vector)
     except (TypeError, ValueError) as e:
@@ -65,13 +136,15 @@ def check_vector(
         raise DimensionMismatchError(corpus, dimension, len(array))
     wide = array if array.dtype == np.float32 else array.astype(np.float64, copy=False)  # no copy of float32 input
     peak = float(np.abs(wide).max())  # one pass: NaN, infinity, all zeros and too large values all show in it
-    if not 0.0 < peak <= _largest(dimension)[0]:
+    if not 0.0 < peak <= _largest(dimension, half)[0]:
         _check_values(corpus, wide, what)
-        _too_large(corpus, wide, dimension, what)
+        _too_large(corpus, wide, dimension, what, half)
     return array.astype(np.float32, copy=False)
 
 
-def check_matrix(corpus: str, vectors: Any, dimension: int, *, what: str = "part vectors") -> None:
+def check_matrix(
+    corpus: str, vectors: Any, dimension: int, *, what: str = "part vectors", half: bool | None = None
+) -> None:
     """:func:`check_vector` for every row of a 2-D array at once."""
     array = np.asarray(vectors)
     if array.ndim != 2 or array.dtype.kind not in "fiu":
@@ -81,15 +154,15 @@ def check_matrix(corpus: str, vectors: Any, dimension: int, *, what: str = "part
     peaks = np.abs(array).max(axis=1)  # one pass, as in check_vector: NaN, infinity and all zeros show in it
     for row in np.flatnonzero(~(np.isfinite(peaks) & (peaks > 0)))[:1]:  # the first bad row is reported
         _check_values(corpus, array[row].astype(np.float64, copy=False), what)
-    for row in np.flatnonzero(peaks > _largest(dimension)[0])[:1]:
-        _too_large(corpus, array[row].astype(np.float64, copy=False), dimension, what)
+    for row in np.flatnonzero(peaks > _largest(dimension, half)[0])[:1]:
+        _too_large(corpus, array[row].astype(np.float64, copy=False), dimension, what, half)
 
 
-def _too_large(corpus: str, array: np.ndarray, dimension: int, what: str) -> None:
+def _too_large(corpus: str, array: np.ndarray, dimension: int, what: str, half: bool | None = None) -> None:
     position = int(np.argmax(np.abs(array)))
     raise InvalidInputError(
         f"The {what} for corpus {corpus!r} holds {array[position]} at position {position}, "
-        f"beyond {_largest(dimension)[1]}. Check the embedder's output."
+        f"beyond {_largest(dimension, half)[1]}. Check the embedder's output."
     )
 
 

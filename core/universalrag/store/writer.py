@@ -139,7 +139,7 @@ def check_part_batch(batch: PartBatch, spec: CorpusSpec) -> None:
     width = batch.vectors.shape[1] if getattr(batch.vectors, "ndim", 0) == 2 else -1
     if width != spec.dimension or len(batch.vectors) != len(batch.texts):
         raise DimensionMismatchError(spec.name, spec.dimension, width)
-    check_matrix(spec.name, batch.vectors, spec.dimension)
+    check_matrix(spec.name, batch.vectors, spec.dimension, half=spec.vector_index == "halfvec")
 
 
 def check_units(units: Sequence[Unit], specs: Mapping[str, CorpusSpec]) -> dict[str, list[Unit]]:
@@ -149,7 +149,9 @@ def check_units(units: Sequence[Unit], specs: Mapping[str, CorpusSpec]) -> dict[
     for unit in units:
         spec = specs[unit.corpus]
         for vec in ([unit.embedding] if unit.embedding is not None else []) + list(unit.part_embeddings):
-            check_vector(spec.name, vec, spec.dimension, what=f"vector of unit {unit.id!r}")
+            check_vector(
+                spec.name, vec, spec.dimension, what=f"vector of unit {unit.id!r}", half=spec.vector_index == "halfvec"
+            )
         if unit.visual_embedding is not None:
             if not spec.visual_dimension:
                 raise InvalidInputError(
