@@ -56,7 +56,8 @@ def main() -> None:
     from universalrag.config import Settings
     from universalrag.pipeline import UniversalRAG
 
-    settings = Settings.from_env().with_(schema=args.schema)
+    # the rounds rebuild full-precision indexes (scaling.rebuild_index): the corpora are made with one
+    settings = Settings.from_env().with_(schema=args.schema, vector_index="vector")
     if args.database_url:
         settings = settings.with_(database_url=args.database_url)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)

@@ -158,6 +158,18 @@ def test_exact_rows(database_url: str, tmp_path: Path) -> None:
     assert positive(r["p50_ms_similarity"]) and positive(r["p50_ms_exact_terms"])
 
 
+def test_vector_storage(database_url: str, tmp_path: Path) -> None:
+    r = run_benchmark("vector_storage.py", ["--quick", "--units", "2000", "--queries", "12"], database_url, tmp_path)
+    ways = r["ways"]
+    assert {"vector", "halfvec index", "halfvec column", "binary + re-rank 100"} <= set(ways)
+    assert ways["halfvec index"]["index_mb"] < ways["vector"]["index_mb"]  # half the bytes a vector
+    assert ways["binary + re-rank 100"]["index_mb"] < ways["halfvec index"]["index_mb"]
+    assert ways["halfvec column"]["table_mb"] < ways["vector"]["table_mb"]
+    for name in ("vector", "halfvec index", "binary + re-rank 200"):  # 2,000 vectors: every way finds nearly all
+        assert ways[name]["recall_at_10"] >= 0.9, name
+    assert all(positive(w["p50_ms"]) and positive(w["build_s"]) for w in ways.values() if isinstance(w, dict))
+
+
 def test_index_settle(database_url: str, tmp_path: Path) -> None:
     require(WIKITABLES_QUESTIONS)
     r = run_benchmark("index_settle.py", ["--quick", "--pages", "3", "--questions", "6"], database_url, tmp_path)

@@ -95,7 +95,8 @@ def _load(store: Store, corpus: str, vectors: np.ndarray, *, per_source: int = 5
 def test_the_default_and_the_overrides() -> None:
     assert default_vector_index(64) == "vector" and default_vector_index(384) == "halfvec"
     assert default_vector_index(3072) == "halfvec" and default_vector_index(8192) == "none"
-    assert rerank_window(5) == 100 and rerank_window(40) == 400 and rerank_window(5000) == 5000
+    assert rerank_window(5) == 200 and rerank_window(40) == 600 and rerank_window(90) == 1000
+    assert rerank_window(5000) == 5000
     assert Settings.from_env({"UNIVERSALRAG_VECTOR_INDEX": "Binary"}).vector_index == "binary"
     assert Settings.from_env({"UNIVERSALRAG_BINARY_MIN_ROWS": "5000"}).binary_min_rows == 5000
     with pytest.raises(ConfigError, match="UNIVERSALRAG_VECTOR_INDEX"):

@@ -69,7 +69,7 @@ ENV_VARS: dict[str, str] = {
     "corpus outgrows UNIVERSALRAG_BINARY_MIN_ROWS), 'vector', 'halfvec' or 'binary'. Stored vectors keep full "
     "precision; existing corpora keep their index. See docs/database.md.",
     "UNIVERSALRAG_BINARY_MIN_ROWS": "Vectors a corpus left to 'auto' holds before its index is rebuilt "
-    "binary-quantised (default 200000; 0: never).",
+    "binary-quantised (default 100000; 0: never).",
     "UNIVERSALRAG_QUERY_VECTORS": "How many recent query texts keep their vectors per model, so that a question "
     "asked again (of another per-corpus tool, by another graph node) is not embedded again (default 256; 0: none).",
     "UNIVERSALRAG_LLM_MODEL": "Chat model for answers and for the LLM router, e.g. gpt-4o-mini or a local model "
