@@ -129,6 +129,9 @@ def test_an_upgrade_keeps_existing_corpora_and_new_ones_get_the_default(settings
     for index in ("corpus_rows_hnsw", "corpus_rows_parts_hnsw"):
         assert "(binary_quantize(embedding))::bit(384)) bit_hamming_ops" in defs[index]
         assert "ef_construction='128'" in defs[index]
+    with store.engine.begin() as conn:  # the knowledge graph's entity vectors are indexed as before
+        conn.execute(sa.select(getattr(sa.func, store.schema).graph_set_dimension(DIM)))
+    assert "vector_cosine_ops" in _index_defs(store)["graph_entities_hnsw"]
     registry = _registry(store)
     assert registry["fresh"] == ("halfvec", True) and registry["narrow"] == ("vector", True)
     assert registry["rows"] == ("binary", False)  # chosen: never changed automatically

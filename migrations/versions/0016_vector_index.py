@@ -86,8 +86,8 @@ END
 $fn$;
 """.replace("{built_with}", _hnsw_build.BUILT_WITH)
 
-# Called by create_corpus (units and parts) and add_visual_channel: the text vectors of a corpus are indexed as its
-# registry row says (filled with the default when empty), the visual column as before.
+# Called by create_corpus (units and parts), add_visual_channel and graph_set_dimension: the text vectors of a corpus
+# are indexed as its registry row says (filled with the default when empty), any other column as before.
 _PREPARE = """
 CREATE OR REPLACE FUNCTION {s}.prepare_vector_column(p_schema text, p_table text, p_column text, p_index text,
                                                      p_dimension integer)
@@ -103,11 +103,12 @@ BEGIN
         SELECT name, vector_index INTO corpus, kind FROM {s}.corpora
         WHERE 'corpus_' || name = p_table OR ('corpus_' || name || '_parts' = p_table AND multi_vector)
         ORDER BY 'corpus_' || name = p_table DESC LIMIT 1;
-        IF kind IS NULL THEN
+        IF corpus IS NOT NULL AND kind IS NULL THEN
             kind := {s}.default_vector_index(p_dimension);
             UPDATE {s}.corpora SET vector_index = kind WHERE name = corpus;
         END IF;
-    ELSE
+    END IF;
+    IF kind IS NULL THEN  -- not a corpus's text vectors (a visual column, the graph's entities): as revision 0012
         kind := CASE WHEN p_dimension <= 2000 THEN 'vector' WHEN p_dimension <= 4000 THEN 'halfvec' ELSE 'none' END;
     END IF;
     PERFORM {s}.build_vector_index(p_schema, p_table, p_column, p_index, p_dimension, kind);
