@@ -120,6 +120,20 @@ def test_an_upgrade_keeps_existing_corpora_and_new_ones_get_the_default(settings
     assert _index_defs(store) == before and _filenodes(store, *nodes) == nodes  # nothing rebuilt or rewritten
     assert _registry(store) == {"old": ("vector", False), "wide": ("halfvec", False)}
     assert store.corpus("old").vector_index == "vector"
+    with store.engine.connect() as conn:  # the new functions resolve pgvector's types in its own schema only
+        configs = (
+            conn.execute(
+                sa.text(
+                    "SELECT array_to_string(p.proconfig, ',') FROM pg_proc p "
+                    "JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = :s "
+                    "AND p.proname IN ('set_vector_index', 'build_vector_index', 'prepare_vector_column')"
+                ),
+                {"s": store.schema},
+            )
+            .scalars()
+            .all()
+        )
+    assert len(configs) == 3 and all(c.startswith("search_path=") and c.endswith("pg_temp") for c in configs)
     store.create_corpus(_spec("fresh"))
     store.create_corpus(_spec("narrow", dimension=64))
     store.create_corpus(_spec("rows", "binary", multi=True))
