@@ -216,6 +216,10 @@ def test_a_binary_search_goes_through_its_index_and_sees_deletes(store: Store) -
     while scans() == before and time.monotonic() < deadline:  # statistics reach other sessions within a second
         time.sleep(0.2)
     assert scans() > before
+    # the window's beam reaches the index (pgvector's default of 40 would end the window at 40 rows)
+    wide = store.search("bits", query, k=60, exact_scan=False)
+    exact = store.search("bits", query, k=60, exact_scan=True)
+    assert len(wide) == 60 and len({h.id for h in wide} & {h.id for h in exact}) >= 54
     assert store.delete_source("test://bits/0")  # units 0-399
     hits = store.search("bits", query, k=3, exact_scan=False)
     assert hits and all(ids.index(h.id) >= 400 for h in hits)
