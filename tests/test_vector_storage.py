@@ -1,4 +1,4 @@
-"""How corpora index their vectors (migration 0016): a halfvec index by default from 384 dimensions, a binary-quantised
+"""How corpora index their vectors (migration 0018): a halfvec index by default from 384 dimensions, a binary-quantised
 index whose candidates are ranked again at full precision, chosen per corpus or in the settings, grown into
 automatically; existing corpora untouched by the upgrade. Real PostgreSQL with pgvector; MiniLM for the attached
 table."""
@@ -111,7 +111,7 @@ def test_the_default_and_the_overrides() -> None:
 
 def test_an_upgrade_keeps_existing_corpora_and_new_ones_get_the_default(settings: Settings) -> None:
     store = Store(settings=settings)
-    store.migrate("0015")
+    store.migrate("0017")
     store.create_corpus(_spec("old"))  # made by the revision before: a full-precision index
     store.create_corpus(_spec("wide", dimension=3072))
     before = _index_defs(store)
@@ -150,7 +150,7 @@ def test_an_upgrade_keeps_existing_corpora_and_new_ones_get_the_default(settings
     assert registry["fresh"] == ("halfvec", True) and registry["narrow"] == ("vector", True)
     assert registry["rows"] == ("binary", False)  # chosen: never changed automatically
 
-    store.downgrade("0015")  # what the revision before would have built, built again; nothing else
+    store.downgrade("0017")  # what the revision before would have built, built again; nothing else
     defs = _index_defs(store)
     assert "halfvec" not in defs["corpus_fresh_hnsw"] and "vector_cosine_ops" in defs["corpus_fresh_hnsw"]
     assert "vector_cosine_ops" in defs["corpus_rows_parts_hnsw"]

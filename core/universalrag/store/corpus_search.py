@@ -373,7 +373,7 @@ def _exact_tables(
     multi = tables.parts is not None
     spec = tables.spec
     if request.exact_scan or spec.vector_index == "none" or (visual and not hnsw_indexed(spec.visual_dimension or 0)):
-        return {"units": True, "parts": True}  # asked for, or a corpus without an HNSW index (migrations 0012, 0016)
+        return {"units": True, "parts": True}  # asked for, or a corpus without an HNSW index (migrations 0012, 0018)
     searched = [t for t in (tables.units, tables.parts) if t is not None]  # the units' size too: see _refined
     rows = table_rows(conn, searched)
     metadata = spec.metadata

@@ -60,7 +60,7 @@ def query_vector(vector: QueryVector, dimension: int, *, name: str = "query_vect
 
 def index_key(vectors: sa.ColumnElement[Any], dimension: int, kind: str | None = None) -> sa.ColumnElement[Any]:
     """What an HNSW index of ``kind`` (``CorpusSpec.vector_index``; ``None``: what a corpus of ``dimension`` made
-    before migration 0016 has) over vectors of ``dimension`` is built on: the vectors themselves, the vectors cast to
+    before migration 0018 has) over vectors of ``dimension`` is built on: the vectors themselves, the vectors cast to
     ``halfvec``, or their binary quantisation (``binary_quantize(v)::bit(n)``)."""
     kind = kind or legacy_vector_index(dimension)
     if kind == "halfvec":

@@ -1,4 +1,4 @@
-"""What each corpus's HNSW index is built on, chosen and changed (migration 0016; docs/database.md).
+"""What each corpus's HNSW index is built on, chosen and changed (migration 0018; docs/database.md).
 
 :class:`VectorIndexes` is the part of :class:`~universalrag.store.Store` that rebuilds a corpus's text-vector indexes
 as another kind (:meth:`~VectorIndexes.set_vector_index`, through the schema's ``set_vector_index`` SQL function),

@@ -46,7 +46,7 @@ HNSW_MAX_VECTOR = 2000
 HNSW_MAX_HALFVEC = 4000
 
 
-#: What the HNSW index of a corpus's vectors is built on (the registry's ``vector_index``, migration 0016): the
+#: What the HNSW index of a corpus's vectors is built on (the registry's ``vector_index``, migration 0018): the
 #: full-precision vectors, their ``halfvec`` cast (the column keeps full precision), their binary quantisation
 #: (``binary_quantize(v)::bit(n)``; a search ranks a window of its candidates again exactly), or no index at all.
 VectorIndex = Literal["vector", "halfvec", "binary", "none"]
@@ -85,7 +85,7 @@ def default_vector_index(dimension: int) -> VectorIndex:
 
 
 def legacy_vector_index(dimension: int) -> VectorIndex:
-    """The index a corpus made before migration 0016 has (``vector`` to 2,000 dimensions, ``halfvec`` to 4,000)."""
+    """The index a corpus made before migration 0018 has (``vector`` to 2,000 dimensions, ``halfvec`` to 4,000)."""
     if dimension <= HNSW_MAX_VECTOR:
         return "vector"
     return "halfvec" if dimension <= HNSW_MAX_HALFVEC else "none"

@@ -1,7 +1,7 @@
 """How each corpus's vectors are indexed is recorded, chosen per corpus, and changeable in place.
 
-Revision ID: 0016
-Revises: 0015
+Revision ID: 0018
+Revises: 0017
 Create Date: 2026-12-06
 
 The registry gains two columns:
@@ -30,8 +30,8 @@ import importlib
 
 from universalrag.migrations._sql import execute as _execute
 
-revision = "0016"
-down_revision = "0015"
+revision = "0018"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
