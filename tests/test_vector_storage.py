@@ -327,3 +327,17 @@ def test_a_corpus_left_to_auto_grows_a_binary_index_and_reports_the_build(
     assert all(r.table == "corpus_grows" and 0 <= r.done <= max(r.total, r.done) for r in readings), readings
     assert any(r.total > 0 and "build" in r.phase for r in readings), readings
     store.close()
+
+
+def test_the_partitions_of_a_partitioned_corpus_get_its_index(store: Store) -> None:
+    from dataclasses import replace
+
+    from universalrag.types import Partitioning
+
+    store.create_corpus(replace(_spec("shards", "binary"), partition=Partitioning(by="source", partitions=2)))
+    vectors = _vectors(600, seed=13)
+    ids = _load(store, "shards", vectors, per_source=100)
+    defs = _index_defs(store)
+    partition_indexes = [d for name, d in defs.items() if name.startswith("corpus_shards") and "bit_hamming_ops" in d]
+    assert len(partition_indexes) >= 3, defs  # the partitioned table's index and one per partition
+    assert store.search("shards", vectors[321], k=1, exact_scan=False)[0].id == ids[321]
