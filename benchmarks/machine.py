@@ -58,14 +58,14 @@ def parser(doc: str | None) -> argparse.ArgumentParser:
 
 
 @contextlib.contextmanager
-def scratch_store(database_url: str | None, prefix: str) -> Iterator[Any]:
+def scratch_store(database_url: str | None, prefix: str, **overrides: Any) -> Iterator[Any]:
     """A :class:`~universalrag.store.Store` on a fresh schema ``bench_<prefix>_<random>`` (not initialised),
     dropped with everything in it on exit. ``database_url=None``: ``UNIVERSALRAG_DATABASE_URL``, else the
-    embedded server."""
+    embedded server; ``overrides``: fields of :class:`~universalrag.config.Settings` to set."""
     import sqlalchemy as sa
 
     schema = f"bench_{prefix}_{uuid.uuid4().hex[:8]}"
-    with kept_store(database_url, schema) as store:
+    with kept_store(database_url, schema, **overrides) as store:
         try:
             yield store
         finally:
@@ -74,17 +74,17 @@ def scratch_store(database_url: str | None, prefix: str) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def kept_store(database_url: str | None, schema: str) -> Iterator[Any]:
+def kept_store(database_url: str | None, schema: str, **overrides: Any) -> Iterator[Any]:
     """A :class:`~universalrag.store.Store` on schema ``schema`` (not initialised), kept on exit: what a later run
     reuses instead of loading its data again. ``database_url=None``: ``UNIVERSALRAG_DATABASE_URL``, else the
-    embedded server."""
+    embedded server; ``overrides``: fields of :class:`~universalrag.config.Settings` to set."""
     from universalrag.config import Settings
     from universalrag.store import Store
 
     settings = Settings.from_env()
     if database_url:
         settings = settings.with_(database_url=database_url)
-    store = Store(settings=settings.with_(schema=schema))
+    store = Store(settings=settings.with_(schema=schema, **overrides))
     try:
         yield store
     finally:

@@ -404,7 +404,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.beam_vs_exact:
         bench.log(bench.machine_line())
-        with bench.scratch_store(args.database_url, "scaling") as store:
+        # full-precision indexes: the rounds rebuild them as vector_cosine_ops (rebuild_index)
+        with bench.scratch_store(args.database_url, "scaling", vector_index="vector") as store:
             result = beam_vs_exact(
                 store,
                 args.beam_vs_exact,
