@@ -235,8 +235,11 @@ class Worker:
             self._encoder_thread = None
 
     def _release(self) -> None:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            return  # never connected, or the session is gone: its claims went with it
         try:
-            queue.release_all(self._conn, self.store.schema)
+            queue.release_all(conn, self.store.schema)
         except psycopg.Error as e:  # the connection is gone: its claims end with its backend anyway
             log.warning("could not give back the worker's claims: %s", e)
 
