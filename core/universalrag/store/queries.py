@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -97,17 +97,18 @@ def _by_distance(
 
 
 def _reranked(
-    candidates: sa.Select[Any], column_name: str, query: sa.ColumnElement[Any], limit: int, *keep: str
+    candidates: sa.Select[Any],
+    column_name: str,
+    query: sa.ColumnElement[Any],
+    limit: int,
+    columns: Callable[[sa.Subquery, sa.ColumnElement[Any]], Sequence[sa.ColumnElement[Any]]],
 ) -> sa.Select[Any]:
     """The ``limit`` rows of ``candidates`` (the window a binary index found, nearest by Hamming distance first) nearest
-    to ``query`` by the full-precision cosine distance of their column ``column_name``: ``distance`` and ``keep``."""
+    to ``query`` by the full-precision cosine distance of their column ``column_name``; ``columns(window, distance)``
+    says what the statement returns of the window, the labelled ``distance`` among them."""
     window = candidates.subquery("candidates")
     distance = window.c[column_name].cosine_distance(query)
-    return (
-        sa.select(*(window.c[name] for name in keep), distance.label("distance"))
-        .order_by(distance)
-        .limit(_limit(limit))
-    )
+    return sa.select(*columns(window, distance.label("distance"))).order_by(distance).limit(_limit(limit))
 
 
 def set_local(name: str, value: str | int) -> sa.Select[Any]:
@@ -215,16 +216,16 @@ def nearest_units(
         candidates = candidates.order_by(index_order(column, query, dimension, kind)).limit(
             _limit(rerank_window(limit))
         )
-        window = candidates.subquery("candidates")
-        distance = window.c[column.name].cosine_distance(query)
-        return (
-            sa.select(
+        return _reranked(
+            candidates,
+            column.name,
+            query,
+            limit,
+            lambda window, distance: [
                 text_id(window.c.id, "unit_id"),
-                distance.label("distance"),
+                distance,
                 *(unit_columns(tables, window) if rows else ()),
-            )
-            .order_by(distance)
-            .limit(_limit(limit))
+            ],
         )
     distance = column.cosine_distance(query)
     if exact_scan:
@@ -252,7 +253,9 @@ def nearest_parts(
         candidates = candidates.order_by(index_order(p.c.embedding, query, dimension, kind)).limit(
             _limit(rerank_window(limit))
         )
-        return _reranked(candidates, "embedding", query, limit, "unit_id", "ord")
+        return _reranked(
+            candidates, "embedding", query, limit, lambda window, distance: [window.c.unit_id, window.c.ord, distance]
+        )
     stmt = sa.select(p.c.unit_id, p.c.ord, p.c.embedding.cosine_distance(query).label("distance"))
     if filter:
         stmt = stmt.join(u, u.c.id == p.c.unit_id).where(*pruning(p, filter), unit_filter(u, filter))
