@@ -59,18 +59,22 @@ def cuda_wanted(device: str | None) -> bool:
     return bool(torch.cuda.is_available())
 
 
+def _on_cuda(device: Any) -> bool:
+    """Whether a torch ``device`` (or its name, ``cuda:1``) is a CUDA device."""
+    kind = getattr(device, "type", None) or str(device).split(":", 1)[0].strip().lower()
+    return kind == "cuda"
+
+
 def bulk_batch_size(device: Any) -> int:
     """Texts per forward pass of a bulk call on a torch ``device`` (or its name): :data:`CUDA_BULK_BATCH` on CUDA,
     :data:`CPU_TORCH_BATCH` elsewhere."""
-    kind = getattr(device, "type", None) or str(device).split(":", 1)[0].strip().lower()
-    return CUDA_BULK_BATCH if kind == "cuda" else CPU_TORCH_BATCH
+    return CUDA_BULK_BATCH if _on_cuda(device) else CPU_TORCH_BATCH
 
 
 def half_precision(device: Any) -> bool:
     """Whether a model on ``device`` runs in float16: on CUDA (tensor cores, half the memory traffic), not on the CPU,
     where float16 matrix products are slower than float32 ones."""
-    kind = getattr(device, "type", None) or str(device).split(":", 1)[0].strip().lower()
-    return kind == "cuda"
+    return _on_cuda(device)
 
 
 def to_device(model: Any, device: Any, *, what: str, half: bool = False) -> Any:
