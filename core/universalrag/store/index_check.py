@@ -46,6 +46,7 @@ import sqlalchemy as sa
 from ..errors import StoreError
 from ..types import Hit
 from .corpus_search import SearchRequest, run_search
+from .filters import Filter
 from .partitions import COLUMN
 from .row_estimates import forget, table_rows
 from .scan_rule import CHECK_KEY, EF_KEY, MAX_EF_SEARCH, MIN_RECALL
@@ -232,18 +233,19 @@ def check_index(
     with store.transaction(f"check the index of corpus {corpus!r}") as conn:
         rows = table_rows(conn, [searched], ttl=0.0)[searched.name]
         top = rows > store.settings.exact_scan_max_rows  # no exact scan to fall back on: the beam carries recall@10
-        vectors = _query_vectors(conn, searched, queries, seed=seed)
-        requests = [
-            SearchRequest(vector=q.tolist(), k=k or (CHECK_K if top else 5), visual_weight=0.0)
-            for q in (_noisy(vectors, np.random.default_rng(seed)) if len(vectors) else ())
-        ]
+
+        def requests_near(vectors: np.ndarray, flt: Filter | None = None) -> list[SearchRequest]:
+            """A search near each of ``vectors`` (noised), filtered by ``flt``."""
+            return [
+                SearchRequest(vector=q.tolist(), k=k or (CHECK_K if top else 5), visual_weight=0.0, filter=flt)
+                for q in (_noisy(vectors, np.random.default_rng(seed)) if len(vectors) else ())
+            ]
+
+        requests = requests_near(_query_vectors(conn, searched, queries, seed=seed))
         recalls = _recalls(conn, tables, requests, start=store.settings.ef_search, top=top)
         for name, flt, where in _tenant_partitions(conn, tables):
             vectors = _query_vectors(conn, searched, max(queries // 4, 4), seed=seed, where=where)
-            filtered = [
-                SearchRequest(vector=q.tolist(), k=k or (CHECK_K if top else 5), visual_weight=0.0, filter=flt)
-                for q in _noisy(vectors, np.random.default_rng(seed))
-            ]
+            filtered = requests_near(vectors, flt)
             checked.append((name, *_recalls(conn, tables, filtered, start=store.settings.ef_search, top=top)[-1]))
     ef, recall = recalls[-1]
     for _, partition_ef, partition_recall in checked:  # the beam every partition's searches need, and the worst
