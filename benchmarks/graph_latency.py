@@ -5,8 +5,10 @@ units (named ``entity 1``, ``entity 2``, ...), plus one for each name the timed 
 "coffee beans", ...), each mentioned by ``mentions_per_entity`` random units of the six corpora, and relations
 between random entities (``relations_per_entity`` each, so a walk from a named entity reaches others and their units).
 A question naming one of them is walked as the library walks any: the walk statement beside the probes, and the
-reached units read when the rule chooses the graph. Rows are written through SQLAlchemy Core in batches; a schema
-that holds a graph already keeps it.
+reached units read when the rule chooses the graph. The lower-case single words among them ("moon", "glacier",
+"rocket", "meteors") are entities the questions do not type as names (:func:`universalrag.graph.walk.typed_as_name`):
+those questions pay for a walk that finds nothing, as a question naming no entity does. Rows are written through
+SQLAlchemy Core in batches; a schema that holds a graph already keeps it.
 """
 
 from __future__ import annotations

@@ -185,8 +185,10 @@ def test_nothing_changes_without_a_graph(database_url: str, minilm: Any, tmp_pat
         rag.close()
 
 
-def _hit(id_: str, *, parts: tuple[tuple[int, str, float], ...] = (), path: GraphPath | None = None) -> Hit:
-    return Hit(corpus="c", id=id_, score=0.5, content=id_, matched_parts=parts, path=path)
+def _hit(
+    id_: str, *, parts: tuple[tuple[int, str, float], ...] = (), path: GraphPath | None = None, score: float = 0.5
+) -> Hit:
+    return Hit(corpus="c", id=id_, score=score, content=id_, matched_parts=parts, path=path)
 
 
 def test_graph_hits_take_the_last_places_and_keep_the_routed_best() -> None:
@@ -203,6 +205,35 @@ def test_graph_hits_take_the_last_places_and_keep_the_routed_best() -> None:
     assert [p[0] for p in merged[3].matched_parts] == [1, 7] and merged[3].path == path
     assert with_graph(routed, [], k=5) == routed
     assert [h.id for h in with_graph(routed[:2], graph, k=5)] == ["0", "1", "g1", "g2"]
+
+
+def test_a_graph_hit_scoring_below_the_hit_it_would_push_out_stays_out() -> None:
+    """The best graph hit is weighed against the lowest routed hit, the next against the next lowest: a graph hit
+    takes a place only when its fused score is at least the score of the hit it pushes out."""
+    routed = [_hit(str(i), score=s) for i, s in enumerate((0.8, 0.7, 0.6, 0.5, 0.4))]
+    path = GraphPath(seed="A", entity="B", relation="co_occurs", hops=1)
+    graph = [_hit("g1", score=0.45, path=path), _hit("g2", score=0.45, path=path)]
+    assert [h.id for h in with_graph(routed, graph, k=5)] == ["0", "1", "2", "3", "g1"], "0.45 < 0.5: g2 stays out"
+    assert [h.id for h in with_graph(routed, graph[:1], k=5)] == ["0", "1", "2", "3", "g1"]
+    low = [_hit("g0", score=0.1, path=path)]
+    assert with_graph(routed, low, k=5) == routed
+    # with room left nothing is pushed out, and the graph's hits join whatever they score
+    assert [h.id for h in with_graph(routed[:3], low, k=5)] == ["0", "1", "2", "g0"]
+
+
+def test_a_single_word_starts_a_walk_only_when_typed_as_a_name() -> None:
+    """A word on its own is a name where its capitals say so; common words the graph holds as names (a table's
+    column "Season") start no walk from a question typed in lower case, and a name of several words is found however
+    it is typed."""
+    keys = name_keys("who was the last celebrity guest in the 2010 season?")
+    assert "season" not in keys and "celebrity" not in keys and "guest" not in keys
+    assert "2010 season" in keys and "celebrity guest" in keys
+    assert "finland" in name_keys("How many matches did Finland lose at home?")
+    assert "season" not in name_keys("Season 3: who won it?"), "a sentence's first word is capitalised by grammar"
+    assert "won" not in name_keys("The team lost. Won the cup later?")
+    assert "nasa" in name_keys("NASA launched what in 1969?") and "iphone" in name_keys("when was the iPhone sold?")
+    assert "varnholt bridge" in name_keys("where was the designer of the varnholt bridge born?")
+    assert "chelsea" in name_keys("Who is Chelsea's manager?"), "a possessive's name, typed as a name"
 
 
 def test_the_langgraph_retrieve_node_gets_the_graph_hits(world: dict[str, Any]) -> None:

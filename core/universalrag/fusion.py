@@ -283,7 +283,16 @@ def with_graph(hits: Sequence[Hit], graph: Sequence[Hit], *, k: int, slots: int 
     each with its ``path``): a graph hit that is among the ``k`` already keeps its place and its path, its matched
     parts (the rows or chunks naming what the walk reached) shown first; up to ``slots`` others take the last
     places, pushing out the lowest hits the graph did not reach. The routed best stays first: the graph adds what
-    a question about something tied to the thing it names needs (see :mod:`universalrag.graph.retrieve`)."""
+    a question about something tied to the thing it names needs (see :mod:`universalrag.graph.retrieve`).
+
+    A graph hit pushes a hit out only when its fused score (similarity, the walk's share and its bonuses) is at least
+    the score of the hit it replaces, the best graph hit against the lowest hit: a unit that neither resembles the
+    question nor stands out on the walk does not displace one that resembles it. On the tune split of
+    ``benchmarks/routing_e2e.py`` the answering unit stayed in the top 5 for 69.8 % of the questions with this
+    condition, 69.6 % without it and 69.8 % without the graph; the second fact of the two-hop questions of
+    ``benchmarks/graph.py``'s tune split was shown for 80.5 % with it and 80.6 % without it. Where ``hits`` are
+    ranked by reciprocal rank (corpora of different embedding spaces), their scores are far below any similarity and
+    the condition always holds."""
     top = list(hits[:k])
     if not graph or k < 1:
         return top
@@ -298,12 +307,21 @@ def with_graph(hits: Sequence[Hit], graph: Sequence[Hit], *, k: int, slots: int 
         shown = {p[0] for p in g.matched_parts}
         parts = (*g.matched_parts, *(p for p in top[i].matched_parts if p[0] not in shown))
         top[i] = replace(top[i], matched_parts=parts, path=g.path)
-    extra = len(top) + len(new) - k
-    if extra > 0:
-        droppable = [i for i in range(len(top) - 1, 0, -1) if top[i].path is None][:extra]
-        top = [h for i, h in enumerate(top) if i not in set(droppable)]
-        new = new[: k - len(top)]
-    return [*top, *new]
+    room = k - len(top)
+    droppable = iter([i for i in range(len(top) - 1, 0, -1) if top[i].path is None])  # the lowest first
+    dropped: set[int] = set()
+    added: list[Hit] = []
+    for g in new:
+        if room > 0:
+            room -= 1
+            added.append(g)
+            continue
+        i = next(droppable, None)
+        if i is None or g.score < top[i].score:
+            break  # the graph's next hits score lower still
+        dropped.add(i)
+        added.append(g)
+    return [*(h for i, h in enumerate(top) if i not in dropped), *added]
 
 
 def distinct(hits: Sequence[Hit]) -> list[Hit]:

@@ -11,8 +11,9 @@ mention a reached entity (at most ``per_entity`` of them an entity, the heaviest
 entity's score, divided by the square root of how many units mention it. Every bound is a literal of the statement,
 so the work is bounded for any graph: at most ``seeds · fan_out^hops`` paths.
 
-Names are found in the question by their keys: every run of one to :data:`MAX_NAME_WORDS` words (not only stop words)
-is a candidate key, and the index on ``graph_entities.key`` answers them in one probe each.
+Names are found in the question by their keys: every run of two to :data:`MAX_NAME_WORDS` words (not only stop words),
+and every single word the question types as a name (:func:`typed_as_name`), is a candidate key, and the index on
+``graph_entities.key`` answers them in one probe each.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "WalkLimits",
     "graph_tables",
     "name_keys",
+    "typed_as_name",
     "walk_select",
     "walk_statement",
 ]
@@ -104,16 +106,37 @@ class Reached:
     names: tuple[str, ...] = ()
 
 
+#: Where a sentence ends: the word after it is capitalised by grammar, not because it names something.
+_SENTENCE_END = re.compile(r"[.!?:]\s*$")
+
+
+def typed_as_name(word: str, *, sentence_start: bool = False) -> bool:
+    """Whether one ``word`` of a question, on its own, is typed as a name: a capital letter that grammar does not
+    explain, either after its first letter ("NASA", "iPhone", "UCI") or first where no sentence starts ("in Finland",
+    not "Season 3 ..."). A single common word the graph also holds as a name ("season", "players", "tonnage", from a
+    table's column) is no place to start a walk: on the routing benchmark's tune split (``benchmarks/routing_e2e.py
+    --split tune``) such words started 47 of the 50 walks that pushed the answering unit out of the top 5, and no
+    question of the graph benchmark's tune split needed one. A name of several words is looked up however it is
+    typed ("the varnholt bridge")."""
+    if any(c.isupper() for c in word[1:]):
+        return True
+    return word[:1].isupper() and not sentence_start
+
+
 def name_keys(text: str, *, max_words: int = MAX_NAME_WORDS, limit: int = MAX_KEYS) -> list[str]:
-    """The alignment keys (:func:`~universalrag.graph.model.normalise_key`) of every run of 1 to ``max_words`` words
-    of ``text`` that is not made only of stop words, longest runs first, at most ``limit``. A run ending in a
-    possessive (``"Chelsea's"``, ``"Chelsea’s"``) also gives the key of its name without it (``"chelsea"``), after
-    its own."""
-    words = _WORD.findall(text)
+    """The alignment keys (:func:`~universalrag.graph.model.normalise_key`) of every run of 2 to ``max_words`` words
+    of ``text`` that is not made only of stop words, and of every word typed as a name (:func:`typed_as_name`),
+    longest runs first, at most ``limit``. A run ending in a possessive (``"Chelsea's"``, ``"Chelsea’s"``) also gives
+    the key of its name without it (``"chelsea"``), after its own."""
+    found = list(_WORD.finditer(text))
+    words = [m.group() for m in found]
+    starts = [i == 0 or bool(_SENTENCE_END.search(text[found[i - 1].end() : m.start()])) for i, m in enumerate(found)]
     keys: dict[str, None] = {}
     for size in range(min(max_words, len(words)), 0, -1):
         for start in range(len(words) - size + 1):
             run = words[start : start + size]
+            if size == 1 and not typed_as_name(run[0], sentence_start=starts[start]):
+                continue
             owner = _POSSESSIVE.sub("", run[-1])
             runs = [run, [*run[:-1], owner]] if owner != run[-1] else [run]
             for words_of in runs:
