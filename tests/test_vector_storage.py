@@ -19,7 +19,7 @@ from universalrag.errors import ConfigError, InvalidInputError
 from universalrag.store import Store
 from universalrag.store.index_build import BuildProgress, build_settings
 from universalrag.store.vectors import default_vector_index, rerank_window
-from universalrag.sync import Worker
+from universalrag.sync import Worker, WorkerOptions
 from universalrag.types import CorpusSpec, Granularity, Modality, SourceRecord, Unit
 
 DIM = 384
@@ -286,6 +286,58 @@ def test_an_attached_table_syncs_into_a_binary_corpus(database_url: str, store: 
     finally:
         conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(app_schema)))
         conn.close()
+
+
+def test_a_backlog_past_the_threshold_is_written_into_a_binary_index(
+    database_url: str, settings: Settings, minilm: Any
+) -> None:
+    """The sync worker sizes a corpus's index for what is queued for it before its first write: 40 attached rows
+    past a threshold of 30 go into the binary index they end with (the choice stays ``auto``); 10 rows keep
+    ``halfvec``. A corpus that grows past the threshold later gets its binary index when the queue runs dry."""
+    store = Store(settings=settings.with_(binary_min_rows=30))
+    store.init(embedder=minilm.name, dimension=minilm.dimension)
+    app_schema = f"{store.schema}_shop"
+    conn = app_sql(database_url)
+    app = sql.Identifier(app_schema)
+
+    def attach(table: str, rows: range) -> None:
+        conn.execute(
+            sql.SQL("CREATE TABLE {}.{} (sku text PRIMARY KEY, label text NOT NULL)").format(app, sql.Identifier(table))
+        )
+        conn.execute(
+            sql.SQL(
+                "INSERT INTO {}.{} SELECT 'S' || i, 'Spare part number ' || i FROM generate_series({}, {}) i"
+            ).format(app, sql.Identifier(table), sql.Literal(rows.start), sql.Literal(rows.stop - 1))
+        )
+        conn.execute(
+            sql.SQL("SELECT {}.attach_table({}::regclass, corpus => {}, content => 'label')").format(
+                sql.Identifier(store.schema), sql.Literal(f"{app_schema}.{table}"), sql.Literal(table)
+            )
+        )
+
+    try:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(app))
+        attach("many", range(40))
+        attach("few", range(10))
+        with Worker(store, embedder=minilm, options=WorkerOptions(batch_size=8)) as worker:
+            assert worker.run_batch().written == 8  # the first batch: rows of the table attached first
+            assert _registry(store)["many"] == ("binary", True)
+            assert "bit_hamming_ops" in _index_defs(store)["corpus_many_hnsw"]
+            worker.drain()
+            assert _registry(store)["few"] == ("halfvec", True), "10 rows stay below the threshold"
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {}.few SELECT 'T' || i, 'Brake cable number ' || i FROM generate_series(1, 25) i"
+                ).format(app)
+            )
+            worker.drain()  # the queue ran dry with 35 rows: grown as ingest grows a corpus
+        assert _registry(store)["few"] == ("binary", True)
+        hits = store.search("many", minilm.embed_query("spare part number 17"), k=1, exact_scan=False)
+        assert hits[0].content == "Spare part number 17"
+    finally:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(app))
+        conn.close()
+        store.close()
 
 
 def test_settings_choose_for_new_corpora_and_a_spec_overrides_them(settings: Settings) -> None:

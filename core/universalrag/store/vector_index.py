@@ -10,7 +10,7 @@ outgrows the threshold (:meth:`~VectorIndexes.grow_vector_indexes`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -92,17 +92,20 @@ class VectorIndexes:
         self,
         names: Sequence[str] | None = None,
         *,
+        coming: Mapping[str, int] | None = None,
         on_progress: Callable[[BuildProgress], object] | None = None,
     ) -> list[str]:
         """Give a binary-quantised index to each of ``names`` (default: every corpus of this database) that is left to
         ``auto``, is not binary yet, and whose units or parts table holds ``settings.binary_min_rows`` vectors or more
-        (default :data:`~universalrag.store.vectors.BINARY_MIN_ROWS`; 0: never). Returns the corpora rebuilt.
-        ``ingest`` calls it after writing; a corpus chosen by hand is never changed."""
+        (default :data:`~universalrag.store.vectors.BINARY_MIN_ROWS`; 0: never), counting the ``coming`` units of a
+        corpus (by name: those about to be written, such as a sync backlog) as held. Returns the corpora rebuilt.
+        ``ingest`` calls it after writing, the sync worker before draining a backlog; a corpus chosen by hand is never
+        changed."""
         threshold = BINARY_MIN_ROWS if self.settings.binary_min_rows is None else self.settings.binary_min_rows
         if threshold <= 0:
             return []
         grown = []
-        for name in self._outgrown(names, threshold):
+        for name in self._outgrown(names, threshold, coming or {}):
             _log.info("corpus %r holds %d vectors or more: its index is rebuilt binary-quantised", name, threshold)
             if self.set_vector_index(name, "binary", on_progress=on_progress):
                 grown.append(name)
@@ -115,10 +118,10 @@ class VectorIndexes:
             conn.execute(sa.update(c).where(c.c.name == name).values(vector_index_auto=True))
         self._specs = None
 
-    def _outgrown(self, names: Sequence[str] | None, threshold: int) -> Iterator[str]:
+    def _outgrown(self, names: Sequence[str] | None, threshold: int, coming: Mapping[str, int]) -> Iterator[str]:
         """The corpora among ``names`` left to ``auto``, not binary yet, whose units or parts table holds ``threshold``
-        vectors or more (by the row estimates searches use, :mod:`~universalrag.store.row_estimates`: nothing is
-        counted)."""
+        vectors or more with the ``coming`` ones (by the row estimates searches use,
+        :mod:`~universalrag.store.row_estimates`: nothing is counted)."""
         c = self.tables.corpora
         with self.transaction("read which corpora choose their own index", read_only=True) as conn:
             stmt = sa.select(c.c.name).where(c.c.vector_index_auto, c.c.vector_index != "binary", c.c.server.is_(None))
@@ -135,5 +138,6 @@ class VectorIndexes:
                 ttl=0,
             )
         for name in candidates:
-            if max(rows.get(t.name, 0) for t in (tables[name].units, tables[name].parts) if t is not None) >= threshold:
+            held = max(rows.get(t.name, 0) for t in (tables[name].units, tables[name].parts) if t is not None)
+            if held + coming.get(name, 0) >= threshold:
                 yield name

@@ -81,6 +81,15 @@ def _claimable() -> sql.SQL:
                    OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = q.locked_by))""")
 
 
+def queued(conn: Any, schema: str, corpora: Sequence[str]) -> dict[str, int]:
+    """How many entries of each of ``corpora`` wait in the queue (not parked), by corpus (those with none left out).
+    One count over the queue's (corpus, unit) index."""
+    statement = sql.SQL(
+        "SELECT corpus, count(*) FROM {q} WHERE corpus = ANY(%(corpora)s) AND parked_at IS NULL GROUP BY corpus"
+    ).format(q=_queue(schema))
+    return {str(name): int(n) for name, n in conn.execute(statement, {"corpora": list(corpora)}).fetchall()}
+
+
 def park_exhausted(conn: Any, schema: str, *, max_attempts: int, corpora: Sequence[str] | None, lease_s: float) -> int:
     """Park the ready items that were claimed ``max_attempts`` times without being settled (each claim ended with
     the worker stopping: killed, or an error outside the item), so that a batch that stops every worker is not

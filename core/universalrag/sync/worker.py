@@ -180,6 +180,8 @@ class Worker:
         self._checked: set[str] = set()
         self._members: dict[str, Worker] | None = None
         self._unsettled: set[str] = set()  # corpora written since their full-text indexes were last settled
+        self._sized: set[str] = set()  # corpora whose vector index was sized for their backlog (see _size_indexes)
+        self._grows_indexes = True  # False for a member server's worker: its corpora's indexes are chosen by hand
         self._ahead: _Batch | None = None  # the next batch, claimed while the current one is written
         self._encoder_thread: ThreadPoolExecutor | None = None
         self._parked_at: float | None = None  # when park_exhausted last ran (monotonic)
@@ -218,6 +220,7 @@ class Worker:
                     visual_encoder=self.visual_encoder,
                     options=replace(self.options, corpora=tuple(names)),
                 )
+                members[alias]._grows_indexes = False
             self._members = members
         return self._members
 
@@ -287,11 +290,12 @@ class Worker:
                 result = BatchResult(claimed=len(current.items), parked=parked)
                 if not current.items:
                     return result
-                if current.embedding is not None:
-                    current.embedding.result()
-                if pipelined:
+                if pipelined:  # claimed and read while this batch is still being embedded: the encoder never waits
                     ahead = self._claim_batch(background=True, busy=current.items)
                     self._ahead = ahead if ahead.items else None
+                if current.embedding is not None:
+                    current.embedding.result()
+                self._size_indexes(current.jobs)
                 self._write_isolated(current.jobs, current.superseded, result, delay)
             except BaseException:
                 self._give_back_ahead()
@@ -304,6 +308,20 @@ class Worker:
             return result
         except psycopg.Error as e:
             raise store_error(e, "process the sync queue", self.store.url_redacted) from e
+
+    def _size_indexes(self, jobs: list[_Job]) -> None:
+        """Before the first write into a corpus, give it the index the units it holds and those queued for it call
+        for (:meth:`~universalrag.store.Store.grow_vector_indexes`): a backlog that takes a corpus left to ``auto``
+        past the binary threshold is written into the binary-quantised index it will end with, built while the
+        corpus is small, not into a ``halfvec`` one rebuilt afterwards. Each HNSW insert costs the database about
+        1.6 ms of a core into a ``halfvec`` index and 1.1 ms into a binary one (20,000 text-like vectors written 128 at
+        a time, AMD EPYC), time the encoder loses on a machine whose cores it shares. A member server's corpora keep
+        their index, as ``ingest`` leaves them (docs/database.md)."""
+        names = sorted({j.item.corpus for j in jobs} - self._sized)
+        if not names or not self._grows_indexes:
+            return
+        self._sized.update(names)
+        self.store.grow_vector_indexes(names, coming=queue.queued(self.conn, self.store.schema, names))
 
     def _park_exhausted(self) -> int:
         """Park the items claimed ``max_attempts`` times (on the first batch, then every :data:`PARK_INTERVAL_S`)."""
@@ -572,10 +590,15 @@ class Worker:
 
     def settle(self) -> None:
         """Settle the full-text indexes of the corpora written since the last time, here and on the member servers
-        (:meth:`~universalrag.store.Store.settle`): what the worker does whenever its queue runs dry."""
+        (:meth:`~universalrag.store.Store.settle`), and give those grown past the binary threshold their
+        binary-quantised index (:meth:`~universalrag.store.Store.grow_vector_indexes`): what the worker does whenever
+        its queue runs dry."""
         for worker in (self, *self.members().values()):
             if worker._unsettled:
-                worker.store.settle(sorted(worker._unsettled))
+                written = sorted(worker._unsettled)
+                worker.store.settle(written)
+                if worker._grows_indexes:  # as ingest does: a corpus grown past the threshold
+                    worker.store.grow_vector_indexes(written)
                 worker._unsettled.clear()
 
     def run(
