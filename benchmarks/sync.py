@@ -1,10 +1,11 @@
 """The SQL sync worker against the raw encoder, measured in the same run.
 
-    python benchmarks/sync.py [--quick] [--rows 20000] [--encoder-rows N] [--scaling-rows 2000]
+    python benchmarks/sync.py [--quick] [--rows 20000] [--workers 1] [--encoder-rows N] [--scaling-rows 2000]
                               [--steady-s 120] [--lag-samples 30] [--batch 128] [--database-url URL] [--out DIR]
 
 1. Backlog: N rows inserted into an application table, then ``attach_table`` (its enqueue time is printed);
-   one worker drains the queue (claim, read rows, embed, COPY, settle). Every 5 s a sampler records the backlog,
+   ``--workers`` workers (threads, one connection each; default one) drain the queue (claim, read rows, embed,
+   COPY, settle). Every 5 s a sampler records the backlog,
    the lag (age of the oldest queued row), the backfill's progress as ``sync_status`` reports it (rows done,
    rate, time left) and the process's RSS (it hosts the worker and the encoder); ``<out>/sync.png`` plots them.
    Baseline: the bundled MiniLM embeds the same texts (``--encoder-rows`` of them: the first ones before the
@@ -290,11 +291,12 @@ def _cpu_pid(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _plot(samples: list[dict[str, Any]], rows: int, path: Path) -> None:
+def _plot(samples: list[dict[str, Any]], rows: int, path: Path, *, workers: int = 1) -> None:
     fig, axes = figure(3, size=(12.0, 3.8))
     t = [s["t"] / 60 for s in samples]
     axes[0].plot(t, [rows - s["backlog"] for s in samples], label="rows embedded")
-    axes[0].set(xlabel="minutes", ylabel="rows", title=f"backlog of {rows:,} rows, one worker")
+    drained_by = "one worker" if workers == 1 else f"{workers} workers"
+    axes[0].set(xlabel="minutes", ylabel="rows", title=f"backlog of {rows:,} rows, {drained_by}")
     axes[1].plot(t, [s["lag_s"] / 60 for s in samples], color="tab:red")
     axes[1].set(xlabel="minutes", ylabel="minutes", title="lag (oldest queued row)")
     axes[2].plot(t, [s["rss_mb"] for s in samples], color="tab:green")
@@ -306,6 +308,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="Small sizes (about two minutes on a busy 2-core box).")
     parser.add_argument("--rows", type=int, default=20000, help="Backlog rows (the target backlog is 100000).")
+    parser.add_argument("--workers", type=int, default=1, help="Workers (threads) draining the backlog.")
     parser.add_argument("--encoder-rows", type=int, help="Texts the raw encoder embeds, half before and half after.")
     parser.add_argument("--scaling-rows", type=int, default=2000, help="Rows drained by one, then two workers.")
     parser.add_argument("--steady-s", type=float, default=120.0, help="Seconds of steady inserts.")
@@ -338,7 +341,7 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "sync_samples.jsonl").unlink(missing_ok=True)
         with _Sampler(bench, "backlog", args.out / "sync_samples.jsonl") as sampler:
-            worker_s, worker_cpu = bench.drain(1, args.batch)
+            worker_s, worker_cpu = bench.drain(args.workers, args.batch)
         samples = sampler.samples
         assert bench.store.counts()["backlog"] == args.rows, "the worker did not write every row"
         raw_after, cpu_after = _time(lambda: bench.encoder.embed(texts[-half:]))
@@ -346,6 +349,7 @@ def main() -> None:
         encoder_rows_s = 2 * half / (raw_before + raw_after)
         results.update(
             rows=args.rows,
+            workers=args.workers,
             worker_rows_s=args.rows / worker_s,
             encoder_rows_s=encoder_rows_s,
             ratio=args.rows / worker_s / encoder_rows_s,
@@ -358,7 +362,8 @@ def main() -> None:
             load_backlog=round(statistics.mean(s["load"] for s in samples), 1),
         )
         print(
-            f"backlog of {args.rows} rows: attach_table queued them in {results['enqueue_s']:.2f} s; one worker "
+            f"backlog of {args.rows} rows: attach_table queued them in {results['enqueue_s']:.2f} s; "
+            f"{args.workers} worker{'s' if args.workers > 1 else ''} "
             f"{results['worker_rows_s']:.1f} rows/s, raw encoder {encoder_rows_s:.1f} rows/s (before "
             f"{half / raw_before:.1f}, after {half / raw_after:.1f}): ratio {results['ratio']:.2f}; CPU "
             f"{results['worker_cpu_ms_row']:.1f} ms a row (worker + its backend) vs {results['encoder_cpu_ms_row']:.1f}"
@@ -368,7 +373,7 @@ def main() -> None:
             f"{results['lag_max_s']:.0f} s; sync_status took up to {results['status_s_max']:.2f} s; mean load "
             f"{results['load_backlog']}"
         )
-        _plot(samples, args.rows, args.out / "sync.png")
+        _plot(samples, args.rows, args.out / "sync.png", workers=args.workers)
         rate = args.steady_fraction * results["worker_rows_s"]
         steady = bench.steady_lag(rate, args.steady_s)
         results.update(
