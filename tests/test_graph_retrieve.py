@@ -234,6 +234,8 @@ def test_a_single_word_starts_a_walk_only_when_typed_as_a_name() -> None:
     assert "nasa" in name_keys("NASA launched what in 1969?") and "iphone" in name_keys("when was the iPhone sold?")
     assert "varnholt bridge" in name_keys("where was the designer of the varnholt bridge born?")
     assert "chelsea" in name_keys("Who is Chelsea's manager?"), "a possessive's name, typed as a name"
+    assert "القاهرة" in name_keys("أين تقع القاهرة؟"), "a script without capitals: looked up as before"
+    assert "2010" not in name_keys("who won in 2010?")
 
 
 def test_the_langgraph_retrieve_node_gets_the_graph_hits(world: dict[str, Any]) -> None:

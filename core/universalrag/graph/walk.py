@@ -117,7 +117,11 @@ def typed_as_name(word: str, *, sentence_start: bool = False) -> bool:
     table's column) is no place to start a walk: on the routing benchmark's tune split (``benchmarks/routing_e2e.py
     --split tune``) such words started 47 of the 50 walks that pushed the answering unit out of the top 5, and no
     question of the graph benchmark's tune split needed one. A name of several words is looked up however it is
-    typed ("the varnholt bridge")."""
+    typed ("the varnholt bridge"). A word of a script without capitals (Arabic, Devanagari, Chinese) cannot say, so
+    it is looked up as before; a number is no name."""
+    letters = [c for c in word if c.isalpha()]
+    if letters and not any(c.isupper() or c.islower() for c in letters):
+        return True
     if any(c.isupper() for c in word[1:]):
         return True
     return word[:1].isupper() and not sentence_start
