@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from support.openai_server import OpenAICompatServer
+from support.stores import hnsw_index_defs
 
 from universalrag.config import Settings
 from universalrag.errors import InvalidInputError
@@ -39,17 +40,6 @@ def _store(settings: Settings, dimension: int) -> Store:
 def _unit_vectors(n: int, dimension: int, seed: int = 0) -> np.ndarray:
     vectors = np.random.default_rng(seed).standard_normal((n, dimension)).astype(np.float32)
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
-def _index_definitions(store: Store) -> dict[str, str]:
-    with store.engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s AND indexdef LIKE '%USING hnsw%'"
-            ),
-            {"s": store.schema},
-        ).all()
-    return dict(rows)  # type: ignore[arg-type]
 
 
 def _statements(store: Store) -> list[tuple[str, object]]:
@@ -84,7 +74,7 @@ def test_the_limits_are_those_of_the_servers_pgvector(store: Store) -> None:
 
 def test_a_3072_dimension_store_searches_through_half_precision_indexes(settings: Settings) -> None:
     store = _store(settings, 3072)
-    definitions = _index_definitions(store)
+    definitions = hnsw_index_defs(store)
     assert {"corpus_paragraph_hnsw", "corpus_table_hnsw", "corpus_table_parts_hnsw"} <= set(definitions)
     assert all("halfvec(3072)) halfvec_cosine_ops" in d for d in definitions.values()), definitions
     assert set(_storage(store).values()) == {"e"}  # 12 kB vectors do not fit in a row: pgvector's default kept
@@ -129,7 +119,7 @@ def test_a_3072_dimension_store_searches_through_half_precision_indexes(settings
 
 def test_a_corpus_wider_than_4000_dimensions_is_scanned_exactly(settings: Settings) -> None:
     store = _store(settings, 4096)
-    assert _index_definitions(store) == {}  # no HNSW index can hold it
+    assert hnsw_index_defs(store) == {}  # no HNSW index can hold it
     vectors = _unit_vectors(300, 4096)
     store.add_units(
         [
@@ -188,8 +178,8 @@ def test_a_downgrade_to_0011_puts_back_the_functions_of_before(settings: Setting
         store.create_corpus(CorpusSpec(name="large", modality="text", granularity="paragraph", dimension=3072))
     store.migrate()
     store.create_corpus(CorpusSpec(name="large", modality="text", granularity="paragraph", dimension=3072))
-    assert "halfvec(3072)" in _index_definitions(store)["corpus_large_hnsw"]
-    assert "halfvec" not in _index_definitions(store)["corpus_paragraph_hnsw"]  # 384 dimensions: as before
+    assert "halfvec(3072)" in hnsw_index_defs(store)["corpus_large_hnsw"]
+    assert "halfvec" not in hnsw_index_defs(store)["corpus_paragraph_hnsw"]  # 384 dimensions: as before
     with store.engine.connect() as conn:  # the helper carries its own search_path, as the corpus functions do
         config = conn.execute(
             sa.text(
@@ -225,14 +215,14 @@ def test_the_large_openai_embedder_ingests_a_folder_and_answers(settings: Settin
         sent = [r["body"] for r in server.requests if r["path"] == "/v1/embeddings"]
     assert hits and {h.corpus for h in hits} <= set(decision.routes) <= set(rag.store.corpora())
     assert sent and all(body["model"] == "text-embedding-3-large" for body in sent)
-    assert "halfvec(3072)" in _index_definitions(rag.store)["corpus_paragraph_hnsw"]
-    assert "halfvec(3072)" in _index_definitions(rag.store)["eval_unified_hnsw"] and len(shared) == 2
+    assert "halfvec(3072)" in hnsw_index_defs(rag.store)["corpus_paragraph_hnsw"]
+    assert "halfvec(3072)" in hnsw_index_defs(rag.store)["eval_unified_hnsw"] and len(shared) == 2
 
 
 def test_a_wide_visual_channel_is_searched_through_its_half_precision_index(settings: Settings) -> None:
     store = _store(settings, 384)
     assert store.add_visual_channel("image", dimension=2304, encoder="wide-vision")  # wider than 2,000
-    assert "halfvec(2304)" in _index_definitions(store)["corpus_image_visual_hnsw"]
+    assert "halfvec(2304)" in hnsw_index_defs(store)["corpus_image_visual_hnsw"]
     text, visual = _unit_vectors(600, 384), _unit_vectors(600, 2304, seed=3)
     store.add_units(
         [

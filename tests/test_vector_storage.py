@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 from psycopg import sql
+from support.stores import hnsw_index_defs
 from support.sync import app_sql
 
 from universalrag.config import Settings
@@ -34,17 +35,6 @@ def _spec(name: str, kind: str | None = None, *, dimension: int = DIM, multi: bo
         multi_vector=multi,
         vector_index=kind,
     )
-
-
-def _index_defs(store: Store) -> dict[str, str]:
-    with store.engine.connect() as conn:
-        rows = conn.execute(
-            sa.text(
-                "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s AND indexdef LIKE '%USING hnsw%'"
-            ),
-            {"s": store.schema},
-        ).all()
-    return {r.indexname: r.indexdef for r in rows}
 
 
 def _registry(store: Store) -> dict[str, tuple[str | None, bool]]:
@@ -114,10 +104,10 @@ def test_an_upgrade_keeps_existing_corpora_and_new_ones_get_the_default(settings
     store.migrate("0017")
     store.create_corpus(_spec("old"))  # made by the revision before: a full-precision index
     store.create_corpus(_spec("wide", dimension=3072))
-    before = _index_defs(store)
+    before = hnsw_index_defs(store)
     nodes = _filenodes(store, "corpus_old", "corpus_old_hnsw", "corpus_wide_hnsw")
     store.migrate()
-    assert _index_defs(store) == before and _filenodes(store, *nodes) == nodes  # nothing rebuilt or rewritten
+    assert hnsw_index_defs(store) == before and _filenodes(store, *nodes) == nodes  # nothing rebuilt or rewritten
     assert _registry(store) == {"old": ("vector", False), "wide": ("halfvec", False)}
     assert store.corpus("old").vector_index == "vector"
     with store.engine.connect() as conn:  # the new functions resolve pgvector's types in its own schema only
@@ -137,7 +127,7 @@ def test_an_upgrade_keeps_existing_corpora_and_new_ones_get_the_default(settings
     store.create_corpus(_spec("fresh"))
     store.create_corpus(_spec("narrow", dimension=64))
     store.create_corpus(_spec("rows", "binary", multi=True))
-    defs = _index_defs(store)
+    defs = hnsw_index_defs(store)
     assert "(embedding)::halfvec(384)) halfvec_cosine_ops" in defs["corpus_fresh_hnsw"]
     assert "(embedding vector_cosine_ops)" in defs["corpus_narrow_hnsw"]
     for index in ("corpus_rows_hnsw", "corpus_rows_parts_hnsw"):
@@ -145,13 +135,13 @@ def test_an_upgrade_keeps_existing_corpora_and_new_ones_get_the_default(settings
         assert "ef_construction='128'" in defs[index]
     with store.engine.begin() as conn:  # the knowledge graph's entity vectors are indexed as before
         conn.execute(sa.select(getattr(sa.func, store.schema).graph_set_dimension(DIM)))
-    assert "vector_cosine_ops" in _index_defs(store)["graph_entities_hnsw"]
+    assert "vector_cosine_ops" in hnsw_index_defs(store)["graph_entities_hnsw"]
     registry = _registry(store)
     assert registry["fresh"] == ("halfvec", True) and registry["narrow"] == ("vector", True)
     assert registry["rows"] == ("binary", False)  # chosen: never changed automatically
 
     store.downgrade("0017")  # what the revision before would have built, built again; nothing else
-    defs = _index_defs(store)
+    defs = hnsw_index_defs(store)
     assert "halfvec" not in defs["corpus_fresh_hnsw"] and "vector_cosine_ops" in defs["corpus_fresh_hnsw"]
     assert "vector_cosine_ops" in defs["corpus_rows_parts_hnsw"]
     assert defs["corpus_old_hnsw"] == before["corpus_old_hnsw"]
@@ -322,7 +312,7 @@ def test_a_backlog_past_the_threshold_is_written_into_a_binary_index(
         with Worker(store, embedder=minilm, options=WorkerOptions(batch_size=8)) as worker:
             assert worker.run_batch().written == 8  # the first batch: rows of the table attached first
             assert _registry(store)["many"] == ("binary", True)
-            assert "bit_hamming_ops" in _index_defs(store)["corpus_many_hnsw"]
+            assert "bit_hamming_ops" in hnsw_index_defs(store)["corpus_many_hnsw"]
             worker.drain()
             assert _registry(store)["few"] == ("halfvec", True), "10 rows stay below the threshold"
             conn.execute(
@@ -345,7 +335,7 @@ def test_settings_choose_for_new_corpora_and_a_spec_overrides_them(settings: Set
     store.init(embedder="test", dimension=DIM)
     store.create_corpus(_spec("plain"))
     store.create_corpus(_spec("chosen", "binary"))
-    defs = _index_defs(store)
+    defs = hnsw_index_defs(store)
     assert "vector_cosine_ops" in defs["corpus_paragraph_hnsw"] and "vector_cosine_ops" in defs["corpus_plain_hnsw"]
     assert "bit_hamming_ops" in defs["corpus_chosen_hnsw"]
     assert store.corpus("plain").vector_index == "vector" and store.corpus("chosen").vector_index == "binary"
@@ -370,7 +360,7 @@ def test_a_corpus_left_to_auto_grows_a_binary_index_and_reports_the_build(
     readings: list[BuildProgress] = []
     assert store.grow_vector_indexes(on_progress=readings.append) == ["grows"]
     assert _registry(store)["grows"] == ("binary", True) and _registry(store)["kept"] == ("halfvec", False)
-    assert "bit_hamming_ops" in _index_defs(store)["corpus_grows_hnsw"]
+    assert "bit_hamming_ops" in hnsw_index_defs(store)["corpus_grows_hnsw"]
     assert store.search("grows", vectors[42], k=1, exact_scan=False)[0].id == ids[42]
     assert store.grow_vector_indexes() == []  # binary already
     # every reading names the table indexed and counts towards its total
@@ -389,7 +379,7 @@ def test_the_partitions_of_a_partitioned_corpus_get_its_index(store: Store) -> N
     store.create_corpus(replace(_spec("shards", "binary"), partition=Partitioning(by="source", partitions=2)))
     vectors = _vectors(600, seed=13)
     ids = _load(store, "shards", vectors, per_source=100)
-    defs = _index_defs(store)
+    defs = hnsw_index_defs(store)
     partition_indexes = [d for name, d in defs.items() if name.startswith("corpus_shards") and "bit_hamming_ops" in d]
     assert len(partition_indexes) >= 3, defs  # the partitioned table's index and one per partition
     assert store.search("shards", vectors[321], k=1, exact_scan=False)[0].id == ids[321]
