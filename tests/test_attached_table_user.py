@@ -7,7 +7,7 @@ import io
 from typing import Any
 
 from psycopg import sql
-from support.sync import app_sql
+from support.sync import app_sql, attach_table
 
 from universalrag.cli.context import Output
 from universalrag.cli.output import hit_label, print_hits
@@ -35,11 +35,7 @@ def test_attached_rows_are_named_by_their_key_and_attaching_prints_nothing(
             ).format(sql.Identifier(app_schema))
         )
         notices.clear()
-        conn.execute(
-            sql.SQL("SELECT {}.attach_table({}::regclass, corpus => 'parts', content => 'label')").format(
-                sql.Identifier(store.schema), sql.Literal(f"{app_schema}.parts")
-            )
-        )
+        attach_table(conn, store.schema, f"{app_schema}.parts", corpus="parts", content="label")
         assert notices == []  # a fresh session has no temporary schema: attaching must not say so
         with Worker(store, embedder=minilm) as worker:
             assert worker.drain().written == 2

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 from sqlalchemy.engine import make_url
-from support.sync import app_sql, queue_count, unit_rows
+from support.sync import app_sql, attach_table, queue_count, unit_rows
 
 from universalrag.sync import Worker, WorkerOptions, queue, sync_status
 from universalrag.sync.connection import connect
@@ -42,11 +42,7 @@ def insert(conn: psycopg.Connection[Any], app_schema: str, rows: list[tuple[int,
 
 
 def attach(conn: psycopg.Connection[Any], schema: str, app_schema: str) -> None:
-    conn.execute(
-        sql.SQL("SELECT {}.attach_table({}::regclass, corpus => 'notes', content => 'body')").format(
-            sql.Identifier(schema), sql.Literal(f"{app_schema}.notes")
-        )
-    )
+    attach_table(conn, schema, f"{app_schema}.notes", corpus="notes", content="body")
 
 
 def big_text(chars: int) -> str:

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from psycopg import sql
 from support.stores import hnsw_index_defs
-from support.sync import app_sql
+from support.sync import app_sql, attach_table
 
 from universalrag.config import Settings
 from universalrag.errors import ConfigError, InvalidInputError
@@ -254,11 +254,7 @@ def test_an_attached_table_syncs_into_a_binary_corpus(database_url: str, store: 
                 "('CHN-9', 'Nine-speed chain, 116 links'), ('LMP-2', 'Front lamp, 400 lumen, USB charged')"
             ).format(sql.Identifier(app_schema))
         )
-        conn.execute(
-            sql.SQL("SELECT {}.attach_table({}::regclass, corpus => 'parts', content => 'label')").format(
-                sql.Identifier(store.schema), sql.Literal(f"{app_schema}.parts")
-            )
-        )
+        attach_table(conn, store.schema, f"{app_schema}.parts", corpus="parts", content="label")
         assert store.corpus("parts").vector_index == "halfvec"  # attached from SQL: the default
         assert store.set_vector_index("parts", "binary")
         with Worker(store, embedder=minilm) as worker:
@@ -299,11 +295,7 @@ def test_a_backlog_past_the_threshold_is_written_into_a_binary_index(
                 "INSERT INTO {}.{} SELECT 'S' || i, 'Spare part number ' || i FROM generate_series({}, {}) i"
             ).format(app, sql.Identifier(table), sql.Literal(rows.start), sql.Literal(rows.stop - 1))
         )
-        conn.execute(
-            sql.SQL("SELECT {}.attach_table({}::regclass, corpus => {}, content => 'label')").format(
-                sql.Identifier(store.schema), sql.Literal(f"{app_schema}.{table}"), sql.Literal(table)
-            )
-        )
+        attach_table(conn, store.schema, f"{app_schema}.{table}", corpus=table, content="label")
 
     try:
         conn.execute(sql.SQL("CREATE SCHEMA {}").format(app))

@@ -7,12 +7,22 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-__all__ = ["queue_count", "unit_rows", "app_sql"]
+__all__ = ["app_sql", "attach_table", "queue_count", "unit_rows"]
 
 
 def app_sql(url: str) -> psycopg.Connection[Any]:
     """An autocommit psycopg connection, as an application would hold (no project code)."""
     return psycopg.connect(url, autocommit=True)
+
+
+def attach_table(conn: psycopg.Connection[Any], schema: str, table: str, *, corpus: str, content: str) -> None:
+    """``SELECT schema.attach_table(table, corpus => ..., content => ...)`` as an application would send it
+    (``table`` qualified, e.g. ``"shop.parts"``)."""
+    conn.execute(
+        sql.SQL("SELECT {}.attach_table({}::regclass, corpus => {}, content => {})").format(
+            sql.Identifier(schema), sql.Literal(table), sql.Literal(corpus), sql.Literal(content)
+        )
+    )
 
 
 def queue_count(
