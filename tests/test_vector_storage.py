@@ -87,6 +87,11 @@ def test_the_default_and_the_overrides() -> None:
     assert default_vector_index(3072) == "halfvec" and default_vector_index(8192) == "none"
     assert rerank_window(5) == 200 and rerank_window(40) == 600 and rerank_window(90) == 1000
     assert rerank_window(5000) == 5000
+    # a larger table, a wider window: the cube root of its size past 100,000 vectors, in steps of 100, at most 1,000
+    assert rerank_window(5, 100_000) == rerank_window(5, 0) == 200
+    assert rerank_window(5, 833_334) == 500 and rerank_window(5, 5_000_000) == 800
+    assert rerank_window(5, 50_000_000) == 1000 and rerank_window(40, 5_000_000) == 800
+    assert rerank_window(5000, 5_000_000) == 5000
     assert Settings.from_env({"UNIVERSALRAG_VECTOR_INDEX": "Binary"}).vector_index == "binary"
     assert Settings.from_env({"UNIVERSALRAG_BINARY_MIN_ROWS": "5000"}).binary_min_rows == 5000
     with pytest.raises(ConfigError, match="UNIVERSALRAG_VECTOR_INDEX"):

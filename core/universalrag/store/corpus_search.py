@@ -178,9 +178,14 @@ def run_searches(conn: sa.Connection, jobs: Sequence[tuple[CorpusTables, SearchR
     searches = []
     for tables, request in jobs:
         visual = request.visual_vector is not None and bool(tables.spec.visual_dimension)
-        searches.append(
-            _search(sql, tables, request, _exact_tables(conn, tables, request, visual=visual), visual=visual)
+        exact = _exact_tables(conn, tables, request, visual=visual)
+        # a binary index's window grows with its table (cached row estimates: no statement once read)
+        sizes = (
+            table_rows(conn, [t for t in (tables.units, tables.parts) if t is not None])
+            if tables.spec.vector_index == "binary"
+            else {}
         )
+        searches.append(_search(sql, tables, request, exact, visual=visual, sizes=sizes))
     return run_steps(conn, searches)
 
 
@@ -209,9 +214,16 @@ def _settings(request: SearchRequest, ef: int, *, iterative: bool = True) -> dic
 
 
 def _search(
-    sql: _Sql, tables: CorpusTables, request: SearchRequest, exact: dict[str, bool], *, visual: bool
+    sql: _Sql,
+    tables: CorpusTables,
+    request: SearchRequest,
+    exact: dict[str, bool],
+    *,
+    visual: bool,
+    sizes: Mapping[str, int],
 ) -> Search[list[Hit]]:
-    """One corpus search as a sequence of statements (see the module docstring)."""
+    """One corpus search as a sequence of statements (see the module docstring); ``sizes``: the row estimates of a
+    binary-indexed corpus's tables, which size its windows of candidates."""
     spec = tables.spec
     head = min(request.head or request.k, request.k)
     window = max(4 * request.k, 40) if visual or request.lexical_text else request.k + DUPLICATE_SPARE
@@ -227,13 +239,28 @@ def _search(
     alone = not visual and not request.lexical_text and not multi  # the rows come with their distances
     if multi:
         by_parts = yield from _text_by_parts(
-            sql, tables, request, window, exact_scan=exact["parts"], ef=ef, refine=exact.get("refine", False)
+            sql,
+            tables,
+            request,
+            window,
+            exact_scan=exact["parts"],
+            ef=ef,
+            refine=exact.get("refine", False),
+            held=sizes.get(tables.parts.name, 0) if tables.parts is not None else 0,
         )
         for uid, parts in by_parts.items():
             candidates[uid] = _Candidate(text=parts[0][1], parts=parts)
     else:
         rows = yield _nearest_units(
-            sql, tables, request, request.vector, limit=window, exact_scan=exact["units"], rows=alone, ef=ef
+            sql,
+            tables,
+            request,
+            request.vector,
+            limit=window,
+            exact_scan=exact["units"],
+            rows=alone,
+            ef=ef,
+            held=sizes.get(tables.units.name, 0),
         )
         for r in rows:
             candidates[str(r["unit_id"])] = _Candidate(text=1.0 - float(r["distance"]), row=r if alone else None)
@@ -302,16 +329,18 @@ def _nearest_units(
     ef: int,
     visual: bool = False,
     rows: bool = False,
+    held: int = 0,
 ) -> Step:
     """The nearest-units statement of a channel, carrying its index settings unless it scans exactly (the beam of a
-    binary index as wide as the window it ranks again, up to pgvector's widest; the iterative scan beyond)."""
-    wanted = rerank_window(limit) if tables.spec.vector_index == "binary" and not visual else limit
+    binary index as wide as the window it ranks again in a table of ``held`` vectors, up to pgvector's widest; the
+    iterative scan beyond)."""
+    wanted = rerank_window(limit, held) if tables.spec.vector_index == "binary" and not visual else limit
     ef = min(max(ef, wanted), MAX_EF_SEARCH) if wanted > limit else ef
     settings = {} if exact_scan else _settings(request, ef, iterative=bool(request.filter) or wanted > ef)
 
     def build(v: Vector = vector, flt: Filter | None = None) -> sa.Select[Any]:
         stmt = queries.nearest_units(
-            tables, v, limit=limit, filter=flt, visual=visual, exact_scan=exact_scan, rows=rows
+            tables, v, limit=limit, filter=flt, visual=visual, exact_scan=exact_scan, rows=rows, held=held
         )
         return queries.with_settings(stmt, settings) if settings else stmt
 
@@ -324,6 +353,7 @@ def _nearest_units(
         dimension,
         tables.spec.vector_index,
         limit,
+        wanted,
         visual,
         exact_scan,
         rows,
@@ -559,7 +589,15 @@ def _hits(
 
 
 def _text_by_parts(
-    sql: _Sql, tables: CorpusTables, request: SearchRequest, k: int, *, exact_scan: bool, ef: int, refine: bool = False
+    sql: _Sql,
+    tables: CorpusTables,
+    request: SearchRequest,
+    k: int,
+    *,
+    exact_scan: bool,
+    ef: int,
+    refine: bool = False,
+    held: int = 0,
 ) -> Search[dict[str, tuple[tuple[int, float], ...]]]:
     """The ``k`` units whose best parts are nearest, each with its best :data:`PARTS_PER_HIT` parts (``ef``: the
     narrowest beam). With ``refine``, the units the index found (at most :data:`REFINED_UNITS` times ``k``) and
@@ -575,19 +613,29 @@ def _text_by_parts(
     while True:
         # The search beam is at least as wide as the window: without the iterative scan the index returns at most
         # ef_search rows, and with it a narrow beam stays among near-identical rows.
-        wanted = min(max(ef, limit if tables.spec.vector_index != "binary" else rerank_window(limit)), MAX_EF_SEARCH)
+        binary = tables.spec.vector_index == "binary"
+        wanted = min(max(ef, rerank_window(limit, held) if binary else limit), MAX_EF_SEARCH)
         settings = _settings(request, wanted)
 
         def build(flt: Filter | None = None, limit: int = limit, settings: dict[str, str | int] = settings) -> Any:
             window = queries.with_settings(
-                queries.nearest_parts(tables, request.vector, limit=limit, filter=flt), settings
+                queries.nearest_parts(tables, request.vector, limit=limit, filter=flt, held=held), settings
             )
             return queries.parts_by_unit(window, units=keep, per_unit=PARTS_PER_HIT)
 
         if request.filter:
             rows = yield build(request.filter)
         else:
-            key = ("parts", tables.parts.fullname, tables.spec.vector_index, limit, keep, tuple(settings.items()))
+            window = rerank_window(limit, held) if binary else limit  # the statement's own LIMIT
+            key = (
+                "parts",
+                tables.parts.fullname,
+                tables.spec.vector_index,
+                limit,
+                window,
+                keep,
+                tuple(settings.items()),
+            )
             rows = yield sql.raw(key, build, query_vector=request.vector)
         grouped = _grouped(rows)
         window_rows = int(rows[0]["window_rows"]) if rows else 0

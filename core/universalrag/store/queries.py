@@ -196,9 +196,11 @@ def nearest_units(
     visual: bool = False,
     exact_scan: bool = False,
     rows: bool = False,
+    held: int = 0,
 ) -> sa.Select[Any]:
     """Ids (``unit_id``) and cosine distances of the ``limit`` units nearest to ``vector`` in the text column
-    (``embedding``) or, with ``visual``, the visual column; with ``rows``, every column a search returns too.
+    (``embedding``) or, with ``visual``, the visual column; with ``rows``, every column a search returns too. A binary
+    index's window of candidates is sized for a table of ``held`` vectors (:func:`~.vectors.rerank_window`).
 
     Through the column's HNSW index, or with ``exact_scan`` by an exact scan: the ordering key is ``distance + 0``, an
     expression the index cannot serve, so the planner scans and sorts (no ``enable_indexscan`` setting to flip, no
@@ -214,7 +216,7 @@ def nearest_units(
         if filter:
             candidates = candidates.where(unit_filter(u, filter))
         candidates = candidates.order_by(index_order(column, query, dimension, kind)).limit(
-            _limit(rerank_window(limit))
+            _limit(rerank_window(limit, held))
         )
         return _reranked(
             candidates,
@@ -238,10 +240,11 @@ def nearest_units(
 
 
 def nearest_parts(
-    tables: CorpusTables, vector: QueryVector, *, limit: int, filter: Filter | None = None
+    tables: CorpusTables, vector: QueryVector, *, limit: int, filter: Filter | None = None, held: int = 0
 ) -> sa.Select[Any]:
     """The ``limit`` nearest parts (chunks, rows) of a multi-vector corpus through the parts table's HNSW index
-    (``unit_id`` as the UUID it is: :func:`parts_by_unit` groups them by unit)."""
+    (``unit_id`` as the UUID it is: :func:`parts_by_unit` groups them by unit); a binary index's window sized for a
+    parts table of ``held`` vectors."""
     assert tables.parts is not None, "nearest_parts needs a multi-vector corpus"
     p, u = tables.parts, tables.units
     dimension, kind = tables.spec.dimension, tables.spec.vector_index
@@ -251,7 +254,7 @@ def nearest_parts(
         if filter:
             candidates = candidates.join(u, u.c.id == p.c.unit_id).where(unit_filter(u, filter))
         candidates = candidates.order_by(index_order(p.c.embedding, query, dimension, kind)).limit(
-            _limit(rerank_window(limit))
+            _limit(rerank_window(limit, held))
         )
         return _reranked(
             candidates, "embedding", query, limit, lambda window, distance: [window.c.unit_id, window.c.ord, distance]
