@@ -191,9 +191,12 @@ def analyze(store: Any, *corpora: str) -> None:
 def index_after_load(store: Any, *corpora: str) -> Iterator[None]:
     """Drop the HNSW indexes of ``corpora``'s unit tables for a bulk load and build them again, with the same
     definitions (``pg_get_indexdef``), afterwards: one index build is several times faster than inserting
-    every row into the graph, which matters for the large synthetic corpora only."""
+    every row into the graph, which matters for the large synthetic corpora only. The builds get the memory the
+    library gives its own (:func:`universalrag.store.index_build.build_settings`) and every core but one as parallel
+    workers, and log their progress every :data:`PROGRESS_EVERY_S` seconds."""
     from psycopg import sql
 
+    from universalrag.store.index_build import build_settings, watch_build
     from universalrag.store.schema import unit_table_name
 
     tables = [unit_table_name(c) for c in corpora]
@@ -207,12 +210,75 @@ def index_after_load(store: Any, *corpora: str) -> Iterator[None]:
         for name, _ in defs:
             raw.execute(sql.SQL("DROP INDEX {}.{}").format(sql.Identifier(store.schema), sql.Identifier(name)))
     yield
+    last = [0.0]
+
+    def progress(reading: Any) -> None:
+        if time.monotonic() - last[0] >= PROGRESS_EVERY_S:
+            last[0] = time.monotonic()
+            log(f"  index of {reading.table}: {reading.phase}, {reading.done:,} of {reading.total:,} {reading.what}")
+
     with store.transaction("build HNSW indexes") as conn:
         raw = conn.connection.driver_connection
-        raw.execute("SET LOCAL maintenance_work_mem = '1GB'")
-        for _, definition in defs:
-            raw.execute(definition)  # the server's own rendering of the index it had
+        # the library's memory for a build; every core but one as parallel workers (a bulk load owns the machine,
+        # where the library keeps half the cores for the searches a server goes on serving)
+        settings = {**build_settings(), "max_parallel_maintenance_workers": str(max((os.cpu_count() or 1) - 1, 0))}
+        for setting, value in settings.items():
+            raw.execute("SELECT set_config(%s, %s, true)", (setting, value))
+        with watch_build(store.engine, int(raw.info.backend_pid), progress, every_s=5.0):
+            for _, definition in defs:
+                raw.execute(definition)  # the server's own rendering of the index it had
     analyze(store, *corpora)
+
+
+#: How often :func:`index_after_load` logs a build's progress (seconds).
+PROGRESS_EVERY_S = 60.0
+
+
+def server_memory(engine: Any) -> int:
+    """The resident memory of the PostgreSQL server behind ``engine`` (bytes): the proportional set size (shared
+    pages divided among the processes that map them, so ``shared_buffers`` counts once) of the postmaster and every
+    process it started, read from ``/proc``; 0 for a server on another machine."""
+    import sqlalchemy as sa
+
+    with engine.connect() as conn:
+        backend = int(conn.execute(sa.text("SELECT pg_backend_pid()")).scalar_one())
+
+    def parent(pid: int) -> int:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+    try:
+        postmaster = parent(backend)
+    except OSError:  # not on this machine
+        return 0
+    pids = [postmaster]
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                if parent(int(entry.name)) == postmaster:
+                    pids.append(int(entry.name))
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
+def schema_disk(store: Any) -> int:
+    """The bytes on disk of every table of ``store``'s schema with its indexes and TOAST."""
+    import sqlalchemy as sa
+
+    with store.engine.connect() as conn:
+        return int(
+            conn.execute(
+                sa.text(
+                    "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n "
+                    "ON n.oid = c.relnamespace WHERE n.nspname = :schema AND c.relkind IN ('r', 'm')"
+                ),
+                {"schema": store.schema},
+            ).scalar_one()
+        )
 
 
 def unit_rows(v: Any) -> Any:
@@ -267,19 +333,25 @@ def near(rng: Any, x: Any, spread: float = 0.5) -> Any:
 
 def load_synthetic(
     store: Any,
-    corpora: dict[str, tuple[list[str], Any]],
+    corpora: dict[str, tuple[list[str], Any] | list[tuple[list[str], Any]]],
     *,
     metadata: Callable[[int], dict[str, Any]] | None = None,
     partition: dict[str, Any] | None = None,
-) -> None:
-    """Initialise ``store`` and write synthetic corpora: ``{name: (ids, vectors)}``, one single-vector text
-    corpus each (embedder ``bench``; partitioned as ``partition[name]`` says, a ``Partitioning``), ``metadata(i)`` on
-    unit ``i``; HNSW indexes built after the load."""
+    choose_index: bool = False,
+) -> dict[str, float]:
+    """Initialise ``store`` and write synthetic corpora: ``{name: (ids, vectors)}`` (or a list of such parts, written
+    one after the other: a corpus too large to hold as one array), one single-vector text corpus each (embedder
+    ``bench``; partitioned as ``partition[name]`` says, a ``Partitioning``), ``metadata(i)`` on unit ``i``; HNSW
+    indexes built after the load. ``choose_index``: each corpus's index is the kind the library gives a corpus of
+    that size (``Store.grow_vector_indexes`` told of the units to come, as the sync worker is before a backlog)
+    instead of the kind of an empty corpus. Returns the seconds of the writes and of the index builds:
+    ``{"write_s", "index_s"}``."""
     from universalrag.types import CorpusSpec, Granularity, Modality, SourceRecord, Unit
 
-    dim = next(iter(corpora.values()))[1].shape[1]
+    parts = {name: value if isinstance(value, list) else [value] for name, value in corpora.items()}
+    dim = parts[next(iter(parts))][0][1].shape[1]
     store.init(embedder="bench", dimension=dim)
-    for name in corpora:
+    for name in parts:
         store.create_corpus(
             CorpusSpec(
                 name=name,
@@ -291,26 +363,37 @@ def load_synthetic(
                 partition=(partition or {}).get(name),
             )
         )
-    with index_after_load(store, *corpora):
-        for name, (ids, vectors) in corpora.items():
-            for start in range(0, len(vectors), 5000):
-                stop = min(start + 5000, len(vectors))
-                units = [
-                    Unit(
-                        id=ids[i],
-                        corpus=name,
-                        content=f"{name} unit {i}",
-                        embedding=vectors[i],
-                        metadata=metadata(i) if metadata else {},
+    if choose_index:
+        store.grow_vector_indexes(list(parts), coming={name: sum(len(v) for _, v in p) for name, p in parts.items()})
+    with index_after_load(store, *parts):
+        started = time.perf_counter()
+        for name, corpus_parts in parts.items():
+            offset = 0
+            for ids, vectors in corpus_parts:
+                for start in range(0, len(vectors), 5000):
+                    stop = min(start + 5000, len(vectors))
+                    units = [
+                        Unit(
+                            id=ids[i],
+                            corpus=name,
+                            content=f"{name} unit {offset + i}",
+                            embedding=vectors[i],
+                            metadata=metadata(offset + i) if metadata else {},
+                        )
+                        for i in range(start, stop)
+                    ]
+                    store.write_source(
+                        SourceRecord(
+                            uri=f"bench://{name}/{offset + start}",
+                            content_hash="h",
+                            modality=Modality.TEXT,
+                            corpora=(name,),
+                        ),
+                        units,
                     )
-                    for i in range(start, stop)
-                ]
-                store.write_source(
-                    SourceRecord(
-                        uri=f"bench://{name}/{start}", content_hash="h", modality=Modality.TEXT, corpora=(name,)
-                    ),
-                    units,
-                )
+                offset += len(vectors)
+        written = time.perf_counter()
+    return {"write_s": written - started, "index_s": time.perf_counter() - written}
 
 
 def new_ids(n: int) -> list[str]:

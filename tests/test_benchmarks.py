@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +22,11 @@ REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-def run_benchmark(script: str, args: list[str], database_url: str, out: Path) -> dict[str, Any]:
-    """Run ``benchmarks/<script>`` with ``args``; returns its last stdout line, parsed, after checking the files."""
+def run_benchmark(
+    script: str, args: list[str], database_url: str, out: Path, *, env: dict[str, str] | None = None, name: str = ""
+) -> dict[str, Any]:
+    """Run ``benchmarks/<script>`` with ``args`` (and ``env`` added to the environment); returns its last stdout
+    line, parsed, after checking the files it wrote (``<name>.json`` and ``.png``, the script's name by default)."""
     proc = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / script), *args, "--database-url", database_url, "--out", str(out)],
         check=False,
@@ -30,12 +34,13 @@ def run_benchmark(script: str, args: list[str], database_url: str, out: Path) ->
         text=True,
         timeout=420,
         cwd=REPO,
+        env={**os.environ, **(env or {})},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     assert any(line.startswith("CPU: ") and "load average" in line for line in lines), "machine line missing"
     summary = json.loads(lines[-1])
-    name = script.removesuffix(".py")
+    name = name or script.removesuffix(".py")
     assert json.loads((out / f"{name}.json").read_text()) == summary
     assert (out / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert summary["cores"] >= 1 and summary["load"] >= 0 and summary["cpu"]
@@ -47,8 +52,23 @@ def positive(x: Any) -> bool:
 
 
 def test_scaling(database_url: str, tmp_path: Path) -> None:
-    r = run_benchmark("scaling.py", ["--sizes", "2400,9600", "--queries", "12"], database_url, tmp_path)
+    """With the binary-index threshold lowered to 5,000 vectors, the load gives the unified corpus of 9,600 units
+    the binary index the library would give it, and the routed corpora (1,600 each) the halfvec one."""
+    r = run_benchmark(
+        "scaling.py",
+        ["--sizes", "2400,9600", "--queries", "12"],
+        database_url,
+        tmp_path,
+        env={"UNIVERSALRAG_BINARY_MIN_ROWS": "5000"},
+    )
     assert r["sizes"] == [2400, 9600]
+    assert r["index_kinds"][0]["unified"] == "halfvec" and r["index_kinds"][1]["unified"] == "binary"
+    assert {r["index_kinds"][1][f"s{i}"] for i in range(6)} == {"halfvec"}
+    assert all(positive(d) for d in r["disk_bytes"]) and r["disk_bytes"][1] > r["disk_bytes"][0]
+    assert all(positive(m) for m in r["server_memory_bytes"])  # the embedded server runs on this machine
+    for load in r["loads"]:
+        assert set(load) == {"routed", "unified"}
+        assert all(positive(t["write_s"]) and positive(t["index_s"]) for t in load.values())
     for key in ("routed_ms", "unified_ms", "routed_index_ms", "recall_at_10", "recall_at_10_unified"):
         assert len(r[key]) == 2, key
     assert all(positive(v) for v in r["routed_ms"] + r["unified_ms"] + r["routed_index_ms"])
