@@ -2,6 +2,7 @@
 
     python benchmarks/sync.py [--quick] [--rows 20000] [--workers 1] [--encoder-rows N] [--scaling-rows 2000]
                               [--steady-s 120] [--lag-samples 30] [--batch 128] [--database-url URL] [--out DIR]
+    python benchmarks/sync.py --attach 1000000 [--drain-s 300]
 
 1. Backlog: N rows inserted into an application table, then ``attach_table`` (its enqueue time is printed);
    ``--workers`` workers (threads, one connection each; default one) drain the queue (claim, read rows, embed,
@@ -18,6 +19,11 @@
    a time (``--lag-samples``).
 3. Scaling: a backlog of ``--scaling-rows`` drained by one worker, then by two (threads, one connection each),
    each on a fresh corpus. On a 2-core machine two workers share the cores the encoder already uses.
+4. ``--attach ROWS`` instead of 1-3: a table of ROWS rows (the target: 1,000,000) filled and attached, then one
+   worker draining it for ``--drain-s`` seconds while the sampler reads the backfill's progress, and
+   ``universalrag status`` run once near the end, as a user would watch it: the seconds ``attach_table`` takes to
+   queue every row, the rate, the time left the status states, how long reading the status takes with that
+   backlog, and the RSS (``<out>/sync_attach.json``, plotted in ``sync_attach.png``).
 Ends with one JSON line (also written to ``<out>/sync.json``, the samples to ``<out>/sync_samples.jsonl``). The
 database is ``--database-url`` (or UNIVERSALRAG_DATABASE_URL), else a temporary embedded server; everything lives
 in a fresh schema dropped at the end.
@@ -317,10 +323,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--database-url", default=os.environ.get("UNIVERSALRAG_DATABASE_URL"))
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument(
+        "--attach", type=int, metavar="ROWS", help="Instead: attach a table of ROWS rows and drain it for --drain-s."
+    )
+    parser.add_argument("--drain-s", type=float, default=300.0, help="With --attach: seconds the worker drains.")
     args = parser.parse_args()
     if args.quick:
         args.rows, args.scaling_rows, args.lag_samples, args.steady_s = 400, 160, 8, 15.0
-    encoder_rows = min(args.encoder_rows or args.rows, args.rows)
     home = None
     url = args.database_url
     if not url:
@@ -330,86 +339,12 @@ def main() -> None:
         url = embedded_url(home)
     bench = _Bench(url, "bench_sync_" + uuid.uuid4().hex[:8])
     results: dict[str, Any] = {"cpu": cpu_model(), "cores": os.cpu_count(), "load_before": os.getloadavg()[0]}
-    samples: list[dict[str, Any]] = []
     try:
         bench.setup()
-        texts = _texts(args.rows, 0)
-        half = max(encoder_rows // 2, 1)
-        raw_before, cpu_before = _time(lambda: bench.encoder.embed(texts[:half]))
-        print(f"raw encoder, first {half} texts: {half / raw_before:.1f} rows/s (load {os.getloadavg()[0]:.1f})")
-        results["enqueue_s"] = bench.table("backlog", texts)
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "sync_samples.jsonl").unlink(missing_ok=True)
-        with _Sampler(bench, "backlog", args.out / "sync_samples.jsonl") as sampler:
-            worker_s, worker_cpu = bench.drain(args.workers, args.batch)
-        samples = sampler.samples
-        assert bench.store.counts()["backlog"] == args.rows, "the worker did not write every row"
-        raw_after, cpu_after = _time(lambda: bench.encoder.embed(texts[-half:]))
-        print(f"raw encoder, last {half} texts: {half / raw_after:.1f} rows/s (load {os.getloadavg()[0]:.1f})")
-        encoder_rows_s = 2 * half / (raw_before + raw_after)
-        results.update(
-            rows=args.rows,
-            workers=args.workers,
-            worker_rows_s=args.rows / worker_s,
-            encoder_rows_s=encoder_rows_s,
-            ratio=args.rows / worker_s / encoder_rows_s,
-            worker_cpu_ms_row=1000 * worker_cpu / args.rows,
-            encoder_cpu_ms_row=1000 * (cpu_before + cpu_after) / (2 * half),
-            rss_mb_max=max(s["rss_mb"] for s in samples),
-            rss_mb_first=samples[0]["rss_mb"],
-            lag_max_s=max(s["lag_s"] for s in samples),
-            status_s_max=max(s["status_s"] for s in samples),
-            load_backlog=round(statistics.mean(s["load"] for s in samples), 1),
-        )
-        print(
-            f"backlog of {args.rows} rows: attach_table queued them in {results['enqueue_s']:.2f} s; "
-            f"{args.workers} worker{'s' if args.workers > 1 else ''} "
-            f"{results['worker_rows_s']:.1f} rows/s, raw encoder {encoder_rows_s:.1f} rows/s (before "
-            f"{half / raw_before:.1f}, after {half / raw_after:.1f}): ratio {results['ratio']:.2f}; CPU "
-            f"{results['worker_cpu_ms_row']:.1f} ms a row (worker + its backend) vs {results['encoder_cpu_ms_row']:.1f}"
-        )
-        print(
-            f"RSS {results['rss_mb_first']:.0f} -> max {results['rss_mb_max']:.0f} MB; lag up to "
-            f"{results['lag_max_s']:.0f} s; sync_status took up to {results['status_s_max']:.2f} s; mean load "
-            f"{results['load_backlog']}"
-        )
-        _plot(samples, args.rows, args.out / "sync.png", workers=args.workers)
-        rate = args.steady_fraction * results["worker_rows_s"]
-        steady = bench.steady_lag(rate, args.steady_s)
-        results.update(
-            steady_rate=rate,
-            steady_rows=len(steady),
-            steady_p50_s=percentile(steady, 50),
-            steady_p95_s=percentile(steady, 95),
-            steady_max_s=max(steady),
-        )
-        print(
-            f"INSERT -> searchable under {rate:.1f} inserts/s for {args.steady_s:.0f} s ({len(steady)} rows): p50 "
-            f"{results['steady_p50_s']:.3f} s, p95 {results['steady_p95_s']:.3f} s, max {results['steady_max_s']:.3f} s"
-        )
-        lags = bench.idle_lag(args.lag_samples)
-        results.update(lag_p50_s=percentile(lags, 50), lag_p95_s=percentile(lags, 95))
-        print(
-            f"INSERT -> searchable with an idle worker: p50 {results['lag_p50_s']:.3f} s, "
-            f"p95 {results['lag_p95_s']:.3f} s over {len(lags)} inserts"
-        )
-        scaling = _texts(args.scaling_rows, 7)
-        bench.table("one", scaling)
-        one, _ = bench.drain(1, args.batch)
-        bench.table("two", scaling)
-        two, _ = bench.drain(2, args.batch)
-        counts = bench.store.counts()
-        assert counts["one"] == counts["two"] == args.scaling_rows, "a worker did not write every row"
-        results.update(
-            scaling_rows=args.scaling_rows,
-            one_worker_rows_s=args.scaling_rows / one,
-            two_workers_rows_s=args.scaling_rows / two,
-            two_vs_one=one / two,
-        )
-        print(
-            f"{args.scaling_rows} rows: one worker {args.scaling_rows / one:.1f} rows/s, two workers "
-            f"{args.scaling_rows / two:.1f} rows/s -> {one / two:.2f}x ({os.cpu_count()} cores)"
-        )
+        if args.attach:
+            results.update(_attach(bench, args.attach, args.drain_s, args.batch, args.out))
+        else:
+            _backlog(bench, args, results)
     finally:
         bench.teardown()
         if home is not None:
@@ -417,13 +352,159 @@ def main() -> None:
 
             stop_embedded(home)
     results["load_after"] = os.getloadavg()[0]
+    _report(results, args.out / ("sync_attach.json" if args.attach else "sync.json"))
+
+
+def _backlog(bench: _Bench, args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """Parts 1 to 3 of the module's text: the backlog against the raw encoder, the lag, one worker against two;
+    their figures go into ``results``."""
+    encoder_rows = min(args.encoder_rows or args.rows, args.rows)
+    texts = _texts(args.rows, 0)
+    half = max(encoder_rows // 2, 1)
+    raw_before, cpu_before = _time(lambda: bench.encoder.embed(texts[:half]))
+    print(f"raw encoder, first {half} texts: {half / raw_before:.1f} rows/s (load {os.getloadavg()[0]:.1f})")
+    results["enqueue_s"] = bench.table("backlog", texts)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "sync_samples.jsonl").unlink(missing_ok=True)
+    with _Sampler(bench, "backlog", args.out / "sync_samples.jsonl") as sampler:
+        worker_s, worker_cpu = bench.drain(args.workers, args.batch)
+    samples = sampler.samples
+    assert bench.store.counts()["backlog"] == args.rows, "the worker did not write every row"
+    raw_after, cpu_after = _time(lambda: bench.encoder.embed(texts[-half:]))
+    print(f"raw encoder, last {half} texts: {half / raw_after:.1f} rows/s (load {os.getloadavg()[0]:.1f})")
+    encoder_rows_s = 2 * half / (raw_before + raw_after)
+    results.update(
+        rows=args.rows,
+        workers=args.workers,
+        worker_rows_s=args.rows / worker_s,
+        encoder_rows_s=encoder_rows_s,
+        ratio=args.rows / worker_s / encoder_rows_s,
+        worker_cpu_ms_row=1000 * worker_cpu / args.rows,
+        encoder_cpu_ms_row=1000 * (cpu_before + cpu_after) / (2 * half),
+        rss_mb_max=max(s["rss_mb"] for s in samples),
+        rss_mb_first=samples[0]["rss_mb"],
+        lag_max_s=max(s["lag_s"] for s in samples),
+        status_s_max=max(s["status_s"] for s in samples),
+        load_backlog=round(statistics.mean(s["load"] for s in samples), 1),
+    )
+    print(
+        f"backlog of {args.rows} rows: attach_table queued them in {results['enqueue_s']:.2f} s; "
+        f"{args.workers} worker{'s' if args.workers > 1 else ''} "
+        f"{results['worker_rows_s']:.1f} rows/s, raw encoder {encoder_rows_s:.1f} rows/s (before "
+        f"{half / raw_before:.1f}, after {half / raw_after:.1f}): ratio {results['ratio']:.2f}; CPU "
+        f"{results['worker_cpu_ms_row']:.1f} ms a row (worker + its backend) vs {results['encoder_cpu_ms_row']:.1f}"
+    )
+    print(
+        f"RSS {results['rss_mb_first']:.0f} -> max {results['rss_mb_max']:.0f} MB; lag up to "
+        f"{results['lag_max_s']:.0f} s; sync_status took up to {results['status_s_max']:.2f} s; mean load "
+        f"{results['load_backlog']}"
+    )
+    _plot(samples, args.rows, args.out / "sync.png", workers=args.workers)
+    rate = args.steady_fraction * results["worker_rows_s"]
+    steady = bench.steady_lag(rate, args.steady_s)
+    results.update(
+        steady_rate=rate,
+        steady_rows=len(steady),
+        steady_p50_s=percentile(steady, 50),
+        steady_p95_s=percentile(steady, 95),
+        steady_max_s=max(steady),
+    )
+    print(
+        f"INSERT -> searchable under {rate:.1f} inserts/s for {args.steady_s:.0f} s ({len(steady)} rows): p50 "
+        f"{results['steady_p50_s']:.3f} s, p95 {results['steady_p95_s']:.3f} s, max {results['steady_max_s']:.3f} s"
+    )
+    lags = bench.idle_lag(args.lag_samples)
+    results.update(lag_p50_s=percentile(lags, 50), lag_p95_s=percentile(lags, 95))
+    print(
+        f"INSERT -> searchable with an idle worker: p50 {results['lag_p50_s']:.3f} s, "
+        f"p95 {results['lag_p95_s']:.3f} s over {len(lags)} inserts"
+    )
+    scaling = _texts(args.scaling_rows, 7)
+    bench.table("one", scaling)
+    one, _ = bench.drain(1, args.batch)
+    bench.table("two", scaling)
+    two, _ = bench.drain(2, args.batch)
+    counts = bench.store.counts()
+    assert counts["one"] == counts["two"] == args.scaling_rows, "a worker did not write every row"
+    results.update(
+        scaling_rows=args.scaling_rows,
+        one_worker_rows_s=args.scaling_rows / one,
+        two_workers_rows_s=args.scaling_rows / two,
+        two_vs_one=one / two,
+    )
+    print(
+        f"{args.scaling_rows} rows: one worker {args.scaling_rows / one:.1f} rows/s, two workers "
+        f"{args.scaling_rows / two:.1f} rows/s -> {one / two:.2f}x ({os.cpu_count()} cores)"
+    )
+
+
+def _report(results: dict[str, Any], path: Path) -> None:
     print(
         f"CPU: {results['cpu']}, {results['cores']} cores, load {results['load_before']:.1f} -> "
         f"{results['load_after']:.1f}"
     )
     summary = {k: round(v, 4) if isinstance(v, float) else v for k, v in results.items()}
-    (args.out / "sync.json").write_text(json.dumps(summary, indent=2) + "\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary))
+
+
+def _attach(bench: _Bench, rows: int, drain_s: float, batch: int, out: Path) -> dict[str, Any]:
+    """A large existing table attached (``--attach``): the seconds ``attach_table`` takes to queue its rows, then one
+    worker draining it for ``drain_s`` seconds while the sampler reads ``sync_status`` (rows done, rate, time left)
+    every 5 s, and ``universalrag status`` run once near the end, as a user would watch it."""
+    import subprocess
+    import sys
+
+    from universalrag.sync import Worker, WorkerOptions
+
+    texts = _texts(rows, 0)
+    started = time.perf_counter()
+    enqueue_s = bench.table("attached", texts)
+    print(
+        f"a table of {rows} rows filled and attached in {time.perf_counter() - started:.1f} s "
+        f"(attach_table: {enqueue_s:.1f} s)"
+    )
+    del texts
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sync_attach_samples.jsonl").unlink(missing_ok=True)
+    worker = Worker(bench.store, embedder=bench.encoder, options=WorkerOptions(batch_size=batch))
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, kwargs={"stop": stop})
+    with _Sampler(bench, "attached", out / "sync_attach_samples.jsonl") as sampler:
+        thread.start()
+        time.sleep(max(drain_s - 10.0, 0.0))
+        env = {**os.environ, "UNIVERSALRAG_DATABASE_URL": str(bench.store.url), "UNIVERSALRAG_SCHEMA": bench.schema}
+        shown = subprocess.run(
+            [sys.executable, "-m", "universalrag.cli", "status"], env=env, capture_output=True, text=True, timeout=120
+        ).stdout
+        time.sleep(min(drain_s, 10.0))
+        stop.set()
+        thread.join()
+    worker.close()
+    _plot(sampler.samples, rows, out / "sync_attach.png")
+    done = bench.store.counts()["attached"]
+    status_lines = [line.strip() for line in shown.splitlines() if "sync attached" in line or "backfill" in line]
+    print("universalrag status, near the end of the drain:\n    " + "\n    ".join(status_lines))
+    last: dict[str, Any] = next((s for s in reversed(sampler.samples) if "done" in s), {})
+    print(
+        f"{done} of {rows} rows written in {drain_s:.0f} s ({done / drain_s:.1f} rows/s); sync_status: rate "
+        f"{last.get('rate')} rows/s, time left {last.get('eta_s')} s; reading it took up to "
+        f"{max(s['status_s'] for s in sampler.samples):.2f} s; "
+        f"RSS up to {max(s['rss_mb'] for s in sampler.samples):.0f} MB"
+    )
+    return {
+        "attach_rows": rows,
+        "enqueue_s": enqueue_s,
+        "drain_s": drain_s,
+        "drained_rows": done,
+        "drained_rows_s": done / drain_s,
+        "status_rate": last.get("rate"),
+        "status_eta_s": last.get("eta_s"),
+        "status_s_max": max(s["status_s"] for s in sampler.samples),
+        "rss_mb_max": max(s["rss_mb"] for s in sampler.samples),
+        "status_lines": status_lines,
+    }
 
 
 def _time(fn: Callable[[], Any]) -> tuple[float, float]:

@@ -1,9 +1,13 @@
 """How a corpus's vectors are stored and indexed: full-precision ``vector`` with its own HNSW index, ``vector`` with
 an index on its ``halfvec`` cast (what the library builds by default from 384 dimensions), a ``halfvec`` column, and
-a binary-quantised index (``binary_quantize(embedding)::bit(n)``, Hamming distance) whose candidates are ranked
-again at full precision — on the same synthetic text-like vectors, in the same run.
+the same index over a table split into :data:`PARTITIONS` hash partitions (one index each, all searched), and a
+binary-quantised index (``binary_quantize(embedding)::bit(n)``, Hamming distance) whose candidates are ranked again
+at full precision — on the same vectors, in the same run. ``--vectors real``: instead of synthetic text-like vectors,
+the real slice (:mod:`real_vectors`: every real text this project reaches, embedded once with the bundled encoder
+and cached on disk) and real questions as the queries.
 
     python benchmarks/vector_storage.py [--units 100000] [--queries 200] [--windows 40,100,200,400] [--quick]
+    python benchmarks/vector_storage.py --vectors real [--queries 500]
 
 For each way: the table's and the index's size, the index build's seconds (``maintenance_work_mem`` and parallel
 workers as :func:`universalrag.store.index_build.build_settings` sizes them for this machine), recall@10 against an
@@ -27,6 +31,8 @@ import machine as bench
 
 K = 10
 EF_SEARCH = 100
+#: The hash partitions of the ``partitioned`` way, each with its own index (an unfiltered search reads them all).
+PARTITIONS = 4
 
 
 def _ways(dim: int) -> dict[str, dict[str, str]]:
@@ -47,6 +53,11 @@ def _ways(dim: int) -> dict[str, dict[str, str]]:
             "column": half,
             "index": "embedding halfvec_cosine_ops",
             "order": f"embedding <=> %(q)s::vector::{half}",
+        },
+        "partitioned": {  # PARTITIONS hash partitions of the rows, each with its own halfvec index
+            "column": f"vector({dim})",
+            "index": f"(embedding::{half}) halfvec_cosine_ops",
+            "order": f"embedding::{half} <=> %(q)s::vector::{half}",
         },
         "binary": {
             "column": f"vector({dim})",
@@ -73,9 +84,14 @@ def main() -> None:
     ap.add_argument("--queries", type=int, help="queries (default 200; --quick 30)")
     ap.add_argument("--dim", type=int, default=384, help="dimensions (default %(default)s: the bundled MiniLM's)")
     ap.add_argument("--windows", default="40,100,200,400", help="re-ranked windows of the binary index")
-    ap.add_argument("--ways", default="vector,halfvec index,halfvec column,binary", help="ways to compare")
+    ap.add_argument("--ways", default="vector,halfvec index,halfvec column,partitioned,binary", help="ways to compare")
+    ap.add_argument(
+        "--vectors",
+        choices=["text-like", "real"],
+        default="text-like",
+        help="synthetic text-like vectors, or the real slice: every real text embedded once (real_vectors.py)",
+    )
     args = ap.parse_args()
-    n = args.units or (3000 if args.quick else 100_000)
     n_queries = args.queries or (30 if args.quick else 200)
     windows = [int(w) for w in args.windows.split(",")]
     import numpy as np
@@ -86,8 +102,20 @@ def main() -> None:
 
     bench.log(bench.machine_line())
     rng = np.random.default_rng(20261206)
-    vectors = bench.text_like_vectors(rng, n, dim=args.dim)
-    queries = [bench.near(rng, vectors[rng.integers(n)]) for _ in range(n_queries + 3)]
+    if args.vectors == "real":
+        from real_vectors import real_vectors
+
+        real = real_vectors(args.out, args.database_url, quick=args.quick)
+        vectors = real["units"][: args.units] if args.units else real["units"]
+        n, args.dim = len(vectors), vectors.shape[1]
+        picked = rng.choice(len(real["queries"]), size=min(n_queries + 3, len(real["queries"])), replace=False)
+        queries = [real["queries"][i] for i in picked]
+        n_queries = len(queries) - 3
+        bench.log(f"the real slice: {n} vectors ({real['counts']}), {n_queries} real questions")
+    else:
+        n = args.units or (3000 if args.quick else 100_000)
+        vectors = bench.text_like_vectors(rng, n, dim=args.dim)
+        queries = [bench.near(rng, vectors[rng.integers(n)]) for _ in range(n_queries + 3)]
     truths = [np.argsort(-(vectors @ q))[:K].tolist() for q in queries]
     ways = {name: w for name, w in _ways(args.dim).items() if name in args.ways.split(",")}
     settings = build_settings()
@@ -106,7 +134,15 @@ def main() -> None:
             built: dict[str, dict[str, Any]] = {}
             for name, way in ways.items():
                 table = "t_" + name.replace(" ", "_")
-                raw.execute(f"CREATE TABLE {table} (id integer PRIMARY KEY, embedding {way['column']})")
+                raw.execute(
+                    f"CREATE TABLE {table} (id integer PRIMARY KEY, embedding {way['column']})"
+                    + (" PARTITION BY HASH (id)" if name == "partitioned" else "")
+                )
+                for part in range(PARTITIONS if name == "partitioned" else 0):
+                    raw.execute(
+                        f"CREATE TABLE {table}_{part} PARTITION OF {table} "
+                        f"FOR VALUES WITH (MODULUS {PARTITIONS}, REMAINDER {part})"
+                    )
                 raw.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE MAIN")
                 with raw.cursor() as cur, cur.copy(f"COPY {table} (id, embedding) FROM STDIN") as copy:
                     for i in range(n):
@@ -120,12 +156,15 @@ def main() -> None:
                         f"CREATE INDEX {table}_hnsw ON {table} USING hnsw ({way['index']}) WITH (ef_construction = 128)"
                     )
                     build_s = time.perf_counter() - started
-                sizes = raw.execute(
-                    "SELECT pg_table_size(%s), pg_relation_size(%s)", (table, f"{table}_hnsw")
+                sizes = raw.execute(  # a partitioned table's and index's size: their partitions'
+                    "SELECT coalesce((SELECT sum(pg_table_size(relid)) FROM pg_partition_tree(%(t)s)), "
+                    "pg_table_size(%(t)s)), coalesce((SELECT sum(pg_relation_size(relid)) "
+                    "FROM pg_partition_tree(%(i)s)), pg_relation_size(%(i)s))",
+                    {"t": table, "i": f"{table}_hnsw"},
                 ).fetchone()
                 built[name] = {
-                    "table_mb": round(sizes[0] / 2**20, 1),
-                    "index_mb": round(sizes[1] / 2**20, 1),
+                    "table_mb": round(float(sizes[0]) / 2**20, 1),
+                    "index_mb": round(float(sizes[1]) / 2**20, 1),
                     "build_s": round(build_s, 2),
                     "build_load": bench.load(),
                 }
@@ -167,10 +206,19 @@ def main() -> None:
         ax.annotate(f"{label} ({r['index_mb']} MB)", (r["p50_ms"], r["recall_at_10"]), fontsize=6)
     ax.set_xlabel("p50 search ms")
     ax.set_ylabel("recall@10")
-    bench.save_png(fig, args.out / "vector_storage.png", title=f"Vector storage, {n} units of {args.dim} dimensions")
+    kind = "real embeddings" if args.vectors == "real" else "synthetic text-like vectors"
+    name = "vector_storage" if args.vectors == "text-like" else "vector_storage_real"
+    bench.save_png(fig, args.out / f"{name}.png", title=f"Vector storage, {n} units of {args.dim} dimensions ({kind})")
     bench.finish(
-        "vector_storage",
-        {"units": n, "dim": args.dim, "queries": n_queries, "pgvector": version, "ways": results},
+        name,
+        {
+            "units": n,
+            "dim": args.dim,
+            "queries": n_queries,
+            "vectors": args.vectors,
+            "pgvector": version,
+            "ways": results,
+        },
         args.out,
     )
 

@@ -181,13 +181,56 @@ def test_exact_rows(database_url: str, tmp_path: Path) -> None:
 def test_vector_storage(database_url: str, tmp_path: Path) -> None:
     r = run_benchmark("vector_storage.py", ["--quick", "--units", "2000", "--queries", "12"], database_url, tmp_path)
     ways = r["ways"]
-    assert {"vector", "halfvec index", "halfvec column", "binary + re-rank 100"} <= set(ways)
+    assert {"vector", "halfvec index", "halfvec column", "partitioned", "binary + re-rank 100"} <= set(ways)
+    # four partitions, each indexed: the same bytes of index, give or take the partitions' own pages
+    assert (
+        0.8 * ways["halfvec index"]["index_mb"]
+        <= ways["partitioned"]["index_mb"]
+        <= 1.5 * ways["halfvec index"]["index_mb"]
+    )
     assert ways["halfvec index"]["index_mb"] < ways["vector"]["index_mb"]  # half the bytes a vector
     assert ways["binary + re-rank 100"]["index_mb"] < ways["halfvec index"]["index_mb"]
     assert ways["halfvec column"]["table_mb"] < ways["vector"]["table_mb"]
-    for name in ("vector", "halfvec index", "binary + re-rank 200"):  # 2,000 vectors: every way finds nearly all
+    # 2,000 vectors: every way finds nearly all
+    for name in ("vector", "halfvec index", "partitioned", "binary + re-rank 200"):
         assert ways[name]["recall_at_10"] >= 0.9, name
     assert all(positive(w["p50_ms"]) and positive(w["build_s"]) for w in ways.values() if isinstance(w, dict))
+
+
+def test_vector_storage_real(database_url: str, tmp_path: Path) -> None:
+    """The real slice: this repository's documentation ingested with the bundled encoder (the quick slice), searched
+    with the project's own questions; the cache is written once and read the second time."""
+    args = ["--vectors", "real", "--quick", "--queries", "12", "--ways", "halfvec index,binary"]
+    r = run_benchmark("vector_storage.py", args, database_url, tmp_path, name="vector_storage_real")
+    assert r["vectors"] == "real" and r["units"] >= 200 and r["queries"] == 12
+    assert r["ways"]["halfvec index"]["recall_at_10"] >= 0.9
+    assert r["ways"]["binary + re-rank 400"]["recall_at_10"] >= 0.9
+    cache = tmp_path / "real_vectors_quick.npz"
+    written = cache.stat().st_mtime_ns
+    again = run_benchmark("vector_storage.py", args, database_url, tmp_path, name="vector_storage_real")
+    assert again["units"] == r["units"] and cache.stat().st_mtime_ns == written
+
+
+def test_sync_attach(database_url: str, tmp_path: Path) -> None:
+    """A table attached and drained for a while: its progress as ``universalrag status`` shows it, part of the rows
+    written, the time left stated."""
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "sync.py"), "--attach", "3000", "--drain-s", "20"]
+        + ["--database-url", database_url, "--out", str(tmp_path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=420,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert json.loads((tmp_path / "sync_attach.json").read_text()) == r
+    assert (tmp_path / "sync_attach.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert r["attach_rows"] == 3000 and positive(r["enqueue_s"]) and 0 < r["drained_rows"] <= 3000
+    [queue] = [line for line in r["status_lines"] if line.startswith("sync attached")]
+    if int(queue.split("backlog ")[1].split(",")[0]) > 0:  # still draining when it was read: progress, time left
+        assert any(line.startswith("backfill ") and " rows/s" in line and "left" in line for line in r["status_lines"])
 
 
 def test_index_settle(database_url: str, tmp_path: Path) -> None:
