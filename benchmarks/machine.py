@@ -281,6 +281,28 @@ def schema_disk(store: Any) -> int:
         )
 
 
+def prewarm(store: Any) -> int:
+    """Read every table, index and TOAST table of ``store``'s schema once with ``pg_prewarm`` (``read`` mode: the
+    operating system's cache keeps the pages, as it does on a server that has answered searches for a while);
+    returns the pages read. Creates the ``pg_prewarm`` extension (a contrib module of PostgreSQL) if missing."""
+    import sqlalchemy as sa
+
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
+        return int(
+            conn.execute(
+                sa.text(
+                    "SELECT coalesce(sum(pg_prewarm(r.oid, 'read')), 0) FROM ("
+                    "  SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    "  WHERE n.nspname = :schema AND c.relkind IN ('r', 'i', 'm')"
+                    "  UNION ALL SELECT c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    "  WHERE n.nspname = :schema AND c.reltoastrelid <> 0) r"
+                ),
+                {"schema": store.schema},
+            ).scalar_one()
+        )
+
+
 def unit_rows(v: Any) -> Any:
     """``v`` (a vector or a matrix of row vectors) scaled to unit length, float32."""
     import numpy as np

@@ -2,6 +2,7 @@
 exact search, every path measured in alternation.
 
     python benchmarks/scaling.py [--quick] [--sizes 10000,100000,1000000] [--queries 100] [--keep] [--explain]
+                                 [--apart] [--prewarm]
     python benchmarks/scaling.py --beam-vs-exact 100000 [--queries 30] [--ef-construction 64,128]
 
 For each total size N, six corpora of N/6 synthetic units each (384-d unit vectors: every corpus has its own
@@ -33,11 +34,18 @@ over the same vectors) that each path's hits hold. Goals: from 100k units on, ro
 unified and routed <= 2x the index path; recall >= 0.95 at library defaults. The plot (``scaling.png``) shows p50
 against size and recall against p50, one point per path and size.
 
-``--keep``: each size is loaded into a schema that stays (``bench_scaling_keep_<vectors>_<size>``; the vectors and
-ids are drawn again from the size's seed) and the next run reuses it: 1M units take 15-40 minutes to load and
-index on a busy 2-core machine and ~8 GB of disk. Give the embedded server a home of its own
-(``UNIVERSALRAG_HOME``) to keep them apart from other work. ``--explain``: per path, the statements one search
-sends, their plans (``EXPLAIN (ANALYZE, BUFFERS)``) and the server's share of the search's time.
+``--keep``: each size is loaded into a schema that stays (``bench_scaling_keep_<vectors>_<size>``, with
+``--apart`` one per layout, ``..._routed`` and ``..._unified``; the vectors and ids are drawn again from the size's
+seed) and the next run reuses it: 1M units take 15-40 minutes to load and index on a busy 2-core machine and ~8 GB
+of disk. Give the embedded server a home of its own (``UNIVERSALRAG_HOME``) to keep them apart from other work.
+``--apart``: the routed corpora are loaded, checked and measured alone, their schema dropped (unless kept), then
+the unified corpus the same way, and the benchmark's own copy of the vectors waits memory-mapped on disk: the
+server's memory holds one layout, as a deployment's would (together, at 5M units, the two layouts and that copy
+took 31 GB on a machine of 24, and every search read its candidate rows from disk). The routed and index paths
+still alternate. ``--prewarm``: after the cold first queries, the schema is read into the operating system's cache
+(``pg_prewarm``), the state of a server that has answered searches for a while. ``--explain``: per path, the
+statements one search sends, their plans (``EXPLAIN (ANALYZE, BUFFERS)``) and the server's share of the search's
+time.
 ``--beam-vs-exact ROWS``: one corpus of ROWS units instead, the exact scan against the index at beams 100 to
 1000 (latency and recall@10) and its index check per beam — whether a tuned beam beats an exact scan on a table
 the exact scan could serve — for each graph of ``--ef-construction`` (build time too).
@@ -48,8 +56,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import tempfile
 import time
 import uuid
+from pathlib import Path
 
 import machine as bench
 import numpy as np
@@ -70,15 +80,28 @@ def make_vectors(rng: np.random.Generator, per_corpus: int, kind: str = "text-li
     return {name: GENERATORS[kind](rng, per_corpus, dim=DIM) for name in CORPORA}
 
 
-def load_corpora(store, vectors: dict[str, np.ndarray], ids: dict[str, list[str]]) -> dict[str, dict[str, float]]:  # type: ignore[no-untyped-def]
-    """The six corpora, then the unified one holding all their units (same ids, written from the same arrays), each
-    with the index the library gives a corpus of its size; the seconds of each load's writes and index builds:
-    ``{"routed": {"write_s", "index_s"}, "unified": {...}}``."""
-    routed = bench.load_synthetic(store, {name: (ids[name], vectors[name]) for name in CORPORA}, choose_index=True)
-    unified = bench.load_synthetic(
-        store, {"unified": [(ids[name], vectors[name]) for name in CORPORA]}, choose_index=True
-    )
-    return {"routed": routed, "unified": unified}
+#: The two layouts of the same units: the six routed corpora, and the unified corpus holding all of them.
+LAYOUTS = {"routed": CORPORA, "unified": ["unified"]}
+
+
+def load_layout(store, layout: str, vectors: dict[str, np.ndarray], ids: dict[str, list[str]]) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """The corpora of ``layout`` (:data:`LAYOUTS`; the unified one holds every corpus's units, same ids, written
+    from the same arrays), each with the index the library gives a corpus of its size; the seconds of the load's
+    writes and index builds: ``{"write_s", "index_s"}``."""
+    if layout == "routed":
+        return bench.load_synthetic(store, {name: (ids[name], vectors[name]) for name in CORPORA}, choose_index=True)
+    return bench.load_synthetic(store, {"unified": [(ids[name], vectors[name]) for name in CORPORA]}, choose_index=True)
+
+
+def spill(vectors: dict[str, np.ndarray], folder) -> dict[str, np.ndarray]:  # type: ignore[no-untyped-def]
+    """``vectors`` written to ``.npy`` files in ``folder`` and read back memory-mapped: the benchmark's own copy
+    (7.7 GB at 5M units) waits on disk, where the operating system can drop it, instead of taking the memory the
+    server's pages need."""
+    out = {}
+    for name, v in vectors.items():
+        np.save(folder / f"{name}.npy", v)
+        out[name] = np.load(folder / f"{name}.npy", mmap_mode="r")
+    return out
 
 
 def exact_top(matrix: np.ndarray, ids: list[str], q: np.ndarray) -> list[str]:
@@ -88,23 +111,29 @@ def exact_top(matrix: np.ndarray, ids: list[str], q: np.ndarray) -> list[str]:
     return [ids[i] for i in top[np.argsort(-sims[top])]]
 
 
-def exact_top_all(vectors: dict[str, np.ndarray], ids: dict[str, list[str]], q: np.ndarray) -> list[str]:
-    """The exact top K of the unified corpus (every corpus's units), merged from each corpus's own top K: the
-    arrays are never joined into one (at 5M units that copy alone would be 7.7 GB)."""
-    scored = []
-    for name in CORPORA:
-        sims = vectors[name] @ q
-        top = np.argpartition(-sims, K)[:K]
-        scored.extend((float(sims[i]), ids[name][i]) for i in top)
-    return [i for _, i in sorted(scored, reverse=True)[:K]]
+def truths(
+    vectors: dict[str, np.ndarray], ids: dict[str, list[str]], corpus: str, queries: list[np.ndarray]
+) -> list[list[str]]:
+    """The exact top K of ``corpus`` (one of :data:`CORPORA`, or ``unified``: merged over them) for each query,
+    every corpus's array read once for all of them."""
+    if not queries:
+        return []
+    q = np.stack(queries).astype(np.float32)
+    scored: list[list[tuple[float, str]]] = [[] for _ in queries]
+    for name in CORPORA if corpus == "unified" else [corpus]:
+        sims = np.asarray(vectors[name] @ q.T)  # rows: units, columns: queries
+        top = np.argpartition(-sims, K, axis=0)[:K]
+        for j in range(len(queries)):
+            scored[j].extend((float(sims[i, j]), ids[name][i]) for i in top[:, j])
+    return [[i for _, i in sorted(s, reverse=True)[:K]] for s in scored]
 
 
-def run_checks(store) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    """Every corpus's index check run to the end (what the default search rule reads, and the beam it tunes):
-    the :class:`~universalrag.store.index_check.IndexCheck` per corpus."""
+def run_checks(store, corpora: list[str]) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """The index check of each of ``corpora`` run to the end (what the default search rule reads, and the beam it
+    tunes): the :class:`~universalrag.store.index_check.IndexCheck` per corpus."""
     from universalrag.store.index_check import check_index
 
-    return {name: check_index(store, name) for name in [*CORPORA, "unified"]}
+    return {name: check_index(store, name) for name in corpora}
 
 
 #: Queries each path runs before its timed ones (its pages brought into the buffers, as a server serving that path
@@ -121,81 +150,97 @@ PATHS: dict[str, tuple[bool, dict[str, object]]] = {
 COLD_CORPUS = {"routed": "s0", "routed_index": "s1", "unified": "unified"}
 
 
-def cold_queries(store, vectors, ids, rng) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    """The first query of each path as a user meets it: a new ``Store`` (its own connections, its registry read),
-    the corpus of :data:`COLD_CORPUS` searched for the first time in this process. ``{path: (ms, recall@10)}``."""
+def cold_queries(store, vectors, ids, rng, paths: list[str]) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """The first query of each of ``paths`` as a user meets it: a new ``Store`` (its own connections, its registry
+    read), the corpus of :data:`COLD_CORPUS` searched for the first time in this process. ``{path: (ms,
+    recall@10)}``."""
     from universalrag.store import Store
 
-    out = {}
-    for path, (_, kwargs) in PATHS.items():
+    drawn = {}
+    for path in paths:
         corpus = COLD_CORPUS[path]
         source = vectors["s2"] if corpus == "unified" else vectors[corpus]
         q = bench.near(rng, source[rng.integers(len(source))])
+        drawn[path] = (corpus, q, truths(vectors, ids, corpus, [q])[0])  # before any search: no page of it read
+    out = {}
+    for path, (corpus, q, truth) in drawn.items():
         fresh = Store(settings=store.settings)
         try:
-            t, hits = bench.timed(fresh.search, corpus, q.tolist(), k=K, **kwargs)
+            t, hits = bench.timed(fresh.search, corpus, q.tolist(), k=K, **PATHS[path][1])
         finally:
             fresh.close()
-        truth = exact_top_all(vectors, ids, q) if corpus == "unified" else exact_top(vectors[corpus], ids[corpus], q)
         out[path] = (t * 1000, bench.recall([h.id for h in hits], truth))
     return out
 
 
-def measure(store, vectors, ids, rng, n_queries: int) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    """Latencies (p50, p95 ms), this process's CPU time and recall@10 against exact search (numpy) of every path of
-    :data:`PATHS`, in alternation: at step ``n`` each path runs its own ``n``-th query (the paths draw different
-    queries of the same kind, so none reads pages another's identical query just brought in), in an order that
-    goes through every permutation of the paths (each runs first, and right before each other, equally often);
-    the first :data:`WARM_UP` steps are not timed. Routed queries go to the corpora in turn, the unified path's to
-    the unified corpus. Measured one path after the other instead, with the index path running each query right
-    after the default path, the default path paid for the pages the index path then found in the buffers: at 1M
-    units it read 11.0 ms against 0.9 ms, though both send the same statement."""
+def draw_queries(vectors, ids, rng, n_queries: int, paths: list[str]) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """The queries :func:`measure` runs, :data:`WARM_UP` more than ``n_queries`` per path, each with its exact top
+    K (numpy, every array read once here: never between the timed searches): ``{path: [(corpus, vector, top)]}``.
+    Routed queries go to the corpora in turn, the unified path's to the unified corpus; every path draws its own."""
     steps = WARM_UP + n_queries
-    queries: dict[str, list[tuple[str, np.ndarray]]] = {path: [] for path in PATHS}
-    for path, (routed, _) in PATHS.items():
+    queries: dict[str, list[tuple[str, np.ndarray, list[str]]]] = {}
+    for path in paths:
+        drawn = []
         for n in range(steps):
             name = CORPORA[n % len(CORPORA)]
             q = bench.near(rng, vectors[name][rng.integers(len(vectors[name]))])
-            queries[path].append((name if routed else "unified", q))
-    times: dict[str, list[float]] = {path: [] for path in PATHS}
-    recalls: dict[str, list[float]] = {path: [] for path in PATHS}
-    cpu_ms = dict.fromkeys(PATHS, 0.0)  # this process's CPU time (the library's own work), summed
-    server_ms = dict.fromkeys(PATHS, 0.0)  # the server's CPU time, summed
+            drawn.append((name if PATHS[path][0] else "unified", q))
+        tops: dict[int, list[str]] = {}
+        for corpus in sorted({c for c, _ in drawn}):
+            at = [n for n, (c, _) in enumerate(drawn) if c == corpus and n >= WARM_UP]
+            tops.update(zip(at, truths(vectors, ids, corpus, [drawn[n][1] for n in at]), strict=True))
+        queries[path] = [(c, q, tops.get(n, [])) for n, (c, q) in enumerate(drawn)]
+    return queries
+
+
+def measure(store, queries: dict) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """Latencies (p50, p95 ms), this process's CPU time and recall@10 against exact search of each path of
+    ``queries`` (:func:`draw_queries`), in alternation: at step ``n`` each path runs its own ``n``-th query (the
+    paths draw different queries of the same kind, so none reads pages another's identical query just brought in),
+    in an order that goes through every permutation of the paths (each runs first, and right before each other,
+    equally often); the first :data:`WARM_UP` steps are not timed. Measured one path after the other instead, with
+    the index path running each query right after the default path, the default path paid for the pages the index
+    path then found in the buffers: at 1M units it read 11.0 ms against 0.9 ms, though both send the same
+    statement."""
+    paths = list(queries)
+    steps = len(next(iter(queries.values())))
+    times: dict[str, list[float]] = {path: [] for path in paths}
+    recalls: dict[str, list[float]] = {path: [] for path in paths}
+    cpu_ms = dict.fromkeys(paths, 0.0)  # this process's CPU time (the library's own work), summed
+    server_ms = dict.fromkeys(paths, 0.0)  # the server's CPU time, summed
     server = bench.server_cpu(store.read_engine)
     per_corpus: dict[str, dict[str, list[float]]] = {name: {"ms": [], "recall": []} for name in CORPORA}
-    orders = list(itertools.permutations(PATHS))  # each path first, and before each other, equally often
+    orders = list(itertools.permutations(paths))  # each path first, and before each other, equally often
     for n in range(steps):
         for path in orders[n % len(orders)]:
-            corpus, q = queries[path][n]
+            corpus, q, truth = queries[path][n]
             cpu, served = time.process_time(), server()
             t, hits = bench.timed(store.search, corpus, q.tolist(), k=K, **PATHS[path][1])
             if n < WARM_UP:
                 continue
             cpu_ms[path] += (time.process_time() - cpu) * 1000
             server_ms[path] += server() - served
-            truth = (
-                exact_top_all(vectors, ids, q) if corpus == "unified" else exact_top(vectors[corpus], ids[corpus], q)
-            )
             times[path].append(t * 1000)
             recalls[path].append(bench.recall([h.id for h in hits], truth))
             if path == "routed":
                 per_corpus[corpus]["ms"].append(t * 1000)
                 per_corpus[corpus]["recall"].append(recalls[path][-1])
     out: dict[str, object] = {}
-    for path in PATHS:
+    for path in paths:
         out[f"{path}_ms"] = bench.percentile(times[path], 50)
         out[f"{path}_p95_ms"] = bench.percentile(times[path], 95)
         out[f"recall_{path}"] = float(np.mean(recalls[path]))
         out[f"{path}_cpu_ms"] = cpu_ms[path] / max(len(times[path]), 1)
         out[f"{path}_server_cpu_ms"] = server_ms[path] / max(len(times[path]), 1)
-    out["per_corpus"] = {
-        name: {
-            "routed_ms": round(bench.percentile(v["ms"], 50), 2),
-            "recall_at_10": round(float(np.mean(v["recall"])), 4),
+    if "routed" in paths:
+        out["per_corpus"] = {
+            name: {
+                "routed_ms": round(bench.percentile(v["ms"], 50), 2),
+                "recall_at_10": round(float(np.mean(v["recall"])), 4),
+            }
+            for name, v in per_corpus.items()
+            if v["ms"]
         }
-        for name, v in per_corpus.items()
-        if v["ms"]
-    }
     return out
 
 
@@ -274,8 +319,8 @@ def beam_vs_exact(
     return out
 
 
-def explain(store, vectors, rng, *, searches: int = 20) -> dict:  # type: ignore[no-untyped-def,type-arg]
-    """Where one search's time goes on each path (``--explain``): the statements it sends (counted over
+def explain(store, vectors, rng, paths: list[str], *, searches: int = 20) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """Where one search's time goes on each of ``paths`` (``--explain``): the statements it sends (counted over
     ``searches`` warm searches of corpus ``s0``, or ``unified``), the wall time of a search against the server's
     planning and execution time of its statements (``EXPLAIN (ANALYZE, BUFFERS)`` of the last search's statements,
     run again with their parameters: what remains is the library's own work and the round trips), and the plans'
@@ -285,7 +330,8 @@ def explain(store, vectors, rng, *, searches: int = 20) -> dict:  # type: ignore
     from sqlalchemy import event
 
     out = {}
-    for path, (routed, kwargs) in PATHS.items():
+    for path in paths:
+        routed, kwargs = PATHS[path]
         corpus = "s0" if routed else "unified"
         source = vectors["s0"]
         sent: list[tuple[str, object]] = []
@@ -375,15 +421,107 @@ def kept_schema(kind: str, size: int) -> str:
     return f"bench_scaling_keep_{kind.replace('-', '_')}_{size}"
 
 
-def holds(store, vectors: dict[str, np.ndarray]) -> bool:  # type: ignore[no-untyped-def]
-    """Whether ``store``'s schema holds every corpus with its number of units (a finished load)."""
+def holds(store, vectors: dict[str, np.ndarray], corpora: list[str]) -> bool:  # type: ignore[no-untyped-def]
+    """Whether ``store``'s schema holds each of ``corpora`` with its number of units (a finished load)."""
     try:
         store.init(embedder="bench", dimension=DIM)  # a schema of an older release is upgraded, its rows kept
         counts = store.counts()
     except Exception:  # noqa: BLE001 - no schema yet, or a load cut short: loaded again
         return False
     want = {name: len(v) for name, v in vectors.items()} | {"unified": sum(len(v) for v in vectors.values())}
-    return all(counts.get(name) == n for name, n in want.items())
+    return all(counts.get(name) == want[name] for name in corpora)
+
+
+def run_group(args, size: int, layouts: list[str], vectors, ids, qrng, n_queries: int) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    """Load the corpora of ``layouts`` (:data:`LAYOUTS`) into one schema (or reuse a kept one), run their index
+    checks, then measure the paths that search them (:func:`cold_queries`, :func:`measure`; ``--prewarm``: the
+    schema read into the cache between the two) and what the schema takes on disk and the server in memory."""
+    corpora = [name for layout in layouts for name in LAYOUTS[layout]]
+    paths = [path for path, (routed, _) in PATHS.items() if ("routed" if routed else "unified") in layouts]
+    name = "+".join(layouts)
+    schema = kept_schema(args.vectors, size) + ("" if len(layouts) == len(LAYOUTS) else f"_{layouts[0]}")
+    kept = bench.kept_store(args.database_url, schema) if args.keep else None
+    with kept or bench.scratch_store(args.database_url, "scaling") as store:
+        reused = bool(kept) and holds(store, vectors, corpora)
+        loads = {}
+        if not reused:
+            if kept:  # a load cut short: from the start
+                _drop(store)
+            for layout in layouts:
+                loads[layout] = load_layout(store, layout, vectors, ids)
+                t = loads[layout]
+                bench.log(f"{size} units, {layout}: written in {t['write_s']:.0f} s, indexed in {t['index_s']:.0f} s")
+        check_s, checks = bench.timed(run_checks, store, corpora)  # again on a kept schema: this library's check
+        bench.log(
+            f"{size} units, {name} ({'kept schema reused' if reused else 'loaded'}); index checks "
+            f"({check_s:.0f} s; recall of the index against an exact scan, per beam tried -> the tuned ef_search): "
+            + "; ".join(
+                f"{corpus} " + " ".join(f"{r:.2f}@{ef}" for ef, r in c.recalls) + f" -> {c.ef_search}"
+                for corpus, c in checks.items()
+            )
+        )
+        load_before = bench.load()
+        cold = cold_queries(store, vectors, ids, qrng, paths)
+        queries = draw_queries(vectors, ids, qrng, n_queries, paths)  # the arrays read before the cache is warmed
+        prewarm_s = 0.0
+        if args.prewarm:
+            prewarm_s, pages = bench.timed(bench.prewarm, store)
+            bench.log(f"{size} units, {name}: {pages * 8 / 2**20:.2f} GiB read into the cache in {prewarm_s:.0f} s")
+        row = measure(store, queries)
+        if args.explain:
+            row["explain"] = explain(store, vectors, qrng, paths)
+            log_explain(row["explain"])
+        row["load"] = (load_before, bench.load())
+        row["cold"] = cold
+        row["prewarm_s"] = prewarm_s
+        row["tuned_ef"] = {corpus: c.ef_search for corpus, c in checks.items()}
+        row["check_recall"] = {corpus: round(c.recall, 4) for corpus, c in checks.items()}
+        row["check_s"] = check_s
+        row["load_s"] = sum(sum(t.values()) for t in loads.values())
+        row["loads"] = loads
+        specs = store.corpora()
+        row["index_kinds"] = {corpus: specs[corpus].vector_index for corpus in corpora}
+        row["disk_by_layout"] = {name: bench.schema_disk(store)}
+        row["server_memory_bytes"] = bench.server_memory(store.engine)
+        bench.log(
+            f"{size} units, {name}: indexes {row['index_kinds']}; the schema takes "
+            f"{row['disk_by_layout'][name] / 2**30:.2f} GiB on disk; the server's resident memory (PSS) "
+            f"{row['server_memory_bytes'] / 2**30:.2f} GiB"
+        )
+    return row
+
+
+def merge_groups(parts: list[dict]) -> dict:  # type: ignore[type-arg]
+    """One size's row from the rows of its groups of layouts (one group, or one per layout with ``--apart``)."""
+    row: dict = {}  # type: ignore[type-arg]
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, dict) and key in row:
+                row[key] = {**row[key], **value}
+            else:
+                row.setdefault(key, value)
+    row["load"] = (min(p["load"][0] for p in parts), max(p["load"][1] for p in parts))
+    row["check_s"] = sum(p["check_s"] for p in parts)
+    row["load_s"] = sum(p["load_s"] for p in parts)
+    row["prewarm_s"] = sum(p["prewarm_s"] for p in parts)
+    row["disk_bytes"] = sum(row["disk_by_layout"].values())
+    row["server_memory_bytes"] = max(p["server_memory_bytes"] for p in parts)  # the server held one group at a time
+    return row
+
+
+def log_explain(explained: dict) -> None:  # type: ignore[type-arg]
+    """Print what :func:`explain` found."""
+    same = explained.get("routed", {}).get("statements") == explained.get("routed_index", {}).get("statements")
+    if "routed" in explained:
+        bench.log(f"the default path and the index path send the same statements: {'yes' if same else 'no'}")
+    for path, e in explained.items():
+        bench.log(
+            f"{path} ({e['corpus']}): {e['statements_per_search']} statement(s) a search, p50 "
+            f"{e['wall_p50_ms']:.2f} ms of which the server planned and ran {e['server_ms_last']:.2f} ms"
+        )
+        for statement, plan in zip(e["statements"], e["plans"], strict=True):
+            bench.log("    " + statement.replace("\n", " ")[:400])
+            bench.log("    " + plan.replace("\n", "\n    "))
 
 
 def main() -> None:
@@ -407,6 +545,17 @@ def main() -> None:
         "--keep",
         action="store_true",
         help="load each size into a schema that is kept (bench_scaling_keep_<vectors>_<size>) and reuse it next time",
+    )
+    ap.add_argument(
+        "--apart",
+        action="store_true",
+        help="load and measure each layout alone (the routed corpora, dropped, then the unified one), the "
+        "benchmark's vectors memory-mapped from disk: the server holds one layout as a deployment would",
+    )
+    ap.add_argument(
+        "--prewarm",
+        action="store_true",
+        help="after the cold first queries, read the schema into the cache (pg_prewarm) before the timed queries",
     )
     ap.add_argument(
         "--explain",
@@ -446,68 +595,19 @@ def main() -> None:
         rng = np.random.default_rng([0, size])
         vectors = make_vectors(rng, size // len(CORPORA), args.vectors)
         ids = {name: make_ids(rng, len(v)) for name, v in vectors.items()}
-        kept = bench.kept_store(args.database_url, kept_schema(args.vectors, size)) if args.keep else None
-        with kept or bench.scratch_store(args.database_url, "scaling") as store:
-            reused = bool(kept) and holds(store, vectors)
-            if not reused:
-                if kept:  # a load cut short: from the start
-                    _drop(store)
-                load_s, loads = bench.timed(load_corpora, store, vectors, ids)
-            else:
-                load_s, loads = 0.0, {}
-            for side, t in loads.items():
-                bench.log(f"{size} units, {side}: written in {t['write_s']:.0f} s, indexed in {t['index_s']:.0f} s")
-            check_s, checks = bench.timed(run_checks, store)  # again on a kept schema: this library's check
-            bench.log(
-                f"{size} units ({'kept schema reused' if reused else f'loaded in {load_s:.0f} s'}); index checks "
-                f"({check_s:.0f} s; recall of the index against an exact scan, "
-                "per beam tried -> the tuned ef_search): "
-                + "; ".join(
-                    f"{name} " + " ".join(f"{r:.2f}@{ef}" for ef, r in c.recalls) + f" -> {c.ef_search}"
-                    for name, c in checks.items()
-                )
-            )
-            qrng = np.random.default_rng([1, size])
-            load_before = bench.load()
-            cold = cold_queries(store, vectors, ids, qrng)
-            row = measure(store, vectors, ids, qrng, n_queries)
-            if args.explain:
-                row["explain"] = explain(store, vectors, qrng)
-                same = row["explain"]["routed"]["statements"] == row["explain"]["routed_index"]["statements"]
-                bench.log(f"the default path and the index path send the same statements: {'yes' if same else 'no'}")
-                for path, e in row["explain"].items():
-                    bench.log(
-                        f"{path} ({e['corpus']}): {e['statements_per_search']} statement(s) a search, p50 "
-                        f"{e['wall_p50_ms']:.2f} ms of which the server planned and ran {e['server_ms_last']:.2f} ms"
-                    )
-                    for statement, plan in zip(e["statements"], e["plans"], strict=True):
-                        bench.log("    " + statement.replace("\n", " ")[:400])
-                        bench.log("    " + plan.replace("\n", "\n    "))
-            row["load"] = (load_before, bench.load())
-            row["cold"] = cold
-            row["tuned_ef"] = {name: c.ef_search for name, c in checks.items()}
-            row["check_recall"] = {name: round(c.recall, 4) for name, c in checks.items()}
-            row["check_s"] = check_s
-            row["load_s"] = load_s
-            row["loads"] = loads
-            specs = store.corpora()
-            row["index_kinds"] = {name: specs[name].vector_index for name in [*CORPORA, "unified"]}
-            row["disk_bytes"] = bench.schema_disk(store)
-            row["server_memory_bytes"] = bench.server_memory(store.engine)
-            bench.log(
-                f"{size} units: indexes {row['index_kinds']}; the schema takes {row['disk_bytes'] / 2**30:.2f} GiB on "
-                f"disk; the server's resident memory (PSS) {row['server_memory_bytes'] / 2**30:.2f} GiB"
-            )
-            bench.log(
-                "per corpus (p50 ms on the default path, its recall@10, tuned ef_search): "
-                + "; ".join(
-                    f"{name} {v['routed_ms']:.1f} ms {v['recall_at_10']:.3f} ef {row['tuned_ef'][name]}"
-                    for name, v in row["per_corpus"].items()
-                )
-            )
+        qrng = np.random.default_rng([1, size])
+        with tempfile.TemporaryDirectory(prefix="scaling-vectors-") as spilled:
+            if args.apart:
+                vectors = spill(vectors, Path(spilled))
+            groups = [["routed"], ["unified"]] if args.apart else [["routed", "unified"]]
+            parts = [run_group(args, size, layouts, vectors, ids, qrng, n_queries) for layouts in groups]
+        row = merge_groups(parts)
         rows.append(row)
         bench.log(
-            f"{size:>9} units, {n_queries} queries per path, alternated; load average {row['load'][0]}-{row['load'][1]}"
+            f"{size:>9} units, {n_queries} queries per path, alternated"
+            + (" (each layout loaded and measured alone)" if args.apart else "")
+            + (" after reading the schema into the cache" if args.prewarm else "")
+            + f"; load average {row['load'][0]}-{row['load'][1]}"
         )
         bench.log(
             f"    {'path':<14} {'p50 ms':>7} {'p95 ms':>7} {'client CPU ms':>13} {'server CPU ms':>13} "
@@ -519,7 +619,7 @@ def main() -> None:
                 f"    {path:<14} {row[f'{path}_ms']:>7.2f} {row[f'{path}_p95_ms']:>7.2f} "
                 f"{row[f'{path}_cpu_ms']:>13.2f} {row[f'{path}_server_cpu_ms']:>13.2f} "
                 f"{row[f'recall_{path}']:>9.3f} "
-                f"{cold[path][0]:>11.1f} {cold[path][1]:>11.2f}"
+                f"{row['cold'][path][0]:>11.1f} {row['cold'][path][1]:>11.2f}"
             )
         bench.log(
             f"    routed / index {row['routed_ms'] / row['routed_index_ms']:.2f}x, "
@@ -566,6 +666,10 @@ def main() -> None:
             "loads": [{side: {k: round(v, 1) for k, v in t.items()} for side, t in r["loads"].items()} for r in rows],
             "index_kinds": [r["index_kinds"] for r in rows],
             "disk_bytes": [r["disk_bytes"] for r in rows],
+            "disk_by_layout": [r["disk_by_layout"] for r in rows],
+            "prewarm_s": [round(r["prewarm_s"], 1) for r in rows],
+            "apart": args.apart,
+            "prewarm": args.prewarm,
             "server_memory_bytes": [r["server_memory_bytes"] for r in rows],
             "per_corpus": [r["per_corpus"] for r in rows],
             "queries": n_queries,

@@ -76,6 +76,22 @@ def test_scaling(database_url: str, tmp_path: Path) -> None:
     assert r["vectors"] == "text-like"
 
 
+def test_scaling_apart(database_url: str, tmp_path: Path) -> None:
+    """Each layout loaded and measured alone, its schema read into the cache first: every path measured, and the
+    disk of each layout's own schema stated."""
+    r = run_benchmark(
+        "scaling.py", ["--sizes", "3000", "--queries", "8", "--apart", "--prewarm"], database_url, tmp_path
+    )
+    assert r["apart"] and r["prewarm"]
+    [disk] = r["disk_by_layout"]
+    assert set(disk) == {"routed", "unified"} and all(positive(b) for b in disk.values())
+    assert r["disk_bytes"] == [sum(disk.values())]
+    assert all(positive(r[f"{path}_ms"][0]) for path in ("routed", "routed_index", "unified"))
+    assert min(r["recall_routed"][0], r["recall_unified"][0]) >= 0.9
+    assert set(r["cold_ms"][0]) == {"routed", "routed_index", "unified"}
+    assert set(r["loads"][0]) == {"routed", "unified"}
+
+
 def test_text_like_vectors_spread_like_text_embeddings() -> None:
     """The calibration ``machine.text_like_vectors`` claims (real MiniLM vectors of the wikitables pages: 0.50 of
     the variance in the top 32 directions, the 10th and 100th nearest at cosine 0.66 and 0.48), against the
