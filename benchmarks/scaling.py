@@ -41,7 +41,7 @@ of disk. Give the embedded server a home of its own (``UNIVERSALRAG_HOME``) to k
 ``--apart``: the routed corpora are loaded, checked and measured alone, their schema dropped (unless kept), then
 the unified corpus the same way, and the benchmark's own copy of the vectors waits memory-mapped on disk: the
 server's memory holds one layout, as a deployment's would (together, at 5M units, the two layouts and that copy
-took 31 GB on a machine of 24, and every search read its candidate rows from disk). The routed and index paths
+took 33 GB on a machine of 24, and most searches read their candidate rows from disk). The routed and index paths
 still alternate. ``--prewarm``: after the cold first queries, the schema is read into the operating system's cache
 (``pg_prewarm``), the state of a server that has answered searches for a while. ``--explain``: per path, the
 statements one search sends, their plans (``EXPLAIN (ANALYZE, BUFFERS)``) and the server's share of the search's
@@ -384,6 +384,8 @@ LABELS = {
 def plot(sizes: list[int], rows: list[dict], path, kind: str) -> None:  # type: ignore[no-untyped-def,type-arg]
     """Left: p50 latency of each path against the total size. Right: recall@10 against p50 latency, one point per
     path and size (labelled with the size)."""
+    import matplotlib.ticker
+
     fig, (ax, ax2) = bench.figure(2, size=(11, 4.4))
     for key, label in LABELS.items():
         ax.plot(sizes, [r[f"{key}_ms"] for r in rows], marker="o", label=label)
@@ -402,6 +404,9 @@ def plot(sizes: list[int], rows: list[dict], path, kind: str) -> None:  # type: 
     ax.legend(fontsize=8)
     ax2.axhline(0.95, color="grey", linestyle=":", label="goal 0.95")
     ax2.set_xscale("log")
+    ax2.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax2.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax2.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax2.set_xlabel("p50 search latency, ms (k = 10)")
     ax2.set_ylabel("recall@10 against exact search")
     ax2.legend(fontsize=8)
