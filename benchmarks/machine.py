@@ -281,10 +281,11 @@ def schema_disk(store: Any) -> int:
         )
 
 
-def prewarm(store: Any) -> int:
-    """Read every table, index and TOAST table of ``store``'s schema once with ``pg_prewarm`` (``read`` mode: the
-    operating system's cache keeps the pages, as it does on a server that has answered searches for a while);
-    returns the pages read. Creates the ``pg_prewarm`` extension (a contrib module of PostgreSQL) if missing."""
+def prewarm(store: Any, *, mode: str = "read") -> int:
+    """Read every table, index and TOAST table of ``store``'s schema once with ``pg_prewarm``: ``mode`` ``read``
+    leaves the pages in the operating system's cache (as on a server that has answered searches for a while),
+    ``buffer`` in PostgreSQL's own buffers as far as ``shared_buffers`` holds them. Returns the pages read. Creates
+    the ``pg_prewarm`` extension (a contrib module of PostgreSQL) if missing."""
     import sqlalchemy as sa
 
     with store.engine.begin() as conn:
@@ -292,13 +293,13 @@ def prewarm(store: Any) -> int:
         return int(
             conn.execute(
                 sa.text(
-                    "SELECT coalesce(sum(pg_prewarm(r.oid, 'read')), 0) FROM ("
+                    "SELECT coalesce(sum(pg_prewarm(r.oid, :mode)), 0) FROM ("
                     "  SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
                     "  WHERE n.nspname = :schema AND c.relkind IN ('r', 'i', 'm')"
                     "  UNION ALL SELECT c.reltoastrelid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
                     "  WHERE n.nspname = :schema AND c.reltoastrelid <> 0) r"
                 ),
-                {"schema": store.schema},
+                {"schema": store.schema, "mode": mode},
             ).scalar_one()
         )
 

@@ -48,6 +48,7 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from machine import cpu_model, text_like_vectors, unit_rows
+from machine import prewarm as prewarm_schema
 
 QUESTIONS = [
     "How many clear nights were there in March 2024?",
@@ -226,18 +227,10 @@ def prewarm(store: Any) -> None:
     """Read every table and index of ``store``'s schema into the server's buffers (``pg_prewarm``)."""
     import sqlalchemy as sa
 
-    with store.engine.begin() as conn:
-        conn.execute(sa.text("CREATE EXTENSION IF NOT EXISTS pg_prewarm"))
-        blocks = conn.execute(
-            sa.text(
-                "SELECT coalesce(sum(pg_prewarm(c.oid)), 0) FROM pg_class c "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = :schema AND c.relkind IN ('r', 'i')"
-            ),
-            {"schema": store.schema},
-        ).scalar_one()
+    blocks = prewarm_schema(store, mode="buffer")
+    with store.engine.connect() as conn:
         buffers = conn.execute(sa.text("SELECT current_setting('shared_buffers')")).scalar_one()
-    print(f"prewarmed {int(blocks) * 8 // 1024} MB of {store.schema} (shared_buffers {buffers})")
+    print(f"prewarmed {blocks * 8 // 1024} MB of {store.schema} (shared_buffers {buffers})")
 
 
 def int8_variant(settings: Any, rag: Any) -> Any:
