@@ -91,29 +91,43 @@ def kept_store(database_url: str | None, schema: str, **overrides: Any) -> Itera
         store.close()
 
 
-def server_cpu(engine: Any) -> Callable[[], float]:
-    """A clock of the CPU milliseconds the server processes behind ``engine``'s connections have used (read from
-    ``/proc``: a server on this machine, as the embedded one is; 0 for one elsewhere). The pool is emptied first,
-    so every connection it hands out from now on is one the clock follows. A search's own CPU on both sides
-    depends little on the load, where its wall time on a shared 2-core machine is mostly waiting."""
-    import sqlalchemy as sa
+class ServerCPU:
+    """CPU milliseconds of the server processes behind the connections of the engines it watches, read from
+    ``/proc`` (a server on this machine, as the embedded one is; 0 for one elsewhere). A search's own CPU on both
+    sides depends little on the load, where its wall time on a shared 2-core machine is mostly waiting. A backend
+    that has exited keeps counting with its last reading, so the clock never runs backwards."""
 
-    pids: set[int] = set()
-    engine.dispose()
-    sa.event.listen(engine, "connect", lambda dbapi, _record: pids.add(int(dbapi.info.backend_pid)))
-    tick = os.sysconf("SC_CLK_TCK")
+    def __init__(self) -> None:
+        self.pids: set[int] = set()
+        self.last: dict[int, int] = {}  # pid -> utime + stime in ticks, at its last reading
+        self.tick = os.sysconf("SC_CLK_TCK")
 
-    def clock() -> float:
-        used = 0
-        for pid in list(pids):
+    def watch(self, engine: Any) -> None:
+        """Follow the backend of every connection ``engine`` opens from now on."""
+        import sqlalchemy as sa
+
+        # libpq knows the pid: no query, no transaction left open
+        sa.event.listen(engine, "connect", lambda dbapi, _record: self.pids.add(int(dbapi.info.backend_pid)))
+
+    def ms(self) -> float:
+        """The CPU milliseconds the watched backends have used so far."""
+        for pid in list(self.pids):
             try:
                 stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:  # gone, or not on this machine
+            except OSError:  # exited (its last reading stays), or not on this machine
                 continue
-            used += int(stat[11]) + int(stat[12])  # utime, stime in ticks
-        return used * 1000 / tick
+            self.last[pid] = int(stat[11]) + int(stat[12])  # utime, stime
+        return sum(self.last.values()) * 1000 / self.tick
 
-    return clock
+
+def server_cpu(engine: Any) -> Callable[[], float]:
+    """A clock of the CPU milliseconds the server processes behind ``engine``'s connections have used
+    (:class:`ServerCPU`). The pool is emptied first, so every connection it hands out from now on is one the clock
+    follows."""
+    engine.dispose()
+    clock = ServerCPU()
+    clock.watch(engine)
+    return clock.ms
 
 
 def timed(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[float, Any]:

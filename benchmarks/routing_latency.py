@@ -47,7 +47,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from machine import cpu_model, text_like_vectors, unit_rows
+from machine import ServerCPU, cpu_model, text_like_vectors, unit_rows
 from machine import prewarm as prewarm_schema
 
 QUESTIONS = [
@@ -139,35 +139,6 @@ def fill_synthetic(
             want -= n
     if time.perf_counter() - started > 1:
         log(f"filled the synthetic corpora in {time.perf_counter() - started:.0f} s")
-
-
-class BackendCPU:
-    """CPU time (ms) of the database backends serving an engine's connections, read from ``/proc`` (the embedded
-    server runs on this machine): with this process's CPU time, what a query costs whatever the load."""
-
-    def __init__(self) -> None:
-        self.pids: set[int] = set()
-
-    def watch(self, engine: Any) -> None:
-        """Record the backend of every connection ``engine`` opens from now on."""
-        import sqlalchemy as sa
-
-        def connected(dbapi_connection: Any, _record: Any) -> None:
-            self.pids.add(int(dbapi_connection.info.backend_pid))  # libpq knows it: no query, no transaction left open
-
-        sa.event.listen(engine, "connect", connected)
-
-    def ms(self) -> float:
-        """CPU milliseconds of the watched backends so far (those still running)."""
-        total = 0
-        tick = os.sysconf("SC_CLK_TCK")
-        for pid in list(self.pids):
-            try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-        return total * 1000 / tick
 
 
 def _time(fn: Callable[[str], Any], questions: list[str], rounds: int) -> list[float]:
@@ -308,7 +279,7 @@ def main() -> None:
     # the timed questions repeat (rounds, modes): each is embedded every time, as a new question is
     settings = Settings.from_env().with_(database_url=args.database_url, schema=schema, query_vectors=0)
     rag = UniversalRAG(settings=settings, generator=None, visual_encoder=None, log_decisions=False)
-    backends = BackendCPU()
+    backends = ServerCPU()
     backends.watch(rag.store.engine)
     rag.embedder.embed_query("warm up")  # load both models before threads use them
     rag.router.route("warm up")
