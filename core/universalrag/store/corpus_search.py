@@ -613,8 +613,9 @@ def _text_by_parts(
     while True:
         # The search beam is at least as wide as the window: without the iterative scan the index returns at most
         # ef_search rows, and with it a narrow beam stays among near-identical rows.
-        binary = tables.spec.vector_index == "binary"
-        wanted = min(max(ef, rerank_window(limit, held) if binary else limit), MAX_EF_SEARCH)
+        # the rows the statement takes from the index (a binary index's window of candidates, ranked again)
+        taken = rerank_window(limit, held) if tables.spec.vector_index == "binary" else limit
+        wanted = min(max(ef, taken), MAX_EF_SEARCH)
         settings = _settings(request, wanted)
 
         def build(flt: Filter | None = None, limit: int = limit, settings: dict[str, str | int] = settings) -> Any:
@@ -626,16 +627,8 @@ def _text_by_parts(
         if request.filter:
             rows = yield build(request.filter)
         else:
-            window = rerank_window(limit, held) if binary else limit  # the statement's own LIMIT
-            key = (
-                "parts",
-                tables.parts.fullname,
-                tables.spec.vector_index,
-                limit,
-                window,
-                keep,
-                tuple(settings.items()),
-            )
+            kind = tables.spec.vector_index
+            key = ("parts", tables.parts.fullname, kind, limit, taken, keep, tuple(settings.items()))
             rows = yield sql.raw(key, build, query_vector=request.vector)
         grouped = _grouped(rows)
         window_rows = int(rows[0]["window_rows"]) if rows else 0
