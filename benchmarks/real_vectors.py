@@ -22,6 +22,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -132,14 +133,11 @@ def real_vectors(out: Path, database_url: str | None = None, *, quick: bool = Fa
 
 def _result(held: Any) -> dict[str, Any]:
     kinds = [str(k) for k in held["kinds"]]
-    counts: dict[str, int] = {}
-    for k in kinds:
-        counts[k] = counts.get(k, 0) + 1
     return {
         "units": held["units"],
         "queries": held["queries"],
         "kinds": kinds,
-        "counts": counts,
+        "counts": dict(Counter(kinds)),
         "ingest_s": float(held["ingest_s"]),
     }
 

@@ -487,11 +487,12 @@ def _attach(bench: _Bench, rows: int, drain_s: float, batch: int, out: Path) -> 
     status_lines = [line.strip() for line in shown.splitlines() if "sync attached" in line or "backfill" in line]
     print("universalrag status, near the end of the drain:\n    " + "\n    ".join(status_lines))
     last: dict[str, Any] = next((s for s in reversed(sampler.samples) if "done" in s), {})
+    status_s_max = max(s["status_s"] for s in sampler.samples)
+    rss_mb_max = max(s["rss_mb"] for s in sampler.samples)
     print(
         f"{done} of {rows} rows written in {drain_s:.0f} s ({done / drain_s:.1f} rows/s); sync_status: rate "
-        f"{last.get('rate')} rows/s, time left {last.get('eta_s')} s; reading it took up to "
-        f"{max(s['status_s'] for s in sampler.samples):.2f} s; "
-        f"RSS up to {max(s['rss_mb'] for s in sampler.samples):.0f} MB"
+        f"{last.get('rate')} rows/s, time left {last.get('eta_s')} s; reading it took up to {status_s_max:.2f} s; "
+        f"RSS up to {rss_mb_max:.0f} MB"
     )
     return {
         "attach_rows": rows,
@@ -501,8 +502,8 @@ def _attach(bench: _Bench, rows: int, drain_s: float, batch: int, out: Path) -> 
         "drained_rows_s": done / drain_s,
         "status_rate": last.get("rate"),
         "status_eta_s": last.get("eta_s"),
-        "status_s_max": max(s["status_s"] for s in sampler.samples),
-        "rss_mb_max": max(s["rss_mb"] for s in sampler.samples),
+        "status_s_max": status_s_max,
+        "rss_mb_max": rss_mb_max,
         "status_lines": status_lines,
     }
 
